@@ -1,0 +1,104 @@
+#include "cli/score_command.h"
+
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "comm/communicator.h"
+#include "io/hf_gpt2.h"
+#include "io/safetensors.h"
+#include "model/gpt_model.h"
+
+namespace trident::cli {
+
+std::vector<std::vector<int>> read_token_file(const std::string& path, int vocab_size) {
+  auto fail = [&](const std::string& why) { throw io::FormatError(path + ": " + why); };
+  std::ifstream in(path);
+  if (!in) fail("cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_array()) fail("expected a JSON list of token ids or a list of lists");
+  std::vector<std::vector<int>> sequences;
+  bool nested = !j.empty() && j[0].is_array();
+  auto read_seq = [&](const nlohmann::json& list, size_t which) {
+    if (!list.is_array()) fail("entry " + std::to_string(which) + " is not a list");
+    std::vector<int> seq;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const auto& v = list[i];
+      if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= vocab_size)
+        fail("token " + std::to_string(i) + (nested ? " of sequence " + std::to_string(which) : "") +
+             " is " + v.dump() + ", not an id in [0, " + std::to_string(vocab_size) + ")");
+      seq.push_back(v.get<int>());
+    }
+    return seq;
+  };
+  if (nested)
+    for (size_t s = 0; s < j.size(); ++s) sequences.push_back(read_seq(j[s], s));
+  else
+    sequences.push_back(read_seq(j, 0));
+  return sequences;
+}
+
+int score_main(const std::vector<std::string>& args) {
+  CLI::App app("trident score: mean next-token loss of token ids under a model", "trident score");
+  std::string model_dir, tokens_path, grads_path;
+  int threads = 0;
+  app.add_option("--model", model_dir, "HuggingFace GPT-2 model directory")->required();
+  app.add_option("--tokens", tokens_path, "JSON list of ids, or list of lists")->required();
+  app.add_option("--threads", threads, "OpenMP threads (0: all cores)");
+  app.add_option("--save-grads", grads_path,
+                 "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (threads > 0) omp_set_num_threads(threads);
+  try {
+    ModelConfig config = io::read_hf_config(model_dir);
+    std::vector<std::vector<int>> sequences = read_token_file(tokens_path, config.vocab_size);
+    long predicted = 0;
+    for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
+    if (predicted == 0)
+      throw io::FormatError(tokens_path + ": needs at least one sequence of 2 or more tokens");
+    const int window = config.max_positions();
+    comm::SingleRankCommunicator tp("tensor");
+    GPTModel model(config, tp, 1, window);
+    io::load_hf_weights(model_dir, config, model.parameters());
+    model.parameters().zero_grads();
+    double total = 0;
+    const float grad_scale = 1.f / (float)predicted;
+    // Windows of up to n_positions + 1 tokens sharing their boundary token, so every token
+    // after the first of a sequence is predicted exactly once.
+    for (const auto& seq : sequences)
+      for (size_t start = 0; start + 1 < seq.size(); start += window) {
+        int len = (int)std::min<size_t>(window, seq.size() - 1 - start);
+        const int* chunk = seq.data() + start;
+        total += grads_path.empty() ? model.forward(chunk, 1, len)
+                                    : model.forward_backward(chunk, 1, len, grad_scale);
+      }
+    double loss = total / predicted;
+    nlohmann::ordered_json out = {{"tokens", predicted}, {"loss", loss}, {"perplexity", std::exp(loss)}};
+    std::cout << out.dump() << std::endl;
+    if (!grads_path.empty()) io::save_hf_model(grads_path, config, model.parameters(), true);
+    return 0;
+  } catch (const io::FormatError& e) {
+    std::cerr << "trident score: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "trident score: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,175 @@
+#include "cli/train_command.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <map>
+
+#include "io/hf_gpt2.h"
+#include "io/safetensors.h"
+#include "train/trainer.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct ModelFlags {
+  std::map<std::string, CLI::Option*> given;
+  bool was_given(const std::string& flag) const {
+    auto it = given.find(flag);
+    return it != given.end() && it->second->count() > 0;
+  }
+};
+
+ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
+  ModelFlags f;
+  auto add = [&](const char* flag, auto& field, const char* help) {
+    f.given[flag] = app.add_option(flag, field, help)
+                        ->capture_default_str()
+                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+                        ->group("Model");
+  };
+  app.add_option("--model-preset", preset, "gpt2-small or gpt-tiny; explicit flags override it")
+      ->group("Model");
+  add("--num-layers", m.num_layers, "transformer layers");
+  add("--hidden-size", m.hidden_size, "hidden size h");
+  add("--num-attention-heads", m.num_attention_heads, "attention heads");
+  add("--ffn-hidden-size", m.ffn_hidden_size, "MLP hidden size (0: 4h)");
+  add("--seq-length", m.seq_length, "sequence length s");
+  add("--max-position-embeddings", m.max_position_embeddings, "positions (0: seq length)");
+  add("--vocab-size", m.vocab_size, "tokenizer vocabulary before padding");
+  add("--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by,
+      "pad the vocabulary to a multiple of this x tensor-parallel size");
+  add("--init-method-std", m.init_method_std, "std of the normal initialisation");
+  add("--layernorm-epsilon", m.layernorm_epsilon, "LayerNorm epsilon");
+  return f;
+}
+
+void add_training_flags(CLI::App& app, TrainingConfig& c) {
+  auto opt = [&](const char* flag, auto& field, const char* help, const char* group) {
+    // The last occurrence wins, so a command line can override an earlier flag.
+    app.add_option(flag, field, help)
+        ->capture_default_str()
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->group(group);
+  };
+  opt("--tensor-model-parallel-size", c.tensor_model_parallel_size, "t", "Parallelism");
+  opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
+  opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");
+  opt("--global-batch-size", c.global_batch_size, "B = b x micro-batches x d (0: b x d)", "Batch");
+  opt("--train-iters", c.train_iters, "iterations to train", "Training");
+  opt("--lr", c.lr, "peak learning rate", "Optimizer");
+  opt("--min-lr", c.min_lr, "learning-rate floor of the decay", "Optimizer");
+  opt("--lr-decay-style", c.lr_decay_style, "constant, linear or cosine", "Optimizer");
+  opt("--lr-warmup-iters", c.lr_warmup_iters, "linear warm-up iterations", "Optimizer");
+  opt("--lr-decay-iters", c.lr_decay_iters, "decay ends here (0: --train-iters)", "Optimizer");
+  opt("--weight-decay", c.adam.weight_decay, "AdamW decay on matrices", "Optimizer");
+  opt("--adam-beta1", c.adam.beta1, "Adam beta1", "Optimizer");
+  opt("--adam-beta2", c.adam.beta2, "Adam beta2", "Optimizer");
+  opt("--adam-eps", c.adam.eps, "Adam epsilon", "Optimizer");
+  opt("--clip-grad", c.adam.clip_grad, "global gradient-norm clip (0: off)", "Optimizer");
+  opt("--seed", c.seed, "seed of initialisation and data order", "Training");
+  opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
+  opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
+  opt("--eval-iters", c.eval_iters, "micro-batches per validation", "Logging");
+  opt("--metrics-file", c.metrics_file, "write metrics as JSON lines here", "Logging");
+  opt("--threads", c.threads, "OpenMP threads (0: all cores)", "Runtime");
+  opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
+  app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
+      ->group("Data");
+  app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
+  opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
+  opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
+      "Checkpoints");
+}
+
+// With --load-hf the architecture comes from config.json; explicit flags must agree.
+void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std::string>& errors) {
+  ModelConfig hf = io::read_hf_config(c.load_hf);
+  auto check = [&](const char* flag, int ours, int theirs, int& field) {
+    if (flags.was_given(flag) && ours != theirs)
+      errors.push_back(std::string(flag) + " (" + std::to_string(ours) + ") disagrees with " +
+                       c.load_hf + "/config.json (" + std::to_string(theirs) + ")");
+    field = theirs;
+  };
+  ModelConfig& m = c.model;
+  check("--num-layers", m.num_layers, hf.num_layers, m.num_layers);
+  check("--hidden-size", m.hidden_size, hf.hidden_size, m.hidden_size);
+  check("--num-attention-heads", m.num_attention_heads, hf.num_attention_heads,
+        m.num_attention_heads);
+  check("--vocab-size", m.vocab_size, hf.vocab_size, m.vocab_size);
+  check("--max-position-embeddings", m.max_position_embeddings, hf.max_position_embeddings,
+        m.max_position_embeddings);
+  int ffn = hf.ffn();
+  if (flags.was_given("--ffn-hidden-size") && m.ffn() != ffn)
+    errors.push_back("--ffn-hidden-size disagrees with " + c.load_hf + "/config.json");
+  m.ffn_hidden_size = ffn;
+  m.layernorm_epsilon = hf.layernorm_epsilon;
+  if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
+}
+
+}  // namespace
+
+bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* config,
+                      int* exit_code) {
+  TrainingConfig& c = *config;
+  CLI::App app("trident train: train a GPT model (Megatron-LM flags)", "trident train");
+  app.set_config("--config", "", "TOML config file; command-line flags override it");
+  ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
+  add_training_flags(app, c);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    *exit_code = app.exit(e);
+    if (*exit_code != 0) *exit_code = 2;
+    return false;
+  }
+  std::vector<std::string> errors;
+  try {
+    if (!c.model_preset.empty()) {
+      ModelConfig preset = preset_model(c.model_preset), explicit_values = c.model;
+      c.model = preset;
+      auto keep = [&](const char* flag, auto& field, const auto& value) {
+        if (flags.was_given(flag)) field = value;
+      };
+      keep("--num-layers", c.model.num_layers, explicit_values.num_layers);
+      keep("--hidden-size", c.model.hidden_size, explicit_values.hidden_size);
+      keep("--num-attention-heads", c.model.num_attention_heads, explicit_values.num_attention_heads);
+      keep("--ffn-hidden-size", c.model.ffn_hidden_size, explicit_values.ffn_hidden_size);
+      keep("--seq-length", c.model.seq_length, explicit_values.seq_length);
+      keep("--max-position-embeddings", c.model.max_position_embeddings,
+           explicit_values.max_position_embeddings);
+      keep("--vocab-size", c.model.vocab_size, explicit_values.vocab_size);
+    }
+    if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+  for (const std::string& e : validate_training_config(c)) errors.push_back(e);
+  if (!errors.empty()) {
+    std::cerr << "trident train: " << errors.size() << " invalid argument"
+              << (errors.size() > 1 ? "s" : "") << ":\n";
+    for (const std::string& e : errors) std::cerr << "  - " << e << "\n";
+    *exit_code = 2;
+    return false;
+  }
+  *exit_code = 0;
+  return true;
+}
+
+int train_main(const std::vector<std::string>& args) {
+  TrainingConfig config;
+  int code = 0;
+  if (!parse_train_args(args, &config, &code)) return code;
+  try {
+    return run_training(config, std::cout);
+  } catch (const io::FormatError& e) {
+    std::cerr << "trident train: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "trident train: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace trident::cli

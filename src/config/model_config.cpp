@@ -1,0 +1,71 @@
+#include "config/model_config.h"
+
+#include <stdexcept>
+
+namespace trident {
+
+int ModelConfig::padded_vocab_size(int t) const {
+  long multiple = (long)make_vocab_size_divisible_by * t;
+  return (int)((vocab_size + multiple - 1) / multiple * multiple);
+}
+
+long ModelConfig::parameter_count(int t) const {
+  long h = hidden_size, f = ffn();
+  long per_layer = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (f * h + f) + (f * h + h);
+  return (long)padded_vocab_size(t) * h + (long)max_positions() * h + num_layers * per_layer +
+         2 * h;
+}
+
+std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
+  std::vector<std::string> errors;
+  auto positive = [&](long value, const char* flag) {
+    if (value <= 0) errors.push_back(std::string(flag) + " must be > 0 (got " +
+                                     std::to_string(value) + ")");
+  };
+  positive(c.num_layers, "--num-layers");
+  positive(c.hidden_size, "--hidden-size");
+  positive(c.num_attention_heads, "--num-attention-heads");
+  positive(c.seq_length, "--seq-length");
+  positive(c.vocab_size, "--vocab-size");
+  positive(c.make_vocab_size_divisible_by, "--make-vocab-size-divisible-by");
+  if (c.ffn_hidden_size < 0) positive(c.ffn_hidden_size, "--ffn-hidden-size");
+  if (c.max_position_embeddings < 0)
+    positive(c.max_position_embeddings, "--max-position-embeddings");
+  if (c.init_method_std <= 0.f) errors.push_back("--init-method-std must be > 0");
+  if (c.layernorm_epsilon <= 0.f) errors.push_back("--layernorm-epsilon must be > 0");
+  if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
+    errors.push_back("--hidden-size (" + std::to_string(c.hidden_size) +
+                     ") must be divisible by --num-attention-heads (" +
+                     std::to_string(c.num_attention_heads) + ")");
+  if (t > 0 && c.num_attention_heads > 0 && c.num_attention_heads % t)
+    errors.push_back("--num-attention-heads (" + std::to_string(c.num_attention_heads) +
+                     ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) +
+                     ")");
+  if (t > 0 && c.ffn() > 0 && c.ffn() % t)
+    errors.push_back("--ffn-hidden-size (" + std::to_string(c.ffn()) +
+                     ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) +
+                     ")");
+  if (c.seq_length > 0 && c.max_position_embeddings > 0 &&
+      c.seq_length > c.max_position_embeddings)
+    errors.push_back("--seq-length (" + std::to_string(c.seq_length) +
+                     ") must be <= --max-position-embeddings (" +
+                     std::to_string(c.max_position_embeddings) + ")");
+  return errors;
+}
+
+ModelConfig preset_model(const std::string& name) {
+  ModelConfig c;
+  c.vocab_size = 50257;
+  c.seq_length = 256;
+  if (name == "gpt2-small") {
+    c.num_layers = 12, c.hidden_size = 768, c.num_attention_heads = 12;
+  } else if (name == "gpt-tiny") {
+    c.num_layers = 6, c.hidden_size = 384, c.num_attention_heads = 6;
+  } else {
+    throw std::invalid_argument("unknown model preset '" + name +
+                                "' (known: gpt2-small, gpt-tiny)");
+  }
+  return c;
+}
+
+}  // namespace trident

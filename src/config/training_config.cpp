@@ -1,0 +1,85 @@
+#include "config/training_config.h"
+
+#include "optim/lr_scheduler.h"
+
+namespace trident {
+
+namespace {
+std::string num(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+}  // namespace
+
+int TrainingConfig::data_parallel_size() const {
+  int model_parallel = tensor_model_parallel_size * pipeline_model_parallel_size;
+  return model_parallel > 0 && world_size % model_parallel == 0 ? world_size / model_parallel : 1;
+}
+
+int TrainingConfig::effective_global_batch() const {
+  return global_batch_size > 0 ? global_batch_size : micro_batch_size * data_parallel_size();
+}
+
+int TrainingConfig::num_micro_batches() const {
+  return effective_global_batch() / (micro_batch_size * data_parallel_size());
+}
+
+std::vector<std::string> validate_training_config(const TrainingConfig& c) {
+  std::vector<std::string> errors = validate_model_config(c.model, c.tensor_model_parallel_size);
+  auto require = [&](bool ok, const std::string& message) {
+    if (!ok) errors.push_back(message);
+  };
+  const int t = c.tensor_model_parallel_size, p = c.pipeline_model_parallel_size;
+  require(t > 0, "--tensor-model-parallel-size must be > 0");
+  require(p > 0, "--pipeline-model-parallel-size must be > 0");
+  if (t > 0 && p > 0)
+    require(c.world_size % (t * p) == 0,
+            "world size (" + std::to_string(c.world_size) +
+                ") must be divisible by --tensor-model-parallel-size x "
+                "--pipeline-model-parallel-size (" +
+                std::to_string(t) + " x " + std::to_string(p) + ")");
+  require(c.micro_batch_size > 0, "--micro-batch-size must be > 0");
+  require(c.global_batch_size >= 0, "--global-batch-size must be > 0");
+  if (c.micro_batch_size > 0 && c.global_batch_size > 0) {
+    int unit = c.micro_batch_size * c.data_parallel_size();
+    require(c.global_batch_size % unit == 0,
+            "--global-batch-size (" + std::to_string(c.global_batch_size) +
+                ") must be divisible by --micro-batch-size x data-parallel size (" +
+                std::to_string(c.micro_batch_size) + " x " +
+                std::to_string(c.data_parallel_size()) + ")");
+  }
+  require(c.train_iters > 0, "--train-iters must be > 0");
+  require(c.lr >= 0.f, "--lr must be >= 0");
+  require(c.min_lr >= 0.f, "--min-lr must be >= 0");
+  require(c.min_lr <= c.lr, "--min-lr (" + num(c.min_lr) + ") must be <= --lr (" + num(c.lr) + ")");
+  require(c.lr_warmup_iters >= 0, "--lr-warmup-iters must be >= 0");
+  require(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0");
+  if (c.lr_warmup_iters > 0)
+    require(c.lr_warmup_iters < c.effective_decay_iters(),
+            "--lr-warmup-iters (" + std::to_string(c.lr_warmup_iters) +
+                ") must be < --lr-decay-iters (" + std::to_string(c.effective_decay_iters()) +
+                ", defaults to --train-iters)");
+  try {
+    parse_decay_style(c.lr_decay_style);
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+  require(c.adam.beta1 >= 0.f && c.adam.beta1 < 1.f, "--adam-beta1 must be in [0, 1)");
+  require(c.adam.beta2 >= 0.f && c.adam.beta2 < 1.f, "--adam-beta2 must be in [0, 1)");
+  require(c.adam.eps > 0.f, "--adam-eps must be > 0");
+  require(c.adam.weight_decay >= 0.f, "--weight-decay must be >= 0");
+  require(c.adam.clip_grad >= 0.f, "--clip-grad must be >= 0 (0 disables clipping)");
+  require(c.log_interval > 0, "--log-interval must be > 0");
+  require(c.eval_interval >= 0, "--eval-interval must be >= 0");
+  require(c.eval_iters >= 0, "--eval-iters must be >= 0");
+  require(c.threads >= 0, "--threads must be >= 0");
+  require(c.peak_tflops >= 0, "--peak-tflops must be >= 0");
+  require(c.mock_data == c.data_path.empty(),
+          "exactly one data source is needed: --mock-data or --data-path");
+  require(c.data_path.empty(), "--data-path is not supported yet; use --mock-data");
+  return errors;
+}
+
+}  // namespace trident

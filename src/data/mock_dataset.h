@@ -1,0 +1,24 @@
+#pragma once
+// Deterministic synthetic training data, like Megatron's --mock-data, but with a pattern a
+// model can learn: each sample is a run of arithmetic progressions (start a, stride k,
+// modulo a small alphabet) separated by end-of-document tokens. After two tokens of a
+// progression the rest is predictable, so a falling loss shows learning.
+#include <cstdint>
+
+namespace trident {
+
+class MockGPTDataset {
+ public:
+  MockGPTDataset(int vocab_size, int seq_length, std::uint64_t seed);
+  // Writes seq_length + 1 tokens of sample `index` (any index; the stream is unbounded).
+  void sample(long index, int* out) const;
+  int eod() const { return eod_; }
+
+ private:
+  int seq_length_;
+  int alphabet_;
+  int eod_;
+  std::uint64_t seed_;
+};
+
+}  // namespace trident

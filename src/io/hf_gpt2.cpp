@@ -1,0 +1,186 @@
+#include "io/hf_gpt2.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+
+namespace trident::io {
+
+namespace fs = std::filesystem;
+
+HfName hf_name_for(const std::string& n) {
+  static const std::vector<std::pair<std::string, HfName>> leaves = {
+      {"input_layernorm.weight", {"ln_1.weight", false}},
+      {"input_layernorm.bias", {"ln_1.bias", false}},
+      {"self_attention.linear_qkv.weight", {"attn.c_attn.weight", true}},
+      {"self_attention.linear_qkv.bias", {"attn.c_attn.bias", false}},
+      {"self_attention.linear_proj.weight", {"attn.c_proj.weight", true}},
+      {"self_attention.linear_proj.bias", {"attn.c_proj.bias", false}},
+      {"post_attention_layernorm.weight", {"ln_2.weight", false}},
+      {"post_attention_layernorm.bias", {"ln_2.bias", false}},
+      {"mlp.linear_fc1.weight", {"mlp.c_fc.weight", true}},
+      {"mlp.linear_fc1.bias", {"mlp.c_fc.bias", false}},
+      {"mlp.linear_fc2.weight", {"mlp.c_proj.weight", true}},
+      {"mlp.linear_fc2.bias", {"mlp.c_proj.bias", false}}};
+  if (n == "embedding.word_embeddings.weight") return {"wte.weight", false};
+  if (n == "embedding.position_embeddings.weight") return {"wpe.weight", false};
+  if (n == "final_layernorm.weight") return {"ln_f.weight", false};
+  if (n == "final_layernorm.bias") return {"ln_f.bias", false};
+  if (n.rfind("layers.", 0) == 0) {
+    size_t dot = n.find('.', 7);
+    std::string layer = n.substr(7, dot - 7), leaf = n.substr(dot + 1);
+    for (const auto& [ours, hf] : leaves)
+      if (ours == leaf) return {"h." + layer + "." + hf.name, hf.transposed};
+  }
+  throw std::out_of_range("no HF GPT-2 name for parameter " + n);
+}
+
+ModelConfig read_hf_config(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
+  std::ifstream in(path);
+  if (!in) fail("cannot open (is " + dir + " a HuggingFace GPT-2 model directory?)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail("must be a JSON object");
+  auto get_int = [&](const char* key) -> int {
+    if (!j.contains(key)) fail(std::string("missing key \"") + key + "\"");
+    if (!j[key].is_number_integer() || j[key].get<long>() <= 0)
+      fail(std::string("\"") + key + "\" must be a positive integer");
+    return j[key].get<int>();
+  };
+  ModelConfig c;
+  c.num_layers = get_int("n_layer");
+  c.hidden_size = get_int("n_embd");
+  c.num_attention_heads = get_int("n_head");
+  c.vocab_size = get_int("vocab_size");
+  c.max_position_embeddings = get_int("n_positions");
+  c.seq_length = c.max_position_embeddings;
+  if (j.contains("n_inner") && !j["n_inner"].is_null()) c.ffn_hidden_size = get_int("n_inner");
+  if (j.contains("layer_norm_epsilon")) {
+    if (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() <= 0)
+      fail("\"layer_norm_epsilon\" must be a positive number");
+    c.layernorm_epsilon = j["layer_norm_epsilon"].get<float>();
+  }
+  if (j.contains("activation_function")) {
+    std::string act = j["activation_function"].is_string() ? j["activation_function"].get<std::string>() : "";
+    if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+      fail("\"activation_function\" must be gelu_new (the tanh GeLU); got " +
+           j["activation_function"].dump());
+  }
+  if (c.hidden_size % c.num_attention_heads)
+    fail("n_embd (" + std::to_string(c.hidden_size) + ") must be divisible by n_head (" +
+         std::to_string(c.num_attention_heads) + ")");
+  return c;
+}
+
+namespace {
+
+// The HF tensor, converted to trident's layout [out, in] with the vocabulary padded.
+std::vector<float> global_tensor(const SafetensorsFile& file, const TensorEntry& entry,
+                                 const ParamSpec& spec, bool transposed) {
+  std::vector<float> src = file.read_float(entry);
+  std::vector<long> expected = spec.global_shape;
+  bool is_vocab = spec.name == "embedding.word_embeddings.weight";
+  if (transposed) std::swap(expected[0], expected[1]);
+  std::vector<long> got = entry.shape;
+  bool ok = got.size() == expected.size();
+  for (size_t d = 0; ok && d < got.size(); ++d)
+    ok = (is_vocab && d == 0) ? got[0] <= expected[0] : got[d] == expected[d];
+  if (!ok) {
+    auto str = [](const std::vector<long>& s) {
+      std::string r = "[";
+      for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+      return r + "]";
+    };
+    throw FormatError(file.path() + ": tensor '" + entry.name + "' has shape " + str(got) +
+                      ", the config needs " + str(expected));
+  }
+  std::vector<float> out((size_t)spec.global_shape[0] *
+                             (spec.global_shape.size() == 2 ? spec.global_shape[1] : 1),
+                         0.f);
+  if (transposed) {
+    long rows = spec.global_shape[0], cols = spec.global_shape[1];
+    for (long r = 0; r < rows; ++r)
+      for (long c = 0; c < cols; ++c) out[r * cols + c] = src[c * rows + r];
+  } else {
+    std::copy(src.begin(), src.end(), out.begin());  // padded vocabulary rows stay zero
+  }
+  return out;
+}
+
+}  // namespace
+
+void load_hf_weights(const std::string& dir, const ModelConfig& config, Parameters& params) {
+  const std::string path = (fs::path(dir) / "model.safetensors").string();
+  SafetensorsFile file(path);
+  std::string prefix = file.find("wte.weight") ? "" : "transformer.";
+  for (const ParamSpec& spec : params.layout().specs()) {
+    HfName hf = hf_name_for(spec.name);
+    const TensorEntry* entry = file.find(prefix + hf.name);
+    if (!entry) throw FormatError(path + ": missing tensor '" + prefix + hf.name + "'");
+    std::vector<float> global = global_tensor(file, *entry, spec, hf.transposed);
+    float* dst = params.values() + spec.offset;
+    for (long i = 0; i < spec.numel(); ++i) dst[i] = global[spec.global_index(i)];
+  }
+  for (const TensorEntry& t : file.tensors()) {
+    std::string n = t.name.substr(t.name.rfind(prefix, 0) == 0 ? prefix.size() : 0);
+    bool buffer = n.ends_with(".attn.bias") || n.ends_with(".attn.masked_bias");
+    bool known = buffer || n == "lm_head.weight" || t.name == "lm_head.weight";
+    if (!known) {
+      bool matched = false;
+      for (const ParamSpec& spec : params.layout().specs())
+        if (hf_name_for(spec.name).name == n) matched = true;
+      if (!matched)
+        throw FormatError(path + ": unexpected tensor '" + t.name +
+                          "' (not part of a GPT-2 model with this config)");
+    }
+  }
+}
+
+void save_hf_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
+                   bool gradients) {
+  fs::create_directories(dir);
+  nlohmann::ordered_json cfg = {{"architectures", {"GPT2LMHeadModel"}},
+                                {"model_type", "gpt2"},
+                                {"activation_function", "gelu_new"},
+                                {"n_layer", config.num_layers},
+                                {"n_embd", config.hidden_size},
+                                {"n_head", config.num_attention_heads},
+                                {"n_inner", config.ffn()},
+                                {"n_positions", config.max_positions()},
+                                {"n_ctx", config.max_positions()},
+                                {"vocab_size", config.vocab_size},
+                                {"layer_norm_epsilon", config.layernorm_epsilon},
+                                {"tie_word_embeddings", true}};
+  std::vector<std::vector<float>> storage;
+  std::vector<TensorToWrite> tensors;
+  const float* base = gradients ? params.grads() : params.values();
+  for (const ParamSpec& spec : params.layout().specs()) {
+    HfName hf = hf_name_for(spec.name);
+    const float* src = base + spec.offset;
+    std::vector<long> shape = spec.global_shape;
+    if (spec.name == "embedding.word_embeddings.weight") shape[0] = config.vocab_size;
+    if (hf.transposed) {
+      long rows = shape[0], cols = shape[1];
+      std::vector<float> t((size_t)rows * cols);
+      for (long r = 0; r < rows; ++r)
+        for (long c = 0; c < cols; ++c) t[c * rows + r] = src[r * cols + c];
+      storage.push_back(std::move(t));
+      src = storage.back().data();
+      std::swap(shape[0], shape[1]);
+    }
+    tensors.push_back({hf.name, shape, src});
+  }
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
+                    {{"format", "pt"}, {"producer", "trident"}});
+  write_file_atomically((fs::path(dir) / "config.json").string(), cfg.dump(2) + "\n");
+}
+
+}  // namespace trident::io

@@ -1,0 +1,212 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace trident::io {
+
+namespace {
+
+constexpr std::uint64_t kMaxHeader = 100u << 20;
+
+int dtype_size(const std::string& d) {
+  static const std::map<std::string, int> sizes = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
+      {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4}, {"U64", 8}};
+  auto it = sizes.find(d);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+float half_to_float(std::uint16_t h) {
+  std::uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) mant <<= 1, --exp;
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace
+
+long TensorEntry::numel() const {
+  long n = 1;
+  for (long d : shape) n *= d;
+  return n;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open file");
+  in.seekg(0, std::ios::end);
+  std::uint64_t file_size = (std::uint64_t)in.tellg();
+  in.seekg(0);
+  if (file_size < 8) fail("file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+  std::uint64_t header_len = 0;
+  unsigned char len_bytes[8];
+  in.read((char*)len_bytes, 8);
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  if (header_len > kMaxHeader) fail("header length " + std::to_string(header_len) + " exceeds the 100 MiB limit");
+  if (8 + header_len > file_size)
+    fail("header length " + std::to_string(header_len) + " runs past the end of the " +
+         std::to_string(file_size) + "-byte file (truncated?)");
+  std::string header(header_len, '\0');
+  in.read(header.data(), (std::streamsize)header_len);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header);
+  } catch (const std::exception& e) {
+    fail(std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail("header must be a JSON object");
+  const std::uint64_t data_size = file_size - 8 - header_len;
+  for (auto& [name, entry] : j.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) fail("__metadata__ must be an object of strings");
+      for (auto& [k, v] : entry.items()) {
+        if (!v.is_string()) fail("__metadata__." + k + " must be a string");
+        metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "': ";
+    if (!entry.is_object()) fail(where + "entry must be an object");
+    if (!entry.contains("dtype") || !entry["dtype"].is_string()) fail(where + "missing dtype");
+    if (!entry.contains("shape") || !entry["shape"].is_array()) fail(where + "missing shape");
+    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
+        entry["data_offsets"].size() != 2)
+      fail(where + "data_offsets must be [begin, end]");
+    TensorEntry t;
+    t.name = name;
+    t.dtype = entry["dtype"].get<std::string>();
+    int elem = dtype_size(t.dtype);
+    if (!elem) fail(where + "unknown dtype '" + t.dtype + "'");
+    for (auto& d : entry["shape"]) {
+      if (!d.is_number_unsigned()) fail(where + "shape entries must be non-negative integers");
+      t.shape.push_back(d.get<long>());
+    }
+    for (int k = 0; k < 2; ++k)
+      if (!entry["data_offsets"][k].is_number_unsigned())
+        fail(where + "data_offsets must be non-negative integers");
+    t.begin = entry["data_offsets"][0].get<std::uint64_t>();
+    t.end = entry["data_offsets"][1].get<std::uint64_t>();
+    if (t.end < t.begin) fail(where + "data_offsets end < begin");
+    if (t.end > data_size)
+      fail(where + "data_offsets end " + std::to_string(t.end) + " is past the data section (" +
+           std::to_string(data_size) + " bytes; truncated file?)");
+    if ((std::uint64_t)t.numel() * elem != t.end - t.begin)
+      fail(where + "shape and dtype need " + std::to_string(t.numel() * elem) +
+           " bytes but data_offsets span " + std::to_string(t.end - t.begin));
+    tensors_.push_back(std::move(t));
+  }
+  std::vector<TensorEntry> sorted = tensors_;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const TensorEntry& a, const TensorEntry& b) { return a.begin < b.begin; });
+  std::uint64_t cursor = 0;
+  for (const TensorEntry& t : sorted) {
+    if (t.begin != cursor)
+      fail("tensor '" + t.name + "' starts at " + std::to_string(t.begin) + ", expected " +
+           std::to_string(cursor) + " (tensors must tile the data section without gaps or overlap)");
+    cursor = t.end;
+  }
+  if (cursor != data_size)
+    fail("tensors cover " + std::to_string(cursor) + " of " + std::to_string(data_size) +
+         " data bytes");
+  data_.resize(data_size);
+  in.read(data_.data(), (std::streamsize)data_size);
+  if (!in) fail("short read");
+}
+
+const TensorEntry* SafetensorsFile::find(const std::string& name) const {
+  for (const TensorEntry& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::vector<float> SafetensorsFile::read_float(const TensorEntry& t) const {
+  std::vector<float> out(t.numel());
+  const char* src = data_.data() + t.begin;
+  if (t.dtype == "F32") {
+    std::memcpy(out.data(), src, out.size() * 4);
+  } else if (t.dtype == "F16" || t.dtype == "BF16") {
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      if (t.dtype == "F16") {
+        out[i] = half_to_float(h);
+      } else {
+        std::uint32_t bits = (std::uint32_t)h << 16;
+        std::memcpy(&out[i], &bits, 4);
+      }
+    }
+  } else {
+    throw FormatError(path_ + ": tensor '" + t.name + "' has dtype " + t.dtype +
+                      ", expected F32, F16 or BF16");
+  }
+  return out;
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("write to " + tmp + " failed: " + std::strerror(errno));
+    }
+    done += (size_t)n;
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  for (const TensorToWrite& t : tensors) {
+    long n = 1;
+    for (long d : t.shape) n *= d;
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
+    offset += (std::uint64_t)n * 4;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
+  std::string bytes(8, '\0');
+  std::uint64_t len = json.size();
+  for (int i = 0; i < 8; ++i) bytes[i] = (char)((len >> (8 * i)) & 0xff);
+  bytes += json;
+  bytes.reserve(bytes.size() + offset);
+  for (const TensorToWrite& t : tensors) {
+    long n = 1;
+    for (long d : t.shape) n *= d;
+    bytes.append(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
+  }
+  write_file_atomically(path, bytes);
+}
+
+}  // namespace trident::io

@@ -1,0 +1,56 @@
+#pragma once
+// The safetensors format: an 8-byte little-endian header length, a JSON header naming
+// each tensor's dtype, shape and [begin, end) byte range, then the raw data. The reader
+// checks every claim the header makes before any byte of data is used.
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trident::io {
+
+class FormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TensorEntry {
+  std::string name;
+  std::string dtype;
+  std::vector<long> shape;
+  std::uint64_t begin = 0, end = 0;  // relative to the data section
+  long numel() const;
+};
+
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);  // throws FormatError naming path + rule
+  const std::vector<TensorEntry>& tensors() const { return tensors_; }
+  const TensorEntry* find(const std::string& name) const;
+  // F32, F16 and BF16 are converted to float.
+  std::vector<float> read_float(const TensorEntry& t) const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<char> data_;
+  std::vector<TensorEntry> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+struct TensorToWrite {
+  std::string name;
+  std::vector<long> shape;
+  const float* data;
+};
+
+// Writes F32 tensors to path + ".tmp", flushes, then renames over path.
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// Writes bytes to path atomically (temporary name, fsync, rename).
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+}  // namespace trident::io

@@ -1,0 +1,212 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace trident::kernels {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Strided views of one (batch, head) inside the packed qkv / out tensors.
+struct HeadView {
+  long token_stride;  // floats between consecutive tokens
+  long offset;        // first element of this head at token 0
+};
+
+HeadView qkv_view(const AttentionShape& s, int b, int h, int which) {
+  long stride = 3L * s.heads * s.head_dim;
+  return {stride, b * s.seq * stride + (long)which * s.heads * s.head_dim + (long)h * s.head_dim};
+}
+
+HeadView out_view(const AttentionShape& s, int b, int h) {
+  long stride = (long)s.heads * s.head_dim;
+  return {stride, b * s.seq * stride + (long)h * s.head_dim};
+}
+
+void gather(const float* src, HeadView v, int seq, int hd, float* dst) {
+  for (int t = 0; t < seq; ++t) std::copy_n(src + v.offset + t * v.token_stride, hd, dst + t * hd);
+}
+
+void scatter(const float* src, HeadView v, int seq, int hd, float* dst) {
+  for (int t = 0; t < seq; ++t) std::copy_n(src + t * hd, hd, dst + v.offset + t * v.token_stride);
+}
+
+// Number of keys in block [ks, ks + nk) visible to query row q (causal).
+inline int visible_keys(int q, int ks, int nk) { return std::clamp(q - ks + 1, 0, nk); }
+
+void forward_one_head(const AttentionShape& s, const float* q, const float* k, const float* v,
+                      float* o, float* lse, float* scores) {
+  const int hd = s.head_dim;
+  const float scale = 1.f / std::sqrt((float)hd);
+  float row_max[kBlockQ], row_sum[kBlockQ];
+  for (int qs = 0; qs < s.seq; qs += kBlockQ) {
+    int nq = std::min(kBlockQ, s.seq - qs);
+    std::fill_n(row_max, nq, kNegInf);
+    std::fill_n(row_sum, nq, 0.f);
+    std::fill_n(o + (long)qs * hd, (long)nq * hd, 0.f);
+    for (int ks = 0; ks < qs + nq; ks += kBlockK) {
+      int nk = std::min(kBlockK, qs + nq - ks);
+      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd, k + (long)ks * hd,
+           hd, 0.f, scores, kBlockK);
+      for (int i = 0; i < nq; ++i) {
+        float* row = scores + i * kBlockK;
+        int valid = visible_keys(qs + i, ks, nk);
+        float block_max = kNegInf;
+        for (int j = 0; j < valid; ++j) block_max = std::max(block_max, row[j]);
+        float new_max = std::max(row_max[i], block_max);
+        float rescale = row_max[i] == kNegInf ? 0.f : std::exp(row_max[i] - new_max);
+        float sum = 0.f;
+        for (int j = 0; j < valid; ++j) {
+          row[j] = std::exp(row[j] - new_max);
+          sum += row[j];
+        }
+        std::fill(row + valid, row + nk, 0.f);
+        row_sum[i] = row_sum[i] * rescale + sum;
+        row_max[i] = new_max;
+        float* orow = o + (long)(qs + i) * hd;
+        for (int d = 0; d < hd; ++d) orow[d] *= rescale;
+      }
+      gemm(Trans::kNo, Trans::kNo, nq, hd, nk, 1.f, scores, kBlockK, v + (long)ks * hd, hd, 1.f,
+           o + (long)qs * hd, hd);
+    }
+    for (int i = 0; i < nq; ++i) {
+      float inv = 1.f / row_sum[i];
+      float* orow = o + (long)(qs + i) * hd;
+      for (int d = 0; d < hd; ++d) orow[d] *= inv;
+      lse[qs + i] = row_max[i] + std::log(row_sum[i]);
+    }
+  }
+}
+
+struct BackwardBuffers {
+  const float *q, *k, *v, *o, *dout, *lse;
+  float *dq, *dk, *dv, *delta, *p, *dp;
+};
+
+void backward_one_head(const AttentionShape& s, const BackwardBuffers& x) {
+  const int hd = s.head_dim;
+  const float scale = 1.f / std::sqrt((float)hd);
+  for (int t = 0; t < s.seq; ++t) {
+    float acc = 0.f;
+    for (int d = 0; d < hd; ++d) acc += x.dout[(long)t * hd + d] * x.o[(long)t * hd + d];
+    x.delta[t] = acc;
+  }
+  std::fill_n(x.dq, (long)s.seq * hd, 0.f);
+  std::fill_n(x.dk, (long)s.seq * hd, 0.f);
+  std::fill_n(x.dv, (long)s.seq * hd, 0.f);
+  for (int ks = 0; ks < s.seq; ks += kBlockK) {
+    int nk = std::min(kBlockK, s.seq - ks);
+    for (int qs = (ks / kBlockQ) * kBlockQ; qs < s.seq; qs += kBlockQ) {
+      int nq = std::min(kBlockQ, s.seq - qs);
+      const float* qi = x.q + (long)qs * hd;
+      const float* doi = x.dout + (long)qs * hd;
+      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, scale, qi, hd, x.k + (long)ks * hd, hd, 0.f, x.p,
+           kBlockK);
+      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, 1.f, doi, hd, x.v + (long)ks * hd, hd, 0.f, x.dp,
+           kBlockK);
+      for (int i = 0; i < nq; ++i) {
+        float* prow = x.p + i * kBlockK;
+        float* dprow = x.dp + i * kBlockK;
+        int valid = visible_keys(qs + i, ks, nk);
+        float row_lse = x.lse[qs + i], row_delta = x.delta[qs + i];
+        for (int j = 0; j < valid; ++j) {
+          prow[j] = std::exp(prow[j] - row_lse);
+          dprow[j] = prow[j] * (dprow[j] - row_delta);  // dS
+        }
+        std::fill(prow + valid, prow + nk, 0.f);
+        std::fill(dprow + valid, dprow + nk, 0.f);
+      }
+      gemm(Trans::kYes, Trans::kNo, nk, hd, nq, 1.f, x.p, kBlockK, doi, hd, 1.f,
+           x.dv + (long)ks * hd, hd);
+      gemm(Trans::kNo, Trans::kNo, nq, hd, nk, scale, x.dp, kBlockK, x.k + (long)ks * hd, hd, 1.f,
+           x.dq + (long)qs * hd, hd);
+      gemm(Trans::kYes, Trans::kNo, nk, hd, nq, scale, x.dp, kBlockK, qi, hd, 1.f,
+           x.dk + (long)ks * hd, hd);
+    }
+  }
+}
+
+}  // namespace
+
+void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s) {
+  const long head_elems = (long)s.seq * s.head_dim;
+#pragma omp parallel
+  {
+    std::vector<float> local(4 * head_elems + kBlockQ * kBlockK);
+    float *q = local.data(), *k = q + head_elems, *v = k + head_elems, *o = v + head_elems;
+    float* scores = o + head_elems;
+#pragma omp for schedule(dynamic)
+    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
+      int b = bh / s.heads, h = bh % s.heads;
+      gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
+      gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
+      gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
+      forward_one_head(s, q, k, v, o, lse + (long)bh * s.seq, scores);
+      scatter(o, out_view(s, b, h), s.seq, s.head_dim, out);
+    }
+  }
+}
+
+void flash_attention_backward(const float* qkv, const float* out, const float* dout,
+                              const float* lse, float* dqkv, const AttentionShape& s) {
+  const long head_elems = (long)s.seq * s.head_dim;
+#pragma omp parallel
+  {
+    std::vector<float> local(8 * head_elems + s.seq + 2 * kBlockQ * kBlockK);
+    float* base = local.data();
+    float *q = base, *k = q + head_elems, *v = k + head_elems, *o = v + head_elems;
+    float *dout_h = o + head_elems, *dq = dout_h + head_elems, *dk = dq + head_elems;
+    float *dv = dk + head_elems, *delta = dv + head_elems, *p = delta + s.seq;
+    float* dp = p + kBlockQ * kBlockK;
+#pragma omp for schedule(dynamic)
+    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
+      int b = bh / s.heads, h = bh % s.heads;
+      gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
+      gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
+      gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
+      gather(out, out_view(s, b, h), s.seq, s.head_dim, o);
+      gather(dout, out_view(s, b, h), s.seq, s.head_dim, dout_h);
+      backward_one_head(s, {q, k, v, o, dout_h, lse + (long)bh * s.seq, dq, dk, dv, delta, p, dp});
+      scatter(dq, qkv_view(s, b, h, 0), s.seq, s.head_dim, dqkv);
+      scatter(dk, qkv_view(s, b, h, 1), s.seq, s.head_dim, dqkv);
+      scatter(dv, qkv_view(s, b, h, 2), s.seq, s.head_dim, dqkv);
+    }
+  }
+}
+
+void naive_attention_forward(const float* qkv, float* out, const AttentionShape& s) {
+  const int hd = s.head_dim;
+  const float scale = 1.f / std::sqrt((float)hd);
+  std::vector<double> scores(s.seq);
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.heads; ++h) {
+      HeadView qv = qkv_view(s, b, h, 0), kv = qkv_view(s, b, h, 1), vv = qkv_view(s, b, h, 2);
+      HeadView ov = out_view(s, b, h);
+      for (int i = 0; i < s.seq; ++i) {
+        double mx = -1e300;
+        for (int j = 0; j <= i; ++j) {
+          double acc = 0;
+          for (int d = 0; d < hd; ++d)
+            acc += (double)qkv[qv.offset + i * qv.token_stride + d] *
+                   qkv[kv.offset + j * kv.token_stride + d];
+          scores[j] = acc * scale;
+          mx = std::max(mx, scores[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j <= i; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+        for (int d = 0; d < hd; ++d) {
+          double acc = 0;
+          for (int j = 0; j <= i; ++j) acc += scores[j] * qkv[vv.offset + j * vv.token_stride + d];
+          out[ov.offset + i * ov.token_stride + d] = (float)(acc / sum);
+        }
+      }
+    }
+}
+
+}  // namespace trident::kernels

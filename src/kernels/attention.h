@@ -1,0 +1,29 @@
+#pragma once
+// Causal multi-head attention in the flash-attention style: the s x s score matrix is
+// never formed; queries are processed in blocks of kBlockQ rows against key blocks of
+// kBlockK columns with an online softmax, and the backward pass recomputes each score
+// tile from the saved log-sum-exp.
+namespace trident::kernels {
+
+struct AttentionShape {
+  int batch;
+  int seq;
+  int heads;     // heads held by this rank
+  int head_dim;
+};
+
+constexpr int kBlockQ = 64;
+constexpr int kBlockK = 64;
+
+// qkv: [batch, seq, 3, heads, head_dim] (q, k, v of one token side by side)
+// out: [batch, seq, heads, head_dim]; lse: [batch, heads, seq] (saved for backward).
+void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s);
+
+// dqkv is overwritten, laid out as qkv.
+void flash_attention_backward(const float* qkv, const float* out, const float* dout,
+                              const float* lse, float* dqkv, const AttentionShape& s);
+
+// Reference: materialises the full score matrix. Used only by tests.
+void naive_attention_forward(const float* qkv, float* out, const AttentionShape& s);
+
+}  // namespace trident::kernels

@@ -1,0 +1,25 @@
+#pragma once
+// Memory-bound element-wise kernels (bias, GeLU, residual), threaded with OpenMP.
+namespace trident::kernels {
+
+// y[r, c] += bias[c]
+void add_bias(float* y, const float* bias, int rows, int cols);
+// out[r, c] = a[r, c] + y[r, c] + bias[c]: row-parallel linear's bias fused with the residual.
+void bias_residual_add(const float* a, const float* y, const float* bias, float* out, int rows,
+                       int cols);
+// dbias[c] += sum_r dy[r, c]; summed in fixed row chunks so the result is thread-count independent.
+void bias_backward(const float* dy, float* dbias, int rows, int cols);
+
+// GeLU, tanh approximation (GPT-2's "gelu_new").
+float gelu_scalar(float x);
+float gelu_grad_scalar(float x);
+// pre[r, c] += bias[c]; out = gelu(pre). Keeps pre for the backward pass.
+void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols);
+// dinout *= gelu'(pre), in place.
+void gelu_backward_inplace(const float* pre, float* dinout, long n);
+
+// y += x
+void add_inplace(float* y, const float* x, long n);
+void fill(float* y, float value, long n);
+
+}  // namespace trident::kernels

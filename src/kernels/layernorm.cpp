@@ -1,0 +1,78 @@
+#include "kernels/layernorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace trident::kernels {
+
+namespace {
+constexpr int kRowChunk = 32;
+}
+
+void layernorm_forward(const float* x, const float* weight, const float* bias, float* y,
+                       float* mean, float* rstd, int rows, int cols, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + (long)r * cols;
+    float* yr = y + (long)r * cols;
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < cols; ++c) sum += xr[c];
+    float m = sum / cols;
+    float var = 0.f;
+#pragma omp simd reduction(+ : var)
+    for (int c = 0; c < cols; ++c) var += (xr[c] - m) * (xr[c] - m);
+    float rs = 1.f / std::sqrt(var / cols + eps);
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rs * weight[c] + bias[c];
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+void layernorm_backward(const float* dy, const float* x, const float* weight, const float* mean,
+                        const float* rstd, float* dx, float* dweight, float* dbias, int rows,
+                        int cols, bool accumulate_dx) {
+  int chunks = (rows + kRowChunk - 1) / kRowChunk;
+  std::vector<float> partial((size_t)chunks * 2 * cols, 0.f);
+#pragma omp parallel for schedule(static)
+  for (int ch = 0; ch < chunks; ++ch) {
+    float* pw = partial.data() + (size_t)ch * 2 * cols;
+    float* pb = pw + cols;
+    int end = std::min(rows, (ch + 1) * kRowChunk);
+    for (int r = ch * kRowChunk; r < end; ++r) {
+      const float* dyr = dy + (long)r * cols;
+      const float* xr = x + (long)r * cols;
+      float* dxr = dx + (long)r * cols;
+      float m = mean[r], rs = rstd[r];
+      // dxhat = dy * w; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+      float sum_dxhat = 0.f, sum_dxhat_xhat = 0.f;
+#pragma omp simd reduction(+ : sum_dxhat, sum_dxhat_xhat)
+      for (int c = 0; c < cols; ++c) {
+        float xhat = (xr[c] - m) * rs;
+        float dxhat = dyr[c] * weight[c];
+        sum_dxhat += dxhat;
+        sum_dxhat_xhat += dxhat * xhat;
+        pw[c] += dyr[c] * xhat;
+        pb[c] += dyr[c];
+      }
+      float mean_dxhat = sum_dxhat / cols, mean_dxhat_xhat = sum_dxhat_xhat / cols;
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) {
+        float xhat = (xr[c] - m) * rs;
+        float v = rs * (dyr[c] * weight[c] - mean_dxhat - xhat * mean_dxhat_xhat);
+        dxr[c] = accumulate_dx ? dxr[c] + v : v;
+      }
+    }
+  }
+  for (int ch = 0; ch < chunks; ++ch) {
+    const float* pw = partial.data() + (size_t)ch * 2 * cols;
+    for (int c = 0; c < cols; ++c) {
+      dweight[c] += pw[c];
+      dbias[c] += pw[cols + c];
+    }
+  }
+}
+
+}  // namespace trident::kernels

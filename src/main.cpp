@@ -1,0 +1,36 @@
+// trident: Megatron-style GPT training on CPUs. One binary, subcommands.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/score_command.h"
+#include "cli/train_command.h"
+
+namespace {
+
+void usage(std::ostream& os) {
+  os << "usage: trident <command> [flags]\n\n"
+        "commands:\n"
+        "  train   train a GPT model (Megatron-LM flags; --help lists them)\n"
+        "  score   mean next-token loss and perplexity of token ids under a model\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(std::cerr);
+    return 2;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "train") return trident::cli::train_main(args);
+  if (command == "score") return trident::cli::score_main(args);
+  if (command == "--help" || command == "-h" || command == "help") {
+    usage(std::cout);
+    return 0;
+  }
+  std::cerr << "trident: unknown command '" << command << "'\n";
+  usage(std::cerr);
+  return 2;
+}

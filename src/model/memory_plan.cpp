@@ -1,0 +1,64 @@
+#include "model/memory_plan.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+
+namespace trident {
+
+void MemoryPlan::add(std::string group, std::string name, long floats, int copies) {
+  buffers_.push_back({std::move(group), std::move(name), floats, copies});
+}
+
+long MemoryPlan::total_bytes() const {
+  long total = 0;
+  for (const PlannedBuffer& b : buffers_) total += b.total_floats() * 4;
+  return total;
+}
+
+long MemoryPlan::group_bytes(const std::string& group) const {
+  long total = 0;
+  for (const PlannedBuffer& b : buffers_)
+    if (b.group == group) total += b.total_floats() * 4;
+  return total;
+}
+
+std::string format_bytes(double bytes) {
+  char buf[32];
+  if (bytes >= 1 << 30)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1 << 30));
+  else if (bytes >= 1 << 20)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024);
+  return buf;
+}
+
+void MemoryPlan::print(std::ostream& os) const {
+  os << "memory plan (fp32, this rank):\n";
+  std::string last_group;
+  for (const PlannedBuffer& b : buffers_) {
+    if (b.group != last_group)
+      os << "  " << b.group << " (" << format_bytes(group_bytes(b.group)) << ")\n";
+    last_group = b.group;
+    os << "    " << std::left << std::setw(30) << b.name << std::right << std::setw(14)
+       << b.floats << " floats";
+    if (b.copies > 1) os << " x " << std::setw(3) << b.copies;
+    else os << "      ";
+    os << "  " << format_bytes(b.total_floats() * 4.0) << "\n";
+  }
+  os << "  total " << format_bytes(total_bytes()) << "\n";
+}
+
+Arena::Arena(long floats) : storage_(floats, 0.f) {}
+
+float* Arena::take(long floats) {
+  if (used_ + floats > (long)storage_.size())
+    throw std::logic_error("activation arena exhausted: the memory plan is wrong");
+  float* p = storage_.data() + used_;
+  used_ += (floats + 15) / 16 * 16;
+  return p;
+}
+
+}  // namespace trident

@@ -1,0 +1,44 @@
+#pragma once
+// Every buffer a rank will hold, sized before step 1 and carved from one arena
+// (llm.c style), so the plan printed at start is the memory the run actually uses.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace trident {
+
+struct PlannedBuffer {
+  std::string group;  // "parameters", "optimizer", "activations", "scratch"
+  std::string name;
+  long floats = 0;  // per copy
+  int copies = 1;   // e.g. one per layer
+  long total_floats() const { return floats * copies; }
+};
+
+class MemoryPlan {
+ public:
+  void add(std::string group, std::string name, long floats, int copies = 1);
+  const std::vector<PlannedBuffer>& buffers() const { return buffers_; }
+  long total_bytes() const;
+  long group_bytes(const std::string& group) const;
+  void print(std::ostream& os) const;
+
+ private:
+  std::vector<PlannedBuffer> buffers_;
+};
+
+// Hands out consecutive slices of one allocation.
+class Arena {
+ public:
+  explicit Arena(long floats);
+  float* take(long floats);
+  long used() const { return used_; }
+
+ private:
+  std::vector<float> storage_;
+  long used_ = 0;
+};
+
+std::string format_bytes(double bytes);
+
+}  // namespace trident

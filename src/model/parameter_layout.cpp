@@ -1,0 +1,112 @@
+#include "model/parameter_layout.h"
+
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+
+namespace trident {
+
+namespace {
+// Parameters are aligned to 16 floats (64 bytes) so every tensor starts on a cache line.
+constexpr long kAlign = 16;
+
+std::string shape_string(const std::vector<long>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+}  // namespace
+
+long ParamSpec::numel() const {
+  long n = 1;
+  for (long d : local_shape) n *= d;
+  return n;
+}
+
+long ParamSpec::global_index(long i) const {
+  if (shard.dim < 0) return i;
+  long local_cols = local_shape.size() == 2 ? local_shape[1] : 1;
+  long global_cols = global_shape.size() == 2 ? global_shape[1] : 1;
+  long row = i / local_cols, col = i % local_cols;
+  auto map = [&](long local, long local_extent) {
+    long piece = local_extent / shard.stride;  // rows of one block held locally
+    long block = local / piece, within = local % piece;
+    long global_block = global_shape[shard.dim] / shard.stride;
+    return block * global_block + shard.rank * piece + within;
+  };
+  if (shard.dim == 0) row = map(row, local_shape[0]);
+  if (shard.dim == 1) col = map(col, local_shape[1]);
+  return row * global_cols + col;
+}
+
+std::string layer_param(int layer, const std::string& leaf) {
+  return "layers." + std::to_string(layer) + "." + leaf;
+}
+
+ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp) {
+  const long h = c.hidden_size, f = c.ffn(), v = c.padded_vocab_size(tp.size);
+  const ShardSpec replicated{};
+  const ShardSpec rows{0, 1, tp.size, tp.rank}, cols{1, 1, tp.size, tp.rank};
+  const ShardSpec qkv_rows{0, 3, tp.size, tp.rank};
+  add("embedding.word_embeddings.weight", {v, h}, rows, true, InitKind::kNormal);
+  add("embedding.position_embeddings.weight", {c.max_positions(), h}, replicated, true,
+      InitKind::kNormal);
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer_param(l, "input_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
+    add(layer_param(l, "input_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
+    add(layer_param(l, "self_attention.linear_qkv.weight"), {3 * h, h}, qkv_rows, true,
+        InitKind::kNormal);
+    add(layer_param(l, "self_attention.linear_qkv.bias"), {3 * h}, qkv_rows, false,
+        InitKind::kZeros);
+    add(layer_param(l, "self_attention.linear_proj.weight"), {h, h}, cols, true,
+        InitKind::kScaledNormal);
+    add(layer_param(l, "self_attention.linear_proj.bias"), {h}, replicated, false,
+        InitKind::kZeros);
+    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false,
+        InitKind::kOnes);
+    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false,
+        InitKind::kZeros);
+    add(layer_param(l, "mlp.linear_fc1.weight"), {f, h}, rows, true, InitKind::kNormal);
+    add(layer_param(l, "mlp.linear_fc1.bias"), {f}, rows, false, InitKind::kZeros);
+    add(layer_param(l, "mlp.linear_fc2.weight"), {h, f}, cols, true, InitKind::kScaledNormal);
+    add(layer_param(l, "mlp.linear_fc2.bias"), {h}, replicated, false, InitKind::kZeros);
+  }
+  add("final_layernorm.weight", {h}, replicated, false, InitKind::kOnes);
+  add("final_layernorm.bias", {h}, replicated, false, InitKind::kZeros);
+}
+
+void ParameterLayout::add(std::string name, std::vector<long> shape, ShardSpec shard, bool decay,
+                          InitKind init) {
+  ParamSpec spec;
+  spec.name = std::move(name);
+  spec.global_shape = shape;
+  spec.local_shape = shape;
+  spec.shard = shard;
+  if (shard.dim >= 0) {
+    if (shape[shard.dim] % ((long)shard.stride * shard.parts))
+      throw std::invalid_argument(spec.name + ": dimension " + std::to_string(shard.dim) +
+                                  " does not split into " + std::to_string(shard.parts));
+    spec.local_shape[shard.dim] /= shard.parts;
+  }
+  spec.weight_decay = decay;
+  spec.init = init;
+  spec.offset = total_;
+  total_ += (spec.numel() + kAlign - 1) / kAlign * kAlign;
+  specs_.push_back(std::move(spec));
+}
+
+const ParamSpec& ParameterLayout::find(const std::string& name) const {
+  for (const ParamSpec& s : specs_)
+    if (s.name == name) return s;
+  throw std::out_of_range("no parameter named " + name);
+}
+
+void ParameterLayout::print(std::ostream& os) const {
+  os << std::left << std::setw(48) << "parameter" << std::setw(16) << "global" << std::setw(16)
+     << "local" << "offset\n";
+  for (const ParamSpec& s : specs_)
+    os << std::setw(48) << s.name << std::setw(16) << shape_string(s.global_shape)
+       << std::setw(16) << shape_string(s.local_shape) << s.offset << "\n";
+}
+
+}  // namespace trident

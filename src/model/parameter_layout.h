@@ -1,0 +1,60 @@
+#pragma once
+// Where every parameter lives: its global shape, which slice this rank holds, and its
+// offset in the rank's one flat buffer. A pure function of the config, printable.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+
+namespace trident {
+
+enum class InitKind { kNormal, kScaledNormal, kZeros, kOnes };
+
+// How the global tensor is split over the tensor-parallel group. The split dimension is
+// seen as `stride` equal blocks (3 for fused q|k|v), each cut into `parts` pieces;
+// rank r holds piece r of every block (Megatron's partition_stride).
+struct ShardSpec {
+  int dim = -1;  // -1: replicated on every rank
+  int stride = 1;
+  int parts = 1;
+  int rank = 0;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<long> global_shape;
+  std::vector<long> local_shape;
+  ShardSpec shard;
+  long offset = 0;  // into the flat buffer, in floats
+  bool weight_decay = false;
+  InitKind init = InitKind::kNormal;
+
+  long numel() const;
+  // Global flat index of local element i (row-major, up to 2-D).
+  long global_index(long local_index) const;
+};
+
+struct TensorParallelRank {
+  int rank = 0;
+  int size = 1;
+};
+
+class ParameterLayout {
+ public:
+  ParameterLayout(const ModelConfig& config, TensorParallelRank tp);
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  const ParamSpec& find(const std::string& name) const;
+  long total() const { return total_; }
+  void print(std::ostream& os) const;
+
+ private:
+  void add(std::string name, std::vector<long> shape, ShardSpec shard, bool decay, InitKind init);
+  std::vector<ParamSpec> specs_;
+  long total_ = 0;
+};
+
+// Names, shared by the layout, the layers and the checkpoint formats.
+std::string layer_param(int layer, const std::string& leaf);
+
+}  // namespace trident

@@ -1,0 +1,25 @@
+#include "optim/lr_scheduler.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace trident {
+
+DecayStyle parse_decay_style(const std::string& s) {
+  if (s == "constant") return DecayStyle::kConstant;
+  if (s == "linear") return DecayStyle::kLinear;
+  if (s == "cosine") return DecayStyle::kCosine;
+  throw std::invalid_argument("--lr-decay-style must be constant, linear or cosine (got '" + s +
+                              "')");
+}
+
+float LrSchedule::at(long n) const {
+  if (warmup_iters > 0 && n <= warmup_iters) return max_lr * (float)n / (float)warmup_iters;
+  if (style == DecayStyle::kConstant) return max_lr;
+  if (n > decay_iters) return min_lr;
+  double ratio = (double)(n - warmup_iters) / (double)(decay_iters - warmup_iters);
+  double coeff = style == DecayStyle::kLinear ? 1.0 - ratio : 0.5 * (std::cos(M_PI * ratio) + 1.0);
+  return (float)(min_lr + coeff * (max_lr - min_lr));
+}
+
+}  // namespace trident

@@ -1,0 +1,45 @@
+#include "tensor_parallel/layers.h"
+
+#include "kernels/elementwise.h"
+#include "kernels/embedding.h"
+#include "kernels/gemm.h"
+#include "tensor_parallel/mappings.h"
+
+namespace trident::tensor_parallel {
+
+void ColumnParallelLinear::forward(const float* x, float* y, int rows) const {
+  kernels::linear_forward(x, weight.value, y, rows, in, out_local);
+}
+
+void ColumnParallelLinear::backward(const float* dy, const float* x, float* dx, int rows) const {
+  kernels::linear_backward_input(dy, weight.value, dx, rows, in, out_local, false);
+  kernels::linear_backward_weight(dy, x, weight.grad, rows, in, out_local);
+  if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out_local);
+  copy_to_region_backward(*tp, dx, (long)rows * in);
+}
+
+void RowParallelLinear::forward(const float* x, float* y, int rows) const {
+  kernels::linear_forward(x, weight.value, y, rows, in_local, out);
+  reduce_from_region_forward(*tp, y, (long)rows * out);
+}
+
+void RowParallelLinear::backward(const float* dy, const float* x, float* dx, int rows) const {
+  kernels::linear_backward_input(dy, weight.value, dx, rows, in_local, out, false);
+  kernels::linear_backward_weight(dy, x, weight.grad, rows, in_local, out);
+  if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out);
+}
+
+void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out) const {
+  kernels::embedding_forward(ids, batch * seq, word.value, vocab_start, vocab_local, hidden, out);
+  reduce_from_region_forward(*tp, out, (long)batch * seq * hidden);
+  kernels::add_position_embedding(out, position.value, batch, seq, hidden);
+}
+
+void VocabParallelEmbedding::backward(const int* ids, int batch, int seq,
+                                      const float* dout) const {
+  kernels::embedding_backward(ids, batch * seq, dout, vocab_start, vocab_local, hidden,
+                              word.grad);
+  kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
+}
+
+}  // namespace trident::tensor_parallel

@@ -1,0 +1,55 @@
+#include "train/metrics.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace trident {
+
+std::string format_log_line(const IterationStats& s) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                " iteration %8ld/%8ld | consumed samples: %12ld | elapsed time per iteration "
+                "(ms): %.1f | learning rate: %.6E | global batch size: %5d | lm loss: %.6E | "
+                "grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |",
+                s.iteration, s.train_iters, s.consumed_samples, s.ms_per_iter, s.lr,
+                s.global_batch, s.loss, s.grad_norm, s.tokens_per_s, s.tflops, s.mfu);
+  return buf;
+}
+
+std::string format_validation_line(const ValidationStats& v) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                " validation loss at iteration %ld | lm loss value: %.6E | lm loss PPL: %.6E |",
+                v.iteration, v.loss, std::exp(v.loss));
+  return buf;
+}
+
+MetricsWriter::MetricsWriter(const std::string& path) {
+  if (path.empty()) return;
+  out_.emplace(path);
+  if (!*out_) throw std::runtime_error("--metrics-file: cannot write " + path);
+}
+
+void MetricsWriter::write(const IterationStats& s) {
+  if (!out_) return;
+  nlohmann::ordered_json j = {{"iteration", s.iteration},       {"consumed_samples", s.consumed_samples},
+                              {"loss", s.loss},                 {"lr", s.lr},
+                              {"grad_norm", s.grad_norm},       {"ms_per_iter", s.ms_per_iter},
+                              {"tokens_per_s", s.tokens_per_s}, {"tflops", s.tflops},
+                              {"mfu", s.mfu}};
+  *out_ << j.dump() << "\n" << std::flush;
+}
+
+void MetricsWriter::write(const ValidationStats& v) {
+  if (!out_) return;
+  nlohmann::ordered_json j = {{"iteration", v.iteration},
+                              {"consumed_samples", v.consumed_samples},
+                              {"validation_loss", v.loss},
+                              {"validation_perplexity", std::exp(v.loss)},
+                              {"validation_tokens", v.tokens}};
+  *out_ << j.dump() << "\n" << std::flush;
+}
+
+}  // namespace trident

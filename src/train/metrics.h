@@ -1,0 +1,44 @@
+#pragma once
+// The per-interval log line (Megatron's format plus tokens/s and MFU) and the same
+// numbers as one JSON object per line in --metrics-file.
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace trident {
+
+struct IterationStats {
+  long iteration = 0;
+  long train_iters = 0;
+  long consumed_samples = 0;
+  double ms_per_iter = 0;
+  double lr = 0;
+  int global_batch = 0;
+  double loss = 0;
+  double grad_norm = 0;
+  double tokens_per_s = 0;
+  double tflops = 0;
+  double mfu = 0;
+};
+
+struct ValidationStats {
+  long iteration = 0;
+  long consumed_samples = 0;
+  double loss = 0;
+  long tokens = 0;
+};
+
+std::string format_log_line(const IterationStats& s);
+std::string format_validation_line(const ValidationStats& v);
+
+class MetricsWriter {
+ public:
+  explicit MetricsWriter(const std::string& path);  // empty path: writes nothing
+  void write(const IterationStats& s);
+  void write(const ValidationStats& v);
+
+ private:
+  std::optional<std::ofstream> out_;
+};
+
+}  // namespace trident

@@ -1,0 +1,173 @@
+#include "train/trainer.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+#include <vector>
+
+#include "data/mock_dataset.h"
+#include "io/hf_gpt2.h"
+#include "model/gpt_model.h"
+#include "optim/adamw.h"
+#include "optim/lr_scheduler.h"
+#include "train/metrics.h"
+#include "train/throughput.h"
+
+namespace trident {
+
+long peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss * 1024L;
+}
+
+namespace {
+
+// Validation samples come from a far region of the mock stream, never used for training.
+constexpr long kValidationOffset = 1L << 40;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void print_layout(const TrainingConfig& c, std::ostream& log) {
+  log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
+      << " x pipeline " << c.pipeline_model_parallel_size << " x data "
+      << c.data_parallel_size() << "; " << omp_get_max_threads() << " threads per rank\n";
+  log << "model: " << c.model.num_layers << " layers, hidden " << c.model.hidden_size << ", "
+      << c.model.num_attention_heads << " heads, ffn " << c.model.ffn() << ", seq "
+      << c.model.seq_length << ", vocab " << c.model.vocab_size << " padded to "
+      << c.model.padded_vocab_size(c.tensor_model_parallel_size) << ", "
+      << c.model.parameter_count(c.tensor_model_parallel_size) << " parameters\n";
+  log << "batch: micro " << c.micro_batch_size << " x " << c.num_micro_batches()
+      << " micro-batches x data " << c.data_parallel_size() << " = global "
+      << c.effective_global_batch() << "\n";
+}
+
+class MockBatches {
+ public:
+  MockBatches(const TrainingConfig& c)
+      : data_(c.model.vocab_size, c.model.seq_length, c.seed), seq_(c.model.seq_length) {}
+  // Fills `count` samples starting at `first` into tokens ([count, seq + 1]).
+  void fill(long first, int count, std::vector<int>& tokens) const {
+    tokens.resize((size_t)count * (seq_ + 1));
+    for (int i = 0; i < count; ++i) data_.sample(first + i, tokens.data() + (size_t)i * (seq_ + 1));
+  }
+
+ private:
+  MockGPTDataset data_;
+  int seq_;
+};
+
+double validate(GPTModel& model, const MockBatches& batches, const TrainingConfig& c,
+                long* tokens_out) {
+  std::vector<int> tokens;
+  double total = 0;
+  long count = 0;
+  const int b = c.micro_batch_size, s = c.model.seq_length;
+  for (int i = 0; i < c.eval_iters; ++i) {
+    batches.fill(kValidationOffset + (long)i * b, b, tokens);
+    total += model.forward(tokens.data(), b, s);
+    count += (long)b * s;
+  }
+  *tokens_out = count;
+  return count ? total / count : 0.0;
+}
+
+}  // namespace
+
+int run_training(const TrainingConfig& c, std::ostream& log) {
+  if (c.threads > 0) omp_set_num_threads(c.threads);
+  print_layout(c, log);
+  comm::SingleRankCommunicator tp("tensor");
+  GPTModel model(c.model, tp, c.micro_batch_size, c.model.seq_length);
+  if (!c.load_hf.empty()) {
+    io::load_hf_weights(c.load_hf, c.model, model.parameters());
+    log << "loaded weights from " << c.load_hf << "\n";
+  } else {
+    model.parameters().initialize(c.seed, c.model.init_method_std, c.model.num_layers);
+  }
+  AdamW optimizer(c.adam, model.parameters().size());
+  model.memory_plan().print(log);
+
+  const int padded_vocab = model.padded_vocab(), seq = c.model.seq_length;
+  const int global_batch = c.effective_global_batch(), micro = c.micro_batch_size;
+  const double flops = training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
+  double peak = c.peak_tflops;
+  if (peak <= 0) {
+    peak = measure_gemm_peak_tflops(micro * seq, 4 * c.model.hidden_size, c.model.hidden_size, 0.5);
+    log << "measured fp32 GEMM peak: " << std::fixed << std::setprecision(3) << peak
+        << " TFLOP/s (" << micro * seq << "x" << c.model.hidden_size << " * "
+        << c.model.hidden_size << "x" << 4 * c.model.hidden_size << ")\n";
+    log.unsetf(std::ios::fixed);
+  }
+
+  LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
+                      parse_decay_style(c.lr_decay_style)};
+  MockBatches batches(c);
+  MetricsWriter metrics(c.metrics_file);
+  std::vector<int> tokens;
+  const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
+  long consumed = 0;
+  double interval_loss = 0, interval_time = 0, interval_norm = 0;
+  int interval_count = 0;
+  auto run_validation = [&](long iteration) {
+    if (c.eval_iters == 0) return;
+    long n = 0;
+    double loss = validate(model, batches, c, &n);
+    ValidationStats v{iteration, consumed, loss, n};
+    log << format_validation_line(v) << "\n";
+    metrics.write(v);
+  };
+
+  for (long it = 1; it <= c.train_iters; ++it) {
+    auto start = std::chrono::steady_clock::now();
+    model.parameters().zero_grads();
+    double loss_sum = 0;
+    for (int m = 0; m < c.num_micro_batches(); ++m) {
+      batches.fill(consumed + (long)m * micro, micro, tokens);
+      loss_sum += model.forward_backward(tokens.data(), micro, seq, grad_scale);
+    }
+    float lr = schedule.at(it - 1);
+    double norm = optimizer.step(model.parameters(), lr);
+    consumed += global_batch;
+    double elapsed = seconds_since(start);
+    interval_loss += loss_sum / ((double)global_batch * seq);
+    interval_time += elapsed;
+    interval_norm += norm;
+    ++interval_count;
+    if (!std::isfinite(loss_sum)) {
+      log << "error: loss is not finite at iteration " << it << "\n";
+      return 3;
+    }
+    if (it % c.log_interval == 0 || it == c.train_iters) {
+      double per_iter = interval_time / interval_count;
+      IterationStats s;
+      s.iteration = it, s.train_iters = c.train_iters, s.consumed_samples = consumed;
+      s.ms_per_iter = per_iter * 1e3, s.lr = lr, s.global_batch = global_batch;
+      s.loss = interval_loss / interval_count, s.grad_norm = interval_norm / interval_count;
+      s.tokens_per_s = (double)global_batch * seq / per_iter;
+      s.tflops = flops / per_iter / 1e12, s.mfu = s.tflops / peak;
+      log << format_log_line(s) << "\n" << std::flush;
+      metrics.write(s);
+      interval_loss = interval_time = interval_norm = 0;
+      interval_count = 0;
+    }
+    if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters)
+      run_validation(it);
+  }
+  run_validation(c.train_iters);
+  if (!c.save_hf.empty()) {
+    io::save_hf_model(c.save_hf, c.model, model.parameters());
+    log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
+  }
+  log << "peak RSS " << format_bytes(peak_rss_bytes()) << " (plan: "
+      << format_bytes(model.memory_plan().total_bytes()) << ")\n";
+  return 0;
+}
+
+}  // namespace trident

@@ -1,0 +1,157 @@
+// End-to-end runs of the trident binary: training learns and is repeatable, bad flags
+// are all reported at once with a non-zero exit, HF round trips are exact.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult run(const std::string& args) {
+  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / "trident_cli_tests" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::vector<nlohmann::json> read_metrics(const std::string& path) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+const std::string kTiny =
+    "train --mock-data --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 "
+    "--vocab-size 256 --micro-batch-size 4 --global-batch-size 8 --lr 3e-3 --lr-warmup-iters 5 "
+    "--min-lr 3e-4 --log-interval 5 --eval-iters 2 --peak-tflops 1 --threads 2 ";
+
+TEST(TrainCommand, LossFallsAndRunsAreBitForBitRepeatable) {
+  std::string dir = temp_dir("repeat");
+  CommandResult a = run(kTiny + "--train-iters 60 --seed 11 --metrics-file " + dir + "/a.jsonl");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("memory plan"), std::string::npos);
+  EXPECT_NE(a.output.find("validation loss at iteration 60"), std::string::npos);
+  CommandResult b = run(kTiny + "--train-iters 60 --seed 11 --threads 1 --metrics-file " + dir + "/b.jsonl");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto ma = read_metrics(dir + "/a.jsonl"), mb = read_metrics(dir + "/b.jsonl");
+  ASSERT_EQ(ma.size(), 13u);  // 12 log lines + 1 validation
+  ASSERT_EQ(ma.size(), mb.size());
+  for (size_t i = 0; i + 1 < ma.size(); ++i) {
+    for (const char* key : {"iteration", "consumed_samples", "loss", "lr", "grad_norm"})
+      EXPECT_EQ(ma[i][key], mb[i][key]) << key << " at line " << i;
+    for (const char* key : {"ms_per_iter", "tokens_per_s", "tflops", "mfu"})
+      EXPECT_TRUE(ma[i].contains(key));
+  }
+  double first = ma.front()["loss"], last = ma[ma.size() - 2]["loss"];
+  EXPECT_GT(first, 5.0);       // ~ln(256) at initialisation
+  EXPECT_LT(last, first - 1.5);  // the arithmetic runs are being learned
+  EXPECT_EQ(ma.back()["validation_loss"], mb.back()["validation_loss"]);
+  CommandResult c = run(kTiny + "--train-iters 10 --seed 12 --log-interval 10 --metrics-file " + dir + "/c.jsonl");
+  EXPECT_NE(read_metrics(dir + "/c.jsonl")[0]["loss"], ma[1]["loss"]);
+}
+
+TEST(TrainCommand, ReportsEveryInvalidArgumentAtOnce) {
+  CommandResult r = run("train --mock-data --hidden-size 100 --num-attention-heads 12 --seq-length 512 "
+              "--max-position-embeddings 256 --micro-batch-size 3 --global-batch-size 8 "
+              "--lr 1e-4 --min-lr 1e-3 --lr-decay-style exponential --tensor-model-parallel-size 2");
+  EXPECT_EQ(r.exit_code, 2);
+  for (const char* msg : {"--hidden-size (100) must be divisible by --num-attention-heads (12)",
+                          "--seq-length (512) must be <= --max-position-embeddings (256)",
+                          "--global-batch-size (8) must be divisible by --micro-batch-size",
+                          "--min-lr", "--lr-decay-style must be constant, linear or cosine",
+                          "world size (1) must be divisible by --tensor-model-parallel-size"})
+    EXPECT_NE(r.output.find(msg), std::string::npos) << "missing: " << msg << "\n" << r.output;
+}
+
+TEST(TrainCommand, UnknownFlagAndMissingDataAreErrors) {
+  CommandResult unknown = run("train --mock-data --no-such-flag 3");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("no-such-flag"), std::string::npos);
+  CommandResult no_data = run("train --train-iters 1");
+  EXPECT_EQ(no_data.exit_code, 2);
+  EXPECT_NE(no_data.output.find("exactly one data source"), std::string::npos);
+  CommandResult bad_value = run("train --mock-data --num-layers abc");
+  EXPECT_EQ(bad_value.exit_code, 2);
+}
+
+TEST(TrainCommand, ConfigFileWithCommandLineOverride) {
+  std::string dir = temp_dir("config");
+  std::ofstream(dir + "/run.toml") << "num-layers = 1\nhidden-size = 32\nnum-attention-heads = 2\n"
+                                      "seq-length = 16\nvocab-size = 64\nmicro-batch-size = 2\n"
+                                      "train-iters = 3\nmock-data = true\nlog-interval = 1\n";
+  CommandResult r = run("train --config " + dir + "/run.toml --hidden-size 48 --peak-tflops 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 layers, hidden 48"), std::string::npos) << r.output;
+}
+
+TEST(HfInterchange, SaveLoadScoreRoundTrip) {
+  std::string dir = temp_dir("hf");
+  CommandResult trained = run(kTiny + "--train-iters 5 --lr-warmup-iters 0 --save-hf " + dir + "/model");
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  ASSERT_TRUE(fs::exists(dir + "/model/model.safetensors"));
+  auto config = nlohmann::json::parse(std::ifstream(dir + "/model/config.json"));
+  EXPECT_EQ(config["n_layer"], 2);
+  EXPECT_EQ(config["vocab_size"], 256);
+  // Loading and saving again without training gives the same tensors.
+  CommandResult again = run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --lr 0 --min-lr 0 --weight-decay 0 --load-hf " + dir +
+                  "/model --save-hf " + dir + "/model2");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  std::ofstream(dir + "/tokens.json") << "[[1,2,3,4,5,6,7,8],[9,10,11]]";
+  CommandResult s1 = run("score --model " + dir + "/model --tokens " + dir + "/tokens.json");
+  CommandResult s2 = run("score --model " + dir + "/model2 --tokens " + dir + "/tokens.json");
+  ASSERT_EQ(s1.exit_code, 0) << s1.output;
+  auto j1 = nlohmann::json::parse(s1.output), j2 = nlohmann::json::parse(s2.output);
+  EXPECT_EQ(j1["tokens"], 9);
+  EXPECT_EQ(j1["loss"], j2["loss"]);
+  EXPECT_NEAR(std::exp(j1["loss"].get<double>()), j1["perplexity"].get<double>(), 1e-9);
+}
+
+TEST(ScoreCommand, BadInputsGetClearErrors) {
+  std::string dir = temp_dir("score_bad");
+  CommandResult trained = run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --save-hf " + dir + "/model");
+  ASSERT_EQ(trained.exit_code, 0);
+  std::ofstream(dir + "/range.json") << "[1, 2, 999]";
+  std::ofstream(dir + "/bad.json") << "[1, 2,";
+  std::ofstream(dir + "/short.json") << "[5]";
+  CommandResult range = run("score --model " + dir + "/model --tokens " + dir + "/range.json");
+  EXPECT_EQ(range.exit_code, 2);
+  EXPECT_NE(range.output.find("token 2 is 999, not an id in [0, 256)"), std::string::npos) << range.output;
+  EXPECT_EQ(run("score --model " + dir + "/model --tokens " + dir + "/bad.json").exit_code, 2);
+  EXPECT_EQ(run("score --model " + dir + "/model --tokens " + dir + "/short.json").exit_code, 2);
+  CommandResult missing = run("score --model " + dir + "/nope --tokens " + dir + "/range.json");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("config.json"), std::string::npos);
+  // A truncated weights file is rejected with the file's name.
+  fs::resize_file(dir + "/model/model.safetensors", 1000);
+  std::ofstream(dir + "/ok.json") << "[1, 2, 3]";
+  CommandResult truncated = run("score --model " + dir + "/model --tokens " + dir + "/ok.json");
+  EXPECT_EQ(truncated.exit_code, 2);
+  EXPECT_NE(truncated.output.find("model.safetensors"), std::string::npos) << truncated.output;
+}
+
+}  // namespace

@@ -1,0 +1,94 @@
+// The parameter layout: shard maps cover each global element exactly once, and the
+// initialisation does not depend on the tensor-parallel size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "model/parameters.h"
+
+namespace trident {
+namespace {
+
+ModelConfig tiny() {
+  ModelConfig c;
+  c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 4, c.seq_length = 8;
+  c.vocab_size = 300;
+  return c;
+}
+
+TEST(ParameterLayout, VocabularyPaddedAsMegatron) {
+  ModelConfig c = tiny();
+  EXPECT_EQ(c.padded_vocab_size(1), 384);
+  EXPECT_EQ(c.padded_vocab_size(4), 512);
+  c.vocab_size = 50257;
+  EXPECT_EQ(c.padded_vocab_size(1), 50304);
+  EXPECT_EQ(c.padded_vocab_size(8), 51200);
+}
+
+TEST(ParameterLayout, ShardsPartitionEveryTensor) {
+  ModelConfig c = tiny();
+  for (int t : {2, 4}) {
+    std::vector<ParameterLayout> ranks;
+    for (int r = 0; r < t; ++r) ranks.emplace_back(c, TensorParallelRank{r, t});
+    for (size_t k = 0; k < ranks[0].specs().size(); ++k) {
+      const ParamSpec& first = ranks[0].specs()[k];
+      long global = 1;
+      for (long d : first.global_shape) global *= d;
+      std::multiset<long> seen;
+      for (const ParameterLayout& l : ranks) {
+        const ParamSpec& s = l.specs()[k];
+        for (long i = 0; i < s.numel(); ++i) seen.insert(s.global_index(i));
+      }
+      long copies = first.shard.dim < 0 ? t : 1;
+      ASSERT_EQ((long)seen.size(), global * copies) << first.name;
+      for (long g = 0; g < global; ++g) ASSERT_EQ((long)seen.count(g), copies) << first.name;
+    }
+  }
+}
+
+TEST(ParameterLayout, QkvShardTakesItsHeadsOfQKAndV) {
+  ModelConfig c = tiny();  // h = 16, 3h = 48 rows, t = 2: rank 1 holds rows 8..15, 24..31, 40..47
+  ParameterLayout l(c, {1, 2});
+  const ParamSpec& s = l.find("layers.0.self_attention.linear_qkv.bias");
+  EXPECT_EQ(s.global_index(0), 8);
+  EXPECT_EQ(s.global_index(8), 24);
+  EXPECT_EQ(s.global_index(23), 47);
+}
+
+TEST(Parameters, InitialisationIndependentOfTensorParallelSize) {
+  ModelConfig c = tiny();
+  Parameters whole(ParameterLayout(c, {0, 1}));
+  whole.initialize(42, 0.02f, c.num_layers);
+  for (int r = 0; r < 2; ++r) {
+    Parameters shard(ParameterLayout(c, {r, 2}));
+    shard.initialize(42, 0.02f, c.num_layers);
+    for (const ParamSpec& s : shard.layout().specs()) {
+      if (s.name == "embedding.word_embeddings.weight") continue;  // padding differs with t
+      const ParamSpec& w = whole.layout().find(s.name);
+      for (long i = 0; i < s.numel(); ++i)
+        ASSERT_EQ(shard.values()[s.offset + i], whole.values()[w.offset + s.global_index(i)]) << s.name;
+    }
+  }
+}
+
+TEST(Parameters, InitScalesOutputProjections) {
+  ModelConfig c = tiny();
+  c.hidden_size = 64, c.num_layers = 8;
+  Parameters p(ParameterLayout(c, {0, 1}));
+  p.initialize(1, 0.02f, c.num_layers);
+  auto stddev = [&](const std::string& name) {
+    ParamRef r = p.get(name);
+    double s = 0;
+    for (long i = 0; i < r.numel; ++i) s += (double)r.value[i] * r.value[i];
+    return std::sqrt(s / r.numel);
+  };
+  EXPECT_NEAR(stddev("layers.0.mlp.linear_fc1.weight"), 0.02, 0.001);
+  EXPECT_NEAR(stddev("layers.0.mlp.linear_fc2.weight"), 0.02 / 4.0, 0.0003);
+  EXPECT_NEAR(stddev("layers.3.self_attention.linear_proj.weight"), 0.02 / 4.0, 0.0005);
+  EXPECT_EQ(p.get("layers.0.input_layernorm.weight").value[5], 1.f);
+  EXPECT_EQ(p.get("layers.0.mlp.linear_fc1.bias").value[5], 0.f);
+}
+
+}  // namespace
+}  // namespace trident

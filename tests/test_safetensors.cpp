@@ -1,0 +1,149 @@
+// The safetensors reader against files written byte by byte here (not by trident's
+// writer), and every kind of lie a header can tell.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "io/hf_gpt2.h"
+#include "io/safetensors.h"
+
+namespace trident::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / "trident_tests";
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+// A file from an explicit header string and data bytes.
+std::string make_file(const std::string& name, const std::string& header, const std::string& data,
+                      long claimed_len = -1) {
+  std::string path = temp_path(name);
+  std::ofstream out(path, std::ios::binary);
+  unsigned long long len = claimed_len >= 0 ? (unsigned long long)claimed_len : header.size();
+  for (int i = 0; i < 8; ++i) out.put((char)((len >> (8 * i)) & 0xff));
+  out << header << data;
+  return path;
+}
+
+std::string floats(std::initializer_list<float> v) {
+  std::string s(v.size() * 4, '\0');
+  std::memcpy(s.data(), std::data(v), s.size());
+  return s;
+}
+
+std::string expect_error(const std::string& path) {
+  try {
+    SafetensorsFile f(path);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for " << path;
+  return "";
+}
+
+TEST(Safetensors, ReadsAHandWrittenFile) {
+  std::string header =
+      R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},"__metadata__":{"format":"pt"}})";
+  SafetensorsFile f(make_file("good.safetensors", header, floats({1, 2, 3, 4})));
+  ASSERT_EQ(f.tensors().size(), 2u);
+  EXPECT_EQ(f.read_float(*f.find("a")), (std::vector<float>{1, 2}));
+  EXPECT_EQ(f.read_float(*f.find("b")), (std::vector<float>{3, 4}));
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+}
+
+TEST(Safetensors, ConvertsHalfAndBfloat16) {
+  std::string data("\x00\x3c\x00\xc0\x80\x3f\x00\x40", 8);  // f16 1, -2; bf16 1, 2
+  std::string header = R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})";
+  SafetensorsFile f(make_file("half.safetensors", header, data));
+  EXPECT_EQ(f.read_float(*f.find("h")), (std::vector<float>{1, -2}));
+  EXPECT_EQ(f.read_float(*f.find("b")), (std::vector<float>{1, 2}));
+}
+
+struct BadCase {
+  const char* name;
+  std::string header;
+  std::string data;
+  long claimed_len;
+  const char* message;  // must appear in the error
+};
+
+TEST(Safetensors, RejectsEveryInconsistentHeader) {
+  const std::string two = floats({1, 2});
+  std::vector<BadCase> cases = {
+      {"short", "", "", -2, "shorter than the 8-byte header"},
+      {"lying_length", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, 5000, "runs past the end"},
+      {"not_json", "{not json", two, -1, "not valid JSON"},
+      {"not_object", "[1,2]", two, -1, "must be a JSON object"},
+      {"no_dtype", R"({"a":{"shape":[2],"data_offsets":[0,8]}})", two, -1, "missing dtype"},
+      {"bad_dtype", R"({"a":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", two, -1, "unknown dtype"},
+      {"neg_shape", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", two, -1, "non-negative"},
+      {"size_mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", two, -1, "need 12 bytes"},
+      {"past_end", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", two, -1, "past the data section"},
+      {"reversed", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", two, -1, "end < begin"},
+      {"overlap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two, -1, "without gaps or overlap"},
+      {"gap", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two, -1, "without gaps or overlap"},
+      {"trailing", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", two, -1, "cover 4 of 8"},
+      {"metadata", R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, -1, "must be a string"},
+  };
+  for (const BadCase& c : cases) {
+    std::string path;
+    if (c.claimed_len == -2) {
+      path = temp_path(std::string(c.name) + ".safetensors");
+      std::ofstream(path, std::ios::binary) << "abc";
+    } else {
+      path = make_file(std::string(c.name) + ".safetensors", c.header, c.data, c.claimed_len);
+    }
+    std::string error = expect_error(path);
+    EXPECT_NE(error.find(c.message), std::string::npos) << c.name << ": " << error;
+    EXPECT_NE(error.find(path), std::string::npos) << "error must name the file: " << error;
+  }
+}
+
+TEST(Safetensors, WriterOutputIsReadableAndAtomic) {
+  std::string path = temp_path("written.safetensors");
+  std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {7};
+  write_safetensors(path, {{"a", {2, 3}, a.data()}, {"b", {1}, b.data()}}, {{"k", "v"}});
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  SafetensorsFile f(path);
+  EXPECT_EQ(f.find("a")->shape, (std::vector<long>{2, 3}));
+  EXPECT_EQ(f.read_float(*f.find("a")), a);
+  EXPECT_EQ(f.read_float(*f.find("b")), b);
+  // The data section starts 8-byte aligned.
+  std::ifstream in(path, std::ios::binary);
+  unsigned long long len = 0;
+  in.read(reinterpret_cast<char*>(&len), 8);
+  EXPECT_EQ(len % 8, 0u);
+}
+
+TEST(HfConfig, RejectsBadConfigs) {
+  fs::path dir = temp_path("bad_hf");
+  fs::create_directories(dir);
+  auto write = [&](const std::string& text) { std::ofstream(dir / "config.json") << text; };
+  auto error = [&]() -> std::string {
+    try {
+      read_hf_config(dir.string());
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  write("{\"n_layer\": 2");
+  EXPECT_NE(error().find("not valid JSON"), std::string::npos);
+  write(R"({"n_layer": 2, "n_embd": 10, "n_head": 3, "vocab_size": 50, "n_positions": 8})");
+  EXPECT_NE(error().find("divisible by n_head"), std::string::npos);
+  write(R"({"n_layer": 2, "n_embd": 12, "n_head": 3, "vocab_size": 50})");
+  EXPECT_NE(error().find("missing key \"n_positions\""), std::string::npos);
+  write(R"({"n_layer": -1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8})");
+  EXPECT_NE(error().find("\"n_layer\" must be a positive integer"), std::string::npos);
+  write(R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8, "activation_function": "relu"})");
+  EXPECT_NE(error().find("activation_function"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trident::io

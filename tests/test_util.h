@@ -1,0 +1,44 @@
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/random.h"
+
+namespace trident::testing {
+
+inline std::vector<float> random_vector(long n, std::uint64_t seed, float scale = 1.f) {
+  std::vector<float> v(n);
+  for (long i = 0; i < n; ++i) v[i] = (float)(scale * normal_at(seed, 7, i));
+  return v;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// max |a - b| / max(1, max |b|)
+inline double relative_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double worst = 0, scale = 1;
+  for (double x : b) scale = std::max(scale, std::abs(x));
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst / scale;
+}
+
+// Central finite difference of f at x (double precision), one coordinate at a time.
+template <typename F>
+std::vector<double> numeric_gradient(F f, std::vector<double> x, double eps = 1e-6) {
+  std::vector<double> g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    double old = x[i];
+    x[i] = old + eps;
+    double up = f(x);
+    x[i] = old - eps;
+    double down = f(x);
+    x[i] = old;
+    g[i] = (up - down) / (2 * eps);
+  }
+  return g;
+}
+
+}  // namespace trident::testing
