@@ -7,6 +7,7 @@
 #include "kernels/cross_entropy.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
+#include "kernels/fast_math.h"
 #include "kernels/layernorm.h"
 #include "test_util.h"
 
@@ -248,6 +249,25 @@ TEST(Embedding, LookupOnlyInsideTheShardAndScatterAddBackward) {
     EXPECT_FLOAT_EQ(dtable[3 * cols + c], dout[2 * cols + c]);
     EXPECT_EQ(dtable[1 * cols + c], 0.f);
   }
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+TEST(FastMath, ExpAndTanhWithinFloatRounding) {
+  double worst_exp = 0, worst_tanh = 0;
+  for (double x = -80; x <= 80; x += 0.0137) {
+    worst_exp = std::max(worst_exp, std::abs(kernels::fast_exp((float)x) - std::exp((double)(float)x)) /
+                                        std::exp((double)(float)x));
+    worst_tanh = std::max(worst_tanh, std::abs(kernels::fast_tanh((float)x) - std::tanh((double)(float)x)));
+  }
+  EXPECT_LT(worst_exp, 3e-7);
+  EXPECT_LT(worst_tanh, 2e-7);
+  EXPECT_EQ(kernels::fast_exp(-1e30f), kernels::fast_exp(-87.3f));  // clamped, never inf/nan
+  EXPECT_TRUE(std::isfinite(kernels::fast_exp(1e30f)));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/fast_math.h"
 #include "kernels/gemm.h"
 
 namespace trident::kernels {
@@ -58,12 +59,14 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
         float* row = scores + i * kBlockK;
         int valid = visible_keys(qs + i, ks, nk);
         float block_max = kNegInf;
+#pragma omp simd reduction(max : block_max)
         for (int j = 0; j < valid; ++j) block_max = std::max(block_max, row[j]);
         float new_max = std::max(row_max[i], block_max);
         float rescale = row_max[i] == kNegInf ? 0.f : std::exp(row_max[i] - new_max);
         float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
         for (int j = 0; j < valid; ++j) {
-          row[j] = std::exp(row[j] - new_max);
+          row[j] = fast_exp(row[j] - new_max);
           sum += row[j];
         }
         std::fill(row + valid, row + nk, 0.f);
@@ -115,8 +118,9 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x) {
         float* dprow = x.dp + i * kBlockK;
         int valid = visible_keys(qs + i, ks, nk);
         float row_lse = x.lse[qs + i], row_delta = x.delta[qs + i];
+#pragma omp simd
         for (int j = 0; j < valid; ++j) {
-          prow[j] = std::exp(prow[j] - row_lse);
+          prow[j] = fast_exp(prow[j] - row_lse);
           dprow[j] = prow[j] * (dprow[j] - row_delta);  // dS
         }
         std::fill(prow + valid, prow + nk, 0.f);

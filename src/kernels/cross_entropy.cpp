@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/fast_math.h"
+
 namespace trident::kernels {
 
 void softmax_row_stats(const float* logits, int rows, int cols, int valid_cols, float* row_max,
@@ -15,7 +17,7 @@ void softmax_row_stats(const float* logits, int rows, int cols, int valid_cols, 
     for (int c = 0; c < valid_cols; ++c) mx = std::max(mx, row[c]);
     float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < valid_cols; ++c) sum += std::exp(row[c] - mx);
+    for (int c = 0; c < valid_cols; ++c) sum += fast_exp(row[c] - mx);
     row_max[r] = mx;
     row_sumexp[r] = sum;
   }
@@ -43,7 +45,7 @@ void softmax_cross_entropy_backward_inplace(float* logits, const int* targets,
     float* row = logits + (long)r * cols;
     float mx = row_max[r], inv = scale / row_sumexp[r];
 #pragma omp simd
-    for (int c = 0; c < valid_cols; ++c) row[c] = std::exp(row[c] - mx) * inv;
+    for (int c = 0; c < valid_cols; ++c) row[c] = fast_exp(row[c] - mx) * inv;
     for (int c = valid_cols; c < cols; ++c) row[c] = 0.f;
     int local = targets[r] - vocab_start;
     if (local >= 0 && local < valid_cols) row[local] -= scale;

@@ -3,10 +3,11 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/fast_math.h"
+
 namespace trident::kernels {
 
 namespace {
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
 constexpr int kRowChunk = 64;
 }  // namespace
 
@@ -48,17 +49,8 @@ void bias_backward(const float* dy, float* dbias, int rows, int cols) {
   }
 }
 
-float gelu_scalar(float x) {
-  float inner = kGeluC * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.f + std::tanh(inner));
-}
-
-float gelu_grad_scalar(float x) {
-  float inner = kGeluC * (x + 0.044715f * x * x * x);
-  float t = std::tanh(inner);
-  float dinner = kGeluC * (1.f + 3.f * 0.044715f * x * x);
-  return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * dinner;
-}
+float gelu_scalar(float x) { return gelu(x); }
+float gelu_grad_scalar(float x) { return gelu_grad(x); }
 
 void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols) {
 #pragma omp parallel for schedule(static)
@@ -68,14 +60,14 @@ void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int 
     for (int c = 0; c < cols; ++c) {
       float v = pre[o + c] + bias[c];
       pre[o + c] = v;
-      out[o + c] = gelu_scalar(v);
+      out[o + c] = gelu(v);
     }
   }
 }
 
 void gelu_backward_inplace(const float* pre, float* dinout, long n) {
 #pragma omp parallel for simd schedule(static)
-  for (long i = 0; i < n; ++i) dinout[i] *= gelu_grad_scalar(pre[i]);
+  for (long i = 0; i < n; ++i) dinout[i] *= gelu_grad(pre[i]);
 }
 
 void add_inplace(float* y, const float* x, long n) {

@@ -10,7 +10,7 @@ void bias_residual_add(const float* a, const float* y, const float* bias, float*
 // dbias[c] += sum_r dy[r, c]; summed in fixed row chunks so the result is thread-count independent.
 void bias_backward(const float* dy, float* dbias, int rows, int cols);
 
-// GeLU, tanh approximation (GPT-2's "gelu_new").
+// GeLU, tanh approximation (GPT-2's "gelu_new"); see fast_math.h.
 float gelu_scalar(float x);
 float gelu_grad_scalar(float x);
 // pre[r, c] += bias[c]; out = gelu(pre). Keeps pre for the backward pass.
