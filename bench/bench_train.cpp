@@ -64,14 +64,14 @@ int run_one(const std::string& name, int micro_batch, int steps) {
     best_step = std::min(best_step, t);
   }
   double mean = total / steps;
-  std::printf("%-11s b=%d s=%d threads=%d | ms/step mean %.0f best %.0f | tokens/s %.0f | "
-              "TFLOP/s %.3f | GEMM peak %.3f | MFU %.3f (best step %.3f) | peak RSS %.0f MiB, "
-              "plan %.0f MiB (%.2fx)\n",
-              name.c_str(), micro_batch, seq, omp_get_max_threads(), mean * 1e3, best_step * 1e3,
-              micro_batch * seq / mean, flops / mean / 1e12, best_peak,
-              flops / mean / 1e12 / best_peak, flops / best_step / 1e12 / best_peak,
-              peak_rss_bytes() / 1048576.0, plan_bytes / 1048576.0,
-              (double)peak_rss_bytes() / plan_bytes);
+  std::printf(
+      "%-11s b=%d s=%d threads=%d | ms/step mean %.0f best %.0f | tokens/s %.0f | "
+      "TFLOP/s %.3f | GEMM peak %.3f | MFU %.3f (best step %.3f) | peak RSS %.0f MiB, "
+      "plan %.0f MiB (%.2fx)\n",
+      name.c_str(), micro_batch, seq, omp_get_max_threads(), mean * 1e3, best_step * 1e3,
+      micro_batch * seq / mean, flops / mean / 1e12, best_peak, flops / mean / 1e12 / best_peak,
+      flops / best_step / 1e12 / best_peak, peak_rss_bytes() / 1048576.0, plan_bytes / 1048576.0,
+      (double)peak_rss_bytes() / plan_bytes);
   std::fflush(stdout);
   return 0;
 }
@@ -79,7 +79,8 @@ int run_one(const std::string& name, int micro_batch, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2) return run_one(argv[1], argc >= 4 ? std::atoi(argv[3]) : [&] {
+  if (argc >= 2)
+    return run_one(argv[1], argc >= 4 ? std::atoi(argv[3]) : [&] {
     for (const BenchConfig& c : kConfigs)
       if (argv[1] == std::string(c.name)) return c.micro_batch;
     return 4;

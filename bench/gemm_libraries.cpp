@@ -33,14 +33,13 @@ void sgemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b
 #if defined(TRIDENT_GEMM_DNNL)
   dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, 0.f, c, n);
 #else
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-              n, k, 1.f, a, lda, b, ldb, 0.f, c, n);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.f, a, lda, b, ldb, 0.f, c, n);
 #endif
 }
 
 double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -49,12 +48,15 @@ int main(int argc, char** argv) {
   const int tokens = argc > 1 ? std::atoi(argv[1]) : 1024;  // micro-batch x seq
   const int h = argc > 2 ? std::atoi(argv[2]) : 768;
   const int vocab = 50304;
-  std::vector<Shape> shapes = {
-      {"qkv fwd", false, true, tokens, 3 * h, h},     {"proj fwd", false, true, tokens, h, h},
-      {"fc1 fwd", false, true, tokens, 4 * h, h},     {"fc2 fwd", false, true, tokens, h, 4 * h},
-      {"fc1 dgrad", false, false, tokens, h, 4 * h},  {"fc1 wgrad", true, false, 4 * h, h, tokens},
-      {"logits fwd", false, true, tokens, vocab, h},  {"logits wgrad", true, false, vocab, h, tokens},
-      {"square 2048", false, false, 2048, 2048, 2048}};
+  std::vector<Shape> shapes = {{"qkv fwd", false, true, tokens, 3 * h, h},
+                               {"proj fwd", false, true, tokens, h, h},
+                               {"fc1 fwd", false, true, tokens, 4 * h, h},
+                               {"fc2 fwd", false, true, tokens, h, 4 * h},
+                               {"fc1 dgrad", false, false, tokens, h, 4 * h},
+                               {"fc1 wgrad", true, false, 4 * h, h, tokens},
+                               {"logits fwd", false, true, tokens, vocab, h},
+                               {"logits wgrad", true, false, vocab, h, tokens},
+                               {"square 2048", false, false, 2048, 2048, 2048}};
   double total_flops = 0, total_time = 0;
   std::printf("%-10s %-14s %6s %6s %6s %9s\n", "library", "shape", "M", "N", "K", "GFLOP/s");
   for (const Shape& s : shapes) {

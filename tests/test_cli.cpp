@@ -56,7 +56,8 @@ TEST(TrainCommand, LossFallsAndRunsAreBitForBitRepeatable) {
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_NE(a.output.find("memory plan"), std::string::npos);
   EXPECT_NE(a.output.find("validation loss at iteration 60"), std::string::npos);
-  CommandResult b = run(kTiny + "--train-iters 60 --seed 11 --threads 1 --metrics-file " + dir + "/b.jsonl");
+  CommandResult b =
+      run(kTiny + "--train-iters 60 --seed 11 --threads 1 --metrics-file " + dir + "/b.jsonl");
   ASSERT_EQ(b.exit_code, 0) << b.output;
   auto ma = read_metrics(dir + "/a.jsonl"), mb = read_metrics(dir + "/b.jsonl");
   ASSERT_EQ(ma.size(), 13u);  // 12 log lines + 1 validation
@@ -68,17 +69,19 @@ TEST(TrainCommand, LossFallsAndRunsAreBitForBitRepeatable) {
       EXPECT_TRUE(ma[i].contains(key));
   }
   double first = ma.front()["loss"], last = ma[ma.size() - 2]["loss"];
-  EXPECT_GT(first, 5.0);       // ~ln(256) at initialisation
+  EXPECT_GT(first, 5.0);         // ~ln(256) at initialisation
   EXPECT_LT(last, first - 1.5);  // the arithmetic runs are being learned
   EXPECT_EQ(ma.back()["validation_loss"], mb.back()["validation_loss"]);
-  CommandResult c = run(kTiny + "--train-iters 10 --seed 12 --log-interval 10 --metrics-file " + dir + "/c.jsonl");
+  CommandResult c = run(kTiny + "--train-iters 10 --seed 12 --log-interval 10 --metrics-file " +
+                        dir + "/c.jsonl");
   EXPECT_NE(read_metrics(dir + "/c.jsonl")[0]["loss"], ma[1]["loss"]);
 }
 
 TEST(TrainCommand, ReportsEveryInvalidArgumentAtOnce) {
-  CommandResult r = run("train --mock-data --hidden-size 100 --num-attention-heads 12 --seq-length 512 "
-              "--max-position-embeddings 256 --micro-batch-size 3 --global-batch-size 8 "
-              "--lr 1e-4 --min-lr 1e-3 --lr-decay-style exponential --tensor-model-parallel-size 2");
+  CommandResult r =
+      run("train --mock-data --hidden-size 100 --num-attention-heads 12 --seq-length 512 "
+          "--max-position-embeddings 256 --micro-batch-size 3 --global-batch-size 8 "
+          "--lr 1e-4 --min-lr 1e-3 --lr-decay-style exponential --tensor-model-parallel-size 2");
   EXPECT_EQ(r.exit_code, 2);
   for (const char* msg : {"--hidden-size (100) must be divisible by --num-attention-heads (12)",
                           "--seq-length (512) must be <= --max-position-embeddings (256)",
@@ -111,15 +114,17 @@ TEST(TrainCommand, ConfigFileWithCommandLineOverride) {
 
 TEST(HfInterchange, SaveLoadScoreRoundTrip) {
   std::string dir = temp_dir("hf");
-  CommandResult trained = run(kTiny + "--train-iters 5 --lr-warmup-iters 0 --save-hf " + dir + "/model");
+  CommandResult trained =
+      run(kTiny + "--train-iters 5 --lr-warmup-iters 0 --save-hf " + dir + "/model");
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   ASSERT_TRUE(fs::exists(dir + "/model/model.safetensors"));
   auto config = nlohmann::json::parse(std::ifstream(dir + "/model/config.json"));
   EXPECT_EQ(config["n_layer"], 2);
   EXPECT_EQ(config["vocab_size"], 256);
   // Loading and saving again without training gives the same tensors.
-  CommandResult again = run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --lr 0 --min-lr 0 --weight-decay 0 --load-hf " + dir +
-                  "/model --save-hf " + dir + "/model2");
+  CommandResult again = run(
+      kTiny + "--train-iters 1 --lr-warmup-iters 0 --lr 0 --min-lr 0 --weight-decay 0 --load-hf " +
+      dir + "/model --save-hf " + dir + "/model2");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   std::ofstream(dir + "/tokens.json") << "[[1,2,3,4,5,6,7,8],[9,10,11]]";
   CommandResult s1 = run("score --model " + dir + "/model --tokens " + dir + "/tokens.json");
@@ -129,18 +134,35 @@ TEST(HfInterchange, SaveLoadScoreRoundTrip) {
   EXPECT_EQ(j1["tokens"], 9);
   EXPECT_EQ(j1["loss"], j2["loss"]);
   EXPECT_NEAR(std::exp(j1["loss"].get<double>()), j1["perplexity"].get<double>(), 1e-9);
+  // A config that disagrees with the weights: every tensor is shape-checked on load.
+  auto wrong = config;
+  wrong["n_positions"] = 32;
+  std::ofstream(dir + "/model2/config.json") << wrong.dump();
+  CommandResult shape = run("score --model " + dir + "/model2 --tokens " + dir + "/tokens.json");
+  EXPECT_EQ(shape.exit_code, 2);
+  EXPECT_NE(shape.output.find("tensor 'wpe.weight' has shape [64, 64], the config needs [32, 64]"),
+            std::string::npos)
+      << shape.output;
+  // Flags that contradict the loaded config are errors, not silent overrides.
+  CommandResult clash =
+      run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --load-hf " + dir + "/model --num-layers 3");
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_NE(clash.output.find("--num-layers (3) disagrees with"), std::string::npos)
+      << clash.output;
 }
 
 TEST(ScoreCommand, BadInputsGetClearErrors) {
   std::string dir = temp_dir("score_bad");
-  CommandResult trained = run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --save-hf " + dir + "/model");
+  CommandResult trained =
+      run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --save-hf " + dir + "/model");
   ASSERT_EQ(trained.exit_code, 0);
   std::ofstream(dir + "/range.json") << "[1, 2, 999]";
   std::ofstream(dir + "/bad.json") << "[1, 2,";
   std::ofstream(dir + "/short.json") << "[5]";
   CommandResult range = run("score --model " + dir + "/model --tokens " + dir + "/range.json");
   EXPECT_EQ(range.exit_code, 2);
-  EXPECT_NE(range.output.find("token 2 is 999, not an id in [0, 256)"), std::string::npos) << range.output;
+  EXPECT_NE(range.output.find("token 2 is 999, not an id in [0, 256)"), std::string::npos)
+      << range.output;
   EXPECT_EQ(run("score --model " + dir + "/model --tokens " + dir + "/bad.json").exit_code, 2);
   EXPECT_EQ(run("score --model " + dir + "/model --tokens " + dir + "/short.json").exit_code, 2);
   CommandResult missing = run("score --model " + dir + "/nope --tokens " + dir + "/range.json");

@@ -47,18 +47,29 @@ TEST(LayerNorm, ForwardAndBackwardMatchReference) {
   std::vector<float> y(rows * cols), mean(rows), rstd(rows);
   kernels::layernorm_forward(x.data(), g.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
                              cols, 1e-5f);
-  EXPECT_LT(relative_error(y, layernorm_ref(to_double(x), to_double(g), to_double(b), rows, cols, 1e-5)), 1e-5);
+  EXPECT_LT(
+      relative_error(y, layernorm_ref(to_double(x), to_double(g), to_double(b), rows, cols, 1e-5)),
+      1e-5);
 
   std::vector<float> dx(rows * cols), dg(cols, 0.f), db(cols, 0.f);
   kernels::layernorm_backward(w.data(), x.data(), g.data(), mean.data(), rstd.data(), dx.data(),
                               dg.data(), db.data(), rows, cols, false);
   auto gd = to_double(g), bd = to_double(b), xd = to_double(x);
   auto num_dx = numeric_gradient(
-      [&](const std::vector<double>& v) { return weighted(layernorm_ref(v, gd, bd, rows, cols, 1e-5), w); }, xd);
+      [&](const std::vector<double>& v) {
+        return weighted(layernorm_ref(v, gd, bd, rows, cols, 1e-5), w);
+      },
+      xd);
   auto num_dg = numeric_gradient(
-      [&](const std::vector<double>& v) { return weighted(layernorm_ref(xd, v, bd, rows, cols, 1e-5), w); }, gd);
+      [&](const std::vector<double>& v) {
+        return weighted(layernorm_ref(xd, v, bd, rows, cols, 1e-5), w);
+      },
+      gd);
   auto num_db = numeric_gradient(
-      [&](const std::vector<double>& v) { return weighted(layernorm_ref(xd, gd, v, rows, cols, 1e-5), w); }, bd);
+      [&](const std::vector<double>& v) {
+        return weighted(layernorm_ref(xd, gd, v, rows, cols, 1e-5), w);
+      },
+      bd);
   EXPECT_LT(relative_error(dx, num_dx), 1e-4);
   EXPECT_LT(relative_error(dg, num_dg), 1e-4);
   EXPECT_LT(relative_error(db, num_db), 1e-4);
@@ -69,10 +80,13 @@ TEST(LayerNorm, BackwardAccumulatesIntoDx) {
   auto x = random_vector(rows * cols, 5), g = random_vector(cols, 6), b = random_vector(cols, 7);
   auto dy = random_vector(rows * cols, 8);
   std::vector<float> y(rows * cols), mean(rows), rstd(rows), dg(cols), db(cols);
-  kernels::layernorm_forward(x.data(), g.data(), b.data(), y.data(), mean.data(), rstd.data(), rows, cols, 1e-5f);
+  kernels::layernorm_forward(x.data(), g.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
+                             cols, 1e-5f);
   std::vector<float> fresh(rows * cols), acc(rows * cols, 1.5f);
-  kernels::layernorm_backward(dy.data(), x.data(), g.data(), mean.data(), rstd.data(), fresh.data(), dg.data(), db.data(), rows, cols, false);
-  kernels::layernorm_backward(dy.data(), x.data(), g.data(), mean.data(), rstd.data(), acc.data(), dg.data(), db.data(), rows, cols, true);
+  kernels::layernorm_backward(dy.data(), x.data(), g.data(), mean.data(), rstd.data(), fresh.data(),
+                              dg.data(), db.data(), rows, cols, false);
+  kernels::layernorm_backward(dy.data(), x.data(), g.data(), mean.data(), rstd.data(), acc.data(),
+                              dg.data(), db.data(), rows, cols, true);
   for (int i = 0; i < rows * cols; ++i) EXPECT_NEAR(acc[i], fresh[i] + 1.5f, 1e-6);
 }
 
@@ -80,7 +94,9 @@ TEST(Gelu, TanhFormAndDerivative) {
   for (double x = -6; x <= 6; x += 0.37) {
     double ref = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     EXPECT_NEAR(kernels::gelu_scalar((float)x), ref, 1e-6);
-    auto f = [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); };
+    auto f = [](double v) {
+      return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    };
     double num = (f(x + 1e-6) - f(x - 1e-6)) / 2e-6;
     EXPECT_NEAR(kernels::gelu_grad_scalar((float)x), num, 1e-5);
   }
@@ -115,13 +131,16 @@ TEST(Bias, BackwardSumsRows) {
 }
 
 // Causal attention in double on [batch, seq, 3, heads, hd] input.
-std::vector<double> attention_ref(const std::vector<double>& qkv, const kernels::AttentionShape& s) {
+std::vector<double> attention_ref(const std::vector<double>& qkv,
+                                  const kernels::AttentionShape& s) {
   const int hd = s.head_dim, H = s.heads;
   std::vector<double> out((size_t)s.batch * s.seq * H * hd);
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < H; ++h)
       for (int i = 0; i < s.seq; ++i) {
-        auto at = [&](int t, int which, int d) { return qkv[(((size_t)b * s.seq + t) * 3 + which) * H * hd + h * hd + d]; };
+        auto at = [&](int t, int which, int d) {
+          return qkv[(((size_t)b * s.seq + t) * 3 + which) * H * hd + h * hd + d];
+        };
         std::vector<double> p(i + 1);
         double mx = -1e300, sum = 0;
         for (int j = 0; j <= i; ++j) {
@@ -145,7 +164,8 @@ class FlashAttention : public ::testing::TestWithParam<kernels::AttentionShape> 
 TEST_P(FlashAttention, ForwardMatchesFullSoftmax) {
   const kernels::AttentionShape s = GetParam();
   auto qkv = random_vector((long)s.batch * s.seq * 3 * s.heads * s.head_dim, 12);
-  std::vector<float> out((size_t)s.batch * s.seq * s.heads * s.head_dim), lse((size_t)s.batch * s.heads * s.seq);
+  std::vector<float> out((size_t)s.batch * s.seq * s.heads * s.head_dim),
+      lse((size_t)s.batch * s.heads * s.seq);
   kernels::flash_attention_forward(qkv.data(), out.data(), lse.data(), s);
   EXPECT_LT(relative_error(out, attention_ref(to_double(qkv), s)), 2e-5);
 }
@@ -193,7 +213,8 @@ TEST(CrossEntropy, LossAndGradientMatchReferenceAndIgnorePadding) {
   kernels::gather_target_logit(logits.data(), targets.data(), rows, cols, 0, tgt.data());
   const float scale = 0.25f;
   std::vector<float> grad = logits;
-  kernels::softmax_cross_entropy_backward_inplace(grad.data(), targets.data(), mx.data(), se.data(), rows, cols, valid, 0, scale);
+  kernels::softmax_cross_entropy_backward_inplace(grad.data(), targets.data(), mx.data(), se.data(),
+                                                  rows, cols, valid, 0, scale);
   for (int r = 0; r < rows; ++r) {
     double m = -1e300, z = 0;
     for (int c = 0; c < valid; ++c) m = std::max(m, (double)logits[r * cols + c]);
@@ -214,7 +235,8 @@ TEST(CrossEntropy, ShardedStatisticsCombineToTheFullSoftmax) {
   auto logits = random_vector(rows * cols, 16, 2.f);
   std::vector<float> a(rows * half), b(rows * half);
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < half; ++c) a[r * half + c] = logits[r * cols + c], b[r * half + c] = logits[r * cols + half + c];
+    for (int c = 0; c < half; ++c)
+      a[r * half + c] = logits[r * cols + c], b[r * half + c] = logits[r * cols + half + c];
   std::vector<float> ma(rows), sa(rows), mb(rows), sb(rows), full_m(rows), full_s(rows);
   kernels::softmax_row_stats(a.data(), rows, half, half, ma.data(), sa.data());
   kernels::softmax_row_stats(b.data(), rows, half, half, mb.data(), sb.data());
@@ -234,7 +256,8 @@ TEST(Embedding, LookupOnlyInsideTheShardAndScatterAddBackward) {
   auto table = random_vector(vocab_rows * cols, 17);
   std::vector<int> ids = {4, 9, 7, 4, 0};
   std::vector<float> out(ids.size() * cols);
-  kernels::embedding_forward(ids.data(), (int)ids.size(), table.data(), start, vocab_rows, cols, out.data());
+  kernels::embedding_forward(ids.data(), (int)ids.size(), table.data(), start, vocab_rows, cols,
+                             out.data());
   for (size_t i = 0; i < ids.size(); ++i)
     for (int c = 0; c < cols; ++c) {
       int local = ids[i] - start;
@@ -243,7 +266,8 @@ TEST(Embedding, LookupOnlyInsideTheShardAndScatterAddBackward) {
     }
   auto dout = random_vector((long)ids.size() * cols, 18);
   std::vector<float> dtable(vocab_rows * cols, 0.f);
-  kernels::embedding_backward(ids.data(), (int)ids.size(), dout.data(), start, vocab_rows, cols, dtable.data());
+  kernels::embedding_backward(ids.data(), (int)ids.size(), dout.data(), start, vocab_rows, cols,
+                              dtable.data());
   for (int c = 0; c < cols; ++c) {
     EXPECT_FLOAT_EQ(dtable[0 * cols + c], dout[0 * cols + c] + dout[3 * cols + c]);
     EXPECT_FLOAT_EQ(dtable[3 * cols + c], dout[2 * cols + c]);
@@ -260,9 +284,11 @@ namespace {
 TEST(FastMath, ExpAndTanhWithinFloatRounding) {
   double worst_exp = 0, worst_tanh = 0;
   for (double x = -80; x <= 80; x += 0.0137) {
-    worst_exp = std::max(worst_exp, std::abs(kernels::fast_exp((float)x) - std::exp((double)(float)x)) /
-                                        std::exp((double)(float)x));
-    worst_tanh = std::max(worst_tanh, std::abs(kernels::fast_tanh((float)x) - std::tanh((double)(float)x)));
+    worst_exp =
+        std::max(worst_exp, std::abs(kernels::fast_exp((float)x) - std::exp((double)(float)x)) /
+                                std::exp((double)(float)x));
+    worst_tanh =
+        std::max(worst_tanh, std::abs(kernels::fast_tanh((float)x) - std::tanh((double)(float)x)));
   }
   EXPECT_LT(worst_exp, 3e-7);
   EXPECT_LT(worst_tanh, 2e-7);

@@ -43,7 +43,8 @@ TEST(GPTModel, GradientMatchesFiniteDifferencesPerTensor) {
     for (long i = 0; i < s.numel(); ++i) analytic += (double)grad[s.offset + i] * dir[i];
     const double eps = 2e-3;
     auto shifted = [&](double e) {
-      for (long i = 0; i < s.numel(); ++i) p.values()[s.offset + i] = base[s.offset + i] + (float)(e * dir[i]);
+      for (long i = 0; i < s.numel(); ++i)
+        p.values()[s.offset + i] = base[s.offset + i] + (float)(e * dir[i]);
       return mean_loss();
     };
     double numeric = (shifted(eps) - shifted(-eps)) / (2 * eps);
@@ -67,7 +68,8 @@ TEST(GPTModel, PaddingDoesNotChangeTheLoss) {
   std::vector<int> tokens(a.seq_length + 1);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (int)(i * 5 % a.vocab_size);
   // Same seed and names: the real rows are identical, only the padding differs.
-  EXPECT_NEAR(ma.forward(tokens.data(), 1, a.seq_length), mb.forward(tokens.data(), 1, b.seq_length), 1e-4);
+  EXPECT_NEAR(ma.forward(tokens.data(), 1, a.seq_length),
+              mb.forward(tokens.data(), 1, b.seq_length), 1e-4);
 }
 
 TEST(GPTModel, GradientAccumulationEqualsOneBigBatch) {
@@ -83,8 +85,9 @@ TEST(GPTModel, GradientAccumulationEqualsOneBigBatch) {
   big.parameters().zero_grads();
   small.parameters().zero_grads();
   double l1 = big.forward_backward(tokens.data(), 4, c.seq_length, scale);
-  double l2 = small.forward_backward(tokens.data(), 2, c.seq_length, scale) +
-              small.forward_backward(tokens.data() + 2 * (c.seq_length + 1), 2, c.seq_length, scale);
+  double l2 =
+      small.forward_backward(tokens.data(), 2, c.seq_length, scale) +
+      small.forward_backward(tokens.data() + 2 * (c.seq_length + 1), 2, c.seq_length, scale);
   EXPECT_NEAR(l1, l2, 1e-4 * std::abs(l1));
   for (long i = 0; i < big.parameters().size(); ++i)
     ASSERT_NEAR(big.parameters().grads()[i], small.parameters().grads()[i], 1e-6);

@@ -21,7 +21,8 @@ TEST(AdamW, MatchesReferenceOverSeveralSteps) {
   const double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1, gs = 0.5;
   for (long step = 1; step <= 5; ++step) {
     kernels::adamw_update(p.data(), g0.data(), m.data(), v.data(), n,
-                          {(float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)gs}, true);
+                          {(float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step, (float)gs},
+                          true);
     for (long i = 0; i < n; ++i) {
       double g = g0[i] * gs;
       rp[i] *= 1 - lr * wd;
@@ -36,14 +37,16 @@ TEST(AdamW, MatchesReferenceOverSeveralSteps) {
 
 TEST(AdamW, NoDecayLeavesZeroGradientParametersUnchanged) {
   std::vector<float> p = {1.f, -2.f}, g = {0.f, 0.f}, m(2, 0.f), v(2, 0.f);
-  kernels::adamw_update(p.data(), g.data(), m.data(), v.data(), 2, {0.1f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.f}, false);
+  kernels::adamw_update(p.data(), g.data(), m.data(), v.data(), 2,
+                        {0.1f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.f}, false);
   EXPECT_EQ(p[0], 1.f);
   EXPECT_EQ(p[1], -2.f);
 }
 
 TEST(AdamW, ClipsToTheGlobalNormAndDecaysOnlyMatrices) {
   ModelConfig c;
-  c.num_layers = 1, c.hidden_size = 8, c.num_attention_heads = 2, c.seq_length = 4, c.vocab_size = 50;
+  c.num_layers = 1, c.hidden_size = 8, c.num_attention_heads = 2, c.seq_length = 4,
+  c.vocab_size = 50;
   Parameters params(ParameterLayout(c, {0, 1}));
   params.initialize(3, 0.02f, 1);
   auto g = testing::random_vector(params.size(), 4);

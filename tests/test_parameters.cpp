@@ -67,7 +67,8 @@ TEST(Parameters, InitialisationIndependentOfTensorParallelSize) {
       if (s.name == "embedding.word_embeddings.weight") continue;  // padding differs with t
       const ParamSpec& w = whole.layout().find(s.name);
       for (long i = 0; i < s.numel(); ++i)
-        ASSERT_EQ(shard.values()[s.offset + i], whole.values()[w.offset + s.global_index(i)]) << s.name;
+        ASSERT_EQ(shard.values()[s.offset + i], whole.values()[w.offset + s.global_index(i)])
+            << s.name;
     }
   }
 }

@@ -59,7 +59,8 @@ TEST(Safetensors, ReadsAHandWrittenFile) {
 
 TEST(Safetensors, ConvertsHalfAndBfloat16) {
   std::string data("\x00\x3c\x00\xc0\x80\x3f\x00\x40", 8);  // f16 1, -2; bf16 1, 2
-  std::string header = R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})";
+  std::string header =
+      R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]}})";
   SafetensorsFile f(make_file("half.safetensors", header, data));
   EXPECT_EQ(f.read_float(*f.find("h")), (std::vector<float>{1, -2}));
   EXPECT_EQ(f.read_float(*f.find("b")), (std::vector<float>{1, 2}));
@@ -77,19 +78,31 @@ TEST(Safetensors, RejectsEveryInconsistentHeader) {
   const std::string two = floats({1, 2});
   std::vector<BadCase> cases = {
       {"short", "", "", -2, "shorter than the 8-byte header"},
-      {"lying_length", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, 5000, "runs past the end"},
+      {"lying_length", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, 5000,
+       "runs past the end"},
       {"not_json", "{not json", two, -1, "not valid JSON"},
       {"not_object", "[1,2]", two, -1, "must be a JSON object"},
       {"no_dtype", R"({"a":{"shape":[2],"data_offsets":[0,8]}})", two, -1, "missing dtype"},
-      {"bad_dtype", R"({"a":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", two, -1, "unknown dtype"},
-      {"neg_shape", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", two, -1, "non-negative"},
-      {"size_mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", two, -1, "need 12 bytes"},
-      {"past_end", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", two, -1, "past the data section"},
-      {"reversed", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", two, -1, "end < begin"},
-      {"overlap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two, -1, "without gaps or overlap"},
-      {"gap", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two, -1, "without gaps or overlap"},
-      {"trailing", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", two, -1, "cover 4 of 8"},
-      {"metadata", R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, -1, "must be a string"},
+      {"bad_dtype", R"({"a":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", two, -1,
+       "unknown dtype"},
+      {"neg_shape", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", two, -1,
+       "non-negative"},
+      {"size_mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", two, -1,
+       "need 12 bytes"},
+      {"past_end", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", two, -1,
+       "past the data section"},
+      {"reversed", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", two, -1,
+       "end < begin"},
+      {"overlap",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       two, -1, "without gaps or overlap"},
+      {"gap", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two, -1,
+       "without gaps or overlap"},
+      {"trailing", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", two, -1,
+       "cover 4 of 8"},
+      {"metadata",
+       R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, -1,
+       "must be a string"},
   };
   for (const BadCase& c : cases) {
     std::string path;
@@ -141,7 +154,8 @@ TEST(HfConfig, RejectsBadConfigs) {
   EXPECT_NE(error().find("missing key \"n_positions\""), std::string::npos);
   write(R"({"n_layer": -1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8})");
   EXPECT_NE(error().find("\"n_layer\" must be a positive integer"), std::string::npos);
-  write(R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8, "activation_function": "relu"})");
+  write(
+      R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8, "activation_function": "relu"})");
   EXPECT_NE(error().find("activation_function"), std::string::npos);
 }
 

@@ -34,8 +34,9 @@ std::vector<std::vector<int>> read_token_file(const std::string& path, int vocab
     for (size_t i = 0; i < list.size(); ++i) {
       const auto& v = list[i];
       if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= vocab_size)
-        fail("token " + std::to_string(i) + (nested ? " of sequence " + std::to_string(which) : "") +
-             " is " + v.dump() + ", not an id in [0, " + std::to_string(vocab_size) + ")");
+        fail("token " + std::to_string(i) +
+             (nested ? " of sequence " + std::to_string(which) : "") + " is " + v.dump() +
+             ", not an id in [0, " + std::to_string(vocab_size) + ")");
       seq.push_back(v.get<int>());
     }
     return seq;
@@ -88,7 +89,8 @@ int score_main(const std::vector<std::string>& args) {
                                     : model.forward_backward(chunk, 1, len, grad_scale);
       }
     double loss = total / predicted;
-    nlohmann::ordered_json out = {{"tokens", predicted}, {"loss", loss}, {"perplexity", std::exp(loss)}};
+    nlohmann::ordered_json out = {
+        {"tokens", predicted}, {"loss", loss}, {"perplexity", std::exp(loss)}};
     std::cout << out.dump() << std::endl;
     if (!grads_path.empty()) io::save_hf_model(grads_path, config, model.parameters(), true);
     return 0;

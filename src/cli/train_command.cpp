@@ -134,7 +134,8 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
       };
       keep("--num-layers", c.model.num_layers, explicit_values.num_layers);
       keep("--hidden-size", c.model.hidden_size, explicit_values.hidden_size);
-      keep("--num-attention-heads", c.model.num_attention_heads, explicit_values.num_attention_heads);
+      keep("--num-attention-heads", c.model.num_attention_heads,
+           explicit_values.num_attention_heads);
       keep("--ffn-hidden-size", c.model.ffn_hidden_size, explicit_values.ffn_hidden_size);
       keep("--seq-length", c.model.seq_length, explicit_values.seq_length);
       keep("--max-position-embeddings", c.model.max_position_embeddings,

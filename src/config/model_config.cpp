@@ -19,8 +19,8 @@ long ModelConfig::parameter_count(int t) const {
 std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
   std::vector<std::string> errors;
   auto positive = [&](long value, const char* flag) {
-    if (value <= 0) errors.push_back(std::string(flag) + " must be > 0 (got " +
-                                     std::to_string(value) + ")");
+    if (value <= 0)
+      errors.push_back(std::string(flag) + " must be > 0 (got " + std::to_string(value) + ")");
   };
   positive(c.num_layers, "--num-layers");
   positive(c.hidden_size, "--hidden-size");
@@ -45,8 +45,7 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
     errors.push_back("--ffn-hidden-size (" + std::to_string(c.ffn()) +
                      ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) +
                      ")");
-  if (c.seq_length > 0 && c.max_position_embeddings > 0 &&
-      c.seq_length > c.max_position_embeddings)
+  if (c.seq_length > 0 && c.max_position_embeddings > 0 && c.seq_length > c.max_position_embeddings)
     errors.push_back("--seq-length (" + std::to_string(c.seq_length) +
                      ") must be <= --max-position-embeddings (" +
                      std::to_string(c.max_position_embeddings) + ")");

@@ -40,8 +40,8 @@ struct TrainingConfig {
   std::string metrics_file;
   std::string load_hf;
   std::string save_hf;
-  int threads = 0;          // 0: OpenMP's default
-  double peak_tflops = 0;   // 0: measure the fp32 GEMM peak at start
+  int threads = 0;         // 0: OpenMP's default
+  double peak_tflops = 0;  // 0: measure the fp32 GEMM peak at start
 
   int data_parallel_size() const;
   int num_micro_batches() const;

@@ -69,7 +69,8 @@ ModelConfig read_hf_config(const std::string& dir) {
     c.layernorm_epsilon = j["layer_norm_epsilon"].get<float>();
   }
   if (j.contains("activation_function")) {
-    std::string act = j["activation_function"].is_string() ? j["activation_function"].get<std::string>() : "";
+    std::string act =
+        j["activation_function"].is_string() ? j["activation_function"].get<std::string>() : "";
     if (act != "gelu_new" && act != "gelu_pytorch_tanh")
       fail("\"activation_function\" must be gelu_new (the tanh GeLU); got " +
            j["activation_function"].dump());
@@ -102,9 +103,9 @@ std::vector<float> global_tensor(const SafetensorsFile& file, const TensorEntry&
     throw FormatError(file.path() + ": tensor '" + entry.name + "' has shape " + str(got) +
                       ", the config needs " + str(expected));
   }
-  std::vector<float> out((size_t)spec.global_shape[0] *
-                             (spec.global_shape.size() == 2 ? spec.global_shape[1] : 1),
-                         0.f);
+  std::vector<float> out(
+      (size_t)spec.global_shape[0] * (spec.global_shape.size() == 2 ? spec.global_shape[1] : 1),
+      0.f);
   if (transposed) {
     long rows = spec.global_shape[0], cols = spec.global_shape[1];
     for (long r = 0; r < rows; ++r)

@@ -17,8 +17,8 @@ constexpr std::uint64_t kMaxHeader = 100u << 20;
 
 int dtype_size(const std::string& d) {
   static const std::map<std::string, int> sizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-      {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4}, {"U64", 8}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+      {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2},  {"U32", 4}, {"U64", 8}};
   auto it = sizes.find(d);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -58,12 +58,14 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   in.seekg(0, std::ios::end);
   std::uint64_t file_size = (std::uint64_t)in.tellg();
   in.seekg(0);
-  if (file_size < 8) fail("file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+  if (file_size < 8)
+    fail("file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
   std::uint64_t header_len = 0;
   unsigned char len_bytes[8];
   in.read((char*)len_bytes, 8);
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
-  if (header_len > kMaxHeader) fail("header length " + std::to_string(header_len) + " exceeds the 100 MiB limit");
+  if (header_len > kMaxHeader)
+    fail("header length " + std::to_string(header_len) + " exceeds the 100 MiB limit");
   if (8 + header_len > file_size)
     fail("header length " + std::to_string(header_len) + " runs past the end of the " +
          std::to_string(file_size) + "-byte file (truncated?)");
@@ -123,7 +125,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   for (const TensorEntry& t : sorted) {
     if (t.begin != cursor)
       fail("tensor '" + t.name + "' starts at " + std::to_string(t.begin) + ", expected " +
-           std::to_string(cursor) + " (tensors must tile the data section without gaps or overlap)");
+           std::to_string(cursor) +
+           " (tensors must tile the data section without gaps or overlap)");
     cursor = t.end;
   }
   if (cursor != data_size)
@@ -191,7 +194,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   for (const TensorToWrite& t : tensors) {
     long n = 1;
     for (long d : t.shape) n *= d;
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
     offset += (std::uint64_t)n * 4;
   }
   std::string json = header.dump();

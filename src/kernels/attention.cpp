@@ -39,7 +39,9 @@ void scatter(const float* src, HeadView v, int seq, int hd, float* dst) {
 }
 
 // Number of keys in block [ks, ks + nk) visible to query row q (causal).
-inline int visible_keys(int q, int ks, int nk) { return std::clamp(q - ks + 1, 0, nk); }
+inline int visible_keys(int q, int ks, int nk) {
+  return std::clamp(q - ks + 1, 0, nk);
+}
 
 void forward_one_head(const AttentionShape& s, const float* q, const float* k, const float* v,
                       float* o, float* lse, float* scores) {
@@ -53,8 +55,8 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
     std::fill_n(o + (long)qs * hd, (long)nq * hd, 0.f);
     for (int ks = 0; ks < qs + nq; ks += kBlockK) {
       int nk = std::min(kBlockK, qs + nq - ks);
-      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd, k + (long)ks * hd,
-           hd, 0.f, scores, kBlockK);
+      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd, k + (long)ks * hd, hd,
+           0.f, scores, kBlockK);
       for (int i = 0; i < nq; ++i) {
         float* row = scores + i * kBlockK;
         int valid = visible_keys(qs + i, ks, nk);

@@ -8,7 +8,7 @@ namespace trident::kernels {
 struct AttentionShape {
   int batch;
   int seq;
-  int heads;     // heads held by this rank
+  int heads;  // heads held by this rank
   int head_dim;
 };
 

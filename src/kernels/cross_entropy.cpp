@@ -36,10 +36,9 @@ void gather_target_logit(const float* logits, const int* targets, int rows, int 
   }
 }
 
-void softmax_cross_entropy_backward_inplace(float* logits, const int* targets,
-                                            const float* row_max, const float* row_sumexp,
-                                            int rows, int cols, int valid_cols, int vocab_start,
-                                            float scale) {
+void softmax_cross_entropy_backward_inplace(float* logits, const int* targets, const float* row_max,
+                                            const float* row_sumexp, int rows, int cols,
+                                            int valid_cols, int vocab_start, float scale) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
     float* row = logits + (long)r * cols;

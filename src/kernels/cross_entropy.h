@@ -17,9 +17,8 @@ void gather_target_logit(const float* logits, const int* targets, int rows, int 
                          int vocab_start, float* target_logit);
 
 // logits <- scale * (softmax - onehot(target)); padding columns <- 0.
-void softmax_cross_entropy_backward_inplace(float* logits, const int* targets,
-                                            const float* row_max, const float* row_sumexp,
-                                            int rows, int cols, int valid_cols, int vocab_start,
-                                            float scale);
+void softmax_cross_entropy_backward_inplace(float* logits, const int* targets, const float* row_max,
+                                            const float* row_sumexp, int rows, int cols,
+                                            int valid_cols, int vocab_start, float scale);
 
 }  // namespace trident::kernels

@@ -49,8 +49,12 @@ void bias_backward(const float* dy, float* dbias, int rows, int cols) {
   }
 }
 
-float gelu_scalar(float x) { return gelu(x); }
-float gelu_grad_scalar(float x) { return gelu_grad(x); }
+float gelu_scalar(float x) {
+  return gelu(x);
+}
+float gelu_grad_scalar(float x) {
+  return gelu_grad(x);
+}
 
 void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols) {
 #pragma omp parallel for schedule(static)

@@ -8,8 +8,8 @@ namespace {
 constexpr int kColumnBlock = 64;
 }
 
-void embedding_forward(const int* ids, int n, const float* table, int vocab_start,
-                       int vocab_rows, int cols, float* out) {
+void embedding_forward(const int* ids, int n, const float* table, int vocab_start, int vocab_rows,
+                       int cols, float* out) {
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < n; ++i) {
     int local = ids[i] - vocab_start;
@@ -21,8 +21,8 @@ void embedding_forward(const int* ids, int n, const float* table, int vocab_star
   }
 }
 
-void embedding_backward(const int* ids, int n, const float* dout, int vocab_start,
-                        int vocab_rows, int cols, float* dtable) {
+void embedding_backward(const int* ids, int n, const float* dout, int vocab_start, int vocab_rows,
+                        int cols, float* dtable) {
   int blocks = (cols + kColumnBlock - 1) / kColumnBlock;
 #pragma omp parallel for schedule(static)
   for (int blk = 0; blk < blocks; ++blk) {

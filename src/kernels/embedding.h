@@ -3,12 +3,12 @@ namespace trident::kernels {
 
 // out[i] = table[ids[i] - vocab_start] for ids inside this shard [vocab_start,
 // vocab_start + vocab_rows), zeros otherwise (the vocabulary-parallel lookup).
-void embedding_forward(const int* ids, int n, const float* table, int vocab_start,
-                       int vocab_rows, int cols, float* out);
+void embedding_forward(const int* ids, int n, const float* table, int vocab_start, int vocab_rows,
+                       int cols, float* out);
 // dtable[ids[i] - vocab_start] += dout[i] for ids in the shard. Threads own column
 // ranges, so there are no races and the summation order is fixed.
-void embedding_backward(const int* ids, int n, const float* dout, int vocab_start,
-                        int vocab_rows, int cols, float* dtable);
+void embedding_backward(const int* ids, int n, const float* dout, int vocab_start, int vocab_rows,
+                        int cols, float* dtable);
 
 // out[b, t] += pos[t]
 void add_position_embedding(float* out, const float* pos, int batch, int seq, int cols);

@@ -28,7 +28,9 @@ inline float fast_exp(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-inline float fast_tanh(float x) { return 1.f - 2.f / (fast_exp(2.f * x) + 1.f); }
+inline float fast_tanh(float x) {
+  return 1.f - 2.f / (fast_exp(2.f * x) + 1.f);
+}
 
 // GeLU, tanh approximation (GPT-2's "gelu_new"), and its derivative.
 inline float gelu(float x) {

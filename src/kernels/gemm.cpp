@@ -7,8 +7,8 @@
 
 namespace trident::kernels {
 
-void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
-          int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc) {
   if (m == 0 || n == 0) return;
   dnnl_status_t status =
       dnnl_sgemm(trans_a == Trans::kYes ? 'T' : 'N', trans_b == Trans::kYes ? 'T' : 'N', m, n, k,
@@ -24,12 +24,10 @@ void linear_forward(const float* x, const float* w, float* y, int rows, int in, 
 
 void linear_backward_input(const float* dy, const float* w, float* dx, int rows, int in, int out,
                            bool accumulate) {
-  gemm(Trans::kNo, Trans::kNo, rows, in, out, 1.f, dy, out, w, in, accumulate ? 1.f : 0.f, dx,
-       in);
+  gemm(Trans::kNo, Trans::kNo, rows, in, out, 1.f, dy, out, w, in, accumulate ? 1.f : 0.f, dx, in);
 }
 
-void linear_backward_weight(const float* dy, const float* x, float* dw, int rows, int in,
-                            int out) {
+void linear_backward_weight(const float* dy, const float* x, float* dw, int rows, int in, int out) {
   gemm(Trans::kYes, Trans::kNo, out, in, rows, 1.f, dy, out, x, in, 1.f, dw, in);
 }
 

@@ -6,8 +6,8 @@ namespace trident::kernels {
 
 enum class Trans { kNo, kYes };
 
-void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
-          int lda, const float* b, int ldb, float beta, float* c, int ldc);
+void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc);
 
 // y[rows, out] = x[rows, in] * w[out, in]^T (+ y if accumulate): a Linear layer's forward.
 void linear_forward(const float* x, const float* w, float* y, int rows, int in, int out,

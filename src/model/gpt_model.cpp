@@ -21,8 +21,12 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   for (int l = 0; l < config.num_layers; ++l) layers_.emplace_back(dims, params_, l, tp);
   const int vocab_local = padded_vocab_ / t, vocab_start = tp.rank() * vocab_local;
   ParamRef word = params_.get("embedding.word_embeddings.weight");
-  embedding_ = {word, params_.get("embedding.position_embeddings.weight"), vocab_start,
-                vocab_local, config.hidden_size, &tp};
+  embedding_ = {word,
+                params_.get("embedding.position_embeddings.weight"),
+                vocab_start,
+                vocab_local,
+                config.hidden_size,
+                &tp};
   output_layer_ = {word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp};
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   cross_entropy_ = {vocab_start, vocab_local, valid, &tp};

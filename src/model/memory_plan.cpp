@@ -42,10 +42,12 @@ void MemoryPlan::print(std::ostream& os) const {
     if (b.group != last_group)
       os << "  " << b.group << " (" << format_bytes(group_bytes(b.group)) << ")\n";
     last_group = b.group;
-    os << "    " << std::left << std::setw(30) << b.name << std::right << std::setw(14)
-       << b.floats << " floats";
-    if (b.copies > 1) os << " x " << std::setw(3) << b.copies;
-    else os << "      ";
+    os << "    " << std::left << std::setw(30) << b.name << std::right << std::setw(14) << b.floats
+       << " floats";
+    if (b.copies > 1)
+      os << " x " << std::setw(3) << b.copies;
+    else
+      os << "      ";
     os << "  " << format_bytes(b.total_floats() * 4.0) << "\n";
   }
   os << "  total " << format_bytes(total_bytes()) << "\n";

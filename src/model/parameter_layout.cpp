@@ -62,10 +62,8 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp) {
         InitKind::kScaledNormal);
     add(layer_param(l, "self_attention.linear_proj.bias"), {h}, replicated, false,
         InitKind::kZeros);
-    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false,
-        InitKind::kOnes);
-    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false,
-        InitKind::kZeros);
+    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
+    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
     add(layer_param(l, "mlp.linear_fc1.weight"), {f, h}, rows, true, InitKind::kNormal);
     add(layer_param(l, "mlp.linear_fc1.bias"), {f}, rows, false, InitKind::kZeros);
     add(layer_param(l, "mlp.linear_fc2.weight"), {h, f}, cols, true, InitKind::kScaledNormal);
@@ -103,10 +101,11 @@ const ParamSpec& ParameterLayout::find(const std::string& name) const {
 
 void ParameterLayout::print(std::ostream& os) const {
   os << std::left << std::setw(48) << "parameter" << std::setw(16) << "global" << std::setw(16)
-     << "local" << "offset\n";
+     << "local"
+     << "offset\n";
   for (const ParamSpec& s : specs_)
-    os << std::setw(48) << s.name << std::setw(16) << shape_string(s.global_shape)
-       << std::setw(16) << shape_string(s.local_shape) << s.offset << "\n";
+    os << std::setw(48) << s.name << std::setw(16) << shape_string(s.global_shape) << std::setw(16)
+       << shape_string(s.local_shape) << s.offset << "\n";
 }
 
 }  // namespace trident

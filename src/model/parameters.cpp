@@ -15,7 +15,9 @@ ParamRef Parameters::get(const std::string& name) {
   return {values_.data() + s.offset, grads_.data() + s.offset, s.numel()};
 }
 
-void Parameters::zero_grads() { kernels::fill(grads_.data(), 0.f, (long)grads_.size()); }
+void Parameters::zero_grads() {
+  kernels::fill(grads_.data(), 0.f, (long)grads_.size());
+}
 
 void Parameters::initialize(std::uint64_t seed, float std, int num_layers) {
   const float scaled_std = std / std::sqrt(2.f * num_layers);
@@ -24,8 +26,12 @@ void Parameters::initialize(std::uint64_t seed, float std, int num_layers) {
     long n = s.numel();
     std::uint64_t stream = hash_string(s.name);
     switch (s.init) {
-      case InitKind::kZeros: kernels::fill(dst, 0.f, n); break;
-      case InitKind::kOnes: kernels::fill(dst, 1.f, n); break;
+      case InitKind::kZeros:
+        kernels::fill(dst, 0.f, n);
+        break;
+      case InitKind::kOnes:
+        kernels::fill(dst, 1.f, n);
+        break;
       case InitKind::kNormal:
       case InitKind::kScaledNormal: {
         float sigma = s.init == InitKind::kNormal ? std : scaled_std;

@@ -5,8 +5,7 @@
 
 namespace trident {
 
-TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i,
-                                   comm::Communicator& tp)
+TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, comm::Communicator& tp)
     : dims_(d) {
   auto get = [&](const char* leaf) { return p.get(layer_param(i, leaf)); };
   ln1_weight_ = get("input_layernorm.weight");
@@ -34,8 +33,8 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   proj_.forward(a.attn_out, w.row_out, rows);
   kernels::bias_residual_add(x, w.row_out, proj_.bias.value, a.residual1, rows, h);
 
-  kernels::layernorm_forward(a.residual1, ln2_weight_.value, ln2_bias_.value, a.ln2_out,
-                             a.ln2_mean, a.ln2_rstd, rows, h, dims_.eps);
+  kernels::layernorm_forward(a.residual1, ln2_weight_.value, ln2_bias_.value, a.ln2_out, a.ln2_mean,
+                             a.ln2_rstd, rows, h, dims_.eps);
   fc1_.forward(a.ln2_out, a.fc1_pre, rows);
   kernels::bias_gelu_forward(a.fc1_pre, fc1_.bias.value, a.fc1_act, rows, dims_.ffn_local);
   fc2_.forward(a.fc1_act, w.row_out, rows);
@@ -55,8 +54,8 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
                                     {batch, seq, dims_.heads_local, dims_.head_dim});
   qkv_.backward(w.d_qkv, a.ln1_out, w.d_hidden, rows);
-  kernels::layernorm_backward(w.d_hidden, x, ln1_weight_.value, a.ln1_mean, a.ln1_rstd,
-                              d_residual, ln1_weight_.grad, ln1_bias_.grad, rows, h, true);
+  kernels::layernorm_backward(w.d_hidden, x, ln1_weight_.value, a.ln1_mean, a.ln1_rstd, d_residual,
+                              ln1_weight_.grad, ln1_bias_.grad, rows, h, true);
 }
 
 }  // namespace trident

@@ -40,8 +40,8 @@ class TransformerLayer {
   void forward(const float* x, const LayerActivations& a, const LayerScratch& w, int batch,
                int seq) const;
   // d_residual holds dL/d(output) on entry and dL/dx on return.
-  void backward(const float* x, const LayerActivations& a, float* d_residual,
-                const LayerScratch& w, int batch, int seq) const;
+  void backward(const float* x, const LayerActivations& a, float* d_residual, const LayerScratch& w,
+                int batch, int seq) const;
 
  private:
   LayerDims dims_;

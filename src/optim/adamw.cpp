@@ -22,8 +22,8 @@ double AdamW::step(Parameters& params, float lr) {
   if (config_.clip_grad > 0.f && norm > config_.clip_grad)
     scale = (float)(config_.clip_grad / (norm + 1e-6));
   ++step_;
-  kernels::AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, step_,
-                       scale};
+  kernels::AdamWStep s{lr,    config_.beta1, config_.beta2, config_.eps, config_.weight_decay,
+                       step_, scale};
   for (const ParamSpec& spec : params.layout().specs())
     kernels::adamw_update(params.values() + spec.offset, params.grads() + spec.offset,
                           exp_avg_.data() + spec.offset, exp_avg_sq_.data() + spec.offset,

@@ -6,8 +6,8 @@
 
 namespace trident::tensor_parallel {
 
-void VocabParallelCrossEntropy::forward(float* logits, const int* targets, int rows,
-                                        float* losses, float grad_scale) const {
+void VocabParallelCrossEntropy::forward(float* logits, const int* targets, int rows, float* losses,
+                                        float grad_scale) const {
   std::vector<float> local_max(rows), global_max(rows), sumexp(rows), target(rows);
   kernels::softmax_row_stats(logits, rows, vocab_local, valid_local, local_max.data(),
                              sumexp.data());
@@ -17,12 +17,11 @@ void VocabParallelCrossEntropy::forward(float* logits, const int* targets, int r
   tp->all_reduce(sumexp.data(), rows, comm::ReduceOp::kSum);
   kernels::gather_target_logit(logits, targets, rows, vocab_local, vocab_start, target.data());
   tp->all_reduce(target.data(), rows, comm::ReduceOp::kSum);
-  for (int r = 0; r < rows; ++r)
-    losses[r] = std::log(sumexp[r]) + global_max[r] - target[r];
+  for (int r = 0; r < rows; ++r) losses[r] = std::log(sumexp[r]) + global_max[r] - target[r];
   if (grad_scale != 0.f)
     kernels::softmax_cross_entropy_backward_inplace(logits, targets, global_max.data(),
-                                                    sumexp.data(), rows, vocab_local,
-                                                    valid_local, vocab_start, grad_scale);
+                                                    sumexp.data(), rows, vocab_local, valid_local,
+                                                    vocab_start, grad_scale);
 }
 
 }  // namespace trident::tensor_parallel

@@ -16,8 +16,7 @@ struct VocabParallelCrossEntropy {
 
   // losses[r] = -log softmax(logits[r])[targets[r]]. When grad_scale != 0, logits are
   // overwritten with grad_scale * d(loss_r)/d(logits).
-  void forward(float* logits, const int* targets, int rows, float* losses,
-               float grad_scale) const;
+  void forward(float* logits, const int* targets, int rows, float* losses, float grad_scale) const;
 };
 
 }  // namespace trident::tensor_parallel

@@ -35,10 +35,8 @@ void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* 
   kernels::add_position_embedding(out, position.value, batch, seq, hidden);
 }
 
-void VocabParallelEmbedding::backward(const int* ids, int batch, int seq,
-                                      const float* dout) const {
-  kernels::embedding_backward(ids, batch * seq, dout, vocab_start, vocab_local, hidden,
-                              word.grad);
+void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const float* dout) const {
+  kernels::embedding_backward(ids, batch * seq, dout, vocab_start, vocab_local, hidden, word.grad);
   kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
 }
 

@@ -13,8 +13,8 @@ std::string format_log_line(const IterationStats& s) {
                 " iteration %8ld/%8ld | consumed samples: %12ld | elapsed time per iteration "
                 "(ms): %.1f | learning rate: %.6E | global batch size: %5d | lm loss: %.6E | "
                 "grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |",
-                s.iteration, s.train_iters, s.consumed_samples, s.ms_per_iter, s.lr,
-                s.global_batch, s.loss, s.grad_norm, s.tokens_per_s, s.tflops, s.mfu);
+                s.iteration, s.train_iters, s.consumed_samples, s.ms_per_iter, s.lr, s.global_batch,
+                s.loss, s.grad_norm, s.tokens_per_s, s.tflops, s.mfu);
   return buf;
 }
 
@@ -34,10 +34,14 @@ MetricsWriter::MetricsWriter(const std::string& path) {
 
 void MetricsWriter::write(const IterationStats& s) {
   if (!out_) return;
-  nlohmann::ordered_json j = {{"iteration", s.iteration},       {"consumed_samples", s.consumed_samples},
-                              {"loss", s.loss},                 {"lr", s.lr},
-                              {"grad_norm", s.grad_norm},       {"ms_per_iter", s.ms_per_iter},
-                              {"tokens_per_s", s.tokens_per_s}, {"tflops", s.tflops},
+  nlohmann::ordered_json j = {{"iteration", s.iteration},
+                              {"consumed_samples", s.consumed_samples},
+                              {"loss", s.loss},
+                              {"lr", s.lr},
+                              {"grad_norm", s.grad_norm},
+                              {"ms_per_iter", s.ms_per_iter},
+                              {"tokens_per_s", s.tokens_per_s},
+                              {"tflops", s.tflops},
                               {"mfu", s.mfu}};
   *out_ << j.dump() << "\n" << std::flush;
 }

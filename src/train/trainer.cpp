@@ -36,8 +36,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 void print_layout(const TrainingConfig& c, std::ostream& log) {
   log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
-      << " x pipeline " << c.pipeline_model_parallel_size << " x data "
-      << c.data_parallel_size() << "; " << omp_get_max_threads() << " threads per rank\n";
+      << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
+      << "; " << omp_get_max_threads() << " threads per rank\n";
   log << "model: " << c.model.num_layers << " layers, hidden " << c.model.hidden_size << ", "
       << c.model.num_attention_heads << " heads, ffn " << c.model.ffn() << ", seq "
       << c.model.seq_length << ", vocab " << c.model.vocab_size << " padded to "
@@ -100,9 +100,9 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
   double peak = c.peak_tflops;
   if (peak <= 0) {
     peak = measure_gemm_peak_tflops(micro * seq, 4 * c.model.hidden_size, c.model.hidden_size, 0.5);
-    log << "measured fp32 GEMM peak: " << std::fixed << std::setprecision(3) << peak
-        << " TFLOP/s (" << micro * seq << "x" << c.model.hidden_size << " * "
-        << c.model.hidden_size << "x" << 4 * c.model.hidden_size << ")\n";
+    log << "measured fp32 GEMM peak: " << std::fixed << std::setprecision(3) << peak << " TFLOP/s ("
+        << micro * seq << "x" << c.model.hidden_size << " * " << c.model.hidden_size << "x"
+        << 4 * c.model.hidden_size << ")\n";
     log.unsetf(std::ios::fixed);
   }
 
@@ -157,16 +157,15 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
       interval_loss = interval_time = interval_norm = 0;
       interval_count = 0;
     }
-    if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters)
-      run_validation(it);
+    if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters) run_validation(it);
   }
   run_validation(c.train_iters);
   if (!c.save_hf.empty()) {
     io::save_hf_model(c.save_hf, c.model, model.parameters());
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }
-  log << "peak RSS " << format_bytes(peak_rss_bytes()) << " (plan: "
-      << format_bytes(model.memory_plan().total_bytes()) << ")\n";
+  log << "peak RSS " << format_bytes(peak_rss_bytes())
+      << " (plan: " << format_bytes(model.memory_plan().total_bytes()) << ")\n";
   return 0;
 }
 
