@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/preprocess_command.h"
 #include "cli/score_command.h"
+#include "cli/tokenize_command.h"
 #include "cli/train_command.h"
 
 namespace {
@@ -12,7 +14,9 @@ void usage(std::ostream& os) {
   os << "usage: trident <command> [flags]\n\n"
         "commands:\n"
         "  train   train a GPT model (Megatron-LM flags; --help lists them)\n"
-        "  score   mean next-token loss and perplexity of token ids under a model\n";
+        "  score   mean next-token loss and perplexity of token ids under a model\n"
+        "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
+        "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n";
 }
 
 }  // namespace
@@ -26,6 +30,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "train") return trident::cli::train_main(args);
   if (command == "score") return trident::cli::score_main(args);
+  if (command == "tokenize") return trident::cli::tokenize_main(args);
+  if (command == "preprocess") return trident::cli::preprocess_main(args);
   if (command == "--help" || command == "-h" || command == "help") {
     usage(std::cout);
     return 0;

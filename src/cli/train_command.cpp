@@ -6,6 +6,7 @@
 
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
+#include "tokenizer/gpt2_tokenizer.h"
 #include "train/trainer.h"
 
 namespace trident::cli {
@@ -70,13 +71,20 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--seed", c.seed, "seed of initialisation and data order", "Training");
   opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
   opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
-  opt("--eval-iters", c.eval_iters, "micro-batches per validation", "Logging");
+  opt("--eval-iters", c.eval_iters, "global batches per evaluation", "Logging");
   opt("--metrics-file", c.metrics_file, "write metrics as JSON lines here", "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: all cores)", "Runtime");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
   app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
+  opt("--split", c.split, "train,valid,test weights over documents", "Data");
+  opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)", "Data");
+  opt("--vocab-file", c.vocab_file, "GPT-2 vocab.json / encoder.json", "Data");
+  opt("--merge-file", c.merge_file, "GPT-2 merges.txt / vocab.bpe", "Data");
+  opt("--generate-prompt", c.generate_prompt, "after training, print a greedy continuation",
+      "Generation");
+  opt("--generate-tokens", c.generate_tokens, "tokens to generate", "Generation");
   opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
       "Checkpoints");
@@ -143,6 +151,10 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
       keep("--vocab-size", c.model.vocab_size, explicit_values.vocab_size);
     }
     if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
+    if (!c.vocab_file.empty() && !c.merge_file.empty()) {
+      tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);  // checks both files
+      if (c.load_hf.empty() && !flags.was_given("--vocab-size")) c.model.vocab_size = tok.vocab_size();
+    }
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }

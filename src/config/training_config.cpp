@@ -1,5 +1,7 @@
 #include "config/training_config.h"
 
+#include "data/dataset_builder.h"
+#include "data/gpt_dataset.h"
 #include "optim/lr_scheduler.h"
 
 namespace trident {
@@ -78,7 +80,23 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   require(c.peak_tflops >= 0, "--peak-tflops must be >= 0");
   require(c.mock_data == c.data_path.empty(),
           "exactly one data source is needed: --mock-data or --data-path");
-  require(c.data_path.empty(), "--data-path is not supported yet; use --mock-data");
+  if (!c.data_path.empty()) {
+    try {
+      data::parse_data_path(c.data_path);
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
+  try {
+    data::parse_split(c.split);
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+  require(c.vocab_file.empty() == c.merge_file.empty(),
+          "--vocab-file and --merge-file go together (the GPT-2 tokenizer needs both)");
+  require(c.generate_prompt.empty() || !c.vocab_file.empty(),
+          "--generate-prompt needs --vocab-file and --merge-file");
+  require(c.generate_tokens > 0, "--generate-tokens must be > 0");
   return errors;
 }
 

@@ -32,10 +32,17 @@ struct TrainingConfig {
   std::uint64_t seed = 1234;
   int log_interval = 10;
   long eval_interval = 0;  // 0: validate only at the end
-  int eval_iters = 4;
+  int eval_iters = 10;  // global batches per evaluation (Megatron's meaning)
 
   bool mock_data = false;
-  std::vector<std::string> data_path;
+  std::vector<std::string> data_path;  // "prefix" or "w1 prefix1 w2 prefix2 ..."
+  std::string split = "969,30,1";
+  std::string data_cache_path;  // empty: <data dir>/cache
+  std::string vocab_file;       // GPT-2 tokenizer, for --generate-prompt and text scoring
+  std::string merge_file;
+
+  std::string generate_prompt;  // after training, print a greedy continuation of this
+  int generate_tokens = 32;
 
   std::string metrics_file;
   std::string load_hf;
@@ -47,6 +54,11 @@ struct TrainingConfig {
   int num_micro_batches() const;
   int effective_global_batch() const;
   long effective_decay_iters() const { return lr_decay_iters > 0 ? lr_decay_iters : train_iters; }
+  // Samples each split must provide (Megatron's get_train_valid_test_num_samples).
+  long train_samples() const { return train_iters * effective_global_batch(); }
+  long eval_runs() const { return (eval_interval > 0 ? train_iters / eval_interval : 0) + 1; }
+  long valid_samples() const { return eval_runs() * eval_iters * (long)effective_global_batch(); }
+  long test_samples() const { return (long)eval_iters * effective_global_batch(); }
 };
 
 // Every violated rule, each naming the flag(s) and the rule; empty when valid.

@@ -5,13 +5,16 @@
 // progression the rest is predictable, so a falling loss shows learning.
 #include <cstdint>
 
+#include "data/sample_source.h"
+
 namespace trident {
 
-class MockGPTDataset {
+class MockGPTDataset : public data::SampleSource {
  public:
   MockGPTDataset(int vocab_size, int seq_length, std::uint64_t seed);
   // Writes seq_length + 1 tokens of sample `index` (any index; the stream is unbounded).
-  void sample(long index, int* out) const;
+  long size() const override { return -1; }
+  void sample(long index, int* out) const override;
   int eod() const { return eod_; }
 
  private:

@@ -30,6 +30,9 @@ class GPTModel {
   const ModelConfig& config() const { return config_; }
   const MemoryPlan& memory_plan() const { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
+  int max_seq() const { return seq_; }
+  // Logits of row r (batch-major) from the last forward(); one rank's vocabulary shard.
+  const float* logits_row(int r) const { return act_.logits + (long)r * (padded_vocab_ / tp_.size()); }
 
  private:
   struct Activations {

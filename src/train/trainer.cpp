@@ -9,13 +9,15 @@
 #include <ostream>
 #include <vector>
 
-#include "data/mock_dataset.h"
+#include "generation/greedy.h"
 #include "io/hf_gpt2.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "optim/lr_scheduler.h"
 #include "train/metrics.h"
+#include "tokenizer/gpt2_tokenizer.h"
 #include "train/throughput.h"
+#include "train/training_data.h"
 
 namespace trident {
 
@@ -27,17 +29,14 @@ long peak_rss_bytes() {
 
 namespace {
 
-// Validation samples come from a far region of the mock stream, never used for training.
-constexpr long kValidationOffset = 1L << 40;
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 void print_layout(const TrainingConfig& c, std::ostream& log) {
   log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
-      << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
-      << "; " << omp_get_max_threads() << " threads per rank\n";
+      << " x pipeline " << c.pipeline_model_parallel_size << " x data "
+      << c.data_parallel_size() << "; " << omp_get_max_threads() << " threads per rank\n";
   log << "model: " << c.model.num_layers << " layers, hidden " << c.model.hidden_size << ", "
       << c.model.num_attention_heads << " heads, ffn " << c.model.ffn() << ", seq "
       << c.model.seq_length << ", vocab " << c.model.vocab_size << " padded to "
@@ -48,34 +47,38 @@ void print_layout(const TrainingConfig& c, std::ostream& log) {
       << c.effective_global_batch() << "\n";
 }
 
-class MockBatches {
- public:
-  MockBatches(const TrainingConfig& c)
-      : data_(c.model.vocab_size, c.model.seq_length, c.seed), seq_(c.model.seq_length) {}
-  // Fills `count` samples starting at `first` into tokens ([count, seq + 1]).
-  void fill(long first, int count, std::vector<int>& tokens) const {
-    tokens.resize((size_t)count * (seq_ + 1));
-    for (int i = 0; i < count; ++i) data_.sample(first + i, tokens.data() + (size_t)i * (seq_ + 1));
-  }
+void fill(const data::SampleSource& source, long first, int count, int seq,
+          std::vector<int>& tokens) {
+  tokens.resize((size_t)count * (seq + 1));
+  for (int i = 0; i < count; ++i) source.sample(first + i, tokens.data() + (size_t)i * (seq + 1));
+}
 
- private:
-  MockGPTDataset data_;
-  int seq_;
-};
-
-double validate(GPTModel& model, const MockBatches& batches, const TrainingConfig& c,
-                long* tokens_out) {
+// Mean loss over `iters` global batches starting at sample `first`.
+double evaluate(GPTModel& model, const data::SampleSource& source, const TrainingConfig& c,
+                long first, long* tokens_out) {
   std::vector<int> tokens;
   double total = 0;
   long count = 0;
   const int b = c.micro_batch_size, s = c.model.seq_length;
-  for (int i = 0; i < c.eval_iters; ++i) {
-    batches.fill(kValidationOffset + (long)i * b, b, tokens);
+  const long samples = (long)c.eval_iters * c.effective_global_batch();
+  for (long i = 0; i < samples; i += b) {
+    fill(source, first + i, b, s, tokens);
     total += model.forward(tokens.data(), b, s);
     count += (long)b * s;
   }
   *tokens_out = count;
   return count ? total / count : 0.0;
+}
+
+void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& log) {
+  tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);
+  std::vector<int> ids = tok.encode(c.generate_prompt);
+  if (ids.empty()) return;
+  size_t prompt = ids.size();
+  greedy_generate(model, ids, c.generate_tokens);
+  std::vector<int> continuation(ids.begin() + (long)prompt, ids.end());
+  log << "greedy continuation of \"" << c.generate_prompt << "\":\n"
+      << c.generate_prompt << tok.decode(continuation) << "\n";
 }
 
 }  // namespace
@@ -108,17 +111,18 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
 
   LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
                       parse_decay_style(c.lr_decay_style)};
-  MockBatches batches(c);
+  TrainingData data = make_training_data(c, log);
   MetricsWriter metrics(c.metrics_file);
   std::vector<int> tokens;
   const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
   long consumed = 0;
   double interval_loss = 0, interval_time = 0, interval_norm = 0;
   int interval_count = 0;
+  long evaluations = 0;
   auto run_validation = [&](long iteration) {
-    if (c.eval_iters == 0) return;
-    long n = 0;
-    double loss = validate(model, batches, c, &n);
+    if (c.eval_iters == 0 || !data.valid) return;
+    long n = 0, first = evaluations++ * (long)c.eval_iters * global_batch;
+    double loss = evaluate(model, *data.valid, c, first, &n);
     ValidationStats v{iteration, consumed, loss, n};
     log << format_validation_line(v) << "\n";
     metrics.write(v);
@@ -129,7 +133,7 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
     model.parameters().zero_grads();
     double loss_sum = 0;
     for (int m = 0; m < c.num_micro_batches(); ++m) {
-      batches.fill(consumed + (long)m * micro, micro, tokens);
+      fill(*data.train, consumed + (long)m * micro, micro, seq, tokens);
       loss_sum += model.forward_backward(tokens.data(), micro, seq, grad_scale);
     }
     float lr = schedule.at(it - 1);
@@ -160,6 +164,14 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
     if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters) run_validation(it);
   }
   run_validation(c.train_iters);
+  if (c.eval_iters > 0 && data.test) {
+    long n = 0;
+    double loss = evaluate(model, *data.test, c, 0, &n);
+    log << " test loss at the end | lm loss value: " << std::scientific << loss
+        << " | lm loss PPL: " << std::exp(loss) << " |\n";
+    log.unsetf(std::ios::scientific);
+  }
+  if (!c.generate_prompt.empty()) print_generation(model, c, log);
   if (!c.save_hf.empty()) {
     io::save_hf_model(c.save_hf, c.model, model.parameters());
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";

@@ -1,0 +1,66 @@
+#include "cli/preprocess_command.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "data/indexed_dataset.h"
+#include "data/preprocess.h"
+
+namespace trident::cli {
+
+int preprocess_main(const std::vector<std::string>& args) {
+  CLI::App app("trident preprocess: JSONL -> Megatron indexed dataset (.bin/.idx)",
+               "trident preprocess");
+  data::PreprocessOptions o;
+  std::string on_bad_line = "fail";
+  app.add_option("--input", o.input, "JSONL file, one document per line")->required();
+  app.add_option("--json-keys", o.json_keys, "keys to extract (one dataset per key)")
+      ->capture_default_str();
+  app.add_option("--output-prefix", o.output_prefix, "writes <prefix>_<key>_document.bin/.idx")
+      ->required();
+  app.add_option("--vocab-file", o.vocab_file, "GPT-2 vocab.json / encoder.json")->required();
+  app.add_option("--merge-file", o.merge_file, "GPT-2 merges.txt / vocab.bpe")->required();
+  app.add_flag("--append-eod", o.append_eod, "append <|endoftext|> to every document");
+  app.add_option("--workers", o.workers, "tokenizer threads")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--on-bad-line", on_bad_line,
+                 "fail: stop at the first invalid JSON / missing key / invalid UTF-8 line; "
+                 "skip: count, report and skip them")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fail", "skip"}));
+  app.add_option("--tokenizer-type", [](const CLI::results_t& r) { return r[0] == "GPT2BPETokenizer"; },
+                 "only GPT2BPETokenizer (accepted for Megatron command lines)");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  o.skip_bad_lines = on_bad_line == "skip";
+  try {
+    data::PreprocessReport r = data::preprocess(o, std::cerr);
+    std::cout << "preprocess: " << r.lines << " lines, " << r.documents << " documents, "
+              << r.tokens << " tokens in " << r.seconds << " s ("
+              << (long)(r.documents / std::max(r.seconds, 1e-9)) << " docs/s, "
+              << r.bytes / std::max(r.seconds, 1e-9) / 1e6 << " MB/s, " << o.workers
+              << " workers)\n";
+    if (r.empty_documents)
+      std::cout << "preprocess: skipped " << r.empty_documents << " documents without tokens\n";
+    if (r.bad_lines) {
+      std::cout << "preprocess: skipped " << r.bad_lines << " bad lines";
+      std::cout << (r.bad_lines > (long)r.bad_line_messages.size() ? ", the first:\n" : ":\n");
+      for (const std::string& m : r.bad_line_messages) std::cout << "  " << o.input << ":" << m << "\n";
+    }
+    for (const std::string& p : r.outputs) std::cout << "wrote " << p << ".bin/.idx\n";
+    return 0;
+  } catch (const data::BadLineError& e) {
+    std::cerr << "trident preprocess: bad line " << e.what()
+              << " (use --on-bad-line skip to skip such lines); no output written\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "trident preprocess: " << e.what() << "; no output written\n";
+    return 2;
+  }
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,83 @@
+#include "cli/tokenize_command.h"
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/unicode_classes.h"
+
+namespace trident::cli {
+
+namespace {
+
+void print_ids(const std::vector<int>& ids) {
+  std::string line = "[";
+  for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
+  std::cout << line << "]\n";
+}
+
+}  // namespace
+
+int tokenize_main(const std::vector<std::string>& args) {
+  CLI::App app("trident tokenize: GPT-2 BPE encode or decode", "trident tokenize");
+  std::string vocab, merges, input, json_key = "text";
+  bool jsonl = false, decode = false, js_whitespace = false;
+  app.add_option("--vocab-file", vocab, "vocab.json / encoder.json")->required();
+  app.add_option("--merge-file", merges, "merges.txt / vocab.bpe")->required();
+  app.add_option("--input", input, "text file (or JSONL with --jsonl, ids with --decode)")
+      ->required();
+  app.add_flag("--jsonl", jsonl, "input is JSONL; print the ids of each document per line");
+  app.add_option("--json-key", json_key, "JSONL key holding the text")->capture_default_str();
+  app.add_flag("--decode", decode, "input holds JSON lists of ids; print their text");
+  app.add_flag("--js-whitespace", js_whitespace,
+               "ECMAScript \\s (the npm encoders) instead of Unicode White_Space (GPT-2)");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    tokenizer::GPT2Tokenizer tok(vocab, merges);
+    tok.set_js_whitespace(js_whitespace);
+    std::ifstream in(input, std::ios::binary);
+    if (!in) throw std::runtime_error(input + ": cannot open");
+    if (decode) {
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        std::cout << tok.decode(nlohmann::json::parse(line).get<std::vector<int>>()) << "\n";
+      }
+      return 0;
+    }
+    if (!jsonl) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string text = ss.str();
+      size_t bad;
+      if (!tokenizer::is_valid_utf8(text, &bad))
+        throw std::runtime_error(input + ": invalid UTF-8 at byte " + std::to_string(bad));
+      print_ids(tok.encode(text));
+      return 0;
+    }
+    std::string line;
+    long line_no = 0;
+    while (std::getline(in, line)) {
+      ++line_no;
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains(json_key) || !j[json_key].is_string())
+        throw std::runtime_error(input + ":" + std::to_string(line_no) + ": not a JSON object with a string \"" + json_key + "\"");
+      print_ids(tok.encode(j[json_key].get<std::string>()));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "trident tokenize: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,67 @@
+#include "tokenizer/unicode_classes.h"
+
+#include <unicode/uchar.h>
+
+namespace trident::tokenizer {
+
+UnicodeClasses::UnicodeClasses() : table_(0x110000, kOther) {
+  for (UChar32 c = 0; c < 0x110000; ++c) {
+    std::uint8_t v = kOther;
+    switch (u_charType(c)) {
+      case U_UPPERCASE_LETTER:
+      case U_LOWERCASE_LETTER:
+      case U_TITLECASE_LETTER:
+      case U_MODIFIER_LETTER:
+      case U_OTHER_LETTER: v = kLetter; break;
+      case U_DECIMAL_DIGIT_NUMBER:
+      case U_LETTER_NUMBER:
+      case U_OTHER_NUMBER: v = kNumber; break;
+      default: break;
+    }
+    if (u_hasBinaryProperty(c, UCHAR_WHITE_SPACE)) v |= kSpace;
+    bool js_space = u_charType(c) == U_SPACE_SEPARATOR || (c >= 0x09 && c <= 0x0d) ||
+                    c == 0xfeff || c == 0x2028 || c == 0x2029;
+    if (js_space) v |= kJsSpace;
+    table_[c] = v;
+  }
+}
+
+const UnicodeClasses& UnicodeClasses::instance() {
+  static const UnicodeClasses classes;
+  return classes;
+}
+
+int decode_utf8(std::string_view s, size_t i, char32_t* cp) {
+  const auto b = [&](size_t k) { return (unsigned char)s[k]; };
+  unsigned char c = b(i);
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+  if (len == 0 || c > 0xf4 || i + len > s.size()) return 0;
+  char32_t v = c & (0x7f >> len);
+  for (int k = 1; k < len; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+    v = (v << 6) | (b(i + k) & 0x3f);
+  }
+  static const char32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < kMin[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  *cp = v;
+  return len;
+}
+
+bool is_valid_utf8(std::string_view s, size_t* bad_offset) {
+  for (size_t i = 0; i < s.size();) {
+    char32_t cp;
+    int n = decode_utf8(s, i, &cp);
+    if (n == 0) {
+      if (bad_offset) *bad_offset = i;
+      return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace trident::tokenizer

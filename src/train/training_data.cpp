@@ -1,0 +1,33 @@
+#include "train/training_data.h"
+
+#include "data/dataset_builder.h"
+#include "data/mock_dataset.h"
+
+namespace trident {
+
+TrainingData make_training_data(const TrainingConfig& c, std::ostream& log) {
+  TrainingData d;
+  if (c.mock_data) {
+    // Validation and test draw from other seeds of the same generator: same pattern,
+    // samples never seen in training.
+    d.train = std::make_shared<MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed);
+    d.valid = std::make_shared<MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 1);
+    d.test = std::make_shared<MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 2);
+    return d;
+  }
+  data::DataRequest r;
+  r.data_path = c.data_path;
+  r.split = c.split;
+  r.seq_length = c.model.seq_length;
+  r.seed = (std::uint32_t)c.seed;
+  r.cache_path = c.data_cache_path;
+  r.samples[0] = c.train_samples();
+  r.samples[1] = c.eval_iters > 0 ? c.valid_samples() : 0;
+  r.samples[2] = c.eval_iters > 0 ? c.test_samples() : 0;
+  data::DataSplits s = data::build_gpt_datasets(r, log);
+  d.train = s.train, d.valid = s.valid, d.test = s.test;
+  if (!d.train) throw std::invalid_argument("--split gives the train split no documents");
+  return d;
+}
+
+}  // namespace trident
