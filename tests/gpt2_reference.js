@@ -5,7 +5,7 @@
 const path = require('path');
 const fs = require('fs');
 const readline = require('readline');
-const { encode } = require(path.join(process.argv[2], 'gpt-3-encoder'));
+const { encode } = require(path.resolve(process.argv[2], 'gpt-3-encoder'));
 const mode = process.argv[3];
 if (mode === 'encode-jsonl') {
   const key = process.argv[5] || 'text';

@@ -176,4 +176,64 @@ TEST(ScoreCommand, BadInputsGetClearErrors) {
   EXPECT_NE(truncated.output.find("model.safetensors"), std::string::npos) << truncated.output;
 }
 
+const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/data";
+const std::string kTokenizer =
+    " --vocab-file " + kData + "/gpt2/encoder.json --merge-file " + kData + "/gpt2/vocab.bpe ";
+
+TEST(TrainCommand, TrainsOnAMegatronDatasetWithValidation) {
+  std::string dir = temp_dir("kjv");
+  CommandResult r =
+      run("train --data-path " + kData + "/kjv/kjv_text_document --split 90,5,5" + kTokenizer +
+          "--data-cache-path " + dir +
+          "/cache --num-layers 1 "
+          "--hidden-size 32 --num-attention-heads 2 --seq-length 32 --micro-batch-size 4 "
+          "--global-batch-size 8 --train-iters 6 --eval-interval 3 --eval-iters 1 "
+          "--log-interval 3 --peak-tflops 1 --generate-prompt Jesus --generate-tokens 3 "
+          "--metrics-file " +
+          dir + "/m.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto m = read_metrics(dir + "/m.jsonl");
+  int validations = 0;
+  for (const auto& row : m) validations += row.contains("validation_loss");
+  EXPECT_EQ(validations, 2);  // at iteration 3 and at the end
+  EXPECT_NE(r.output.find("test loss at the end"), std::string::npos);
+  EXPECT_NE(r.output.find("greedy continuation of \"Jesus\""), std::string::npos);
+  EXPECT_NE(r.output.find("vocab 50257 padded to 50304"), std::string::npos);
+}
+
+TEST(TrainCommand, DataArgumentsAreValidated) {
+  CommandResult r = run("train --data-path 0.5 a b --split 1,x --vocab-file v.json");
+  EXPECT_EQ(r.exit_code, 2);
+  for (const char* msg : {"--data-path takes one prefix, or weight/prefix pairs",
+                          "--split '1,x' must be up to three non-negative numbers",
+                          "--vocab-file and --merge-file go together"})
+    EXPECT_NE(r.output.find(msg), std::string::npos) << msg << "\n" << r.output;
+  CommandResult w = run("train --data-path -1 a 2 b --train-iters 1");
+  EXPECT_NE(w.output.find("weight '-1' (before a) must be a positive number"), std::string::npos)
+      << w.output;
+  CommandResult missing =
+      run("train --data-path /nonexistent/prefix --train-iters 1 --num-layers 1 "
+          "--hidden-size 32 --num-attention-heads 2 --seq-length 16 --peak-tflops 1");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("--data-path: /nonexistent/prefix.bin does not exist"),
+            std::string::npos)
+      << missing.output;
+}
+
+TEST(ScoreCommand, ScoresTextThroughTheTokenizer) {
+  std::string dir = temp_dir("score_text");
+  CommandResult trained =
+      run("train --mock-data --num-layers 1 --hidden-size 32 --num-attention-heads 2 "
+          "--seq-length 16 --train-iters 1 --peak-tflops 1 --save-hf " +
+          dir + "/m");
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  std::ofstream(dir + "/t.txt") << "Hello world, hello world.";
+  std::ofstream(dir + "/ids.json") << "[15496, 995, 11, 23748, 995, 13]";
+  CommandResult text = run("score --model " + dir + "/m --text " + dir + "/t.txt" + kTokenizer);
+  CommandResult ids = run("score --model " + dir + "/m --tokens " + dir + "/ids.json");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_EQ(nlohmann::json::parse(text.output), nlohmann::json::parse(ids.output));
+  EXPECT_EQ(run("score --model " + dir + "/m --text " + dir + "/t.txt").exit_code, 2);
+}
+
 }  // namespace

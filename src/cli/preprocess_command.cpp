@@ -21,14 +21,17 @@ int preprocess_main(const std::vector<std::string>& args) {
   app.add_option("--vocab-file", o.vocab_file, "GPT-2 vocab.json / encoder.json")->required();
   app.add_option("--merge-file", o.merge_file, "GPT-2 merges.txt / vocab.bpe")->required();
   app.add_flag("--append-eod", o.append_eod, "append <|endoftext|> to every document");
-  app.add_option("--workers", o.workers, "tokenizer threads")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--workers", o.workers, "tokenizer threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--on-bad-line", on_bad_line,
                  "fail: stop at the first invalid JSON / missing key / invalid UTF-8 line; "
                  "skip: count, report and skip them")
       ->capture_default_str()
       ->check(CLI::IsMember({"fail", "skip"}));
-  app.add_option("--tokenizer-type", [](const CLI::results_t& r) { return r[0] == "GPT2BPETokenizer"; },
-                 "only GPT2BPETokenizer (accepted for Megatron command lines)");
+  app.add_option(
+      "--tokenizer-type", [](const CLI::results_t& r) { return r[0] == "GPT2BPETokenizer"; },
+      "only GPT2BPETokenizer (accepted for Megatron command lines)");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -49,7 +52,8 @@ int preprocess_main(const std::vector<std::string>& args) {
     if (r.bad_lines) {
       std::cout << "preprocess: skipped " << r.bad_lines << " bad lines";
       std::cout << (r.bad_lines > (long)r.bad_line_messages.size() ? ", the first:\n" : ":\n");
-      for (const std::string& m : r.bad_line_messages) std::cout << "  " << o.input << ":" << m << "\n";
+      for (const std::string& m : r.bad_line_messages)
+        std::cout << "  " << o.input << ":" << m << "\n";
     }
     for (const std::string& p : r.outputs) std::cout << "wrote " << p << ".bin/.idx\n";
     return 0;

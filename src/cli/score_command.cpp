@@ -12,6 +12,8 @@
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
 #include "model/gpt_model.h"
+#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/unicode_classes.h"
 
 namespace trident::cli {
 
@@ -48,12 +50,31 @@ std::vector<std::vector<int>> read_token_file(const std::string& path, int vocab
   return sequences;
 }
 
+std::vector<std::vector<int>> read_text_file(const std::string& path, const std::string& vocab,
+                                             const std::string& merges, int vocab_size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io::FormatError(path + ": cannot open");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t bad;
+  if (!tokenizer::is_valid_utf8(text, &bad))
+    throw io::FormatError(path + ": invalid UTF-8 at byte " + std::to_string(bad));
+  tokenizer::GPT2Tokenizer tok(vocab, merges);
+  if (tok.vocab_size() > vocab_size)
+    throw io::FormatError(vocab + ": tokenizer has " + std::to_string(tok.vocab_size()) +
+                          " tokens, the model only " + std::to_string(vocab_size));
+  return {tok.encode(text)};
+}
+
 int score_main(const std::vector<std::string>& args) {
   CLI::App app("trident score: mean next-token loss of token ids under a model", "trident score");
-  std::string model_dir, tokens_path, grads_path;
+  std::string model_dir, tokens_path, text_path, vocab_file, merge_file, grads_path;
   int threads = 0;
   app.add_option("--model", model_dir, "HuggingFace GPT-2 model directory")->required();
-  app.add_option("--tokens", tokens_path, "JSON list of ids, or list of lists")->required();
+  auto* tokens_opt = app.add_option("--tokens", tokens_path, "JSON list of ids, or list of lists");
+  auto* text_opt = app.add_option("--text", text_path, "UTF-8 text file, tokenized with GPT-2 BPE");
+  tokens_opt->excludes(text_opt);
+  app.add_option("--vocab-file", vocab_file, "GPT-2 vocab.json / encoder.json (with --text)");
+  app.add_option("--merge-file", merge_file, "GPT-2 merges.txt / vocab.bpe (with --text)");
   app.add_option("--threads", threads, "OpenMP threads (0: all cores)");
   app.add_option("--save-grads", grads_path,
                  "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
@@ -64,10 +85,20 @@ int score_main(const std::vector<std::string>& args) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  if (tokens_path.empty() == text_path.empty()) {
+    std::cerr << "trident score: give exactly one of --tokens and --text\n";
+    return 2;
+  }
+  if (!text_path.empty() && (vocab_file.empty() || merge_file.empty())) {
+    std::cerr << "trident score: --text needs --vocab-file and --merge-file\n";
+    return 2;
+  }
   if (threads > 0) omp_set_num_threads(threads);
   try {
     ModelConfig config = io::read_hf_config(model_dir);
-    std::vector<std::vector<int>> sequences = read_token_file(tokens_path, config.vocab_size);
+    std::vector<std::vector<int>> sequences =
+        text_path.empty() ? read_token_file(tokens_path, config.vocab_size)
+                          : read_text_file(text_path, vocab_file, merge_file, config.vocab_size);
     long predicted = 0;
     for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
     if (predicted == 0)

@@ -24,7 +24,7 @@ void print_ids(const std::vector<int>& ids) {
 int tokenize_main(const std::vector<std::string>& args) {
   CLI::App app("trident tokenize: GPT-2 BPE encode or decode", "trident tokenize");
   std::string vocab, merges, input, json_key = "text";
-  bool jsonl = false, decode = false, js_whitespace = false;
+  bool jsonl = false, decode = false, js_whitespace = false, json_output = false;
   app.add_option("--vocab-file", vocab, "vocab.json / encoder.json")->required();
   app.add_option("--merge-file", merges, "merges.txt / vocab.bpe")->required();
   app.add_option("--input", input, "text file (or JSONL with --jsonl, ids with --decode)")
@@ -32,6 +32,7 @@ int tokenize_main(const std::vector<std::string>& args) {
   app.add_flag("--jsonl", jsonl, "input is JSONL; print the ids of each document per line");
   app.add_option("--json-key", json_key, "JSONL key holding the text")->capture_default_str();
   app.add_flag("--decode", decode, "input holds JSON lists of ids; print their text");
+  app.add_flag("--json-output", json_output, "with --decode: print each text as a JSON string");
   app.add_flag("--js-whitespace", js_whitespace,
                "ECMAScript \\s (the npm encoders) instead of Unicode White_Space (GPT-2)");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -50,7 +51,8 @@ int tokenize_main(const std::vector<std::string>& args) {
       std::string line;
       while (std::getline(in, line)) {
         if (line.empty()) continue;
-        std::cout << tok.decode(nlohmann::json::parse(line).get<std::vector<int>>()) << "\n";
+        std::string text = tok.decode(nlohmann::json::parse(line).get<std::vector<int>>());
+        std::cout << (json_output ? nlohmann::json(text).dump() : text) << "\n";
       }
       return 0;
     }
@@ -70,7 +72,8 @@ int tokenize_main(const std::vector<std::string>& args) {
       ++line_no;
       nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_discarded() || !j.is_object() || !j.contains(json_key) || !j[json_key].is_string())
-        throw std::runtime_error(input + ":" + std::to_string(line_no) + ": not a JSON object with a string \"" + json_key + "\"");
+        throw std::runtime_error(input + ":" + std::to_string(line_no) +
+                                 ": not a JSON object with a string \"" + json_key + "\"");
       print_ids(tok.encode(j[json_key].get<std::string>()));
     }
     return 0;

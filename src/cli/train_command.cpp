@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 
+#include "data/indexed_dataset.h"
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
 #include "tokenizer/gpt2_tokenizer.h"
@@ -79,7 +80,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       ->group("Data");
   app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
   opt("--split", c.split, "train,valid,test weights over documents", "Data");
-  opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)", "Data");
+  opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)",
+      "Data");
   opt("--vocab-file", c.vocab_file, "GPT-2 vocab.json / encoder.json", "Data");
   opt("--merge-file", c.merge_file, "GPT-2 merges.txt / vocab.bpe", "Data");
   opt("--generate-prompt", c.generate_prompt, "after training, print a greedy continuation",
@@ -153,7 +155,8 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
     if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
     if (!c.vocab_file.empty() && !c.merge_file.empty()) {
       tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);  // checks both files
-      if (c.load_hf.empty() && !flags.was_given("--vocab-size")) c.model.vocab_size = tok.vocab_size();
+      if (c.load_hf.empty() && !flags.was_given("--vocab-size"))
+        c.model.vocab_size = tok.vocab_size();
     }
   } catch (const std::exception& e) {
     errors.push_back(e.what());
@@ -177,6 +180,9 @@ int train_main(const std::vector<std::string>& args) {
   try {
     return run_training(config, std::cout);
   } catch (const io::FormatError& e) {
+    std::cerr << "trident train: " << e.what() << "\n";
+    return 2;
+  } catch (const data::DatasetError& e) {
     std::cerr << "trident train: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 #include "config/training_config.h"
 
+#include <filesystem>
+
 #include "data/dataset_builder.h"
 #include "data/gpt_dataset.h"
 #include "optim/lr_scheduler.h"
@@ -82,7 +84,12 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
           "exactly one data source is needed: --mock-data or --data-path");
   if (!c.data_path.empty()) {
     try {
-      data::parse_data_path(c.data_path);
+      for (const data::WeightedPrefix& p : data::parse_data_path(c.data_path))
+        for (const char* ext : {".bin", ".idx"})
+          require(std::filesystem::exists(p.prefix + ext),
+                  "--data-path: " + p.prefix + ext +
+                      " does not exist (expected a .bin/.idx pair "
+                      "written by trident preprocess or Megatron)");
     } catch (const std::exception& e) {
       errors.push_back(e.what());
     }

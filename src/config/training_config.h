@@ -32,7 +32,7 @@ struct TrainingConfig {
   std::uint64_t seed = 1234;
   int log_interval = 10;
   long eval_interval = 0;  // 0: validate only at the end
-  int eval_iters = 10;  // global batches per evaluation (Megatron's meaning)
+  int eval_iters = 10;     // global batches per evaluation (Megatron's meaning)
 
   bool mock_data = false;
   std::vector<std::string> data_path;  // "prefix" or "w1 prefix1 w2 prefix2 ..."

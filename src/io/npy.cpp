@@ -24,7 +24,8 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
   std::string dims;
   for (long d : shape) dims += std::to_string(d) + ",";
   if (shape.size() > 1) dims.pop_back();
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
@@ -70,10 +71,12 @@ NpyArray read_npy(const std::string& path) {
   std::string item;
   long count = 1;
   while (std::getline(dims, item, ','))
-    if (item.find_first_not_of(' ') != std::string::npos) a.shape.push_back(std::stol(item)), count *= a.shape.back();
+    if (item.find_first_not_of(' ') != std::string::npos)
+      a.shape.push_back(std::stol(item)), count *= a.shape.back();
   size_t data_bytes = raw.size() - 10 - len;
   if (data_bytes != (size_t)count * elem)
-    fail("holds " + std::to_string(data_bytes) + " data bytes, the shape needs " + std::to_string(count * elem));
+    fail("holds " + std::to_string(data_bytes) + " data bytes, the shape needs " +
+         std::to_string(count * elem));
   a.values.resize(count);
   const char* p = raw.data() + 10 + len;
   for (long i = 0; i < count; ++i) {

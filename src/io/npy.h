@@ -8,7 +8,7 @@
 namespace trident::io {
 
 struct NpyArray {
-  std::string descr;         // '<i4', '<i8', '<u4'
+  std::string descr;  // '<i4', '<i8', '<u4'
   std::vector<long> shape;
   std::vector<std::int64_t> values;  // widened
 };

@@ -32,7 +32,9 @@ class GPTModel {
   int padded_vocab() const { return padded_vocab_; }
   int max_seq() const { return seq_; }
   // Logits of row r (batch-major) from the last forward(); one rank's vocabulary shard.
-  const float* logits_row(int r) const { return act_.logits + (long)r * (padded_vocab_ / tp_.size()); }
+  const float* logits_row(int r) const {
+    return act_.logits + (long)r * (padded_vocab_ / tp_.size());
+  }
 
  private:
   struct Activations {

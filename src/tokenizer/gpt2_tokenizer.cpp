@@ -103,7 +103,9 @@ std::string token_text_to_bytes(const std::string& text, const std::string& path
   return bytes;
 }
 
-std::uint64_t pair_key(int a, int b) { return ((std::uint64_t)(std::uint32_t)a << 32) | (std::uint32_t)b; }
+std::uint64_t pair_key(int a, int b) {
+  return ((std::uint64_t)(std::uint32_t)a << 32) | (std::uint32_t)b;
+}
 
 }  // namespace
 
@@ -155,8 +157,8 @@ GPT2Tokenizer::GPT2Tokenizer(const std::string& vocab_file, const std::string& m
     std::string b = token_text_to_bytes(line.substr(space + 1), merges_file);
     auto ia = bytes_to_id.find(a), ib = bytes_to_id.find(b), im = bytes_to_id.find(a + b);
     if (ia == bytes_to_id.end() || ib == bytes_to_id.end() || im == bytes_to_id.end())
-      throw std::runtime_error(merges_file + ":" + std::to_string(line_no) +
-                               ": merge '" + line + "' uses or makes a token missing from " + vocab_file);
+      throw std::runtime_error(merges_file + ":" + std::to_string(line_no) + ": merge '" + line +
+                               "' uses or makes a token missing from " + vocab_file);
     merges_.emplace(pair_key(ia->second, ib->second), std::make_pair(rank++, im->second));
   }
   if (merges_.empty()) throw std::runtime_error(merges_file + ": no merges");

@@ -34,8 +34,8 @@ class GPT2Tokenizer {
  private:
   void bpe(std::string_view piece, std::vector<int>* out) const;
 
-  std::vector<std::string> id_to_bytes_;            // raw bytes of each token
-  int byte_to_id_[256];                             // single-byte tokens
+  std::vector<std::string> id_to_bytes_;                           // raw bytes of each token
+  int byte_to_id_[256];                                            // single-byte tokens
   std::unordered_map<std::uint64_t, std::pair<int, int>> merges_;  // (a,b) -> (rank, merged)
   int eod_ = kEndOfText;
   bool js_whitespace_ = false;

@@ -8,8 +8,8 @@ namespace {
 
 struct Scanner {
   std::string_view text;
-  std::vector<char32_t> cps;     // code points
-  std::vector<size_t> offsets;   // byte offset of each code point, plus the end
+  std::vector<char32_t> cps;    // code points
+  std::vector<size_t> offsets;  // byte offset of each code point, plus the end
   std::vector<std::uint8_t> cls;
   std::uint8_t space_bit;
 

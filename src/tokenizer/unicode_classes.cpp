@@ -12,15 +12,20 @@ UnicodeClasses::UnicodeClasses() : table_(0x110000, kOther) {
       case U_LOWERCASE_LETTER:
       case U_TITLECASE_LETTER:
       case U_MODIFIER_LETTER:
-      case U_OTHER_LETTER: v = kLetter; break;
+      case U_OTHER_LETTER:
+        v = kLetter;
+        break;
       case U_DECIMAL_DIGIT_NUMBER:
       case U_LETTER_NUMBER:
-      case U_OTHER_NUMBER: v = kNumber; break;
-      default: break;
+      case U_OTHER_NUMBER:
+        v = kNumber;
+        break;
+      default:
+        break;
     }
     if (u_hasBinaryProperty(c, UCHAR_WHITE_SPACE)) v |= kSpace;
-    bool js_space = u_charType(c) == U_SPACE_SEPARATOR || (c >= 0x09 && c <= 0x0d) ||
-                    c == 0xfeff || c == 0x2028 || c == 0x2029;
+    bool js_space = u_charType(c) == U_SPACE_SEPARATOR || (c >= 0x09 && c <= 0x0d) || c == 0xfeff ||
+                    c == 0x2028 || c == 0x2029;
     if (js_space) v |= kJsSpace;
     table_[c] = v;
   }

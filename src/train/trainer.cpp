@@ -14,8 +14,8 @@
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "optim/lr_scheduler.h"
-#include "train/metrics.h"
 #include "tokenizer/gpt2_tokenizer.h"
+#include "train/metrics.h"
 #include "train/throughput.h"
 #include "train/training_data.h"
 
@@ -35,8 +35,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 void print_layout(const TrainingConfig& c, std::ostream& log) {
   log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
-      << " x pipeline " << c.pipeline_model_parallel_size << " x data "
-      << c.data_parallel_size() << "; " << omp_get_max_threads() << " threads per rank\n";
+      << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
+      << "; " << omp_get_max_threads() << " threads per rank\n";
   log << "model: " << c.model.num_layers << " layers, hidden " << c.model.hidden_size << ", "
       << c.model.num_attention_heads << " heads, ffn " << c.model.ffn() << ", seq "
       << c.model.seq_length << ", vocab " << c.model.vocab_size << " padded to "

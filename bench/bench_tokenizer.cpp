@@ -1,0 +1,53 @@
+// GPT-2 tokenizer throughput: MB/s encoding every document of a JSONL corpus on one
+// thread, then on all threads (documents split across threads). Usage:
+//   bench_tokenizer VOCAB MERGES CORPUS.jsonl [threads]
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tokenizer/gpt2_tokenizer.h"
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: bench_tokenizer VOCAB MERGES CORPUS.jsonl [threads]\n");
+    return 2;
+  }
+  trident::tokenizer::GPT2Tokenizer tok(argv[1], argv[2]);
+  std::vector<std::string> docs;
+  double bytes = 0;
+  std::ifstream in(argv[3]);
+  std::string line;
+  while (std::getline(in, line)) {
+    docs.push_back(nlohmann::json::parse(line)["text"].get<std::string>());
+    bytes += docs.back().size();
+  }
+  int threads = argc > 4 ? std::atoi(argv[4]) : (int)std::thread::hardware_concurrency();
+  auto run = [&](int n) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<long> tokens(n, 0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < n; ++t)
+      pool.emplace_back([&, t] {
+        std::vector<int> ids;
+        for (size_t d = t; d < docs.size(); d += n) {
+          ids.clear();
+          tok.encode(docs[d], &ids);
+          tokens[t] += (long)ids.size();
+        }
+      });
+    for (auto& p : pool) p.join();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    long total = 0;
+    for (long x : tokens) total += x;
+    std::printf(
+        "{\"threads\": %d, \"mb\": %.2f, \"seconds\": %.3f, \"mb_per_s\": %.2f, \"tokens\": %ld}\n",
+        n, bytes / 1e6, s, bytes / 1e6 / s, total);
+  };
+  run(1);
+  if (threads > 1) run(threads);
+  return 0;
+}
