@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/parse_args.h"
 #include "data/indexed_dataset.h"
 #include "tokenizer/gpt2_tokenizer.h"
 
@@ -20,13 +21,8 @@ int inspect_data_main(const std::vector<std::string>& args) {
   app.add_option("--count", count, "sequences to print (-1: all)")->capture_default_str();
   app.add_option("--vocab-file", vocab, "decode printed sequences with GPT-2 BPE");
   app.add_option("--merge-file", merges, "GPT-2 merges (with --vocab-file)");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
   try {
     data::IndexedDataset d(prefix);
     long tokens = 0;

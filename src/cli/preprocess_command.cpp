@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/parse_args.h"
 #include "data/indexed_dataset.h"
 #include "data/preprocess.h"
 
@@ -32,13 +33,8 @@ int preprocess_main(const std::vector<std::string>& args) {
   app.add_option(
       "--tokenizer-type", [](const CLI::results_t& r) { return r[0] == "GPT2BPETokenizer"; },
       "only GPT2BPETokenizer (accepted for Megatron command lines)");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
   o.skip_bad_lines = on_bad_line == "skip";
   try {
     data::PreprocessReport r = data::preprocess(o, std::cerr);

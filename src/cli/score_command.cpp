@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/parse_args.h"
 #include "comm/communicator.h"
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
@@ -78,13 +79,8 @@ int score_main(const std::vector<std::string>& args) {
   app.add_option("--threads", threads, "OpenMP threads (0: all cores)");
   app.add_option("--save-grads", grads_path,
                  "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
   if (tokens_path.empty() == text_path.empty()) {
     std::cerr << "trident score: give exactly one of --tokens and --text\n";
     return 2;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/parse_args.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
@@ -35,13 +36,8 @@ int tokenize_main(const std::vector<std::string>& args) {
   app.add_flag("--json-output", json_output, "with --decode: print each text as a JSON string");
   app.add_flag("--js-whitespace", js_whitespace,
                "ECMAScript \\s (the npm encoders) instead of Unicode White_Space (GPT-2)");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
   try {
     tokenizer::GPT2Tokenizer tok(vocab, merges);
     tok.set_js_whitespace(js_whitespace);

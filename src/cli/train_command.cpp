@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli/parse_args.h"
 #include "data/indexed_dataset.h"
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
@@ -126,14 +127,7 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
   app.set_config("--config", "", "TOML config file; command-line flags override it");
   ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
   add_training_flags(app, c);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    *exit_code = app.exit(e);
-    if (*exit_code != 0) *exit_code = 2;
-    return false;
-  }
+  if (!parse_args(app, args, exit_code)) return false;
   std::vector<std::string> errors;
   try {
     if (!c.model_preset.empty()) {
