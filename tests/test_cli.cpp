@@ -236,4 +236,19 @@ TEST(ScoreCommand, ScoresTextThroughTheTokenizer) {
   EXPECT_EQ(run("score --model " + dir + "/m --text " + dir + "/t.txt").exit_code, 2);
 }
 
+TEST(PreprocessCommand, BadLineFailsWithExitCodeAndNoOutput) {
+  std::string dir = temp_dir("preprocess_bad");
+  std::ofstream(dir + "/in.jsonl") << "{\"text\": \"fine\"}\n{\"text\": \"broken\"\n";
+  CommandResult r = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir + "/out" + kTokenizer);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("in.jsonl:2: invalid JSON"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/out_text_document.bin"));
+  EXPECT_FALSE(fs::exists(dir + "/out_text_document.bin.tmp"));
+  CommandResult skip = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir + "/out" +
+                           kTokenizer + "--on-bad-line skip");
+  EXPECT_EQ(skip.exit_code, 0) << skip.output;
+  EXPECT_NE(skip.output.find("skipped 1 bad lines"), std::string::npos) << skip.output;
+  EXPECT_TRUE(fs::exists(dir + "/out_text_document.idx"));
+}
+
 }  // namespace
