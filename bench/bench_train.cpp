@@ -49,7 +49,7 @@ int run_one(const std::string& name, int micro_batch, int steps) {
   auto step = [&] {
     model.parameters().zero_grads();
     model.forward_backward(tokens.data(), micro_batch, seq, 1.f / (micro_batch * seq));
-    optimizer.step(model.parameters(), 1e-4f);
+    optimizer.step(model.parameters(), 1e-4f, tp);
   };
   step();  // warm-up: first touch of every buffer
   // Interleave peak measurements with the steps: the second core is not always ours.

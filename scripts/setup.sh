@@ -12,11 +12,12 @@ for arg in "$@"; do
   esac
 done
 
-# Build: compiler, CMake, oneDNN (GEMM), nlohmann-json, CLI11, ICU (Unicode classes).
+# Build: compiler, CMake, oneDNN (GEMM), nlohmann-json, CLI11, ICU (Unicode classes), OpenMPI.
 # Data: bible-kjv (the default corpus). Tests and benchmarks: GoogleTest, Google Benchmark,
 # PyTorch and python3-regex as independent references.
 PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
-          libbenchmark-dev python3-torch python3-numpy python3-regex bible-kjv)
+          libbenchmark-dev libopenmpi-dev openmpi-bin python3-torch python3-numpy python3-regex
+          bible-kjv procps)
 command -v npm > /dev/null || PACKAGES+=(npm)
 missing=()
 for p in "${PACKAGES[@]}"; do

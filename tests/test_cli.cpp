@@ -60,18 +60,19 @@ TEST(TrainCommand, LossFallsAndRunsAreBitForBitRepeatable) {
       run(kTiny + "--train-iters 60 --seed 11 --threads 1 --metrics-file " + dir + "/b.jsonl");
   ASSERT_EQ(b.exit_code, 0) << b.output;
   auto ma = read_metrics(dir + "/a.jsonl"), mb = read_metrics(dir + "/b.jsonl");
-  ASSERT_EQ(ma.size(), 13u);  // 12 log lines + 1 validation
+  ASSERT_EQ(ma.size(), 14u);  // 12 log lines, 1 validation, 1 collectives summary
   ASSERT_EQ(ma.size(), mb.size());
-  for (size_t i = 0; i + 1 < ma.size(); ++i) {
+  for (size_t i = 0; i < 12; ++i) {
     for (const char* key : {"iteration", "consumed_samples", "loss", "lr", "grad_norm"})
       EXPECT_EQ(ma[i][key], mb[i][key]) << key << " at line " << i;
     for (const char* key : {"ms_per_iter", "tokens_per_s", "tflops", "mfu"})
       EXPECT_TRUE(ma[i].contains(key));
   }
-  double first = ma.front()["loss"], last = ma[ma.size() - 2]["loss"];
+  double first = ma.front()["loss"], last = ma[11]["loss"];
   EXPECT_GT(first, 5.0);         // ~ln(256) at initialisation
   EXPECT_LT(last, first - 1.5);  // the arithmetic runs are being learned
-  EXPECT_EQ(ma.back()["validation_loss"], mb.back()["validation_loss"]);
+  EXPECT_EQ(ma[12]["validation_loss"], mb[12]["validation_loss"]);
+  EXPECT_TRUE(ma[13].contains("collectives"));
   CommandResult c = run(kTiny + "--train-iters 10 --seed 12 --log-interval 10 --metrics-file " +
                         dir + "/c.jsonl");
   EXPECT_NE(read_metrics(dir + "/c.jsonl")[0]["loss"], ma[1]["loss"]);
@@ -239,13 +240,14 @@ TEST(ScoreCommand, ScoresTextThroughTheTokenizer) {
 TEST(PreprocessCommand, BadLineFailsWithExitCodeAndNoOutput) {
   std::string dir = temp_dir("preprocess_bad");
   std::ofstream(dir + "/in.jsonl") << "{\"text\": \"fine\"}\n{\"text\": \"broken\"\n";
-  CommandResult r = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir + "/out" + kTokenizer);
+  CommandResult r =
+      run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir + "/out" + kTokenizer);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("in.jsonl:2: invalid JSON"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir + "/out_text_document.bin"));
   EXPECT_FALSE(fs::exists(dir + "/out_text_document.bin.tmp"));
-  CommandResult skip = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir + "/out" +
-                           kTokenizer + "--on-bad-line skip");
+  CommandResult skip = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir +
+                           "/out" + kTokenizer + "--on-bad-line skip");
   EXPECT_EQ(skip.exit_code, 0) << skip.output;
   EXPECT_NE(skip.output.find("skipped 1 bad lines"), std::string::npos) << skip.output;
   EXPECT_TRUE(fs::exists(dir + "/out_text_document.idx"));

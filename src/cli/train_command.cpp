@@ -3,8 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
+#include <sstream>
+#include <thread>
 
 #include "cli/parse_args.h"
+#include "comm/mpi_communicator.h"
 #include "data/indexed_dataset.h"
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
@@ -75,7 +78,10 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
   opt("--eval-iters", c.eval_iters, "global batches per evaluation", "Logging");
   opt("--metrics-file", c.metrics_file, "write metrics as JSON lines here", "Logging");
-  opt("--threads", c.threads, "OpenMP threads (0: all cores)", "Runtime");
+  opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
+  opt("--inject-fault-iteration", c.inject_fault_iteration,
+      "testing: fail on --inject-fault-rank at this iteration", "Testing");
+  opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", "Testing");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
@@ -167,21 +173,59 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
   return true;
 }
 
+namespace {
+
+// Ranks sharing this rank's node split its cores between them unless --threads says.
+int default_threads(const std::vector<std::string>& nodes, int world_rank) {
+  int local = 0;
+  for (const std::string& n : nodes) local += n == nodes[world_rank];
+  return std::max(1, (int)std::thread::hardware_concurrency() / std::max(1, local));
+}
+
+// On one rank an error ends the whole job: the message first, then MPI_Abort, so no rank
+// waits forever in a collective for a rank that is gone.
+int fail(const comm::MpiRuntime& mpi, int code, const std::string& message) {
+  std::cerr << "trident train: "
+            << (mpi.world_size() > 1 ? "rank " + std::to_string(mpi.world_rank()) + ": " : "")
+            << message << std::endl;
+  if (mpi.world_size() > 1) comm::MpiRuntime::abort(code);
+  return code;
+}
+
+}  // namespace
+
 int train_main(const std::vector<std::string>& args) {
+  comm::MpiRuntime mpi(nullptr, nullptr);
   TrainingConfig config;
+  config.world_size = mpi.world_size();
   int code = 0;
-  if (!parse_train_args(args, &config, &code)) return code;
+  {
+    // Every rank parses and validates the same arguments; only rank 0 speaks.
+    std::ostringstream quiet;
+    std::streambuf* saved_err = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
+    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
+    bool ok = parse_train_args(args, &config, &code);
+    if (saved_err) std::cerr.rdbuf(saved_err), std::cout.rdbuf(saved_out);
+    if (!ok) return code;
+  }
   try {
-    return run_training(config, std::cout);
+    std::vector<std::string> nodes = mpi.node_names();
+    if (config.threads == 0) config.threads = default_threads(nodes, mpi.world_rank());
+    distributed::ProcessGrid grid(mpi.world_size(), config.tensor_model_parallel_size,
+                                  config.pipeline_model_parallel_size);
+    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
+    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    std::ostringstream discard;
+    std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
+    code = run_training(config, rank, log);
+    if (code != 0) return fail(mpi, code, "training stopped");
+    return 0;
   } catch (const io::FormatError& e) {
-    std::cerr << "trident train: " << e.what() << "\n";
-    return 2;
+    return fail(mpi, 2, e.what());
   } catch (const data::DatasetError& e) {
-    std::cerr << "trident train: " << e.what() << "\n";
-    return 2;
+    return fail(mpi, 2, e.what());
   } catch (const std::exception& e) {
-    std::cerr << "trident train: error: " << e.what() << "\n";
-    return 1;
+    return fail(mpi, 1, std::string("error: ") + e.what());
   }
 }
 

@@ -1,8 +1,64 @@
 #include "comm/communicator.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace trident::comm {
+
+namespace {
+struct DoneRequest final : Request {
+  void wait() override {}
+};
+}  // namespace
+
+std::int64_t CollectiveCounters::total_calls() const {
+  return all_reduce.calls + all_gather.calls + reduce_scatter.calls + broadcast.calls + send.calls +
+         recv.calls;
+}
+
+std::int64_t CollectiveCounters::total_bytes() const {
+  return all_reduce.bytes + all_gather.bytes + reduce_scatter.bytes + broadcast.bytes + send.bytes +
+         recv.bytes;
+}
+
+namespace {
+template <typename Op>
+void each_entry(CollectiveCounters& a, const CollectiveCounters& b, Op op) {
+  op(a.all_reduce, b.all_reduce), op(a.all_gather, b.all_gather);
+  op(a.reduce_scatter, b.reduce_scatter), op(a.broadcast, b.broadcast);
+  op(a.send, b.send), op(a.recv, b.recv);
+}
+}  // namespace
+
+CollectiveCounters& CollectiveCounters::operator+=(const CollectiveCounters& o) {
+  each_entry(*this, o, [](Entry& a, const Entry& b) { a.calls += b.calls, a.bytes += b.bytes; });
+  return *this;
+}
+
+CollectiveCounters& CollectiveCounters::operator-=(const CollectiveCounters& o) {
+  each_entry(*this, o, [](Entry& a, const Entry& b) { a.calls -= b.calls, a.bytes -= b.bytes; });
+  return *this;
+}
+
+void SingleRankCommunicator::send(const float*, long, int, int) {
+  throw std::logic_error(name_ + ": send on a one-rank group");
+}
+
+void SingleRankCommunicator::recv(float*, long, int, int) {
+  throw std::logic_error(name_ + ": recv on a one-rank group");
+}
+
+std::unique_ptr<Request> SingleRankCommunicator::iall_reduce(float*, long, ReduceOp) {
+  return std::make_unique<DoneRequest>();
+}
+
+std::unique_ptr<Request> SingleRankCommunicator::isend(const float*, long, int, int) {
+  throw std::logic_error(name_ + ": isend on a one-rank group");
+}
+
+std::unique_ptr<Request> SingleRankCommunicator::irecv(float*, long, int, int) {
+  throw std::logic_error(name_ + ": irecv on a one-rank group");
+}
 
 void SingleRankCommunicator::all_gather(const float* send, float* recv, long count) {
   if (send != recv) std::copy_n(send, count, recv);

@@ -3,6 +3,7 @@
 // groups each get their own Communicator; the one-rank implementation below makes
 // every collective a no-op so the same model code runs in one process.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace trident::comm {
@@ -10,9 +11,24 @@ namespace trident::comm {
 enum class ReduceOp { kSum, kMax };
 
 // Counts what went over a group, so the paper's communication volumes can be checked.
+// Bytes are the payload a rank hands to the collective (count * sizeof(float)).
 struct CollectiveCounters {
-  std::int64_t calls = 0;
-  std::int64_t bytes = 0;
+  struct Entry {
+    std::int64_t calls = 0;
+    std::int64_t bytes = 0;
+  };
+  Entry all_reduce, all_gather, reduce_scatter, broadcast, send, recv;
+  std::int64_t total_calls() const;
+  std::int64_t total_bytes() const;
+  CollectiveCounters& operator+=(const CollectiveCounters& other);
+  CollectiveCounters& operator-=(const CollectiveCounters& other);
+};
+
+// A pending non-blocking operation.
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual void wait() = 0;
 };
 
 class Communicator {
@@ -22,12 +38,21 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string name() const = 0;
   virtual void all_reduce(float* data, long count, ReduceOp op) = 0;
+  // For statistics that must not lose precision (norms, loss sums).
+  virtual void all_reduce(double* data, long count, ReduceOp op) = 0;
   // recv holds size() * count floats, rank r's block at r * count.
   virtual void all_gather(const float* send, float* recv, long count) = 0;
   // send holds size() * count floats; recv gets the sum of every rank's block rank().
   virtual void reduce_scatter(const float* send, float* recv, long count) = 0;
   virtual void broadcast(float* data, long count, int root) = 0;
+  virtual void send(const float* data, long count, int dest, int tag) = 0;
+  virtual void recv(float* data, long count, int source, int tag) = 0;
+  // Non-blocking forms; the buffers must stay alive until wait() returns.
+  virtual std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) = 0;
+  virtual std::unique_ptr<Request> isend(const float* data, long count, int dest, int tag) = 0;
+  virtual std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) = 0;
   const CollectiveCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = {}; }
 
  protected:
   CollectiveCounters counters_;
@@ -40,9 +65,15 @@ class SingleRankCommunicator final : public Communicator {
   int size() const override { return 1; }
   std::string name() const override { return name_; }
   void all_reduce(float*, long, ReduceOp) override {}
+  void all_reduce(double*, long, ReduceOp) override {}
   void all_gather(const float* send, float* recv, long count) override;
   void reduce_scatter(const float* send, float* recv, long count) override;
   void broadcast(float*, long, int) override {}
+  void send(const float*, long, int, int) override;
+  void recv(float*, long, int, int) override;
+  std::unique_ptr<Request> iall_reduce(float*, long, ReduceOp) override;
+  std::unique_ptr<Request> isend(const float*, long, int, int) override;
+  std::unique_ptr<Request> irecv(float*, long, int, int) override;
 
  private:
   std::string name_;

@@ -44,6 +44,13 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 ") must be divisible by --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
+  require(p <= 1,
+          "--pipeline-model-parallel-size > 1: pipeline parallelism is not implemented yet");
+  if (t > 0 && p > 0 && c.world_size % (t * p) == 0)
+    require(c.world_size / (t * p) == 1,
+            "world size (" + std::to_string(c.world_size) +
+                ") must equal --tensor-model-parallel-size x "
+                "--pipeline-model-parallel-size: data parallelism is not implemented yet");
   require(c.micro_batch_size > 0, "--micro-batch-size must be > 0");
   require(c.global_batch_size >= 0, "--global-batch-size must be > 0");
   if (c.micro_batch_size > 0 && c.global_batch_size > 0) {

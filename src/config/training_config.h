@@ -47,7 +47,10 @@ struct TrainingConfig {
   std::string metrics_file;
   std::string load_hf;
   std::string save_hf;
-  int threads = 0;         // 0: OpenMP's default
+  int threads = 0;  // 0: OpenMP's default
+  // Testing: this rank throws at the start of that iteration (the job must end cleanly).
+  long inject_fault_iteration = 0;
+  int inject_fault_rank = 0;
   double peak_tflops = 0;  // 0: measure the fp32 GEMM peak at start
 
   int data_parallel_size() const;

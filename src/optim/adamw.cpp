@@ -9,15 +9,18 @@ namespace trident {
 AdamW::AdamW(const AdamWConfig& config, long size)
     : config_(config), exp_avg_(size, 0.f), exp_avg_sq_(size, 0.f) {}
 
-double AdamW::grad_norm(const Parameters& params) {
-  double sum = 0.0;
-  for (const ParamSpec& s : params.layout().specs())
-    sum += kernels::sum_of_squares(params.grads() + s.offset, s.numel());
-  return std::sqrt(sum);
+double AdamW::grad_norm(const Parameters& params, comm::Communicator& tp) {
+  double sharded = 0.0, replicated = 0.0;
+  for (const ParamSpec& s : params.layout().specs()) {
+    double sq = kernels::sum_of_squares(params.grads() + s.offset, s.numel());
+    (s.shard.dim >= 0 ? sharded : replicated) += sq;
+  }
+  tp.all_reduce(&sharded, 1, comm::ReduceOp::kSum);
+  return std::sqrt(sharded + replicated);
 }
 
-double AdamW::step(Parameters& params, float lr) {
-  double norm = grad_norm(params);
+double AdamW::step(Parameters& params, float lr, comm::Communicator& tp) {
+  double norm = grad_norm(params, tp);
   float scale = 1.f;
   if (config_.clip_grad > 0.f && norm > config_.clip_grad)
     scale = (float)(config_.clip_grad / (norm + 1e-6));

@@ -3,6 +3,7 @@
 // applies to matrices (and embeddings) only, never to biases or LayerNorm parameters.
 #include <vector>
 
+#include "comm/communicator.h"
 #include "model/parameters.h"
 
 namespace trident {
@@ -18,10 +19,11 @@ struct AdamWConfig {
 class AdamW {
  public:
   AdamW(const AdamWConfig& config, long size);
-  // L2 norm of every gradient this rank holds (each parameter counted once).
-  static double grad_norm(const Parameters& params);
+  // Global L2 norm of the gradients: sharded tensors are summed over the tensor-parallel
+  // group, replicated ones (identical on every rank) counted once.
+  static double grad_norm(const Parameters& params, comm::Communicator& tp);
   // Clips to clip_grad using grad_norm, then updates. Returns the pre-clip norm.
-  double step(Parameters& params, float lr);
+  double step(Parameters& params, float lr, comm::Communicator& tp);
   long steps_taken() const { return step_; }
 
  private:

@@ -57,3 +57,11 @@ void MetricsWriter::write(const ValidationStats& v) {
 }
 
 }  // namespace trident
+
+namespace trident {
+
+void MetricsWriter::write_json(const nlohmann::ordered_json& j) {
+  if (out_) *out_ << j.dump() << "\n" << std::flush;
+}
+
+}  // namespace trident

@@ -2,6 +2,7 @@
 // The per-interval log line (Megatron's format plus tokens/s and MFU) and the same
 // numbers as one JSON object per line in --metrics-file.
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,7 @@ class MetricsWriter {
   explicit MetricsWriter(const std::string& path);  // empty path: writes nothing
   void write(const IterationStats& s);
   void write(const ValidationStats& v);
+  void write_json(const nlohmann::ordered_json& j);
 
  private:
   std::optional<std::ofstream> out_;

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <vector>
 
 #include "generation/greedy.h"
 #include "io/hf_gpt2.h"
+#include "model/gather.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "optim/lr_scheduler.h"
@@ -31,6 +33,39 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+using GroupCounters = std::vector<std::pair<std::string, comm::CollectiveCounters>>;
+
+GroupCounters snapshot_counters(const distributed::ProcessGroups& g) {
+  return {{g.tensor->name(), g.tensor->counters()},
+          {g.data->name(), g.data->counters()},
+          {g.pipeline->name(), g.pipeline->counters()}};
+}
+
+// What the training iterations sent over each group (validation excluded).
+void print_collectives(const GroupCounters& groups, long iterations, std::ostream& log,
+                       MetricsWriter& metrics) {
+  nlohmann::ordered_json summary;
+  log << "collectives of rank 0 per training iteration (calls, MiB):\n";
+  for (const auto& [name, k] : groups) {
+    auto row = [&](const char* op, const comm::CollectiveCounters::Entry& e) {
+      if (!e.calls) return;
+      log << "  " << std::left << std::setw(9) << name << std::setw(15) << op << std::right
+          << std::setw(10) << std::fixed << std::setprecision(1) << (double)e.calls / iterations
+          << std::setw(12) << std::setprecision(3) << e.bytes / 1048576.0 / iterations << "\n";
+      summary[name][op] = {{"calls", e.calls}, {"bytes", e.bytes}};
+    };
+    row("all-reduce", k.all_reduce);
+    row("all-gather", k.all_gather);
+    row("reduce-scatter", k.reduce_scatter);
+    row("broadcast", k.broadcast);
+    row("send", k.send);
+    row("recv", k.recv);
+  }
+  log.unsetf(std::ios::fixed);
+  log << std::setprecision(6);
+  metrics.write_json({{"collectives", summary}, {"iterations", iterations}});
 }
 
 void print_layout(const TrainingConfig& c, std::ostream& log) {
@@ -83,10 +118,11 @@ void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& lo
 
 }  // namespace
 
-int run_training(const TrainingConfig& c, std::ostream& log) {
+int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
   if (c.threads > 0) omp_set_num_threads(c.threads);
   print_layout(c, log);
-  comm::SingleRankCommunicator tp("tensor");
+  rank.grid->print(log, rank.nodes);
+  comm::Communicator& tp = *rank.groups->tensor;
   GPTModel model(c.model, tp, c.micro_batch_size, c.model.seq_length);
   if (!c.load_hf.empty()) {
     io::load_hf_weights(c.load_hf, c.model, model.parameters());
@@ -112,23 +148,32 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
   LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
                       parse_decay_style(c.lr_decay_style)};
   TrainingData data = make_training_data(c, log);
-  MetricsWriter metrics(c.metrics_file);
+  MetricsWriter metrics(rank.world_rank == 0 ? c.metrics_file : "");
   std::vector<int> tokens;
   const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
   long consumed = 0;
   double interval_loss = 0, interval_time = 0, interval_norm = 0;
   int interval_count = 0;
   long evaluations = 0;
+  // What evaluations send is not training traffic: it is subtracted from the totals.
+  GroupCounters eval_counters = snapshot_counters(*rank.groups);
+  for (auto& entry : eval_counters) entry.second = {};
   auto run_validation = [&](long iteration) {
     if (c.eval_iters == 0 || !data.valid) return;
+    GroupCounters before = snapshot_counters(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * global_batch;
     double loss = evaluate(model, *data.valid, c, first, &n);
     ValidationStats v{iteration, consumed, loss, n};
     log << format_validation_line(v) << "\n";
     metrics.write(v);
+    GroupCounters after = snapshot_counters(*rank.groups);
+    for (size_t i = 0; i < after.size(); ++i)
+      eval_counters[i].second += (after[i].second -= before[i].second);
   };
 
   for (long it = 1; it <= c.train_iters; ++it) {
+    if (it == c.inject_fault_iteration && rank.world_rank == c.inject_fault_rank)
+      throw std::runtime_error("injected fault at iteration " + std::to_string(it));
     auto start = std::chrono::steady_clock::now();
     model.parameters().zero_grads();
     double loss_sum = 0;
@@ -137,7 +182,7 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
       loss_sum += model.forward_backward(tokens.data(), micro, seq, grad_scale);
     }
     float lr = schedule.at(it - 1);
-    double norm = optimizer.step(model.parameters(), lr);
+    double norm = optimizer.step(model.parameters(), lr, tp);
     consumed += global_batch;
     double elapsed = seconds_since(start);
     interval_loss += loss_sum / ((double)global_batch * seq);
@@ -163,6 +208,9 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
     }
     if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters) run_validation(it);
   }
+  GroupCounters training_counters = snapshot_counters(*rank.groups);
+  for (size_t i = 0; i < training_counters.size(); ++i)
+    training_counters[i].second -= eval_counters[i].second;
   run_validation(c.train_iters);
   if (c.eval_iters > 0 && data.test) {
     long n = 0;
@@ -173,9 +221,11 @@ int run_training(const TrainingConfig& c, std::ostream& log) {
   }
   if (!c.generate_prompt.empty()) print_generation(model, c, log);
   if (!c.save_hf.empty()) {
-    io::save_hf_model(c.save_hf, c.model, model.parameters());
+    Parameters whole = gather_to_single_rank(model.parameters(), c.model, tp);
+    if (rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }
+  print_collectives(training_counters, c.train_iters, log, metrics);
   log << "peak RSS " << format_bytes(peak_rss_bytes())
       << " (plan: " << format_bytes(model.memory_plan().total_bytes()) << ")\n";
   return 0;

@@ -1,13 +1,26 @@
 #pragma once
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 #include "config/training_config.h"
+#include "distributed/process_grid.h"
+#include "distributed/process_groups.h"
 
 namespace trident {
 
+// Where this rank sits: its place in the grid, its groups, and every rank's node name.
+struct RankContext {
+  int world_rank = 0;
+  const distributed::ProcessGrid* grid = nullptr;
+  distributed::ProcessGroups* groups = nullptr;
+  std::vector<std::string> nodes;
+};
+
 // Runs `trident train` on one rank: builds the model from the validated config, prints
-// the layout and memory plan, trains, validates, and writes what was asked for.
-int run_training(const TrainingConfig& config, std::ostream& log);
+// the layout and memory plan, trains, validates, and writes what was asked for. `log` is
+// rank 0's output (other ranks pass a stream that discards).
+int run_training(const TrainingConfig& config, const RankContext& rank, std::ostream& log);
 
 // Peak resident set size of this process so far, in bytes.
 long peak_rss_bytes();

@@ -1,0 +1,154 @@
+#include "comm/mpi_communicator.h"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+
+namespace trident::comm {
+
+namespace {
+
+void check(int status, const std::string& what) {
+  if (status != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(status, text, &len);
+    throw std::runtime_error(what + " failed: " + std::string(text, len));
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  return op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
+}
+
+// MPI counts are int; split larger payloads.
+constexpr long kMaxChunk = 1L << 30;
+
+struct MpiRequest final : Request {
+  MPI_Request request = MPI_REQUEST_NULL;
+  void wait() override { check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait"); }
+  ~MpiRequest() override {
+    if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+};
+
+void count(CollectiveCounters::Entry& e, long floats) {
+  ++e.calls;
+  e.bytes += floats * (long)sizeof(float);
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name)
+    : comm_(comm), name_(std::move(name)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF && comm_ != MPI_COMM_NULL)
+    MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::all_reduce(float* data, long n, ReduceOp op) {
+  count(counters_.all_reduce, n);
+  if (size_ == 1) return;
+  for (long off = 0; off < n; off += kMaxChunk)
+    check(MPI_Allreduce(MPI_IN_PLACE, data + off, (int)std::min(kMaxChunk, n - off), MPI_FLOAT,
+                        mpi_op(op), comm_),
+          name_ + " all-reduce");
+}
+
+void MpiCommunicator::all_reduce(double* data, long n, ReduceOp op) {
+  ++counters_.all_reduce.calls;
+  counters_.all_reduce.bytes += n * (long)sizeof(double);
+  if (size_ == 1) return;
+  check(MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, mpi_op(op), comm_),
+        name_ + " all-reduce");
+}
+
+void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
+  count(counters_.all_gather, n);
+  if (n > kMaxChunk) throw std::length_error(name_ + ": all-gather over 2^30 floats");
+  check(MPI_Allgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_),
+        name_ + " all-gather");
+}
+
+void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
+  count(counters_.reduce_scatter, n * size_);
+  if (n > kMaxChunk) throw std::length_error(name_ + ": reduce-scatter over 2^30 floats");
+  check(MPI_Reduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_),
+        name_ + " reduce-scatter");
+}
+
+void MpiCommunicator::broadcast(float* data, long n, int root) {
+  count(counters_.broadcast, n);
+  for (long off = 0; off < n; off += kMaxChunk)
+    check(MPI_Bcast(data + off, (int)std::min(kMaxChunk, n - off), MPI_FLOAT, root, comm_),
+          name_ + " broadcast");
+}
+
+void MpiCommunicator::send(const float* data, long n, int dest, int tag) {
+  count(counters_.send, n);
+  check(MPI_Send(data, (int)n, MPI_FLOAT, dest, tag, comm_), name_ + " send");
+}
+
+void MpiCommunicator::recv(float* data, long n, int source, int tag) {
+  count(counters_.recv, n);
+  check(MPI_Recv(data, (int)n, MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE), name_ + " recv");
+}
+
+std::unique_ptr<Request> MpiCommunicator::iall_reduce(float* data, long n, ReduceOp op) {
+  count(counters_.all_reduce, n);
+  auto r = std::make_unique<MpiRequest>();
+  if (size_ > 1)
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, MPI_FLOAT, mpi_op(op), comm_, &r->request),
+          name_ + " non-blocking all-reduce");
+  return r;
+}
+
+std::unique_ptr<Request> MpiCommunicator::isend(const float* data, long n, int dest, int tag) {
+  count(counters_.send, n);
+  auto r = std::make_unique<MpiRequest>();
+  check(MPI_Isend(data, (int)n, MPI_FLOAT, dest, tag, comm_, &r->request), name_ + " isend");
+  return r;
+}
+
+std::unique_ptr<Request> MpiCommunicator::irecv(float* data, long n, int source, int tag) {
+  count(counters_.recv, n);
+  auto r = std::make_unique<MpiRequest>();
+  check(MPI_Irecv(data, (int)n, MPI_FLOAT, source, tag, comm_, &r->request), name_ + " irecv");
+  return r;
+}
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // Errors come back as codes and become exceptions; the top level then aborts the job.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiRuntime::~MpiRuntime() {
+  MPI_Finalize();
+}
+
+void MpiRuntime::abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+std::vector<std::string> MpiRuntime::node_names() const {
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all((size_t)size_ * MPI_MAX_PROCESSOR_NAME, 0);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (int r = 0; r < size_; ++r) out.emplace_back(all.data() + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+  return out;
+}
+
+}  // namespace trident::comm

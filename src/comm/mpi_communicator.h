@@ -1,0 +1,58 @@
+#pragma once
+// The Communicator over an MPI communicator (OpenMPI from Debian). MPI is the distributed
+// engine: it launches the ranks (mpirun, Slurm) and picks the transport.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace trident::comm {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Takes ownership of comm (freed on destruction unless it is MPI_COMM_WORLD).
+  MpiCommunicator(MPI_Comm comm, std::string name);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return name_; }
+  void all_reduce(float* data, long count, ReduceOp op) override;
+  void all_reduce(double* data, long count, ReduceOp op) override;
+  void all_gather(const float* send, float* recv, long count) override;
+  void reduce_scatter(const float* send, float* recv, long count) override;
+  void broadcast(float* data, long count, int root) override;
+  void send(const float* data, long count, int dest, int tag) override;
+  void recv(float* data, long count, int source, int tag) override;
+  std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) override;
+  std::unique_ptr<Request> isend(const float* data, long count, int dest, int tag) override;
+  std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) override;
+  MPI_Comm handle() const { return comm_; }
+
+ private:
+  MPI_Comm comm_;
+  std::string name_;
+  int rank_ = 0, size_ = 1;
+};
+
+// MPI_Init_thread / MPI_Finalize for the process, and the world's facts.
+class MpiRuntime {
+ public:
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();
+  int world_rank() const { return rank_; }
+  int world_size() const { return size_; }
+  // Ends every rank of the job (the message must already be printed).
+  [[noreturn]] static void abort(int code);
+  // The processor (node) name of every rank, gathered on all ranks.
+  std::vector<std::string> node_names() const;
+
+ private:
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace trident::comm

@@ -1,0 +1,87 @@
+#include "distributed/process_grid.h"
+
+#include <ostream>
+
+namespace trident::distributed {
+
+ProcessGrid::ProcessGrid(int world, int tensor, int pipeline)
+    : world_(world), t_(tensor), p_(pipeline), d_(world / (tensor * pipeline)) {}
+
+GridCoords ProcessGrid::coords(int rank) const {
+  return {rank % t_, (rank / t_) % d_, rank / (t_ * d_)};
+}
+
+std::vector<int> ProcessGrid::tensor_group(int rank) const {
+  GridCoords c = coords(rank);
+  std::vector<int> g;
+  for (int i = 0; i < t_; ++i) g.push_back(rank_of({i, c.dp, c.pp}));
+  return g;
+}
+
+std::vector<int> ProcessGrid::data_group(int rank) const {
+  GridCoords c = coords(rank);
+  std::vector<int> g;
+  for (int i = 0; i < d_; ++i) g.push_back(rank_of({c.tp, i, c.pp}));
+  return g;
+}
+
+std::vector<int> ProcessGrid::pipeline_group(int rank) const {
+  GridCoords c = coords(rank);
+  std::vector<int> g;
+  for (int i = 0; i < p_; ++i) g.push_back(rank_of({c.tp, c.dp, i}));
+  return g;
+}
+
+int ProcessGrid::tensor_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.dp + d_ * c.pp;
+}
+
+int ProcessGrid::data_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.tp + t_ * c.pp;
+}
+
+int ProcessGrid::pipeline_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.tp + t_ * c.dp;
+}
+
+namespace {
+void print_groups(std::ostream& os, const char* kind, int count,
+                  const std::vector<std::vector<int>>& groups) {
+  os << "  " << kind << " groups (" << count << "):";
+  for (const auto& g : groups) {
+    os << " [";
+    for (size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << g[i];
+    os << "]";
+  }
+  os << "\n";
+}
+}  // namespace
+
+void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_of_rank) const {
+  os << "process grid: tensor " << t_ << " x data " << d_ << " x pipeline " << p_
+     << " (rank = tp + t * (dp + d * pp))\n";
+  std::vector<std::vector<int>> tensor, data, pipe;
+  for (int r = 0; r < world_; ++r) {
+    if (coords(r).tp == 0) tensor.push_back(tensor_group(r));
+    if (coords(r).dp == 0) data.push_back(data_group(r));
+    if (coords(r).pp == 0) pipe.push_back(pipeline_group(r));
+  }
+  print_groups(os, "tensor", (int)tensor.size(), tensor);
+  print_groups(os, "data", (int)data.size(), data);
+  print_groups(os, "pipeline", (int)pipe.size(), pipe);
+  if (node_of_rank.size() == (size_t)world_) {
+    os << "  nodes:";
+    for (int r = 0; r < world_; ++r) os << " " << r << "@" << node_of_rank[r];
+    os << "\n";
+    for (const auto& g : tensor)
+      for (int r : g)
+        if (node_of_rank[r] != node_of_rank[g[0]])
+          os << "  warning: tensor group starting at rank " << g[0]
+             << " spans nodes; tensor parallelism wants one node\n";
+  }
+}
+
+}  // namespace trident::distributed

@@ -1,0 +1,40 @@
+#pragma once
+// The rank grid in Megatron's order: tensor-parallel ranks adjacent (fastest), then data
+// parallel, then pipeline (slowest), so a tensor-parallel group sits on one node:
+//   rank = tp + t * (dp + d * pp)
+// Pure data: every rank computes every group the same way, and it can be printed.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace trident::distributed {
+
+struct GridCoords {
+  int tp = 0, dp = 0, pp = 0;
+};
+
+class ProcessGrid {
+ public:
+  // world must be a multiple of t * p (validated before this is built).
+  ProcessGrid(int world, int tensor, int pipeline);
+  int world() const { return world_; }
+  int tensor_size() const { return t_; }
+  int data_size() const { return d_; }
+  int pipeline_size() const { return p_; }
+  GridCoords coords(int rank) const;
+  int rank_of(GridCoords c) const { return c.tp + t_ * (c.dp + d_ * c.pp); }
+  std::vector<int> tensor_group(int rank) const;
+  std::vector<int> data_group(int rank) const;
+  std::vector<int> pipeline_group(int rank) const;
+  // Which group of that kind a rank is in (the colour for MPI_Comm_split).
+  int tensor_group_index(int rank) const;
+  int data_group_index(int rank) const;
+  int pipeline_group_index(int rank) const;
+  // Ranks per group kind, with node names; warns when a tensor group spans nodes.
+  void print(std::ostream& os, const std::vector<std::string>& node_of_rank) const;
+
+ private:
+  int world_, t_, p_, d_;
+};
+
+}  // namespace trident::distributed

@@ -1,0 +1,18 @@
+#pragma once
+// Reassembles the one-process model from tensor-parallel shards (for export and for
+// comparing runs): every rank all-gathers its slices and places them by global index.
+#include "comm/communicator.h"
+#include "config/model_config.h"
+#include "model/parameters.h"
+
+namespace trident {
+
+// The full global tensor of `name` (padded vocabulary of this t included), on every rank.
+std::vector<float> gather_global_tensor(const Parameters& params, const ModelConfig& config,
+                                        const std::string& name, comm::Communicator& tp);
+
+// A one-rank copy of the model's values (or gradients), on every rank.
+Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
+                                 comm::Communicator& tp, bool gradients = false);
+
+}  // namespace trident

@@ -1,0 +1,92 @@
+"""The parity harness: train the same model under different parallel layouts and compare
+every step's loss and grad norm, and the final (gathered) weights, with the one-process
+run. Used by the tensor-, pipeline- and data-parallel parity tests."""
+import json
+import os
+import struct
+import subprocess
+import tempfile
+
+import numpy as np
+
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def read_safetensors(path):
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name != "__metadata__":
+            b, t = e["data_offsets"]
+            out[name] = np.frombuffer(raw[8 + n + b:8 + n + t], dtype="<f4").reshape(e["shape"])
+    return out
+
+
+def train(trident, args, ranks, workdir, tag):
+    """Runs `trident train ARGS` on `ranks` ranks; returns (metrics rows, weights)."""
+    metrics = os.path.join(workdir, f"{tag}.jsonl")
+    model = os.path.join(workdir, f"{tag}_model")
+    cmd = [trident, "train"] + args + ["--metrics-file", metrics, "--save-hf", model]
+    if ranks > 1:
+        cmd = ["mpirun", "--oversubscribe", "-np", str(ranks)] + cmd + ["--threads", "1"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    rows = [json.loads(line) for line in open(metrics)]
+    return rows, read_safetensors(os.path.join(model, "model.safetensors"))
+
+
+def relative(a, b):
+    return abs(a - b) / max(abs(b), 1e-12)
+
+
+def compare(reference, candidate, tolerance):
+    """Worst relative differences of losses, grad norms and weights; list of failures."""
+    ref_rows, ref_w = reference
+    rows, w = candidate
+    steps = [(r, c) for r, c in zip(ref_rows, rows) if "loss" in r]
+    failures = []
+    if len(steps) != sum("loss" in r for r in ref_rows) or len(rows) != len(ref_rows):
+        failures.append("different number of metrics rows")
+    worst_loss = max(relative(c["loss"], r["loss"]) for r, c in steps)
+    worst_norm = max(relative(c["grad_norm"], r["grad_norm"]) for r, c in steps)
+    # Weights are compared on the model's scale (max |a - b| over all weights divided by
+    # max |w|): some elements have an exactly-zero true gradient (the key bias: softmax
+    # ignores a per-query constant), so they drift on rounding noise in every layout.
+    worst_weight, scale, worst_name = 0.0, 0.0, ""
+    for name, ref in ref_w.items():
+        got = w.get(name)
+        if got is None or got.shape != ref.shape:
+            failures.append(f"{name}: missing or shape {None if got is None else got.shape}")
+            continue
+        scale = max(scale, float(np.abs(ref).max()))
+        diff = float(np.abs(got - ref).max())
+        if diff > worst_weight:
+            worst_weight, worst_name = diff, name
+    worst_weight /= max(scale, 1e-12)
+    for what, value in (("loss", worst_loss), ("grad norm", worst_norm), ("weights", worst_weight)):
+        if value > tolerance:
+            failures.append(f"{what} differs by {value:.2e} > {tolerance:.0e}")
+    summary = (f"{len(steps)} steps: loss {worst_loss:.1e}, grad norm {worst_norm:.1e}, "
+               f"weights {worst_weight:.1e} (worst: {worst_name})")
+    return summary, failures
+
+
+def run_parity(trident, args, layouts, tolerance=1e-5):
+    """layouts: list of (name, extra flags, ranks). Prints one line each; returns failures."""
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = train(trident, args, 1, tmp, "reference")
+        for name, flags, ranks in layouts:
+            try:
+                summary, bad = compare(reference, train(trident, args + flags, ranks, tmp, name), tolerance)
+            except RuntimeError as e:
+                summary, bad = "run failed", [str(e)]
+            print(("ok  " if not bad else "FAIL"), f"{name} vs one process: {summary}")
+            for b in bad:
+                print("     ", b)
+            failures += bool(bad)
+    return failures
