@@ -1,0 +1,230 @@
+#include "data/preprocess.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <thread>
+
+#include "data/indexed_dataset.h"
+#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/unicode_classes.h"
+
+namespace trident::data {
+
+namespace {
+
+constexpr size_t kBatchLines = 512;
+constexpr size_t kBatchBytes = 1 << 20;
+constexpr size_t kMaxReported = 20;
+
+struct Batch {
+  long index = 0;
+  long first_line = 0;  // 1-based line number of lines[0]
+  std::vector<std::string> lines;
+};
+
+struct BatchResult {
+  // documents[k][d]: tokens of document d for key k (bad lines produce no document)
+  std::vector<std::vector<std::vector<int>>> documents;
+  std::vector<std::string> bad;  // "LINE: reason"
+};
+
+// Parses and tokenizes one line; returns an empty string or the reason it is bad.
+std::string process_line(const std::string& line, const PreprocessOptions& o,
+                         const tokenizer::GPT2Tokenizer& tok,
+                         std::vector<std::vector<int>>* per_key) {
+  size_t bad_byte;
+  if (!tokenizer::is_valid_utf8(line, &bad_byte))
+    return "invalid UTF-8 at byte " + std::to_string(bad_byte);
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded()) return "invalid JSON";
+  if (!j.is_object()) return "not a JSON object";
+  per_key->assign(o.json_keys.size(), {});
+  for (size_t k = 0; k < o.json_keys.size(); ++k) {
+    auto it = j.find(o.json_keys[k]);
+    if (it == j.end()) return "missing key \"" + o.json_keys[k] + "\"";
+    if (!it->is_string()) return "key \"" + o.json_keys[k] + "\" is not a string";
+    tok.encode(it->get_ref<const std::string&>(), &(*per_key)[k]);
+    if (o.append_eod && !(*per_key)[k].empty()) (*per_key)[k].push_back(tok.eod());
+  }
+  return "";
+}
+
+BatchResult process_batch(const Batch& b, const PreprocessOptions& o,
+                          const tokenizer::GPT2Tokenizer& tok) {
+  BatchResult r;
+  r.documents.resize(o.json_keys.size());
+  std::vector<std::vector<int>> per_key;
+  for (size_t i = 0; i < b.lines.size(); ++i) {
+    std::string reason = process_line(b.lines[i], o, tok, &per_key);
+    if (!reason.empty()) {
+      r.bad.push_back(std::to_string(b.first_line + (long)i) + ": " + reason);
+      continue;
+    }
+    for (size_t k = 0; k < per_key.size(); ++k) r.documents[k].push_back(std::move(per_key[k]));
+  }
+  return r;
+}
+
+// A fixed pool of workers over a queue of batches; results are collected by index.
+class BatchPipeline {
+ public:
+  BatchPipeline(const PreprocessOptions& o, const tokenizer::GPT2Tokenizer& tok)
+      : options_(o), tok_(tok) {
+    for (int w = 0; w < std::max(1, o.workers); ++w) threads_.emplace_back([this] { work(); });
+  }
+  ~BatchPipeline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  // Batches submitted and not yet taken back with next(); the caller keeps this bounded.
+  size_t in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_flight_;
+  }
+  size_t capacity() const { return 2 * threads_.size() + 2; }
+  void submit(Batch b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++in_flight_;
+    queue_.push_back(std::move(b));
+    cv_.notify_one();
+  }
+  // The next result in input order, if it is ready (or, with wait, once it is).
+  bool next(BatchResult* out, bool wait) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (wait) done_.wait(lock, [&] { return results_.count(next_index_) > 0; });
+    auto it = results_.find(next_index_);
+    if (it == results_.end()) return false;
+    *out = std::move(it->second);
+    results_.erase(it);
+    ++next_index_;
+    --in_flight_;
+    return true;
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      Batch b;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        b = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      BatchResult r = process_batch(b, options_, tok_);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        results_[b.index] = std::move(r);
+      }
+      done_.notify_all();
+    }
+  }
+
+  const PreprocessOptions& options_;
+  const tokenizer::GPT2Tokenizer& tok_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  std::deque<Batch> queue_;
+  std::map<long, BatchResult> results_;
+  long next_index_ = 0;
+  size_t in_flight_ = 0;
+  bool closing_ = false;
+};
+
+}  // namespace
+
+std::string output_prefix_for_key(const std::string& prefix, const std::string& key) {
+  return prefix + "_" + key + "_document";
+}
+
+PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  tokenizer::GPT2Tokenizer tok(o.vocab_file, o.merge_file);
+  std::ifstream in(o.input, std::ios::binary);
+  if (!in) throw DatasetError(o.input + ": cannot open");
+  std::vector<std::unique_ptr<IndexedDatasetBuilder>> builders;
+  PreprocessReport report;
+  for (const std::string& key : o.json_keys) {
+    report.outputs.push_back(output_prefix_for_key(o.output_prefix, key));
+    builders.push_back(std::make_unique<IndexedDatasetBuilder>(report.outputs.back(),
+                                                               dtype_for_vocab(tok.vocab_size())));
+  }
+  double last_progress = 0;
+  auto consume = [&](BatchResult& r) {
+    for (const std::string& b : r.bad) {
+      ++report.bad_lines;
+      if (!o.skip_bad_lines) throw BadLineError(o.input + ":" + b);
+      if (report.bad_line_messages.size() < kMaxReported) report.bad_line_messages.push_back(b);
+    }
+    for (size_t k = 0; k < r.documents.size(); ++k)
+      for (const std::vector<int>& doc : r.documents[k]) {
+        if (doc.empty()) {
+          if (k == 0) ++report.empty_documents;
+          continue;  // Megatron's preprocess_data skips documents without tokens
+        }
+        builders[k]->add_document(doc);
+        report.tokens += (long)doc.size();
+      }
+    double t = elapsed();
+    if (t - last_progress >= o.progress_seconds) {
+      last_progress = t;
+      progress << "preprocess: " << builders[0]->documents() << " documents, "
+               << (long)(builders[0]->documents() / t) << " docs/s, " << report.bytes / t / 1e6
+               << " MB/s" << std::endl;
+    }
+  };
+  {
+    BatchPipeline pipeline(o, tok);
+    Batch batch;
+    batch.first_line = 1;
+    size_t batch_bytes = 0;
+    long submitted = 0, consumed = 0;
+    std::string line;
+    BatchResult result;
+    auto flush = [&] {
+      if (batch.lines.empty()) return;
+      long next_first = batch.first_line + (long)batch.lines.size();
+      // Memory stays bounded: take finished batches back before submitting more.
+      while (pipeline.in_flight() >= pipeline.capacity())
+        pipeline.next(&result, true), consume(result), ++consumed;
+      batch.index = submitted++;
+      pipeline.submit(std::move(batch));
+      batch = Batch{};
+      batch.first_line = next_first;
+      batch_bytes = 0;
+      while (pipeline.next(&result, false)) consume(result), ++consumed;
+    };
+    while (std::getline(in, line)) {
+      ++report.lines;
+      report.bytes += (double)line.size() + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      batch_bytes += line.size();
+      batch.lines.push_back(std::move(line));
+      if (batch.lines.size() >= kBatchLines || batch_bytes >= kBatchBytes) flush();
+    }
+    flush();
+    while (consumed < submitted) pipeline.next(&result, true), consume(result), ++consumed;
+  }
+  report.documents = builders[0]->documents();
+  for (auto& b : builders) b->finish();
+  report.seconds = elapsed();
+  return report;
+}
+
+}  // namespace trident::data

@@ -1,0 +1,48 @@
+#pragma once
+// `trident preprocess`: JSONL -> Megatron indexed datasets, one per JSON key
+// (<output-prefix>_<key>_document.bin/.idx). Streaming and multi-threaded: a reader cuts
+// the input into batches of lines, workers parse and tokenize them, and batches are
+// written in input order, so memory stays bounded by the batches in flight.
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trident::data {
+
+struct PreprocessOptions {
+  std::string input;
+  std::vector<std::string> json_keys = {"text"};
+  std::string output_prefix;
+  std::string vocab_file;
+  std::string merge_file;
+  bool append_eod = false;
+  int workers = 1;
+  bool skip_bad_lines = false;  // false: the first bad line fails the run
+  double progress_seconds = 2.0;
+};
+
+struct PreprocessReport {
+  long lines = 0;
+  long documents = 0;  // per key, the same for every key
+  long tokens = 0;     // over all keys
+  long empty_documents = 0;
+  long bad_lines = 0;
+  std::vector<std::string> bad_line_messages;  // the first few, "LINE: reason"
+  double bytes = 0;
+  double seconds = 0;
+  std::vector<std::string> outputs;  // prefixes written
+};
+
+class BadLineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws BadLineError (first bad line, when not skipping) or DatasetError; in both cases
+// no output file is left behind.
+PreprocessReport preprocess(const PreprocessOptions& options, std::ostream& progress);
+
+std::string output_prefix_for_key(const std::string& prefix, const std::string& key);
+
+}  // namespace trident::data
