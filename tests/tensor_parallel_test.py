@@ -4,6 +4,7 @@
     with a vocabulary not divisible by t (301) and heads = t;
   * collective accounting: each extra layer adds 2 + 2 all-reduces of b*s*h floats per
     micro-batch (Megatron-LM, section 3);
+  * replicated parameters stay bit-identical on every tensor-parallel rank;
   * a failing rank (an injected error, or kill -9) ends the whole job within seconds.
 Usage: tensor_parallel_test.py TRIDENT"""
 import json
@@ -36,10 +37,10 @@ def collectives(trident, layers, tmp):
     cmd = mpirun(2, [trident, "train"] + TINY + ["--num-layers", str(layers), "--train-iters", "3",
                                                  "--log-interval", "3", "--tensor-model-parallel-size", "2",
                                                  "--eval-interval", "2", "--metrics-file", metrics])
-    subprocess.run(cmd, check=True, capture_output=True, env=MPI_ENV, timeout=120)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=MPI_ENV, timeout=120)
     rows = [json.loads(line) for line in open(metrics)]
     last = [r for r in rows if "collectives" in r][-1]
-    return last["collectives"]["tensor"]["all-reduce"], last["iterations"]
+    return last["collectives"]["tensor"]["all-reduce"], last["iterations"], out.stdout
 
 
 def main():
@@ -50,8 +51,10 @@ def main():
     results.extend([False] * failed + [True] * (2 - failed))
 
     with tempfile.TemporaryDirectory() as tmp:
-        one, iters = collectives(trident, 1, tmp)
-        two, _ = collectives(trident, 2, tmp)
+        one, iters, _ = collectives(trident, 1, tmp)
+        two, _, log = collectives(trident, 2, tmp)
+        check("replicated parameters across tensor-parallel ranks: max |difference| 0\n" in log,
+              "LayerNorm, row-parallel biases and position embeddings stay identical across ranks")
         micro_batches, b, s, h = 2, 4, 32, 64
         calls = (two["calls"] - one["calls"]) / (iters * micro_batches)
         size = (two["bytes"] - one["bytes"]) / (iters * micro_batches)

@@ -52,6 +52,18 @@ std::unique_ptr<Request> SingleRankCommunicator::iall_reduce(float*, long, Reduc
   return std::make_unique<DoneRequest>();
 }
 
+std::unique_ptr<Request> SingleRankCommunicator::iall_gather(const float* send, float* recv,
+                                                             long count) {
+  all_gather(send, recv, count);
+  return std::make_unique<DoneRequest>();
+}
+
+std::unique_ptr<Request> SingleRankCommunicator::ireduce_scatter(const float* send, float* recv,
+                                                                 long count) {
+  reduce_scatter(send, recv, count);
+  return std::make_unique<DoneRequest>();
+}
+
 std::unique_ptr<Request> SingleRankCommunicator::isend(const float*, long, int, int) {
   throw std::logic_error(name_ + ": isend on a one-rank group");
 }

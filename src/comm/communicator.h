@@ -49,6 +49,8 @@ class Communicator {
   virtual void recv(float* data, long count, int source, int tag) = 0;
   // Non-blocking forms; the buffers must stay alive until wait() returns.
   virtual std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) = 0;
+  virtual std::unique_ptr<Request> iall_gather(const float* send, float* recv, long count) = 0;
+  virtual std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv, long count) = 0;
   virtual std::unique_ptr<Request> isend(const float* data, long count, int dest, int tag) = 0;
   virtual std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) = 0;
   const CollectiveCounters& counters() const { return counters_; }
@@ -72,6 +74,8 @@ class SingleRankCommunicator final : public Communicator {
   void send(const float*, long, int, int) override;
   void recv(float*, long, int, int) override;
   std::unique_ptr<Request> iall_reduce(float*, long, ReduceOp) override;
+  std::unique_ptr<Request> iall_gather(const float* send, float* recv, long count) override;
+  std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv, long count) override;
   std::unique_ptr<Request> isend(const float*, long, int, int) override;
   std::unique_ptr<Request> irecv(float*, long, int, int) override;
 

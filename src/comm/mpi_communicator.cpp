@@ -107,6 +107,22 @@ std::unique_ptr<Request> MpiCommunicator::iall_reduce(float* data, long n, Reduc
   return r;
 }
 
+std::unique_ptr<Request> MpiCommunicator::iall_gather(const float* send, float* recv, long n) {
+  count(counters_.all_gather, n);
+  auto r = std::make_unique<MpiRequest>();
+  check(MPI_Iallgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_, &r->request),
+        name_ + " non-blocking all-gather");
+  return r;
+}
+
+std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, float* recv, long n) {
+  count(counters_.reduce_scatter, n * size_);
+  auto r = std::make_unique<MpiRequest>();
+  check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, &r->request),
+        name_ + " non-blocking reduce-scatter");
+  return r;
+}
+
 std::unique_ptr<Request> MpiCommunicator::isend(const float* data, long n, int dest, int tag) {
   count(counters_.send, n);
   auto r = std::make_unique<MpiRequest>();

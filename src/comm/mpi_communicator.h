@@ -29,6 +29,8 @@ class MpiCommunicator final : public Communicator {
   void send(const float* data, long count, int dest, int tag) override;
   void recv(float* data, long count, int source, int tag) override;
   std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) override;
+  std::unique_ptr<Request> iall_gather(const float* send, float* recv, long count) override;
+  std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv, long count) override;
   std::unique_ptr<Request> isend(const float* data, long count, int dest, int tag) override;
   std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) override;
   MPI_Comm handle() const { return comm_; }

@@ -1,6 +1,7 @@
 #include "model/gather.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace trident {
 
@@ -44,6 +45,20 @@ Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& co
     std::copy_n(full.data(), n, dst);
   }
   return single;
+}
+
+double replicated_parameter_drift(const Parameters& params, comm::Communicator& tp) {
+  double drift = 0.0;
+  for (const ParamSpec& spec : params.layout().specs()) {
+    if (spec.shard.dim >= 0) continue;
+    const float* mine = params.values() + spec.offset;
+    std::vector<float> first(mine, mine + spec.numel());
+    tp.broadcast(first.data(), spec.numel(), 0);
+    for (long i = 0; i < spec.numel(); ++i)
+      drift = std::max(drift, (double)std::abs(mine[i] - first[i]));
+  }
+  tp.all_reduce(&drift, 1, comm::ReduceOp::kMax);
+  return drift;
 }
 
 }  // namespace trident

@@ -15,4 +15,8 @@ std::vector<float> gather_global_tensor(const Parameters& params, const ModelCon
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
                                  comm::Communicator& tp, bool gradients = false);
 
+// Largest |difference| between this rank's replicated parameters (LayerNorms, row-parallel
+// biases, position embeddings) and tensor-parallel rank 0's; 0 when they are identical.
+double replicated_parameter_drift(const Parameters& params, comm::Communicator& tp);
+
 }  // namespace trident

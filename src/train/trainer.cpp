@@ -226,6 +226,9 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }
   print_collectives(training_counters, c.train_iters, log, metrics);
+  if (tp.size() > 1)
+    log << "replicated parameters across tensor-parallel ranks: max |difference| "
+        << replicated_parameter_drift(model.parameters(), tp) << "\n";
   log << "peak RSS " << format_bytes(peak_rss_bytes())
       << " (plan: " << format_bytes(model.memory_plan().total_bytes()) << ")\n";
   return 0;
