@@ -5,6 +5,7 @@
 
 #include "cli/inspect_data_command.h"
 #include "cli/preprocess_command.h"
+#include "cli/schedule_command.h"
 #include "cli/score_command.h"
 #include "cli/tokenize_command.h"
 #include "cli/train_command.h"
@@ -18,7 +19,8 @@ void usage(std::ostream& os) {
         "  score   mean next-token loss and perplexity of token ids under a model\n"
         "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
         "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
-        "  inspect-data  summary and contents of a .bin/.idx dataset\n";
+        "  inspect-data  summary and contents of a .bin/.idx dataset\n"
+        "  schedule  print, simulate and draw a pipeline schedule (GPipe, 1F1B, interleaved)\n";
 }
 
 }  // namespace
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
   if (command == "tokenize") return trident::cli::tokenize_main(args);
   if (command == "preprocess") return trident::cli::preprocess_main(args);
   if (command == "inspect-data") return trident::cli::inspect_data_main(args);
+  if (command == "schedule") return trident::cli::schedule_main(args);
   if (command == "--help" || command == "-h" || command == "help") {
     usage(std::cout);
     return 0;

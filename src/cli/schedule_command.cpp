@@ -1,0 +1,73 @@
+#include "cli/schedule_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/parse_args.h"
+#include "io/safetensors.h"
+#include "pipeline_parallel/simulator.h"
+#include "pipeline_parallel/timeline.h"
+
+namespace trident::cli {
+
+int schedule_main(const std::vector<std::string>& args) {
+  namespace pp = pipeline_parallel;
+  CLI::App app("trident schedule: print, simulate and draw a pipeline schedule",
+               "trident schedule");
+  pp::ScheduleConfig c;
+  std::string kind, svg, timeline;
+  double forward = 1.0, backward = 2.0;
+  app.add_option("--pipeline-model-parallel-size", c.stages, "p")->required();
+  app.add_option("--virtual-stages", c.chunks, "v, model chunks per rank")->capture_default_str();
+  app.add_option("--micro-batches", c.microbatches, "m")->required();
+  app.add_option("--schedule", kind,
+                 "gpipe, 1f1b or interleaved (default: interleaved when v > 1)");
+  app.add_option("--forward-time", forward, "time of one micro-batch's forward through a stage")
+      ->capture_default_str();
+  app.add_option("--backward-time", backward, "the same for backward")->capture_default_str();
+  app.add_option("--svg", svg, "draw the schedule as the paper's figures");
+  app.add_option("--timeline", timeline, "write the simulated schedule as a Chrome trace");
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
+  try {
+    c.kind = kind.empty()
+                 ? (c.chunks > 1 ? pp::ScheduleKind::kInterleaved : pp::ScheduleKind::kOneFOneB)
+                 : pp::parse_schedule_kind(kind);
+    std::vector<std::string> errors = pp::validate_schedule(c);
+    if (!errors.empty()) {
+      std::cerr << "trident schedule: " << errors.size() << " invalid argument"
+                << (errors.size() > 1 ? "s" : "") << ":\n";
+      for (const std::string& e : errors) std::cerr << "  - " << e << "\n";
+      return 2;
+    }
+    pp::print_schedule(std::cout, c);
+    pp::Simulation sim = pp::simulate(c, forward, backward);
+    if (sim.deadlock) {
+      std::cerr << "trident schedule: the schedule deadlocks: " << sim.deadlock_at << "\n";
+      return 1;
+    }
+    std::printf("simulated (forward %.2f, backward %.2f): makespan %.2f; bubble per rank:", forward,
+                backward, sim.makespan);
+    for (int s = 0; s < c.stages; ++s) std::printf(" %.3f", sim.bubble_fraction(s));
+    std::printf("; analytic (p-1)/(v*m) = %.3f\n", pp::analytic_bubble_fraction(c));
+    if (!svg.empty()) io::write_file_atomically(svg, pp::render_svg(c, sim));
+    if (!timeline.empty()) {
+      std::vector<pp::TraceEvent> events;
+      for (int s = 0; s < c.stages; ++s)
+        for (const pp::TimedOp& t : sim.ranks[s])
+          if (t.op.is_compute() || t.end > t.start)
+            events.push_back({pp::to_string(t.op),
+                              t.op.is_compute()
+                                  ? (t.op.type == pp::OpType::kForward ? "forward" : "backward")
+                                  : "wait",
+                              s, t.start * 1000, (t.end - t.start) * 1000});
+      pp::write_chrome_trace(timeline, events);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "trident schedule: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace trident::cli

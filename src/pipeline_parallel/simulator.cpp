@@ -1,0 +1,112 @@
+#include "pipeline_parallel/simulator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+namespace trident::pipeline_parallel {
+
+double Simulation::bubble_fraction(int rank) const {
+  return busy[rank] > 0 ? (makespan - busy[rank]) / busy[rank] : 0.0;
+}
+
+double analytic_bubble_fraction(const ScheduleConfig& c) {
+  double v = c.kind == ScheduleKind::kInterleaved ? c.chunks : 1;
+  return (c.stages - 1) / (v * c.microbatches);
+}
+
+Simulation simulate(const ScheduleConfig& c, double forward_time, double backward_time,
+                    double comm_time) {
+  const int p = c.stages;
+  std::vector<std::vector<PipelineOp>> lists(p);
+  for (int s = 0; s < p; ++s) lists[s] = build_schedule(c, s);
+  Simulation sim;
+  sim.ranks.resize(p);
+  sim.busy.assign(p, 0.0);
+  std::vector<size_t> next(p, 0);
+  std::vector<double> clock(p, 0.0);
+  std::map<std::tuple<int, int, int>, double> sent;  // (from, to, tag) -> arrival time
+  const double f = forward_time / c.chunks, b = backward_time / c.chunks;
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      while (next[s] < lists[s].size()) {
+        const PipelineOp& op = lists[s][next[s]];
+        double start = clock[s], end = clock[s];
+        if (op.is_compute()) {
+          end = start + (op.type == OpType::kForward ? f : b);
+          sim.busy[s] += end - start;
+        } else if (op.is_send()) {
+          sent[{s, op.peer, message_tag(c, op, s)}] = start + comm_time;
+        } else {
+          auto it = sent.find({op.peer, s, message_tag(c, op, s)});
+          if (it == sent.end()) break;  // the matching send has not happened yet
+          end = std::max(start, it->second);
+          sent.erase(it);
+        }
+        sim.ranks[s].push_back({op, start, end});
+        clock[s] = end;
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s) {
+    sim.makespan = std::max(sim.makespan, clock[s]);
+    if (next[s] < lists[s].size()) {
+      sim.deadlock = true;
+      sim.deadlock_at +=
+          "rank " + std::to_string(s) + " waits at " + to_string(lists[s][next[s]]) + "; ";
+    }
+  }
+  if (!sent.empty() && !sim.deadlock) {
+    sim.deadlock = true;
+    sim.deadlock_at = std::to_string(sent.size()) + " messages were never received";
+  }
+  return sim;
+}
+
+std::string render_svg(const ScheduleConfig& c, const Simulation& sim) {
+  const double unit = 36.0, row = 34.0, left = 70.0, top = 30.0;
+  const double width = left + sim.makespan * unit + 20, height = top + c.stages * row + 40;
+  std::string svg;
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"%.0f\" y=\"18\">%s p=%d v=%d m=%d: bubble %.3f "
+      "(analytic %.3f)</text>\n",
+      width, height, left, schedule_name(c.kind).c_str(), c.stages, c.chunks, c.microbatches,
+      sim.bubble_fraction(0), analytic_bubble_fraction(c));
+  svg += buf;
+  static const char* forward_colours[] = {"#9ecae1", "#c6dbef", "#6baed6", "#deebf7"};
+  static const char* backward_colours[] = {"#fdae6b", "#fdd0a2", "#fd8d3c", "#feedde"};
+  for (int s = 0; s < c.stages; ++s) {
+    double y = top + s * row;
+    std::snprintf(buf, sizeof buf, "<text x=\"8\" y=\"%.0f\">rank %d</text>\n", y + row / 2 + 4, s);
+    svg += buf;
+    for (const TimedOp& t : sim.ranks[s]) {
+      if (!t.op.is_compute()) continue;
+      bool fwd = t.op.type == OpType::kForward;
+      const char* colour = (fwd ? forward_colours : backward_colours)[t.op.chunk % 4];
+      double x = left + t.start * unit, w = (t.end - t.start) * unit;
+      std::snprintf(buf, sizeof buf,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                    "stroke=\"#333\" stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\" "
+                    "text-anchor=\"middle\">%d</text>\n",
+                    x, y + 2, w, row - 6, colour, x + w / 2, y + row / 2 + 3, t.op.microbatch + 1);
+      svg += buf;
+    }
+  }
+  std::snprintf(buf, sizeof buf,
+                "<text x=\"%.0f\" y=\"%.0f\">blue: forward, orange: backward (shade = model "
+                "chunk); numbers are micro-batches; white gaps are the bubble</text>\n</svg>\n",
+                left, top + c.stages * row + 24);
+  svg += buf;
+  return svg;
+}
+
+}  // namespace trident::pipeline_parallel

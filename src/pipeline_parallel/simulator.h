@@ -1,0 +1,40 @@
+#pragma once
+// Runs every rank's schedule together on a virtual clock: compute takes fixed times,
+// a receive waits for its matching send. It proves a set of schedules deadlock-free,
+// measures their bubble, and gives the times the SVG drawing and the planner use.
+#include <string>
+#include <vector>
+
+#include "pipeline_parallel/schedules.h"
+
+namespace trident::pipeline_parallel {
+
+struct TimedOp {
+  PipelineOp op;
+  double start = 0, end = 0;
+};
+
+struct Simulation {
+  std::vector<std::vector<TimedOp>> ranks;
+  bool deadlock = false;
+  std::string deadlock_at;  // the first stuck operation of each rank
+  double makespan = 0;
+  std::vector<double> busy;  // compute time per rank
+
+  // Idle time over compute time on one rank: the paper's bubble fraction t_pb / t_id.
+  double bubble_fraction(int rank) const;
+};
+
+// forward_time / backward_time are one micro-batch through a whole stage (all its chunks);
+// a chunk takes 1/v of it. comm_time is the latency of one message.
+Simulation simulate(const ScheduleConfig& c, double forward_time, double backward_time,
+                    double comm_time = 0.0);
+
+// (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) interleaved.
+double analytic_bubble_fraction(const ScheduleConfig& c);
+
+// The schedule drawn as the paper's figures: one row per rank, boxes labelled with the
+// micro-batch (forward light, backward dark, chunks shaded), idle gaps left white.
+std::string render_svg(const ScheduleConfig& c, const Simulation& sim);
+
+}  // namespace trident::pipeline_parallel
