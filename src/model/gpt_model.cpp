@@ -8,56 +8,73 @@
 
 namespace trident {
 
-GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq)
+namespace {
+int chunk_layers(const ModelConfig& c, const ChunkPlacement& p) {
+  return p.num_layers < 0 ? c.num_layers - p.first_layer : p.num_layers;
+}
+}  // namespace
+
+GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
+                   ChunkPlacement placement, int slots)
     : config_(config),
       tp_(tp),
       micro_batch_(micro_batch),
       seq_(seq),
       padded_vocab_(config.padded_vocab_size(tp.size())),
-      params_(ParameterLayout(config, {tp.rank(), tp.size()})) {
+      placement_(placement),
+      slots_(std::max(1, slots)),
+      params_(ParameterLayout(config, {tp.rank(), tp.size()}, placement)) {
   const int t = tp.size();
   LayerDims dims{config.hidden_size, config.num_attention_heads / t, config.head_dim(),
                  config.ffn() / t, config.layernorm_epsilon};
-  for (int l = 0; l < config.num_layers; ++l) layers_.emplace_back(dims, params_, l, tp);
+  const int first = placement.first_layer, count = chunk_layers(config, placement);
+  for (int l = first; l < first + count; ++l) layers_.emplace_back(dims, params_, l, tp);
   const int vocab_local = padded_vocab_ / t, vocab_start = tp.rank() * vocab_local;
-  ParamRef word = params_.get("embedding.word_embeddings.weight");
-  embedding_ = {word,
-                params_.get("embedding.position_embeddings.weight"),
-                vocab_start,
-                vocab_local,
-                config.hidden_size,
-                &tp};
-  output_layer_ = {word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp};
+  if (placement.pre_process || placement.post_process) {
+    ParamRef word = params_.get("embedding.word_embeddings.weight");
+    if (placement.pre_process)
+      embedding_ = {word, params_.get("embedding.position_embeddings.weight"), vocab_start,
+                    vocab_local, config.hidden_size, &tp};
+    output_layer_ = {word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp};
+  }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   cross_entropy_ = {vocab_start, vocab_local, valid, &tp};
-  final_ln_weight_ = params_.get("final_layernorm.weight");
-  final_ln_bias_ = params_.get("final_layernorm.bias");
+  if (placement.post_process) {
+    final_ln_weight_ = params_.get("final_layernorm.weight");
+    final_ln_bias_ = params_.get("final_layernorm.bias");
+  }
   plan_and_allocate();
 }
 
 void GPTModel::plan_and_allocate() {
   const long tokens = (long)micro_batch_ * seq_, h = config_.hidden_size;
-  const int t = tp_.size(), layers = config_.num_layers;
+  const int t = tp_.size(), layers = (int)layers_.size(), n = slots_;
   const long attn_local = h / t, ffn_local = config_.ffn() / t;
   const long heads_local = config_.num_attention_heads / t;
+  const bool post = placement_.post_process;
   plan_.add("parameters", "weights", params_.size());
   plan_.add("parameters", "gradients", params_.size());
   plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
   const char* A = "activations";
-  plan_.add(A, "embedding output", tokens * h);
-  plan_.add(A, "ln1 out", tokens * h, layers);
-  plan_.add(A, "ln1/ln2 mean+rstd", 4 * tokens, layers);
-  plan_.add(A, "qkv", tokens * 3 * attn_local, layers);
-  plan_.add(A, "attention out", tokens * attn_local, layers);
-  plan_.add(A, "attention log-sum-exp", micro_batch_ * heads_local * seq_, layers);
-  plan_.add(A, "residual after attention", tokens * h, layers);
-  plan_.add(A, "ln2 out", tokens * h, layers);
-  plan_.add(A, "fc1 out (pre-GeLU)", tokens * ffn_local, layers);
-  plan_.add(A, "GeLU out", tokens * ffn_local, layers);
-  plan_.add(A, "layer output", tokens * h, layers);
-  plan_.add(A, "final ln out + stats", tokens * h + 2 * tokens);
-  plan_.add(A, "logits / dlogits", tokens * (padded_vocab_ / t));
-  plan_.add(A, "per-token loss", tokens);
+  const int per_layer = layers * n;
+  plan_.add(A, placement_.pre_process ? "embedding output" : "received input", tokens * h, n);
+  plan_.add(A, "ln1 out", tokens * h, per_layer);
+  plan_.add(A, "ln1/ln2 mean+rstd", 4 * tokens, per_layer);
+  plan_.add(A, "qkv", tokens * 3 * attn_local, per_layer);
+  plan_.add(A, "attention out", tokens * attn_local, per_layer);
+  plan_.add(A, "attention log-sum-exp", micro_batch_ * heads_local * seq_, per_layer);
+  plan_.add(A, "residual after attention", tokens * h, per_layer);
+  plan_.add(A, "ln2 out", tokens * h, per_layer);
+  plan_.add(A, "fc1 out (pre-GeLU)", tokens * ffn_local, per_layer);
+  plan_.add(A, "GeLU out", tokens * ffn_local, per_layer);
+  plan_.add(A, "layer output", tokens * h, per_layer);
+  if (post) {
+    plan_.add(A, "final ln out + stats", tokens * h + 2 * tokens, n);
+    plan_.add(A, "logits / dlogits", tokens * (padded_vocab_ / t), n);
+    plan_.add(A, "per-token loss", tokens, n);
+  } else {
+    plan_.add(A, "received output gradient", tokens * h, n);
+  }
   const char* S = "scratch";
   plan_.add(S, "residual gradient", tokens * h);
   plan_.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
@@ -66,98 +83,116 @@ void GPTModel::plan_and_allocate() {
 
   long arena_floats = 0;
   for (const PlannedBuffer& b : plan_.buffers())
-    if (b.group == A || b.group == S) arena_floats += (b.floats + 15) / 16 * 16 * b.copies + 64;
+    if (b.group == A || b.group == S) arena_floats += ((b.floats + 15) / 16 * 16 + 16) * b.copies;
   arena_ = std::make_unique<Arena>(arena_floats);
   Arena& ar = *arena_;
-  act_.embedded = ar.take(tokens * h);
-  act_.layers.resize(layers);
-  for (LayerActivations& a : act_.layers) {
-    a.ln1_out = ar.take(tokens * h);
-    a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
-    a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
-    a.qkv = ar.take(tokens * 3 * attn_local);
-    a.attn_out = ar.take(tokens * attn_local);
-    a.attn_lse = ar.take(micro_batch_ * heads_local * seq_);
-    a.residual1 = ar.take(tokens * h);
-    a.ln2_out = ar.take(tokens * h);
-    a.fc1_pre = ar.take(tokens * ffn_local);
-    a.fc1_act = ar.take(tokens * ffn_local);
-    a.output = ar.take(tokens * h);
+  act_.resize(n);
+  for (Activations& s : act_) {
+    s.input = ar.take(tokens * h);
+    s.layers.resize(layers);
+    for (LayerActivations& a : s.layers) {
+      a.ln1_out = ar.take(tokens * h);
+      a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
+      a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
+      a.qkv = ar.take(tokens * 3 * attn_local);
+      a.attn_out = ar.take(tokens * attn_local);
+      a.attn_lse = ar.take(micro_batch_ * heads_local * seq_);
+      a.residual1 = ar.take(tokens * h);
+      a.ln2_out = ar.take(tokens * h);
+      a.fc1_pre = ar.take(tokens * ffn_local);
+      a.fc1_act = ar.take(tokens * ffn_local);
+      a.output = ar.take(tokens * h);
+    }
+    if (post) {
+      s.final_ln_out = ar.take(tokens * h);
+      s.final_ln_mean = ar.take(tokens), s.final_ln_rstd = ar.take(tokens);
+      s.logits = ar.take(tokens * (padded_vocab_ / t));
+      s.losses = ar.take(tokens);
+    } else {
+      s.output_grad = ar.take(tokens * h);
+    }
   }
-  act_.final_ln_out = ar.take(tokens * h);
-  act_.final_ln_mean = ar.take(tokens), act_.final_ln_rstd = ar.take(tokens);
-  act_.logits = ar.take(tokens * (padded_vocab_ / t));
-  act_.losses = ar.take(tokens);
-  act_.d_residual = ar.take(tokens * h);
-  act_.scratch.row_out = ar.take(tokens * h);
-  act_.scratch.d_hidden = ar.take(tokens * h);
-  act_.scratch.d_ffn = ar.take(tokens * ffn_local);
-  act_.scratch.d_attn = ar.take(tokens * attn_local);
-  act_.scratch.d_qkv = ar.take(tokens * 3 * attn_local);
+  d_residual_ = ar.take(tokens * h);
+  scratch_.row_out = ar.take(tokens * h);
+  scratch_.d_hidden = ar.take(tokens * h);
+  scratch_.d_ffn = ar.take(tokens * ffn_local);
+  scratch_.d_attn = ar.take(tokens * attn_local);
+  scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
 }
 
-void GPTModel::split_tokens(const int* tokens, int batch, int seq) {
+void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int seq) {
   if (batch > micro_batch_ || seq > seq_)
     throw std::invalid_argument("batch " + std::to_string(batch) + "x" + std::to_string(seq) +
                                 " exceeds the planned " + std::to_string(micro_batch_) + "x" +
                                 std::to_string(seq_));
-  input_ids_.resize((size_t)batch * seq);
-  target_ids_.resize((size_t)batch * seq);
+  a.input_ids.resize((size_t)batch * seq);
+  a.target_ids.resize((size_t)batch * seq);
   for (int b = 0; b < batch; ++b)
     for (int s = 0; s < seq; ++s) {
       int id = tokens[(long)b * (seq + 1) + s], next = tokens[(long)b * (seq + 1) + s + 1];
       if (id < 0 || id >= config_.vocab_size || next < 0 || next >= config_.vocab_size)
         throw std::invalid_argument("token id out of range [0, " +
                                     std::to_string(config_.vocab_size) + ")");
-      input_ids_[(size_t)b * seq + s] = id;
-      target_ids_[(size_t)b * seq + s] = next;
+      a.input_ids[(size_t)b * seq + s] = id;
+      a.target_ids[(size_t)b * seq + s] = next;
     }
 }
 
-double GPTModel::run_forward(int batch, int seq, float grad_scale, float* per_token_loss) {
+const float* GPTModel::output_buffer(int slot) const {
+  return layers_.empty() ? act_[slot].input : act_[slot].layers.back().output;
+}
+
+double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
+                               float* per_token_loss) {
+  Activations& a = act_[slot];
+  split_tokens(a, tokens, batch, seq);
   const int rows = batch * seq, h = config_.hidden_size;
-  embedding_.forward(input_ids_.data(), batch, seq, act_.embedded);
-  const float* x = act_.embedded;
+  if (placement_.pre_process) embedding_.forward(a.input_ids.data(), batch, seq, a.input);
+  const float* x = a.input;
   for (size_t l = 0; l < layers_.size(); ++l) {
-    layers_[l].forward(x, act_.layers[l], act_.scratch, batch, seq);
-    x = act_.layers[l].output;
+    layers_[l].forward(x, a.layers[l], scratch_, batch, seq);
+    x = a.layers[l].output;
   }
-  kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, act_.final_ln_out,
-                             act_.final_ln_mean, act_.final_ln_rstd, rows, h,
+  if (!placement_.post_process) return 0.0;
+  kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
+                             a.final_ln_mean, a.final_ln_rstd, rows, h,
                              config_.layernorm_epsilon);
-  output_layer_.forward(act_.final_ln_out, act_.logits, rows);
-  cross_entropy_.forward(act_.logits, target_ids_.data(), rows, act_.losses, grad_scale);
+  output_layer_.forward(a.final_ln_out, a.logits, rows);
+  cross_entropy_.forward(a.logits, a.target_ids.data(), rows, a.losses, grad_scale);
   double total = 0;
-  for (int r = 0; r < rows; ++r) total += act_.losses[r];
-  if (per_token_loss) std::copy_n(act_.losses, rows, per_token_loss);
+  for (int r = 0; r < rows; ++r) total += a.losses[r];
+  if (per_token_loss) std::copy_n(a.losses, rows, per_token_loss);
   return total;
 }
 
-void GPTModel::run_backward(int batch, int seq) {
+void GPTModel::backward_chunk(int slot, int batch, int seq) {
+  Activations& a = act_[slot];
   const int rows = batch * seq, h = config_.hidden_size;
-  const float* last = layers_.empty() ? act_.embedded : act_.layers.back().output;
-  // The tied output layer: d(final_ln_out) and the word-embedding gradient.
-  output_layer_.backward(act_.logits, act_.final_ln_out, act_.scratch.d_hidden, rows);
-  kernels::layernorm_backward(act_.scratch.d_hidden, last, final_ln_weight_.value,
-                              act_.final_ln_mean, act_.final_ln_rstd, act_.d_residual,
-                              final_ln_weight_.grad, final_ln_bias_.grad, rows, h, false);
-  for (int l = (int)layers_.size() - 1; l >= 0; --l) {
-    const float* x = l == 0 ? act_.embedded : act_.layers[l - 1].output;
-    layers_[l].backward(x, act_.layers[l], act_.d_residual, act_.scratch, batch, seq);
+  const float* last = output_buffer(slot);
+  if (placement_.post_process) {
+    // The tied output layer: d(final_ln_out) and the word-embedding gradient.
+    output_layer_.backward(a.logits, a.final_ln_out, scratch_.d_hidden, rows);
+    kernels::layernorm_backward(scratch_.d_hidden, last, final_ln_weight_.value, a.final_ln_mean,
+                                a.final_ln_rstd, d_residual_, final_ln_weight_.grad,
+                                final_ln_bias_.grad, rows, h, false);
+  } else {
+    std::copy_n(a.output_grad, (long)rows * h, d_residual_);
   }
-  embedding_.backward(input_ids_.data(), batch, seq, act_.d_residual);
+  for (int l = (int)layers_.size() - 1; l >= 0; --l) {
+    const float* x = l == 0 ? a.input : a.layers[l - 1].output;
+    layers_[l].backward(x, a.layers[l], d_residual_, scratch_, batch, seq);
+  }
+  if (placement_.pre_process) embedding_.backward(a.input_ids.data(), batch, seq, d_residual_);
 }
 
 double GPTModel::forward_backward(const int* tokens, int batch, int seq, float grad_scale) {
-  split_tokens(tokens, batch, seq);
-  double loss = run_forward(batch, seq, grad_scale, nullptr);
-  run_backward(batch, seq);
+  double loss = forward_chunk(0, tokens, batch, seq, grad_scale);
+  backward_chunk(0, batch, seq);
   return loss;
 }
 
 double GPTModel::forward(const int* tokens, int batch, int seq, float* per_token_loss) {
-  split_tokens(tokens, batch, seq);
-  return run_forward(batch, seq, 0.f, per_token_loss);
+  return forward_chunk(0, tokens, batch, seq, 0.f, per_token_loss);
 }
 
 }  // namespace trident

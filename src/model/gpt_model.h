@@ -1,7 +1,8 @@
 #pragma once
-// The GPT-2 model on one rank: embedding, transformer layers, final LayerNorm, output
-// layer tied to the word embedding, vocabulary-parallel cross-entropy. Parameters,
-// gradients and activations are planned and allocated once, at construction.
+// The GPT-2 model, or one pipeline chunk of it, on one rank: embedding (first chunk),
+// a range of transformer layers, final LayerNorm + output layer tied to the word embedding
+// + vocabulary-parallel cross-entropy (last chunk). Parameters, gradients and activations
+// are planned and allocated once, at construction; `slots` micro-batches can be in flight.
 #include <memory>
 #include <vector>
 
@@ -17,53 +18,71 @@ namespace trident {
 class GPTModel {
  public:
   // micro_batch x seq is the largest batch forward/backward will be called with.
-  GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq);
+  GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
+           ChunkPlacement placement = {}, int slots = 1);
 
+  // Whole-model helpers (one chunk holding everything, slot 0).
   // tokens: [batch, seq + 1]; input ids are the first seq, targets the last seq.
-  // Returns the sum of the per-token losses. Gradients of grad_scale * (that sum) are
-  // accumulated into parameters().grads().
+  // Returns the sum of the per-token losses; gradients of grad_scale * (that sum) are
+  // accumulated into parameters().grads(). grad_scale must not be 0.
   double forward_backward(const int* tokens, int batch, int seq, float grad_scale);
   // Forward only. per_token_loss, when given, receives batch * seq losses.
   double forward(const int* tokens, int batch, int seq, float* per_token_loss = nullptr);
 
+  // Pipeline interface. forward_chunk reads token ids (first chunk) or input_buffer(slot)
+  // (later chunks); the last chunk returns the loss sum (0 elsewhere) and, when grad_scale
+  // != 0, keeps d(loss)/d(logits) for backward_chunk. Later chunks leave their output in
+  // output_buffer(slot); backward_chunk then reads d(output) from output_grad_buffer(slot)
+  // and leaves d(input) in input_grad().
+  double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
+                       float* per_token_loss = nullptr);
+  void backward_chunk(int slot, int batch, int seq);
+  float* input_buffer(int slot) { return act_[slot].input; }
+  const float* output_buffer(int slot) const;
+  float* output_grad_buffer(int slot) { return act_[slot].output_grad; }
+  const float* input_grad() const { return d_residual_; }
+
   Parameters& parameters() { return params_; }
+  const Parameters& parameters() const { return params_; }
   const ModelConfig& config() const { return config_; }
+  const ChunkPlacement& placement() const { return placement_; }
   const MemoryPlan& memory_plan() const { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
   int max_seq() const { return seq_; }
-  // Logits of row r (batch-major) from the last forward(); one rank's vocabulary shard.
+  // Logits of row r (batch-major) from the last forward on slot 0; this rank's shard.
   const float* logits_row(int r) const {
-    return act_.logits + (long)r * (padded_vocab_ / tp_.size());
+    return act_[0].logits + (long)r * (padded_vocab_ / tp_.size());
   }
 
  private:
-  struct Activations {
-    float* embedded;
+  struct Activations {  // one in-flight micro-batch
+    float* input;       // embedding output (first chunk) or received hidden states
     std::vector<LayerActivations> layers;
     float *final_ln_out, *final_ln_mean, *final_ln_rstd;
     float* logits;  // [tokens, vocab / t], turned into d(loss)/d(logits) in place
     float* losses;
-    float* d_residual;
-    LayerScratch scratch;
+    float* output_grad;  // d(output) received from the next stage
+    std::vector<int> input_ids, target_ids;
   };
   void plan_and_allocate();
-  void split_tokens(const int* tokens, int batch, int seq);
-  double run_forward(int batch, int seq, float grad_scale, float* per_token_loss);
-  void run_backward(int batch, int seq);
+  void split_tokens(Activations& a, const int* tokens, int batch, int seq);
 
   ModelConfig config_;
   comm::Communicator& tp_;
   int micro_batch_, seq_, padded_vocab_;
+  ChunkPlacement placement_;
+  int slots_;
   Parameters params_;
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;
   tensor_parallel::ColumnParallelLinear output_layer_;  // weight = word embedding shard
   tensor_parallel::VocabParallelCrossEntropy cross_entropy_;
-  ParamRef final_ln_weight_, final_ln_bias_;
+  ParamRef final_ln_weight_{}, final_ln_bias_{};
   MemoryPlan plan_;
   std::unique_ptr<Arena> arena_;
-  Activations act_{};
-  std::vector<int> input_ids_, target_ids_;
+  std::vector<Activations> act_;
+  float* d_residual_ = nullptr;
+  LayerScratch scratch_{};
 };
 
 }  // namespace trident

@@ -43,15 +43,20 @@ std::string layer_param(int layer, const std::string& leaf) {
   return "layers." + std::to_string(layer) + "." + leaf;
 }
 
-ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp) {
+ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp, ChunkPlacement chunk) {
   const long h = c.hidden_size, f = c.ffn(), v = c.padded_vocab_size(tp.size);
   const ShardSpec replicated{};
   const ShardSpec rows{0, 1, tp.size, tp.rank}, cols{1, 1, tp.size, tp.rank};
   const ShardSpec qkv_rows{0, 3, tp.size, tp.rank};
-  add("embedding.word_embeddings.weight", {v, h}, rows, true, InitKind::kNormal);
-  add("embedding.position_embeddings.weight", {c.max_positions(), h}, replicated, true,
-      InitKind::kNormal);
-  for (int l = 0; l < c.num_layers; ++l) {
+  if (chunk.pre_process || chunk.post_process) {
+    add("embedding.word_embeddings.weight", {v, h}, rows, true, InitKind::kNormal);
+    specs_.back().owned = chunk.pre_process;
+  }
+  if (chunk.pre_process)
+    add("embedding.position_embeddings.weight", {c.max_positions(), h}, replicated, true,
+        InitKind::kNormal);
+  const int end = chunk.num_layers < 0 ? c.num_layers : chunk.first_layer + chunk.num_layers;
+  for (int l = chunk.first_layer; l < end; ++l) {
     add(layer_param(l, "input_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
     add(layer_param(l, "input_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
     add(layer_param(l, "self_attention.linear_qkv.weight"), {3 * h, h}, qkv_rows, true,
@@ -62,15 +67,25 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp) {
         InitKind::kScaledNormal);
     add(layer_param(l, "self_attention.linear_proj.bias"), {h}, replicated, false,
         InitKind::kZeros);
-    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
-    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
+    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false,
+        InitKind::kOnes);
+    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false,
+        InitKind::kZeros);
     add(layer_param(l, "mlp.linear_fc1.weight"), {f, h}, rows, true, InitKind::kNormal);
     add(layer_param(l, "mlp.linear_fc1.bias"), {f}, rows, false, InitKind::kZeros);
     add(layer_param(l, "mlp.linear_fc2.weight"), {h, f}, cols, true, InitKind::kScaledNormal);
     add(layer_param(l, "mlp.linear_fc2.bias"), {h}, replicated, false, InitKind::kZeros);
   }
-  add("final_layernorm.weight", {h}, replicated, false, InitKind::kOnes);
-  add("final_layernorm.bias", {h}, replicated, false, InitKind::kZeros);
+  if (chunk.post_process) {
+    add("final_layernorm.weight", {h}, replicated, false, InitKind::kOnes);
+    add("final_layernorm.bias", {h}, replicated, false, InitKind::kZeros);
+  }
+}
+
+bool ParameterLayout::contains(const std::string& name) const {
+  for (const ParamSpec& s : specs_)
+    if (s.name == name) return true;
+  return false;
 }
 
 void ParameterLayout::add(std::string name, std::vector<long> shape, ShardSpec shard, bool decay,

@@ -29,6 +29,9 @@ struct ParamSpec {
   long offset = 0;  // into the flat buffer, in floats
   bool weight_decay = false;
   InitKind init = InitKind::kNormal;
+  // False for the last pipeline stage's copy of the tied word embedding: the first stage
+  // owns it for the gradient norm and for export.
+  bool owned = true;
 
   long numel() const;
   // Global flat index of local element i (row-major, up to 2-D).
@@ -40,11 +43,20 @@ struct TensorParallelRank {
   int size = 1;
 };
 
+// Which part of the model a pipeline chunk holds (Megatron's pre_process/post_process).
+struct ChunkPlacement {
+  int first_layer = 0;
+  int num_layers = -1;        // -1: all layers from first_layer
+  bool pre_process = true;    // embedding (virtual stage 0)
+  bool post_process = true;   // final LayerNorm, output layer, loss (last virtual stage)
+};
+
 class ParameterLayout {
  public:
-  ParameterLayout(const ModelConfig& config, TensorParallelRank tp);
+  ParameterLayout(const ModelConfig& config, TensorParallelRank tp, ChunkPlacement chunk = {});
   const std::vector<ParamSpec>& specs() const { return specs_; }
   const ParamSpec& find(const std::string& name) const;
+  bool contains(const std::string& name) const;
   long total() const { return total_; }
   void print(std::ostream& os) const;
 
