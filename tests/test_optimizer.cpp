@@ -55,7 +55,8 @@ TEST(AdamW, ClipsToTheGlobalNormAndDecaysOnlyMatrices) {
   for (const ParamSpec& s : params.layout().specs())
     for (long i = 0; i < s.numel(); ++i) expect += (double)g[s.offset + i] * g[s.offset + i];
   comm::SingleRankCommunicator tp("tensor");
-  EXPECT_NEAR(AdamW::grad_norm(params, tp), std::sqrt(expect), 1e-9 * std::sqrt(expect));
+  comm::SingleRankCommunicator pp("pipeline");
+  EXPECT_NEAR(global_grad_norm({&params}, tp, pp), std::sqrt(expect), 1e-9 * std::sqrt(expect));
   for (const ParamSpec& s : params.layout().specs())
     EXPECT_EQ(s.weight_decay, s.global_shape.size() == 2) << s.name;
 }

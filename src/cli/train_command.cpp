@@ -60,6 +60,15 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   };
   opt("--tensor-model-parallel-size", c.tensor_model_parallel_size, "t", "Parallelism");
   opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
+  opt("--num-layers-per-virtual-pipeline-stage", c.num_layers_per_virtual_pipeline_stage,
+      "layers per model chunk: interleaved 1F1B with v = layers / (p * this)", "Parallelism");
+  opt("--pipeline-schedule", c.pipeline_schedule, "gpipe, 1f1b or interleaved (default by v)",
+      "Parallelism");
+  app.add_flag("--no-scatter-gather{false}", c.scatter_gather,
+               "send whole boundary tensors between stages instead of 1/t slices")
+      ->group("Parallelism");
+  opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
+      "Logging");
   opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");
   opt("--global-batch-size", c.global_batch_size, "B = b x micro-batches x d (0: b x d)", "Batch");
   opt("--train-iters", c.train_iters, "iterations to train", "Training");

@@ -5,6 +5,7 @@
 #include "data/dataset_builder.h"
 #include "data/gpt_dataset.h"
 #include "optim/lr_scheduler.h"
+#include "pipeline_parallel/schedules.h"
 
 namespace trident {
 
@@ -22,12 +23,30 @@ int TrainingConfig::data_parallel_size() const {
   return model_parallel > 0 && world_size % model_parallel == 0 ? world_size / model_parallel : 1;
 }
 
+int TrainingConfig::virtual_stages() const {
+  const int p = pipeline_model_parallel_size, n = num_layers_per_virtual_pipeline_stage;
+  if (n <= 0 || p <= 0 || model.num_layers % p || (model.num_layers / p) % n) return 1;
+  return model.num_layers / p / n;
+}
+
 int TrainingConfig::effective_global_batch() const {
   return global_batch_size > 0 ? global_batch_size : micro_batch_size * data_parallel_size();
 }
 
 int TrainingConfig::num_micro_batches() const {
   return effective_global_batch() / (micro_batch_size * data_parallel_size());
+}
+
+pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c) {
+  pipeline_parallel::ScheduleConfig s;
+  s.stages = c.pipeline_model_parallel_size;
+  s.chunks = c.virtual_stages();
+  s.microbatches = c.num_micro_batches();
+  s.kind = !c.pipeline_schedule.empty()
+               ? pipeline_parallel::parse_schedule_kind(c.pipeline_schedule)
+           : s.chunks > 1 ? pipeline_parallel::ScheduleKind::kInterleaved
+                          : pipeline_parallel::ScheduleKind::kOneFOneB;
+  return s;
 }
 
 std::vector<std::string> validate_training_config(const TrainingConfig& c) {
@@ -44,13 +63,36 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 ") must be divisible by --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
-  require(p <= 1,
-          "--pipeline-model-parallel-size > 1: pipeline parallelism is not implemented yet");
   if (t > 0 && p > 0 && c.world_size % (t * p) == 0)
     require(c.world_size / (t * p) == 1,
             "world size (" + std::to_string(c.world_size) +
                 ") must equal --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size: data parallelism is not implemented yet");
+  if (p > 1 && c.model.num_layers > 0) {
+    require(c.model.num_layers % p == 0,
+            "--num-layers (" + std::to_string(c.model.num_layers) +
+                ") must be divisible by --pipeline-model-parallel-size (" + std::to_string(p) +
+                ")");
+    const int n = c.num_layers_per_virtual_pipeline_stage;
+    if (n > 0 && c.model.num_layers % p == 0)
+      require((c.model.num_layers / p) % n == 0,
+              "layers per pipeline rank (" + std::to_string(c.model.num_layers / p) +
+                  ") must be divisible by --num-layers-per-virtual-pipeline-stage (" +
+                  std::to_string(n) + ")");
+    require(c.generate_prompt.empty(), "--generate-prompt needs --pipeline-model-parallel-size 1");
+  }
+  require(c.num_layers_per_virtual_pipeline_stage >= 0,
+          "--num-layers-per-virtual-pipeline-stage must be >= 0");
+  require(c.num_layers_per_virtual_pipeline_stage == 0 || p > 1,
+          "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+  if (p > 0 && c.micro_batch_size > 0 && c.num_micro_batches() > 0) {
+    try {
+      for (const std::string& e : pipeline_parallel::validate_schedule(pipeline_schedule_of(c)))
+        errors.push_back(e);
+    } catch (const std::exception& e) {
+      errors.push_back(std::string("--pipeline-schedule: ") + e.what());
+    }
+  }
   require(c.micro_batch_size > 0, "--micro-batch-size must be > 0");
   require(c.global_batch_size >= 0, "--global-batch-size must be > 0");
   if (c.micro_batch_size > 0 && c.global_batch_size > 0) {

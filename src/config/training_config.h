@@ -7,6 +7,7 @@
 
 #include "config/model_config.h"
 #include "optim/adamw.h"
+#include "pipeline_parallel/schedules.h"
 
 namespace trident {
 
@@ -16,7 +17,11 @@ struct TrainingConfig {
 
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
-  int world_size = 1;  // set by the launcher, not a flag
+  int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per pipeline rank
+  std::string pipeline_schedule;                  // gpipe | 1f1b | interleaved; "": by v
+  bool scatter_gather = true;                     // --no-scatter-gather turns it off
+  std::string timeline;                           // Chrome-trace output
+  int world_size = 1;                             // set by the launcher, not a flag
 
   int micro_batch_size = 4;
   int global_batch_size = 0;  // 0: micro_batch_size * data-parallel size
@@ -54,6 +59,7 @@ struct TrainingConfig {
   double peak_tflops = 0;  // 0: measure the fp32 GEMM peak at start
 
   int data_parallel_size() const;
+  int virtual_stages() const;  // v
   int num_micro_batches() const;
   int effective_global_batch() const;
   long effective_decay_iters() const { return lr_decay_iters > 0 ? lr_decay_iters : train_iters; }
@@ -63,6 +69,9 @@ struct TrainingConfig {
   long valid_samples() const { return eval_runs() * eval_iters * (long)effective_global_batch(); }
   long test_samples() const { return (long)eval_iters * effective_global_batch(); }
 };
+
+// The pipeline schedule the flags describe (p, v, m and its kind).
+pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c);
 
 // Every violated rule, each naming the flag(s) and the rule; empty when valid.
 std::vector<std::string> validate_training_config(const TrainingConfig& c);

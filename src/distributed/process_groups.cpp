@@ -16,6 +16,7 @@ std::unique_ptr<comm::Communicator> split(int colour, int key, const char* name)
 ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank) {
   GridCoords c = grid.coords(rank);
   ProcessGroups g;
+  g.world = split(0, rank, "world");
   g.tensor = split(grid.tensor_group_index(rank), c.tp, "tensor");
   g.data = split(grid.data_group_index(rank), c.dp, "data");
   g.pipeline = split(grid.pipeline_group_index(rank), c.pp, "pipeline");
@@ -24,6 +25,7 @@ ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank) {
 
 ProcessGroups make_single_rank_groups() {
   ProcessGroups g;
+  g.world = std::make_unique<comm::SingleRankCommunicator>("world");
   g.tensor = std::make_unique<comm::SingleRankCommunicator>("tensor");
   g.data = std::make_unique<comm::SingleRankCommunicator>("data");
   g.pipeline = std::make_unique<comm::SingleRankCommunicator>("pipeline");

@@ -8,6 +8,7 @@
 namespace trident::distributed {
 
 struct ProcessGroups {
+  std::unique_ptr<comm::Communicator> world;
   std::unique_ptr<comm::Communicator> tensor;
   std::unique_ptr<comm::Communicator> data;
   std::unique_ptr<comm::Communicator> pipeline;

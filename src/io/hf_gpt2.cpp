@@ -130,13 +130,14 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
     float* dst = params.values() + spec.offset;
     for (long i = 0; i < spec.numel(); ++i) dst[i] = global[spec.global_index(i)];
   }
+  const ParameterLayout whole(config, {0, 1});
   for (const TensorEntry& t : file.tensors()) {
     std::string n = t.name.substr(t.name.rfind(prefix, 0) == 0 ? prefix.size() : 0);
     bool buffer = n.ends_with(".attn.bias") || n.ends_with(".attn.masked_bias");
     bool known = buffer || n == "lm_head.weight" || t.name == "lm_head.weight";
     if (!known) {
-      bool matched = false;
-      for (const ParamSpec& spec : params.layout().specs())
+      bool matched = false;  // against the whole model: a pipeline chunk holds only part
+      for (const ParamSpec& spec : whole.specs())
         if (hf_name_for(spec.name).name == n) matched = true;
       if (!matched)
         throw FormatError(path + ": unexpected tensor '" + t.name +

@@ -35,8 +35,8 @@ std::vector<float> gather_global_tensor(const Parameters& params, const ModelCon
 }
 
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
-                                 comm::Communicator& tp, bool gradients) {
-  Parameters single(ParameterLayout(config, {0, 1}));
+                                 comm::Communicator& tp, bool gradients, ChunkPlacement placement) {
+  Parameters single(ParameterLayout(config, {0, 1}, placement));
   for (const ParamSpec& spec : single.layout().specs()) {
     std::vector<float> full = gather(params, config, spec.name, tp, gradients);
     // The padded vocabulary depends on t; only the real rows carry meaning.

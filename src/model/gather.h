@@ -12,8 +12,10 @@ std::vector<float> gather_global_tensor(const Parameters& params, const ModelCon
                                         const std::string& name, comm::Communicator& tp);
 
 // A one-rank copy of the model's values (or gradients), on every rank.
+// `placement` is the pipeline chunk the parameters belong to (the whole model by default).
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
-                                 comm::Communicator& tp, bool gradients = false);
+                                 comm::Communicator& tp, bool gradients = false,
+                                 ChunkPlacement placement = {});
 
 // Largest |difference| between this rank's replicated parameters (LayerNorms, row-parallel
 // biases, position embeddings) and tensor-parallel rank 0's; 0 when they are identical.

@@ -33,8 +33,12 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   if (placement.pre_process || placement.post_process) {
     ParamRef word = params_.get("embedding.word_embeddings.weight");
     if (placement.pre_process)
-      embedding_ = {word, params_.get("embedding.position_embeddings.weight"), vocab_start,
-                    vocab_local, config.hidden_size, &tp};
+      embedding_ = {word,
+                    params_.get("embedding.position_embeddings.weight"),
+                    vocab_start,
+                    vocab_local,
+                    config.hidden_size,
+                    &tp};
     output_layer_ = {word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp};
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
@@ -155,8 +159,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   }
   if (!placement_.post_process) return 0.0;
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
-                             a.final_ln_mean, a.final_ln_rstd, rows, h,
-                             config_.layernorm_epsilon);
+                             a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
   output_layer_.forward(a.final_ln_out, a.logits, rows);
   cross_entropy_.forward(a.logits, a.target_ids.data(), rows, a.losses, grad_scale);
   double total = 0;

@@ -43,7 +43,8 @@ std::string layer_param(int layer, const std::string& leaf) {
   return "layers." + std::to_string(layer) + "." + leaf;
 }
 
-ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp, ChunkPlacement chunk) {
+ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
+                                 ChunkPlacement chunk) {
   const long h = c.hidden_size, f = c.ffn(), v = c.padded_vocab_size(tp.size);
   const ShardSpec replicated{};
   const ShardSpec rows{0, 1, tp.size, tp.rank}, cols{1, 1, tp.size, tp.rank};
@@ -67,10 +68,8 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp, Ch
         InitKind::kScaledNormal);
     add(layer_param(l, "self_attention.linear_proj.bias"), {h}, replicated, false,
         InitKind::kZeros);
-    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false,
-        InitKind::kOnes);
-    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false,
-        InitKind::kZeros);
+    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
+    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
     add(layer_param(l, "mlp.linear_fc1.weight"), {f, h}, rows, true, InitKind::kNormal);
     add(layer_param(l, "mlp.linear_fc1.bias"), {f}, rows, false, InitKind::kZeros);
     add(layer_param(l, "mlp.linear_fc2.weight"), {h, f}, cols, true, InitKind::kScaledNormal);

@@ -46,9 +46,9 @@ struct TensorParallelRank {
 // Which part of the model a pipeline chunk holds (Megatron's pre_process/post_process).
 struct ChunkPlacement {
   int first_layer = 0;
-  int num_layers = -1;        // -1: all layers from first_layer
-  bool pre_process = true;    // embedding (virtual stage 0)
-  bool post_process = true;   // final LayerNorm, output layer, loss (last virtual stage)
+  int num_layers = -1;       // -1: all layers from first_layer
+  bool pre_process = true;   // embedding (virtual stage 0)
+  bool post_process = true;  // final LayerNorm, output layer, loss (last virtual stage)
 };
 
 class ParameterLayout {

@@ -1,5 +1,5 @@
 #pragma once
-// AdamW over the flat parameter buffer, with global gradient-norm clipping. Weight decay
+// AdamW over flat parameter buffers, with global gradient-norm clipping. Weight decay
 // applies to matrices (and embeddings) only, never to biases or LayerNorm parameters.
 #include <vector>
 
@@ -16,15 +16,24 @@ struct AdamWConfig {
   float clip_grad = 1.0f;  // 0: no clipping
 };
 
+// The global L2 norm of the gradients, each parameter counted once: sharded tensors are
+// summed over the tensor-parallel group, replicated ones taken from this rank, pipeline
+// stages summed, and the last stage's copy of the tied embedding skipped.
+double global_grad_norm(const std::vector<const Parameters*>& chunks, comm::Communicator& tp,
+                        comm::Communicator& pp);
+
+// Multiplier that clips a gradient of norm `norm` to `clip` (1 when no clipping applies).
+float clip_coefficient(double norm, float clip);
+
 class AdamW {
  public:
   AdamW(const AdamWConfig& config, long size);
-  // Global L2 norm of the gradients: sharded tensors are summed over the tensor-parallel
-  // group, replicated ones (identical on every rank) counted once.
-  static double grad_norm(const Parameters& params, comm::Communicator& tp);
-  // Clips to clip_grad using grad_norm, then updates. Returns the pre-clip norm.
+  // One optimizer step over this buffer with the gradients scaled by grad_scale.
+  void update(Parameters& params, float lr, float grad_scale);
+  // One-chunk convenience: norm over the tensor group, clip, update. Returns the norm.
   double step(Parameters& params, float lr, comm::Communicator& tp);
   long steps_taken() const { return step_; }
+  const AdamWConfig& config() const { return config_; }
 
  private:
   AdamWConfig config_;

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -16,8 +18,11 @@
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "optim/lr_scheduler.h"
+#include "pipeline_parallel/executor.h"
+#include "pipeline_parallel/simulator.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/metrics.h"
+#include "train/rank_model.h"
 #include "train/throughput.h"
 #include "train/training_data.h"
 
@@ -88,21 +93,70 @@ void fill(const data::SampleSource& source, long first, int count, int seq,
   for (int i = 0; i < count; ++i) source.sample(first + i, tokens.data() + (size_t)i * (seq + 1));
 }
 
-// Mean loss over `iters` global batches starting at sample `first`.
-double evaluate(GPTModel& model, const data::SampleSource& source, const TrainingConfig& c,
-                long first, long* tokens_out) {
-  std::vector<int> tokens;
-  double total = 0;
-  long count = 0;
+// Mean loss over eval_iters global batches starting at sample `first`.
+double evaluate(pipeline_parallel::PipelineExecutor& executor, const data::SampleSource& source,
+                const TrainingConfig& c, long first, long* tokens_out) {
   const int b = c.micro_batch_size, s = c.model.seq_length;
-  const long samples = (long)c.eval_iters * c.effective_global_batch();
-  for (long i = 0; i < samples; i += b) {
-    fill(source, first + i, b, s, tokens);
-    total += model.forward(tokens.data(), b, s);
-    count += (long)b * s;
+  const int microbatches = c.eval_iters * c.num_micro_batches();
+  std::vector<int> tokens;
+  fill(source, first, microbatches * b, s, tokens);
+  double total = executor.evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); },
+                                   microbatches);
+  *tokens_out = (long)microbatches * b * s;
+  return *tokens_out ? total / *tokens_out : 0.0;
+}
+
+// Every rank writes its events beside the output; rank 0 merges them into one trace.
+void write_timeline(const std::string& path,
+                    const std::vector<pipeline_parallel::TraceEvent>& events,
+                    const RankContext& rank, std::ostream& log) {
+  const std::string part = path + ".rank" + std::to_string(rank.world_rank);
+  {
+    std::ofstream out(part);
+    for (const auto& e : events)
+      out << nlohmann::json({e.name, e.category, e.rank, e.start_us, e.duration_us}).dump() << "\n";
   }
-  *tokens_out = count;
-  return count ? total / count : 0.0;
+  double barrier = 0;
+  rank.groups->world->all_reduce(&barrier, 1, comm::ReduceOp::kSum);
+  if (rank.world_rank != 0) return;
+  std::vector<pipeline_parallel::TraceEvent> all;
+  for (int r = 0; r < rank.grid->world(); ++r) {
+    const std::string name = path + ".rank" + std::to_string(r);
+    std::ifstream in(name);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      all.push_back({j[0], j[1], j[2], j[3], j[4]});
+    }
+    std::remove(name.c_str());
+  }
+  pipeline_parallel::write_chrome_trace(path, all);
+  log << "timeline: " << all.size() << " events -> " << path << " (chrome://tracing, Perfetto)\n";
+}
+
+// Bubble per pipeline rank from the executed timeline (idle over compute), gathered.
+void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
+                  const pipeline_parallel::ScheduleConfig& schedule, comm::Communicator& pp,
+                  std::ostream& log) {
+  double step_begin = 1e300, step_end = -1e300, busy = 0;
+  for (const auto& e : events) {
+    if (e.category != "forward" && e.category != "backward") continue;
+    busy += e.duration_us;
+    step_begin = std::min(step_begin, e.start_us);
+    step_end = std::max(step_end, e.start_us + e.duration_us);
+  }
+  std::vector<float> mine = {(float)busy, (float)step_begin, (float)step_end};
+  std::vector<float> all(3 * pp.size());
+  pp.all_gather(mine.data(), all.data(), 3);
+  double begin = 1e300, end = -1e300;
+  for (int r = 0; r < pp.size(); ++r)
+    begin = std::min<double>(begin, all[3 * r + 1]), end = std::max<double>(end, all[3 * r + 2]);
+  log << "pipeline bubble of the last iteration (idle / compute) per stage:";
+  for (int r = 0; r < pp.size(); ++r)
+    log << " " << std::fixed << std::setprecision(3) << (end - begin - all[3 * r]) / all[3 * r];
+  log << "; analytic (p-1)/(v*m) = " << pipeline_parallel::analytic_bubble_fraction(schedule)
+      << "\n";
+  log.unsetf(std::ios::fixed);
 }
 
 void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& log) {
@@ -123,18 +177,15 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   print_layout(c, log);
   rank.grid->print(log, rank.nodes);
   comm::Communicator& tp = *rank.groups->tensor;
-  GPTModel model(c.model, tp, c.micro_batch_size, c.model.seq_length);
-  if (!c.load_hf.empty()) {
-    io::load_hf_weights(c.load_hf, c.model, model.parameters());
-    log << "loaded weights from " << c.load_hf << "\n";
-  } else {
-    model.parameters().initialize(c.seed, c.model.init_method_std, c.model.num_layers);
-  }
-  AdamW optimizer(c.adam, model.parameters().size());
-  model.memory_plan().print(log);
+  comm::Communicator& pp = *rank.groups->pipeline;
+  RankModel model = build_rank_model(c, tp, pp);
+  if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
+  pipeline_parallel::print_schedule(log, model.schedule);
+  for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
 
-  const int padded_vocab = model.padded_vocab(), seq = c.model.seq_length;
+  const int padded_vocab = model.chunks[0]->padded_vocab(), seq = c.model.seq_length;
   const int global_batch = c.effective_global_batch(), micro = c.micro_batch_size;
+  const int microbatches = c.num_micro_batches();
   const double flops = training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
   double peak = c.peak_tflops;
   if (peak <= 0) {
@@ -144,12 +195,15 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
         << 4 * c.model.hidden_size << ")\n";
     log.unsetf(std::ios::fixed);
   }
+  pipeline_parallel::PipelineExecutor executor(model.schedule, model.chunk_pointers(), pp, tp,
+                                               micro, seq, {c.scatter_gather, rank.world_rank});
 
   LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
                       parse_decay_style(c.lr_decay_style)};
   TrainingData data = make_training_data(c, log);
   MetricsWriter metrics(rank.world_rank == 0 ? c.metrics_file : "");
   std::vector<int> tokens;
+  std::vector<pipeline_parallel::TraceEvent> timeline, last_step;
   const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
   long consumed = 0;
   double interval_loss = 0, interval_time = 0, interval_norm = 0;
@@ -162,7 +216,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     if (c.eval_iters == 0 || !data.valid) return;
     GroupCounters before = snapshot_counters(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * global_batch;
-    double loss = evaluate(model, *data.valid, c, first, &n);
+    double loss = evaluate(executor, *data.valid, c, first, &n);
     ValidationStats v{iteration, consumed, loss, n};
     log << format_validation_line(v) << "\n";
     metrics.write(v);
@@ -175,14 +229,21 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     if (it == c.inject_fault_iteration && rank.world_rank == c.inject_fault_rank)
       throw std::runtime_error("injected fault at iteration " + std::to_string(it));
     auto start = std::chrono::steady_clock::now();
-    model.parameters().zero_grads();
-    double loss_sum = 0;
-    for (int m = 0; m < c.num_micro_batches(); ++m) {
-      fill(*data.train, consumed + (long)m * micro, micro, seq, tokens);
-      loss_sum += model.forward_backward(tokens.data(), micro, seq, grad_scale);
-    }
+    model.zero_grads();
+    fill(*data.train, consumed, microbatches * micro, seq, tokens);
+    double loss_sum = executor.train_step(
+        [&](int i) { return tokens.data() + (size_t)i * micro * (seq + 1); }, grad_scale);
+    const double optimizer_start = executor.now_us();
+    std::vector<GPTModel*> chunks = model.chunk_pointers();
+    pipeline_parallel::sync_tied_embedding(chunks, pp);
+    double norm = global_grad_norm(model.parameters(), tp, pp);
     float lr = schedule.at(it - 1);
-    double norm = optimizer.step(model.parameters(), lr, tp);
+    for (size_t j = 0; j < model.chunks.size(); ++j)
+      model.optimizers[j]->update(model.chunks[j]->parameters(), lr,
+                                  clip_coefficient(norm, c.adam.clip_grad));
+    executor.record("optimizer step", "optimizer", optimizer_start, executor.now_us());
+    last_step = executor.take_events();
+    if (!c.timeline.empty()) timeline.insert(timeline.end(), last_step.begin(), last_step.end());
     consumed += global_batch;
     double elapsed = seconds_since(start);
     interval_loss += loss_sum / ((double)global_batch * seq);
@@ -200,7 +261,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       s.ms_per_iter = per_iter * 1e3, s.lr = lr, s.global_batch = global_batch;
       s.loss = interval_loss / interval_count, s.grad_norm = interval_norm / interval_count;
       s.tokens_per_s = (double)global_batch * seq / per_iter;
-      s.tflops = flops / per_iter / 1e12, s.mfu = s.tflops / peak;
+      s.tflops = flops / per_iter / 1e12 / c.world_size, s.mfu = s.tflops / peak;
       log << format_log_line(s) << "\n" << std::flush;
       metrics.write(s);
       interval_loss = interval_time = interval_norm = 0;
@@ -211,26 +272,38 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   GroupCounters training_counters = snapshot_counters(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;
+  if (pp.size() > 1) {
+    print_bubble(last_step, model.schedule, pp, log);
+    const long bytes = executor.boundary_bytes_sent();
+    log << "pipeline boundary sends of rank 0: " << bytes / c.train_iters << " bytes per iteration"
+        << (c.scatter_gather && tp.size() > 1 ? " (scatter/gather: 1/t of each tensor)" : "")
+        << "\n";
+    metrics.write_json({{"pipeline_boundary_bytes", bytes}, {"iterations", c.train_iters}});
+  }
   run_validation(c.train_iters);
   if (c.eval_iters > 0 && data.test) {
     long n = 0;
-    double loss = evaluate(model, *data.test, c, 0, &n);
+    double loss = evaluate(executor, *data.test, c, 0, &n);
     log << " test loss at the end | lm loss value: " << std::scientific << loss
         << " | lm loss PPL: " << std::exp(loss) << " |\n";
     log.unsetf(std::ios::scientific);
   }
-  if (!c.generate_prompt.empty()) print_generation(model, c, log);
+  if (!c.generate_prompt.empty()) print_generation(*model.chunks[0], c, log);
   if (!c.save_hf.empty()) {
-    Parameters whole = gather_to_single_rank(model.parameters(), c.model, tp);
+    Parameters whole = gather_rank_model(model, c.model, tp, pp);
     if (rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }
+  if (!c.timeline.empty()) write_timeline(c.timeline, timeline, rank, log);
   print_collectives(training_counters, c.train_iters, log, metrics);
-  if (tp.size() > 1)
-    log << "replicated parameters across tensor-parallel ranks: max |difference| "
-        << replicated_parameter_drift(model.parameters(), tp) << "\n";
+  if (tp.size() > 1) {
+    double drift = 0;
+    for (const auto& chunk : model.chunks)
+      drift = std::max(drift, replicated_parameter_drift(chunk->parameters(), tp));
+    log << "replicated parameters across tensor-parallel ranks: max |difference| " << drift << "\n";
+  }
   log << "peak RSS " << format_bytes(peak_rss_bytes())
-      << " (plan: " << format_bytes(model.memory_plan().total_bytes()) << ")\n";
+      << " (plan: " << format_bytes(model.planned_bytes()) << ")\n";
   return 0;
 }
 

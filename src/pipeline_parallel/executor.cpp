@@ -1,0 +1,163 @@
+#include "pipeline_parallel/executor.h"
+
+#include <stdexcept>
+
+namespace trident::pipeline_parallel {
+
+PipelineExecutor::PipelineExecutor(const ScheduleConfig& schedule, std::vector<GPTModel*> chunks,
+                                   comm::Communicator& pipeline, comm::Communicator& tensor,
+                                   int micro_batch, int seq, ExecutorOptions options)
+    : schedule_(schedule),
+      chunks_(std::move(chunks)),
+      pipeline_(pipeline),
+      tensor_(tensor),
+      micro_batch_(micro_batch),
+      seq_(seq),
+      stage_(pipeline.rank()),
+      boundary_floats_((long)micro_batch * seq * chunks_[0]->config().hidden_size),
+      options_(options),
+      ops_(build_schedule(schedule, pipeline.rank())),
+      origin_(std::chrono::steady_clock::now()) {
+  if (boundary_floats_ % tensor.size() != 0) options_.scatter_gather = false;
+  std::vector<int> slots = max_in_flight(ops_, schedule.chunks);
+  free_slots_.resize(schedule.chunks);
+  slot_of_.resize(schedule.chunks);
+  for (int j = 0; j < schedule.chunks; ++j)
+    for (int k = slots[j] - 1; k >= 0; --k) free_slots_[j].push_back(k);
+  send_buffers_.resize(schedule.microbatches * schedule.chunks);
+}
+
+double PipelineExecutor::now_us() const {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_)
+      .count();
+}
+
+void PipelineExecutor::record(const std::string& name, const std::string& category, double start_us,
+                              double end_us) {
+  events_.push_back({name, category, options_.world_rank, start_us, end_us - start_us});
+}
+
+int PipelineExecutor::take_slot(int chunk, int microbatch) {
+  auto it = slot_of_[chunk].find(microbatch);
+  if (it != slot_of_[chunk].end()) return it->second;
+  if (free_slots_[chunk].empty()) throw std::logic_error("pipeline: no free activation slot");
+  int slot = free_slots_[chunk].back();
+  free_slots_[chunk].pop_back();
+  slot_of_[chunk][microbatch] = slot;
+  return slot;
+}
+
+void PipelineExecutor::send(const float* data, const PipelineOp& op) {
+  const int t = tensor_.size();
+  long count = boundary_floats_, offset = 0;
+  if (options_.scatter_gather && t > 1) count /= t, offset = count * tensor_.rank();
+  if (training_) boundary_bytes_ += count * (long)sizeof(float);
+  pending_sends_.push_back(
+      pipeline_.isend(data + offset, count, op.peer, message_tag(schedule_, op, stage_)));
+}
+
+void PipelineExecutor::receive(float* data, const PipelineOp& op) {
+  const int t = tensor_.size();
+  if (!(options_.scatter_gather && t > 1)) {
+    pipeline_.irecv(data, boundary_floats_, op.peer, message_tag(schedule_, op, stage_))->wait();
+    return;
+  }
+  const long count = boundary_floats_ / t;
+  gather_buffer_.resize(count);
+  pipeline_.irecv(gather_buffer_.data(), count, op.peer, message_tag(schedule_, op, stage_))
+      ->wait();
+  tensor_.all_gather(gather_buffer_.data(), data, count);
+}
+
+double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens_of,
+                                    float grad_scale) {
+  double loss = 0.0;
+  training_ = true;
+  for (const PipelineOp& op : ops_) {
+    GPTModel& chunk = *chunks_[op.chunk];
+    const double start = now_us();
+    const std::string name = to_string(op);
+    switch (op.type) {
+      case OpType::kRecvForward:
+        receive(chunk.input_buffer(take_slot(op.chunk, op.microbatch)), op);
+        record(name, "recv", start, now_us());
+        break;
+      case OpType::kForward:
+        loss += chunk.forward_chunk(take_slot(op.chunk, op.microbatch), tokens_of(op.microbatch),
+                                    micro_batch_, seq_, grad_scale);
+        record(name, "forward", start, now_us());
+        break;
+      case OpType::kSendForward:
+        send(chunk.output_buffer(slot_of_[op.chunk].at(op.microbatch)), op);
+        record(name, "send", start, now_us());
+        break;
+      case OpType::kRecvBackward:
+        receive(chunk.output_grad_buffer(slot_of_[op.chunk].at(op.microbatch)), op);
+        record(name, "recv", start, now_us());
+        break;
+      case OpType::kBackward: {
+        int slot = slot_of_[op.chunk].at(op.microbatch);
+        chunk.backward_chunk(slot, micro_batch_, seq_);
+        slot_of_[op.chunk].erase(op.microbatch);
+        free_slots_[op.chunk].push_back(slot);
+        record(name, "backward", start, now_us());
+        break;
+      }
+      case OpType::kSendBackward: {
+        // input_grad() is scratch reused by the next backward: send from a private copy.
+        std::vector<float>& buf = send_buffers_[op.microbatch * schedule_.chunks + op.chunk];
+        buf.assign(chunk.input_grad(), chunk.input_grad() + boundary_floats_);
+        send(buf.data(), op);
+        record(name, "send", start, now_us());
+        break;
+      }
+    }
+  }
+  const double start = now_us();
+  for (auto& r : pending_sends_) r->wait();
+  pending_sends_.clear();
+  record("wait for sends", "wait", start, now_us());
+  training_ = false;
+  pipeline_.all_reduce(&loss, 1, comm::ReduceOp::kSum);  // only the last stage has a loss
+  return loss;
+}
+
+double PipelineExecutor::evaluate(const std::function<const int*(int)>& tokens_of,
+                                  int microbatches) {
+  double loss = 0.0;
+  const int p = schedule_.stages, last = p * schedule_.chunks - 1;
+  for (int i = 0; i < microbatches; ++i)
+    for (int j = 0; j < schedule_.chunks; ++j) {
+      GPTModel& chunk = *chunks_[j];
+      const int vs = j * p + stage_;
+      if (vs > 0 && p > 1)
+        receive(chunk.input_buffer(0), {OpType::kRecvForward, i, j, (stage_ + p - 1) % p});
+      loss += chunk.forward_chunk(0, tokens_of(i), micro_batch_, seq_, 0.f);
+      if (vs < last && p > 1) {
+        send(chunk.output_buffer(0), {OpType::kSendForward, i, j, (stage_ + 1) % p});
+        pending_sends_.back()->wait();  // slot 0 is overwritten by the next forward
+        pending_sends_.pop_back();
+      }
+    }
+  pipeline_.all_reduce(&loss, 1, comm::ReduceOp::kSum);
+  return loss;
+}
+
+void sync_tied_embedding(std::vector<GPTModel*>& chunks, comm::Communicator& pipeline) {
+  const int p = pipeline.size();
+  if (p == 1) return;
+  const int s = pipeline.rank();
+  GPTModel* holder = nullptr;
+  if (s == 0 && chunks.front()->placement().pre_process) holder = chunks.front();
+  if (s == p - 1 && chunks.back()->placement().post_process) holder = chunks.back();
+  if (!holder) return;
+  ParamRef word = holder->parameters().get("embedding.word_embeddings.weight");
+  std::vector<float> theirs(word.numel);
+  const int peer = s == 0 ? p - 1 : 0, tag = 1 << 30;
+  auto request = pipeline.isend(word.grad, word.numel, peer, tag);
+  pipeline.recv(theirs.data(), word.numel, peer, tag);
+  request->wait();
+  for (long i = 0; i < word.numel; ++i) word.grad[i] += theirs[i];
+}
+
+}  // namespace trident::pipeline_parallel

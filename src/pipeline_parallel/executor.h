@@ -1,0 +1,74 @@
+#pragma once
+// Runs a rank's pipeline schedule on its model chunks: non-blocking sends (completed at the
+// end of the step), receives matched by tag, activation slots taken at a micro-batch's
+// forward and returned at its backward, and — with tensor parallelism — the scatter/gather
+// optimisation (each tensor-parallel rank sends 1/t of a boundary tensor; the receivers
+// all-gather it). Every operation can be recorded for the timeline.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/gpt_model.h"
+#include "pipeline_parallel/schedules.h"
+#include "pipeline_parallel/timeline.h"
+
+namespace trident::pipeline_parallel {
+
+struct ExecutorOptions {
+  bool scatter_gather = true;
+  int world_rank = 0;  // the timeline track
+};
+
+class PipelineExecutor {
+ public:
+  // chunks[j] is model chunk j of this rank (virtual stage j * p + stage).
+  PipelineExecutor(const ScheduleConfig& schedule, std::vector<GPTModel*> chunks,
+                   comm::Communicator& pipeline, comm::Communicator& tensor, int micro_batch,
+                   int seq, ExecutorOptions options);
+
+  // tokens_of(i) is micro-batch i, [micro_batch, seq + 1]. Accumulates gradients of
+  // grad_scale * (loss sum); returns the loss sum over all micro-batches, on every rank.
+  double train_step(const std::function<const int*(int)>& tokens_of, float grad_scale);
+  // Forward only over `microbatches` micro-batches; returns the loss sum, on every rank.
+  double evaluate(const std::function<const int*(int)>& tokens_of, int microbatches);
+
+  // Events since construction (or the last take), times in microseconds from `origin`.
+  std::vector<TraceEvent> take_events() { return std::move(events_); }
+  void record(const std::string& name, const std::string& category, double start_us, double end_us);
+  double now_us() const;
+  const std::vector<PipelineOp>& ops() const { return ops_; }
+  // Bytes of activations and activation gradients this rank sent in train_step so far.
+  long boundary_bytes_sent() const { return boundary_bytes_; }
+
+ private:
+  void send(const float* data, const PipelineOp& op);
+  void receive(float* data, const PipelineOp& op);
+  int take_slot(int chunk, int microbatch);
+
+  ScheduleConfig schedule_;
+  std::vector<GPTModel*> chunks_;
+  comm::Communicator& pipeline_;
+  comm::Communicator& tensor_;
+  int micro_batch_, seq_, stage_;
+  long boundary_floats_;
+  ExecutorOptions options_;
+  std::vector<PipelineOp> ops_;
+  std::vector<std::vector<int>> free_slots_;
+  std::vector<std::map<int, int>> slot_of_;  // per chunk: micro-batch -> slot
+  std::vector<std::unique_ptr<comm::Request>> pending_sends_;
+  std::vector<std::vector<float>> send_buffers_;
+  std::vector<float> gather_buffer_;
+  std::vector<TraceEvent> events_;
+  long boundary_bytes_ = 0;
+  bool training_ = false;
+  std::chrono::steady_clock::time_point origin_;
+};
+
+// Sums the tied word-embedding gradient of the first stage (chunk 0 of pipeline rank 0) and
+// of the last stage's copy (last chunk of rank p - 1), so both copies update identically.
+void sync_tied_embedding(std::vector<GPTModel*>& chunks, comm::Communicator& pipeline);
+
+}  // namespace trident::pipeline_parallel

@@ -1,0 +1,103 @@
+#include "train/rank_model.h"
+
+#include <algorithm>
+
+#include "io/hf_gpt2.h"
+#include "model/gather.h"
+
+namespace trident {
+
+namespace {
+
+ChunkPlacement placement_of(const TrainingConfig& c, int stage, int chunk) {
+  const int p = c.pipeline_model_parallel_size, v = c.virtual_stages();
+  const int per_chunk = c.model.num_layers / (p * v), vs = chunk * p + stage;
+  return {vs * per_chunk, per_chunk, vs == 0, vs == p * v - 1};
+}
+
+// Which pipeline rank owns a tensor of the one-process model.
+int owner_of(const TrainingConfig& c, const std::string& name) {
+  const int p = c.pipeline_model_parallel_size, v = c.virtual_stages();
+  if (name.rfind("embedding.", 0) == 0) return 0;
+  if (name.rfind("final_layernorm.", 0) == 0) return (p * v - 1) % p;
+  int layer = std::stoi(name.substr(7, name.find('.', 7) - 7));
+  return (layer / (c.model.num_layers / (p * v))) % p;
+}
+
+}  // namespace
+
+std::vector<GPTModel*> RankModel::chunk_pointers() const {
+  std::vector<GPTModel*> out;
+  for (const auto& c : chunks) out.push_back(c.get());
+  return out;
+}
+
+std::vector<const Parameters*> RankModel::parameters() const {
+  std::vector<const Parameters*> out;
+  for (const auto& c : chunks) out.push_back(&c->parameters());
+  return out;
+}
+
+long RankModel::planned_bytes() const {
+  long total = 0;
+  for (const auto& c : chunks) total += c->memory_plan().total_bytes();
+  return total;
+}
+
+void RankModel::zero_grads() {
+  for (auto& c : chunks) c->parameters().zero_grads();
+}
+
+RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp,
+                           comm::Communicator& pp) {
+  RankModel m;
+  m.schedule = pipeline_schedule_of(c);
+  std::vector<int> slots = pipeline_parallel::max_in_flight(
+      pipeline_parallel::build_schedule(m.schedule, pp.rank()), m.schedule.chunks);
+  for (int j = 0; j < m.schedule.chunks; ++j) {
+    m.chunks.push_back(std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size,
+                                                  c.model.seq_length, placement_of(c, pp.rank(), j),
+                                                  slots[j]));
+    Parameters& params = m.chunks.back()->parameters();
+    if (!c.load_hf.empty())
+      io::load_hf_weights(c.load_hf, c.model, params);
+    else
+      params.initialize(c.seed, c.model.init_method_std, c.model.num_layers);
+    m.optimizers.push_back(std::make_unique<AdamW>(c.adam, params.size()));
+  }
+  return m;
+}
+
+Parameters gather_rank_model(const RankModel& m, const ModelConfig& config, comm::Communicator& tp,
+                             comm::Communicator& pp) {
+  std::vector<Parameters> whole_chunks;
+  for (const auto& chunk : m.chunks)
+    whole_chunks.push_back(
+        gather_to_single_rank(chunk->parameters(), config, tp, false, chunk->placement()));
+  Parameters full(ParameterLayout(config, {0, 1}));
+  TrainingConfig c;
+  c.model = config;
+  c.pipeline_model_parallel_size = m.schedule.stages;
+  c.num_layers_per_virtual_pipeline_stage =
+      m.schedule.chunks > 1 ? config.num_layers / (m.schedule.stages * m.schedule.chunks) : 0;
+  const int tag = (1 << 30) + 1;
+  for (const ParamSpec& spec : full.layout().specs()) {
+    const int owner = owner_of(c, spec.name);
+    float* dst = full.values() + spec.offset;
+    if (pp.rank() == owner) {
+      for (const Parameters& w : whole_chunks)
+        if (w.layout().contains(spec.name) && w.layout().find(spec.name).owned) {
+          const ParamSpec& src = w.layout().find(spec.name);
+          if (owner == 0)
+            std::copy_n(w.values() + src.offset, spec.numel(), dst);
+          else
+            pp.send(w.values() + src.offset, spec.numel(), 0, tag);
+        }
+    } else if (pp.rank() == 0) {
+      pp.recv(dst, spec.numel(), owner, tag);
+    }
+  }
+  return full;
+}
+
+}  // namespace trident

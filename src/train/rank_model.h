@@ -1,0 +1,36 @@
+#pragma once
+// What one rank holds of the model: its pipeline chunks (virtual stages j * p + s), one
+// AdamW per chunk, and the schedule that runs them.
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/training_config.h"
+#include "model/gpt_model.h"
+#include "optim/adamw.h"
+#include "pipeline_parallel/schedules.h"
+
+namespace trident {
+
+struct RankModel {
+  pipeline_parallel::ScheduleConfig schedule;
+  std::vector<std::unique_ptr<GPTModel>> chunks;
+  std::vector<std::unique_ptr<AdamW>> optimizers;
+
+  std::vector<GPTModel*> chunk_pointers() const;
+  std::vector<const Parameters*> parameters() const;
+  long planned_bytes() const;
+  void zero_grads();
+};
+
+// Builds this rank's chunks (activation slots sized by the schedule), then initialises them
+// from the seed or loads --load-hf.
+RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp);
+
+// The one-process model (values), complete on pipeline rank 0 of every tensor group... and
+// meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their
+// tensors to stage 0.
+Parameters gather_rank_model(const RankModel& m, const ModelConfig& config, comm::Communicator& tp,
+                             comm::Communicator& pp);
+
+}  // namespace trident
