@@ -11,11 +11,12 @@
 #include "model/memory_plan.h"
 #include "model/parameters.h"
 #include "model/transformer_layer.h"
+#include "pipeline_parallel/stage.h"
 #include "tensor_parallel/cross_entropy.h"
 
 namespace trident {
 
-class GPTModel {
+class GPTModel : public pipeline_parallel::PipelineStage {
  public:
   // micro_batch x seq is the largest batch forward/backward will be called with.
   GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
@@ -35,12 +36,12 @@ class GPTModel {
   // output_buffer(slot); backward_chunk then reads d(output) from output_grad_buffer(slot)
   // and leaves d(input) in input_grad().
   double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
-                       float* per_token_loss = nullptr);
-  void backward_chunk(int slot, int batch, int seq);
-  float* input_buffer(int slot) { return act_[slot].input; }
-  const float* output_buffer(int slot) const;
-  float* output_grad_buffer(int slot) { return act_[slot].output_grad; }
-  const float* input_grad() const { return d_residual_; }
+                       float* per_token_loss = nullptr) override;
+  void backward_chunk(int slot, int batch, int seq) override;
+  float* input_buffer(int slot) override { return act_[slot].input; }
+  const float* output_buffer(int slot) const override;
+  float* output_grad_buffer(int slot) override { return act_[slot].output_grad; }
+  const float* input_grad() const override { return d_residual_; }
 
   Parameters& parameters() { return params_; }
   const Parameters& parameters() const { return params_; }

@@ -4,9 +4,10 @@
 
 namespace trident::pipeline_parallel {
 
-PipelineExecutor::PipelineExecutor(const ScheduleConfig& schedule, std::vector<GPTModel*> chunks,
-                                   comm::Communicator& pipeline, comm::Communicator& tensor,
-                                   int micro_batch, int seq, ExecutorOptions options)
+PipelineExecutor::PipelineExecutor(const ScheduleConfig& schedule,
+                                   std::vector<PipelineStage*> chunks, comm::Communicator& pipeline,
+                                   comm::Communicator& tensor, int micro_batch, int seq, int hidden,
+                                   ExecutorOptions options)
     : schedule_(schedule),
       chunks_(std::move(chunks)),
       pipeline_(pipeline),
@@ -14,7 +15,7 @@ PipelineExecutor::PipelineExecutor(const ScheduleConfig& schedule, std::vector<G
       micro_batch_(micro_batch),
       seq_(seq),
       stage_(pipeline.rank()),
-      boundary_floats_((long)micro_batch * seq * chunks_[0]->config().hidden_size),
+      boundary_floats_((long)micro_batch * seq * hidden),
       options_(options),
       ops_(build_schedule(schedule, pipeline.rank())),
       origin_(std::chrono::steady_clock::now()) {
@@ -74,7 +75,7 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
   double loss = 0.0;
   training_ = true;
   for (const PipelineOp& op : ops_) {
-    GPTModel& chunk = *chunks_[op.chunk];
+    PipelineStage& chunk = *chunks_[op.chunk];
     const double start = now_us();
     const std::string name = to_string(op);
     switch (op.type) {
@@ -128,7 +129,7 @@ double PipelineExecutor::evaluate(const std::function<const int*(int)>& tokens_o
   const int p = schedule_.stages, last = p * schedule_.chunks - 1;
   for (int i = 0; i < microbatches; ++i)
     for (int j = 0; j < schedule_.chunks; ++j) {
-      GPTModel& chunk = *chunks_[j];
+      PipelineStage& chunk = *chunks_[j];
       const int vs = j * p + stage_;
       if (vs > 0 && p > 1)
         receive(chunk.input_buffer(0), {OpType::kRecvForward, i, j, (stage_ + p - 1) % p});

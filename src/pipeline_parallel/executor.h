@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "model/gpt_model.h"
 #include "pipeline_parallel/schedules.h"
+#include "pipeline_parallel/stage.h"
 #include "pipeline_parallel/timeline.h"
 
 namespace trident::pipeline_parallel {
@@ -24,10 +25,11 @@ struct ExecutorOptions {
 
 class PipelineExecutor {
  public:
-  // chunks[j] is model chunk j of this rank (virtual stage j * p + stage).
-  PipelineExecutor(const ScheduleConfig& schedule, std::vector<GPTModel*> chunks,
+  // chunks[j] is model chunk j of this rank (virtual stage j * p + stage); a boundary
+  // tensor between stages holds micro_batch * seq * hidden floats.
+  PipelineExecutor(const ScheduleConfig& schedule, std::vector<PipelineStage*> chunks,
                    comm::Communicator& pipeline, comm::Communicator& tensor, int micro_batch,
-                   int seq, ExecutorOptions options);
+                   int seq, int hidden, ExecutorOptions options);
 
   // tokens_of(i) is micro-batch i, [micro_batch, seq + 1]. Accumulates gradients of
   // grad_scale * (loss sum); returns the loss sum over all micro-batches, on every rank.
@@ -49,7 +51,7 @@ class PipelineExecutor {
   int take_slot(int chunk, int microbatch);
 
   ScheduleConfig schedule_;
-  std::vector<GPTModel*> chunks_;
+  std::vector<PipelineStage*> chunks_;
   comm::Communicator& pipeline_;
   comm::Communicator& tensor_;
   int micro_batch_, seq_, stage_;

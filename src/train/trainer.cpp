@@ -195,8 +195,11 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
         << 4 * c.model.hidden_size << ")\n";
     log.unsetf(std::ios::fixed);
   }
-  pipeline_parallel::PipelineExecutor executor(model.schedule, model.chunk_pointers(), pp, tp,
-                                               micro, seq, {c.scatter_gather, rank.world_rank});
+  std::vector<pipeline_parallel::PipelineStage*> stages;
+  for (GPTModel* chunk : model.chunk_pointers()) stages.push_back(chunk);
+  pipeline_parallel::PipelineExecutor executor(model.schedule, stages, pp, tp, micro, seq,
+                                               c.model.hidden_size,
+                                               {c.scatter_gather, rank.world_rank});
 
   LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
                       parse_decay_style(c.lr_decay_style)};

@@ -1,0 +1,20 @@
+#pragma once
+// What the pipeline executor needs from one model chunk. GPTModel is the real one; the
+// bubble benchmark uses a synthetic stage that only waits, so oversubscribed ranks do not
+// distort the measured schedule.
+namespace trident::pipeline_parallel {
+
+class PipelineStage {
+ public:
+  virtual ~PipelineStage() = default;
+  // Returns the loss sum on the last virtual stage, 0 elsewhere.
+  virtual double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
+                               float* per_token_loss = nullptr) = 0;
+  virtual void backward_chunk(int slot, int batch, int seq) = 0;
+  virtual float* input_buffer(int slot) = 0;
+  virtual const float* output_buffer(int slot) const = 0;
+  virtual float* output_grad_buffer(int slot) = 0;
+  virtual const float* input_grad() const = 0;
+};
+
+}  // namespace trident::pipeline_parallel
