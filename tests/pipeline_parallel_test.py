@@ -20,7 +20,9 @@ LAYOUTS = [("p=2", ["--pipeline-model-parallel-size", "2"], 2),
                                       "--num-layers-per-virtual-pipeline-stage", "2"], 2),
            ("p=4 v=2 (interleaved)", ["--pipeline-model-parallel-size", "4",
                                       "--num-layers-per-virtual-pipeline-stage", "1"], 4),
-           ("t=2 p=2", ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"], 4)]
+           ("t=2 p=2", ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"], 4),
+           ("p=3 uneven 2+3+3", ["--pipeline-model-parallel-size", "3",
+                                 "--decoder-first-pipeline-num-layers", "2"], 3)]
 
 
 def pipeline_bytes(rows):

@@ -62,6 +62,10 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
   opt("--num-layers-per-virtual-pipeline-stage", c.num_layers_per_virtual_pipeline_stage,
       "layers per model chunk: interleaved 1F1B with v = layers / (p * this)", "Parallelism");
+  opt("--decoder-first-pipeline-num-layers", c.decoder_first_pipeline_num_layers,
+      "layers of the first pipeline stage (uneven split; others share the rest)", "Parallelism");
+  opt("--decoder-last-pipeline-num-layers", c.decoder_last_pipeline_num_layers,
+      "layers of the last pipeline stage (uneven split)", "Parallelism");
   opt("--pipeline-schedule", c.pipeline_schedule, "gpipe, 1f1b or interleaved (default by v)",
       "Parallelism");
   app.add_flag("--no-scatter-gather{false}", c.scatter_gather,

@@ -29,6 +29,25 @@ int TrainingConfig::virtual_stages() const {
   return model.num_layers / p / n;
 }
 
+std::vector<int> TrainingConfig::layers_per_virtual_stage() const {
+  const int p = pipeline_model_parallel_size, v = virtual_stages(), L = model.num_layers;
+  const int first = decoder_first_pipeline_num_layers, last = decoder_last_pipeline_num_layers;
+  if (p <= 0 || L <= 0) return {};
+  if (first == 0 && last == 0) {
+    if (L % (p * v)) return {};
+    return std::vector<int>(p * v, L / (p * v));
+  }
+  if (v != 1 || p < 2 || first < 0 || last < 0) return {};
+  int explicit_stages = (first > 0) + (last > 0), rest = L - first - last;
+  int others = p - explicit_stages;
+  if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && (rest % others || rest == 0)))
+    return {};
+  std::vector<int> split(p, others > 0 ? rest / others : 0);
+  if (first > 0) split.front() = first;
+  if (last > 0) split.back() = last;
+  return split;
+}
+
 int TrainingConfig::effective_global_batch() const {
   return global_batch_size > 0 ? global_batch_size : micro_batch_size * data_parallel_size();
 }
@@ -68,19 +87,37 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
             "world size (" + std::to_string(c.world_size) +
                 ") must equal --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size: data parallelism is not implemented yet");
+  const bool uneven =
+      c.decoder_first_pipeline_num_layers != 0 || c.decoder_last_pipeline_num_layers != 0;
   if (p > 1 && c.model.num_layers > 0) {
-    require(c.model.num_layers % p == 0,
-            "--num-layers (" + std::to_string(c.model.num_layers) +
-                ") must be divisible by --pipeline-model-parallel-size (" + std::to_string(p) +
-                ")");
+    if (!uneven)
+      require(c.model.num_layers % p == 0,
+              "--num-layers (" + std::to_string(c.model.num_layers) +
+                  ") must be divisible by --pipeline-model-parallel-size (" + std::to_string(p) +
+                  "), or give --decoder-first/last-pipeline-num-layers for an uneven split");
     const int n = c.num_layers_per_virtual_pipeline_stage;
     if (n > 0 && c.model.num_layers % p == 0)
       require((c.model.num_layers / p) % n == 0,
               "layers per pipeline rank (" + std::to_string(c.model.num_layers / p) +
                   ") must be divisible by --num-layers-per-virtual-pipeline-stage (" +
                   std::to_string(n) + ")");
+    require(!(uneven && n > 0),
+            "--decoder-first/last-pipeline-num-layers cannot be combined with "
+            "--num-layers-per-virtual-pipeline-stage yet");
+    if (uneven && n == 0)
+      require(!c.layers_per_virtual_stage().empty(),
+              "--decoder-first-pipeline-num-layers (" +
+                  std::to_string(c.decoder_first_pipeline_num_layers) +
+                  ") and --decoder-last-pipeline-num-layers (" +
+                  std::to_string(c.decoder_last_pipeline_num_layers) +
+                  ") must be >= 0 and leave the remaining " +
+                  std::to_string(c.model.num_layers - c.decoder_first_pipeline_num_layers -
+                                 c.decoder_last_pipeline_num_layers) +
+                  " of --num-layers an equal, positive share on every other stage");
     require(c.generate_prompt.empty(), "--generate-prompt needs --pipeline-model-parallel-size 1");
   }
+  require(!uneven || p > 1,
+          "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
   require(c.num_layers_per_virtual_pipeline_stage >= 0,
           "--num-layers-per-virtual-pipeline-stage must be >= 0");
   require(c.num_layers_per_virtual_pipeline_stage == 0 || p > 1,

@@ -18,10 +18,12 @@ struct TrainingConfig {
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per pipeline rank
-  std::string pipeline_schedule;                  // gpipe | 1f1b | interleaved; "": by v
-  bool scatter_gather = true;                     // --no-scatter-gather turns it off
-  std::string timeline;                           // Chrome-trace output
-  int world_size = 1;                             // set by the launcher, not a flag
+  int decoder_first_pipeline_num_layers = 0;      // 0: an even share (uneven splits, v = 1)
+  int decoder_last_pipeline_num_layers = 0;
+  std::string pipeline_schedule;  // gpipe | 1f1b | interleaved; "": by v
+  bool scatter_gather = true;     // --no-scatter-gather turns it off
+  std::string timeline;           // Chrome-trace output
+  int world_size = 1;             // set by the launcher, not a flag
 
   int micro_batch_size = 4;
   int global_batch_size = 0;  // 0: micro_batch_size * data-parallel size
@@ -60,6 +62,8 @@ struct TrainingConfig {
 
   int data_parallel_size() const;
   int virtual_stages() const;  // v
+  // Layers of each virtual stage j * p + s, in order; empty when the split is invalid.
+  std::vector<int> layers_per_virtual_stage() const;
   int num_micro_batches() const;
   int effective_global_batch() const;
   long effective_decay_iters() const { return lr_decay_iters > 0 ? lr_decay_iters : train_iters; }

@@ -10,9 +10,11 @@ namespace trident {
 namespace {
 
 ChunkPlacement placement_of(const TrainingConfig& c, int stage, int chunk) {
-  const int p = c.pipeline_model_parallel_size, v = c.virtual_stages();
-  const int per_chunk = c.model.num_layers / (p * v), vs = chunk * p + stage;
-  return {vs * per_chunk, per_chunk, vs == 0, vs == p * v - 1};
+  const int p = c.pipeline_model_parallel_size, v = c.virtual_stages(), vs = chunk * p + stage;
+  std::vector<int> split = c.layers_per_virtual_stage();
+  int first = 0;
+  for (int k = 0; k < vs; ++k) first += split[k];
+  return {first, split[vs], vs == 0, vs == p * v - 1};
 }
 
 // Which pipeline rank owns a tensor of the one-process model.
@@ -21,7 +23,10 @@ int owner_of(const TrainingConfig& c, const std::string& name) {
   if (name.rfind("embedding.", 0) == 0) return 0;
   if (name.rfind("final_layernorm.", 0) == 0) return (p * v - 1) % p;
   int layer = std::stoi(name.substr(7, name.find('.', 7) - 7));
-  return (layer / (c.model.num_layers / (p * v))) % p;
+  std::vector<int> split = c.layers_per_virtual_stage();
+  for (int vs = 0, end = 0; vs < p * v; ++vs)
+    if (layer < (end += split[vs])) return vs % p;
+  throw std::out_of_range("layer " + std::to_string(layer) + " outside the pipeline split");
 }
 
 }  // namespace
@@ -68,18 +73,14 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp,
   return m;
 }
 
-Parameters gather_rank_model(const RankModel& m, const ModelConfig& config, comm::Communicator& tp,
+Parameters gather_rank_model(const RankModel& m, const TrainingConfig& c, comm::Communicator& tp,
                              comm::Communicator& pp) {
+  const ModelConfig& config = c.model;
   std::vector<Parameters> whole_chunks;
   for (const auto& chunk : m.chunks)
     whole_chunks.push_back(
         gather_to_single_rank(chunk->parameters(), config, tp, false, chunk->placement()));
   Parameters full(ParameterLayout(config, {0, 1}));
-  TrainingConfig c;
-  c.model = config;
-  c.pipeline_model_parallel_size = m.schedule.stages;
-  c.num_layers_per_virtual_pipeline_stage =
-      m.schedule.chunks > 1 ? config.num_layers / (m.schedule.stages * m.schedule.chunks) : 0;
   const int tag = (1 << 30) + 1;
   for (const ParamSpec& spec : full.layout().specs()) {
     const int owner = owner_of(c, spec.name);

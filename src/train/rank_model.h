@@ -30,7 +30,7 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their
 // tensors to stage 0.
-Parameters gather_rank_model(const RankModel& m, const ModelConfig& config, comm::Communicator& tp,
-                             comm::Communicator& pp);
+Parameters gather_rank_model(const RankModel& m, const TrainingConfig& config,
+                             comm::Communicator& tp, comm::Communicator& pp);
 
 }  // namespace trident

@@ -293,7 +293,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
   if (!c.generate_prompt.empty()) print_generation(*model.chunks[0], c, log);
   if (!c.save_hf.empty()) {
-    Parameters whole = gather_rank_model(model, c.model, tp, pp);
+    Parameters whole = gather_rank_model(model, c, tp, pp);
     if (rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }
