@@ -71,6 +71,14 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   app.add_flag("--no-scatter-gather{false}", c.scatter_gather,
                "send whole boundary tensors between stages instead of 1/t slices")
       ->group("Parallelism");
+  app.add_flag("--use-distributed-optimizer", c.use_distributed_optimizer,
+               "shard Adam moments over the data-parallel ranks (ZeRO-1)")
+      ->group("Parallelism");
+  app.add_flag("--overlap-grad-reduce", c.overlap_grad_reduce,
+               "all-reduce gradient buckets during the last backward")
+      ->group("Parallelism");
+  opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
+      "Parallelism");
   opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
       "Logging");
   opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");

@@ -82,11 +82,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 ") must be divisible by --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
-  if (t > 0 && p > 0 && c.world_size % (t * p) == 0)
-    require(c.world_size / (t * p) == 1,
-            "world size (" + std::to_string(c.world_size) +
-                ") must equal --tensor-model-parallel-size x "
-                "--pipeline-model-parallel-size: data parallelism is not implemented yet");
+  require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
   const bool uneven =
       c.decoder_first_pipeline_num_layers != 0 || c.decoder_last_pipeline_num_layers != 0;
   if (p > 1 && c.model.num_layers > 0) {

@@ -20,10 +20,13 @@ struct TrainingConfig {
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per pipeline rank
   int decoder_first_pipeline_num_layers = 0;      // 0: an even share (uneven splits, v = 1)
   int decoder_last_pipeline_num_layers = 0;
-  std::string pipeline_schedule;  // gpipe | 1f1b | interleaved; "": by v
-  bool scatter_gather = true;     // --no-scatter-gather turns it off
-  std::string timeline;           // Chrome-trace output
-  int world_size = 1;             // set by the launcher, not a flag
+  std::string pipeline_schedule;           // gpipe | 1f1b | interleaved; "": by v
+  bool scatter_gather = true;              // --no-scatter-gather turns it off
+  std::string timeline;                    // Chrome-trace output
+  bool use_distributed_optimizer = false;  // ZeRO-1 over the data-parallel group
+  bool overlap_grad_reduce = false;        // bucketed all-reduce during backward
+  long ddp_bucket_size = 0;                // floats per bucket (0: Megatron's default)
+  int world_size = 1;                      // set by the launcher, not a flag
 
   int micro_batch_size = 4;
   int global_batch_size = 0;  // 0: micro_batch_size * data-parallel size

@@ -28,7 +28,13 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   LayerDims dims{config.hidden_size, config.num_attention_heads / t, config.head_dim(),
                  config.ffn() / t, config.layernorm_epsilon};
   const int first = placement.first_layer, count = chunk_layers(config, placement);
-  for (int l = first; l < first + count; ++l) layers_.emplace_back(dims, params_, l, tp);
+  for (int l = first; l < first + count; ++l) {
+    layers_.emplace_back(dims, params_, l, tp);
+    const auto& specs = params_.layout().specs();
+    for (size_t k = 0; k < specs.size(); ++k)
+      if (specs[k].name == layer_param(l, "input_layernorm.weight"))
+        layer_first_spec_.push_back((int)k);
+  }
   const int vocab_local = padded_vocab_ / t, vocab_start = tp.rank() * vocab_local;
   if (placement.pre_process || placement.post_process) {
     ParamRef word = params_.get("embedding.word_embeddings.weight");
@@ -171,6 +177,10 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
 void GPTModel::backward_chunk(int slot, int batch, int seq) {
   Activations& a = act_[slot];
   const int rows = batch * seq, h = config_.hidden_size;
+  const int specs = (int)params_.layout().specs().size();
+  auto ready = [&](int begin, int end) {
+    if (grad_ready_ && begin < end) grad_ready_(begin, end);
+  };
   const float* last = output_buffer(slot);
   if (placement_.post_process) {
     // The tied output layer: d(final_ln_out) and the word-embedding gradient.
@@ -178,14 +188,20 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     kernels::layernorm_backward(scratch_.d_hidden, last, final_ln_weight_.value, a.final_ln_mean,
                                 a.final_ln_rstd, d_residual_, final_ln_weight_.grad,
                                 final_ln_bias_.grad, rows, h, false);
+    ready(specs - 2, specs);                   // final LayerNorm
+    if (!placement_.pre_process) ready(0, 1);  // the tied embedding copy
   } else {
     std::copy_n(a.output_grad, (long)rows * h, d_residual_);
   }
   for (int l = (int)layers_.size() - 1; l >= 0; --l) {
     const float* x = l == 0 ? a.input : a.layers[l - 1].output;
     layers_[l].backward(x, a.layers[l], d_residual_, scratch_, batch, seq);
+    ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
   }
-  if (placement_.pre_process) embedding_.backward(a.input_ids.data(), batch, seq, d_residual_);
+  if (placement_.pre_process) {
+    embedding_.backward(a.input_ids.data(), batch, seq, d_residual_);
+    ready(0, 2);  // word and position embeddings
+  }
 }
 
 double GPTModel::forward_backward(const int* tokens, int batch, int seq, float grad_scale) {

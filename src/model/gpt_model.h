@@ -3,6 +3,7 @@
 // a range of transformer layers, final LayerNorm + output layer tied to the word embedding
 // + vocabulary-parallel cross-entropy (last chunk). Parameters, gradients and activations
 // are planned and allocated once, at construction; `slots` micro-batches can be in flight.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -42,6 +43,12 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   const float* output_buffer(int slot) const override;
   float* output_grad_buffer(int slot) override { return act_[slot].output_grad; }
   const float* input_grad() const override { return d_residual_; }
+
+  // Called during backward_chunk with [begin, end) spec indices whose gradients are final
+  // for this micro-batch (layers in reverse, then the embedding): data parallelism starts
+  // reducing a bucket as soon as all of it is final. Empty function: no calls.
+  using GradReadyHook = std::function<void(int spec_begin, int spec_end)>;
+  void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
 
   Parameters& parameters() { return params_; }
   const Parameters& parameters() const { return params_; }
@@ -84,6 +91,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<Activations> act_;
   float* d_residual_ = nullptr;
   LayerScratch scratch_{};
+  GradReadyHook grad_ready_;
+  std::vector<int> layer_first_spec_;  // index of each layer's first parameter spec
 };
 
 }  // namespace trident

@@ -66,6 +66,9 @@ class ParameterLayout {
   long total_ = 0;
 };
 
+// Parameter tensors per transformer layer (2 LayerNorms x 2, QKV, projection, FC1, FC2 x 2).
+constexpr int kParamsPerLayer = 12;
+
 // Names, shared by the layout, the layers and the checkpoint formats.
 std::string layer_param(int layer, const std::string& leaf);
 

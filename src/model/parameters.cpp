@@ -15,6 +15,12 @@ ParamRef Parameters::get(const std::string& name) {
   return {values_.data() + s.offset, grads_.data() + s.offset, s.numel()};
 }
 
+void Parameters::pad_to_multiple(long multiple) {
+  long size = (long)values_.size(), padded = (size + multiple - 1) / multiple * multiple;
+  values_.resize(padded, 0.f);
+  grads_.resize(padded, 0.f);
+}
+
 void Parameters::zero_grads() {
   kernels::fill(grads_.data(), 0.f, (long)grads_.size());
 }

@@ -25,6 +25,9 @@ class Parameters {
   const float* grads() const { return grads_.data(); }
   long size() const { return (long)values_.size(); }
   void zero_grads();
+  // Grows both buffers with zeros to a multiple of `multiple` floats (the distributed
+  // optimizer splits the buffer exactly over the data-parallel ranks).
+  void pad_to_multiple(long multiple);
   // normal(0, std) weights, std / sqrt(2 * layers) for output projections, LayerNorm 1/0,
   // biases 0; every element drawn from its global index, so any tensor-parallel split
   // starts from the same model.

@@ -1,41 +1,58 @@
 #include "optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/adamw.h"
 
 namespace trident {
 
-double global_grad_norm(const std::vector<const Parameters*>& chunks, comm::Communicator& tp,
-                        comm::Communicator& pp) {
+double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
+                        comm::Communicator& pp, comm::Communicator& data) {
   double sq[2] = {0.0, 0.0};  // sharded over tensor parallelism, replicated
-  for (const Parameters* params : chunks)
-    for (const ParamSpec& s : params->layout().specs()) {
-      if (!s.owned) continue;
-      sq[s.shard.dim >= 0 ? 0 : 1] +=
-          kernels::sum_of_squares(params->grads() + s.offset, s.numel());
+  for (const GradRange& r : ranges)
+    for (const ParamSpec& s : r.params->layout().specs()) {
+      long lo = std::max(r.begin, s.offset), hi = std::min(r.end, s.offset + s.numel());
+      if (!s.owned || lo >= hi) continue;
+      sq[s.shard.dim >= 0 ? 0 : 1] += kernels::sum_of_squares(r.params->grads() + lo, hi - lo);
     }
   tp.all_reduce(&sq[0], 1, comm::ReduceOp::kSum);
   double total = sq[0] + sq[1];
+  data.all_reduce(&total, 1, comm::ReduceOp::kSum);
   pp.all_reduce(&total, 1, comm::ReduceOp::kSum);
   return std::sqrt(total);
+}
+
+double global_grad_norm(const std::vector<const Parameters*>& chunks, comm::Communicator& tp,
+                        comm::Communicator& pp) {
+  std::vector<GradRange> ranges;
+  for (const Parameters* p : chunks) ranges.push_back({p, 0, p->size()});
+  comm::SingleRankCommunicator replicas("data");
+  return global_grad_norm(ranges, tp, pp, replicas);
 }
 
 float clip_coefficient(double norm, float clip) {
   return clip > 0.f && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.f;
 }
 
-AdamW::AdamW(const AdamWConfig& config, long size)
-    : config_(config), exp_avg_(size, 0.f), exp_avg_sq_(size, 0.f) {}
+AdamW::AdamW(const AdamWConfig& config, long begin, long end)
+    : config_(config),
+      exp_avg_(end - begin, 0.f),
+      exp_avg_sq_(end - begin, 0.f),
+      begin_(begin),
+      end_(end) {}
 
 void AdamW::update(Parameters& params, float lr, float grad_scale) {
   ++step_;
   kernels::AdamWStep s{lr,    config_.beta1, config_.beta2, config_.eps, config_.weight_decay,
                        step_, grad_scale};
-  for (const ParamSpec& spec : params.layout().specs())
-    kernels::adamw_update(params.values() + spec.offset, params.grads() + spec.offset,
-                          exp_avg_.data() + spec.offset, exp_avg_sq_.data() + spec.offset,
-                          spec.numel(), s, spec.weight_decay);
+  for (const ParamSpec& spec : params.layout().specs()) {
+    long lo = std::max(begin_, spec.offset), hi = std::min(end_, spec.offset + spec.numel());
+    if (lo >= hi) continue;
+    kernels::adamw_update(params.values() + lo, params.grads() + lo,
+                          exp_avg_.data() + (lo - begin_), exp_avg_sq_.data() + (lo - begin_),
+                          hi - lo, s, spec.weight_decay);
+  }
 }
 
 double AdamW::step(Parameters& params, float lr, comm::Communicator& tp) {

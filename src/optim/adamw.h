@@ -16,9 +16,19 @@ struct AdamWConfig {
   float clip_grad = 1.0f;  // 0: no clipping
 };
 
+// The part of one chunk's flat buffer a rank accounts for: all of it, or its
+// distributed-optimizer shard.
+struct GradRange {
+  const Parameters* params;
+  long begin, end;
+};
+
 // The global L2 norm of the gradients, each parameter counted once: sharded tensors are
 // summed over the tensor-parallel group, replicated ones taken from this rank, pipeline
-// stages summed, and the last stage's copy of the tied embedding skipped.
+// stages summed, the last stage's copy of the tied embedding skipped, and — when ranges are
+// distributed-optimizer shards — the shards summed over `data`.
+double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
+                        comm::Communicator& pp, comm::Communicator& data);
 double global_grad_norm(const std::vector<const Parameters*>& chunks, comm::Communicator& tp,
                         comm::Communicator& pp);
 
@@ -27,9 +37,13 @@ float clip_coefficient(double norm, float clip);
 
 class AdamW {
  public:
-  AdamW(const AdamWConfig& config, long size);
-  // One optimizer step over this buffer with the gradients scaled by grad_scale.
+  // Moments for floats [begin, end) of a chunk's buffer (its distributed-optimizer shard,
+  // or all of it).
+  AdamW(const AdamWConfig& config, long begin, long end);
+  AdamW(const AdamWConfig& config, long size) : AdamW(config, 0, size) {}
+  // One optimizer step over [begin, end) with the gradients scaled by grad_scale.
   void update(Parameters& params, float lr, float grad_scale);
+  long moment_bytes() const { return 2 * (long)exp_avg_.size() * (long)sizeof(float); }
   // One-chunk convenience: norm over the tensor group, clip, update. Returns the norm.
   double step(Parameters& params, float lr, comm::Communicator& tp);
   long steps_taken() const { return step_; }
@@ -38,6 +52,7 @@ class AdamW {
  private:
   AdamWConfig config_;
   std::vector<float> exp_avg_, exp_avg_sq_;
+  long begin_, end_;
   long step_ = 0;
 };
 

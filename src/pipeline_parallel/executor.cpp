@@ -74,6 +74,7 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
                                     float grad_scale) {
   double loss = 0.0;
   training_ = true;
+  std::vector<int> backwards_done(schedule_.chunks, 0);
   for (const PipelineOp& op : ops_) {
     PipelineStage& chunk = *chunks_[op.chunk];
     const double start = now_us();
@@ -98,6 +99,8 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         break;
       case OpType::kBackward: {
         int slot = slot_of_[op.chunk].at(op.microbatch);
+        if (before_backward_)
+          before_backward_(op.chunk, ++backwards_done[op.chunk] == schedule_.microbatches);
         chunk.backward_chunk(slot, micro_batch_, seq_);
         slot_of_[op.chunk].erase(op.microbatch);
         free_slots_[op.chunk].push_back(slot);

@@ -34,6 +34,10 @@ class PipelineExecutor {
   // tokens_of(i) is micro-batch i, [micro_batch, seq + 1]. Accumulates gradients of
   // grad_scale * (loss sum); returns the loss sum over all micro-batches, on every rank.
   double train_step(const std::function<const int*(int)>& tokens_of, float grad_scale);
+  // Called before every backward with (chunk, whether it is that chunk's last in the step).
+  void set_before_backward(std::function<void(int chunk, bool last)> f) {
+    before_backward_ = std::move(f);
+  }
   // Forward only over `microbatches` micro-batches; returns the loss sum, on every rank.
   double evaluate(const std::function<const int*(int)>& tokens_of, int microbatches);
 
@@ -65,6 +69,7 @@ class PipelineExecutor {
   std::vector<float> gather_buffer_;
   std::vector<TraceEvent> events_;
   long boundary_bytes_ = 0;
+  std::function<void(int, bool)> before_backward_;
   bool training_ = false;
   std::chrono::steady_clock::time_point origin_;
 };

@@ -53,8 +53,13 @@ void RankModel::zero_grads() {
   for (auto& c : chunks) c->parameters().zero_grads();
 }
 
-RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp,
-                           comm::Communicator& pp) {
+RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp,
+                           comm::Communicator& dp) {
+  data_parallel::ReducerOptions reduce;
+  reduce.bucket_floats =
+      c.ddp_bucket_size > 0 ? c.ddp_bucket_size : std::max(40'000'000L, 1'000'000L * dp.size());
+  reduce.overlap = c.overlap_grad_reduce;
+  reduce.distributed_optimizer = c.use_distributed_optimizer;
   RankModel m;
   m.schedule = pipeline_schedule_of(c);
   std::vector<int> slots = pipeline_parallel::max_in_flight(
@@ -68,7 +73,9 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp,
       io::load_hf_weights(c.load_hf, c.model, params);
     else
       params.initialize(c.seed, c.model.init_method_std, c.model.num_layers);
-    m.optimizers.push_back(std::make_unique<AdamW>(c.adam, params.size()));
+    m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
+    m.optimizers.push_back(std::make_unique<AdamW>(c.adam, m.reducers.back()->shard_begin(),
+                                                   m.reducers.back()->shard_end()));
   }
   return m;
 }

@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "config/training_config.h"
+#include "data_parallel/grad_reducer.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "pipeline_parallel/schedules.h"
@@ -15,6 +16,7 @@ namespace trident {
 struct RankModel {
   pipeline_parallel::ScheduleConfig schedule;
   std::vector<std::unique_ptr<GPTModel>> chunks;
+  std::vector<std::unique_ptr<data_parallel::GradientReducer>> reducers;
   std::vector<std::unique_ptr<AdamW>> optimizers;
 
   std::vector<GPTModel*> chunk_pointers() const;
@@ -25,7 +27,8 @@ struct RankModel {
 
 // Builds this rank's chunks (activation slots sized by the schedule), then initialises them
 // from the seed or loads --load-hf.
-RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp);
+RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp,
+                           comm::Communicator& dp);
 
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <vector>
 
+#include "data_parallel/grad_reducer.h"
 #include "generation/greedy.h"
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
@@ -87,22 +88,32 @@ void print_layout(const TrainingConfig& c, std::ostream& log) {
       << c.effective_global_batch() << "\n";
 }
 
-void fill(const data::SampleSource& source, long first, int count, int seq,
-          std::vector<int>& tokens) {
-  tokens.resize((size_t)count * (seq + 1));
-  for (int i = 0; i < count; ++i) source.sample(first + i, tokens.data() + (size_t)i * (seq + 1));
+// This data-parallel replica's micro-batches of the global batch starting at `consumed`:
+// micro-batch i holds samples consumed + i * b * d + replica * b + [0, b) (Megatron's sampler).
+void fill_replica_batch(const data::SampleSource& source, long consumed, const TrainingConfig& c,
+                        int replica, int replicas, std::vector<int>& tokens) {
+  const int b = c.micro_batch_size, s = c.model.seq_length, m = c.num_micro_batches();
+  tokens.resize((size_t)m * b * (s + 1));
+  for (int i = 0; i < m; ++i)
+    for (int k = 0; k < b; ++k)
+      source.sample(consumed + (long)i * b * replicas + (long)replica * b + k,
+                    tokens.data() + ((size_t)i * b + k) * (s + 1));
 }
 
-// Mean loss over eval_iters global batches starting at sample `first`.
+// Mean loss over eval_iters global batches starting at sample `first`; each data-parallel
+// replica evaluates its slice of every batch, as in training.
 double evaluate(pipeline_parallel::PipelineExecutor& executor, const data::SampleSource& source,
-                const TrainingConfig& c, long first, long* tokens_out) {
-  const int b = c.micro_batch_size, s = c.model.seq_length;
-  const int microbatches = c.eval_iters * c.num_micro_batches();
+                const TrainingConfig& c, comm::Communicator& dp, long first, long* tokens_out) {
+  const int b = c.micro_batch_size, s = c.model.seq_length, m = c.num_micro_batches();
+  const long global_batch = c.effective_global_batch();
   std::vector<int> tokens;
-  fill(source, first, microbatches * b, s, tokens);
-  double total = executor.evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); },
-                                   microbatches);
-  *tokens_out = (long)microbatches * b * s;
+  double total = 0;
+  for (int e = 0; e < c.eval_iters; ++e) {
+    fill_replica_batch(source, first + e * global_batch, c, dp.rank(), dp.size(), tokens);
+    total += executor.evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); }, m);
+  }
+  dp.all_reduce(&total, 1, comm::ReduceOp::kSum);
+  *tokens_out = c.eval_iters * global_batch * s;
   return *tokens_out ? total / *tokens_out : 0.0;
 }
 
@@ -178,14 +189,27 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   rank.grid->print(log, rank.nodes);
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
-  RankModel model = build_rank_model(c, tp, pp);
+  comm::Communicator& dp = *rank.groups->data;
+  RankModel model = build_rank_model(c, tp, pp, dp);
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
   for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
+  for (const auto& reducer : model.reducers) reducer->print(log);
+  {
+    const int d = dp.size();
+    long params = 0, moments = 0;
+    for (size_t j = 0; j < model.chunks.size(); ++j)
+      params += model.chunks[j]->parameters().size(),
+          moments += model.optimizers[j]->moment_bytes();
+    log << "optimizer state on this rank: " << format_bytes(moments) << " (" << std::setprecision(3)
+        << 8.0 + (double)moments / params << " bytes per parameter with fp32 "
+        << "weights and gradients; 16 without the distributed optimizer, 8 + 8/d = "
+        << 8.0 + 8.0 / d << " with it at d = " << d << ")\n";
+    log << std::setprecision(6);
+  }
 
   const int padded_vocab = model.chunks[0]->padded_vocab(), seq = c.model.seq_length;
   const int global_batch = c.effective_global_batch(), micro = c.micro_batch_size;
-  const int microbatches = c.num_micro_batches();
   const double flops = training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
   double peak = c.peak_tflops;
   if (peak <= 0) {
@@ -197,9 +221,21 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
   std::vector<pipeline_parallel::PipelineStage*> stages;
   for (GPTModel* chunk : model.chunk_pointers()) stages.push_back(chunk);
+  // Data parallelism: gradients of a chunk's last backward in the step are reduced bucket by
+  // bucket while backward continues (--overlap-grad-reduce).
+  auto before_backward = [&](int j, bool last) {
+    if (!last) {
+      model.chunks[j]->set_grad_ready_hook({});
+      return;
+    }
+    data_parallel::GradientReducer* reducer = model.reducers[j].get();
+    reducer->arm();
+    model.chunks[j]->set_grad_ready_hook([reducer](int b, int e) { reducer->mark_ready(b, e); });
+  };
   pipeline_parallel::PipelineExecutor executor(model.schedule, stages, pp, tp, micro, seq,
                                                c.model.hidden_size,
                                                {c.scatter_gather, rank.world_rank});
+  executor.set_before_backward(before_backward);
 
   LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
                       parse_decay_style(c.lr_decay_style)};
@@ -219,7 +255,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     if (c.eval_iters == 0 || !data.valid) return;
     GroupCounters before = snapshot_counters(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * global_batch;
-    double loss = evaluate(executor, *data.valid, c, first, &n);
+    double loss = evaluate(executor, *data.valid, c, dp, first, &n);
     ValidationStats v{iteration, consumed, loss, n};
     log << format_validation_line(v) << "\n";
     metrics.write(v);
@@ -233,17 +269,31 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       throw std::runtime_error("injected fault at iteration " + std::to_string(it));
     auto start = std::chrono::steady_clock::now();
     model.zero_grads();
-    fill(*data.train, consumed, microbatches * micro, seq, tokens);
+    fill_replica_batch(*data.train, consumed, c, dp.rank(), dp.size(), tokens);
     double loss_sum = executor.train_step(
         [&](int i) { return tokens.data() + (size_t)i * micro * (seq + 1); }, grad_scale);
     const double optimizer_start = executor.now_us();
     std::vector<GPTModel*> chunks = model.chunk_pointers();
-    pipeline_parallel::sync_tied_embedding(chunks, pp);
-    double norm = global_grad_norm(model.parameters(), tp, pp);
+    // The tied-embedding sum across pipeline stages is linear, so it can come before or after
+    // the data-parallel sum; but it must not touch a bucket whose all-reduce is in flight, and
+    // after a reduce-scatter only this rank's shard of the gradients is valid.
+    if (c.use_distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+    std::vector<GradRange> ranges;
+    for (size_t j = 0; j < model.chunks.size(); ++j) {
+      model.reducers[j]->finish();
+      ranges.push_back({&model.chunks[j]->parameters(), model.reducers[j]->shard_begin(),
+                        model.reducers[j]->shard_end()});
+    }
+    if (!c.use_distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+    comm::SingleRankCommunicator replicas("data");
+    double norm = global_grad_norm(ranges, tp, pp, c.use_distributed_optimizer ? dp : replicas);
+    dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
     float lr = schedule.at(it - 1);
-    for (size_t j = 0; j < model.chunks.size(); ++j)
+    for (size_t j = 0; j < model.chunks.size(); ++j) {
       model.optimizers[j]->update(model.chunks[j]->parameters(), lr,
                                   clip_coefficient(norm, c.adam.clip_grad));
+      model.reducers[j]->all_gather_values();
+    }
     executor.record("optimizer step", "optimizer", optimizer_start, executor.now_us());
     last_step = executor.take_events();
     if (!c.timeline.empty()) timeline.insert(timeline.end(), last_step.begin(), last_step.end());
@@ -275,6 +325,14 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   GroupCounters training_counters = snapshot_counters(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;
+  if (dp.size() > 1) {
+    int early = 0, total = 0;
+    for (const auto& r : model.reducers)
+      early += r->launched_before_finish(), total += (int)r->buckets().size();
+    log << "data parallel: " << early << " of " << total
+        << " gradient buckets started during the last backward of the last iteration"
+        << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "\n";
+  }
   if (pp.size() > 1) {
     print_bubble(last_step, model.schedule, pp, log);
     const long bytes = executor.boundary_bytes_sent();
@@ -286,7 +344,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   run_validation(c.train_iters);
   if (c.eval_iters > 0 && data.test) {
     long n = 0;
-    double loss = evaluate(executor, *data.test, c, 0, &n);
+    double loss = evaluate(executor, *data.test, c, dp, 0, &n);
     log << " test loss at the end | lm loss value: " << std::scientific << loss
         << " | lm loss PPL: " << std::exp(loss) << " |\n";
     log.unsetf(std::ios::scientific);

@@ -1,0 +1,64 @@
+#pragma once
+// Data-parallel gradient reduction over one chunk's flat gradient buffer. Tensors are
+// grouped into buckets in reverse layout order (the order backward finishes them, as
+// Megatron's DDP does); with overlap, a bucket's non-blocking all-reduce starts as soon
+// as every tensor in it is final in the step's last backward, while backward continues.
+// With the distributed optimizer (ZeRO-1) the buffer is instead reduce-scattered: rank r
+// of the data-parallel group owns floats [r S / d, (r + 1) S / d) of the padded buffer.
+#include <iosfwd>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/parameters.h"
+
+namespace trident::data_parallel {
+
+struct Bucket {
+  int spec_begin, spec_end;  // parameter specs [begin, end)
+  long offset, floats;       // range in the flat buffer
+};
+
+struct ReducerOptions {
+  long bucket_floats = 40'000'000;  // Megatron's default with overlap
+  bool overlap = true;
+  bool distributed_optimizer = false;
+};
+
+class GradientReducer {
+ public:
+  GradientReducer(Parameters& params, comm::Communicator& data, ReducerOptions options);
+  // Before the step's last backward of this chunk: from now on, ready tensors may launch.
+  void arm();
+  // Specs [begin, end) have final gradients; launches every bucket that became complete.
+  void mark_ready(int spec_begin, int spec_end);
+  // Launches what is left and waits. After it, gradients are summed over the data-parallel
+  // group: everywhere (all-reduce), or on this rank's shard (distributed optimizer).
+  void finish();
+  // The range this rank updates: everything, or its shard with the distributed optimizer.
+  long shard_begin() const { return shard_begin_; }
+  long shard_end() const { return shard_end_; }
+  // Distributed optimizer: every rank's updated shard of the values, to every rank.
+  void all_gather_values();
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  int launched_before_finish() const { return launched_early_; }
+  void print(std::ostream& os) const;
+
+ private:
+  void launch(size_t bucket);
+
+  Parameters& params_;
+  comm::Communicator& data_;
+  ReducerOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_spec_;
+  std::vector<int> remaining_;  // per bucket: specs not yet final
+  std::vector<bool> launched_;
+  std::vector<std::unique_ptr<comm::Request>> requests_;
+  std::vector<float> scatter_out_;
+  bool armed_ = false;
+  int launched_early_ = 0;
+  long shard_begin_ = 0, shard_end_ = 0;
+};
+
+}  // namespace trident::data_parallel
