@@ -29,6 +29,9 @@ class Request {
  public:
   virtual ~Request() = default;
   virtual void wait() = 0;
+  // Lets the operation progress (MPI moves non-blocking collectives only inside MPI calls);
+  // returns true once it has completed.
+  virtual bool test() = 0;
 };
 
 class Communicator {
@@ -40,9 +43,11 @@ class Communicator {
   virtual void all_reduce(float* data, long count, ReduceOp op) = 0;
   // For statistics that must not lose precision (norms, loss sums).
   virtual void all_reduce(double* data, long count, ReduceOp op) = 0;
-  // recv holds size() * count floats, rank r's block at r * count.
+  // recv holds size() * count floats, rank r's block at r * count. In place when send is
+  // this rank's block of recv (recv + rank() * count).
   virtual void all_gather(const float* send, float* recv, long count) = 0;
-  // send holds size() * count floats; recv gets the sum of every rank's block rank().
+  // send holds size() * count floats; recv gets the sum of every rank's block rank(). In
+  // place when send == recv: the sum lands in this rank's own block of the buffer.
   virtual void reduce_scatter(const float* send, float* recv, long count) = 0;
   virtual void broadcast(float* data, long count, int root) = 0;
   virtual void send(const float* data, long count, int dest, int tag) = 0;

@@ -27,6 +27,11 @@ constexpr long kMaxChunk = 1L << 30;
 struct MpiRequest final : Request {
   MPI_Request request = MPI_REQUEST_NULL;
   void wait() override { check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait"); }
+  bool test() override {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  }
   ~MpiRequest() override {
     if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
   }
@@ -70,12 +75,27 @@ void MpiCommunicator::all_reduce(double* data, long n, ReduceOp op) {
 void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
   count(counters_.all_gather, n);
   if (n > kMaxChunk) throw std::length_error(name_ + ": all-gather over 2^30 floats");
-  check(MPI_Allgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_),
+  const void* source = send == recv + (long)rank_ * n ? MPI_IN_PLACE : send;
+  check(MPI_Allgather(source, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_),
         name_ + " all-gather");
 }
 
 void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
   count(counters_.reduce_scatter, n * size_);
+  if (send == recv) {
+    // In place as one reduce per block, in slices: OpenMPI's reduce_scatter_block stages the
+    // whole buffer in a temporary on one rank, which would break the memory plan.
+    constexpr long kSlice = 1L << 22;
+    for (int root = 0; root < size_; ++root)
+      for (long off = 0; off < n; off += kSlice) {
+        float* block = recv + (long)root * n + off;
+        const int len = (int)std::min(kSlice, n - off);
+        check(MPI_Reduce(rank_ == root ? MPI_IN_PLACE : block, block, len, MPI_FLOAT, MPI_SUM, root,
+                         comm_),
+              name_ + " reduce-scatter");
+      }
+    return;
+  }
   if (n > kMaxChunk) throw std::length_error(name_ + ": reduce-scatter over 2^30 floats");
   check(MPI_Reduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_),
         name_ + " reduce-scatter");
@@ -116,6 +136,10 @@ std::unique_ptr<Request> MpiCommunicator::iall_gather(const float* send, float* 
 }
 
 std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, float* recv, long n) {
+  if (send == recv) {  // the in-place form runs to completion (see reduce_scatter)
+    reduce_scatter(send, recv, n);
+    return std::make_unique<MpiRequest>();
+  }
   count(counters_.reduce_scatter, n * size_);
   auto r = std::make_unique<MpiRequest>();
   check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, &r->request),

@@ -1,6 +1,7 @@
 #include "data_parallel/grad_reducer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ostream>
 
 namespace trident::data_parallel {
@@ -50,6 +51,7 @@ void GradientReducer::arm() {
 
 void GradientReducer::mark_ready(int begin, int end) {
   if (!armed_) return;
+  for (auto& r : requests_) r->test();  // progress the buckets already in flight
   for (int k = begin; k < end; ++k) {
     int b = bucket_of_spec_[k];
     if (--remaining_[b] == 0 && !launched_[b]) {
@@ -61,11 +63,13 @@ void GradientReducer::mark_ready(int begin, int end) {
 
 void GradientReducer::launch(size_t b) {
   launched_[b] = true;
+  if (on_launch_)
+    on_launch_((options_.distributed_optimizer ? "reduce-scatter bucket " : "all-reduce bucket ") +
+               std::to_string(b));
   float* grads = params_.grads() + buckets_[b].offset;
-  if (options_.distributed_optimizer) {
+  if (options_.distributed_optimizer) {  // in place: the sum lands in this rank's shard
     const long piece = buckets_[b].floats / data_.size();
-    scatter_out_.resize(piece);
-    requests_.push_back(data_.ireduce_scatter(grads, scatter_out_.data(), piece));
+    requests_.push_back(data_.ireduce_scatter(grads, grads, piece));
   } else {
     requests_.push_back(data_.iall_reduce(grads, buckets_[b].floats, comm::ReduceOp::kSum));
   }
@@ -76,18 +80,18 @@ void GradientReducer::finish() {
   if (data_.size() == 1) return;
   for (size_t b = 0; b < buckets_.size(); ++b)
     if (!launched_[b]) launch(b);
+  auto start = std::chrono::steady_clock::now();
   for (auto& r : requests_) r->wait();
+  last_wait_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   requests_.clear();
-  if (options_.distributed_optimizer)
-    std::copy(scatter_out_.begin(), scatter_out_.end(), params_.grads() + shard_begin_);
   for (size_t b = 0; b < buckets_.size(); ++b) launched_[b] = false;
 }
 
 void GradientReducer::all_gather_values() {
   if (!options_.distributed_optimizer || data_.size() == 1) return;
   const long piece = shard_end_ - shard_begin_;
-  std::vector<float> mine(params_.values() + shard_begin_, params_.values() + shard_end_);
-  data_.all_gather(mine.data(), params_.values(), piece);
+  data_.all_gather(params_.values() + shard_begin_, params_.values(), piece);  // in place
 }
 
 void GradientReducer::print(std::ostream& os) const {

@@ -5,8 +5,10 @@
 // as every tensor in it is final in the step's last backward, while backward continues.
 // With the distributed optimizer (ZeRO-1) the buffer is instead reduce-scattered: rank r
 // of the data-parallel group owns floats [r S / d, (r + 1) S / d) of the padded buffer.
+#include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -42,7 +44,11 @@ class GradientReducer {
   void all_gather_values();
   const std::vector<Bucket>& buckets() const { return buckets_; }
   int launched_before_finish() const { return launched_early_; }
+  // Seconds the last finish() waited for reductions still in flight.
+  double last_wait_seconds() const { return last_wait_seconds_; }
   void print(std::ostream& os) const;
+  // Told the name of every bucket reduction as it starts (for the timeline).
+  void set_launch_observer(std::function<void(const std::string&)> f) { on_launch_ = std::move(f); }
 
  private:
   void launch(size_t bucket);
@@ -55,9 +61,10 @@ class GradientReducer {
   std::vector<int> remaining_;  // per bucket: specs not yet final
   std::vector<bool> launched_;
   std::vector<std::unique_ptr<comm::Request>> requests_;
-  std::vector<float> scatter_out_;
   bool armed_ = false;
   int launched_early_ = 0;
+  double last_wait_seconds_ = 0;
+  std::function<void(const std::string&)> on_launch_;
   long shard_begin_ = 0, shard_end_ = 0;
 };
 

@@ -55,6 +55,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   const ModelConfig& config() const { return config_; }
   const ChunkPlacement& placement() const { return placement_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  MemoryPlan& memory_plan() { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
   int max_seq() const { return seq_; }
   // Logits of row r (batch-major) from the last forward on slot 0; this rank's shard.

@@ -11,6 +11,11 @@ void MemoryPlan::add(std::string group, std::string name, long floats, int copie
   buffers_.push_back({std::move(group), std::move(name), floats, copies});
 }
 
+void MemoryPlan::resize(const std::string& name, long floats) {
+  for (PlannedBuffer& b : buffers_)
+    if (b.name == name) b.floats = floats;
+}
+
 long MemoryPlan::total_bytes() const {
   long total = 0;
   for (const PlannedBuffer& b : buffers_) total += b.total_floats() * 4;

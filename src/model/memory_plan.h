@@ -18,6 +18,8 @@ struct PlannedBuffer {
 class MemoryPlan {
  public:
   void add(std::string group, std::string name, long floats, int copies = 1);
+  // Changes a planned buffer's size (e.g. optimizer state once it is sharded).
+  void resize(const std::string& name, long floats);
   const std::vector<PlannedBuffer>& buffers() const { return buffers_; }
   long total_bytes() const;
   long group_bytes(const std::string& group) const;

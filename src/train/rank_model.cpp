@@ -76,6 +76,8 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
     m.optimizers.push_back(std::make_unique<AdamW>(c.adam, m.reducers.back()->shard_begin(),
                                                    m.reducers.back()->shard_end()));
+    m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
+                                          m.optimizers.back()->moment_bytes() / 4);
   }
   return m;
 }

@@ -236,6 +236,11 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
                                                c.model.hidden_size,
                                                {c.scatter_gather, rank.world_rank});
   executor.set_before_backward(before_backward);
+  for (auto& reducer : model.reducers)
+    reducer->set_launch_observer([&executor](const std::string& name) {
+      const double t = executor.now_us();
+      executor.record(name, "data-parallel", t, t + 1);
+    });
 
   LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
                       parse_decay_style(c.lr_decay_style)};
@@ -280,7 +285,11 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     if (c.use_distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
     std::vector<GradRange> ranges;
     for (size_t j = 0; j < model.chunks.size(); ++j) {
+      const double wait_start = executor.now_us();
       model.reducers[j]->finish();
+      if (dp.size() > 1)
+        executor.record("wait for gradient reduction", "data-parallel", wait_start,
+                        executor.now_us());
       ranges.push_back({&model.chunks[j]->parameters(), model.reducers[j]->shard_begin(),
                         model.reducers[j]->shard_end()});
     }
@@ -327,11 +336,16 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     training_counters[i].second -= eval_counters[i].second;
   if (dp.size() > 1) {
     int early = 0, total = 0;
-    for (const auto& r : model.reducers)
+    double wait = 0;
+    for (const auto& r : model.reducers) {
       early += r->launched_before_finish(), total += (int)r->buckets().size();
+      wait += r->last_wait_seconds();
+    }
     log << "data parallel: " << early << " of " << total
         << " gradient buckets started during the last backward of the last iteration"
-        << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "\n";
+        << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
+        << std::fixed << std::setprecision(1) << wait * 1e3 << " ms for the reduction\n";
+    log.unsetf(std::ios::fixed);
   }
   if (pp.size() > 1) {
     print_bubble(last_step, model.schedule, pp, log);
