@@ -6,16 +6,12 @@
 # output layer and cross-entropy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source bench/common.sh
 ROUNDS=${ROUNDS:-2}
 ITERS=${ITERS:-5}
 out=$(mktemp -d)
 ARGS="train --model-preset gpt2-small --mock-data --micro-batch-size 4 --global-batch-size 4
       --train-iters $ITERS --log-interval 1 --eval-iters 0 --peak-tflops 1"
-mean_ms() {  # mean ms/iteration after the first
-  /usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; \
-r=[x['ms_per_iter'] for x in r if 'ms_per_iter' in x][1:]; print(sum(r)/len(r))" "$1"
-}
 for ((i = 1; i <= ROUNDS; i++)); do
   build/trident $ARGS --threads 2 --metrics-file "$out/t1_$i.jsonl" > /dev/null
   mpirun --oversubscribe -np 2 build/trident $ARGS --tensor-model-parallel-size 2 --threads 1 \
