@@ -17,7 +17,7 @@ done
 # PyTorch and python3-regex as independent references.
 PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin python3-torch python3-numpy python3-regex
-          bible-kjv procps)
+          libxxhash-dev bible-kjv procps)
 command -v npm > /dev/null || PACKAGES+=(npm)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checkpoint/checkpoint.h"
 #include "cli/parse_args.h"
 #include "comm/mpi_communicator.h"
 #include "data/indexed_dataset.h"
@@ -116,6 +117,13 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "Generation");
   opt("--generate-tokens", c.generate_tokens, "tokens to generate", "Generation");
   opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
+  opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
+  opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
+      "Checkpoints");
+  opt("--load", c.load, "resume from the latest checkpoint under this directory (any layout)",
+      "Checkpoints");
+  opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
+      "Checkpoints");
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
       "Checkpoints");
 }
@@ -244,6 +252,8 @@ int train_main(const std::vector<std::string>& args) {
   } catch (const io::FormatError& e) {
     return fail(mpi, 2, e.what());
   } catch (const data::DatasetError& e) {
+    return fail(mpi, 2, e.what());
+  } catch (const checkpoint::CheckpointError& e) {
     return fail(mpi, 2, e.what());
   } catch (const std::exception& e) {
     return fail(mpi, 1, std::string("error: ") + e.what());

@@ -83,6 +83,10 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
+  require(c.save_interval >= 0, "--save-interval must be >= 0");
+  require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
+  require(c.load.empty() || c.load_hf.empty(), "give --load or --load-hf, not both");
   const bool uneven =
       c.decoder_first_pipeline_num_layers != 0 || c.decoder_last_pipeline_num_layers != 0;
   if (p > 1 && c.model.num_layers > 0) {

@@ -56,6 +56,10 @@ struct TrainingConfig {
 
   std::string metrics_file;
   std::string load_hf;
+  std::string save;          // checkpoint directory
+  long save_interval = 0;    // 0: only at the end
+  std::string load;          // resume from the latest checkpoint under this directory
+  int keep_checkpoints = 0;  // 0: keep all
   std::string save_hf;
   int threads = 0;  // 0: OpenMP's default
   // Testing: this rank throws at the start of that iteration (the job must end cleanly).

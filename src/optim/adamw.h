@@ -44,6 +44,12 @@ class AdamW {
   // One optimizer step over [begin, end) with the gradients scaled by grad_scale.
   void update(Parameters& params, float lr, float grad_scale);
   long moment_bytes() const { return 2 * (long)exp_avg_.size() * (long)sizeof(float); }
+  // State, for checkpoints: moments of floats [range_begin(), range_end()) of the buffer.
+  long range_begin() const { return begin_; }
+  long range_end() const { return end_; }
+  std::vector<float>& exp_avg() { return exp_avg_; }
+  std::vector<float>& exp_avg_sq() { return exp_avg_sq_; }
+  void set_steps_taken(long steps) { step_ = steps; }
   // One-chunk convenience: norm over the tensor group, clip, update. Returns the norm.
   double step(Parameters& params, float lr, comm::Communicator& tp);
   long steps_taken() const { return step_; }

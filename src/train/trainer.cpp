@@ -12,6 +12,7 @@
 #include <ostream>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "data_parallel/grad_reducer.h"
 #include "generation/greedy.h"
 #include "io/hf_gpt2.h"
@@ -269,7 +270,18 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       eval_counters[i].second += (after[i].second -= before[i].second);
   };
 
-  for (long it = 1; it <= c.train_iters; ++it) {
+  long first_iteration = 1;
+  if (!c.load.empty()) {
+    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log);
+    first_iteration = st.iteration + 1;
+    consumed = st.consumed_samples;
+    evaluations = st.evaluations;
+  }
+  auto save_checkpoint = [&](long iteration) {
+    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations}, rank, log);
+  };
+  long last_saved = -1;
+  for (long it = first_iteration; it <= c.train_iters; ++it) {
     if (it == c.inject_fault_iteration && rank.world_rank == c.inject_fault_rank)
       throw std::runtime_error("injected fault at iteration " + std::to_string(it));
     auto start = std::chrono::steady_clock::now();
@@ -330,7 +342,10 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       interval_count = 0;
     }
     if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters) run_validation(it);
+    if (!c.save.empty() && c.save_interval > 0 && it % c.save_interval == 0)
+      save_checkpoint(it), last_saved = it;
   }
+  if (!c.save.empty() && last_saved != c.train_iters) save_checkpoint(c.train_iters);
   GroupCounters training_counters = snapshot_counters(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;

@@ -1,0 +1,294 @@
+#include "checkpoint/checkpoint.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "io/safetensors.h"
+
+namespace trident::checkpoint {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+constexpr const char* kFormat = "trident-checkpoint";
+
+std::string iteration_dir(long it) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "iter_%07ld", it);
+  return buf;
+}
+
+std::string file_hash(const std::string& path, long* bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path + ": missing");
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  std::vector<char> buf(1 << 20);
+  *bytes = 0;
+  while (in) {
+    in.read(buf.data(), (std::streamsize)buf.size());
+    XXH64_update(state, buf.data(), (size_t)in.gcount());
+    *bytes += in.gcount();
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(state));
+  XXH64_freeState(state);
+  return hex;
+}
+
+json model_json(const ModelConfig& m) {
+  return {{"num_layers", m.num_layers},
+          {"hidden_size", m.hidden_size},
+          {"num_attention_heads", m.num_attention_heads},
+          {"ffn_hidden_size", m.ffn()},
+          {"max_position_embeddings", m.max_positions()},
+          {"vocab_size", m.vocab_size},
+          {"layernorm_epsilon", m.layernorm_epsilon}};
+}
+
+void barrier(const RankContext& rank) {
+  double x = 0;
+  rank.groups->world->all_reduce(&x, 1, comm::ReduceOp::kSum);
+}
+
+// The full moments of a chunk's buffer (gathered over data parallelism when sharded).
+void full_moments(AdamW& opt, long size, comm::Communicator& dp, bool sharded,
+                  std::vector<float>* m, std::vector<float>* v) {
+  m->assign(size, 0.f);
+  v->assign(size, 0.f);
+  std::copy(opt.exp_avg().begin(), opt.exp_avg().end(), m->begin() + opt.range_begin());
+  std::copy(opt.exp_avg_sq().begin(), opt.exp_avg_sq().end(), v->begin() + opt.range_begin());
+  if (sharded && dp.size() > 1) {
+    const long piece = opt.range_end() - opt.range_begin();
+    dp.all_gather(m->data() + opt.range_begin(), m->data(), piece);
+    dp.all_gather(v->data() + opt.range_begin(), v->data(), piece);
+  }
+}
+
+json spec_json(const ParamSpec& s) {
+  return {{"name", s.name},
+          {"global_shape", s.global_shape},
+          {"local_shape", s.local_shape},
+          {"shard",
+           {{"dim", s.shard.dim},
+            {"stride", s.shard.stride},
+            {"parts", s.shard.parts},
+            {"rank", s.shard.rank}}}};
+}
+
+}  // namespace
+
+void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
+          const TrainingState& state, const RankContext& rank, std::ostream& log) {
+  comm::Communicator& tp = *rank.groups->tensor;
+  comm::Communicator& pp = *rank.groups->pipeline;
+  comm::Communicator& dp = *rank.groups->data;
+  const std::string name = iteration_dir(state.iteration);
+  const fs::path tmp = fs::path(dir) / (name + ".tmp"), final_dir = fs::path(dir) / name;
+  if (rank.world_rank == 0) {
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+  }
+  barrier(rank);
+  // Every rank takes part in gathering sharded moments; data-parallel rank 0 writes.
+  std::vector<std::vector<float>> storage;
+  std::vector<io::TensorToWrite> tensors;
+  json entries = json::array();
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    Parameters& params = model.chunks[j]->parameters();
+    std::vector<float> m, v;
+    full_moments(*model.optimizers[j], params.size(), dp, c.use_distributed_optimizer, &m, &v);
+    storage.push_back(std::move(m));
+    storage.push_back(std::move(v));
+    const float* moments[2] = {storage[storage.size() - 2].data(), storage.back().data()};
+    for (const ParamSpec& s : params.layout().specs()) {
+      if (!s.owned) continue;
+      tensors.push_back({s.name, s.local_shape, params.values() + s.offset});
+      tensors.push_back({s.name + ".exp_avg", s.local_shape, moments[0] + s.offset});
+      tensors.push_back({s.name + ".exp_avg_sq", s.local_shape, moments[1] + s.offset});
+      entries.push_back(spec_json(s));
+    }
+  }
+  const std::string file =
+      "model_tp" + std::to_string(tp.rank()) + "_pp" + std::to_string(pp.rank()) + ".safetensors";
+  if (dp.rank() == 0) {
+    io::write_safetensors((tmp / file).string(), tensors, {{"format", kFormat}});
+    long bytes = 0;
+    std::string hash = file_hash((tmp / file).string(), &bytes);
+    json side = {{"file", file}, {"bytes", bytes}, {"xxh64", hash}, {"tensors", entries}};
+    io::write_file_atomically((tmp / (file + ".json")).string(), side.dump());
+  }
+  barrier(rank);
+  if (rank.world_rank == 0) {
+    json manifest = {{"format", kFormat},
+                     {"version", kFormatVersion},
+                     {"iteration", state.iteration},
+                     {"consumed_samples", state.consumed_samples},
+                     {"evaluations", state.evaluations},
+                     {"optimizer_steps", model.optimizers[0]->steps_taken()},
+                     {"seed", c.seed},
+                     {"model", model_json(c.model)},
+                     {"layout",
+                      {{"tensor", c.tensor_model_parallel_size},
+                       {"pipeline", c.pipeline_model_parallel_size},
+                       {"data", c.data_parallel_size()},
+                       {"virtual_stages", c.virtual_stages()},
+                       {"distributed_optimizer", c.use_distributed_optimizer}}},
+                     {"files", json::array()}};
+    for (auto& entry : fs::directory_iterator(tmp)) {
+      if (entry.path().extension() != ".json") continue;
+      std::ifstream in(entry.path());
+      manifest["files"].push_back(json::parse(in));
+      fs::remove(entry.path());
+    }
+    io::write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
+    fs::remove_all(final_dir);
+    fs::rename(tmp, final_dir);
+    io::write_file_atomically((fs::path(dir) / "latest").string(), name + "\n");
+    if (c.keep_checkpoints > 0) {
+      std::vector<fs::path> old;
+      for (auto& e : fs::directory_iterator(dir))
+        if (e.is_directory() && e.path().filename().string().rfind("iter_", 0) == 0 &&
+            e.path().extension() != ".tmp")
+          old.push_back(e.path());
+      std::sort(old.begin(), old.end());
+      for (size_t k = 0; k + c.keep_checkpoints < old.size(); ++k) fs::remove_all(old[k]);
+    }
+    log << "saved checkpoint " << final_dir.string() << "\n";
+  }
+  barrier(rank);
+}
+
+namespace {
+
+struct Piece {
+  const io::SafetensorsFile* file;
+  ParamSpec spec;  // global shape, local shape and shard as saved
+};
+
+ParamSpec spec_from_json(const json& j) {
+  ParamSpec s;
+  s.name = j["name"];
+  s.global_shape = j["global_shape"].get<std::vector<long>>();
+  s.local_shape = j["local_shape"].get<std::vector<long>>();
+  s.shard = {j["shard"]["dim"], j["shard"]["stride"], j["shard"]["parts"], j["shard"]["rank"]};
+  return s;
+}
+
+// The saved global tensor (values or a moment) rebuilt from every piece that holds it.
+std::vector<float> global_tensor(const std::vector<Piece>& pieces, const std::string& suffix) {
+  const ParamSpec& first = pieces.front().spec;
+  long n = 1;
+  for (long d : first.global_shape) n *= d;
+  std::vector<float> out(n, 0.f);
+  for (const Piece& p : pieces) {
+    const io::TensorEntry* t = p.file->find(p.spec.name + suffix);
+    std::vector<float> local = p.file->read_float(*t);
+    for (long i = 0; i < (long)local.size(); ++i) out[p.spec.global_index(i)] = local[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
+                   const RankContext& rank, std::ostream& log) {
+  auto fail = [](const std::string& why) -> void { throw CheckpointError(why); };
+  std::ifstream latest_in(fs::path(dir) / "latest");
+  if (!latest_in)
+    fail((fs::path(dir) / "latest").string() + ": missing (is --load a checkpoint directory?)");
+  std::string name;
+  std::getline(latest_in, name);
+  const fs::path ckpt = fs::path(dir) / name;
+  const std::string manifest_path = (ckpt / "manifest.json").string();
+  std::ifstream manifest_in(manifest_path);
+  if (!manifest_in) fail(manifest_path + ": missing");
+  json manifest;
+  try {
+    manifest = json::parse(manifest_in);
+  } catch (const std::exception& e) {
+    fail(manifest_path + ": not valid JSON: " + e.what());
+  }
+  if (manifest.value("format", "") != kFormat) fail(manifest_path + ": not a trident checkpoint");
+  if (manifest.value("version", 0) != kFormatVersion)
+    fail(manifest_path + ": format version " + manifest["version"].dump() +
+         ", this trident reads " + std::to_string(kFormatVersion));
+  if (manifest["model"] != model_json(c.model))
+    fail(manifest_path + ": the model config " + manifest["model"].dump() +
+         " does not match this run's " + model_json(c.model).dump());
+  // Validate every file before anything changes.
+  std::vector<std::unique_ptr<io::SafetensorsFile>> files;
+  std::map<std::string, std::vector<Piece>> pieces;
+  for (const json& f : manifest["files"]) {
+    const std::string path = (ckpt / f["file"].get<std::string>()).string();
+    if (!fs::exists(path)) fail(path + ": missing");
+    long bytes = 0;
+    std::string hash = file_hash(path, &bytes);
+    if (bytes != f["bytes"].get<long>())
+      fail(path + ": " + std::to_string(bytes) + " bytes, the manifest says " + f["bytes"].dump() +
+           " (truncated?)");
+    if (hash != f["xxh64"].get<std::string>())
+      fail(path + ": checksum " + hash + " does not match the manifest's " +
+           f["xxh64"].get<std::string>());
+    try {
+      files.push_back(std::make_unique<io::SafetensorsFile>(path));
+    } catch (const io::FormatError& e) {
+      fail(e.what());
+    }
+    for (const json& t : f["tensors"]) {
+      ParamSpec s = spec_from_json(t);
+      for (const char* suffix : {"", ".exp_avg", ".exp_avg_sq"})
+        if (!files.back()->find(s.name + suffix))
+          fail(path + ": missing tensor " + s.name + suffix);
+      pieces[s.name].push_back({files.back().get(), s});
+    }
+  }
+  std::vector<std::vector<float>> values, exp_avg, exp_avg_sq;
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    const Parameters& params = model.chunks[j]->parameters();
+    values.emplace_back(params.size(), 0.f);
+    exp_avg.emplace_back(params.size(), 0.f);
+    exp_avg_sq.emplace_back(params.size(), 0.f);
+    for (const ParamSpec& s : params.layout().specs()) {
+      auto it = pieces.find(s.name);
+      if (it == pieces.end()) fail(manifest_path + ": no tensor " + s.name);
+      std::vector<float>* targets[3] = {&values[j], &exp_avg[j], &exp_avg_sq[j]};
+      const char* suffixes[3] = {"", ".exp_avg", ".exp_avg_sq"};
+      for (int k = 0; k < 3; ++k) {
+        std::vector<float> global = global_tensor(it->second, suffixes[k]);
+        // The padded vocabulary depends on t: rows beyond the saved ones are padding (zero).
+        for (long i = 0; i < s.numel(); ++i) {
+          long g = s.global_index(i);
+          (*targets[k])[s.offset + i] = g < (long)global.size() ? global[g] : 0.f;
+        }
+      }
+    }
+  }
+  // Everything checked and assembled: now change state.
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    Parameters& params = model.chunks[j]->parameters();
+    std::copy(values[j].begin(), values[j].end(), params.values());
+    AdamW& opt = *model.optimizers[j];
+    std::copy(exp_avg[j].begin() + opt.range_begin(), exp_avg[j].begin() + opt.range_end(),
+              opt.exp_avg().begin());
+    std::copy(exp_avg_sq[j].begin() + opt.range_begin(), exp_avg_sq[j].begin() + opt.range_end(),
+              opt.exp_avg_sq().begin());
+    opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+  }
+  TrainingState state{manifest["iteration"], manifest["consumed_samples"], manifest["evaluations"]};
+  log << "loaded checkpoint " << ckpt.string() << " (iteration " << state.iteration
+      << ", saved under t=" << manifest["layout"]["tensor"]
+      << " p=" << manifest["layout"]["pipeline"] << " d=" << manifest["layout"]["data"] << ")\n";
+  return state;
+}
+
+}  // namespace trident::checkpoint
