@@ -56,7 +56,7 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::all_reduce(float* data, long n, ReduceOp op) {
-  count(counters_.all_reduce, n);
+  if (size_ > 1) count(counters_.all_reduce, n);
   if (size_ == 1) return;
   for (long off = 0; off < n; off += kMaxChunk)
     check(MPI_Allreduce(MPI_IN_PLACE, data + off, (int)std::min(kMaxChunk, n - off), MPI_FLOAT,
@@ -65,15 +65,15 @@ void MpiCommunicator::all_reduce(float* data, long n, ReduceOp op) {
 }
 
 void MpiCommunicator::all_reduce(double* data, long n, ReduceOp op) {
+  if (size_ == 1) return;  // nothing moves in a one-rank group: nothing is counted
   ++counters_.all_reduce.calls;
   counters_.all_reduce.bytes += n * (long)sizeof(double);
-  if (size_ == 1) return;
   check(MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, mpi_op(op), comm_),
         name_ + " all-reduce");
 }
 
 void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
-  count(counters_.all_gather, n);
+  if (size_ > 1) count(counters_.all_gather, n);
   if (n > kMaxChunk) throw std::length_error(name_ + ": all-gather over 2^30 floats");
   const void* source = send == recv + (long)rank_ * n ? MPI_IN_PLACE : send;
   check(MPI_Allgather(source, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_),
@@ -81,7 +81,7 @@ void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
 }
 
 void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
-  count(counters_.reduce_scatter, n * size_);
+  if (size_ > 1) count(counters_.reduce_scatter, n * size_);
   if (send == recv) {
     // In place as one reduce per block, in slices: OpenMPI's reduce_scatter_block stages the
     // whole buffer in a temporary on one rank, which would break the memory plan.
@@ -102,24 +102,24 @@ void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
 }
 
 void MpiCommunicator::broadcast(float* data, long n, int root) {
-  count(counters_.broadcast, n);
+  if (size_ > 1) count(counters_.broadcast, n);
   for (long off = 0; off < n; off += kMaxChunk)
     check(MPI_Bcast(data + off, (int)std::min(kMaxChunk, n - off), MPI_FLOAT, root, comm_),
           name_ + " broadcast");
 }
 
 void MpiCommunicator::send(const float* data, long n, int dest, int tag) {
-  count(counters_.send, n);
+  if (size_ > 1) count(counters_.send, n);
   check(MPI_Send(data, (int)n, MPI_FLOAT, dest, tag, comm_), name_ + " send");
 }
 
 void MpiCommunicator::recv(float* data, long n, int source, int tag) {
-  count(counters_.recv, n);
+  if (size_ > 1) count(counters_.recv, n);
   check(MPI_Recv(data, (int)n, MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE), name_ + " recv");
 }
 
 std::unique_ptr<Request> MpiCommunicator::iall_reduce(float* data, long n, ReduceOp op) {
-  count(counters_.all_reduce, n);
+  if (size_ > 1) count(counters_.all_reduce, n);
   auto r = std::make_unique<MpiRequest>();
   if (size_ > 1)
     check(MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, MPI_FLOAT, mpi_op(op), comm_, &r->request),
@@ -128,7 +128,7 @@ std::unique_ptr<Request> MpiCommunicator::iall_reduce(float* data, long n, Reduc
 }
 
 std::unique_ptr<Request> MpiCommunicator::iall_gather(const float* send, float* recv, long n) {
-  count(counters_.all_gather, n);
+  if (size_ > 1) count(counters_.all_gather, n);
   auto r = std::make_unique<MpiRequest>();
   check(MPI_Iallgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_, &r->request),
         name_ + " non-blocking all-gather");
@@ -140,7 +140,7 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, flo
     reduce_scatter(send, recv, n);
     return std::make_unique<MpiRequest>();
   }
-  count(counters_.reduce_scatter, n * size_);
+  if (size_ > 1) count(counters_.reduce_scatter, n * size_);
   auto r = std::make_unique<MpiRequest>();
   check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, &r->request),
         name_ + " non-blocking reduce-scatter");
@@ -148,14 +148,14 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, flo
 }
 
 std::unique_ptr<Request> MpiCommunicator::isend(const float* data, long n, int dest, int tag) {
-  count(counters_.send, n);
+  if (size_ > 1) count(counters_.send, n);
   auto r = std::make_unique<MpiRequest>();
   check(MPI_Isend(data, (int)n, MPI_FLOAT, dest, tag, comm_, &r->request), name_ + " isend");
   return r;
 }
 
 std::unique_ptr<Request> MpiCommunicator::irecv(float* data, long n, int source, int tag) {
-  count(counters_.recv, n);
+  if (size_ > 1) count(counters_.recv, n);
   auto r = std::make_unique<MpiRequest>();
   check(MPI_Irecv(data, (int)n, MPI_FLOAT, source, tag, comm_, &r->request), name_ + " irecv");
   return r;
