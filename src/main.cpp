@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/convert_command.h"
 #include "cli/inspect_data_command.h"
 #include "cli/preprocess_command.h"
 #include "cli/schedule_command.h"
@@ -20,7 +21,8 @@ void usage(std::ostream& os) {
         "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
         "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
         "  inspect-data  summary and contents of a .bin/.idx dataset\n"
-        "  schedule  print, simulate and draw a pipeline schedule (GPipe, 1F1B, interleaved)\n";
+        "  schedule  print, simulate and draw a pipeline schedule (GPipe, 1F1B, interleaved)\n"
+        "  convert   checkpoint <-> HuggingFace GPT-2 directory\n";
 }
 
 }  // namespace
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   if (command == "preprocess") return trident::cli::preprocess_main(args);
   if (command == "inspect-data") return trident::cli::inspect_data_main(args);
   if (command == "schedule") return trident::cli::schedule_main(args);
+  if (command == "convert") return trident::cli::convert_main(args);
   if (command == "--help" || command == "-h" || command == "help") {
     usage(std::cout);
     return 0;

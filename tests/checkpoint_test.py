@@ -92,6 +92,21 @@ def main():
                     continue
                 summary, bad = compare((steps(ref_rows), ref_w), (steps(rows), w), 1e-5)
                 check(not bad, f"saved under {saved}, loaded under {target}: steps 11-20 vs uninterrupted: {summary}")
+        # Conversion: checkpoint -> HF -> checkpoint -> HF is identical, and scores agree.
+        conv = [[trident, "convert", "--load", f"{tmp}/ref_ckpt", "--save-hf", f"{tmp}/conv_hf"],
+                [trident, "convert", "--load-hf", f"{tmp}/conv_hf", "--save", f"{tmp}/conv_ckpt"],
+                [trident, "convert", "--load", f"{tmp}/conv_ckpt", "--save-hf", f"{tmp}/conv_hf2"]]
+        ok = all(subprocess.run(cmd, capture_output=True).returncode == 0 for cmd in conv)
+        a = read_safetensors(f"{tmp}/conv_hf/model.safetensors") if ok else {}
+        b = read_safetensors(f"{tmp}/conv_hf2/model.safetensors") if ok else {}
+        same = ok and a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a) and \
+            all((a[k] == ref_w[k]).all() for k in ref_w)
+        with open(f"{tmp}/ids.json", "w") as f:
+            json.dump([[(7 * i) % 301 for i in range(40)]], f)
+        scores = [subprocess.run([trident, "score", "--model", m, "--tokens", f"{tmp}/ids.json"],
+                                 capture_output=True, text=True).stdout for m in (f"{tmp}/conv_hf", f"{tmp}/conv_hf2")]
+        check(same and scores[0] == scores[1] and scores[0],
+              f"checkpoint -> HF -> checkpoint -> HF is identical to the trained weights; score {scores[0].strip()}")
         # Damaged checkpoints.
         base = f"{tmp}/ref_ckpt"
         def damaged(tag, mutate, message):

@@ -1,0 +1,76 @@
+#include "cli/convert_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/parse_args.h"
+#include "io/hf_gpt2.h"
+#include "io/safetensors.h"
+
+namespace trident::cli {
+
+namespace {
+
+// The model shape recorded in a checkpoint's manifest.
+ModelConfig checkpoint_model(const std::string& dir) {
+  std::ifstream latest(dir + "/latest");
+  std::string name;
+  if (!latest || !std::getline(latest, name))
+    throw checkpoint::CheckpointError(dir + "/latest: missing (is this a checkpoint directory?)");
+  std::ifstream in(dir + "/" + name + "/manifest.json");
+  if (!in) throw checkpoint::CheckpointError(dir + "/" + name + "/manifest.json: missing");
+  nlohmann::json m = nlohmann::json::parse(in)["model"];
+  ModelConfig c;
+  c.num_layers = m["num_layers"], c.hidden_size = m["hidden_size"];
+  c.num_attention_heads = m["num_attention_heads"], c.ffn_hidden_size = m["ffn_hidden_size"];
+  c.max_position_embeddings = m["max_position_embeddings"], c.vocab_size = m["vocab_size"];
+  c.layernorm_epsilon = m["layernorm_epsilon"];
+  c.seq_length = c.max_position_embeddings;
+  return c;
+}
+
+}  // namespace
+
+int convert_main(const std::vector<std::string>& args) {
+  CLI::App app("trident convert: checkpoint <-> HuggingFace GPT-2 directory", "trident convert");
+  std::string load, save_hf, load_hf, save;
+  auto* from_ckpt = app.add_option("--load", load, "checkpoint directory (its latest)");
+  auto* from_hf = app.add_option("--load-hf", load_hf, "HuggingFace GPT-2 directory");
+  app.add_option("--save-hf", save_hf, "write a HuggingFace GPT-2 directory")->needs(from_ckpt);
+  app.add_option("--save", save, "write a checkpoint directory")->needs(from_hf);
+  from_ckpt->excludes(from_hf);
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
+  if (save_hf.empty() == save.empty()) {
+    std::cerr << "trident convert: give --load CKPT --save-hf DIR, or --load-hf DIR --save CKPT\n";
+    return 2;
+  }
+  try {
+    TrainingConfig c;
+    c.model = !load.empty() ? checkpoint_model(load) : io::read_hf_config(load_hf);
+    c.micro_batch_size = 1;
+    c.global_batch_size = 1;
+    c.model.seq_length = std::min(c.model.max_positions(), 64);  // only the parameters matter
+    c.load_hf = load_hf;
+    distributed::ProcessGrid grid(1, 1, 1);
+    distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+    RankContext rank{0, &grid, &groups, {"local"}};
+    RankModel model = build_rank_model(c, *groups.tensor, *groups.pipeline, *groups.data);
+    if (!load.empty()) {
+      checkpoint::load(load, c, model, rank, std::cout);
+      Parameters whole = gather_rank_model(model, c, *groups.tensor, *groups.pipeline);
+      io::save_hf_model(save_hf, c.model, whole);
+      std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
+    } else {
+      checkpoint::save(save, c, model, {0, 0, 0}, rank, std::cout);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "trident convert: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace trident::cli
