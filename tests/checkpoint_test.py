@@ -29,6 +29,7 @@ results = []
 
 
 def check(ok, what):
+    ok = bool(ok)
     results.append(ok)
     print("ok  " if ok else "FAIL", what)
 
@@ -105,7 +106,7 @@ def main():
             json.dump([[(7 * i) % 301 for i in range(40)]], f)
         scores = [subprocess.run([trident, "score", "--model", m, "--tokens", f"{tmp}/ids.json"],
                                  capture_output=True, text=True).stdout for m in (f"{tmp}/conv_hf", f"{tmp}/conv_hf2")]
-        check(same and scores[0] == scores[1] and scores[0],
+        check(bool(same and scores[0] == scores[1] and scores[0]),
               f"checkpoint -> HF -> checkpoint -> HF is identical to the trained weights; score {scores[0].strip()}")
         # Damaged checkpoints.
         base = f"{tmp}/ref_ckpt"
