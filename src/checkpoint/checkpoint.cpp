@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -87,8 +88,13 @@ json spec_json(const ParamSpec& s) {
 
 }  // namespace
 
+bool has_checkpoint(const std::string& dir) {
+  return fs::exists(fs::path(dir) / "latest");
+}
+
 void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
-          const TrainingState& state, const RankContext& rank, std::ostream& log) {
+          const TrainingState& state, const RankContext& rank, std::ostream& log,
+          bool die_before_commit) {
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
@@ -151,6 +157,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
       fs::remove(entry.path());
     }
     io::write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
+    if (die_before_commit) std::_Exit(9);
     fs::remove_all(final_dir);
     fs::rename(tmp, final_dir);
     io::write_file_atomically((fs::path(dir) / "latest").string(), name + "\n");

@@ -31,8 +31,14 @@ struct TrainingState {
 };
 
 // Collective over the world: every rank calls it.
+// die_before_commit (testing): world rank 0 exits abruptly after every file is written but
+// before the directory is renamed, as a crash would.
 void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
-          const TrainingState& state, const RankContext& rank, std::ostream& log);
+          const TrainingState& state, const RankContext& rank, std::ostream& log,
+          bool die_before_commit = false);
+
+// True when `dir` holds a checkpoint to resume from (its `latest` file exists).
+bool has_checkpoint(const std::string& dir);
 
 // Loads `latest` under `dir` into the model (any layout) after validating the manifest and
 // every file; throws CheckpointError, naming the file and the problem, before changing

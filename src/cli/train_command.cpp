@@ -104,6 +104,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", "Testing");
   opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", "Testing");
+  opt("--inject-fault-save", c.inject_fault_save,
+      "testing: rank 0 dies inside its N-th checkpoint save, before the commit", "Testing");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");

@@ -64,6 +64,7 @@ struct TrainingConfig {
   int threads = 0;  // 0: OpenMP's default
   // Testing: this rank throws at the start of that iteration (the job must end cleanly).
   long inject_fault_iteration = 0;
+  long inject_fault_save = 0;  // testing: world rank 0 dies inside its N-th save, before commit
   int inject_fault_rank = 0;
   double peak_tflops = 0;  // 0: measure the fp32 GEMM peak at start
 

@@ -271,14 +271,18 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   };
 
   long first_iteration = 1;
-  if (!c.load.empty()) {
+  if (!c.load.empty() && !checkpoint::has_checkpoint(c.load))
+    log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
+  if (!c.load.empty() && checkpoint::has_checkpoint(c.load)) {
     checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log);
     first_iteration = st.iteration + 1;
     consumed = st.consumed_samples;
     evaluations = st.evaluations;
   }
+  long saves = 0;
   auto save_checkpoint = [&](long iteration) {
-    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations}, rank, log);
+    const bool die = ++saves == c.inject_fault_save && rank.world_rank == 0;
+    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations}, rank, log, die);
   };
   long last_saved = -1;
   for (long it = first_iteration; it <= c.train_iters; ++it) {
