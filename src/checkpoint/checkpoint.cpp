@@ -2,11 +2,13 @@
 
 #include <xxhash.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -98,6 +100,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
+  const auto started = std::chrono::steady_clock::now();
   const std::string name = iteration_dir(state.iteration);
   const fs::path tmp = fs::path(dir) / (name + ".tmp"), final_dir = fs::path(dir) / name;
   if (rank.world_rank == 0) {
@@ -111,11 +114,15 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
   json entries = json::array();
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
-    std::vector<float> m, v;
-    full_moments(*model.optimizers[j], params.size(), dp, c.use_distributed_optimizer, &m, &v);
-    storage.push_back(std::move(m));
-    storage.push_back(std::move(v));
-    const float* moments[2] = {storage[storage.size() - 2].data(), storage.back().data()};
+    AdamW& opt = *model.optimizers[j];
+    const float* moments[2] = {opt.exp_avg().data(), opt.exp_avg_sq().data()};
+    if (opt.range_begin() != 0 || opt.range_end() != params.size()) {  // sharded: gather
+      std::vector<float> m, v;
+      full_moments(opt, params.size(), dp, c.use_distributed_optimizer, &m, &v);
+      storage.push_back(std::move(m));
+      storage.push_back(std::move(v));
+      moments[0] = storage[storage.size() - 2].data(), moments[1] = storage.back().data();
+    }
     for (const ParamSpec& s : params.layout().specs()) {
       if (!s.owned) continue;
       tensors.push_back({s.name, s.local_shape, params.values() + s.offset});
@@ -127,9 +134,14 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
   const std::string file =
       "model_tp" + std::to_string(tp.rank()) + "_pp" + std::to_string(pp.rank()) + ".safetensors";
   if (dp.rank() == 0) {
-    io::write_safetensors((tmp / file).string(), tensors, {{"format", kFormat}});
-    long bytes = 0;
-    std::string hash = file_hash((tmp / file).string(), &bytes);
+    std::uint64_t digest = 0;
+    long bytes = (long)io::write_safetensors((tmp / file).string(), tensors, {{"format", kFormat}},
+                                             [&](const std::string& all) {
+                                               digest = XXH64(all.data(), all.size(), 0);
+                                             });
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest);
+    std::string hash = hex;
     json side = {{"file", file}, {"bytes", bytes}, {"xxh64", hash}, {"tensors", entries}};
     io::write_file_atomically((tmp / (file + ".json")).string(), side.dump());
   }
@@ -170,7 +182,11 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
       std::sort(old.begin(), old.end());
       for (size_t k = 0; k + c.keep_checkpoints < old.size(); ++k) fs::remove_all(old[k]);
     }
-    log << "saved checkpoint " << final_dir.string() << "\n";
+    double bytes = 0;
+    for (auto& e : fs::directory_iterator(final_dir)) bytes += (double)fs::file_size(e.path());
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    log << "saved checkpoint " << final_dir.string() << " (" << bytes / 1e6 << " MB in " << seconds
+        << " s, " << bytes / 1e6 / seconds << " MB/s)\n";
   }
   barrier(rank);
 }
@@ -209,6 +225,7 @@ std::vector<float> global_tensor(const std::vector<Piece>& pieces, const std::st
 
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
                    const RankContext& rank, std::ostream& log) {
+  const auto started = std::chrono::steady_clock::now();
   auto fail = [](const std::string& why) -> void { throw CheckpointError(why); };
   std::ifstream latest_in(fs::path(dir) / "latest");
   if (!latest_in)
@@ -232,10 +249,17 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   if (manifest["model"] != model_json(c.model))
     fail(manifest_path + ": the model config " + manifest["model"].dump() +
          " does not match this run's " + model_json(c.model).dump());
-  // Validate every file before anything changes.
+  // The files holding a piece of a tensor this rank needs are checked (size, checksum,
+  // header) before anything changes; with an unchanged layout that is one file per rank.
+  std::set<std::string> needed;
+  for (const auto& chunk : model.chunks)
+    for (const ParamSpec& s : chunk->parameters().layout().specs()) needed.insert(s.name);
   std::vector<std::unique_ptr<io::SafetensorsFile>> files;
   std::map<std::string, std::vector<Piece>> pieces;
   for (const json& f : manifest["files"]) {
+    bool wanted = false;
+    for (const json& t : f["tensors"]) wanted = wanted || needed.count(t["name"].get<std::string>());
+    if (!wanted) continue;
     const std::string path = (ckpt / f["file"].get<std::string>()).string();
     if (!fs::exists(path)) fail(path + ": missing");
     long bytes = 0;
@@ -270,7 +294,18 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
       if (it == pieces.end()) fail(manifest_path + ": no tensor " + s.name);
       std::vector<float>* targets[3] = {&values[j], &exp_avg[j], &exp_avg_sq[j]};
       const char* suffixes[3] = {"", ".exp_avg", ".exp_avg_sq"};
+      const Piece& only = it->second.front();
+      const bool same_shard = it->second.size() == 1 && only.spec.global_shape == s.global_shape &&
+                              only.spec.local_shape == s.local_shape &&
+                              only.spec.shard.dim == s.shard.dim && only.spec.shard.rank == s.shard.rank &&
+                              only.spec.shard.parts == s.shard.parts &&
+                              only.spec.shard.stride == s.shard.stride;
       for (int k = 0; k < 3; ++k) {
+        if (same_shard) {  // this rank saved exactly this slice: copy it
+          std::vector<float> local = only.file->read_float(*only.file->find(s.name + suffixes[k]));
+          std::copy(local.begin(), local.end(), targets[k]->begin() + s.offset);
+          continue;
+        }
         std::vector<float> global = global_tensor(it->second, suffixes[k]);
         // The padded vocabulary depends on t: rows beyond the saved ones are padding (zero).
         for (long i = 0; i < s.numel(); ++i) {
@@ -294,7 +329,9 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   TrainingState state{manifest["iteration"], manifest["consumed_samples"], manifest["evaluations"]};
   log << "loaded checkpoint " << ckpt.string() << " (iteration " << state.iteration
       << ", saved under t=" << manifest["layout"]["tensor"]
-      << " p=" << manifest["layout"]["pipeline"] << " d=" << manifest["layout"]["data"] << ")\n";
+      << " p=" << manifest["layout"]["pipeline"] << " d=" << manifest["layout"]["data"] << "; "
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+      << " s)\n";
   return state;
 }
 

@@ -186,8 +186,9 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
 }
 
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                         const std::map<std::string, std::string>& metadata,
+                         const std::function<void(const std::string&)>& inspect) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
@@ -210,7 +211,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     for (long d : t.shape) n *= d;
     bytes.append(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
   }
+  if (inspect) inspect(bytes);
   write_file_atomically(path, bytes);
+  return bytes.size();
 }
 
 }  // namespace trident::io

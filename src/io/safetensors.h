@@ -3,6 +3,7 @@
 // each tensor's dtype, shape and [begin, end) byte range, then the raw data. The reader
 // checks every claim the header makes before any byte of data is used.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -46,9 +47,11 @@ struct TensorToWrite {
   const float* data;
 };
 
-// Writes F32 tensors to path + ".tmp", flushes, then renames over path.
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+// Writes F32 tensors to path + ".tmp", flushes, then renames over path. Returns the file's
+// size; `inspect` (optional) sees the complete bytes first (e.g. to checksum them).
+size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                         const std::map<std::string, std::string>& metadata = {},
+                         const std::function<void(const std::string&)>& inspect = {});
 
 // Writes bytes to path atomically (temporary name, fsync, rename).
 void write_file_atomically(const std::string& path, const std::string& bytes);
