@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <set>
 
 #include "io/safetensors.h"
 
@@ -135,10 +135,9 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
       "model_tp" + std::to_string(tp.rank()) + "_pp" + std::to_string(pp.rank()) + ".safetensors";
   if (dp.rank() == 0) {
     std::uint64_t digest = 0;
-    long bytes = (long)io::write_safetensors((tmp / file).string(), tensors, {{"format", kFormat}},
-                                             [&](const std::string& all) {
-                                               digest = XXH64(all.data(), all.size(), 0);
-                                             });
+    long bytes = (long)io::write_safetensors(
+        (tmp / file).string(), tensors, {{"format", kFormat}},
+        [&](const std::string& all) { digest = XXH64(all.data(), all.size(), 0); });
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest);
     std::string hash = hex;
@@ -184,7 +183,8 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
     }
     double bytes = 0;
     for (auto& e : fs::directory_iterator(final_dir)) bytes += (double)fs::file_size(e.path());
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     log << "saved checkpoint " << final_dir.string() << " (" << bytes / 1e6 << " MB in " << seconds
         << " s, " << bytes / 1e6 / seconds << " MB/s)\n";
   }
@@ -258,7 +258,8 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   std::map<std::string, std::vector<Piece>> pieces;
   for (const json& f : manifest["files"]) {
     bool wanted = false;
-    for (const json& t : f["tensors"]) wanted = wanted || needed.count(t["name"].get<std::string>());
+    for (const json& t : f["tensors"])
+      wanted = wanted || needed.count(t["name"].get<std::string>());
     if (!wanted) continue;
     const std::string path = (ckpt / f["file"].get<std::string>()).string();
     if (!fs::exists(path)) fail(path + ": missing");
@@ -283,47 +284,46 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
       pieces[s.name].push_back({files.back().get(), s});
     }
   }
-  std::vector<std::vector<float>> values, exp_avg, exp_avg_sq;
-  for (size_t j = 0; j < model.chunks.size(); ++j) {
-    const Parameters& params = model.chunks[j]->parameters();
-    values.emplace_back(params.size(), 0.f);
-    exp_avg.emplace_back(params.size(), 0.f);
-    exp_avg_sq.emplace_back(params.size(), 0.f);
-    for (const ParamSpec& s : params.layout().specs()) {
-      auto it = pieces.find(s.name);
-      if (it == pieces.end()) fail(manifest_path + ": no tensor " + s.name);
-      std::vector<float>* targets[3] = {&values[j], &exp_avg[j], &exp_avg_sq[j]};
-      const char* suffixes[3] = {"", ".exp_avg", ".exp_avg_sq"};
-      const Piece& only = it->second.front();
-      const bool same_shard = it->second.size() == 1 && only.spec.global_shape == s.global_shape &&
-                              only.spec.local_shape == s.local_shape &&
-                              only.spec.shard.dim == s.shard.dim && only.spec.shard.rank == s.shard.rank &&
-                              only.spec.shard.parts == s.shard.parts &&
-                              only.spec.shard.stride == s.shard.stride;
-      for (int k = 0; k < 3; ++k) {
-        if (same_shard) {  // this rank saved exactly this slice: copy it
-          std::vector<float> local = only.file->read_float(*only.file->find(s.name + suffixes[k]));
-          std::copy(local.begin(), local.end(), targets[k]->begin() + s.offset);
-          continue;
-        }
-        std::vector<float> global = global_tensor(it->second, suffixes[k]);
-        // The padded vocabulary depends on t: rows beyond the saved ones are padding (zero).
-        for (long i = 0; i < s.numel(); ++i) {
-          long g = s.global_index(i);
-          (*targets[k])[s.offset + i] = g < (long)global.size() ? global[g] : 0.f;
-        }
-      }
-    }
-  }
-  // Everything checked and assembled: now change state.
+  for (const std::string& n : needed)
+    if (!pieces.count(n)) fail(manifest_path + ": no tensor " + n);
+  // Everything is checked: from here on nothing can fail, so tensors go straight into place.
+  const char* suffixes[3] = {"", ".exp_avg", ".exp_avg_sq"};
+  std::vector<float> local;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
-    std::copy(values[j].begin(), values[j].end(), params.values());
     AdamW& opt = *model.optimizers[j];
-    std::copy(exp_avg[j].begin() + opt.range_begin(), exp_avg[j].begin() + opt.range_end(),
-              opt.exp_avg().begin());
-    std::copy(exp_avg_sq[j].begin() + opt.range_begin(), exp_avg_sq[j].begin() + opt.range_end(),
-              opt.exp_avg_sq().begin());
+    std::vector<float>* moments[2] = {&opt.exp_avg(), &opt.exp_avg_sq()};
+    for (const ParamSpec& s : params.layout().specs()) {
+      const std::vector<Piece>& parts = pieces.at(s.name);
+      const Piece& only = parts.front();
+      const bool same_shard =
+          parts.size() == 1 && only.spec.global_shape == s.global_shape &&
+          only.spec.local_shape == s.local_shape && only.spec.shard.dim == s.shard.dim &&
+          only.spec.shard.rank == s.shard.rank && only.spec.shard.parts == s.shard.parts &&
+          only.spec.shard.stride == s.shard.stride;
+      for (int k = 0; k < 3; ++k) {
+        local.resize(s.numel());
+        if (same_shard) {  // this rank saved exactly this slice
+          only.file->copy_float(*only.file->find(s.name + suffixes[k]), local.data());
+        } else {
+          std::vector<float> global = global_tensor(parts, suffixes[k]);
+          // The padded vocabulary depends on t: rows beyond the saved ones are padding.
+          for (long i = 0; i < s.numel(); ++i) {
+            long g = s.global_index(i);
+            local[i] = g < (long)global.size() ? global[g] : 0.f;
+          }
+        }
+        if (k == 0) {
+          std::copy(local.begin(), local.end(), params.values() + s.offset);
+          continue;
+        }
+        // Moments: only the part inside this rank's optimizer range (its shard).
+        long lo = std::max(opt.range_begin(), s.offset);
+        long hi = std::min(opt.range_end(), s.offset + s.numel());
+        for (long g = lo; g < hi; ++g)
+          (*moments[k - 1])[g - opt.range_begin()] = local[g - s.offset];
+      }
+    }
     opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
   }
   TrainingState state{manifest["iteration"], manifest["consumed_samples"], manifest["evaluations"]};

@@ -1,6 +1,7 @@
 #include "io/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,9 +133,19 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   if (cursor != data_size)
     fail("tensors cover " + std::to_string(cursor) + " of " + std::to_string(data_size) +
          " data bytes");
-  data_.resize(data_size);
-  in.read(data_.data(), (std::streamsize)data_size);
-  if (!in) fail("short read");
+  in.close();
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+  void* m = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) fail(std::string("mmap failed: ") + std::strerror(errno));
+  map_ = static_cast<const char*>(m);
+  map_size_ = file_size;
+  data_ = map_ + 8 + header_len;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(const_cast<char*>(map_), map_size_);
 }
 
 const TensorEntry* SafetensorsFile::find(const std::string& name) const {
@@ -145,25 +156,30 @@ const TensorEntry* SafetensorsFile::find(const std::string& name) const {
 
 std::vector<float> SafetensorsFile::read_float(const TensorEntry& t) const {
   std::vector<float> out(t.numel());
-  const char* src = data_.data() + t.begin;
+  copy_float(t, out.data());
+  return out;
+}
+
+void SafetensorsFile::copy_float(const TensorEntry& t, float* dst) const {
+  const char* src = data_ + t.begin;
+  const long n = t.numel();
   if (t.dtype == "F32") {
-    std::memcpy(out.data(), src, out.size() * 4);
+    std::memcpy(dst, src, (size_t)n * 4);
   } else if (t.dtype == "F16" || t.dtype == "BF16") {
-    for (size_t i = 0; i < out.size(); ++i) {
+    for (long i = 0; i < n; ++i) {
       std::uint16_t h;
       std::memcpy(&h, src + 2 * i, 2);
       if (t.dtype == "F16") {
-        out[i] = half_to_float(h);
+        dst[i] = half_to_float(h);
       } else {
         std::uint32_t bits = (std::uint32_t)h << 16;
-        std::memcpy(&out[i], &bits, 4);
+        std::memcpy(&dst[i], &bits, 4);
       }
     }
   } else {
     throw FormatError(path_ + ": tensor '" + t.name + "' has dtype " + t.dtype +
                       ", expected F32, F16 or BF16");
   }
-  return out;
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

@@ -31,12 +31,20 @@ class SafetensorsFile {
   const TensorEntry* find(const std::string& name) const;
   // F32, F16 and BF16 are converted to float.
   std::vector<float> read_float(const TensorEntry& t) const;
+  // The same into dst (t.numel() floats), without an intermediate copy.
+  void copy_float(const TensorEntry& t, float* dst) const;
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  std::vector<char> data_;
+  // The file is memory-mapped: tensors are read from the page cache, nothing is zero-filled.
+  const char* map_ = nullptr;
+  size_t map_size_ = 0;
+  const char* data_ = nullptr;  // start of the data section
   std::vector<TensorEntry> tensors_;
   std::map<std::string, std::string> metadata_;
 };
