@@ -134,12 +134,14 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
   const std::string file =
       "model_tp" + std::to_string(tp.rank()) + "_pp" + std::to_string(pp.rank()) + ".safetensors";
   if (dp.rank() == 0) {
-    std::uint64_t digest = 0;
+    XXH64_state_t* state = XXH64_createState();
+    XXH64_reset(state, 0);
     long bytes = (long)io::write_safetensors(
         (tmp / file).string(), tensors, {{"format", kFormat}},
-        [&](const std::string& all) { digest = XXH64(all.data(), all.size(), 0); });
+        [state](const char* data, size_t size) { XXH64_update(state, data, size); });
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest);
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(state));
+    XXH64_freeState(state);
     std::string hash = hex;
     json side = {{"file", file}, {"bytes", bytes}, {"xxh64", hash}, {"tensors", entries}};
     io::write_file_atomically((tmp / (file + ".json")).string(), side.dump());

@@ -204,7 +204,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata,
-                         const std::function<void(const std::string&)>& inspect) {
+                         const std::function<void(const char*, size_t)>& observe) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
@@ -217,19 +217,37 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
-  std::string bytes(8, '\0');
+  std::string head(8, '\0');
   std::uint64_t len = json.size();
-  for (int i = 0; i < 8; ++i) bytes[i] = (char)((len >> (8 * i)) & 0xff);
-  bytes += json;
-  bytes.reserve(bytes.size() + offset);
+  for (int i = 0; i < 8; ++i) head[i] = (char)((len >> (8 * i)) & 0xff);
+  head += json;
+  // Streamed tensor by tensor (no copy of the whole file in memory), then flushed and renamed.
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  auto put = [&](const char* data, size_t size) {
+    if (observe) observe(data, size);
+    for (size_t done = 0; done < size;) {
+      ssize_t n = ::write(fd, data + done, size - done);
+      if (n <= 0) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("write to " + tmp + " failed: " + std::strerror(errno));
+      }
+      done += (size_t)n;
+    }
+  };
+  put(head.data(), head.size());
   for (const TensorToWrite& t : tensors) {
     long n = 1;
     for (long d : t.shape) n *= d;
-    bytes.append(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
+    put(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
   }
-  if (inspect) inspect(bytes);
-  write_file_atomically(path, bytes);
-  return bytes.size();
+  ::fsync(fd);
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  return head.size() + offset;
 }
 
 }  // namespace trident::io

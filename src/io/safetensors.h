@@ -56,10 +56,10 @@ struct TensorToWrite {
 };
 
 // Writes F32 tensors to path + ".tmp", flushes, then renames over path. Returns the file's
-// size; `inspect` (optional) sees the complete bytes first (e.g. to checksum them).
+// size; `observe` (optional) sees every byte in order as it is written (e.g. to checksum).
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata = {},
-                         const std::function<void(const std::string&)>& inspect = {});
+                         const std::function<void(const char*, size_t)>& observe = {});
 
 // Writes bytes to path atomically (temporary name, fsync, rename).
 void write_file_atomically(const std::string& path, const std::string& bytes);
