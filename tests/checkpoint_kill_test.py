@@ -55,8 +55,11 @@ def main():
                 kids = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "trident"],
                                       capture_output=True, text=True).stdout.split()
                 if kids:
-                    os.kill(int(random.choice(kids)), signal.SIGKILL)
-                    kills += 1
+                    try:
+                        os.kill(int(random.choice(kids)), signal.SIGKILL)
+                        kills += 1
+                    except ProcessLookupError:  # that rank had already finished
+                        pass
             try:
                 proc.wait(timeout=120)
             except subprocess.TimeoutExpired:

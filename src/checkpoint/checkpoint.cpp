@@ -253,16 +253,37 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
          " does not match this run's " + model_json(c.model).dump());
   // The files holding a piece of a tensor this rank needs are checked (size, checksum,
   // header) before anything changes; with an unchanged layout that is one file per rank.
+  // Which files to read: for each tensor this rank holds, the file with exactly its slice if
+  // the layout is unchanged, else every file holding a piece of it. Only those are checked
+  // (size, checksum, header) and read, all before anything changes.
+  auto same_slice = [](const ParamSpec& a, const ParamSpec& b) {
+    return a.global_shape == b.global_shape && a.local_shape == b.local_shape &&
+           a.shard.dim == b.shard.dim && a.shard.rank == b.shard.rank &&
+           a.shard.parts == b.shard.parts && a.shard.stride == b.shard.stride;
+  };
   std::set<std::string> needed;
+  std::set<size_t> wanted_files;
+  const json& manifest_files = manifest["files"];
   for (const auto& chunk : model.chunks)
-    for (const ParamSpec& s : chunk->parameters().layout().specs()) needed.insert(s.name);
+    for (const ParamSpec& mine : chunk->parameters().layout().specs()) {
+      needed.insert(mine.name);
+      std::vector<size_t> holders;
+      bool exact = false;
+      for (size_t f = 0; f < manifest_files.size() && !exact; ++f)
+        for (const json& t : manifest_files[f]["tensors"])
+          if (t["name"] == mine.name) {
+            if (same_slice(spec_from_json(t), mine))
+              exact = true, holders = {f};
+            else
+              holders.push_back(f);
+          }
+      wanted_files.insert(holders.begin(), holders.end());
+    }
   std::vector<std::unique_ptr<io::SafetensorsFile>> files;
   std::map<std::string, std::vector<Piece>> pieces;
-  for (const json& f : manifest["files"]) {
-    bool wanted = false;
-    for (const json& t : f["tensors"])
-      wanted = wanted || needed.count(t["name"].get<std::string>());
-    if (!wanted) continue;
+  for (size_t fi = 0; fi < manifest_files.size(); ++fi) {
+    const json& f = manifest_files[fi];
+    if (!wanted_files.count(fi)) continue;
     const std::string path = (ckpt / f["file"].get<std::string>()).string();
     if (!fs::exists(path)) fail(path + ": missing");
     long bytes = 0;
@@ -297,16 +318,13 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
     std::vector<float>* moments[2] = {&opt.exp_avg(), &opt.exp_avg_sq()};
     for (const ParamSpec& s : params.layout().specs()) {
       const std::vector<Piece>& parts = pieces.at(s.name);
-      const Piece& only = parts.front();
-      const bool same_shard =
-          parts.size() == 1 && only.spec.global_shape == s.global_shape &&
-          only.spec.local_shape == s.local_shape && only.spec.shard.dim == s.shard.dim &&
-          only.spec.shard.rank == s.shard.rank && only.spec.shard.parts == s.shard.parts &&
-          only.spec.shard.stride == s.shard.stride;
+      const Piece* exact = nullptr;
+      for (const Piece& p : parts)
+        if (same_slice(p.spec, s)) exact = &p;
       for (int k = 0; k < 3; ++k) {
         local.resize(s.numel());
-        if (same_shard) {  // this rank saved exactly this slice
-          only.file->copy_float(*only.file->find(s.name + suffixes[k]), local.data());
+        if (exact) {  // a rank saved exactly this slice
+          exact->file->copy_float(*exact->file->find(s.name + suffixes[k]), local.data());
         } else {
           std::vector<float> global = global_tensor(parts, suffixes[k]);
           // The padded vocabulary depends on t: rows beyond the saved ones are padding.
