@@ -80,6 +80,11 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       ->group("Parallelism");
   opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
       "Parallelism");
+  opt("--recompute-granularity", c.recompute_granularity,
+      "full: keep only each layer's input, recompute the layer in backward", "Memory");
+  opt("--recompute-method", c.recompute_method, "uniform (every layer) or block (the first N)",
+      "Memory");
+  opt("--recompute-num-layers", c.recompute_num_layers, "N for --recompute-method", "Memory");
   opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
       "Logging");
   opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");

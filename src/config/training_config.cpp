@@ -48,6 +48,13 @@ std::vector<int> TrainingConfig::layers_per_virtual_stage() const {
   return split;
 }
 
+int TrainingConfig::recomputed_layers(int layers) const {
+  if (recompute_granularity != "full") return 0;
+  // uniform recomputes every layer (each from its own input: the finest Megatron grouping);
+  // block recomputes the first recompute_num_layers of each chunk.
+  return recompute_method == "block" ? std::min(layers, recompute_num_layers) : layers;
+}
+
 int TrainingConfig::effective_global_batch() const {
   return global_batch_size > 0 ? global_batch_size : micro_batch_size * data_parallel_size();
 }
@@ -83,6 +90,17 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
+  if (!c.recompute_granularity.empty()) {
+    require(c.recompute_granularity == "full",
+            "--recompute-granularity must be full (selective is not implemented yet)");
+    require(c.recompute_method == "uniform" || c.recompute_method == "block",
+            "--recompute-granularity full needs --recompute-method uniform or block");
+    require(c.recompute_num_layers > 0,
+            "--recompute-granularity full needs --recompute-num-layers > 0");
+  } else {
+    require(c.recompute_method.empty() && c.recompute_num_layers == 0,
+            "--recompute-method and --recompute-num-layers need --recompute-granularity full");
+  }
   require(c.save_interval >= 0, "--save-interval must be >= 0");
   require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");

@@ -51,6 +51,12 @@ struct TrainingConfig {
   std::string vocab_file;       // GPT-2 tokenizer, for --generate-prompt and text scoring
   std::string merge_file;
 
+  std::string recompute_granularity;  // "" | full (selective: not yet)
+  std::string recompute_method;       // uniform | block
+  int recompute_num_layers = 0;
+  // Layers of a chunk with `layers` layers that recompute their activations in backward.
+  int recomputed_layers(int layers) const;
+
   std::string generate_prompt;  // after training, print a greedy continuation of this
   int generate_tokens = 32;
 

@@ -15,7 +15,7 @@ int chunk_layers(const ModelConfig& c, const ChunkPlacement& p) {
 }  // namespace
 
 GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
-                   ChunkPlacement placement, int slots)
+                   ChunkPlacement placement, int slots, int recompute_layers)
     : config_(config),
       tp_(tp),
       micro_batch_(micro_batch),
@@ -23,6 +23,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       padded_vocab_(config.padded_vocab_size(tp.size())),
       placement_(placement),
       slots_(std::max(1, slots)),
+      recompute_layers_(recompute_layers),
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, placement)) {
   const int t = tp.size();
   LayerDims dims{config.hidden_size, config.num_attention_heads / t, config.head_dim(),
@@ -66,18 +67,23 @@ void GPTModel::plan_and_allocate() {
   plan_.add("parameters", "gradients", params_.size());
   plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
   const char* A = "activations";
-  const int per_layer = layers * n;
+  const int recomputed = std::min(recompute_layers_, layers);
+  const int per_layer = (layers - recomputed) * n;  // layers that keep their activations
   plan_.add(A, placement_.pre_process ? "embedding output" : "received input", tokens * h, n);
-  plan_.add(A, "ln1 out", tokens * h, per_layer);
-  plan_.add(A, "ln1/ln2 mean+rstd", 4 * tokens, per_layer);
-  plan_.add(A, "qkv", tokens * 3 * attn_local, per_layer);
-  plan_.add(A, "attention out", tokens * attn_local, per_layer);
-  plan_.add(A, "attention log-sum-exp", micro_batch_ * heads_local * seq_, per_layer);
-  plan_.add(A, "residual after attention", tokens * h, per_layer);
-  plan_.add(A, "ln2 out", tokens * h, per_layer);
-  plan_.add(A, "fc1 out (pre-GeLU)", tokens * ffn_local, per_layer);
-  plan_.add(A, "GeLU out", tokens * ffn_local, per_layer);
-  plan_.add(A, "layer output", tokens * h, per_layer);
+  auto add_layer_buffers = [&](const std::string& prefix, int copies) {
+    plan_.add(A, prefix + "ln1 out", tokens * h, copies);
+    plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * tokens, copies);
+    plan_.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
+    plan_.add(A, prefix + "attention out", tokens * attn_local, copies);
+    plan_.add(A, prefix + "attention log-sum-exp", micro_batch_ * heads_local * seq_, copies);
+    plan_.add(A, prefix + "residual after attention", tokens * h, copies);
+    plan_.add(A, prefix + "ln2 out", tokens * h, copies);
+    plan_.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
+    plan_.add(A, prefix + "GeLU out", tokens * ffn_local, copies);
+  };
+  if (per_layer > 0) add_layer_buffers("", per_layer);
+  plan_.add(A, "layer output", tokens * h, layers * n);
+  if (recomputed > 0) add_layer_buffers("recompute: ", 1);
   if (post) {
     plan_.add(A, "final ln out + stats", tokens * h + 2 * tokens, n);
     plan_.add(A, "logits / dlogits", tokens * (padded_vocab_ / t), n);
@@ -97,20 +103,28 @@ void GPTModel::plan_and_allocate() {
   arena_ = std::make_unique<Arena>(arena_floats);
   Arena& ar = *arena_;
   act_.resize(n);
+  auto take_layer = [&](LayerActivations& a) {
+    a.ln1_out = ar.take(tokens * h);
+    a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
+    a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
+    a.qkv = ar.take(tokens * 3 * attn_local);
+    a.attn_out = ar.take(tokens * attn_local);
+    a.attn_lse = ar.take(micro_batch_ * heads_local * seq_);
+    a.residual1 = ar.take(tokens * h);
+    a.ln2_out = ar.take(tokens * h);
+    a.fc1_pre = ar.take(tokens * ffn_local);
+    a.fc1_act = ar.take(tokens * ffn_local);
+  };
+  if (recomputed > 0) take_layer(recompute_act_);
   for (Activations& s : act_) {
     s.input = ar.take(tokens * h);
     s.layers.resize(layers);
-    for (LayerActivations& a : s.layers) {
-      a.ln1_out = ar.take(tokens * h);
-      a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
-      a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
-      a.qkv = ar.take(tokens * 3 * attn_local);
-      a.attn_out = ar.take(tokens * attn_local);
-      a.attn_lse = ar.take(micro_batch_ * heads_local * seq_);
-      a.residual1 = ar.take(tokens * h);
-      a.ln2_out = ar.take(tokens * h);
-      a.fc1_pre = ar.take(tokens * ffn_local);
-      a.fc1_act = ar.take(tokens * ffn_local);
+    for (int l = 0; l < layers; ++l) {
+      LayerActivations& a = s.layers[l];
+      if (l < recomputed)
+        a = recompute_act_;  // shared buffers; only the output is this layer's own
+      else
+        take_layer(a);
       a.output = ar.take(tokens * h);
     }
     if (post) {
@@ -195,6 +209,9 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
   }
   for (int l = (int)layers_.size() - 1; l >= 0; --l) {
     const float* x = l == 0 ? a.input : a.layers[l - 1].output;
+    // A recomputed layer rebuilds its activations from its input; the kernels are
+    // deterministic, so the gradients are bit-identical to keeping them.
+    if (l < recompute_layers_) layers_[l].forward(x, a.layers[l], scratch_, batch, seq);
     layers_[l].backward(x, a.layers[l], d_residual_, scratch_, batch, seq);
     ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
   }

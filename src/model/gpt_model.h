@@ -20,8 +20,10 @@ namespace trident {
 class GPTModel : public pipeline_parallel::PipelineStage {
  public:
   // micro_batch x seq is the largest batch forward/backward will be called with.
+  // recompute_layers: how many of this chunk's first layers keep only their input in
+  // forward and recompute the rest in backward (--recompute-granularity full).
   GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
-           ChunkPlacement placement = {}, int slots = 1);
+           ChunkPlacement placement = {}, int slots = 1, int recompute_layers = 0);
 
   // Whole-model helpers (one chunk holding everything, slot 0).
   // tokens: [batch, seq + 1]; input ids are the first seq, targets the last seq.
@@ -81,6 +83,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   int micro_batch_, seq_, padded_vocab_;
   ChunkPlacement placement_;
   int slots_;
+  int recompute_layers_;
+  LayerActivations recompute_act_{};  // one layer's activations, shared by recomputed layers
   Parameters params_;
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;

@@ -65,9 +65,10 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
   std::vector<int> slots = pipeline_parallel::max_in_flight(
       pipeline_parallel::build_schedule(m.schedule, pp.rank()), m.schedule.chunks);
   for (int j = 0; j < m.schedule.chunks; ++j) {
+    ChunkPlacement place = placement_of(c, pp.rank(), j);
     m.chunks.push_back(std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size,
-                                                  c.model.seq_length, placement_of(c, pp.rank(), j),
-                                                  slots[j]));
+                                                  c.model.seq_length, place, slots[j],
+                                                  c.recomputed_layers(place.num_layers)));
     Parameters& params = m.chunks.back()->parameters();
     if (!c.load_hf.empty())
       io::load_hf_weights(c.load_hf, c.model, params);
