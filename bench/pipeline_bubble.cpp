@@ -14,6 +14,7 @@
 #include "distributed/process_groups.h"
 #include "pipeline_parallel/executor.h"
 #include "pipeline_parallel/simulator.h"
+#include "pipeline_parallel/timeline.h"
 
 namespace {
 
@@ -77,20 +78,7 @@ int main(int argc, char** argv) {
     executor.train_step(tokens_of, 1.f);
     auto events = executor.take_events();
     if (step == 0) continue;  // warm-up
-    double busy = 0, begin = 1e300, end = -1e300;
-    for (const auto& e : events)
-      if (e.category == "forward" || e.category == "backward") {
-        busy += e.duration_us;
-        begin = std::min(begin, e.start_us);
-        end = std::max(end, e.start_us + e.duration_us);
-      }
-    double mine[3] = {busy, begin, end};
-    std::vector<double> all(3 * p);
-    MPI_Allgather(mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, MPI_COMM_WORLD);
-    double b = 1e300, e = -1e300;
-    for (int r = 0; r < p; ++r) b = std::min(b, all[3 * r + 1]), e = std::max(e, all[3 * r + 2]);
-    for (int r = 0; r < p; ++r) {
-      double bubble = (e - b - all[3 * r]) / all[3 * r];
+    for (double bubble : pipeline_parallel::pipeline_bubble(events, *groups.pipeline)) {
       worst = std::max(worst, bubble);
       mean += bubble / (p * steps);
     }

@@ -186,33 +186,4 @@ void flash_attention_backward(const float* qkv, const float* out, const float* d
   }
 }
 
-void naive_attention_forward(const float* qkv, float* out, const AttentionShape& s) {
-  const int hd = s.head_dim;
-  const float scale = 1.f / std::sqrt((float)hd);
-  std::vector<double> scores(s.seq);
-  for (int b = 0; b < s.batch; ++b)
-    for (int h = 0; h < s.heads; ++h) {
-      HeadView qv = qkv_view(s, b, h, 0), kv = qkv_view(s, b, h, 1), vv = qkv_view(s, b, h, 2);
-      HeadView ov = out_view(s, b, h);
-      for (int i = 0; i < s.seq; ++i) {
-        double mx = -1e300;
-        for (int j = 0; j <= i; ++j) {
-          double acc = 0;
-          for (int d = 0; d < hd; ++d)
-            acc += (double)qkv[qv.offset + i * qv.token_stride + d] *
-                   qkv[kv.offset + j * kv.token_stride + d];
-          scores[j] = acc * scale;
-          mx = std::max(mx, scores[j]);
-        }
-        double sum = 0;
-        for (int j = 0; j <= i; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
-        for (int d = 0; d < hd; ++d) {
-          double acc = 0;
-          for (int j = 0; j <= i; ++j) acc += scores[j] * qkv[vv.offset + j * vv.token_stride + d];
-          out[ov.offset + i * ov.token_stride + d] = (float)(acc / sum);
-        }
-      }
-    }
-}
-
 }  // namespace trident::kernels

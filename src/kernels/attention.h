@@ -23,7 +23,4 @@ void flash_attention_forward(const float* qkv, float* out, float* lse, const Att
 void flash_attention_backward(const float* qkv, const float* out, const float* dout,
                               const float* lse, float* dqkv, const AttentionShape& s);
 
-// Reference: materialises the full score matrix. Used only by tests.
-void naive_attention_forward(const float* qkv, float* out, const AttentionShape& s);
-
 }  // namespace trident::kernels

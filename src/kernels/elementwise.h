@@ -18,8 +18,6 @@ void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int 
 // dinout *= gelu'(pre), in place.
 void gelu_backward_inplace(const float* pre, float* dinout, long n);
 
-// y += x
-void add_inplace(float* y, const float* x, long n);
 void fill(float* y, float value, long n);
 
 }  // namespace trident::kernels

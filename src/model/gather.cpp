@@ -29,11 +29,6 @@ std::vector<float> gather(const Parameters& params, const ModelConfig& config,
 
 }  // namespace
 
-std::vector<float> gather_global_tensor(const Parameters& params, const ModelConfig& config,
-                                        const std::string& name, comm::Communicator& tp) {
-  return gather(params, config, name, tp, false);
-}
-
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
                                  comm::Communicator& tp, bool gradients, ChunkPlacement placement) {
   Parameters single(ParameterLayout(config, {0, 1}, placement));

@@ -7,10 +7,6 @@
 
 namespace trident {
 
-// The full global tensor of `name` (padded vocabulary of this t included), on every rank.
-std::vector<float> gather_global_tensor(const Parameters& params, const ModelConfig& config,
-                                        const std::string& name, comm::Communicator& tp);
-
 // A one-rank copy of the model's values (or gradients), on every rank.
 // `placement` is the pipeline chunk the parameters belong to (the whole model by default).
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,

@@ -74,6 +74,8 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
                                     float grad_scale) {
   double loss = 0.0;
   training_ = true;
+  const double step_start = now_us();
+  record("train step", "step", step_start, step_start);  // where this rank's step begins
   std::vector<int> backwards_done(schedule_.chunks, 0);
   for (const PipelineOp& op : ops_) {
     PipelineStage& chunk = *chunks_[op.chunk];

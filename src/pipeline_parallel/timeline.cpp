@@ -29,20 +29,27 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
   io::write_file_atomically(path, nlohmann::json({{"traceEvents", trace}}).dump() + "\n");
 }
 
-std::vector<double> measured_bubble(const std::vector<TraceEvent>& events, int ranks,
-                                    const std::vector<std::string>& busy_categories) {
-  double begin = 1e300, end = -1e300;
-  std::vector<double> busy(ranks, 0.0);
-  for (const TraceEvent& e : events) {
-    if (std::find(busy_categories.begin(), busy_categories.end(), e.category) ==
-        busy_categories.end())
-      continue;
-    begin = std::min(begin, e.start_us);
-    end = std::max(end, e.start_us + e.duration_us);
-    if (e.rank >= 0 && e.rank < ranks) busy[e.rank] += e.duration_us;
+std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
+                                    comm::Communicator& pipeline) {
+  const int p = pipeline.size(), me = pipeline.rank();
+  // Ranks' clocks share no origin, so each rank measures its own step — from the step's
+  // start to its last compute — and the step length is the longest of them. Slot r of each
+  // array is stage r's: summing over the group fills every slot exactly.
+  std::vector<double> busy(p, 0.0), span(p, 0.0);
+  double start = 1e300, last = -1e300;
+  for (const TraceEvent& e : step_events) {
+    if (e.category == "step") start = std::min(start, e.start_us);
+    if (e.category != "forward" && e.category != "backward") continue;
+    busy[me] += e.duration_us;
+    start = std::min(start, e.start_us);
+    last = std::max(last, e.start_us + e.duration_us);
   }
-  std::vector<double> bubble(ranks, 0.0);
-  for (int r = 0; r < ranks; ++r) bubble[r] = busy[r] > 0 ? (end - begin - busy[r]) / busy[r] : 0;
+  span[me] = busy[me] > 0 ? last - start : 0.0;
+  pipeline.all_reduce(busy.data(), p, comm::ReduceOp::kSum);
+  pipeline.all_reduce(span.data(), p, comm::ReduceOp::kSum);
+  const double step = *std::max_element(span.begin(), span.end());
+  std::vector<double> bubble(p, 0.0);
+  for (int r = 0; r < p; ++r) bubble[r] = busy[r] > 0 ? (step - busy[r]) / busy[r] : 0.0;
   return bubble;
 }
 

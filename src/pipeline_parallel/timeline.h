@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
+
 namespace trident::pipeline_parallel {
 
 struct TraceEvent {
@@ -16,8 +18,10 @@ struct TraceEvent {
 // Written to path.tmp and renamed.
 void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events);
 
-// Per rank: idle time / busy time, where busy is the time in `busy_categories`.
-std::vector<double> measured_bubble(const std::vector<TraceEvent>& events, int ranks,
-                                    const std::vector<std::string>& busy_categories);
+// The bubble of one step per pipeline stage — idle over compute time, the step being the
+// longest any stage takes from the step's start to its last compute — from this rank's
+// events, gathered over the pipeline group (every rank gets every stage's value).
+std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
+                                    comm::Communicator& pipeline);
 
 }  // namespace trident::pipeline_parallel

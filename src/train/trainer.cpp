@@ -150,22 +150,9 @@ void write_timeline(const std::string& path,
 void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
                   const pipeline_parallel::ScheduleConfig& schedule, comm::Communicator& pp,
                   std::ostream& log) {
-  double step_begin = 1e300, step_end = -1e300, busy = 0;
-  for (const auto& e : events) {
-    if (e.category != "forward" && e.category != "backward") continue;
-    busy += e.duration_us;
-    step_begin = std::min(step_begin, e.start_us);
-    step_end = std::max(step_end, e.start_us + e.duration_us);
-  }
-  std::vector<float> mine = {(float)busy, (float)step_begin, (float)step_end};
-  std::vector<float> all(3 * pp.size());
-  pp.all_gather(mine.data(), all.data(), 3);
-  double begin = 1e300, end = -1e300;
-  for (int r = 0; r < pp.size(); ++r)
-    begin = std::min<double>(begin, all[3 * r + 1]), end = std::max<double>(end, all[3 * r + 2]);
+  std::vector<double> bubble = pipeline_parallel::pipeline_bubble(events, pp);
   log << "pipeline bubble of the last iteration (idle / compute) per stage:";
-  for (int r = 0; r < pp.size(); ++r)
-    log << " " << std::fixed << std::setprecision(3) << (end - begin - all[3 * r]) / all[3 * r];
+  for (double b : bubble) log << " " << std::fixed << std::setprecision(3) << b;
   log << "; analytic (p-1)/(v*m) = " << pipeline_parallel::analytic_bubble_fraction(schedule)
       << "\n";
   log.unsetf(std::ios::fixed);
