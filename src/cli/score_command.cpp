@@ -53,12 +53,12 @@ std::vector<std::vector<int>> read_token_file(const std::string& path, int vocab
 
 std::vector<std::vector<int>> read_text_file(const std::string& path, const std::string& vocab,
                                              const std::string& merges, int vocab_size) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io::FormatError(path + ": cannot open");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t bad;
-  if (!tokenizer::is_valid_utf8(text, &bad))
-    throw io::FormatError(path + ": invalid UTF-8 at byte " + std::to_string(bad));
+  std::string text;
+  try {
+    text = tokenizer::read_utf8_file(path);
+  } catch (const std::runtime_error& e) {
+    throw io::FormatError(e.what());  // bad input: exit code 2
+  }
   tokenizer::GPT2Tokenizer tok(vocab, merges);
   if (tok.vocab_size() > vocab_size)
     throw io::FormatError(vocab + ": tokenizer has " + std::to_string(tok.vocab_size()) +

@@ -53,13 +53,7 @@ int tokenize_main(const std::vector<std::string>& args) {
       return 0;
     }
     if (!jsonl) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::string text = ss.str();
-      size_t bad;
-      if (!tokenizer::is_valid_utf8(text, &bad))
-        throw std::runtime_error(input + ": invalid UTF-8 at byte " + std::to_string(bad));
-      print_ids(tok.encode(text));
+      print_ids(tok.encode(tokenizer::read_utf8_file(input)));
       return 0;
     }
     std::string line;

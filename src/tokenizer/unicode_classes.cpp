@@ -2,6 +2,10 @@
 
 #include <unicode/uchar.h>
 
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
 namespace trident::tokenizer {
 
 UnicodeClasses::UnicodeClasses() : table_(0x110000, kOther) {
@@ -67,6 +71,16 @@ bool is_valid_utf8(std::string_view s, size_t* bad_offset) {
     i += n;
   }
   return true;
+}
+
+std::string read_utf8_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t bad;
+  if (!is_valid_utf8(text, &bad))
+    throw std::runtime_error(path + ": invalid UTF-8 at byte " + std::to_string(bad));
+  return text;
 }
 
 }  // namespace trident::tokenizer

@@ -2,6 +2,7 @@
 // Unicode character classes used by GPT-2's pre-tokenization pattern: letters (\p{L}),
 // numbers (\p{N}) and whitespace, read once from ICU into a table over all code points.
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,5 +32,9 @@ class UnicodeClasses {
 // not valid UTF-8 (overlong forms, surrogates and values past U+10FFFF included).
 int decode_utf8(std::string_view s, size_t i, char32_t* cp);
 bool is_valid_utf8(std::string_view s, size_t* bad_offset = nullptr);
+
+// A whole file that must be UTF-8 text; throws std::runtime_error naming the file and, for
+// invalid text, the byte offset.
+std::string read_utf8_file(const std::string& path);
 
 }  // namespace trident::tokenizer
