@@ -27,7 +27,7 @@ class SleepStage final : public pipeline_parallel::PipelineStage {
         grad_(floats),
         f_(forward_ms),
         b_(backward_ms) {}
-  double forward_chunk(int slot, const int*, int, int, float, float*) override {
+  double forward_chunk(int slot, const int*, int, int, float, float*, long) override {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f_));
     return 0.0;
   }

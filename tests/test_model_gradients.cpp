@@ -119,7 +119,10 @@ TEST(GPTModel, FullRecomputationGivesBitIdenticalGradientsWithLessMemory) {
   ModelConfig c = tiny_config();
   c.num_layers = 3;
   comm::SingleRankCommunicator tp("tensor");
-  GPTModel plain(c, tp, 2, c.seq_length, {}, 2, 0), recomputed(c, tp, 2, c.seq_length, {}, 2, 2);
+  ChunkOptions keep, recompute;
+  keep.slots = recompute.slots = 2;
+  recompute.recompute_layers = 2;
+  GPTModel plain(c, tp, 2, c.seq_length, keep), recomputed(c, tp, 2, c.seq_length, recompute);
   plain.parameters().initialize(4, 0.2f, c.num_layers);
   recomputed.parameters().initialize(4, 0.2f, c.num_layers);
   MockGPTDataset data(c.vocab_size, c.seq_length, 3);

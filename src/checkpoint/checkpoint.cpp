@@ -155,6 +155,21 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
                      {"evaluations", state.evaluations},
                      {"optimizer_steps", model.optimizers[0]->steps_taken()},
                      {"seed", c.seed},
+                     {"precision", kernels::precision_name(c.precision())},
+                     // fp16 loss scaler: resuming continues its schedule exactly.
+                     {"loss_scaler",
+                      {{"scale", model.scaler.state().scale},
+                       {"growth_tracker", model.scaler.state().growth_tracker},
+                       {"hysteresis_tracker", model.scaler.state().hysteresis_tracker},
+                       {"skipped_iterations", model.scaler.state().skipped}}},
+                     // Dropout masks are a function of (seed, site, sample index); the
+                     // counter that moves them on is consumed_samples.
+                     {"dropout",
+                      {{"hidden", c.hidden_dropout},
+                       {"attention", c.attention_dropout},
+                       {"generator", "philox4x32-10"},
+                       {"seed", c.dropout().seed},
+                       {"counter", "consumed_samples"}}},
                      {"model", model_json(c.model)},
                      {"layout",
                       {{"tensor", c.tensor_model_parallel_size},
@@ -345,6 +360,12 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
       }
     }
     opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+  }
+  if (manifest.contains("loss_scaler") && model.scaler.is_dynamic()) {
+    const json& ls = manifest["loss_scaler"];
+    model.scaler.restore({ls["scale"].get<float>(), ls["growth_tracker"].get<long>(),
+                          ls["hysteresis_tracker"].get<int>(),
+                          ls["skipped_iterations"].get<long>()});
   }
   TrainingState state{manifest["iteration"], manifest["consumed_samples"], manifest["evaluations"]};
   log << "loaded checkpoint " << ckpt.string() << " (iteration " << state.iteration

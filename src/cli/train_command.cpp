@@ -81,7 +81,25 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
       "Parallelism");
   opt("--recompute-granularity", c.recompute_granularity,
-      "full: keep only each layer's input, recompute the layer in backward", "Memory");
+      "full: keep only each layer's input, recompute the layer in backward; selective: "
+      "recompute only the attention core",
+      "Memory");
+  app.add_flag("--bf16", c.bf16, "bf16 matrix products, fp32 master weights/gradients/Adam")
+      ->group("Mixed precision");
+  app.add_flag("--fp16", c.fp16, "fp16 matrix-product operands with dynamic loss scaling")
+      ->group("Mixed precision");
+  opt("--loss-scale", c.loss_scale, "fp16: constant loss scale (0: dynamic)", "Mixed precision");
+  opt("--initial-loss-scale", c.initial_loss_scale, "fp16: first dynamic scale", "Mixed precision");
+  opt("--min-loss-scale", c.min_loss_scale, "fp16: the scale never drops below this",
+      "Mixed precision");
+  opt("--loss-scale-window", c.loss_scale_window,
+      "fp16: iterations without overflow before the scale doubles", "Mixed precision");
+  opt("--hysteresis", c.hysteresis, "fp16: overflows tolerated before the scale halves",
+      "Mixed precision");
+  opt("--hidden-dropout", c.hidden_dropout, "dropout after embeddings, attention and MLP",
+      "Regularization");
+  opt("--attention-dropout", c.attention_dropout, "dropout on attention probabilities",
+      "Regularization");
   opt("--recompute-method", c.recompute_method, "uniform (every layer) or block (the first N)",
       "Memory");
   opt("--recompute-num-layers", c.recompute_num_layers, "N for --recompute-method", "Memory");
@@ -109,6 +127,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", "Testing");
   opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", "Testing");
+  opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
+      "testing: make one gradient inf at this iteration", "Testing");
   opt("--inject-fault-save", c.inject_fault_save,
       "testing: rank 0 dies inside its N-th checkpoint save, before the commit", "Testing");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");

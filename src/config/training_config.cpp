@@ -48,6 +48,17 @@ std::vector<int> TrainingConfig::layers_per_virtual_stage() const {
   return split;
 }
 
+kernels::Precision TrainingConfig::precision() const {
+  return bf16   ? kernels::Precision::kBf16
+         : fp16 ? kernels::Precision::kFp16
+                : kernels::Precision::kFp32;
+}
+
+kernels::DropoutConfig TrainingConfig::dropout() const {
+  // Masks get their own stream, apart from initialisation and data order.
+  return {hidden_dropout, attention_dropout, seed ^ 0x64726f706f7574ull};
+}
+
 int TrainingConfig::recomputed_layers(int layers) const {
   if (recompute_granularity != "full") return 0;
   // uniform recomputes every layer (each from its own input: the finest Megatron grouping);
@@ -90,9 +101,24 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
-  if (!c.recompute_granularity.empty()) {
-    require(c.recompute_granularity == "full",
-            "--recompute-granularity must be full (selective is not implemented yet)");
+  require(!(c.bf16 && c.fp16), "give --bf16 or --fp16, not both");
+  require(c.hidden_dropout >= 0.f && c.hidden_dropout < 1.f, "--hidden-dropout must be in [0, 1)");
+  require(c.attention_dropout >= 0.f && c.attention_dropout < 1.f,
+          "--attention-dropout must be in [0, 1)");
+  if (c.fp16) {
+    require(c.loss_scale >= 0.f, "--loss-scale must be >= 0 (0: dynamic)");
+    require(c.initial_loss_scale > 0.f, "--initial-loss-scale must be > 0");
+    require(c.min_loss_scale > 0.f && c.min_loss_scale <= c.initial_loss_scale,
+            "--min-loss-scale must be > 0 and <= --initial-loss-scale");
+    require(c.loss_scale_window > 0, "--loss-scale-window must be > 0");
+    require(c.hysteresis > 0, "--hysteresis must be > 0");
+  }
+  if (c.recompute_granularity == "selective") {
+    require(c.recompute_method.empty() && c.recompute_num_layers == 0,
+            "--recompute-granularity selective recomputes the attention core of every layer: "
+            "--recompute-method and --recompute-num-layers belong to full");
+  } else if (!c.recompute_granularity.empty()) {
+    require(c.recompute_granularity == "full", "--recompute-granularity must be full or selective");
     require(c.recompute_method == "uniform" || c.recompute_method == "block",
             "--recompute-granularity full needs --recompute-method uniform or block");
     require(c.recompute_num_layers > 0,

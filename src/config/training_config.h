@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "kernels/dropout.h"
+#include "kernels/low_precision.h"
 #include "optim/adamw.h"
 #include "pipeline_parallel/schedules.h"
 
@@ -51,7 +53,21 @@ struct TrainingConfig {
   std::string vocab_file;       // GPT-2 tokenizer, for --generate-prompt and text scoring
   std::string merge_file;
 
-  std::string recompute_granularity;  // "" | full (selective: not yet)
+  // Mixed precision (Megatron's flags; fp16's scaler defaults are Megatron's too).
+  bool bf16 = false;
+  bool fp16 = false;
+  float loss_scale = 0.f;  // fp16: a constant scale; 0: dynamic
+  float initial_loss_scale = 4294967296.f;
+  float min_loss_scale = 1.f;
+  long loss_scale_window = 1000;
+  int hysteresis = 2;
+  kernels::Precision precision() const;
+
+  float hidden_dropout = 0.f;  // Megatron defaults to 0.1; trident to none
+  float attention_dropout = 0.f;
+  kernels::DropoutConfig dropout() const;
+
+  std::string recompute_granularity;  // "" | full | selective
   std::string recompute_method;       // uniform | block
   int recompute_num_layers = 0;
   // Layers of a chunk with `layers` layers that recompute their activations in backward.
@@ -72,7 +88,8 @@ struct TrainingConfig {
   long inject_fault_iteration = 0;
   long inject_fault_save = 0;  // testing: world rank 0 dies inside its N-th save, before commit
   int inject_fault_rank = 0;
-  double peak_tflops = 0;  // 0: measure the fp32 GEMM peak at start
+  long inject_grad_overflow_iteration = 0;  // testing: an inf gradient at this iteration
+  double peak_tflops = 0;                   // 0: measure the fp32 GEMM peak at start
 
   int data_parallel_size() const;
   int virtual_stages() const;  // v

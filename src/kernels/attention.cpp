@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/dropout.h"
 #include "kernels/fast_math.h"
 #include "kernels/gemm.h"
 
@@ -43,8 +44,31 @@ inline int visible_keys(int q, int ks, int nk) {
   return std::clamp(q - ks + 1, 0, nk);
 }
 
+// The dropout stream of one (sample, head); probability 0 when dropout is off.
+struct HeadDropout {
+  DropoutStream stream{};
+  std::uint64_t head = 0;  // global head index
+  int seq = 0;
+  bool on() const { return stream.probability > 0.f; }
+  // Scales row[0, n) (keys ks.. of query q) by keep / (1 - p).
+  void apply(float* row, int q, int ks, int n, std::uint8_t* keep) const {
+    dropout_keep_mask(stream, ((head * seq) + q) * (std::uint64_t)seq + ks, n, keep);
+    const float scale = 1.f / (1.f - stream.probability);
+#pragma omp simd
+    for (int j = 0; j < n; ++j) row[j] = keep[j] ? row[j] * scale : 0.f;
+  }
+};
+
+HeadDropout head_dropout(const AttentionDropout& d, const AttentionShape& s, int b, int h) {
+  if (!d.active()) return {};
+  return {{d.seed, d.site, (std::uint32_t)(d.first_sample + b), d.probability},
+          (std::uint64_t)(d.head_offset + h),
+          s.seq};
+}
+
 void forward_one_head(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* o, float* lse, float* scores) {
+                      float* o, float* lse, float* scores, const HeadDropout& drop) {
+  std::uint8_t keep[kBlockK];
   const int hd = s.head_dim;
   const float scale = 1.f / std::sqrt((float)hd);
   float row_max[kBlockQ], row_sum[kBlockQ];
@@ -72,6 +96,8 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
           sum += row[j];
         }
         std::fill(row + valid, row + nk, 0.f);
+        // The normaliser is the undropped softmax's; dropout scales what reaches V.
+        if (drop.on()) drop.apply(row, qs + i, ks, valid, keep);
         row_sum[i] = row_sum[i] * rescale + sum;
         row_max[i] = new_max;
         float* orow = o + (long)(qs + i) * hd;
@@ -94,7 +120,9 @@ struct BackwardBuffers {
   float *dq, *dk, *dv, *delta, *p, *dp;
 };
 
-void backward_one_head(const AttentionShape& s, const BackwardBuffers& x) {
+void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const HeadDropout& drop) {
+  std::uint8_t keep[kBlockK];
+  float scaled_p[kBlockK];
   const int hd = s.head_dim;
   const float scale = 1.f / std::sqrt((float)hd);
   for (int t = 0; t < s.seq; ++t) {
@@ -120,10 +148,25 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x) {
         float* dprow = x.dp + i * kBlockK;
         int valid = visible_keys(qs + i, ks, nk);
         float row_lse = x.lse[qs + i], row_delta = x.delta[qs + i];
+        if (drop.on()) {
+          // With mask Z: O = (P*Z) V, so dV uses P*Z, dP = Z * (dO V^T), and
+          // dS = P * (dP - rowsum(dO * O)) as without dropout.
 #pragma omp simd
-        for (int j = 0; j < valid; ++j) {
-          prow[j] = fast_exp(prow[j] - row_lse);
-          dprow[j] = prow[j] * (dprow[j] - row_delta);  // dS
+          for (int j = 0; j < valid; ++j) prow[j] = fast_exp(prow[j] - row_lse);
+          std::copy_n(prow, valid, scaled_p);
+          drop.apply(scaled_p, qs + i, ks, valid, keep);
+          const float scale = 1.f / (1.f - drop.stream.probability);
+#pragma omp simd
+          for (int j = 0; j < valid; ++j) {
+            dprow[j] = prow[j] * ((keep[j] ? dprow[j] * scale : 0.f) - row_delta);
+            prow[j] = scaled_p[j];
+          }
+        } else {
+#pragma omp simd
+          for (int j = 0; j < valid; ++j) {
+            prow[j] = fast_exp(prow[j] - row_lse);
+            dprow[j] = prow[j] * (dprow[j] - row_delta);  // dS
+          }
         }
         std::fill(prow + valid, prow + nk, 0.f);
         std::fill(dprow + valid, dprow + nk, 0.f);
@@ -140,7 +183,8 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x) {
 
 }  // namespace
 
-void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s) {
+void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s,
+                             const AttentionDropout& dropout) {
   const long head_elems = (long)s.seq * s.head_dim;
 #pragma omp parallel
   {
@@ -153,14 +197,16 @@ void flash_attention_forward(const float* qkv, float* out, float* lse, const Att
       gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
       gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
       gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
-      forward_one_head(s, q, k, v, o, lse + (long)bh * s.seq, scores);
+      forward_one_head(s, q, k, v, o, lse + (long)bh * s.seq, scores,
+                       head_dropout(dropout, s, b, h));
       scatter(o, out_view(s, b, h), s.seq, s.head_dim, out);
     }
   }
 }
 
 void flash_attention_backward(const float* qkv, const float* out, const float* dout,
-                              const float* lse, float* dqkv, const AttentionShape& s) {
+                              const float* lse, float* dqkv, const AttentionShape& s,
+                              const AttentionDropout& dropout) {
   const long head_elems = (long)s.seq * s.head_dim;
 #pragma omp parallel
   {
@@ -178,7 +224,8 @@ void flash_attention_backward(const float* qkv, const float* out, const float* d
       gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
       gather(out, out_view(s, b, h), s.seq, s.head_dim, o);
       gather(dout, out_view(s, b, h), s.seq, s.head_dim, dout_h);
-      backward_one_head(s, {q, k, v, o, dout_h, lse + (long)bh * s.seq, dq, dk, dv, delta, p, dp});
+      backward_one_head(s, {q, k, v, o, dout_h, lse + (long)bh * s.seq, dq, dk, dv, delta, p, dp},
+                        head_dropout(dropout, s, b, h));
       scatter(dq, qkv_view(s, b, h, 0), s.seq, s.head_dim, dqkv);
       scatter(dk, qkv_view(s, b, h, 1), s.seq, s.head_dim, dqkv);
       scatter(dv, qkv_view(s, b, h, 2), s.seq, s.head_dim, dqkv);

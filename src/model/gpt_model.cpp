@@ -15,22 +15,29 @@ int chunk_layers(const ModelConfig& c, const ChunkPlacement& p) {
 }  // namespace
 
 GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
-                   ChunkPlacement placement, int slots, int recompute_layers)
+                   const ChunkOptions& options)
     : config_(config),
       tp_(tp),
       micro_batch_(micro_batch),
       seq_(seq),
       padded_vocab_(config.padded_vocab_size(tp.size())),
-      placement_(placement),
-      slots_(std::max(1, slots)),
-      recompute_layers_(recompute_layers),
-      params_(ParameterLayout(config, {tp.rank(), tp.size()}, placement)) {
+      placement_(options.placement),
+      options_(options),
+      slots_(std::max(1, options.slots)),
+      recompute_layers_(options.recompute_layers),
+      params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
+              options.pad_multiple) {
   const int t = tp.size();
-  LayerDims dims{config.hidden_size, config.num_attention_heads / t, config.head_dim(),
-                 config.ffn() / t, config.layernorm_epsilon};
+  const ChunkPlacement& placement = options.placement;
+  precision_.precision = options.precision;
+  params_.set_low_precision(options.precision);  // before any ParamRef is handed out
+  const int heads_local = config.num_attention_heads / t;
+  LayerDims dims{config.hidden_size,       heads_local,
+                 config.head_dim(),        config.ffn() / t,
+                 config.layernorm_epsilon, tp.rank() * heads_local};
   const int first = placement.first_layer, count = chunk_layers(config, placement);
   for (int l = first; l < first + count; ++l) {
-    layers_.emplace_back(dims, params_, l, tp);
+    layers_.emplace_back(dims, params_, l, tp, &precision_);
     const auto& specs = params_.layout().specs();
     for (size_t k = 0; k < specs.size(); ++k)
       if (specs[k].name == layer_param(l, "input_layernorm.weight"))
@@ -46,7 +53,8 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
                     vocab_local,
                     config.hidden_size,
                     &tp};
-    output_layer_ = {word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp};
+    output_layer_ = {
+        word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp, &precision_};
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   cross_entropy_ = {vocab_start, vocab_local, valid, &tp};
@@ -69,13 +77,19 @@ void GPTModel::plan_and_allocate() {
   const char* A = "activations";
   const int recomputed = std::min(recompute_layers_, layers);
   const int per_layer = (layers - recomputed) * n;  // layers that keep their activations
+  // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
+  const bool selective = options_.recompute_attention;
+  const int core_copies = selective ? 0 : per_layer;
   plan_.add(A, placement_.pre_process ? "embedding output" : "received input", tokens * h, n);
   auto add_layer_buffers = [&](const std::string& prefix, int copies) {
     plan_.add(A, prefix + "ln1 out", tokens * h, copies);
     plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * tokens, copies);
     plan_.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
-    plan_.add(A, prefix + "attention out", tokens * attn_local, copies);
-    plan_.add(A, prefix + "attention log-sum-exp", micro_batch_ * heads_local * seq_, copies);
+    const int core = prefix.empty() ? core_copies : copies;
+    if (core > 0) {
+      plan_.add(A, prefix + "attention out", tokens * attn_local, core);
+      plan_.add(A, prefix + "attention log-sum-exp", micro_batch_ * heads_local * seq_, core);
+    }
     plan_.add(A, prefix + "residual after attention", tokens * h, copies);
     plan_.add(A, prefix + "ln2 out", tokens * h, copies);
     plan_.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
@@ -84,6 +98,10 @@ void GPTModel::plan_and_allocate() {
   if (per_layer > 0) add_layer_buffers("", per_layer);
   plan_.add(A, "layer output", tokens * h, layers * n);
   if (recomputed > 0) add_layer_buffers("recompute: ", 1);
+  if (selective && per_layer > 0) {
+    plan_.add(A, "recompute: attention out", tokens * attn_local);
+    plan_.add(A, "recompute: attention log-sum-exp", micro_batch_ * heads_local * seq_);
+  }
   if (post) {
     plan_.add(A, "final ln out + stats", tokens * h + 2 * tokens, n);
     plan_.add(A, "logits / dlogits", tokens * (padded_vocab_ / t), n);
@@ -96,6 +114,7 @@ void GPTModel::plan_and_allocate() {
   plan_.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan_.add(S, "d_ffn", tokens * ffn_local);
   plan_.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
+  plan_low_precision(tokens);
 
   long arena_floats = 0;
   for (const PlannedBuffer& b : plan_.buffers())
@@ -103,19 +122,24 @@ void GPTModel::plan_and_allocate() {
   arena_ = std::make_unique<Arena>(arena_floats);
   Arena& ar = *arena_;
   act_.resize(n);
-  auto take_layer = [&](LayerActivations& a) {
+  float *shared_attn_out = nullptr, *shared_attn_lse = nullptr;
+  if (selective && per_layer > 0) {
+    shared_attn_out = ar.take(tokens * attn_local);
+    shared_attn_lse = ar.take(micro_batch_ * heads_local * seq_);
+  }
+  auto take_layer = [&](LayerActivations& a, bool own_core) {
     a.ln1_out = ar.take(tokens * h);
     a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
     a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
     a.qkv = ar.take(tokens * 3 * attn_local);
-    a.attn_out = ar.take(tokens * attn_local);
-    a.attn_lse = ar.take(micro_batch_ * heads_local * seq_);
+    a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
+    a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
     a.residual1 = ar.take(tokens * h);
     a.ln2_out = ar.take(tokens * h);
     a.fc1_pre = ar.take(tokens * ffn_local);
     a.fc1_act = ar.take(tokens * ffn_local);
   };
-  if (recomputed > 0) take_layer(recompute_act_);
+  if (recomputed > 0) take_layer(recompute_act_, true);
   for (Activations& s : act_) {
     s.input = ar.take(tokens * h);
     s.layers.resize(layers);
@@ -124,7 +148,7 @@ void GPTModel::plan_and_allocate() {
       if (l < recomputed)
         a = recompute_act_;  // shared buffers; only the output is this layer's own
       else
-        take_layer(a);
+        take_layer(a, !selective);
       a.output = ar.take(tokens * h);
     }
     if (post) {
@@ -142,6 +166,46 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
   scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
+  // 16-bit operands: bf16 pairs are packed two to a float of the arena.
+  kernels::LinearScratch& ls = precision_.scratch;
+  const long widest = std::max({h, 3 * attn_local, ffn_local, post ? (long)padded_vocab_ / t : 0L});
+  const long widest_in = std::max(h, ffn_local);
+  if (options_.precision == kernels::Precision::kBf16) {
+    ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((tokens * widest + 1) / 2));
+    ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((tokens * widest_in + 1) / 2));
+  } else if (options_.precision == kernels::Precision::kFp16) {
+    ls.act32 = ar.take(tokens * widest);
+    ls.in32 = ar.take(tokens * widest_in);
+    ls.weight32 = ar.take(largest_weight());
+  }
+}
+
+long GPTModel::largest_weight() const {
+  long largest = 0;
+  for (const ParamSpec& s : params_.layout().specs())
+    if (s.local_shape.size() == 2) largest = std::max(largest, s.numel());
+  return largest;
+}
+
+void GPTModel::plan_low_precision(long tokens) {
+  const long h = config_.hidden_size, t = tp_.size();
+  const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t,
+                                placement_.post_process ? (long)padded_vocab_ / t : 0L});
+  const long widest_in = std::max(h, (long)config_.ffn() / t);
+  const char* P = "parameters";
+  const char* S = "scratch";
+  switch (options_.precision) {
+    case kernels::Precision::kFp32:
+      return;
+    case kernels::Precision::kBf16:
+      plan_.add(P, "bf16 weight copy", (params_.size() + 1) / 2);
+      plan_.add(S, "bf16 GEMM operands", (tokens * widest + 1) / 2 + (tokens * widest_in + 1) / 2);
+      return;
+    case kernels::Precision::kFp16:
+      plan_.add(P, "fp16 weight copy", (params_.size() + 1) / 2);
+      plan_.add(S, "fp16-rounded GEMM operands", tokens * (widest + widest_in) + largest_weight());
+      return;
+  }
 }
 
 void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int seq) {
@@ -166,15 +230,25 @@ const float* GPTModel::output_buffer(int slot) const {
   return layers_.empty() ? act_[slot].input : act_[slot].layers.back().output;
 }
 
+LayerCall GPTModel::layer_call(const Activations& a, int batch, int seq) const {
+  return {batch, seq, {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq}};
+}
+
 double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
-                               float* per_token_loss) {
+                               float* per_token_loss, long first_sample) {
   Activations& a = act_[slot];
   split_tokens(a, tokens, batch, seq);
+  a.first_sample = grad_scale != 0.f ? first_sample : -1;  // no dropout when evaluating
+  params_.refresh_low_precision();
   const int rows = batch * seq, h = config_.hidden_size;
-  if (placement_.pre_process) embedding_.forward(a.input_ids.data(), batch, seq, a.input);
+  const LayerCall call = layer_call(a, batch, seq);
+  if (placement_.pre_process) {
+    embedding_.forward(a.input_ids.data(), batch, seq, a.input);
+    kernels::dropout_inplace(a.input, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
+  }
   const float* x = a.input;
   for (size_t l = 0; l < layers_.size(); ++l) {
-    layers_[l].forward(x, a.layers[l], scratch_, batch, seq);
+    layers_[l].forward(x, a.layers[l], scratch_, call);
     x = a.layers[l].output;
   }
   if (!placement_.post_process) return 0.0;
@@ -196,6 +270,7 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     if (grad_ready_ && begin < end) grad_ready_(begin, end);
   };
   const float* last = output_buffer(slot);
+  const LayerCall call = layer_call(a, batch, seq);
   if (placement_.post_process) {
     // The tied output layer: d(final_ln_out) and the word-embedding gradient.
     output_layer_.backward(a.logits, a.final_ln_out, scratch_.d_hidden, rows);
@@ -211,18 +286,24 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     const float* x = l == 0 ? a.input : a.layers[l - 1].output;
     // A recomputed layer rebuilds its activations from its input; the kernels are
     // deterministic, so the gradients are bit-identical to keeping them.
-    if (l < recompute_layers_) layers_[l].forward(x, a.layers[l], scratch_, batch, seq);
-    layers_[l].backward(x, a.layers[l], d_residual_, scratch_, batch, seq);
+    if (l < recompute_layers_)
+      layers_[l].forward(x, a.layers[l], scratch_, call);
+    else if (options_.recompute_attention)
+      layers_[l].attention_core(a.layers[l], call);
+    layers_[l].backward(x, a.layers[l], d_residual_, scratch_, call);
     ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
   }
   if (placement_.pre_process) {
+    // The embedding dropout's backward is the same mask, applied to the gradient.
+    kernels::dropout_inplace(d_residual_, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
     embedding_.backward(a.input_ids.data(), batch, seq, d_residual_);
     ready(0, 2);  // word and position embeddings
   }
 }
 
-double GPTModel::forward_backward(const int* tokens, int batch, int seq, float grad_scale) {
-  double loss = forward_chunk(0, tokens, batch, seq, grad_scale);
+double GPTModel::forward_backward(const int* tokens, int batch, int seq, float grad_scale,
+                                  long first_sample) {
+  double loss = forward_chunk(0, tokens, batch, seq, grad_scale, nullptr, first_sample);
   backward_chunk(0, batch, seq);
   return loss;
 }

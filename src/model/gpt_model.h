@@ -9,6 +9,8 @@
 
 #include "comm/communicator.h"
 #include "config/model_config.h"
+#include "kernels/dropout.h"
+#include "kernels/mixed_linear.h"
 #include "model/memory_plan.h"
 #include "model/parameters.h"
 #include "model/transformer_layer.h"
@@ -17,19 +19,33 @@
 
 namespace trident {
 
+// How one chunk is built, beyond the model's shape.
+struct ChunkOptions {
+  ChunkPlacement placement{};
+  int slots = 1;  // micro-batches in flight (the schedule's maximum)
+  // How many of this chunk's first layers keep only their input in forward and recompute
+  // the rest in backward (--recompute-granularity full).
+  int recompute_layers = 0;
+  // Keep q, k, v but not the attention core's output; recompute it in backward
+  // (--recompute-granularity selective).
+  bool recompute_attention = false;
+  kernels::Precision precision = kernels::Precision::kFp32;
+  kernels::DropoutConfig dropout{};
+  long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
+};
+
 class GPTModel : public pipeline_parallel::PipelineStage {
  public:
   // micro_batch x seq is the largest batch forward/backward will be called with.
-  // recompute_layers: how many of this chunk's first layers keep only their input in
-  // forward and recompute the rest in backward (--recompute-granularity full).
   GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
-           ChunkPlacement placement = {}, int slots = 1, int recompute_layers = 0);
+           const ChunkOptions& options = {});
 
   // Whole-model helpers (one chunk holding everything, slot 0).
   // tokens: [batch, seq + 1]; input ids are the first seq, targets the last seq.
   // Returns the sum of the per-token losses; gradients of grad_scale * (that sum) are
   // accumulated into parameters().grads(). grad_scale must not be 0.
-  double forward_backward(const int* tokens, int batch, int seq, float grad_scale);
+  double forward_backward(const int* tokens, int batch, int seq, float grad_scale,
+                          long first_sample = -1);
   // Forward only. per_token_loss, when given, receives batch * seq losses.
   double forward(const int* tokens, int batch, int seq, float* per_token_loss = nullptr);
 
@@ -38,8 +54,10 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // != 0, keeps d(loss)/d(logits) for backward_chunk. Later chunks leave their output in
   // output_buffer(slot); backward_chunk then reads d(output) from output_grad_buffer(slot)
   // and leaves d(input) in input_grad().
+  // first_sample: the run-wide index of the micro-batch's first sample, which names its
+  // dropout masks; < 0 (evaluation) turns dropout off.
   double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
-                       float* per_token_loss = nullptr) override;
+                       float* per_token_loss = nullptr, long first_sample = -1) override;
   void backward_chunk(int slot, int batch, int seq) override;
   float* input_buffer(int slot) override { return act_[slot].input; }
   const float* output_buffer(int slot) const override;
@@ -74,17 +92,23 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     float* losses;
     float* output_grad;  // d(output) received from the next stage
     std::vector<int> input_ids, target_ids;
+    long first_sample = -1;
   };
   void plan_and_allocate();
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
+  void plan_low_precision(long tokens);
+  long largest_weight() const;
+  LayerCall layer_call(const Activations& a, int batch, int seq) const;
 
   ModelConfig config_;
   comm::Communicator& tp_;
   int micro_batch_, seq_, padded_vocab_;
   ChunkPlacement placement_;
+  ChunkOptions options_;
   int slots_;
   int recompute_layers_;
   LayerActivations recompute_act_{};  // one layer's activations, shared by recomputed layers
+  kernels::LinearPrecision precision_;
   Parameters params_;
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;

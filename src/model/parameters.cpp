@@ -1,24 +1,50 @@
 #include "model/parameters.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "core/random.h"
 #include "kernels/elementwise.h"
 
 namespace trident {
 
-Parameters::Parameters(ParameterLayout layout)
-    : layout_(std::move(layout)), values_(layout_.total(), 0.f), grads_(layout_.total(), 0.f) {}
+Parameters::Parameters(ParameterLayout layout, long pad_multiple) : layout_(std::move(layout)) {
+  long size = (layout_.total() + pad_multiple - 1) / pad_multiple * pad_multiple;
+  values_.assign(size, 0.f);
+  grads_.assign(size, 0.f);
+}
 
 ParamRef Parameters::get(const std::string& name) {
   const ParamSpec& s = layout_.find(name);
-  return {values_.data() + s.offset, grads_.data() + s.offset, s.numel()};
+  low_stale_ = true;
+  handed_out_ = true;
+  const std::uint16_t* low = low_.empty() ? nullptr : low_.data() + s.offset;
+  return {values_.data() + s.offset, grads_.data() + s.offset, s.numel(), low};
 }
 
 void Parameters::pad_to_multiple(long multiple) {
   long size = (long)values_.size(), padded = (size + multiple - 1) / multiple * multiple;
+  // ParamRefs point into the buffers; they must be padded before anyone holds one.
+  if (padded != size && handed_out_)
+    throw std::logic_error("Parameters::pad_to_multiple after the buffers were handed out");
   values_.resize(padded, 0.f);
   grads_.resize(padded, 0.f);
+}
+
+void Parameters::set_low_precision(kernels::Precision p) {
+  low_precision_ = p;
+  if (handed_out_) throw std::logic_error("Parameters::set_low_precision after get()");
+  low_.assign(p == kernels::Precision::kFp32 ? 0 : values_.size(), 0);
+  low_stale_ = true;
+}
+
+void Parameters::refresh_low_precision() {
+  if (!low_stale_ || low_.empty()) return;
+  if (low_precision_ == kernels::Precision::kBf16)
+    kernels::to_bf16(values_.data(), low_.data(), (long)low_.size());
+  else
+    kernels::to_fp16(values_.data(), low_.data(), (long)low_.size());
+  low_stale_ = false;
 }
 
 void Parameters::zero_grads() {

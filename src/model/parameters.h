@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/low_precision.h"
 #include "model/parameter_layout.h"
 
 namespace trident {
@@ -12,14 +13,21 @@ struct ParamRef {
   float* value;
   float* grad;
   long numel;
+  const std::uint16_t* low = nullptr;  // bf16 / fp16 copy for matrix products, if any
 };
 
 class Parameters {
  public:
-  explicit Parameters(ParameterLayout layout);
+  // pad_multiple: the buffers' length is rounded up to it (the distributed optimizer
+  // splits them exactly over the data-parallel ranks).
+  explicit Parameters(ParameterLayout layout, long pad_multiple = 16);
   const ParameterLayout& layout() const { return layout_; }
   ParamRef get(const std::string& name);
-  float* values() { return values_.data(); }
+  // Writable access marks the 16-bit copy stale.
+  float* values() {
+    low_stale_ = true;
+    return values_.data();
+  }
   float* grads() { return grads_.data(); }
   const float* values() const { return values_.data(); }
   const float* grads() const { return grads_.data(); }
@@ -33,10 +41,21 @@ class Parameters {
   // starts from the same model.
   void initialize(std::uint64_t seed, float std, int num_layers);
 
+  // Mixed precision: keep a bf16 or fp16 copy of every value for the matrix products (fp32
+  // master values stay the ones the optimizer updates). Call before handing out ParamRefs.
+  void set_low_precision(kernels::Precision p);
+  kernels::Precision low_precision() const { return low_precision_; }
+  // Re-rounds the copy if any value may have changed since it was made.
+  void refresh_low_precision();
+
  private:
   ParameterLayout layout_;
   std::vector<float> values_;
   std::vector<float> grads_;
+  kernels::Precision low_precision_ = kernels::Precision::kFp32;
+  std::vector<std::uint16_t> low_;
+  bool low_stale_ = true;
+  bool handed_out_ = false;  // a ParamRef points into the buffers: they may not move
 };
 
 }  // namespace trident

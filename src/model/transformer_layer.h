@@ -2,6 +2,8 @@
 // One pre-LayerNorm GPT-2 block: x + Attn(LN1(x)), then + MLP(LN2(.)), built from the
 // tensor-parallel linears so the same code runs at any tensor-parallel size.
 #include "kernels/attention.h"
+#include "kernels/dropout.h"
+#include "kernels/mixed_linear.h"
 #include "model/parameters.h"
 #include "tensor_parallel/layers.h"
 
@@ -32,19 +34,34 @@ struct LayerDims {
   int head_dim;
   int ffn_local;
   float eps;
+  int head_offset = 0;  // global index of this rank's first head
+};
+
+// What forward/backward of one micro-batch need besides the tensors.
+struct LayerCall {
+  int batch, seq;
+  kernels::DropoutBatch dropout;  // which samples; no dropout when not training
 };
 
 class TransformerLayer {
  public:
-  TransformerLayer(const LayerDims& dims, Parameters& params, int index, comm::Communicator& tp);
-  void forward(const float* x, const LayerActivations& a, const LayerScratch& w, int batch,
-               int seq) const;
+  // index: the layer's global index (names its parameters and its dropout streams).
+  TransformerLayer(const LayerDims& dims, Parameters& params, int index, comm::Communicator& tp,
+                   const kernels::LinearPrecision* precision);
+  void forward(const float* x, const LayerActivations& a, const LayerScratch& w,
+               const LayerCall& call) const;
+  // The attention core alone (q, k, v -> attention out + log-sum-exp): selective
+  // recomputation reruns it before backward.
+  void attention_core(const LayerActivations& a, const LayerCall& call) const;
   // d_residual holds dL/d(output) on entry and dL/dx on return.
   void backward(const float* x, const LayerActivations& a, float* d_residual, const LayerScratch& w,
-                int batch, int seq) const;
+                const LayerCall& call) const;
 
  private:
+  kernels::AttentionDropout attention_dropout(const LayerCall& call) const;
+
   LayerDims dims_;
+  int index_;
   ParamRef ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;
   tensor_parallel::RowParallelLinear proj_, fc2_;

@@ -71,7 +71,8 @@ void PipelineExecutor::receive(float* data, const PipelineOp& op) {
 }
 
 double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens_of,
-                                    float grad_scale) {
+                                    float grad_scale,
+                                    const std::function<long(int)>& first_sample_of) {
   double loss = 0.0;
   training_ = true;
   const double step_start = now_us();
@@ -88,7 +89,8 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         break;
       case OpType::kForward:
         loss += chunk.forward_chunk(take_slot(op.chunk, op.microbatch), tokens_of(op.microbatch),
-                                    micro_batch_, seq_, grad_scale);
+                                    micro_batch_, seq_, grad_scale, nullptr,
+                                    first_sample_of ? first_sample_of(op.microbatch) : -1);
         record(name, "forward", start, now_us());
         break;
       case OpType::kSendForward:
@@ -138,7 +140,7 @@ double PipelineExecutor::evaluate(const std::function<const int*(int)>& tokens_o
       const int vs = j * p + stage_;
       if (vs > 0 && p > 1)
         receive(chunk.input_buffer(0), {OpType::kRecvForward, i, j, (stage_ + p - 1) % p});
-      loss += chunk.forward_chunk(0, tokens_of(i), micro_batch_, seq_, 0.f);
+      loss += chunk.forward_chunk(0, tokens_of(i), micro_batch_, seq_, 0.f, nullptr, -1);
       if (vs < last && p > 1) {
         send(chunk.output_buffer(0), {OpType::kSendForward, i, j, (stage_ + 1) % p});
         pending_sends_.back()->wait();  // slot 0 is overwritten by the next forward

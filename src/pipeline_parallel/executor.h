@@ -31,9 +31,12 @@ class PipelineExecutor {
                    comm::Communicator& pipeline, comm::Communicator& tensor, int micro_batch,
                    int seq, int hidden, ExecutorOptions options);
 
-  // tokens_of(i) is micro-batch i, [micro_batch, seq + 1]. Accumulates gradients of
-  // grad_scale * (loss sum); returns the loss sum over all micro-batches, on every rank.
-  double train_step(const std::function<const int*(int)>& tokens_of, float grad_scale);
+  // tokens_of(i) is micro-batch i, [micro_batch, seq + 1]; first_sample_of(i) the run-wide
+  // index of its first sample (names its dropout masks; none given: -1). Accumulates
+  // gradients of grad_scale * (loss sum); returns the loss sum of all micro-batches, on
+  // every rank.
+  double train_step(const std::function<const int*(int)>& tokens_of, float grad_scale,
+                    const std::function<long(int)>& first_sample_of = {});
   // Called before every backward with (chunk, whether it is that chunk's last in the step).
   void set_before_backward(std::function<void(int chunk, bool last)> f) {
     before_backward_ = std::move(f);

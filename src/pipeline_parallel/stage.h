@@ -7,9 +7,10 @@ namespace trident::pipeline_parallel {
 class PipelineStage {
  public:
   virtual ~PipelineStage() = default;
-  // Returns the loss sum on the last virtual stage, 0 elsewhere.
+  // Returns the loss sum on the last virtual stage, 0 elsewhere. first_sample: run-wide
+  // index of the micro-batch's first sample (names dropout masks); < 0 when evaluating.
   virtual double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
-                               float* per_token_loss = nullptr) = 0;
+                               float* per_token_loss, long first_sample) = 0;
   virtual void backward_chunk(int slot, int batch, int seq) = 0;
   virtual float* input_buffer(int slot) = 0;
   virtual const float* output_buffer(int slot) const = 0;

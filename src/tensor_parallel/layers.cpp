@@ -7,25 +7,34 @@
 
 namespace trident::tensor_parallel {
 
+namespace {
+const kernels::LinearPrecision kFp32{};
+const kernels::LinearPrecision& or_fp32(const kernels::LinearPrecision* p) {
+  return p ? *p : kFp32;
+}
+}  // namespace
+
 void ColumnParallelLinear::forward(const float* x, float* y, int rows) const {
-  kernels::linear_forward(x, weight.value, y, rows, in, out_local);
+  kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low}, y, rows, in,
+                                out_local);
 }
 
 void ColumnParallelLinear::backward(const float* dy, const float* x, float* dx, int rows) const {
-  kernels::linear_backward_input(dy, weight.value, dx, rows, in, out_local, false);
-  kernels::linear_backward_weight(dy, x, weight.grad, rows, in, out_local);
+  kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
+                                 weight.grad, rows, in, out_local);
   if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out_local);
   copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void RowParallelLinear::forward(const float* x, float* y, int rows) const {
-  kernels::linear_forward(x, weight.value, y, rows, in_local, out);
+  kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low}, y, rows,
+                                in_local, out);
   reduce_from_region_forward(*tp, y, (long)rows * out);
 }
 
 void RowParallelLinear::backward(const float* dy, const float* x, float* dx, int rows) const {
-  kernels::linear_backward_input(dy, weight.value, dx, rows, in_local, out, false);
-  kernels::linear_backward_weight(dy, x, weight.grad, rows, in_local, out);
+  kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
+                                 weight.grad, rows, in_local, out);
   if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out);
 }
 

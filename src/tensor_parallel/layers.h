@@ -3,6 +3,7 @@
 // shards. Biases are returned to the caller un-added (Megatron's skip_bias_add) so they
 // can be fused into the element-wise kernel that follows.
 #include "comm/communicator.h"
+#include "kernels/mixed_linear.h"
 #include "model/parameters.h"
 
 namespace trident::tensor_parallel {
@@ -14,6 +15,7 @@ struct ColumnParallelLinear {
   int in = 0;
   int out_local = 0;
   comm::Communicator* tp = nullptr;
+  const kernels::LinearPrecision* precision = nullptr;  // fp32 when null
 
   void forward(const float* x, float* y, int rows) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
@@ -27,6 +29,7 @@ struct RowParallelLinear {
   int in_local = 0;
   int out = 0;
   comm::Communicator* tp = nullptr;
+  const kernels::LinearPrecision* precision = nullptr;
 
   void forward(const float* x, float* y, int rows) const;
   void backward(const float* dy, const float* x, float* dx, int rows) const;

@@ -15,7 +15,13 @@ std::string format_log_line(const IterationStats& s) {
                 "grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |",
                 s.iteration, s.train_iters, s.consumed_samples, s.ms_per_iter, s.lr, s.global_batch,
                 s.loss, s.grad_norm, s.tokens_per_s, s.tflops, s.mfu);
-  return buf;
+  std::string line = buf;
+  if (s.loss_scale > 0) {
+    std::snprintf(buf, sizeof buf, " loss scale: %.1f | number of skipped iterations: %3ld |",
+                  s.loss_scale, s.skipped_iterations);
+    line += buf;
+  }
+  return line;
 }
 
 std::string format_validation_line(const ValidationStats& v) {
@@ -43,6 +49,10 @@ void MetricsWriter::write(const IterationStats& s) {
                               {"tokens_per_s", s.tokens_per_s},
                               {"tflops", s.tflops},
                               {"mfu", s.mfu}};
+  if (s.loss_scale > 0) {
+    j["loss_scale"] = s.loss_scale;
+    j["skipped_iterations"] = s.skipped_iterations;
+  }
   *out_ << j.dump() << "\n" << std::flush;
 }
 

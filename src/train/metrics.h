@@ -20,6 +20,8 @@ struct IterationStats {
   double tokens_per_s = 0;
   double tflops = 0;
   double mfu = 0;
+  double loss_scale = 0;  // fp16 only (0: not shown)
+  long skipped_iterations = 0;
 };
 
 struct ValidationStats {

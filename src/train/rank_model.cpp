@@ -62,13 +62,23 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
   reduce.distributed_optimizer = c.use_distributed_optimizer;
   RankModel m;
   m.schedule = pipeline_schedule_of(c);
+  if (c.fp16)
+    m.scaler = c.loss_scale > 0 ? LossScaler::constant(c.loss_scale)
+                                : LossScaler::dynamic(c.initial_loss_scale, c.min_loss_scale,
+                                                      c.loss_scale_window, c.hysteresis);
   std::vector<int> slots = pipeline_parallel::max_in_flight(
       pipeline_parallel::build_schedule(m.schedule, pp.rank()), m.schedule.chunks);
   for (int j = 0; j < m.schedule.chunks; ++j) {
-    ChunkPlacement place = placement_of(c, pp.rank(), j);
-    m.chunks.push_back(std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size,
-                                                  c.model.seq_length, place, slots[j],
-                                                  c.recomputed_layers(place.num_layers)));
+    ChunkOptions options;
+    options.placement = placement_of(c, pp.rank(), j);
+    options.slots = slots[j];
+    options.recompute_layers = c.recomputed_layers(options.placement.num_layers);
+    options.recompute_attention = c.recompute_granularity == "selective";
+    options.precision = c.precision();
+    options.dropout = c.dropout();
+    options.pad_multiple = c.use_distributed_optimizer ? 16L * dp.size() : 16;
+    m.chunks.push_back(
+        std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size, c.model.seq_length, options));
     Parameters& params = m.chunks.back()->parameters();
     if (!c.load_hf.empty())
       io::load_hf_weights(c.load_hf, c.model, params);

@@ -9,6 +9,7 @@
 #include "data_parallel/grad_reducer.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
+#include "optim/loss_scaler.h"
 #include "pipeline_parallel/schedules.h"
 
 namespace trident {
@@ -18,6 +19,7 @@ struct RankModel {
   std::vector<std::unique_ptr<GPTModel>> chunks;
   std::vector<std::unique_ptr<data_parallel::GradientReducer>> reducers;
   std::vector<std::unique_ptr<AdamW>> optimizers;
+  LossScaler scaler = LossScaler::none();
 
   std::vector<GPTModel*> chunk_pointers() const;
   std::vector<const Parameters*> parameters() const;

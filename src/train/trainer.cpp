@@ -239,7 +239,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
   long consumed = 0;
   double interval_loss = 0, interval_time = 0, interval_norm = 0;
-  int interval_count = 0;
+  int interval_count = 0, interval_stepped = 0;
   long evaluations = 0;
   // What evaluations send is not training traffic: it is subtracted from the totals.
   GroupCounters eval_counters = snapshot_counters(*rank.groups);
@@ -278,8 +278,11 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     auto start = std::chrono::steady_clock::now();
     model.zero_grads();
     fill_replica_batch(*data.train, consumed, c, dp.rank(), dp.size(), tokens);
+    const float loss_scale = model.scaler.scale();
     double loss_sum = executor.train_step(
-        [&](int i) { return tokens.data() + (size_t)i * micro * (seq + 1); }, grad_scale);
+        [&](int i) { return tokens.data() + (size_t)i * micro * (seq + 1); },
+        grad_scale * loss_scale,
+        [&](int i) { return consumed + (long)i * micro * dp.size() + (long)dp.rank() * micro; });
     const double optimizer_start = executor.now_us();
     std::vector<GPTModel*> chunks = model.chunk_pointers();
     // The tied-embedding sum across pipeline stages is linear, so it can come before or after
@@ -297,24 +300,33 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
                         model.reducers[j]->shard_end()});
     }
     if (!c.use_distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+    if (it == c.inject_grad_overflow_iteration && rank.world_rank == 0)
+      model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
     comm::SingleRankCommunicator replicas("data");
-    double norm = global_grad_norm(ranges, tp, pp, c.use_distributed_optimizer ? dp : replicas);
+    // The norm is reduced over every group, so all ranks see the same overflow verdict.
+    double norm =
+        global_grad_norm(ranges, tp, pp, c.use_distributed_optimizer ? dp : replicas) / loss_scale;
     dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
     float lr = schedule.at(it - 1);
-    for (size_t j = 0; j < model.chunks.size(); ++j) {
-      model.optimizers[j]->update(model.chunks[j]->parameters(), lr,
-                                  clip_coefficient(norm, c.adam.clip_grad));
-      model.reducers[j]->all_gather_values();
-    }
+    const bool skip = model.scaler.update(!std::isfinite(norm));
+    if (!skip)
+      for (size_t j = 0; j < model.chunks.size(); ++j) {
+        model.optimizers[j]->update(model.chunks[j]->parameters(), lr,
+                                    clip_coefficient(norm, c.adam.clip_grad) / loss_scale);
+        model.reducers[j]->all_gather_values();
+      }
     executor.record("optimizer step", "optimizer", optimizer_start, executor.now_us());
     last_step = executor.take_events();
     if (!c.timeline.empty()) timeline.insert(timeline.end(), last_step.begin(), last_step.end());
     consumed += global_batch;
     double elapsed = seconds_since(start);
-    interval_loss += loss_sum / ((double)global_batch * seq);
     interval_time += elapsed;
-    interval_norm += norm;
     ++interval_count;
+    if (!skip) {  // as Megatron, skipped iterations stay out of the averages
+      interval_loss += loss_sum / ((double)global_batch * seq);
+      interval_norm += norm;
+      ++interval_stepped;
+    }
     if (!std::isfinite(loss_sum)) {
       log << "error: loss is not finite at iteration " << it << "\n";
       return 3;
@@ -324,13 +336,16 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       IterationStats s;
       s.iteration = it, s.train_iters = c.train_iters, s.consumed_samples = consumed;
       s.ms_per_iter = per_iter * 1e3, s.lr = lr, s.global_batch = global_batch;
-      s.loss = interval_loss / interval_count, s.grad_norm = interval_norm / interval_count;
+      s.loss = interval_stepped ? interval_loss / interval_stepped : NAN;
+      s.grad_norm = interval_stepped ? interval_norm / interval_stepped : NAN;
+      if (c.fp16)
+        s.loss_scale = model.scaler.scale(), s.skipped_iterations = model.scaler.state().skipped;
       s.tokens_per_s = (double)global_batch * seq / per_iter;
       s.tflops = flops / per_iter / 1e12 / c.world_size, s.mfu = s.tflops / peak;
       log << format_log_line(s) << "\n" << std::flush;
       metrics.write(s);
       interval_loss = interval_time = interval_norm = 0;
-      interval_count = 0;
+      interval_count = interval_stepped = 0;
     }
     if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters) run_validation(it);
     if (!c.save.empty() && c.save_interval > 0 && it % c.save_interval == 0)

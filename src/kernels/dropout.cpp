@@ -1,0 +1,120 @@
+#include "kernels/dropout.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/elementwise.h"
+
+namespace trident::kernels {
+
+namespace {
+
+constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+
+inline void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  std::uint64_t p = (std::uint64_t)a * b;
+  hi = (std::uint32_t)(p >> 32), lo = (std::uint32_t)p;
+}
+
+// Elements are kept when the 32-bit draw is at or above p * 2^32.
+inline std::uint32_t drop_threshold(float p) {
+  return (std::uint32_t)std::min(4294967295.0, (double)p * 4294967296.0);
+}
+
+}  // namespace
+
+std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> c,
+                                           std::array<std::uint32_t, 2> k) {
+  for (int round = 0; round < 10; ++round) {
+    std::uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(kMul0, c[0], hi0, lo0);
+    mulhilo(kMul1, c[2], hi1, lo1);
+    c = {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
+    k[0] += kWeyl0, k[1] += kWeyl1;
+  }
+  return c;
+}
+
+std::uint32_t dropout_site(int layer, DropoutKind kind) {
+  return (std::uint32_t)layer * 4u + (std::uint32_t)kind;
+}
+
+void dropout_keep_mask(const DropoutStream& s, std::uint64_t first, int n, std::uint8_t* keep) {
+  const std::uint32_t threshold = drop_threshold(s.probability);
+  const std::array<std::uint32_t, 2> key{(std::uint32_t)s.seed, (std::uint32_t)(s.seed >> 32)};
+  std::uint64_t index = first;
+  for (int k = 0; k < n;) {
+    const std::uint64_t group = index >> 2;
+    auto r =
+        philox4x32_10({(std::uint32_t)group, (std::uint32_t)(group >> 32), s.site, s.sample}, key);
+    for (int lane = (int)(index & 3); lane < 4 && k < n; ++lane, ++k, ++index)
+      keep[k] = r[lane] >= threshold;
+  }
+}
+
+bool dropout_keeps(const DropoutStream& s, std::uint64_t index) {
+  std::uint8_t keep;
+  dropout_keep_mask(s, index, 1, &keep);
+  return keep;
+}
+
+namespace {
+
+// Applies f(row, keep-mask of that row, 1 / (1 - p)) to every row, or returns false when
+// dropout is off for this call.
+template <typename RowFn>
+bool for_each_dropout_row(int rows, int cols, const DropoutBatch& b, std::uint32_t site, float p,
+                          RowFn f) {
+  if (!b.training() || p <= 0.f) return false;
+  const float scale = 1.f / (1.f - p);
+#pragma omp parallel
+  {
+    std::vector<std::uint8_t> keep(cols);
+#pragma omp for schedule(static)
+    for (int r = 0; r < rows; ++r) {
+      DropoutStream s{b.config->seed, site, (std::uint32_t)(b.first_sample + r / b.seq), p};
+      dropout_keep_mask(s, (std::uint64_t)(r % b.seq) * cols, cols, keep.data());
+      f(r, keep.data(), scale);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void bias_dropout_residual_add(const float* residual, const float* y, const float* bias, float* out,
+                               int rows, int cols, const DropoutBatch& batch, std::uint32_t site) {
+  auto row = [&](int r, const std::uint8_t* keep, float scale) {
+    const long o = (long)r * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c)
+      out[o + c] = residual[o + c] + (keep[c] ? (y[o + c] + bias[c]) * scale : 0.f);
+  };
+  const float p = batch.config ? batch.config->hidden : 0.f;
+  if (!for_each_dropout_row(rows, cols, batch, site, p, row))
+    bias_residual_add(residual, y, bias, out, rows, cols);
+}
+
+const float* dropout_backward(const float* dout, float* dy, int rows, int cols,
+                              const DropoutBatch& batch, std::uint32_t site) {
+  auto row = [&](int r, const std::uint8_t* keep, float scale) {
+    const long o = (long)r * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) dy[o + c] = keep[c] ? dout[o + c] * scale : 0.f;
+  };
+  const float p = batch.config ? batch.config->hidden : 0.f;
+  return for_each_dropout_row(rows, cols, batch, site, p, row) ? dy : dout;
+}
+
+void dropout_inplace(float* x, int rows, int cols, const DropoutBatch& batch, std::uint32_t site) {
+  auto row = [&](int r, const std::uint8_t* keep, float scale) {
+    const long o = (long)r * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) x[o + c] = keep[c] ? x[o + c] * scale : 0.f;
+  };
+  const float p = batch.config ? batch.config->hidden : 0.f;
+  for_each_dropout_row(rows, cols, batch, site, p, row);
+}
+
+}  // namespace trident::kernels

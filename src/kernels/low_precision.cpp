@@ -1,0 +1,136 @@
+#include "kernels/low_precision.h"
+
+#include <cstring>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+
+namespace trident::kernels {
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+  }
+  return "?";
+}
+
+namespace {
+
+inline bf16_t float_to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                          // nearest even
+  return (bf16_t)(u >> 16);
+}
+
+inline float bf16_to_float(bf16_t b) {
+  std::uint32_t u = (std::uint32_t)b << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+}  // namespace
+
+void to_bf16(const float* x, bf16_t* out, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
+}
+
+void from_bf16(const bf16_t* x, float* out, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) out[i] = bf16_to_float(x[i]);
+}
+
+void to_fp16(const float* x, fp16_t* out, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) {
+    _Float16 h = (_Float16)x[i];
+    std::memcpy(&out[i], &h, 2);
+  }
+}
+
+void from_fp16(const fp16_t* x, float* out, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) {
+    _Float16 h;
+    std::memcpy(&h, &x[i], 2);
+    out[i] = (float)h;
+  }
+}
+
+void round_through_fp16(const float* x, float* out, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) out[i] = (float)(_Float16)x[i];
+}
+
+namespace {
+
+using dnnl::memory;
+
+// A row-major matrix of `rows` x `cols` stored with leading dimension ld, or its transpose.
+memory::desc matrix_desc(int rows, int cols, int ld, bool transposed, memory::data_type dt) {
+  memory::dims strides = transposed ? memory::dims{1, ld} : memory::dims{ld, 1};
+  return memory::desc({rows, cols}, dt, strides);
+}
+
+struct MatmulKey {
+  bool ta, tb;
+  int m, n, k, lda, ldb, ldc;
+  bool accumulate;
+  auto tie() const { return std::tie(ta, tb, m, n, k, lda, ldb, ldc, accumulate); }
+  bool operator<(const MatmulKey& o) const { return tie() < o.tie(); }
+};
+
+// Building a primitive descriptor searches oneDNN's implementations; done once per shape.
+struct MatmulCache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<MatmulKey, dnnl::matmul> primitives;
+
+  dnnl::matmul& get(const MatmulKey& key) {
+    auto it = primitives.find(key);
+    if (it != primitives.end()) return it->second;
+    auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+    memory::desc a = matrix_desc(key.m, key.k, key.lda, key.ta, bf16);
+    memory::desc b = matrix_desc(key.k, key.n, key.ldb, key.tb, bf16);
+    memory::desc c = matrix_desc(key.m, key.n, key.ldc, false, f32);
+    dnnl::primitive_attr attr;
+    if (key.accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
+    return primitives.emplace(key, dnnl::matmul(pd)).first->second;
+  }
+};
+
+MatmulCache& matmul_cache() {
+  static MatmulCache cache;  // compiled kernels only: no numerical state
+  return cache;
+}
+
+}  // namespace
+
+void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, const bf16_t* a, int lda,
+               const bf16_t* b, int ldb, float beta, float* c, int ldc) {
+  if (m == 0 || n == 0) return;
+  MatmulCache& cache = matmul_cache();
+  MatmulKey key{trans_a == Trans::kYes, trans_b == Trans::kYes, m, n, k, lda, ldb, ldc, beta != 0};
+  dnnl::matmul& mm = cache.get(key);
+  auto bf16 = memory::data_type::bf16;
+  memory A(matrix_desc(m, k, lda, key.ta, bf16), cache.engine, const_cast<bf16_t*>(a));
+  memory B(matrix_desc(k, n, ldb, key.tb, bf16), cache.engine, const_cast<bf16_t*>(b));
+  memory C(matrix_desc(m, n, ldc, false, memory::data_type::f32), cache.engine, c);
+  mm.execute(cache.stream, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+  cache.stream.wait();
+}
+
+}  // namespace trident::kernels

@@ -1,0 +1,29 @@
+#pragma once
+// 16-bit floating-point formats for mixed-precision training: rounding fp32 to bf16 / fp16
+// (round to nearest even, overflow to inf as the hardware does) and the bf16 matrix product
+// on oneDNN's avx512_bf16 kernels (bf16 x bf16 -> fp32). fp16 has no fast matrix product on
+// this CPU (no AVX512-FP16), so fp16 values are carried in fp32 storage after rounding.
+#include <cstdint>
+
+#include "kernels/gemm.h"
+
+namespace trident::kernels {
+
+enum class Precision { kFp32, kBf16, kFp16 };
+const char* precision_name(Precision p);
+
+using bf16_t = std::uint16_t;  // the upper half of an IEEE binary32
+using fp16_t = std::uint16_t;  // IEEE binary16
+
+void to_bf16(const float* x, bf16_t* out, long n);
+void from_bf16(const bf16_t* x, float* out, long n);
+void to_fp16(const float* x, fp16_t* out, long n);
+void from_fp16(const fp16_t* x, float* out, long n);
+// out = x rounded to fp16 and back (inf where |x| exceeds fp16's range); out may equal x.
+void round_through_fp16(const float* x, float* out, long n);
+
+// C = op(A) * op(B) + beta * C with bf16 A and B and fp32 C (beta 0 or 1).
+void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, const bf16_t* a, int lda,
+               const bf16_t* b, int ldb, float beta, float* c, int ldc);
+
+}  // namespace trident::kernels

@@ -1,0 +1,42 @@
+#pragma once
+// A Linear layer's three matrix products in the training precision. fp32 calls sgemm
+// directly. bf16 rounds the activation operand (x, or dy) to bf16 in planned scratch and
+// multiplies with the weight's bf16 copy on oneDNN's bf16 kernels, accumulating in fp32.
+// fp16 rounds x, dy and the weight through fp16 (so overflow gives inf, as fp16 hardware
+// would) and multiplies in fp32: numerically fp16, but no faster, on a CPU without FP16
+// arithmetic. Weight gradients are always accumulated in fp32.
+#include <cstdint>
+
+#include "kernels/low_precision.h"
+
+namespace trident::kernels {
+
+// Where the rounded operands go; sized by the model's memory plan.
+struct LinearScratch {
+  std::uint16_t* act16 = nullptr;  // bf16 activation operand, tokens x widest layer
+  std::uint16_t* in16 = nullptr;   // bf16 layer input for the weight gradient
+  float* act32 = nullptr;          // fp16 path: the same two operands rounded, in fp32
+  float* in32 = nullptr;
+  float* weight32 = nullptr;  // fp16 path: the weight expanded from its fp16 copy
+};
+
+struct LinearPrecision {
+  Precision precision = Precision::kFp32;
+  LinearScratch scratch;
+};
+
+// A weight [out, in] as the products see it: fp32 master values and, in bf16 / fp16 runs,
+// its 16-bit copy.
+struct WeightOperand {
+  const float* fp32;
+  const std::uint16_t* low;
+};
+
+// y[rows, out] = x[rows, in] * w^T
+void mixed_linear_forward(const LinearPrecision& p, const float* x, WeightOperand w, float* y,
+                          int rows, int in, int out);
+// dx[rows, in] = dy * w; dw[out, in] += dy^T * x
+void mixed_linear_backward(const LinearPrecision& p, const float* dy, const float* x,
+                           WeightOperand w, float* dx, float* dw, int rows, int in, int out);
+
+}  // namespace trident::kernels
