@@ -5,6 +5,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/dropout.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/fast_math.h"
@@ -130,9 +131,10 @@ TEST(Bias, BackwardSumsRows) {
   }
 }
 
-// Causal attention in double on [batch, seq, 3, heads, hd] input.
-std::vector<double> attention_ref(const std::vector<double>& qkv,
-                                  const kernels::AttentionShape& s) {
+// Causal attention in double on [batch, seq, 3, heads, hd] input; with dropout, the
+// probabilities are masked element by element from the scalar generator.
+std::vector<double> attention_ref(const std::vector<double>& qkv, const kernels::AttentionShape& s,
+                                  const kernels::AttentionDropout& drop = {}) {
   const int hd = s.head_dim, H = s.heads;
   std::vector<double> out((size_t)s.batch * s.seq * H * hd);
   for (int b = 0; b < s.batch; ++b)
@@ -150,6 +152,14 @@ std::vector<double> attention_ref(const std::vector<double>& qkv,
           mx = std::max(mx, p[j]);
         }
         for (int j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        if (drop.active()) {
+          kernels::DropoutStream stream{drop.seed, drop.site,
+                                        (std::uint32_t)(drop.first_sample + b), drop.probability};
+          for (int j = 0; j <= i; ++j) {
+            std::uint64_t index = ((std::uint64_t)(drop.head_offset + h) * s.seq + i) * s.seq + j;
+            p[j] = kernels::dropout_keeps(stream, index) ? p[j] / (1 - drop.probability) : 0.0;
+          }
+        }
         for (int d = 0; d < hd; ++d) {
           double acc = 0;
           for (int j = 0; j <= i; ++j) acc += p[j] * at(j, 2, d);
@@ -187,6 +197,36 @@ TEST_P(FlashAttention, BackwardMatchesFiniteDifferences) {
     double up = weighted(attention_ref(x, s), w);
     x[i] = old - eps;
     double down = weighted(attention_ref(x, s), w);
+    x[i] = old;
+    double num = (up - down) / (2 * eps);
+    worst = std::max(worst, std::abs(num - dqkv[i]));
+    scale = std::max(scale, std::abs(num));
+  }
+  EXPECT_LT(worst / scale, 1e-4);
+}
+
+// Attention dropout inside the tiles against the reference with the same masks, forward
+// and (finite differences, masks fixed) backward.
+TEST_P(FlashAttention, DropoutMatchesMaskedReference) {
+  const kernels::AttentionShape s = GetParam();
+  const kernels::AttentionDropout drop{0.3f, 99, 7, 5, 1};
+  auto qkv = random_vector((long)s.batch * s.seq * 3 * s.heads * s.head_dim, 15);
+  auto w = random_vector((long)s.batch * s.seq * s.heads * s.head_dim, 16);
+  std::vector<float> out(w.size()), lse((size_t)s.batch * s.heads * s.seq), dqkv(qkv.size());
+  kernels::flash_attention_forward(qkv.data(), out.data(), lse.data(), s, drop);
+  std::vector<double> x = to_double(qkv);
+  EXPECT_LT(relative_error(out, attention_ref(x, s, drop)), 2e-5);
+  EXPECT_GT(relative_error(out, attention_ref(x, s)), 1e-2);  // the masks do something
+  kernels::flash_attention_backward(qkv.data(), out.data(), w.data(), lse.data(), dqkv.data(), s,
+                                    drop);
+  const long stride = std::max<long>(1, (long)qkv.size() / 300);
+  double worst = 0, scale = 1;
+  for (long i = 0; i < (long)qkv.size(); i += stride) {
+    double old = x[i], eps = 1e-6;
+    x[i] = old + eps;
+    double up = weighted(attention_ref(x, s, drop), w);
+    x[i] = old - eps;
+    double down = weighted(attention_ref(x, s, drop), w);
     x[i] = old;
     double num = (up - down) / (2 * eps);
     worst = std::max(worst, std::abs(num - dqkv[i]));
