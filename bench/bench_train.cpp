@@ -1,8 +1,10 @@
-// Training-step benchmark: for each config, ms per step, tokens/s, model TFLOP/s, MFU
-// against the fp32 GEMM peak measured in the same process, and peak RSS against the
-// memory plan. Each config runs in its own process (RSS is a per-process peak).
-//   bench_train                 all configs
-//   bench_train gpt2-small 3    one config, 3 timed steps
+// Training-step benchmark: for each config and mode (fp32, bf16, bf16 + full
+// recomputation), ms per step, tokens/s, model TFLOP/s, MFU against the GEMM peak of the
+// same precision measured in the same process (interleaved with the steps), activation
+// memory planned, and peak RSS against the memory plan. Each run is its own process (RSS
+// is a per-process peak).
+//   bench_train                            all configs and modes
+//   bench_train gpt2-small 3 [b] [mode] [seq]   one run, 3 timed steps
 #include <omp.h>
 #include <unistd.h>
 
@@ -26,19 +28,26 @@ using namespace trident;
 struct BenchConfig {
   const char* name;
   int micro_batch;
+  int seq;  // 0: the preset's
 };
 
-const BenchConfig kConfigs[] = {{"gpt2-small", 4}, {"gpt-tiny", 8}};
+const BenchConfig kConfigs[] = {{"gpt2-small", 4, 0}, {"gpt-tiny", 8, 0}, {"gpt2-small", 1, 1024}};
+const char* kModes[] = {"fp32", "bf16", "bf16+recompute"};
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int run_one(const std::string& name, int micro_batch, int steps) {
+int run_one(const std::string& name, int micro_batch, int steps, const std::string& mode,
+            int seq_override) {
   ModelConfig c = preset_model(name);
-  const int seq = c.seq_length;
+  if (seq_override > 0) c.seq_length = std::max(c.seq_length, seq_override);
+  const int seq = seq_override > 0 ? seq_override : c.seq_length;
   comm::SingleRankCommunicator tp("tensor");
-  GPTModel model(c, tp, micro_batch, seq);
+  ChunkOptions options;
+  options.precision = mode == "fp32" ? kernels::Precision::kFp32 : kernels::Precision::kBf16;
+  options.recompute_layers = mode == "bf16+recompute" ? c.num_layers : 0;
+  GPTModel model(c, tp, micro_batch, seq, options);
   model.parameters().initialize(1, 0.02f, c.num_layers);
   AdamW optimizer(AdamWConfig{}, model.parameters().size());
   const long plan_bytes = model.memory_plan().total_bytes();
@@ -55,8 +64,9 @@ int run_one(const std::string& name, int micro_batch, int steps) {
   // Interleave peak measurements with the steps: the second core is not always ours.
   double best_step = 1e30, best_peak = 0, total = 0;
   for (int i = 0; i < steps; ++i) {
-    best_peak = std::max(best_peak, measure_gemm_peak_tflops(micro_batch * seq, 4 * c.hidden_size,
-                                                             c.hidden_size, 0.3));
+    best_peak =
+        std::max(best_peak, measure_gemm_peak_tflops(micro_batch * seq, 4 * c.hidden_size,
+                                                     c.hidden_size, 0.3, options.precision));
     double t0 = now();
     step();
     double t = now() - t0;
@@ -65,13 +75,15 @@ int run_one(const std::string& name, int micro_batch, int steps) {
   }
   double mean = total / steps;
   std::printf(
-      "%-11s b=%d s=%d threads=%d | ms/step mean %.0f best %.0f | tokens/s %.0f | "
-      "TFLOP/s %.3f | GEMM peak %.3f | MFU %.3f (best step %.3f) | peak RSS %.0f MiB, "
-      "plan %.0f MiB (%.2fx)\n",
-      name.c_str(), micro_batch, seq, omp_get_max_threads(), mean * 1e3, best_step * 1e3,
-      micro_batch * seq / mean, flops / mean / 1e12, best_peak, flops / mean / 1e12 / best_peak,
-      flops / best_step / 1e12 / best_peak, peak_rss_bytes() / 1048576.0, plan_bytes / 1048576.0,
-      (double)peak_rss_bytes() / plan_bytes);
+      "%-11s %-14s b=%d s=%-4d threads=%d | ms/step mean %.0f best %.0f | tokens/s %.0f | "
+      "TFLOP/s %.3f | %s GEMM peak %.3f | MFU %.3f (best step %.3f) | activations %.0f MiB | "
+      "peak RSS %.0f MiB, plan %.0f MiB (%.2fx)\n",
+      name.c_str(), mode.c_str(), micro_batch, seq, omp_get_max_threads(), mean * 1e3,
+      best_step * 1e3, micro_batch * seq / mean, flops / mean / 1e12,
+      kernels::precision_name(options.precision), best_peak, flops / mean / 1e12 / best_peak,
+      flops / best_step / 1e12 / best_peak,
+      model.memory_plan().group_bytes("activations") / 1048576.0, peak_rss_bytes() / 1048576.0,
+      plan_bytes / 1048576.0, (double)peak_rss_bytes() / plan_bytes);
   std::fflush(stdout);
   return 0;
 }
@@ -79,17 +91,18 @@ int run_one(const std::string& name, int micro_batch, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2)
-    return run_one(argv[1], argc >= 4 ? std::atoi(argv[3]) : [&] {
-    for (const BenchConfig& c : kConfigs)
-      if (argv[1] == std::string(c.name)) return c.micro_batch;
-    return 4;
-  }(), argc >= 3 ? std::atoi(argv[2]) : 4);
+  if (argc >= 2) {
+    int micro = argc >= 4 ? std::atoi(argv[3]) : 4;
+    return run_one(argv[1], micro, argc >= 3 ? std::atoi(argv[2]) : 4, argc >= 5 ? argv[4] : "fp32",
+                   argc >= 6 ? std::atoi(argv[5]) : 0);
+  }
   char self[4096] = {0};
   if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return 1;
-  for (const BenchConfig& c : kConfigs) {
-    std::string cmd = std::string(self) + " " + c.name + " 4";
-    if (std::system(cmd.c_str()) != 0) return 1;
-  }
+  for (const BenchConfig& c : kConfigs)
+    for (const char* mode : kModes) {
+      std::string cmd = std::string(self) + " " + c.name + " 4 " + std::to_string(c.micro_batch) +
+                        " " + mode + " " + std::to_string(c.seq);
+      if (std::system(cmd.c_str()) != 0) return 1;
+    }
   return 0;
 }

@@ -72,8 +72,7 @@ TEST(Dropout, FusedBiasDropoutResidualMatchesUnfusedSteps) {
   kernels::DropoutBatch eval{&config, -1, seq};
   kernels::bias_dropout_residual_add(residual.data(), y.data(), bias.data(), fused.data(), rows,
                                      cols, eval, 5);
-  for (int i = 0; i < rows * cols; ++i)
-    EXPECT_NEAR(fused[i], residual[i] + branch[i], 1e-6f);
+  for (int i = 0; i < rows * cols; ++i) EXPECT_NEAR(fused[i], residual[i] + branch[i], 1e-6f);
   EXPECT_EQ(kernels::dropout_backward(dout.data(), dy.data(), rows, cols, eval, 5), dout.data());
 }
 

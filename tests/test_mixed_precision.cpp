@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernels/mixed_linear.h"
+#include "optim/adamw.h"
 #include "optim/loss_scaler.h"
 #include "test_util.h"
 
@@ -44,8 +45,8 @@ TEST(Bf16, RoundsToNearestEven) {
   kernels::to_bf16(x.data(), b.data(), (long)x.size());
   kernels::from_bf16(b.data(), back.data(), (long)x.size());
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(back[i], bf16_reference(x[i])) << x[i];
-  EXPECT_EQ(back[x.size() - 5], 1.f);       // 0x3f80: the even neighbour
-  EXPECT_EQ(back[x.size() - 4], 1.015625f);    // 0x3f82
+  EXPECT_EQ(back[x.size() - 5], 1.f);        // 0x3f80: the even neighbour
+  EXPECT_EQ(back[x.size() - 4], 1.015625f);  // 0x3f82
   float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   float big = 3.4e38f;  // rounds past the largest bf16: inf, as hardware does
   kernels::bf16_t out[3];
@@ -118,7 +119,8 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
   for (Precision p : {Precision::kBf16, Precision::kFp16}) {
     std::vector<std::uint16_t> w16(w.size()), act16(rows * 64), in16(rows * 64);
     std::vector<float> act32(rows * 64), in32(rows * 64), w32(w.size());
-    kernels::LinearPrecision lp{p, {act16.data(), in16.data(), act32.data(), in32.data(), w32.data()}};
+    kernels::LinearPrecision lp{p,
+                                {act16.data(), in16.data(), act32.data(), in32.data(), w32.data()}};
     std::vector<float> y(rows * out), dx(rows * in), dw(w.size(), 0.5f);
     auto round = [&](const std::vector<float>& v) {
       if (p == Precision::kBf16) return rounded_bf16(v);
@@ -145,6 +147,22 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
     EXPECT_GT(testing::relative_error(y, product(false, true, rows, out, in, x, w, {}, false)),
               1e-5);
   }
+}
+
+TEST(AdamW, FusedUpdateKeepsTheBf16CopyCurrent) {
+  ModelConfig c;
+  c.num_layers = 1, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8;
+  c.vocab_size = 50;
+  Parameters p(ParameterLayout(c, {0, 1}));
+  p.set_low_precision(Precision::kBf16);
+  p.initialize(3, 0.5f, 1);
+  auto g = random_vector(p.size(), 4);
+  std::copy(g.begin(), g.end(), p.grads());
+  AdamW opt(AdamWConfig{}, p.size());
+  opt.update(p, 1e-2f, 1.f);
+  std::vector<kernels::bf16_t> expect(p.size());
+  kernels::to_bf16(p.values(), expect.data(), p.size());
+  EXPECT_TRUE(std::equal(expect.begin(), expect.end(), p.low_values()));
 }
 
 TEST(LossScaler, FollowsMegatronsDynamicSchedule) {

@@ -5,8 +5,11 @@
 
 namespace trident::kernels {
 
-void adamw_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, long n,
-                  const AdamWStep& s, bool decay) {
+namespace {
+
+template <typename Store>
+void adamw_loop(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, long n,
+                const AdamWStep& s, bool decay, Store store) {
   const float bc1 = 1.f - std::pow(s.beta1, (float)s.step);
   const float bc2 = 1.f - std::pow(s.beta2, (float)s.step);
   const float step_size = s.lr / bc1;
@@ -19,8 +22,24 @@ void adamw_update(float* param, const float* grad, float* exp_avg, float* exp_av
     float v = s.beta2 * exp_avg_sq[i] + (1.f - s.beta2) * g * g;
     exp_avg[i] = m;
     exp_avg_sq[i] = v;
-    param[i] = param[i] * decay_factor - step_size * m / (std::sqrt(v) * inv_sqrt_bc2 + s.eps);
+    const float p = param[i] * decay_factor - step_size * m / (std::sqrt(v) * inv_sqrt_bc2 + s.eps);
+    param[i] = p;
+    store(i, p);
   }
+}
+
+}  // namespace
+
+void adamw_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, long n,
+                  const AdamWStep& s, bool decay, std::uint16_t* low, Precision low_precision) {
+  if (!low)
+    adamw_loop(param, grad, exp_avg, exp_avg_sq, n, s, decay, [](long, float) {});
+  else if (low_precision == Precision::kBf16)
+    adamw_loop(param, grad, exp_avg, exp_avg_sq, n, s, decay,
+               [low](long i, float p) { low[i] = bf16_from_float(p); });
+  else
+    adamw_loop(param, grad, exp_avg, exp_avg_sq, n, s, decay,
+               [low](long i, float p) { low[i] = fp16_from_float(p); });
 }
 
 double sum_of_squares(const float* x, long n) {

@@ -1,4 +1,8 @@
 #pragma once
+#include <cstdint>
+
+#include "kernels/low_precision.h"
+
 namespace trident::kernels {
 
 struct AdamWStep {
@@ -12,8 +16,11 @@ struct AdamWStep {
 };
 
 // Fused AdamW over one contiguous range: decoupled weight decay, bias-corrected moments.
+// low, when given, receives the new values rounded to bf16 (or fp16): the 16-bit copy the
+// next forward multiplies with, written while the value is still in a register.
 void adamw_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, long n,
-                  const AdamWStep& step, bool decay);
+                  const AdamWStep& step, bool decay, std::uint16_t* low = nullptr,
+                  Precision low_precision = Precision::kBf16);
 
 // Sum of squares in double, over fixed-size chunks: deterministic for any thread count.
 double sum_of_squares(const float* x, long n);

@@ -21,14 +21,6 @@ const char* precision_name(Precision p) {
 
 namespace {
 
-inline bf16_t float_to_bf16(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);                                          // nearest even
-  return (bf16_t)(u >> 16);
-}
-
 inline float bf16_to_float(bf16_t b) {
   std::uint32_t u = (std::uint32_t)b << 16;
   float x;
@@ -40,7 +32,7 @@ inline float bf16_to_float(bf16_t b) {
 
 void to_bf16(const float* x, bf16_t* out, long n) {
 #pragma omp parallel for simd schedule(static)
-  for (long i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
+  for (long i = 0; i < n; ++i) out[i] = bf16_from_float(x[i]);
 }
 
 void from_bf16(const bf16_t* x, float* out, long n) {
@@ -50,10 +42,7 @@ void from_bf16(const bf16_t* x, float* out, long n) {
 
 void to_fp16(const float* x, fp16_t* out, long n) {
 #pragma omp parallel for simd schedule(static)
-  for (long i = 0; i < n; ++i) {
-    _Float16 h = (_Float16)x[i];
-    std::memcpy(&out[i], &h, 2);
-  }
+  for (long i = 0; i < n; ++i) out[i] = fp16_from_float(x[i]);
 }
 
 void from_fp16(const fp16_t* x, float* out, long n) {

@@ -15,6 +15,17 @@ const char* precision_name(Precision p);
 using bf16_t = std::uint16_t;  // the upper half of an IEEE binary32
 using fp16_t = std::uint16_t;  // IEEE binary16
 
+// Round to nearest even; NaN stays a (quiet) NaN.
+inline bf16_t bf16_from_float(float x) {
+  std::uint32_t u = __builtin_bit_cast(std::uint32_t, x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (bf16_t)(u >> 16);
+}
+inline fp16_t fp16_from_float(float x) {
+  return __builtin_bit_cast(fp16_t, (_Float16)x);
+}
+
 void to_bf16(const float* x, bf16_t* out, long n);
 void from_bf16(const bf16_t* x, float* out, long n);
 void to_fp16(const float* x, fp16_t* out, long n);

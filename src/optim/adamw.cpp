@@ -46,13 +46,18 @@ void AdamW::update(Parameters& params, float lr, float grad_scale) {
   ++step_;
   kernels::AdamWStep s{lr,    config_.beta1, config_.beta2, config_.eps, config_.weight_decay,
                        step_, grad_scale};
+  // Updating the whole buffer, the kernel refreshes the 16-bit copy too (the padding
+  // between tensors is zero in both); a shard leaves that to whoever gathers the values.
+  std::uint16_t* low = begin_ == 0 && end_ == params.size() ? params.low_values() : nullptr;
+  float* values = params.values();
   for (const ParamSpec& spec : params.layout().specs()) {
     long lo = std::max(begin_, spec.offset), hi = std::min(end_, spec.offset + spec.numel());
     if (lo >= hi) continue;
-    kernels::adamw_update(params.values() + lo, params.grads() + lo,
-                          exp_avg_.data() + (lo - begin_), exp_avg_sq_.data() + (lo - begin_),
-                          hi - lo, s, spec.weight_decay);
+    kernels::adamw_update(values + lo, params.grads() + lo, exp_avg_.data() + (lo - begin_),
+                          exp_avg_sq_.data() + (lo - begin_), hi - lo, s, spec.weight_decay,
+                          low ? low + lo : nullptr, params.low_precision());
   }
+  if (low) params.mark_low_precision_current();
 }
 
 double AdamW::step(Parameters& params, float lr, comm::Communicator& tp) {

@@ -17,15 +17,25 @@ double training_flops_per_iteration(const ModelConfig& c, long global_batch, int
   return 3 * (l * per_layer_fwd + logits_fwd);
 }
 
-double measure_gemm_peak_tflops(int m, int n, int k, double seconds) {
+double measure_gemm_peak_tflops(int m, int n, int k, double seconds, kernels::Precision precision) {
   std::vector<float> a((size_t)m * k, 0.5f), b((size_t)k * n, 0.25f), c((size_t)m * n);
+  std::vector<kernels::bf16_t> a16(a.size()), b16(b.size());
+  kernels::to_bf16(a.data(), a16.data(), (long)a.size());
+  kernels::to_bf16(b.data(), b16.data(), (long)b.size());
+  auto product = [&] {
+    if (precision == kernels::Precision::kBf16)
+      kernels::gemm_bf16(kernels::Trans::kNo, kernels::Trans::kYes, m, n, k, a16.data(), k,
+                         b16.data(), k, 0.f, c.data(), n);
+    else
+      kernels::linear_forward(a.data(), b.data(), c.data(), m, k, n);
+  };
   auto now = [] { return std::chrono::steady_clock::now(); };
-  kernels::linear_forward(a.data(), b.data(), c.data(), m, k, n);  // warm-up
+  product();  // warm-up
   auto start = now();
   int reps = 0;
   double elapsed = 0;
   do {
-    kernels::linear_forward(a.data(), b.data(), c.data(), m, k, n);
+    product();
     ++reps;
     elapsed = std::chrono::duration<double>(now() - start).count();
   } while (elapsed < seconds || reps < 3);

@@ -1,6 +1,7 @@
 #pragma once
 // Model FLOPs and the machine's peak, for the TFLOP/s and MFU columns of the log.
 #include "config/model_config.h"
+#include "kernels/low_precision.h"
 
 namespace trident {
 
@@ -11,8 +12,10 @@ namespace trident {
 double training_flops_per_iteration(const ModelConfig& c, long global_batch, int seq,
                                     int padded_vocab);
 
-// Measures the fp32 GEMM throughput (TFLOP/s) on an (m x k) * (k x n) product for about
-// `seconds`, with the current thread count.
-double measure_gemm_peak_tflops(int m, int n, int k, double seconds);
+// Measures the GEMM throughput (TFLOP/s) of the given precision (fp32 sgemm, or bf16 x bf16
+// -> fp32; fp16 runs on fp32 products) on an (m x k) * (k x n) product for about `seconds`,
+// with the current thread count.
+double measure_gemm_peak_tflops(int m, int n, int k, double seconds,
+                                kernels::Precision precision = kernels::Precision::kFp32);
 
 }  // namespace trident

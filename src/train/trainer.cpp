@@ -201,8 +201,13 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   const double flops = training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
   double peak = c.peak_tflops;
   if (peak <= 0) {
-    peak = measure_gemm_peak_tflops(micro * seq, 4 * c.model.hidden_size, c.model.hidden_size, 0.5);
-    log << "measured fp32 GEMM peak: " << std::fixed << std::setprecision(3) << peak << " TFLOP/s ("
+    const kernels::Precision gemm = c.precision();
+    peak = measure_gemm_peak_tflops(micro * seq, 4 * c.model.hidden_size, c.model.hidden_size, 0.5,
+                                    gemm);
+    log << "measured "
+        << kernels::precision_name(gemm == kernels::Precision::kBf16 ? gemm
+                                                                     : kernels::Precision::kFp32)
+        << " GEMM peak: " << std::fixed << std::setprecision(3) << peak << " TFLOP/s ("
         << micro * seq << "x" << c.model.hidden_size << " * " << c.model.hidden_size << "x"
         << 4 * c.model.hidden_size << ")\n";
     log.unsetf(std::ios::fixed);
