@@ -168,8 +168,7 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
   // 16-bit operands: bf16 pairs are packed two to a float of the arena.
   kernels::LinearScratch& ls = precision_.scratch;
-  const long widest = std::max({h, 3 * attn_local, ffn_local, post ? (long)padded_vocab_ / t : 0L});
-  const long widest_in = std::max(h, ffn_local);
+  const auto [widest, widest_in] = operand_widths();
   if (options_.precision == kernels::Precision::kBf16) {
     ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((tokens * widest + 1) / 2));
     ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((tokens * widest_in + 1) / 2));
@@ -180,6 +179,13 @@ void GPTModel::plan_and_allocate() {
   }
 }
 
+std::pair<long, long> GPTModel::operand_widths() const {
+  const long h = config_.hidden_size, t = tp_.size();
+  const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t,
+                                placement_.post_process ? (long)padded_vocab_ / t : 0L});
+  return {widest, std::max(h, (long)config_.ffn() / t)};
+}
+
 long GPTModel::largest_weight() const {
   long largest = 0;
   for (const ParamSpec& s : params_.layout().specs())
@@ -188,10 +194,7 @@ long GPTModel::largest_weight() const {
 }
 
 void GPTModel::plan_low_precision(long tokens) {
-  const long h = config_.hidden_size, t = tp_.size();
-  const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t,
-                                placement_.post_process ? (long)padded_vocab_ / t : 0L});
-  const long widest_in = std::max(h, (long)config_.ffn() / t);
+  const auto [widest, widest_in] = operand_widths();
   const char* P = "parameters";
   const char* S = "scratch";
   switch (options_.precision) {

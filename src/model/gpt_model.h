@@ -98,6 +98,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
   void plan_low_precision(long tokens);
   long largest_weight() const;
+  // Widest row of any linear layer's output or gradient, and of any linear layer's input:
+  // the sizes of the rounded-operand scratch (per token).
+  std::pair<long, long> operand_widths() const;
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
 
   ModelConfig config_;
