@@ -21,13 +21,11 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       micro_batch_(micro_batch),
       seq_(seq),
       padded_vocab_(config.padded_vocab_size(tp.size())),
-      placement_(options.placement),
       options_(options),
-      slots_(std::max(1, options.slots)),
-      recompute_layers_(options.recompute_layers),
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
               options.pad_multiple) {
   const int t = tp.size();
+  options_.slots = std::max(1, options.slots);
   const ChunkPlacement& placement = options.placement;
   precision_.precision = options.precision;
   params_.set_low_precision(options.precision);  // before any ParamRef is handed out
@@ -67,20 +65,21 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
 
 void GPTModel::plan_and_allocate() {
   const long tokens = (long)micro_batch_ * seq_, h = config_.hidden_size;
-  const int t = tp_.size(), layers = (int)layers_.size(), n = slots_;
+  const int t = tp_.size(), layers = (int)layers_.size(), n = options_.slots;
   const long attn_local = h / t, ffn_local = config_.ffn() / t;
   const long heads_local = config_.num_attention_heads / t;
-  const bool post = placement_.post_process;
+  const bool post = options_.placement.post_process;
   plan_.add("parameters", "weights", params_.size());
   plan_.add("parameters", "gradients", params_.size());
   plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
   const char* A = "activations";
-  const int recomputed = std::min(recompute_layers_, layers);
+  const int recomputed = std::min(options_.recompute_layers, layers);
   const int per_layer = (layers - recomputed) * n;  // layers that keep their activations
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
   const bool selective = options_.recompute_attention;
   const int core_copies = selective ? 0 : per_layer;
-  plan_.add(A, placement_.pre_process ? "embedding output" : "received input", tokens * h, n);
+  plan_.add(A, options_.placement.pre_process ? "embedding output" : "received input", tokens * h,
+            n);
   auto add_layer_buffers = [&](const std::string& prefix, int copies) {
     plan_.add(A, prefix + "ln1 out", tokens * h, copies);
     plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * tokens, copies);
@@ -182,7 +181,7 @@ void GPTModel::plan_and_allocate() {
 std::pair<long, long> GPTModel::operand_widths() const {
   const long h = config_.hidden_size, t = tp_.size();
   const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t,
-                                placement_.post_process ? (long)padded_vocab_ / t : 0L});
+                                options_.placement.post_process ? (long)padded_vocab_ / t : 0L});
   return {widest, std::max(h, (long)config_.ffn() / t)};
 }
 
@@ -245,7 +244,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   params_.refresh_low_precision();
   const int rows = batch * seq, h = config_.hidden_size;
   const LayerCall call = layer_call(a, batch, seq);
-  if (placement_.pre_process) {
+  if (options_.placement.pre_process) {
     embedding_.forward(a.input_ids.data(), batch, seq, a.input);
     kernels::dropout_inplace(a.input, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
   }
@@ -254,7 +253,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
     layers_[l].forward(x, a.layers[l], scratch_, call);
     x = a.layers[l].output;
   }
-  if (!placement_.post_process) return 0.0;
+  if (!options_.placement.post_process) return 0.0;
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
                              a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
   output_layer_.forward(a.final_ln_out, a.logits, rows);
@@ -274,14 +273,14 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
   };
   const float* last = output_buffer(slot);
   const LayerCall call = layer_call(a, batch, seq);
-  if (placement_.post_process) {
+  if (options_.placement.post_process) {
     // The tied output layer: d(final_ln_out) and the word-embedding gradient.
     output_layer_.backward(a.logits, a.final_ln_out, scratch_.d_hidden, rows);
     kernels::layernorm_backward(scratch_.d_hidden, last, final_ln_weight_.value, a.final_ln_mean,
                                 a.final_ln_rstd, d_residual_, final_ln_weight_.grad,
                                 final_ln_bias_.grad, rows, h, false);
-    ready(specs - 2, specs);                   // final LayerNorm
-    if (!placement_.pre_process) ready(0, 1);  // the tied embedding copy
+    ready(specs - 2, specs);                           // final LayerNorm
+    if (!options_.placement.pre_process) ready(0, 1);  // the tied embedding copy
   } else {
     std::copy_n(a.output_grad, (long)rows * h, d_residual_);
   }
@@ -289,14 +288,14 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     const float* x = l == 0 ? a.input : a.layers[l - 1].output;
     // A recomputed layer rebuilds its activations from its input; the kernels are
     // deterministic, so the gradients are bit-identical to keeping them.
-    if (l < recompute_layers_)
+    if (l < options_.recompute_layers)
       layers_[l].forward(x, a.layers[l], scratch_, call);
     else if (options_.recompute_attention)
       layers_[l].attention_core(a.layers[l], call);
     layers_[l].backward(x, a.layers[l], d_residual_, scratch_, call);
     ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
   }
-  if (placement_.pre_process) {
+  if (options_.placement.pre_process) {
     // The embedding dropout's backward is the same mask, applied to the gradient.
     kernels::dropout_inplace(d_residual_, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
     embedding_.backward(a.input_ids.data(), batch, seq, d_residual_);

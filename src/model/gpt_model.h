@@ -73,7 +73,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   Parameters& parameters() { return params_; }
   const Parameters& parameters() const { return params_; }
   const ModelConfig& config() const { return config_; }
-  const ChunkPlacement& placement() const { return placement_; }
+  const ChunkPlacement& placement() const { return options_.placement; }
   const MemoryPlan& memory_plan() const { return plan_; }
   MemoryPlan& memory_plan() { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
@@ -106,10 +106,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   ModelConfig config_;
   comm::Communicator& tp_;
   int micro_batch_, seq_, padded_vocab_;
-  ChunkPlacement placement_;
-  ChunkOptions options_;
-  int slots_;
-  int recompute_layers_;
+  ChunkOptions options_;              // slots normalised to >= 1
   LayerActivations recompute_act_{};  // one layer's activations, shared by recomputed layers
   kernels::LinearPrecision precision_;
   Parameters params_;
