@@ -46,7 +46,8 @@ def collectives(trident, layers, tmp):
 def main():
     trident = sys.argv[1]
     failed = run_parity(trident, TINY + ["--num-layers", "2", "--train-iters", "20", "--log-interval", "1"],
-                        [("t=2", ["--tensor-model-parallel-size", "2"], 2),
+                        [("t=2, logits in 3 row chunks",
+                          ["--tensor-model-parallel-size", "2", "--logits-chunk-rows", "48"], 2),
                          ("t=4", ["--tensor-model-parallel-size", "4"], 4)])
     results.extend([False] * failed + [True] * (2 - failed))
 

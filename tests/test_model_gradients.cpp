@@ -3,6 +3,9 @@
 // layer's backward (embedding, LayerNorm, attention, MLP, tied output, cross-entropy).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "comm/communicator.h"
 #include "data/mock_dataset.h"
 #include "model/gpt_model.h"
@@ -23,7 +26,9 @@ TEST(GPTModel, GradientMatchesFiniteDifferencesPerTensor) {
   ModelConfig c = tiny_config();
   comm::SingleRankCommunicator tp("tensor");
   const int batch = 2, seq = c.seq_length;
-  GPTModel model(c, tp, batch, seq);
+  ChunkOptions options;
+  options.logits_chunk_rows = 5;  // the fused output layer + loss over 4 uneven row chunks
+  GPTModel model(c, tp, batch, seq, options);
   Parameters& p = model.parameters();
   p.initialize(5, 0.3f, c.num_layers);  // large std: far from the trivial uniform softmax
   std::vector<int> tokens(batch * (seq + 1));
@@ -55,6 +60,40 @@ TEST(GPTModel, GradientMatchesFiniteDifferencesPerTensor) {
     const ParamSpec& w = p.layout().find("embedding.word_embeddings.weight");
     for (long i = (long)c.vocab_size * c.hidden_size; i < w.numel(); ++i)
       ASSERT_EQ(grad[w.offset + i], 0.f) << "padded vocabulary row received gradient";
+  }
+}
+
+// Row chunks of the fused output layer + cross-entropy against one chunk holding the whole
+// micro-batch (the un-fused order: all logits, then the loss, then the output layer's
+// backward), and the on-demand logits against the losses they must produce.
+TEST(GPTModel, ChunkedOutputLossMatchesUnfused) {
+  ModelConfig c = tiny_config();
+  comm::SingleRankCommunicator tp("tensor");
+  const int batch = 2, seq = c.seq_length, rows = batch * seq;
+  ChunkOptions chunked, whole;
+  chunked.logits_chunk_rows = 4;
+  whole.logits_chunk_rows = rows;
+  GPTModel a(c, tp, batch, seq, chunked), b(c, tp, batch, seq, whole);
+  a.parameters().initialize(7, 0.3f, c.num_layers);
+  b.parameters().initialize(7, 0.3f, c.num_layers);
+  std::vector<int> tokens(batch * (seq + 1));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (int)((i * 11 + 2) % c.vocab_size);
+  a.parameters().zero_grads();
+  b.parameters().zero_grads();
+  const float scale = 1.f / rows;
+  EXPECT_NEAR(a.forward_backward(tokens.data(), batch, seq, scale),
+              b.forward_backward(tokens.data(), batch, seq, scale), 1e-5);
+  for (long i = 0; i < a.parameters().size(); ++i)
+    ASSERT_NEAR(a.parameters().grads()[i], b.parameters().grads()[i], 1e-6) << i;
+
+  std::vector<float> losses(rows);
+  a.forward(tokens.data(), batch, seq, losses.data());
+  for (int r = 0; r < rows; ++r) {
+    const float* logits = a.logits_row(r);
+    double mx = *std::max_element(logits, logits + c.vocab_size), sum = 0;
+    for (int v = 0; v < c.vocab_size; ++v) sum += std::exp(logits[v] - mx);
+    const int target = tokens[(r / seq) * (seq + 1) + r % seq + 1];
+    EXPECT_NEAR(std::log(sum) + mx - logits[target], losses[r], 1e-5) << "row " << r;
   }
 }
 

@@ -103,6 +103,9 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--recompute-method", c.recompute_method, "uniform (every layer) or block (the first N)",
       "Memory");
   opt("--recompute-num-layers", c.recompute_num_layers, "N for --recompute-method", "Memory");
+  opt("--logits-chunk-rows", c.logits_chunk_rows,
+      "rows of logits formed at a time by the fused output layer + loss (0: auto, ~64 MiB)",
+      "Memory");
   opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
       "Logging");
   opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");

@@ -101,6 +101,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
+  require(c.logits_chunk_rows >= 0, "--logits-chunk-rows must be >= 0 (0: automatic)");
   require(!(c.bf16 && c.fp16), "give --bf16 or --fp16, not both");
   require(c.hidden_dropout >= 0.f && c.hidden_dropout < 1.f, "--hidden-dropout must be in [0, 1)");
   require(c.attention_dropout >= 0.f && c.attention_dropout < 1.f,

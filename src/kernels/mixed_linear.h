@@ -13,7 +13,7 @@ namespace trident::kernels {
 
 // Where the rounded operands go; sized by the model's memory plan.
 struct LinearScratch {
-  std::uint16_t* act16 = nullptr;  // bf16 activation operand, tokens x widest layer
+  std::uint16_t* act16 = nullptr;  // bf16 activation operand (x or dy) of the largest layer
   std::uint16_t* in16 = nullptr;   // bf16 layer input for the weight gradient
   float* act32 = nullptr;          // fp16 path: the same two operands rounded, in fp32
   float* in32 = nullptr;

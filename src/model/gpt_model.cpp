@@ -51,11 +51,15 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
                     vocab_local,
                     config.hidden_size,
                     &tp};
-    output_layer_ = {
+    lm_head_.output_layer = {
         word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp, &precision_};
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
-  cross_entropy_ = {vocab_start, vocab_local, valid, &tp};
+  lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp};
+  const long tokens = (long)micro_batch * seq;
+  lm_head_.chunk_rows = options.logits_chunk_rows > 0
+                            ? (int)std::min<long>(options.logits_chunk_rows, tokens)
+                            : tensor_parallel::lm_head_chunk_rows(tokens, vocab_local);
   if (placement.post_process) {
     final_ln_weight_ = params_.get("final_layernorm.weight");
     final_ln_bias_ = params_.get("final_layernorm.bias");
@@ -103,7 +107,7 @@ void GPTModel::plan_and_allocate() {
   }
   if (post) {
     plan_.add(A, "final ln out + stats", tokens * h + 2 * tokens, n);
-    plan_.add(A, "logits / dlogits", tokens * (padded_vocab_ / t), n);
+    plan_.add(A, "d(final ln out) from the fused output layer + loss", tokens * h, n);
     plan_.add(A, "per-token loss", tokens, n);
   } else {
     plan_.add(A, "received output gradient", tokens * h, n);
@@ -113,6 +117,7 @@ void GPTModel::plan_and_allocate() {
   plan_.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan_.add(S, "d_ffn", tokens * ffn_local);
   plan_.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
+  if (post) plan_.add(S, "logits / dlogits of one row chunk", logits_chunk_floats());
   plan_low_precision(tokens);
 
   long arena_floats = 0;
@@ -153,7 +158,7 @@ void GPTModel::plan_and_allocate() {
     if (post) {
       s.final_ln_out = ar.take(tokens * h);
       s.final_ln_mean = ar.take(tokens), s.final_ln_rstd = ar.take(tokens);
-      s.logits = ar.take(tokens * (padded_vocab_ / t));
+      s.d_final_ln_out = ar.take(tokens * h);
       s.losses = ar.take(tokens);
     } else {
       s.output_grad = ar.take(tokens * h);
@@ -165,24 +170,29 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
   scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
+  if (post) lm_head_.logits = ar.take(logits_chunk_floats());
   // 16-bit operands: bf16 pairs are packed two to a float of the arena.
   kernels::LinearScratch& ls = precision_.scratch;
-  const auto [widest, widest_in] = operand_widths();
+  const auto [act, in] = operand_sizes(tokens);
   if (options_.precision == kernels::Precision::kBf16) {
-    ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((tokens * widest + 1) / 2));
-    ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((tokens * widest_in + 1) / 2));
+    ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((act + 1) / 2));
+    ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((in + 1) / 2));
   } else if (options_.precision == kernels::Precision::kFp16) {
-    ls.act32 = ar.take(tokens * widest);
-    ls.in32 = ar.take(tokens * widest_in);
+    ls.act32 = ar.take(act);
+    ls.in32 = ar.take(in);
     ls.weight32 = ar.take(largest_weight());
   }
 }
 
-std::pair<long, long> GPTModel::operand_widths() const {
+long GPTModel::logits_chunk_floats() const {
+  return (long)lm_head_.chunk_rows * (padded_vocab_ / tp_.size());
+}
+
+std::pair<long, long> GPTModel::operand_sizes(long tokens) const {
   const long h = config_.hidden_size, t = tp_.size();
-  const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t,
-                                options_.placement.post_process ? (long)padded_vocab_ / t : 0L});
-  return {widest, std::max(h, (long)config_.ffn() / t)};
+  const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t});
+  const long head = options_.placement.post_process ? logits_chunk_floats() : 0L;
+  return {std::max(tokens * widest, head), tokens * std::max(h, (long)config_.ffn() / t)};
 }
 
 long GPTModel::largest_weight() const {
@@ -193,7 +203,7 @@ long GPTModel::largest_weight() const {
 }
 
 void GPTModel::plan_low_precision(long tokens) {
-  const auto [widest, widest_in] = operand_widths();
+  const auto [act, in] = operand_sizes(tokens);
   const char* P = "parameters";
   const char* S = "scratch";
   switch (options_.precision) {
@@ -201,11 +211,11 @@ void GPTModel::plan_low_precision(long tokens) {
       return;
     case kernels::Precision::kBf16:
       plan_.add(P, "bf16 weight copy", (params_.size() + 1) / 2);
-      plan_.add(S, "bf16 GEMM operands", (tokens * widest + 1) / 2 + (tokens * widest_in + 1) / 2);
+      plan_.add(S, "bf16 GEMM operands", (act + 1) / 2 + (in + 1) / 2);
       return;
     case kernels::Precision::kFp16:
       plan_.add(P, "fp16 weight copy", (params_.size() + 1) / 2);
-      plan_.add(S, "fp16-rounded GEMM operands", tokens * (widest + widest_in) + largest_weight());
+      plan_.add(S, "fp16-rounded GEMM operands", act + in + largest_weight());
       return;
   }
 }
@@ -226,6 +236,10 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
       a.input_ids[(size_t)b * seq + s] = id;
       a.target_ids[(size_t)b * seq + s] = next;
     }
+}
+
+const float* GPTModel::logits_row(int r) const {
+  return lm_head_.logits_rows(act_[0].final_ln_out, r, 1);
 }
 
 const float* GPTModel::output_buffer(int slot) const {
@@ -256,8 +270,8 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   if (!options_.placement.post_process) return 0.0;
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
                              a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
-  output_layer_.forward(a.final_ln_out, a.logits, rows);
-  cross_entropy_.forward(a.logits, a.target_ids.data(), rows, a.losses, grad_scale);
+  lm_head_.forward(a.final_ln_out, a.target_ids.data(), rows, a.losses, grad_scale,
+                   a.d_final_ln_out);
   double total = 0;
   for (int r = 0; r < rows; ++r) total += a.losses[r];
   if (per_token_loss) std::copy_n(a.losses, rows, per_token_loss);
@@ -274,9 +288,8 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
   const float* last = output_buffer(slot);
   const LayerCall call = layer_call(a, batch, seq);
   if (options_.placement.post_process) {
-    // The tied output layer: d(final_ln_out) and the word-embedding gradient.
-    output_layer_.backward(a.logits, a.final_ln_out, scratch_.d_hidden, rows);
-    kernels::layernorm_backward(scratch_.d_hidden, last, final_ln_weight_.value, a.final_ln_mean,
+    // The output layer's gradients were formed with the loss, in forward_chunk.
+    kernels::layernorm_backward(a.d_final_ln_out, last, final_ln_weight_.value, a.final_ln_mean,
                                 a.final_ln_rstd, d_residual_, final_ln_weight_.grad,
                                 final_ln_bias_.grad, rows, h, false);
     ready(specs - 2, specs);                           // final LayerNorm

@@ -15,7 +15,7 @@
 #include "model/parameters.h"
 #include "model/transformer_layer.h"
 #include "pipeline_parallel/stage.h"
-#include "tensor_parallel/cross_entropy.h"
+#include "tensor_parallel/lm_head_loss.h"
 
 namespace trident {
 
@@ -32,6 +32,9 @@ struct ChunkOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   kernels::DropoutConfig dropout{};
   long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
+  // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
+  // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
+  int logits_chunk_rows = 0;
 };
 
 class GPTModel : public pipeline_parallel::PipelineStage {
@@ -51,11 +54,12 @@ class GPTModel : public pipeline_parallel::PipelineStage {
 
   // Pipeline interface. forward_chunk reads token ids (first chunk) or input_buffer(slot)
   // (later chunks); the last chunk returns the loss sum (0 elsewhere) and, when grad_scale
-  // != 0, keeps d(loss)/d(logits) for backward_chunk. Later chunks leave their output in
-  // output_buffer(slot); backward_chunk then reads d(output) from output_grad_buffer(slot)
-  // and leaves d(input) in input_grad().
-  // first_sample: the run-wide index of the micro-batch's first sample, which names its
-  // dropout masks; < 0 (evaluation) turns dropout off.
+  // != 0, already accumulates the output layer's weight gradient and keeps d(final
+  // LayerNorm output) for backward_chunk (the logits exist one row chunk at a time). Later chunks
+  // leave their output in output_buffer(slot); backward_chunk then reads d(output) from
+  // output_grad_buffer(slot) and leaves d(input) in input_grad(). first_sample: the run-wide index
+  // of the micro-batch's first sample, which names its dropout masks; < 0 (evaluation) turns
+  // dropout off.
   double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
                        float* per_token_loss = nullptr, long first_sample = -1) override;
   void backward_chunk(int slot, int batch, int seq) override;
@@ -78,17 +82,16 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   MemoryPlan& memory_plan() { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
   int max_seq() const { return seq_; }
-  // Logits of row r (batch-major) from the last forward on slot 0; this rank's shard.
-  const float* logits_row(int r) const {
-    return act_[0].logits + (long)r * (padded_vocab_ / tp_.size());
-  }
+  // This rank's shard of the logits of row r (batch-major) of the last forward on slot 0,
+  // formed on demand in scratch that the next call or forward overwrites.
+  const float* logits_row(int r) const;
 
  private:
   struct Activations {  // one in-flight micro-batch
     float* input;       // embedding output (first chunk) or received hidden states
     std::vector<LayerActivations> layers;
     float *final_ln_out, *final_ln_mean, *final_ln_rstd;
-    float* logits;  // [tokens, vocab / t], turned into d(loss)/d(logits) in place
+    float* d_final_ln_out;  // [tokens, hidden], written by forward_chunk when training
     float* losses;
     float* output_grad;  // d(output) received from the next stage
     std::vector<int> input_ids, target_ids;
@@ -98,9 +101,10 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
   void plan_low_precision(long tokens);
   long largest_weight() const;
-  // Widest row of any linear layer's output or gradient, and of any linear layer's input:
-  // the sizes of the rounded-operand scratch (per token).
-  std::pair<long, long> operand_widths() const;
+  // Largest output-or-gradient operand and largest input operand of any linear layer
+  // (the output layer's counted per row chunk): the rounded-operand scratch sizes.
+  std::pair<long, long> operand_sizes(long tokens) const;
+  long logits_chunk_floats() const;
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
 
   ModelConfig config_;
@@ -112,8 +116,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   Parameters params_;
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;
-  tensor_parallel::ColumnParallelLinear output_layer_;  // weight = word embedding shard
-  tensor_parallel::VocabParallelCrossEntropy cross_entropy_;
+  tensor_parallel::LMHeadLoss lm_head_;  // output layer (weight = word embedding) + loss
   ParamRef final_ln_weight_{}, final_ln_bias_{};
   MemoryPlan plan_;
   std::unique_ptr<Arena> arena_;

@@ -20,10 +20,15 @@ void ColumnParallelLinear::forward(const float* x, float* y, int rows) const {
 }
 
 void ColumnParallelLinear::backward(const float* dy, const float* x, float* dx, int rows) const {
+  backward_partial(dy, x, dx, rows);
+  copy_to_region_backward(*tp, dx, (long)rows * in);
+}
+
+void ColumnParallelLinear::backward_partial(const float* dy, const float* x, float* dx,
+                                            int rows) const {
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
   if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out_local);
-  copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void RowParallelLinear::forward(const float* x, float* y, int rows) const {

@@ -20,6 +20,9 @@ struct ColumnParallelLinear {
   void forward(const float* x, float* y, int rows) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
   void backward(const float* dy, const float* x, float* dx, int rows) const;
+  // The same without the all-reduce: dx is this rank's partial sum, for a caller that
+  // reduces several calls' dx at once.
+  void backward_partial(const float* dy, const float* x, float* dx, int rows) const;
 };
 
 // Y = g(X_i A_i^T) with A split by input columns: weight [out, in / t]; bias replicated.

@@ -77,6 +77,7 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     options.precision = c.precision();
     options.dropout = c.dropout();
     options.pad_multiple = c.use_distributed_optimizer ? 16L * dp.size() : 16;
+    options.logits_chunk_rows = c.logits_chunk_rows;
     m.chunks.push_back(
         std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size, c.model.seq_length, options));
     Parameters& params = m.chunks.back()->parameters();

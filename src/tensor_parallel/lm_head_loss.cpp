@@ -1,0 +1,33 @@
+#include "tensor_parallel/lm_head_loss.h"
+
+#include <algorithm>
+
+#include "tensor_parallel/mappings.h"
+
+namespace trident::tensor_parallel {
+
+void LMHeadLoss::forward(const float* x, const int* targets, int rows, float* losses,
+                         float grad_scale, float* dx) const {
+  const int in = output_layer.in;
+  for (int first = 0; first < rows; first += chunk_rows) {
+    const int count = std::min(chunk_rows, rows - first);
+    const float* x_chunk = x + (long)first * in;
+    output_layer.forward(x_chunk, logits, count);
+    cross_entropy.forward(logits, targets + first, count, losses + first, grad_scale);
+    if (grad_scale != 0.f)  // logits now hold d(loss)/d(logits)
+      output_layer.backward_partial(logits, x_chunk, dx + (long)first * in, count);
+  }
+  if (grad_scale != 0.f) copy_to_region_backward(*output_layer.tp, dx, (long)rows * in);
+}
+
+const float* LMHeadLoss::logits_rows(const float* x, int first, int count) const {
+  output_layer.forward(x + (long)first * output_layer.in, logits, std::min(count, chunk_rows));
+  return logits;
+}
+
+int lm_head_chunk_rows(long tokens, int vocab_local) {
+  const long target_floats = 16L << 20, rows = target_floats / std::max(vocab_local, 1) / 64 * 64;
+  return (int)std::min(tokens, std::max(256L, rows));
+}
+
+}  // namespace trident::tensor_parallel

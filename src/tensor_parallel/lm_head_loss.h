@@ -1,0 +1,34 @@
+#pragma once
+// The tied output layer fused with the vocabulary-parallel cross-entropy, one chunk of rows
+// at a time: a chunk's logits become its losses and, when training, d(logits), which at once
+// give the chunk's d(input) and its share of the word-embedding gradient. The full
+// [tokens, vocab / t] logits and their gradient never exist, only one chunk's (llm.c's fused
+// classifier, made vocabulary-parallel). d(input) is summed over the tensor group once,
+// after the last chunk (f's backward). A chunk as tall as the micro-batch is the un-fused
+// reference: logits, then cross-entropy, then the output layer's backward.
+#include "tensor_parallel/cross_entropy.h"
+#include "tensor_parallel/layers.h"
+
+namespace trident::tensor_parallel {
+
+struct LMHeadLoss {
+  ColumnParallelLinear output_layer;  // weight = this rank's word-embedding shard, no bias
+  VocabParallelCrossEntropy cross_entropy;
+  int chunk_rows = 0;
+  float* logits = nullptr;  // planned scratch, [chunk_rows, vocab_local]
+
+  // losses[r] = -log softmax(x[r] W^T)[targets[r]]. With grad_scale != 0, also
+  // dx = grad_scale * d(sum of losses)/dx and the weight gradient accumulated.
+  void forward(const float* x, const int* targets, int rows, float* losses, float grad_scale,
+               float* dx) const;
+  // This rank's logits for rows [first, first + count), count <= chunk_rows, in the scratch.
+  const float* logits_rows(const float* x, int first, int count) const;
+};
+
+// Rows per chunk: about 64 MiB of fp32 logits in multiples of 64 rows, never fewer than 256
+// (every chunk re-streams the [vocab, hidden] weight and its fp32 gradient, so a short
+// chunk costs memory traffic: 166 rows made a gpt2-small step ~10% slower than one chunk)
+// nor more than the micro-batch has.
+int lm_head_chunk_rows(long tokens, int vocab_local);
+
+}  // namespace trident::tensor_parallel
