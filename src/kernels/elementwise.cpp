@@ -56,7 +56,10 @@ float gelu_grad_scalar(float x) {
   return gelu_grad(x);
 }
 
-void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols) {
+namespace {
+
+template <typename Out>
+void bias_gelu_forward_into(float* pre, const float* bias, Out* out, int rows, int cols) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
     long o = (long)r * cols;
@@ -64,9 +67,26 @@ void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int 
     for (int c = 0; c < cols; ++c) {
       float v = pre[o + c] + bias[c];
       pre[o + c] = v;
-      out[o + c] = gelu(v);
+      store_as(out + o + c, gelu(v));
     }
   }
+}
+}  // namespace
+
+void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols) {
+  bias_gelu_forward_into(pre, bias, out, rows, cols);
+}
+
+void bias_gelu_forward(float* pre, const float* bias, bf16_t* out, int rows, int cols) {
+  bias_gelu_forward_into(pre, bias, out, rows, cols);
+}
+
+void bias_gelu_forward(float* pre, const float* bias, const LinearInputBuffer& out, int rows,
+                       int cols) {
+  if (out.bf16)
+    bias_gelu_forward_into(pre, bias, out.bf16, rows, cols);
+  else
+    bias_gelu_forward_into(pre, bias, out.fp32, rows, cols);
 }
 
 void gelu_backward_inplace(const float* pre, float* dinout, long n) {

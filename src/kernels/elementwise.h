@@ -1,5 +1,7 @@
 #pragma once
 // Memory-bound element-wise kernels (bias, GeLU, residual), threaded with OpenMP.
+#include "kernels/low_precision.h"
+
 namespace trident::kernels {
 
 // y[r, c] += bias[c]
@@ -15,6 +17,10 @@ float gelu_scalar(float x);
 float gelu_grad_scalar(float x);
 // pre[r, c] += bias[c]; out = gelu(pre). Keeps pre for the backward pass.
 void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols);
+// The same, out rounded to bf16 (it only feeds fc2's matrix products).
+void bias_gelu_forward(float* pre, const float* bias, bf16_t* out, int rows, int cols);
+void bias_gelu_forward(float* pre, const float* bias, const LinearInputBuffer& out, int rows,
+                       int cols);
 // dinout *= gelu'(pre), in place.
 void gelu_backward_inplace(const float* pre, float* dinout, long n);
 

@@ -8,14 +8,14 @@ namespace trident::kernels {
 
 namespace {
 constexpr int kRowChunk = 32;
-}
 
-void layernorm_forward(const float* x, const float* weight, const float* bias, float* y,
-                       float* mean, float* rstd, int rows, int cols, float eps) {
+template <typename Out>
+void layernorm_forward_into(const float* x, const float* weight, const float* bias, Out* y,
+                            float* mean, float* rstd, int rows, int cols, float eps) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + (long)r * cols;
-    float* yr = y + (long)r * cols;
+    Out* yr = y + (long)r * cols;
     float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
     for (int c = 0; c < cols; ++c) sum += xr[c];
@@ -25,10 +25,30 @@ void layernorm_forward(const float* x, const float* weight, const float* bias, f
     for (int c = 0; c < cols; ++c) var += (xr[c] - m) * (xr[c] - m);
     float rs = 1.f / std::sqrt(var / cols + eps);
 #pragma omp simd
-    for (int c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rs * weight[c] + bias[c];
+    for (int c = 0; c < cols; ++c) store_as(yr + c, (xr[c] - m) * rs * weight[c] + bias[c]);
     mean[r] = m;
     rstd[r] = rs;
   }
+}
+}  // namespace
+
+void layernorm_forward(const float* x, const float* weight, const float* bias, float* y,
+                       float* mean, float* rstd, int rows, int cols, float eps) {
+  layernorm_forward_into(x, weight, bias, y, mean, rstd, rows, cols, eps);
+}
+
+void layernorm_forward(const float* x, const float* weight, const float* bias, bf16_t* y,
+                       float* mean, float* rstd, int rows, int cols, float eps) {
+  layernorm_forward_into(x, weight, bias, y, mean, rstd, rows, cols, eps);
+}
+
+void layernorm_forward(const float* x, const float* weight, const float* bias,
+                       const LinearInputBuffer& y, float* mean, float* rstd, int rows, int cols,
+                       float eps) {
+  if (y.bf16)
+    layernorm_forward_into(x, weight, bias, y.bf16, mean, rstd, rows, cols, eps);
+  else
+    layernorm_forward_into(x, weight, bias, y.fp32, mean, rstd, rows, cols, eps);
 }
 
 void layernorm_backward(const float* dy, const float* x, const float* weight, const float* mean,

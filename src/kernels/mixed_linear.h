@@ -33,10 +33,10 @@ struct WeightOperand {
 };
 
 // y[rows, out] = x[rows, in] * w^T
-void mixed_linear_forward(const LinearPrecision& p, const float* x, WeightOperand w, float* y,
+void mixed_linear_forward(const LinearPrecision& p, LinearInput x, WeightOperand w, float* y,
                           int rows, int in, int out);
 // dx[rows, in] = dy * w; dw[out, in] += dy^T * x
-void mixed_linear_backward(const LinearPrecision& p, const float* dy, const float* x,
+void mixed_linear_backward(const LinearPrecision& p, const float* dy, LinearInput x,
                            WeightOperand w, float* dx, float* dw, int rows, int in, int out);
 
 }  // namespace trident::kernels

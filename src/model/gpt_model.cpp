@@ -84,8 +84,12 @@ void GPTModel::plan_and_allocate() {
   const int core_copies = selective ? 0 : per_layer;
   plan_.add(A, options_.placement.pre_process ? "embedding output" : "received input", tokens * h,
             n);
+  // Activations only matrix products read are bf16 in bf16 runs (two to a float).
+  const bool bf16 = options_.precision == kernels::Precision::kBf16;
+  auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
+  const std::string gemm_only = bf16 ? " (bf16)" : "";
   auto add_layer_buffers = [&](const std::string& prefix, int copies) {
-    plan_.add(A, prefix + "ln1 out", tokens * h, copies);
+    plan_.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(tokens * h), copies);
     plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * tokens, copies);
     plan_.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
     const int core = prefix.empty() ? core_copies : copies;
@@ -94,9 +98,9 @@ void GPTModel::plan_and_allocate() {
       plan_.add(A, prefix + "attention log-sum-exp", micro_batch_ * heads_local * seq_, core);
     }
     plan_.add(A, prefix + "residual after attention", tokens * h, copies);
-    plan_.add(A, prefix + "ln2 out", tokens * h, copies);
+    plan_.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(tokens * h), copies);
     plan_.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
-    plan_.add(A, prefix + "GeLU out", tokens * ffn_local, copies);
+    plan_.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
   };
   if (per_layer > 0) add_layer_buffers("", per_layer);
   plan_.add(A, "layer output", tokens * h, layers * n);
@@ -106,7 +110,8 @@ void GPTModel::plan_and_allocate() {
     plan_.add(A, "recompute: attention log-sum-exp", micro_batch_ * heads_local * seq_);
   }
   if (post) {
-    plan_.add(A, "final ln out + stats", tokens * h + 2 * tokens, n);
+    plan_.add(A, "final ln out" + gemm_only, gemm_input_floats(tokens * h), n);
+    plan_.add(A, "final ln mean + rstd", 2 * tokens, n);
     plan_.add(A, "d(final ln out) from the fused output layer + loss", tokens * h, n);
     plan_.add(A, "per-token loss", tokens, n);
   } else {
@@ -131,17 +136,25 @@ void GPTModel::plan_and_allocate() {
     shared_attn_out = ar.take(tokens * attn_local);
     shared_attn_lse = ar.take(micro_batch_ * heads_local * seq_);
   }
+  auto take_gemm_input = [&](long n) {
+    kernels::LinearInputBuffer b;
+    if (bf16)
+      b.bf16 = reinterpret_cast<kernels::bf16_t*>(ar.take(gemm_input_floats(n)));
+    else
+      b.fp32 = ar.take(n);
+    return b;
+  };
   auto take_layer = [&](LayerActivations& a, bool own_core) {
-    a.ln1_out = ar.take(tokens * h);
+    a.ln1_out = take_gemm_input(tokens * h);
     a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
     a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
     a.qkv = ar.take(tokens * 3 * attn_local);
     a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
     a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
     a.residual1 = ar.take(tokens * h);
-    a.ln2_out = ar.take(tokens * h);
+    a.ln2_out = take_gemm_input(tokens * h);
     a.fc1_pre = ar.take(tokens * ffn_local);
-    a.fc1_act = ar.take(tokens * ffn_local);
+    a.fc1_act = take_gemm_input(tokens * ffn_local);
   };
   if (recomputed > 0) take_layer(recompute_act_, true);
   for (Activations& s : act_) {
@@ -156,7 +169,7 @@ void GPTModel::plan_and_allocate() {
       a.output = ar.take(tokens * h);
     }
     if (post) {
-      s.final_ln_out = ar.take(tokens * h);
+      s.final_ln_out = take_gemm_input(tokens * h);
       s.final_ln_mean = ar.take(tokens), s.final_ln_rstd = ar.take(tokens);
       s.d_final_ln_out = ar.take(tokens * h);
       s.losses = ar.take(tokens);
@@ -192,7 +205,11 @@ std::pair<long, long> GPTModel::operand_sizes(long tokens) const {
   const long h = config_.hidden_size, t = tp_.size();
   const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t});
   const long head = options_.placement.post_process ? logits_chunk_floats() : 0L;
-  return {std::max(tokens * widest, head), tokens * std::max(h, (long)config_.ffn() / t)};
+  // In bf16 runs the only linear input stored in fp32 is the attention output.
+  const long widest_in = options_.precision == kernels::Precision::kBf16
+                             ? h / t
+                             : std::max(h, (long)config_.ffn() / t);
+  return {std::max(tokens * widest, head), tokens * widest_in};
 }
 
 long GPTModel::largest_weight() const {
@@ -239,7 +256,7 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
 }
 
 const float* GPTModel::logits_row(int r) const {
-  return lm_head_.logits_rows(act_[0].final_ln_out, r, 1);
+  return lm_head_.logits_rows(act_[0].final_ln_out.input(), r, 1);
 }
 
 const float* GPTModel::output_buffer(int slot) const {
@@ -270,7 +287,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   if (!options_.placement.post_process) return 0.0;
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
                              a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
-  lm_head_.forward(a.final_ln_out, a.target_ids.data(), rows, a.losses, grad_scale,
+  lm_head_.forward(a.final_ln_out.input(), a.target_ids.data(), rows, a.losses, grad_scale,
                    a.d_final_ln_out);
   double total = 0;
   for (int r = 0; r < rows; ++r) total += a.losses[r];

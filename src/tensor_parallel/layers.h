@@ -17,12 +17,12 @@ struct ColumnParallelLinear {
   comm::Communicator* tp = nullptr;
   const kernels::LinearPrecision* precision = nullptr;  // fp32 when null
 
-  void forward(const float* x, float* y, int rows) const;
+  void forward(kernels::LinearInput x, float* y, int rows) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
-  void backward(const float* dy, const float* x, float* dx, int rows) const;
+  void backward(const float* dy, kernels::LinearInput x, float* dx, int rows) const;
   // The same without the all-reduce: dx is this rank's partial sum, for a caller that
   // reduces several calls' dx at once.
-  void backward_partial(const float* dy, const float* x, float* dx, int rows) const;
+  void backward_partial(const float* dy, kernels::LinearInput x, float* dx, int rows) const;
 };
 
 // Y = g(X_i A_i^T) with A split by input columns: weight [out, in / t]; bias replicated.
@@ -34,8 +34,8 @@ struct RowParallelLinear {
   comm::Communicator* tp = nullptr;
   const kernels::LinearPrecision* precision = nullptr;
 
-  void forward(const float* x, float* y, int rows) const;
-  void backward(const float* dy, const float* x, float* dx, int rows) const;
+  void forward(kernels::LinearInput x, float* y, int rows) const;
+  void backward(const float* dy, kernels::LinearInput x, float* dx, int rows) const;
 };
 
 // Token embedding over this rank's vocabulary range plus the (replicated) learned

@@ -19,10 +19,10 @@ struct LMHeadLoss {
 
   // losses[r] = -log softmax(x[r] W^T)[targets[r]]. With grad_scale != 0, also
   // dx = grad_scale * d(sum of losses)/dx and the weight gradient accumulated.
-  void forward(const float* x, const int* targets, int rows, float* losses, float grad_scale,
-               float* dx) const;
+  void forward(kernels::LinearInput x, const int* targets, int rows, float* losses,
+               float grad_scale, float* dx) const;
   // This rank's logits for rows [first, first + count), count <= chunk_rows, in the scratch.
-  const float* logits_rows(const float* x, int first, int count) const;
+  const float* logits_rows(kernels::LinearInput x, int first, int count) const;
 };
 
 // Rows per chunk: about 64 MiB of fp32 logits in multiples of 64 rows, never fewer than 256
