@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/elementwise.h"
+#include "kernels/layernorm.h"
 #include "kernels/mixed_linear.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -147,6 +149,32 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
     EXPECT_GT(testing::relative_error(y, product(false, true, rows, out, in, x, w, {}, false)),
               1e-5);
   }
+}
+
+// bf16 runs store LayerNorm and GeLU outputs only in bf16: each element must be the
+// nearest bf16 of the fp32 kernel's output (what rounding at the GEMM used to give).
+TEST(Bf16Outputs, LayerNormAndGeluWriteTheNearestBf16OfTheirFp32Output) {
+  const int rows = 7, cols = 45;
+  auto x = random_vector(rows * cols, 31), w = random_vector(cols, 32), b = random_vector(cols, 33);
+  std::vector<float> y(rows * cols), mean(rows), rstd(rows), mean16(rows), rstd16(rows);
+  std::vector<kernels::bf16_t> y16(rows * cols);
+  kernels::layernorm_forward(x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
+                             cols, 1e-5f);
+  kernels::layernorm_forward(x.data(), w.data(), b.data(),
+                             kernels::LinearInputBuffer{nullptr, y16.data()}, mean16.data(),
+                             rstd16.data(), rows, cols, 1e-5f);
+  for (int i = 0; i < rows * cols; ++i)
+    ASSERT_EQ(bits_to_float((std::uint32_t)y16[i] << 16), bf16_reference(y[i])) << i;
+  EXPECT_EQ(mean, mean16);
+  EXPECT_EQ(rstd, rstd16);
+
+  auto pre = random_vector(rows * cols, 34), pre16 = pre;
+  std::vector<float> act(rows * cols);
+  kernels::bias_gelu_forward(pre.data(), b.data(), act.data(), rows, cols);
+  kernels::bias_gelu_forward(pre16.data(), b.data(), y16.data(), rows, cols);
+  EXPECT_EQ(pre, pre16);  // both keep pre + bias for the backward pass
+  for (int i = 0; i < rows * cols; ++i)
+    ASSERT_EQ(bits_to_float((std::uint32_t)y16[i] << 16), bf16_reference(act[i])) << i;
 }
 
 TEST(AdamW, FusedUpdateKeepsTheBf16CopyCurrent) {
