@@ -104,7 +104,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "Memory");
   opt("--recompute-num-layers", c.recompute_num_layers, "N for --recompute-method", "Memory");
   opt("--logits-chunk-rows", c.logits_chunk_rows,
-      "rows of logits formed at a time by the fused output layer + loss (0: auto, ~64 MiB)",
+      "rows of logits formed at a time by the fused output layer + loss (0: equal chunks of at "
+      "most ~128 MiB)",
       "Memory");
   opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
       "Logging");

@@ -70,7 +70,8 @@ struct TrainingConfig {
   std::string recompute_granularity;  // "" | full | selective
   std::string recompute_method;       // uniform | block
   int recompute_num_layers = 0;
-  // Rows of logits the fused output layer + loss forms at a time (0: ~64 MiB of logits).
+  // Rows of logits the fused output layer + loss forms at a time (0: equal chunks of at most ~128
+  // MiB).
   int logits_chunk_rows = 0;
   // Layers of a chunk with `layers` layers that recompute their activations in backward.
   int recomputed_layers(int layers) const;

@@ -27,8 +27,10 @@ const float* LMHeadLoss::logits_rows(kernels::LinearInput x, int first, int coun
 }
 
 int lm_head_chunk_rows(long tokens, int vocab_local) {
-  const long target_floats = 16L << 20, rows = target_floats / std::max(vocab_local, 1) / 64 * 64;
-  return (int)std::min(tokens, std::max(256L, rows));
+  const long target = std::max(256L, (32L << 20) / std::max(vocab_local, 1));
+  const long chunks = (tokens + target - 1) / target;
+  const long rows = ((tokens + chunks - 1) / chunks + 63) / 64 * 64;  // balanced, 64-row multiple
+  return (int)std::min(tokens, rows);
 }
 
 }  // namespace trident::tensor_parallel
