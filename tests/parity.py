@@ -54,14 +54,18 @@ def compare(reference, candidate, tolerance):
     worst_loss = max(relative(c["loss"], r["loss"]) for r, c in steps)
     worst_norm = max(relative(c["grad_norm"], r["grad_norm"]) for r, c in steps)
     # Weights are compared on the model's scale (max |a - b| over all weights divided by
-    # max |w|): some elements have an exactly-zero true gradient (the key bias: softmax
-    # ignores a per-query constant), so they drift on rounding noise in every layout.
+    # max |w|). The key bias is left out: its true gradient is exactly zero (softmax ignores
+    # a per-query constant), so Adam turns rounding noise of either sign into steps of
+    # about lr in every layout, and its difference says nothing about the layout.
     worst_weight, scale, worst_name = 0.0, 0.0, ""
     for name, ref in ref_w.items():
         got = w.get(name)
         if got is None or got.shape != ref.shape:
             failures.append(f"{name}: missing or shape {None if got is None else got.shape}")
             continue
+        if name.endswith("attn.c_attn.bias"):  # [q | k | v]
+            h = ref.shape[0] // 3
+            ref, got = np.delete(ref, np.s_[h:2 * h]), np.delete(got, np.s_[h:2 * h])
         scale = max(scale, float(np.abs(ref).max()))
         diff = float(np.abs(got - ref).max())
         if diff > worst_weight:

@@ -161,7 +161,7 @@ TEST(Bf16Outputs, LayerNormAndGeluWriteTheNearestBf16OfTheirFp32Output) {
   kernels::layernorm_forward(x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
                              cols, 1e-5f);
   kernels::layernorm_forward(x.data(), w.data(), b.data(),
-                             kernels::LinearInputBuffer{nullptr, y16.data()}, mean16.data(),
+                             kernels::GemmOperandBuffer{nullptr, y16.data()}, mean16.data(),
                              rstd16.data(), rows, cols, 1e-5f);
   for (int i = 0; i < rows * cols; ++i)
     ASSERT_EQ(bits_to_float((std::uint32_t)y16[i] << 16), bf16_reference(y[i])) << i;

@@ -7,17 +7,30 @@
 
 namespace trident::kernels {
 
-void softmax_row_stats(const float* logits, int rows, int cols, int valid_cols, float* row_max,
-                       float* row_sumexp) {
+void gather_target_logit(const float* logits, const int* targets, int rows, int cols,
+                         int vocab_start, float* target_logit) {
+  for (int r = 0; r < rows; ++r) {
+    int local = targets[r] - vocab_start;
+    target_logit[r] = (local >= 0 && local < cols) ? logits[(long)r * cols + local] : 0.f;
+  }
+}
+
+void softmax_exp_inplace(float* logits, int rows, int cols, int valid_cols, float* row_max,
+                         float* row_sumexp) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
-    const float* row = logits + (long)r * cols;
+    float* row = logits + (long)r * cols;
     float mx = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : mx)
     for (int c = 0; c < valid_cols; ++c) mx = std::max(mx, row[c]);
     float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < valid_cols; ++c) sum += fast_exp(row[c] - mx);
+    for (int c = 0; c < valid_cols; ++c) {
+      const float e = fast_exp(row[c] - mx);
+      row[c] = e;
+      sum += e;
+    }
+    for (int c = valid_cols; c < cols; ++c) row[c] = 0.f;
     row_max[r] = mx;
     row_sumexp[r] = sum;
   }
@@ -28,27 +41,36 @@ void rebase_sumexp(const float* local_max, const float* global_max, float* sumex
     sumexp[r] = sumexp[r] == 0.f ? 0.f : sumexp[r] * std::exp(local_max[r] - global_max[r]);
 }
 
-void gather_target_logit(const float* logits, const int* targets, int rows, int cols,
-                         int vocab_start, float* target_logit) {
-  for (int r = 0; r < rows; ++r) {
-    int local = targets[r] - vocab_start;
-    target_logit[r] = (local >= 0 && local < cols) ? logits[(long)r * cols + local] : 0.f;
+namespace {
+
+template <typename Out>
+void softmax_cross_entropy_backward_into(const SoftmaxRows& s, const int* targets, float scale,
+                                         Out* grad) {
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < s.rows; ++r) {
+    const float* e = s.exps + (long)r * s.cols;
+    Out* g = grad + (long)r * s.cols;
+    // A shard without valid columns has local max -inf and all exps 0.
+    const float rebase = s.local_max[r] == -std::numeric_limits<float>::infinity()
+                             ? 0.f
+                             : std::exp(s.local_max[r] - s.global_max[r]);
+    const float factor = scale * rebase / s.global_sumexp[r];
+    const int local = targets[r] - s.vocab_start;
+#pragma omp simd
+    for (int c = 0; c < s.cols; ++c) store_as(g + c, e[c] * factor - (c == local ? scale : 0.f));
   }
 }
 
-void softmax_cross_entropy_backward_inplace(float* logits, const int* targets, const float* row_max,
-                                            const float* row_sumexp, int rows, int cols,
-                                            int valid_cols, int vocab_start, float scale) {
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r < rows; ++r) {
-    float* row = logits + (long)r * cols;
-    float mx = row_max[r], inv = scale / row_sumexp[r];
-#pragma omp simd
-    for (int c = 0; c < valid_cols; ++c) row[c] = fast_exp(row[c] - mx) * inv;
-    for (int c = valid_cols; c < cols; ++c) row[c] = 0.f;
-    int local = targets[r] - vocab_start;
-    if (local >= 0 && local < valid_cols) row[local] -= scale;
-  }
+}  // namespace
+
+void softmax_cross_entropy_backward(const SoftmaxRows& s, const int* targets, float scale,
+                                    float* grad) {
+  softmax_cross_entropy_backward_into(s, targets, scale, grad);
+}
+
+void softmax_cross_entropy_backward(const SoftmaxRows& s, const int* targets, float scale,
+                                    bf16_t* grad) {
+  softmax_cross_entropy_backward_into(s, targets, scale, grad);
 }
 
 }  // namespace trident::kernels

@@ -81,7 +81,7 @@ void bias_gelu_forward(float* pre, const float* bias, bf16_t* out, int rows, int
   bias_gelu_forward_into(pre, bias, out, rows, cols);
 }
 
-void bias_gelu_forward(float* pre, const float* bias, const LinearInputBuffer& out, int rows,
+void bias_gelu_forward(float* pre, const float* bias, const GemmOperandBuffer& out, int rows,
                        int cols) {
   if (out.bf16)
     bias_gelu_forward_into(pre, bias, out.bf16, rows, cols);

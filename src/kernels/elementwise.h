@@ -19,7 +19,7 @@ float gelu_grad_scalar(float x);
 void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int cols);
 // The same, out rounded to bf16 (it only feeds fc2's matrix products).
 void bias_gelu_forward(float* pre, const float* bias, bf16_t* out, int rows, int cols);
-void bias_gelu_forward(float* pre, const float* bias, const LinearInputBuffer& out, int rows,
+void bias_gelu_forward(float* pre, const float* bias, const GemmOperandBuffer& out, int rows,
                        int cols);
 // dinout *= gelu'(pre), in place.
 void gelu_backward_inplace(const float* pre, float* dinout, long n);

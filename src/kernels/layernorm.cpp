@@ -43,7 +43,7 @@ void layernorm_forward(const float* x, const float* weight, const float* bias, b
 }
 
 void layernorm_forward(const float* x, const float* weight, const float* bias,
-                       const LinearInputBuffer& y, float* mean, float* rstd, int rows, int cols,
+                       const GemmOperandBuffer& y, float* mean, float* rstd, int rows, int cols,
                        float eps) {
   if (y.bf16)
     layernorm_forward_into(x, weight, bias, y.bf16, mean, rstd, rows, cols, eps);

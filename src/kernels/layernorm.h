@@ -12,7 +12,7 @@ void layernorm_forward(const float* x, const float* weight, const float* bias, b
                        float* mean, float* rstd, int rows, int cols, float eps);
 // Into whichever of the two the buffer holds.
 void layernorm_forward(const float* x, const float* weight, const float* bias,
-                       const LinearInputBuffer& y, float* mean, float* rstd, int rows, int cols,
+                       const GemmOperandBuffer& y, float* mean, float* rstd, int rows, int cols,
                        float eps);
 
 // dx (+)= d/dx; dweight += ..., dbias += ... (parameter grads summed in fixed row chunks,

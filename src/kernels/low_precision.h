@@ -34,25 +34,26 @@ inline fp16_t fp16_from_float(float x) {
   return __builtin_bit_cast(fp16_t, (_Float16)x);
 }
 
-// A linear layer's input as it is stored: fp32, or in bf16 runs already rounded to bf16 by
-// the kernel that produced it (LayerNorm, GeLU), so neither the forward product nor the
-// weight gradient rounds it again, and the activation is kept at half the size.
-struct LinearInput {
+// A matrix-product operand (a linear layer's input, or an output gradient) as it is stored:
+// fp32, or in bf16 runs already rounded to bf16 by the kernel that produced it (LayerNorm,
+// GeLU, the cross-entropy gradient), so no product rounds it again, and it takes half the
+// memory.
+struct GemmOperand {
   const float* fp32 = nullptr;
   const bf16_t* bf16 = nullptr;
-  LinearInput() = default;
-  LinearInput(const float* x) : fp32(x) {}   // NOLINT: implicit by design
-  LinearInput(const bf16_t* x) : bf16(x) {}  // NOLINT
-  // The same input from element n on (a later row).
-  LinearInput offset(long n) const { return fp32 ? LinearInput(fp32 + n) : LinearInput(bf16 + n); }
+  GemmOperand() = default;
+  GemmOperand(const float* x) : fp32(x) {}   // NOLINT: implicit by design
+  GemmOperand(const bf16_t* x) : bf16(x) {}  // NOLINT
+  // The same operand from element n on (a later row).
+  GemmOperand offset(long n) const { return fp32 ? GemmOperand(fp32 + n) : GemmOperand(bf16 + n); }
 };
 
 // Where a kernel writes an activation that only matrix products read: exactly one of the
 // two is set (bf16 in bf16 runs).
-struct LinearInputBuffer {
+struct GemmOperandBuffer {
   float* fp32 = nullptr;
   bf16_t* bf16 = nullptr;
-  LinearInput input() const { return fp32 ? LinearInput(fp32) : LinearInput(bf16); }
+  GemmOperand operand() const { return fp32 ? GemmOperand(fp32) : GemmOperand(bf16); }
 };
 
 void to_bf16(const float* x, bf16_t* out, long n);

@@ -6,48 +6,48 @@ namespace trident::kernels {
 
 namespace {
 // x as bf16: as stored, or rounded into the scratch.
-const bf16_t* bf16_operand(LinearInput x, bf16_t* scratch, long n) {
+const bf16_t* bf16_operand(GemmOperand x, bf16_t* scratch, long n) {
   if (x.bf16) return x.bf16;
   to_bf16(x.fp32, scratch, n);
   return scratch;
 }
 
-const float* fp32_input(LinearInput x) {
-  if (!x.fp32) throw std::logic_error("a bf16-stored linear input outside a bf16 run");
-  return x.fp32;
-}
 }  // namespace
 
-void mixed_linear_forward(const LinearPrecision& p, LinearInput input, WeightOperand w, float* y,
+const float* fp32_operand(GemmOperand x) {
+  if (!x.fp32) throw std::logic_error("a bf16-stored operand where fp32 is needed");
+  return x.fp32;
+}
+
+void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOperand w, float* y,
                           int rows, int in, int out) {
   const long n = (long)rows * in;
   switch (p.precision) {
     case Precision::kFp32:
-      linear_forward(fp32_input(input), w.fp32, y, rows, in, out);
+      linear_forward(fp32_operand(input), w.fp32, y, rows, in, out);
       return;
     case Precision::kBf16:
       gemm_bf16(Trans::kNo, Trans::kYes, rows, out, in, bf16_operand(input, p.scratch.act16, n), in,
                 w.low, in, 0.f, y, out);
       return;
     case Precision::kFp16:
-      round_through_fp16(fp32_input(input), p.scratch.act32, n);
+      round_through_fp16(fp32_operand(input), p.scratch.act32, n);
       from_fp16(w.low, p.scratch.weight32, (long)out * in);
       linear_forward(p.scratch.act32, p.scratch.weight32, y, rows, in, out);
       return;
   }
 }
 
-void mixed_linear_backward(const LinearPrecision& p, const float* dy, LinearInput input,
+void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand input,
                            WeightOperand w, float* dx, float* dw, int rows, int in, int out) {
   const long n_in = (long)rows * in, n_out = (long)rows * out;
   switch (p.precision) {
     case Precision::kFp32:
-      linear_backward_input(dy, w.fp32, dx, rows, in, out, false);
-      linear_backward_weight(dy, fp32_input(input), dw, rows, in, out);
+      linear_backward_input(fp32_operand(dy), w.fp32, dx, rows, in, out, false);
+      linear_backward_weight(fp32_operand(dy), fp32_operand(input), dw, rows, in, out);
       return;
     case Precision::kBf16: {
-      bf16_t* dy16 = p.scratch.act16;
-      to_bf16(dy, dy16, n_out);
+      const bf16_t* dy16 = bf16_operand(dy, p.scratch.act16, n_out);
       const bf16_t* x16 = bf16_operand(input, p.scratch.in16, n_in);
       gemm_bf16(Trans::kNo, Trans::kNo, rows, in, out, dy16, out, w.low, in, 0.f, dx, in);
       gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy16, out, x16, in, 1.f, dw, in);
@@ -55,8 +55,8 @@ void mixed_linear_backward(const LinearPrecision& p, const float* dy, LinearInpu
     }
     case Precision::kFp16: {
       float *dy_r = p.scratch.act32, *x_r = p.scratch.in32, *w_r = p.scratch.weight32;
-      round_through_fp16(dy, dy_r, n_out);
-      round_through_fp16(fp32_input(input), x_r, n_in);
+      round_through_fp16(fp32_operand(dy), dy_r, n_out);
+      round_through_fp16(fp32_operand(input), x_r, n_in);
       from_fp16(w.low, w_r, (long)out * in);
       linear_backward_input(dy_r, w_r, dx, rows, in, out, false);
       linear_backward_weight(dy_r, x_r, dw, rows, in, out);

@@ -25,6 +25,9 @@ struct LinearPrecision {
   LinearScratch scratch;
 };
 
+// The fp32 pointer of an operand that must be fp32; throws for a bf16 one.
+const float* fp32_operand(GemmOperand x);
+
 // A weight [out, in] as the products see it: fp32 master values and, in bf16 / fp16 runs,
 // its 16-bit copy.
 struct WeightOperand {
@@ -33,10 +36,10 @@ struct WeightOperand {
 };
 
 // y[rows, out] = x[rows, in] * w^T
-void mixed_linear_forward(const LinearPrecision& p, LinearInput x, WeightOperand w, float* y,
+void mixed_linear_forward(const LinearPrecision& p, GemmOperand x, WeightOperand w, float* y,
                           int rows, int in, int out);
 // dx[rows, in] = dy * w; dw[out, in] += dy^T * x
-void mixed_linear_backward(const LinearPrecision& p, const float* dy, LinearInput x,
-                           WeightOperand w, float* dx, float* dw, int rows, int in, int out);
+void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand x, WeightOperand w,
+                           float* dx, float* dw, int rows, int in, int out);
 
 }  // namespace trident::kernels

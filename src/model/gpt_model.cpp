@@ -122,7 +122,10 @@ void GPTModel::plan_and_allocate() {
   plan_.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan_.add(S, "d_ffn", tokens * ffn_local);
   plan_.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
-  if (post) plan_.add(S, "logits / dlogits of one row chunk", logits_chunk_floats());
+  if (post) {
+    plan_.add(S, "logits / dlogits of one row chunk", logits_chunk_floats());
+    if (bf16) plan_.add(S, "bf16 dlogits of one row chunk", (logits_chunk_floats() + 1) / 2);
+  }
   plan_low_precision(tokens);
 
   long arena_floats = 0;
@@ -137,7 +140,7 @@ void GPTModel::plan_and_allocate() {
     shared_attn_lse = ar.take(micro_batch_ * heads_local * seq_);
   }
   auto take_gemm_input = [&](long n) {
-    kernels::LinearInputBuffer b;
+    kernels::GemmOperandBuffer b;
     if (bf16)
       b.bf16 = reinterpret_cast<kernels::bf16_t*>(ar.take(gemm_input_floats(n)));
     else
@@ -184,6 +187,9 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_attn = ar.take(tokens * attn_local);
   scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
   if (post) lm_head_.logits = ar.take(logits_chunk_floats());
+  if (post && bf16)
+    lm_head_.dlogits16 =
+        reinterpret_cast<kernels::bf16_t*>(ar.take((logits_chunk_floats() + 1) / 2));
   // 16-bit operands: bf16 pairs are packed two to a float of the arena.
   kernels::LinearScratch& ls = precision_.scratch;
   const auto [act, in] = operand_sizes(tokens);
@@ -204,11 +210,11 @@ long GPTModel::logits_chunk_floats() const {
 std::pair<long, long> GPTModel::operand_sizes(long tokens) const {
   const long h = config_.hidden_size, t = tp_.size();
   const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t});
-  const long head = options_.placement.post_process ? logits_chunk_floats() : 0L;
-  // In bf16 runs the only linear input stored in fp32 is the attention output.
-  const long widest_in = options_.precision == kernels::Precision::kBf16
-                             ? h / t
-                             : std::max(h, (long)config_.ffn() / t);
+  // In bf16 runs the only linear input stored in fp32 is the attention output, and the
+  // cross-entropy writes the output layer's d(logits) in bf16 itself.
+  const bool bf16 = options_.precision == kernels::Precision::kBf16;
+  const long head = options_.placement.post_process && !bf16 ? logits_chunk_floats() : 0L;
+  const long widest_in = bf16 ? h / t : std::max(h, (long)config_.ffn() / t);
   return {std::max(tokens * widest, head), tokens * widest_in};
 }
 
@@ -256,7 +262,7 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
 }
 
 const float* GPTModel::logits_row(int r) const {
-  return lm_head_.logits_rows(act_[0].final_ln_out.input(), r, 1);
+  return lm_head_.logits_rows(act_[0].final_ln_out.operand(), r, 1);
 }
 
 const float* GPTModel::output_buffer(int slot) const {
@@ -287,7 +293,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   if (!options_.placement.post_process) return 0.0;
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
                              a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
-  lm_head_.forward(a.final_ln_out.input(), a.target_ids.data(), rows, a.losses, grad_scale,
+  lm_head_.forward(a.final_ln_out.operand(), a.target_ids.data(), rows, a.losses, grad_scale,
                    a.d_final_ln_out);
   double total = 0;
   for (int r = 0; r < rows; ++r) total += a.losses[r];

@@ -90,7 +90,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   struct Activations {  // one in-flight micro-batch
     float* input;       // embedding output (first chunk) or received hidden states
     std::vector<LayerActivations> layers;
-    kernels::LinearInputBuffer final_ln_out;  // bf16 in bf16 runs
+    kernels::GemmOperandBuffer final_ln_out;  // bf16 in bf16 runs
     float *final_ln_mean, *final_ln_rstd;
     float* d_final_ln_out;  // [tokens, hidden], written by forward_chunk when training
     float* losses;

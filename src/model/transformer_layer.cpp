@@ -59,7 +59,7 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   using kernels::DropoutKind, kernels::dropout_site;
   kernels::layernorm_forward(x, ln1_weight_.value, ln1_bias_.value, a.ln1_out, a.ln1_mean,
                              a.ln1_rstd, rows, h, dims_.eps);
-  qkv_.forward(a.ln1_out.input(), a.qkv, rows);
+  qkv_.forward(a.ln1_out.operand(), a.qkv, rows);
   kernels::add_bias(a.qkv, qkv_.bias.value, rows, qkv_.out_local);
   attention_core(a, call);
   proj_.forward(a.attn_out, w.row_out, rows);
@@ -69,9 +69,9 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
 
   kernels::layernorm_forward(a.residual1, ln2_weight_.value, ln2_bias_.value, a.ln2_out, a.ln2_mean,
                              a.ln2_rstd, rows, h, dims_.eps);
-  fc1_.forward(a.ln2_out.input(), a.fc1_pre, rows);
+  fc1_.forward(a.ln2_out.operand(), a.fc1_pre, rows);
   kernels::bias_gelu_forward(a.fc1_pre, fc1_.bias.value, a.fc1_act, rows, dims_.ffn_local);
-  fc2_.forward(a.fc1_act.input(), w.row_out, rows);
+  fc2_.forward(a.fc1_act.operand(), w.row_out, rows);
   kernels::bias_dropout_residual_add(a.residual1, w.row_out, fc2_.bias.value, a.output, rows, h,
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
 }
@@ -83,9 +83,9 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   // d_residual passes the residual add unchanged; the dropped branch gets it masked.
   fc2_.backward(kernels::dropout_backward(d_residual, w.row_out, rows, h, call.dropout,
                                           dropout_site(index_, DropoutKind::kMlpOut)),
-                a.fc1_act.input(), w.d_ffn, rows);
+                a.fc1_act.operand(), w.d_ffn, rows);
   kernels::gelu_backward_inplace(a.fc1_pre, w.d_ffn, (long)rows * dims_.ffn_local);
-  fc1_.backward(w.d_ffn, a.ln2_out.input(), w.d_hidden, rows);
+  fc1_.backward(w.d_ffn, a.ln2_out.operand(), w.d_hidden, rows);
   kernels::layernorm_backward(w.d_hidden, a.residual1, ln2_weight_.value, a.ln2_mean, a.ln2_rstd,
                               d_residual, ln2_weight_.grad, ln2_bias_.grad, rows, h, true);
 
@@ -95,7 +95,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
                                     attention_dropout(call));
-  qkv_.backward(w.d_qkv, a.ln1_out.input(), w.d_hidden, rows);
+  qkv_.backward(w.d_qkv, a.ln1_out.operand(), w.d_hidden, rows);
   kernels::layernorm_backward(w.d_hidden, x, ln1_weight_.value, a.ln1_mean, a.ln1_rstd, d_residual,
                               ln1_weight_.grad, ln1_bias_.grad, rows, h, true);
 }

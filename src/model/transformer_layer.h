@@ -12,14 +12,14 @@ namespace trident {
 // What one layer keeps from forward for backward (one micro-batch).
 // ln1_out, ln2_out and fc1_act only feed matrix products: bf16 runs keep them in bf16.
 struct LayerActivations {
-  kernels::LinearInputBuffer ln1_out;
+  kernels::GemmOperandBuffer ln1_out;
   float *ln1_mean, *ln1_rstd;
   float *qkv, *attn_out, *attn_lse;
   float* residual1;
-  kernels::LinearInputBuffer ln2_out;
+  kernels::GemmOperandBuffer ln2_out;
   float *ln2_mean, *ln2_rstd;
   float* fc1_pre;
-  kernels::LinearInputBuffer fc1_act;
+  kernels::GemmOperandBuffer fc1_act;
   float* output;
 };
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "kernels/low_precision.h"
 
 namespace trident::tensor_parallel {
 
@@ -14,9 +15,11 @@ struct VocabParallelCrossEntropy {
   int valid_local = 0;  // of those, how many are real tokens (the rest is padding)
   comm::Communicator* tp = nullptr;
 
-  // losses[r] = -log softmax(logits[r])[targets[r]]. When grad_scale != 0, logits are
-  // overwritten with grad_scale * d(loss_r)/d(logits).
-  void forward(float* logits, const int* targets, int rows, float* losses, float grad_scale) const;
+  // losses[r] = -log softmax(logits[r])[targets[r]]; the logits buffer is consumed. When
+  // grad_scale != 0, grad_scale * d(loss_r)/d(logits) goes to grad16 when given (bf16
+  // runs), else over the logits.
+  void forward(float* logits, const int* targets, int rows, float* losses, float grad_scale,
+               kernels::bf16_t* grad16 = nullptr) const;
 };
 
 }  // namespace trident::tensor_parallel

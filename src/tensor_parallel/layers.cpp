@@ -14,31 +14,31 @@ const kernels::LinearPrecision& or_fp32(const kernels::LinearPrecision* p) {
 }
 }  // namespace
 
-void ColumnParallelLinear::forward(kernels::LinearInput x, float* y, int rows) const {
+void ColumnParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low}, y, rows, in,
                                 out_local);
 }
 
-void ColumnParallelLinear::backward(const float* dy, kernels::LinearInput x, float* dx,
+void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
                                     int rows) const {
   backward_partial(dy, x, dx, rows);
   copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
-void ColumnParallelLinear::backward_partial(const float* dy, kernels::LinearInput x, float* dx,
-                                            int rows) const {
+void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x,
+                                            float* dx, int rows) const {
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
-  if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out_local);
+  if (bias.numel) kernels::bias_backward(kernels::fp32_operand(dy), bias.grad, rows, out_local);
 }
 
-void RowParallelLinear::forward(kernels::LinearInput x, float* y, int rows) const {
+void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low}, y, rows,
                                 in_local, out);
   reduce_from_region_forward(*tp, y, (long)rows * out);
 }
 
-void RowParallelLinear::backward(const float* dy, kernels::LinearInput x, float* dx,
+void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
                                  int rows) const {
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in_local, out);

@@ -17,12 +17,13 @@ struct ColumnParallelLinear {
   comm::Communicator* tp = nullptr;
   const kernels::LinearPrecision* precision = nullptr;  // fp32 when null
 
-  void forward(kernels::LinearInput x, float* y, int rows) const;
+  void forward(kernels::GemmOperand x, float* y, int rows) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
-  void backward(const float* dy, kernels::LinearInput x, float* dx, int rows) const;
+  void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;
   // The same without the all-reduce: dx is this rank's partial sum, for a caller that
   // reduces several calls' dx at once.
-  void backward_partial(const float* dy, kernels::LinearInput x, float* dx, int rows) const;
+  // dy may come already in bf16 (when there is no bias to reduce).
+  void backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
 };
 
 // Y = g(X_i A_i^T) with A split by input columns: weight [out, in / t]; bias replicated.
@@ -34,8 +35,8 @@ struct RowParallelLinear {
   comm::Communicator* tp = nullptr;
   const kernels::LinearPrecision* precision = nullptr;
 
-  void forward(kernels::LinearInput x, float* y, int rows) const;
-  void backward(const float* dy, kernels::LinearInput x, float* dx, int rows) const;
+  void forward(kernels::GemmOperand x, float* y, int rows) const;
+  void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;
 };
 
 // Token embedding over this rank's vocabulary range plus the (replicated) learned

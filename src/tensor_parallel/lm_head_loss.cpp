@@ -6,21 +6,22 @@
 
 namespace trident::tensor_parallel {
 
-void LMHeadLoss::forward(kernels::LinearInput x, const int* targets, int rows, float* losses,
+void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
                          float grad_scale, float* dx) const {
   const int in = output_layer.in;
   for (int first = 0; first < rows; first += chunk_rows) {
     const int count = std::min(chunk_rows, rows - first);
-    const kernels::LinearInput x_chunk = x.offset((long)first * in);
+    const kernels::GemmOperand x_chunk = x.offset((long)first * in);
     output_layer.forward(x_chunk, logits, count);
-    cross_entropy.forward(logits, targets + first, count, losses + first, grad_scale);
-    if (grad_scale != 0.f)  // logits now hold d(loss)/d(logits)
-      output_layer.backward_partial(logits, x_chunk, dx + (long)first * in, count);
+    cross_entropy.forward(logits, targets + first, count, losses + first, grad_scale, dlogits16);
+    if (grad_scale == 0.f) continue;
+    const kernels::GemmOperand dlogits = dlogits16 ? kernels::GemmOperand(dlogits16) : logits;
+    output_layer.backward_partial(dlogits, x_chunk, dx + (long)first * in, count);
   }
   if (grad_scale != 0.f) copy_to_region_backward(*output_layer.tp, dx, (long)rows * in);
 }
 
-const float* LMHeadLoss::logits_rows(kernels::LinearInput x, int first, int count) const {
+const float* LMHeadLoss::logits_rows(kernels::GemmOperand x, int first, int count) const {
   output_layer.forward(x.offset((long)first * output_layer.in), logits,
                        std::min(count, chunk_rows));
   return logits;

@@ -15,14 +15,15 @@ struct LMHeadLoss {
   ColumnParallelLinear output_layer;  // weight = this rank's word-embedding shard, no bias
   VocabParallelCrossEntropy cross_entropy;
   int chunk_rows = 0;
-  float* logits = nullptr;  // planned scratch, [chunk_rows, vocab_local]
+  float* logits = nullptr;               // planned scratch, [chunk_rows, vocab_local]
+  kernels::bf16_t* dlogits16 = nullptr;  // bf16 runs: the chunk's d(logits), same shape
 
   // losses[r] = -log softmax(x[r] W^T)[targets[r]]. With grad_scale != 0, also
   // dx = grad_scale * d(sum of losses)/dx and the weight gradient accumulated.
-  void forward(kernels::LinearInput x, const int* targets, int rows, float* losses,
+  void forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
                float grad_scale, float* dx) const;
   // This rank's logits for rows [first, first + count), count <= chunk_rows, in the scratch.
-  const float* logits_rows(kernels::LinearInput x, int first, int count) const;
+  const float* logits_rows(kernels::GemmOperand x, int first, int count) const;
 };
 
 // Rows per chunk: at most about 128 MiB of fp32 logits (never fewer than 256 rows), the
