@@ -153,7 +153,7 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
 
 // bf16 runs store LayerNorm and GeLU outputs only in bf16: each element must be the
 // nearest bf16 of the fp32 kernel's output (what rounding at the GEMM used to give).
-TEST(Bf16Outputs, LayerNormAndGeluWriteTheNearestBf16OfTheirFp32Output) {
+TEST(Bf16Outputs, LayerNormGeluAndBiasGradWriteTheNearestBf16OfTheirFp32Values) {
   const int rows = 7, cols = 45;
   auto x = random_vector(rows * cols, 31), w = random_vector(cols, 32), b = random_vector(cols, 33);
   std::vector<float> y(rows * cols), mean(rows), rstd(rows), mean16(rows), rstd16(rows);
@@ -175,6 +175,15 @@ TEST(Bf16Outputs, LayerNormAndGeluWriteTheNearestBf16OfTheirFp32Output) {
   EXPECT_EQ(pre, pre16);  // both keep pre + bias for the backward pass
   for (int i = 0; i < rows * cols; ++i)
     ASSERT_EQ(bits_to_float((std::uint32_t)y16[i] << 16), bf16_reference(act[i])) << i;
+
+  // The bias gradient summed in the pass that rounds dy for the backward GEMMs.
+  auto dy = random_vector(rows * cols, 35);
+  std::vector<float> db(cols, 0.5f), db16(cols, 0.5f);
+  kernels::bias_backward(dy.data(), db.data(), rows, cols);
+  kernels::bias_backward(dy.data(), db16.data(), rows, cols, y16.data());
+  EXPECT_EQ(db, db16);
+  for (int i = 0; i < rows * cols; ++i)
+    ASSERT_EQ(bits_to_float((std::uint32_t)y16[i] << 16), bf16_reference(dy[i])) << i;
 }
 
 TEST(AdamW, FusedUpdateKeepsTheBf16CopyCurrent) {

@@ -30,7 +30,7 @@ void bias_residual_add(const float* a, const float* y, const float* bias, float*
   }
 }
 
-void bias_backward(const float* dy, float* dbias, int rows, int cols) {
+void bias_backward(const float* dy, float* dbias, int rows, int cols, bf16_t* dy16) {
   int chunks = (rows + kRowChunk - 1) / kRowChunk;
   std::vector<float> partial((size_t)chunks * cols, 0.f);
 #pragma omp parallel for schedule(static)
@@ -39,6 +39,15 @@ void bias_backward(const float* dy, float* dbias, int rows, int cols) {
     int end = std::min(rows, (ch + 1) * kRowChunk);
     for (int r = ch * kRowChunk; r < end; ++r) {
       const float* row = dy + (long)r * cols;
+      if (dy16) {
+        bf16_t* out = dy16 + (long)r * cols;
+#pragma omp simd
+        for (int c = 0; c < cols; ++c) {
+          acc[c] += row[c];
+          out[c] = bf16_from_float(row[c]);
+        }
+        continue;
+      }
 #pragma omp simd
       for (int c = 0; c < cols; ++c) acc[c] += row[c];
     }

@@ -10,7 +10,8 @@ void add_bias(float* y, const float* bias, int rows, int cols);
 void bias_residual_add(const float* a, const float* y, const float* bias, float* out, int rows,
                        int cols);
 // dbias[c] += sum_r dy[r, c]; summed in fixed row chunks so the result is thread-count independent.
-void bias_backward(const float* dy, float* dbias, int rows, int cols);
+// With dy16, dy is also written rounded to bf16 in the same pass (the backward GEMMs' operand).
+void bias_backward(const float* dy, float* dbias, int rows, int cols, bf16_t* dy16 = nullptr);
 
 // GeLU, tanh approximation (GPT-2's "gelu_new"); see fast_math.h.
 float gelu_scalar(float x);

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kernels/elementwise.h"
+
 namespace trident::kernels {
 
 namespace {
@@ -17,6 +19,19 @@ const bf16_t* bf16_operand(GemmOperand x, bf16_t* scratch, long n) {
 const float* fp32_operand(GemmOperand x) {
   if (!x.fp32) throw std::logic_error("a bf16-stored operand where fp32 is needed");
   return x.fp32;
+}
+
+GemmOperand output_grad_operand(const LinearPrecision& p, const float* dy, float* dbias, int rows,
+                                int out) {
+  if (p.precision != Precision::kBf16) {
+    if (dbias) bias_backward(dy, dbias, rows, out);
+    return dy;
+  }
+  if (dbias)
+    bias_backward(dy, dbias, rows, out, p.scratch.act16);
+  else
+    to_bf16(dy, p.scratch.act16, (long)rows * out);
+  return p.scratch.act16;
 }
 
 void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOperand w, float* y,

@@ -28,6 +28,11 @@ struct LinearPrecision {
 // The fp32 pointer of an operand that must be fp32; throws for a bf16 one.
 const float* fp32_operand(GemmOperand x);
 
+// The output gradient as the backward products take it, with the bias gradient (when dbias
+// is given) summed in the same pass: bf16 runs round dy into the scratch while summing.
+GemmOperand output_grad_operand(const LinearPrecision& p, const float* dy, float* dbias, int rows,
+                                int out);
+
 // A weight [out, in] as the products see it: fp32 master values and, in bf16 / fp16 runs,
 // its 16-bit copy.
 struct WeightOperand {

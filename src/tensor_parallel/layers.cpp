@@ -27,9 +27,11 @@ void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, flo
 
 void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x,
                                             float* dx, int rows) const {
+  if (bias.numel)  // the bias gradient and (bf16) the rounded dy in one pass
+    dy = kernels::output_grad_operand(or_fp32(precision), kernels::fp32_operand(dy), bias.grad,
+                                      rows, out_local);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
-  if (bias.numel) kernels::bias_backward(kernels::fp32_operand(dy), bias.grad, rows, out_local);
 }
 
 void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
@@ -40,9 +42,10 @@ void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) cons
 
 void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
                                  int rows) const {
-  kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
+  const kernels::GemmOperand g =
+      bias.numel ? kernels::output_grad_operand(or_fp32(precision), dy, bias.grad, rows, out) : dy;
+  kernels::mixed_linear_backward(or_fp32(precision), g, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in_local, out);
-  if (bias.numel) kernels::bias_backward(dy, bias.grad, rows, out);
 }
 
 void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out) const {
