@@ -75,9 +75,19 @@ int main() {
          flash_attention_forward(qkv.data(), att.data(), lse.data(), {b, s, heads, h / heads});
        }),
        layers},
+      {"attention fwd, bf16 tiles", time_ms([&] {
+         flash_attention_forward(qkv.data(), att.data(), lse.data(), {b, s, heads, h / heads}, {},
+                                 Precision::kBf16);
+       }),
+       layers},
       {"attention bwd", time_ms([&] {
          flash_attention_backward(qkv.data(), att.data(), att.data(), lse.data(), dqkv.data(),
                                   {b, s, heads, h / heads});
+       }),
+       layers},
+      {"attention bwd, bf16 tiles", time_ms([&] {
+         flash_attention_backward(qkv.data(), att.data(), att.data(), lse.data(), dqkv.data(),
+                                  {b, s, heads, h / heads}, {}, Precision::kBf16);
        }),
        layers},
       {"softmax stats + exp", time_ms([&] {

@@ -237,6 +237,31 @@ TEST_P(FlashAttention, DropoutMatchesMaskedReference) {
   EXPECT_LT(worst / scale, 1e-4);
 }
 
+// bf16 tile products: the output against the double reference and the gradient against the
+// fp32 kernel's (itself checked by finite differences above), within bf16's 8 significant
+// bits; and not equal to fp32's, so the bf16 path did run.
+TEST_P(FlashAttention, Bf16TilesTrackTheReference) {
+  const kernels::AttentionShape s = GetParam();
+  const auto bf16 = kernels::Precision::kBf16;
+  const kernels::AttentionDropout drop{0.2f, 5, 3, 0, 0};
+  auto qkv = random_vector((long)s.batch * s.seq * 3 * s.heads * s.head_dim, 17);
+  auto dout = random_vector((long)s.batch * s.seq * s.heads * s.head_dim, 18);
+  std::vector<float> out(dout.size()), lse((size_t)s.batch * s.heads * s.seq), dqkv(qkv.size());
+  std::vector<float> out32 = out, lse32 = lse, dqkv32 = dqkv;
+  kernels::flash_attention_forward(qkv.data(), out.data(), lse.data(), s, drop, bf16);
+  const double err = relative_error(out, attention_ref(to_double(qkv), s, drop));
+  EXPECT_LT(err, 1e-2);
+  EXPECT_GT(err, 1e-5);
+  kernels::flash_attention_forward(qkv.data(), out32.data(), lse32.data(), s, drop);
+  kernels::flash_attention_backward(qkv.data(), out32.data(), dout.data(), lse32.data(),
+                                    dqkv32.data(), s, drop);
+  kernels::flash_attention_backward(qkv.data(), out.data(), dout.data(), lse.data(), dqkv.data(), s,
+                                    drop, bf16);
+  const double grad_err = relative_error(dqkv, to_double(dqkv32));
+  EXPECT_LT(grad_err, 2e-2);
+  EXPECT_GT(grad_err, 1e-5);
+}
+
 // Sequences shorter than, equal to and not a multiple of the 64-row tiles.
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttention,
                          ::testing::Values(kernels::AttentionShape{1, 5, 2, 4},

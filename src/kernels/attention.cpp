@@ -7,7 +7,7 @@
 
 #include "kernels/dropout.h"
 #include "kernels/fast_math.h"
-#include "kernels/gemm.h"
+#include "kernels/tile_gemm.h"
 
 namespace trident::kernels {
 
@@ -67,7 +67,8 @@ HeadDropout head_dropout(const AttentionDropout& d, const AttentionShape& s, int
 }
 
 void forward_one_head(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* o, float* lse, float* scores, const HeadDropout& drop) {
+                      float* o, float* lse, float* scores, const HeadDropout& drop,
+                      Precision precision, TileOperandCache& cache) {
   std::uint8_t keep[kBlockK];
   const int hd = s.head_dim;
   const float scale = 1.f / std::sqrt((float)hd);
@@ -79,8 +80,8 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
     std::fill_n(o + (long)qs * hd, (long)nq * hd, 0.f);
     for (int ks = 0; ks < qs + nq; ks += kBlockK) {
       int nk = std::min(kBlockK, qs + nq - ks);
-      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd, k + (long)ks * hd, hd,
-           0.f, scores, kBlockK);
+      tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd,
+                k + (long)ks * hd, hd, 0.f, scores, kBlockK, &cache);
       for (int i = 0; i < nq; ++i) {
         float* row = scores + i * kBlockK;
         int valid = visible_keys(qs + i, ks, nk);
@@ -103,8 +104,8 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
         float* orow = o + (long)(qs + i) * hd;
         for (int d = 0; d < hd; ++d) orow[d] *= rescale;
       }
-      gemm(Trans::kNo, Trans::kNo, nq, hd, nk, 1.f, scores, kBlockK, v + (long)ks * hd, hd, 1.f,
-           o + (long)qs * hd, hd);
+      tile_gemm(precision, Trans::kNo, Trans::kNo, nq, hd, nk, 1.f, scores, kBlockK,
+                v + (long)ks * hd, hd, 1.f, o + (long)qs * hd, hd, &cache);
     }
     for (int i = 0; i < nq; ++i) {
       float inv = 1.f / row_sum[i];
@@ -120,7 +121,8 @@ struct BackwardBuffers {
   float *dq, *dk, *dv, *delta, *p, *dp;
 };
 
-void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const HeadDropout& drop) {
+void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const HeadDropout& drop,
+                       Precision precision, TileOperandCache& cache) {
   std::uint8_t keep[kBlockK];
   float scaled_p[kBlockK];
   const int hd = s.head_dim;
@@ -139,10 +141,10 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
       int nq = std::min(kBlockQ, s.seq - qs);
       const float* qi = x.q + (long)qs * hd;
       const float* doi = x.dout + (long)qs * hd;
-      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, scale, qi, hd, x.k + (long)ks * hd, hd, 0.f, x.p,
-           kBlockK);
-      gemm(Trans::kNo, Trans::kYes, nq, nk, hd, 1.f, doi, hd, x.v + (long)ks * hd, hd, 0.f, x.dp,
-           kBlockK);
+      tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, scale, qi, hd, x.k + (long)ks * hd,
+                hd, 0.f, x.p, kBlockK, &cache);
+      tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, 1.f, doi, hd, x.v + (long)ks * hd,
+                hd, 0.f, x.dp, kBlockK, &cache);
       for (int i = 0; i < nq; ++i) {
         float* prow = x.p + i * kBlockK;
         float* dprow = x.dp + i * kBlockK;
@@ -171,12 +173,12 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
         std::fill(prow + valid, prow + nk, 0.f);
         std::fill(dprow + valid, dprow + nk, 0.f);
       }
-      gemm(Trans::kYes, Trans::kNo, nk, hd, nq, 1.f, x.p, kBlockK, doi, hd, 1.f,
-           x.dv + (long)ks * hd, hd);
-      gemm(Trans::kNo, Trans::kNo, nq, hd, nk, scale, x.dp, kBlockK, x.k + (long)ks * hd, hd, 1.f,
-           x.dq + (long)qs * hd, hd);
-      gemm(Trans::kYes, Trans::kNo, nk, hd, nq, scale, x.dp, kBlockK, qi, hd, 1.f,
-           x.dk + (long)ks * hd, hd);
+      tile_gemm(precision, Trans::kYes, Trans::kNo, nk, hd, nq, 1.f, x.p, kBlockK, doi, hd, 1.f,
+                x.dv + (long)ks * hd, hd, &cache);
+      tile_gemm(precision, Trans::kNo, Trans::kNo, nq, hd, nk, scale, x.dp, kBlockK,
+                x.k + (long)ks * hd, hd, 1.f, x.dq + (long)qs * hd, hd, &cache);
+      tile_gemm(precision, Trans::kYes, Trans::kNo, nk, hd, nq, scale, x.dp, kBlockK, qi, hd, 1.f,
+                x.dk + (long)ks * hd, hd, &cache);
     }
   }
 }
@@ -184,21 +186,23 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
 }  // namespace
 
 void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s,
-                             const AttentionDropout& dropout) {
+                             const AttentionDropout& dropout, Precision precision) {
   const long head_elems = (long)s.seq * s.head_dim;
 #pragma omp parallel
   {
     std::vector<float> local(4 * head_elems + kBlockQ * kBlockK);
     float *q = local.data(), *k = q + head_elems, *v = k + head_elems, *o = v + head_elems;
     float* scores = o + head_elems;
+    TileOperandCache cache;
 #pragma omp for schedule(dynamic)
     for (int bh = 0; bh < s.batch * s.heads; ++bh) {
       int b = bh / s.heads, h = bh % s.heads;
+      cache.clear();  // q, k, v (and dout) are refilled for this head
       gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
       gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
       gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
       forward_one_head(s, q, k, v, o, lse + (long)bh * s.seq, scores,
-                       head_dropout(dropout, s, b, h));
+                       head_dropout(dropout, s, b, h), precision, cache);
       scatter(o, out_view(s, b, h), s.seq, s.head_dim, out);
     }
   }
@@ -206,7 +210,7 @@ void flash_attention_forward(const float* qkv, float* out, float* lse, const Att
 
 void flash_attention_backward(const float* qkv, const float* out, const float* dout,
                               const float* lse, float* dqkv, const AttentionShape& s,
-                              const AttentionDropout& dropout) {
+                              const AttentionDropout& dropout, Precision precision) {
   const long head_elems = (long)s.seq * s.head_dim;
 #pragma omp parallel
   {
@@ -216,16 +220,18 @@ void flash_attention_backward(const float* qkv, const float* out, const float* d
     float *dout_h = o + head_elems, *dq = dout_h + head_elems, *dk = dq + head_elems;
     float *dv = dk + head_elems, *delta = dv + head_elems, *p = delta + s.seq;
     float* dp = p + kBlockQ * kBlockK;
+    TileOperandCache cache;
 #pragma omp for schedule(dynamic)
     for (int bh = 0; bh < s.batch * s.heads; ++bh) {
       int b = bh / s.heads, h = bh % s.heads;
+      cache.clear();  // q, k, v (and dout) are refilled for this head
       gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
       gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
       gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
       gather(out, out_view(s, b, h), s.seq, s.head_dim, o);
       gather(dout, out_view(s, b, h), s.seq, s.head_dim, dout_h);
       backward_one_head(s, {q, k, v, o, dout_h, lse + (long)bh * s.seq, dq, dk, dv, delta, p, dp},
-                        head_dropout(dropout, s, b, h));
+                        head_dropout(dropout, s, b, h), precision, cache);
       scatter(dq, qkv_view(s, b, h, 0), s.seq, s.head_dim, dqkv);
       scatter(dk, qkv_view(s, b, h, 1), s.seq, s.head_dim, dqkv);
       scatter(dv, qkv_view(s, b, h, 2), s.seq, s.head_dim, dqkv);

@@ -5,6 +5,8 @@
 // tile from the saved log-sum-exp.
 #include <cstdint>
 
+#include "kernels/low_precision.h"
+
 namespace trident::kernels {
 
 struct AttentionShape {
@@ -29,12 +31,16 @@ constexpr int kBlockK = 64;
 
 // qkv: [batch, seq, 3, heads, head_dim] (q, k, v of one token side by side)
 // out: [batch, seq, heads, head_dim]; lse: [batch, heads, seq] (saved for backward).
+// precision kBf16: the tile products (Q K^T, P V and the backward's five) take bf16 operands
+// with fp32 accumulation; the softmax, its statistics and every output stay fp32.
 void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s,
-                             const AttentionDropout& dropout = {});
+                             const AttentionDropout& dropout = {},
+                             Precision precision = Precision::kFp32);
 
 // dqkv is overwritten, laid out as qkv.
 void flash_attention_backward(const float* qkv, const float* out, const float* dout,
                               const float* lse, float* dqkv, const AttentionShape& s,
-                              const AttentionDropout& dropout = {});
+                              const AttentionDropout& dropout = {},
+                              Precision precision = Precision::kFp32);
 
 }  // namespace trident::kernels

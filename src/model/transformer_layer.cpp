@@ -7,7 +7,11 @@ namespace trident {
 
 TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, comm::Communicator& tp,
                                    const kernels::LinearPrecision* precision)
-    : dims_(d), index_(i) {
+    : dims_(d),
+      index_(i),
+      attention_precision_(precision && precision->precision == kernels::Precision::kBf16
+                               ? kernels::Precision::kBf16
+                               : kernels::Precision::kFp32) {
   auto get = [&](const char* leaf) { return p.get(layer_param(i, leaf)); };
   ln1_weight_ = get("input_layernorm.weight");
   ln1_bias_ = get("input_layernorm.bias");
@@ -50,7 +54,7 @@ kernels::AttentionDropout TransformerLayer::attention_dropout(const LayerCall& c
 void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall& call) const {
   kernels::flash_attention_forward(a.qkv, a.attn_out, a.attn_lse,
                                    {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
-                                   attention_dropout(call));
+                                   attention_dropout(call), attention_precision_);
 }
 
 void TransformerLayer::forward(const float* x, const LayerActivations& a, const LayerScratch& w,
@@ -94,7 +98,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
                  a.attn_out, w.d_attn, rows);
   kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
-                                    attention_dropout(call));
+                                    attention_dropout(call), attention_precision_);
   qkv_.backward(w.d_qkv, a.ln1_out.operand(), w.d_hidden, rows);
   kernels::layernorm_backward(w.d_hidden, x, ln1_weight_.value, a.ln1_mean, a.ln1_rstd, d_residual,
                               ln1_weight_.grad, ln1_bias_.grad, rows, h, true);

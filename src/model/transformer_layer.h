@@ -66,6 +66,7 @@ class TransformerLayer {
 
   LayerDims dims_;
   int index_;
+  kernels::Precision attention_precision_;  // bf16 tiles in bf16 runs, else fp32
   ParamRef ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;
   tensor_parallel::RowParallelLinear proj_, fc2_;

@@ -1,0 +1,202 @@
+#include "kernels/tile_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace trident::kernels {
+
+namespace {
+
+constexpr int kLanes = 16;  // fp32 lanes of a 512-bit register
+
+// A as [m][pairs] words, row i = A(i, 0..k) in bf16 (a pair per word), odd k padded with 0.
+void pack_a(Trans t, int m, int k, const float* a, int lda, std::uint32_t* out) {
+  const int pairs = (k + 1) / 2, width = 2 * pairs;
+  bf16_t* o = reinterpret_cast<bf16_t*>(out);
+  if (k % 2)
+    for (int i = 0; i < m; ++i) o[(long)i * width + k] = 0;
+  if (t == Trans::kNo) {
+    for (int i = 0; i < m; ++i) {
+      const float* row = a + (long)i * lda;
+      bf16_t* dst = o + (long)i * width;
+#pragma omp simd
+      for (int kk = 0; kk < k; ++kk) dst[kk] = bf16_from_float(row[kk]);
+    }
+    return;
+  }
+  for (int kk = 0; kk < k; ++kk) {  // A(i, kk) = a[kk][i]: read rows of a, write columns
+    const float* row = a + (long)kk * lda;
+#pragma omp simd
+    for (int i = 0; i < m; ++i) o[(long)i * width + kk] = bf16_from_float(row[i]);
+  }
+}
+
+// B as [pairs][np] words: pair p, column j = (B(2p, j), B(2p + 1, j)), the layout the
+// dot-product instruction reads; rows past k and columns past n are 0.
+void pack_b(Trans t, int k, int n, int np, const float* b, int ldb, std::uint32_t* out) {
+  const int pairs = (k + 1) / 2;
+  std::fill(out, out + (long)pairs * np, 0u);
+  bf16_t* o = reinterpret_cast<bf16_t*>(out);
+  if (t == Trans::kNo) {
+    for (int kk = 0; kk < k; ++kk) {  // row kk of B fills half of each word of pair kk / 2
+      const float* row = b + (long)kk * ldb;
+      bf16_t* dst = o + (long)(kk / 2) * np * 2 + kk % 2;
+#pragma omp simd
+      for (int j = 0; j < n; ++j) dst[2 * j] = bf16_from_float(row[j]);
+    }
+    return;
+  }
+  for (int j = 0; j < n; ++j) {  // B(kk, j) = b[j][kk]: a row of b is a column of B
+    const float* row = b + (long)j * ldb;
+    bf16_t* dst = o + 2L * j;
+#pragma omp simd
+    for (int kk = 0; kk < k; ++kk) dst[(long)(kk / 2) * np * 2 + kk % 2] = bf16_from_float(row[kk]);
+  }
+}
+
+// C[m][n] = alpha * A B + beta * C, the product written straight into C (columns past n,
+// the packing's padding, are never stored).
+struct Output {
+  float* c;
+  int ldc, n;
+  float alpha, beta;
+};
+
+#if defined(__AVX512BF16__)
+// Rows [0, R) x column blocks [0, C) of 16, starting at column j0 of the output.
+template <int R, int C>
+void kernel(const std::uint32_t* a, int pairs, const std::uint32_t* b, int np, int j0,
+            const Output& out) {
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int p = 0; p < pairs; ++p) {
+    __m512bh bv[C];
+    for (int c = 0; c < C; ++c)
+      bv[c] = (__m512bh)_mm512_loadu_si512(b + (long)p * np + j0 + c * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[(long)r * pairs + p]);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], av, bv[c]);
+    }
+  }
+  const __m512 alpha = _mm512_set1_ps(out.alpha), beta = _mm512_set1_ps(out.beta);
+  for (int c = 0; c < C; ++c) {
+    const int left = out.n - (j0 + c * kLanes);
+    const __mmask16 mask = left >= kLanes ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    for (int r = 0; r < R; ++r) {
+      float* dst = out.c + (long)r * out.ldc + j0 + c * kLanes;
+      __m512 v = _mm512_mul_ps(alpha, acc[r][c]);
+      if (out.beta != 0.f) v = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(mask, dst), v);
+      _mm512_mask_storeu_ps(dst, mask, v);
+    }
+  }
+}
+
+template <int R>
+void row_block(const std::uint32_t* a, int pairs, const std::uint32_t* b, int np,
+               const Output& out) {
+  for (int j = 0; j < np; j += 4 * kLanes) {
+    switch (std::min(4, (np - j) / kLanes)) {
+      case 4:
+        kernel<R, 4>(a, pairs, b, np, j, out);
+        break;
+      case 3:
+        kernel<R, 3>(a, pairs, b, np, j, out);
+        break;
+      case 2:
+        kernel<R, 2>(a, pairs, b, np, j, out);
+        break;
+      default:
+        kernel<R, 1>(a, pairs, b, np, j, out);
+        break;
+    }
+  }
+}
+
+void multiply(int m, int pairs, int np, const std::uint32_t* a, const std::uint32_t* b,
+              Output out) {
+  int i = 0;
+  float* const c0 = out.c;
+  for (; i + 4 <= m; i += 4) {
+    out.c = c0 + (long)i * out.ldc;
+    row_block<4>(a + (long)i * pairs, pairs, b, np, out);
+  }
+  for (; i < m; ++i) {
+    out.c = c0 + (long)i * out.ldc;
+    row_block<1>(a + (long)i * pairs, pairs, b, np, out);
+  }
+}
+#else
+// Without avx512_bf16: the same products of the rounded operands, in scalar code.
+float lo_of(std::uint32_t w) {
+  return __builtin_bit_cast(float, w << 16);
+}
+float hi_of(std::uint32_t w) {
+  return __builtin_bit_cast(float, w & 0xffff0000u);
+}
+
+void multiply(int m, int pairs, int np, const std::uint32_t* a, const std::uint32_t* b,
+              Output out) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < out.n; ++j) {
+      float acc = 0.f;
+      for (int p = 0; p < pairs; ++p) {
+        std::uint32_t x = a[(long)i * pairs + p], y = b[(long)p * np + j];
+        acc += lo_of(x) * lo_of(y) + hi_of(x) * hi_of(y);
+      }
+      float& dst = out.c[(long)i * out.ldc + j];
+      dst = out.alpha * acc + (out.beta != 0.f ? out.beta * dst : 0.f);
+    }
+}
+#endif
+
+int padded_columns(int n) {
+  return (n + kLanes - 1) / kLanes * kLanes;
+}
+
+}  // namespace
+
+void TileOperandCache::clear() {
+  entries_.clear();
+  words_.clear();
+}
+
+const std::uint32_t* TileOperandCache::packed_b(Trans t, int k, int n, const float* b, int ldb) {
+  for (const Entry& e : entries_)
+    if (e.b == b && e.t == t && e.k == k && e.n == n && e.ldb == ldb)
+      return words_.data() + e.offset;
+  const std::size_t offset = words_.size();
+  words_.resize(offset + (std::size_t)(k + 1) / 2 * padded_columns(n));
+  pack_b(t, k, n, padded_columns(n), b, ldb, words_.data() + offset);
+  entries_.push_back({b, t, k, n, ldb, offset});
+  return words_.data() + offset;
+}
+
+void tile_gemm(Precision precision, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha,
+               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+               TileOperandCache* b_cache) {
+  if (precision != Precision::kBf16) {
+    gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (m == 0 || n == 0) return;
+  const int pairs = (k + 1) / 2, np = padded_columns(n);
+  thread_local std::vector<std::uint32_t> packed_a, packed_b;
+  packed_a.resize((size_t)m * pairs);
+  pack_a(trans_a, m, k, a, lda, packed_a.data());
+  const std::uint32_t* words;
+  if (b_cache) {
+    words = b_cache->packed_b(trans_b, k, n, b, ldb);
+  } else {
+    packed_b.resize((size_t)pairs * np);
+    pack_b(trans_b, k, n, np, b, ldb, packed_b.data());
+    words = packed_b.data();
+  }
+  multiply(m, pairs, np, packed_a.data(), words, {c, ldc, n, alpha, beta});
+}
+
+}  // namespace trident::kernels
