@@ -75,6 +75,8 @@ def main():
               "injected overflow at iteration 6: skipped once, loss scale 4096 -> 2048")
         check(by_it[6]["loss"] is None and "number of skipped iterations:   1" in log,
               "the skipped step is reported in the log line and left out of the averages")
+        check(by_it[7]["lr"] == by_it[6]["lr"] != by_it[5]["lr"],
+              "as Megatron, the learning-rate schedule does not advance on the skipped step")
         ok = all(abs(by_it[i]["loss"] - fp32[i - 1]["loss"]) / fp32[i - 1]["loss"] < 0.01 for i in (5, 7))
         check(ok and by_it[12]["loss"] < by_it[7]["loss"], "training recovers after the skipped step")
 

@@ -11,11 +11,18 @@ std::string format_log_line(const IterationStats& s) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 " iteration %8ld/%8ld | consumed samples: %12ld | elapsed time per iteration "
-                "(ms): %.1f | learning rate: %.6E | global batch size: %5d | lm loss: %.6E | "
-                "grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |",
-                s.iteration, s.train_iters, s.consumed_samples, s.ms_per_iter, s.lr, s.global_batch,
-                s.loss, s.grad_norm, s.tokens_per_s, s.tflops, s.mfu);
+                "(ms): %.1f | learning rate: %.6E | global batch size: %5d |",
+                s.iteration, s.train_iters, s.consumed_samples, s.ms_per_iter, s.lr,
+                s.global_batch);
   std::string line = buf;
+  // As Megatron, an interval whose every step was skipped (fp16 overflow) has no loss.
+  if (!std::isnan(s.loss)) {
+    std::snprintf(buf, sizeof buf, " lm loss: %.6E | grad norm: %.3f |", s.loss, s.grad_norm);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof buf, " tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |", s.tokens_per_s,
+                s.tflops, s.mfu);
+  line += buf;
   if (s.loss_scale > 0) {
     std::snprintf(buf, sizeof buf, " loss scale: %.1f | number of skipped iterations: %3ld |",
                   s.loss_scale, s.skipped_iterations);

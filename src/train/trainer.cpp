@@ -312,7 +312,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     double norm =
         global_grad_norm(ranges, tp, pp, c.use_distributed_optimizer ? dp : replicas) / loss_scale;
     dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
-    float lr = schedule.at(it - 1);
+    // As Megatron, the schedule advances only on steps that updated the weights.
+    float lr = schedule.at(it - 1 - model.scaler.state().skipped);
     const bool skip = model.scaler.update(!std::isfinite(norm));
     if (!skip)
       for (size_t j = 0; j < model.chunks.size(); ++j) {
