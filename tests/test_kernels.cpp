@@ -121,6 +121,24 @@ TEST(BiasGelu, ForwardAndBackward) {
     }
 }
 
+// The fused GeLU + bias backward against its un-fused reference (GeLU backward, then the
+// bias sum), in place and in its bf16-writing form.
+TEST(BiasGelu, FusedBackwardMatchesUnfused) {
+  const int rows = 150, cols = 37;  // several row chunks, a ragged last one
+  auto pre = random_vector(rows * cols, 19, 2.f), d_act = random_vector(rows * cols, 20);
+  std::vector<float> expect = d_act, db_expect(cols, 0.25f);
+  kernels::gelu_backward_inplace(pre.data(), expect.data(), (long)rows * cols);
+  kernels::bias_backward(expect.data(), db_expect.data(), rows, cols);
+  std::vector<float> fused = d_act, db(cols, 0.25f), db16(cols, 0.25f), scratch = d_act;
+  kernels::gelu_bias_backward(pre.data(), fused.data(), db.data(), rows, cols);
+  std::vector<kernels::bf16_t> d16(rows * cols);
+  kernels::gelu_bias_backward(pre.data(), scratch.data(), db16.data(), rows, cols, d16.data());
+  EXPECT_EQ(fused, expect);
+  EXPECT_EQ(db, db_expect);
+  EXPECT_EQ(db16, db_expect);
+  for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(d16[i], kernels::bf16_from_float(expect[i])) << i;
+}
+
 TEST(Bias, BackwardSumsRows) {
   const int rows = 130, cols = 3;
   auto dy = random_vector(rows * cols, 11);

@@ -30,32 +30,64 @@ void bias_residual_add(const float* a, const float* y, const float* bias, float*
   }
 }
 
-void bias_backward(const float* dy, float* dbias, int rows, int cols, bf16_t* dy16) {
+namespace {
+// dbias[c] += sum over rows of what row_op(r, acc) adds to acc[c], summed in fixed row chunks
+// so the result does not depend on the thread count.
+template <typename RowOp>
+void sum_rows_in_chunks(float* dbias, int rows, int cols, RowOp row_op) {
   int chunks = (rows + kRowChunk - 1) / kRowChunk;
   std::vector<float> partial((size_t)chunks * cols, 0.f);
 #pragma omp parallel for schedule(static)
   for (int ch = 0; ch < chunks; ++ch) {
     float* acc = partial.data() + (size_t)ch * cols;
     int end = std::min(rows, (ch + 1) * kRowChunk);
-    for (int r = ch * kRowChunk; r < end; ++r) {
-      const float* row = dy + (long)r * cols;
-      if (dy16) {
-        bf16_t* out = dy16 + (long)r * cols;
-#pragma omp simd
-        for (int c = 0; c < cols; ++c) {
-          acc[c] += row[c];
-          out[c] = bf16_from_float(row[c]);
-        }
-        continue;
-      }
-#pragma omp simd
-      for (int c = 0; c < cols; ++c) acc[c] += row[c];
-    }
+    for (int r = ch * kRowChunk; r < end; ++r) row_op(r, acc);
   }
   for (int ch = 0; ch < chunks; ++ch) {
     const float* acc = partial.data() + (size_t)ch * cols;
     for (int c = 0; c < cols; ++c) dbias[c] += acc[c];
   }
+}
+}  // namespace
+
+void bias_backward(const float* dy, float* dbias, int rows, int cols, bf16_t* dy16) {
+  sum_rows_in_chunks(dbias, rows, cols, [&](int r, float* acc) {
+    const float* row = dy + (long)r * cols;
+    if (dy16) {
+      bf16_t* out = dy16 + (long)r * cols;
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) {
+        acc[c] += row[c];
+        out[c] = bf16_from_float(row[c]);
+      }
+      return;
+    }
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) acc[c] += row[c];
+  });
+}
+
+void gelu_bias_backward(const float* pre, float* d, float* dbias, int rows, int cols, bf16_t* d16) {
+  sum_rows_in_chunks(dbias, rows, cols, [&](int r, float* acc) {
+    const float* p = pre + (long)r * cols;
+    float* row = d + (long)r * cols;
+    if (d16) {
+      bf16_t* out = d16 + (long)r * cols;
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) {
+        const float g = row[c] * gelu_grad(p[c]);
+        acc[c] += g;
+        out[c] = bf16_from_float(g);
+      }
+      return;
+    }
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) {
+      const float g = row[c] * gelu_grad(p[c]);
+      acc[c] += g;
+      row[c] = g;
+    }
+  });
 }
 
 float gelu_scalar(float x) {

@@ -22,6 +22,11 @@ void bias_gelu_forward(float* pre, const float* bias, float* out, int rows, int 
 void bias_gelu_forward(float* pre, const float* bias, bf16_t* out, int rows, int cols);
 void bias_gelu_forward(float* pre, const float* bias, const GemmOperandBuffer& out, int rows,
                        int cols);
+// Megatron's bias-GeLU fusion, backward: d (= d(GeLU(pre))) becomes d(pre) = d * gelu'(pre),
+// summed into dbias in the same pass and written in place, or with d16 only as bf16 (the
+// backward GEMMs' operand).
+void gelu_bias_backward(const float* pre, float* d, float* dbias, int rows, int cols,
+                        bf16_t* d16 = nullptr);
 // dinout *= gelu'(pre), in place.
 void gelu_backward_inplace(const float* pre, float* dinout, long n);
 

@@ -34,6 +34,16 @@ GemmOperand output_grad_operand(const LinearPrecision& p, const float* dy, float
   return p.scratch.act16;
 }
 
+GemmOperand gelu_output_grad_operand(const LinearPrecision& p, float* d_act, const float* pre,
+                                     float* dbias, int rows, int out) {
+  if (p.precision != Precision::kBf16) {
+    gelu_bias_backward(pre, d_act, dbias, rows, out);
+    return d_act;
+  }
+  gelu_bias_backward(pre, d_act, dbias, rows, out, p.scratch.act16);
+  return p.scratch.act16;
+}
+
 void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOperand w, float* y,
                           int rows, int in, int out) {
   const long n = (long)rows * in;

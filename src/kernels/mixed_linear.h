@@ -33,6 +33,11 @@ const float* fp32_operand(GemmOperand x);
 GemmOperand output_grad_operand(const LinearPrecision& p, const float* dy, float* dbias, int rows,
                                 int out);
 
+// The same for a linear followed by GeLU: d_act = d(GeLU(pre)) turns into d(pre) in the
+// pass that sums the bias gradient (in place, or bf16 into the scratch).
+GemmOperand gelu_output_grad_operand(const LinearPrecision& p, float* d_act, const float* pre,
+                                     float* dbias, int rows, int out);
+
 // A weight [out, in] as the products see it: fp32 master values and, in bf16 / fp16 runs,
 // its 16-bit copy.
 struct WeightOperand {

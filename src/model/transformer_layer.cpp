@@ -88,8 +88,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   fc2_.backward(kernels::dropout_backward(d_residual, w.row_out, rows, h, call.dropout,
                                           dropout_site(index_, DropoutKind::kMlpOut)),
                 a.fc1_act.operand(), w.d_ffn, rows);
-  kernels::gelu_backward_inplace(a.fc1_pre, w.d_ffn, (long)rows * dims_.ffn_local);
-  fc1_.backward(w.d_ffn, a.ln2_out.operand(), w.d_hidden, rows);
+  fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, a.ln2_out.operand(), w.d_hidden, rows);
   kernels::layernorm_backward(w.d_hidden, a.residual1, ln2_weight_.value, a.ln2_mean, a.ln2_rstd,
                               d_residual, ln2_weight_.grad, ln2_bias_.grad, rows, h, true);
 

@@ -22,6 +22,11 @@ struct ColumnParallelLinear {
   void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;
   // The same without the all-reduce: dx is this rank's partial sum, for a caller that
   // reduces several calls' dx at once.
+  // For a layer followed by GeLU (fc1): d_act = d(GeLU(y + b)), pre = y + b. The GeLU
+  // backward, the bias gradient and (bf16) the rounding of dy are one pass; d_act is
+  // overwritten. dx is all-reduced as in backward().
+  void backward_through_gelu(float* d_act, const float* pre, kernels::GemmOperand x, float* dx,
+                             int rows) const;
   // dy may come already in bf16 (when there is no bias to reduce).
   void backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
 };
