@@ -147,11 +147,18 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
   const int rows = 24, in = 40, out = 56;
   auto x = random_vector(rows * in, 8), w = random_vector(out * in, 9, 0.1f);
   auto dy = random_vector(rows * out, 10, 1e-3f);
-  for (Precision p : {Precision::kBf16, Precision::kFp16}) {
+  // bf16 twice: the weight gradient accumulated in place (gemm_bf16, as the output layer) and
+  // through the inner-product kernel's fresh product plus an add (as the layers).
+  for (auto [p, fresh_weight_grad] :
+       {std::pair{Precision::kBf16, false}, {Precision::kBf16, true}, {Precision::kFp16, false}}) {
     std::vector<std::uint16_t> w16(w.size()), act16(rows * 64), in16(rows * 64);
-    std::vector<float> act32(rows * 64), in32(rows * 64), w32(w.size());
+    std::vector<float> act32(rows * 64), in32(rows * 64), w32(w.size()), dw_fresh(w.size());
     kernels::LinearPrecision lp{p,
                                 {act16.data(), in16.data(), act32.data(), in32.data(), w32.data()}};
+    if (fresh_weight_grad) {
+      lp.scratch.weight_grad32 = dw_fresh.data();
+      lp.scratch.weight_grad32_floats = (long)dw_fresh.size();
+    }
     std::vector<float> y(rows * out), dx(rows * in), dw(w.size(), 0.5f);
     auto round = [&](const std::vector<float>& v) {
       if (p == Precision::kBf16) return rounded_bf16(v);
@@ -173,7 +180,9 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
     EXPECT_LT(testing::relative_error(dx, product(false, false, rows, in, out, dyr, wr, {}, false)),
               1e-5);
     EXPECT_LT(testing::relative_error(dw, product(true, false, out, in, rows, dyr, xr, half, true)),
-              1e-5);
+              1e-5)
+        << fresh_weight_grad;
+    if (fresh_weight_grad) EXPECT_NE(dw_fresh, std::vector<float>(w.size()));  // the path ran
     // ...and they are not the fp32 answer: the rounding happened.
     EXPECT_GT(testing::relative_error(y, product(false, true, rows, out, in, x, w, {}, false)),
               1e-5);

@@ -135,6 +135,11 @@ void gelu_backward_inplace(const float* pre, float* dinout, long n) {
   for (long i = 0; i < n; ++i) dinout[i] *= gelu_grad(pre[i]);
 }
 
+void accumulate(float* y, const float* x, long n) {
+#pragma omp parallel for simd schedule(static)
+  for (long i = 0; i < n; ++i) y[i] += x[i];
+}
+
 void fill(float* y, float value, long n) {
 #pragma omp parallel for simd schedule(static)
   for (long i = 0; i < n; ++i) y[i] = value;

@@ -31,5 +31,7 @@ void gelu_bias_backward(const float* pre, float* d, float* dbias, int rows, int 
 void gelu_backward_inplace(const float* pre, float* dinout, long n);
 
 void fill(float* y, float value, long n);
+// y[i] += x[i]
+void accumulate(float* y, const float* x, long n);
 
 }  // namespace trident::kernels

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kernels/elementwise.h"
+#include "kernels/linear_bf16.h"
 
 namespace trident::kernels {
 
@@ -52,8 +53,7 @@ void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOpe
       linear_forward(fp32_operand(input), w.fp32, y, rows, in, out);
       return;
     case Precision::kBf16:
-      gemm_bf16(Trans::kNo, Trans::kYes, rows, out, in, bf16_operand(input, p.scratch.act16, n), in,
-                w.low, in, 0.f, y, out);
+      linear_forward_bf16(bf16_operand(input, p.scratch.act16, n), w.low, y, rows, in, out);
       return;
     case Precision::kFp16:
       round_through_fp16(fp32_operand(input), p.scratch.act32, n);
@@ -74,8 +74,14 @@ void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand
     case Precision::kBf16: {
       const bf16_t* dy16 = bf16_operand(dy, p.scratch.act16, n_out);
       const bf16_t* x16 = bf16_operand(input, p.scratch.in16, n_in);
-      gemm_bf16(Trans::kNo, Trans::kNo, rows, in, out, dy16, out, w.low, in, 0.f, dx, in);
-      gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy16, out, x16, in, 1.f, dw, in);
+      linear_backward_input_bf16(dy16, w.low, dx, rows, in, out);
+      const long weight = (long)out * in;
+      if (weight <= p.scratch.weight_grad32_floats) {
+        linear_backward_weight_bf16(dy16, x16, p.scratch.weight_grad32, rows, in, out);
+        accumulate(dw, p.scratch.weight_grad32, weight);
+      } else {
+        gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy16, out, x16, in, 1.f, dw, in);
+      }
       return;
     }
     case Precision::kFp16: {

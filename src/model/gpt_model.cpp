@@ -196,6 +196,10 @@ void GPTModel::plan_and_allocate() {
   if (options_.precision == kernels::Precision::kBf16) {
     ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((act + 1) / 2));
     ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((in + 1) / 2));
+    if (!layers_.empty()) {
+      ls.weight_grad32_floats = largest_layer_weight();
+      ls.weight_grad32 = ar.take(ls.weight_grad32_floats);
+    }
   } else if (options_.precision == kernels::Precision::kFp16) {
     ls.act32 = ar.take(act);
     ls.in32 = ar.take(in);
@@ -218,6 +222,11 @@ std::pair<long, long> GPTModel::operand_sizes(long tokens) const {
   return {std::max(tokens * widest, head), tokens * widest_in};
 }
 
+long GPTModel::largest_layer_weight() const {
+  const long h = config_.hidden_size, t = tp_.size();
+  return std::max(3 * h / t * h, (long)config_.ffn() / t * h);  // qkv or fc1 / fc2
+}
+
 long GPTModel::largest_weight() const {
   long largest = 0;
   for (const ParamSpec& s : params_.layout().specs())
@@ -235,6 +244,8 @@ void GPTModel::plan_low_precision(long tokens) {
     case kernels::Precision::kBf16:
       plan_.add(P, "bf16 weight copy", (params_.size() + 1) / 2);
       plan_.add(S, "bf16 GEMM operands", (act + 1) / 2 + (in + 1) / 2);
+      if (!layers_.empty())
+        plan_.add(S, "bf16: one layer's fresh weight gradient", largest_layer_weight());
       return;
     case kernels::Precision::kFp16:
       plan_.add(P, "fp16 weight copy", (params_.size() + 1) / 2);

@@ -102,6 +102,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
   void plan_low_precision(long tokens);
   long largest_weight() const;
+  long largest_layer_weight() const;
   // Largest output-or-gradient operand and largest input operand of any linear layer
   // (the output layer's counted per row chunk): the rounded-operand scratch sizes.
   std::pair<long, long> operand_sizes(long tokens) const;
