@@ -97,6 +97,41 @@ TEST(GPTModel, ChunkedOutputLossMatchesUnfused) {
   }
 }
 
+// bf16: 4-row chunks are too short to hold the output layer's weight gradient in the freed
+// logits buffer (it accumulates in place), the whole micro-batch is not (inner-product
+// kernel, then an add): the two orders of the same bf16 products must agree.
+TEST(GPTModel, Bf16OutputLayerGradientThroughEitherPath) {
+  ModelConfig c = tiny_config();
+  comm::SingleRankCommunicator tp("tensor");
+  const int batch = 2, seq = c.seq_length, rows = batch * seq;
+  ChunkOptions chunked, whole;
+  chunked.precision = whole.precision = kernels::Precision::kBf16;
+  chunked.logits_chunk_rows = 4;   // 4 < hidden 16
+  whole.logits_chunk_rows = rows;  // 18 >= hidden 16
+  GPTModel a(c, tp, batch, seq, chunked), b(c, tp, batch, seq, whole);
+  a.parameters().initialize(7, 0.3f, c.num_layers);
+  b.parameters().initialize(7, 0.3f, c.num_layers);
+  std::vector<int> tokens(batch * (seq + 1));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (int)((i * 13 + 5) % c.vocab_size);
+  a.parameters().zero_grads();
+  b.parameters().zero_grads();
+  const float scale = 1.f / rows;
+  EXPECT_NEAR(a.forward_backward(tokens.data(), batch, seq, scale),
+              b.forward_backward(tokens.data(), batch, seq, scale), 1e-5);
+  const ParamSpec& word = a.parameters().layout().find("embedding.word_embeddings.weight");
+  double worst = 0, largest = 0;
+  for (long i = 0; i < a.parameters().size(); ++i) {
+    worst =
+        std::max(worst, (double)std::abs(a.parameters().grads()[i] - b.parameters().grads()[i]));
+    largest = std::max(largest, (double)std::abs(b.parameters().grads()[i]));
+  }
+  EXPECT_LT(worst, 1e-5 * largest);
+  double word_norm = 0;
+  for (long i = 0; i < word.numel(); ++i)
+    word_norm += std::abs(b.parameters().grads()[word.offset + i]);
+  EXPECT_GT(word_norm, 0.0);
+}
+
 TEST(GPTModel, PaddingDoesNotChangeTheLoss) {
   ModelConfig a = tiny_config(), b = tiny_config();
   b.make_vocab_size_divisible_by = 8;  // 40 instead of 128 rows

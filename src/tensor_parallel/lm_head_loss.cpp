@@ -9,6 +9,17 @@ namespace trident::tensor_parallel {
 void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
                          float grad_scale, float* dx) const {
   const int in = output_layer.in;
+  // In bf16 runs the fp32 logits chunk is free once the cross-entropy has written the bf16
+  // d(logits): when it can hold the [vocab / t, hidden] weight gradient, the faster
+  // inner-product kernel writes the chunk's dW there and it is added (see mixed_linear).
+  ColumnParallelLinear layer = output_layer;
+  kernels::LinearPrecision head_precision{};
+  if (dlogits16 && output_layer.precision) {
+    head_precision = *output_layer.precision;
+    head_precision.scratch.weight_grad32 = logits;
+    head_precision.scratch.weight_grad32_floats = (long)chunk_rows * output_layer.out_local;
+    layer.precision = &head_precision;
+  }
   for (int first = 0; first < rows; first += chunk_rows) {
     const int count = std::min(chunk_rows, rows - first);
     const kernels::GemmOperand x_chunk = x.offset((long)first * in);
@@ -16,7 +27,7 @@ void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, f
     cross_entropy.forward(logits, targets + first, count, losses + first, grad_scale, dlogits16);
     if (grad_scale == 0.f) continue;
     const kernels::GemmOperand dlogits = dlogits16 ? kernels::GemmOperand(dlogits16) : logits;
-    output_layer.backward_partial(dlogits, x_chunk, dx + (long)first * in, count);
+    layer.backward_partial(dlogits, x_chunk, dx + (long)first * in, count);
   }
   if (grad_scale != 0.f) copy_to_region_backward(*output_layer.tp, dx, (long)rows * in);
 }
