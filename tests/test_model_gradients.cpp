@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "comm/communicator.h"
 #include "data/mock_dataset.h"
@@ -63,31 +64,50 @@ TEST(GPTModel, GradientMatchesFiniteDifferencesPerTensor) {
   }
 }
 
+// Two tiny models that differ only in their chunk options, with the same initial weights,
+// after forward + backward of the same batch (their losses compared).
+struct TwinModels {
+  ModelConfig config = tiny_config();
+  comm::SingleRankCommunicator tp{"tensor"};
+  int batch = 2, seq = config.seq_length, rows = batch * seq;
+  std::vector<int> tokens;
+  std::unique_ptr<GPTModel> a, b;
+
+  TwinModels(const ChunkOptions& options_a, const ChunkOptions& options_b, int token_step) {
+    a = std::make_unique<GPTModel>(config, tp, batch, seq, options_a);
+    b = std::make_unique<GPTModel>(config, tp, batch, seq, options_b);
+    a->parameters().initialize(7, 0.3f, config.num_layers);
+    b->parameters().initialize(7, 0.3f, config.num_layers);
+    tokens.resize(batch * (seq + 1));
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = (int)((i * token_step + 2) % config.vocab_size);
+    a->parameters().zero_grads();
+    b->parameters().zero_grads();
+    const float scale = 1.f / rows;
+    EXPECT_NEAR(a->forward_backward(tokens.data(), batch, seq, scale),
+                b->forward_backward(tokens.data(), batch, seq, scale), 1e-5);
+  }
+  float grad_a(long i) const { return a->parameters().grads()[i]; }
+  float grad_b(long i) const { return b->parameters().grads()[i]; }
+};
+
 // Row chunks of the fused output layer + cross-entropy against one chunk holding the whole
 // micro-batch (the un-fused order: all logits, then the loss, then the output layer's
 // backward), and the on-demand logits against the losses they must produce.
 TEST(GPTModel, ChunkedOutputLossMatchesUnfused) {
-  ModelConfig c = tiny_config();
-  comm::SingleRankCommunicator tp("tensor");
-  const int batch = 2, seq = c.seq_length, rows = batch * seq;
   ChunkOptions chunked, whole;
   chunked.logits_chunk_rows = 4;
-  whole.logits_chunk_rows = rows;
-  GPTModel a(c, tp, batch, seq, chunked), b(c, tp, batch, seq, whole);
-  a.parameters().initialize(7, 0.3f, c.num_layers);
-  b.parameters().initialize(7, 0.3f, c.num_layers);
-  std::vector<int> tokens(batch * (seq + 1));
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (int)((i * 11 + 2) % c.vocab_size);
-  a.parameters().zero_grads();
-  b.parameters().zero_grads();
-  const float scale = 1.f / rows;
-  EXPECT_NEAR(a.forward_backward(tokens.data(), batch, seq, scale),
-              b.forward_backward(tokens.data(), batch, seq, scale), 1e-5);
-  for (long i = 0; i < a.parameters().size(); ++i)
-    ASSERT_NEAR(a.parameters().grads()[i], b.parameters().grads()[i], 1e-6) << i;
+  whole.logits_chunk_rows = 2 * tiny_config().seq_length;
+  TwinModels m(chunked, whole, 11);
+  for (long i = 0; i < m.a->parameters().size(); ++i)
+    ASSERT_NEAR(m.grad_a(i), m.grad_b(i), 1e-6) << i;
 
+  const ModelConfig& c = m.config;
+  const int rows = m.rows, seq = m.seq;
+  GPTModel& a = *m.a;
+  const std::vector<int>& tokens = m.tokens;
   std::vector<float> losses(rows);
-  a.forward(tokens.data(), batch, seq, losses.data());
+  a.forward(tokens.data(), m.batch, seq, losses.data());
   for (int r = 0; r < rows; ++r) {
     const float* logits = a.logits_row(r);
     double mx = *std::max_element(logits, logits + c.vocab_size), sum = 0;
@@ -101,34 +121,20 @@ TEST(GPTModel, ChunkedOutputLossMatchesUnfused) {
 // logits buffer (it accumulates in place), the whole micro-batch is not (inner-product
 // kernel, then an add): the two orders of the same bf16 products must agree.
 TEST(GPTModel, Bf16OutputLayerGradientThroughEitherPath) {
-  ModelConfig c = tiny_config();
-  comm::SingleRankCommunicator tp("tensor");
-  const int batch = 2, seq = c.seq_length, rows = batch * seq;
   ChunkOptions chunked, whole;
   chunked.precision = whole.precision = kernels::Precision::kBf16;
-  chunked.logits_chunk_rows = 4;   // 4 < hidden 16
-  whole.logits_chunk_rows = rows;  // 18 >= hidden 16
-  GPTModel a(c, tp, batch, seq, chunked), b(c, tp, batch, seq, whole);
-  a.parameters().initialize(7, 0.3f, c.num_layers);
-  b.parameters().initialize(7, 0.3f, c.num_layers);
-  std::vector<int> tokens(batch * (seq + 1));
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (int)((i * 13 + 5) % c.vocab_size);
-  a.parameters().zero_grads();
-  b.parameters().zero_grads();
-  const float scale = 1.f / rows;
-  EXPECT_NEAR(a.forward_backward(tokens.data(), batch, seq, scale),
-              b.forward_backward(tokens.data(), batch, seq, scale), 1e-5);
-  const ParamSpec& word = a.parameters().layout().find("embedding.word_embeddings.weight");
+  chunked.logits_chunk_rows = 4;                           // 4 < hidden 16
+  whole.logits_chunk_rows = 2 * tiny_config().seq_length;  // 18 >= hidden 16
+  TwinModels m(chunked, whole, 13);
   double worst = 0, largest = 0;
-  for (long i = 0; i < a.parameters().size(); ++i) {
-    worst =
-        std::max(worst, (double)std::abs(a.parameters().grads()[i] - b.parameters().grads()[i]));
-    largest = std::max(largest, (double)std::abs(b.parameters().grads()[i]));
+  for (long i = 0; i < m.a->parameters().size(); ++i) {
+    worst = std::max(worst, (double)std::abs(m.grad_a(i) - m.grad_b(i)));
+    largest = std::max(largest, (double)std::abs(m.grad_b(i)));
   }
   EXPECT_LT(worst, 1e-5 * largest);
+  const ParamSpec& word = m.b->parameters().layout().find("embedding.word_embeddings.weight");
   double word_norm = 0;
-  for (long i = 0; i < word.numel(); ++i)
-    word_norm += std::abs(b.parameters().grads()[word.offset + i]);
+  for (long i = 0; i < word.numel(); ++i) word_norm += std::abs(m.grad_b(word.offset + i));
   EXPECT_GT(word_norm, 0.0);
 }
 
