@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-from parity import MPI_ENV, compare, read_safetensors
+from parity import MPI_ENV, Checks, compare, read_safetensors
 
 ARGS = ["--mock-data", "--num-layers", "8", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
@@ -25,13 +25,7 @@ LAYOUTS = {"(1,1,1)": ([], 1), "(4,1,1)": (["--tensor-model-parallel-size", "4"]
            "(2,2,1) v=2": (["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
                             "--num-layers-per-virtual-pipeline-stage", "2"], 4),
            "(1,2,2) dist-opt": (["--pipeline-model-parallel-size", "2", "--use-distributed-optimizer"], 4)}
-results = []
-
-
-def check(ok, what):
-    ok = bool(ok)
-    results.append(ok)
-    print("ok  " if ok else "FAIL", what)
+check = Checks()
 
 
 def run(trident, flags, ranks, tmp, tag, extra):
@@ -138,8 +132,7 @@ def main():
         damaged("altered", flip, "does not match the manifest")
         damaged("version", edit_manifest("version", 99), "format version 99")
         damaged("config", edit_manifest("model", {"num_layers": 3}), "does not match this run")
-    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-    return 0 if all(results) else 1
+    return check.summary()
 
 
 if __name__ == "__main__":

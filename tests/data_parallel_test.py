@@ -7,7 +7,7 @@ Usage: data_parallel_test.py TRIDENT"""
 import subprocess
 import sys
 
-from parity import MPI_ENV, run_parity
+from parity import MPI_ENV, Checks, run_parity
 
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
@@ -28,16 +28,14 @@ LAYOUTS = [("d=2", OVERLAP, 2),
 def main():
     trident = sys.argv[1]
     failed = run_parity(trident, ARGS, LAYOUTS)
-    results = [True] * (len(LAYOUTS) - failed) + [False] * failed
+    check = Checks()
+    check.add_parity(failed, len(LAYOUTS))
     out = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", trident, "train"] + ARGS + OVERLAP +
                          ["--threads", "1"], capture_output=True, text=True, env=MPI_ENV, timeout=120)
     line = [l for l in out.stdout.splitlines() if l.startswith("data parallel:")]
     early = int(line[0].split()[2]) if line else 0
-    ok = out.returncode == 0 and early > 0
-    print("ok  " if ok else "FAIL", f"overlap: {line[0] if line else 'no report'}")
-    results.append(ok)
-    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-    return 0 if all(results) else 1
+    check(out.returncode == 0 and early > 0, f"overlap: {line[0] if line else 'no report'}")
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -16,18 +16,13 @@ import subprocess
 import sys
 import tempfile
 
-from parity import MPI_ENV, run_parity
+from parity import MPI_ENV, Checks, run_parity
 
 MODEL = ["--mock-data", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
          "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "4",
          "--global-batch-size", "8", "--lr", "3e-3", "--lr-warmup-iters", "5", "--eval-iters", "1",
          "--peak-tflops", "1", "--seed", "7", "--log-interval", "1"]
-results = []
-
-
-def check(ok, what):
-    results.append(bool(ok))
-    print("ok  " if ok else "FAIL", what)
+check = Checks()
 
 
 def train(trident, args, tmp, tag, ranks=1):
@@ -116,15 +111,14 @@ def main():
                         [("dropout t=2", ["--tensor-model-parallel-size", "2"], 2),
                          ("dropout p=2", ["--pipeline-model-parallel-size", "2"], 2),
                          ("dropout d=2", ["--global-batch-size", "8"], 2)])
-    results.extend([False] * failed + [True] * (3 - failed))
+    check.add_parity(failed, 3)
     # bf16: the same rounded operands, but sums split differently across ranks.
     failed = run_parity(trident, base + ["--bf16"],
                         [("bf16 t=2", ["--tensor-model-parallel-size", "2"], 2),
                          ("bf16 d=2 distributed optimizer", ["--use-distributed-optimizer"], 2)],
                         tolerance=2e-3)
-    results.extend([False] * failed + [True] * (2 - failed))
-    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-    return 0 if all(results) else 1
+    check.add_parity(failed, 2)
+    return check.summary()
 
 
 if __name__ == "__main__":

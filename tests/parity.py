@@ -13,6 +13,26 @@ MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CO
                OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
+class Checks:
+    """The ok/FAIL lines and the closing count that every test script prints."""
+
+    def __init__(self):
+        self.results = []
+
+    def __call__(self, ok, what):
+        self.results.append(bool(ok))
+        print("ok  " if ok else "FAIL", what)
+
+    def add_parity(self, failed, layouts):
+        """Count run_parity's layouts (it prints their lines itself)."""
+        self.results += [True] * (layouts - failed) + [False] * failed
+
+    def summary(self):
+        passed = sum(self.results)
+        print(f"{passed} passed, {len(self.results) - passed} failed")
+        return 0 if all(self.results) else 1
+
+
 def read_safetensors(path):
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])

@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 
-from parity import compare, run_parity, train
+from parity import Checks, compare, run_parity, train
 
 ARGS = ["--mock-data", "--num-layers", "8", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
@@ -32,21 +32,18 @@ def pipeline_bytes(rows):
 def main():
     trident = sys.argv[1]
     failed = run_parity(trident, ARGS, LAYOUTS)
-    results = [True] * (len(LAYOUTS) - failed) + [False] * failed
+    check = Checks()
+    check.add_parity(failed, len(LAYOUTS))
     tp_pp = ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"]
     with tempfile.TemporaryDirectory() as tmp:
         on = train(trident, ARGS + tp_pp, 4, tmp, "sg_on")
         off = train(trident, ARGS + tp_pp + ["--no-scatter-gather"], 4, tmp, "sg_off")
         summary, bad = compare(on, off, 0.0)
-        ok = not bad
-        print("ok  " if ok else "FAIL", f"scatter/gather on vs off: identical ({summary})")
-        results.append(ok)
+        check(not bad, f"scatter/gather on vs off: identical ({summary})")
         b_on, b_off = pipeline_bytes(on[0]), pipeline_bytes(off[0])
-        ok = b_on > 0 and b_off == 2 * b_on
-        print("ok  " if ok else "FAIL", f"boundary bytes sent by rank 0: {b_off} without, {b_on} with scatter/gather (t = 2)")
-        results.append(ok)
-    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-    return 0 if all(results) else 1
+        check(b_on > 0 and b_off == 2 * b_on,
+              f"boundary bytes sent by rank 0: {b_off} without, {b_on} with scatter/gather (t = 2)")
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -15,17 +15,12 @@ import sys
 import tempfile
 import time
 
-from parity import MPI_ENV, run_parity
+from parity import MPI_ENV, Checks, run_parity
 
 TINY = ["--mock-data", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "32",
         "--vocab-size", "301", "--micro-batch-size", "4", "--global-batch-size", "8",
         "--lr", "1e-3", "--lr-warmup-iters", "2", "--eval-iters", "1", "--peak-tflops", "1", "--seed", "5"]
-results = []
-
-
-def check(ok, what):
-    results.append(ok)
-    print("ok  " if ok else "FAIL", what)
+check = Checks()
 
 
 def mpirun(ranks, args, **kw):
@@ -49,7 +44,7 @@ def main():
                         [("t=2, logits in 3 row chunks",
                           ["--tensor-model-parallel-size", "2", "--logits-chunk-rows", "48"], 2),
                          ("t=4", ["--tensor-model-parallel-size", "4"], 4)])
-    results.extend([False] * failed + [True] * (2 - failed))
+    check.add_parity(failed, 2)
 
     with tempfile.TemporaryDirectory() as tmp:
         one, iters, _ = collectives(trident, 1, tmp)
@@ -96,8 +91,7 @@ def main():
         ended = None
     check(victim is not None and ended is not None and proc.returncode != 0,
           f"kill -9 of one rank ends the job ({'never' if ended is None else f'{ended:.1f} s'})")
-    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-    return 0 if all(results) else 1
+    return check.summary()
 
 
 if __name__ == "__main__":
