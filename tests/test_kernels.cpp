@@ -191,6 +191,28 @@ std::vector<double> attention_ref(const std::vector<double>& qkv, const kernels:
 
 class FlashAttention : public ::testing::TestWithParam<kernels::AttentionShape> {};
 
+// Worst |central difference - dqkv| of sum(w * attention(qkv)) over ~samples evenly spread
+// coordinates, relative to the largest derivative (at least 1).
+double finite_difference_error(const std::vector<float>& qkv, const kernels::AttentionShape& s,
+                               const kernels::AttentionDropout& drop, const std::vector<float>& w,
+                               const std::vector<float>& dqkv, long samples) {
+  const long stride = std::max<long>(1, (long)qkv.size() / samples);
+  std::vector<double> x = to_double(qkv);
+  double worst = 0, scale = 1;
+  for (long i = 0; i < (long)qkv.size(); i += stride) {
+    const double old = x[i], eps = 1e-6;
+    x[i] = old + eps;
+    const double up = weighted(attention_ref(x, s, drop), w);
+    x[i] = old - eps;
+    const double down = weighted(attention_ref(x, s, drop), w);
+    x[i] = old;
+    const double num = (up - down) / (2 * eps);
+    worst = std::max(worst, std::abs(num - dqkv[i]));
+    scale = std::max(scale, std::abs(num));
+  }
+  return worst / scale;
+}
+
 TEST_P(FlashAttention, ForwardMatchesFullSoftmax) {
   const kernels::AttentionShape s = GetParam();
   auto qkv = random_vector((long)s.batch * s.seq * 3 * s.heads * s.head_dim, 12);
@@ -208,21 +230,7 @@ TEST_P(FlashAttention, BackwardMatchesFiniteDifferences) {
   kernels::flash_attention_forward(qkv.data(), out.data(), lse.data(), s);
   kernels::flash_attention_backward(qkv.data(), out.data(), w.data(), lse.data(), dqkv.data(), s);
   // Every coordinate on small shapes; an evenly spread sample of ~600 on large ones.
-  const long stride = std::max<long>(1, (long)qkv.size() / 600);
-  std::vector<double> x = to_double(qkv);
-  double worst = 0, scale = 1;
-  for (long i = 0; i < (long)qkv.size(); i += stride) {
-    double old = x[i], eps = 1e-6;
-    x[i] = old + eps;
-    double up = weighted(attention_ref(x, s), w);
-    x[i] = old - eps;
-    double down = weighted(attention_ref(x, s), w);
-    x[i] = old;
-    double num = (up - down) / (2 * eps);
-    worst = std::max(worst, std::abs(num - dqkv[i]));
-    scale = std::max(scale, std::abs(num));
-  }
-  EXPECT_LT(worst / scale, 1e-4);
+  EXPECT_LT(finite_difference_error(qkv, s, {}, w, dqkv, 600), 1e-4);
 }
 
 // Attention dropout inside the tiles against the reference with the same masks, forward
@@ -239,20 +247,7 @@ TEST_P(FlashAttention, DropoutMatchesMaskedReference) {
   EXPECT_GT(relative_error(out, attention_ref(x, s)), 1e-2);  // the masks do something
   kernels::flash_attention_backward(qkv.data(), out.data(), w.data(), lse.data(), dqkv.data(), s,
                                     drop);
-  const long stride = std::max<long>(1, (long)qkv.size() / 300);
-  double worst = 0, scale = 1;
-  for (long i = 0; i < (long)qkv.size(); i += stride) {
-    double old = x[i], eps = 1e-6;
-    x[i] = old + eps;
-    double up = weighted(attention_ref(x, s, drop), w);
-    x[i] = old - eps;
-    double down = weighted(attention_ref(x, s, drop), w);
-    x[i] = old;
-    double num = (up - down) / (2 * eps);
-    worst = std::max(worst, std::abs(num - dqkv[i]));
-    scale = std::max(scale, std::abs(num));
-  }
-  EXPECT_LT(worst / scale, 1e-4);
+  EXPECT_LT(finite_difference_error(qkv, s, drop, w, dqkv, 300), 1e-4);
 }
 
 // bf16 tile products: the output against the double reference and the gradient against the
