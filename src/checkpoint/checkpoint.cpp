@@ -153,6 +153,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
                      {"iteration", state.iteration},
                      {"consumed_samples", state.consumed_samples},
                      {"evaluations", state.evaluations},
+                     {"lr_schedule_samples", state.lr_schedule_samples},
                      {"optimizer_steps", model.optimizers[0]->steps_taken()},
                      {"seed", c.seed},
                      {"precision", kernels::precision_name(c.precision())},
@@ -368,6 +369,12 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
                           ls["skipped_iterations"].get<long>()});
   }
   TrainingState state{manifest["iteration"], manifest["consumed_samples"], manifest["evaluations"]};
+  // Checkpoints from before sample-based schedules: the scheduler moved with every
+  // non-skipped iteration at a constant global batch.
+  state.lr_schedule_samples = manifest.value(
+      "lr_schedule_samples",
+      state.consumed_samples -
+          manifest["loss_scaler"].value("skipped_iterations", 0L) * c.effective_global_batch());
   log << "loaded checkpoint " << ckpt.string() << " (iteration " << state.iteration
       << ", saved under t=" << manifest["layout"]["tensor"]
       << " p=" << manifest["layout"]["pipeline"] << " d=" << manifest["layout"]["data"] << "; "

@@ -28,6 +28,9 @@ struct TrainingState {
   long iteration = 0;
   long consumed_samples = 0;
   long evaluations = 0;
+  // Samples the learning-rate schedule has advanced: consumed samples less those of skipped
+  // (fp16 overflow) iterations, as Megatron's scheduler counts them.
+  long lr_schedule_samples = 0;
 };
 
 // Collective over the world: every rank calls it.

@@ -111,12 +111,27 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "Logging");
   opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");
   opt("--global-batch-size", c.global_batch_size, "B = b x micro-batches x d (0: b x d)", "Batch");
-  opt("--train-iters", c.train_iters, "iterations to train", "Training");
+  opt("--train-iters", c.train_iters,
+      "iterations to train (iteration-based; neither this nor --train-samples: 100)", "Training");
+  opt("--train-samples", c.train_samples,
+      "samples to train (sample-based: schedules in samples, batch ramp-up possible)", "Training");
+  app.add_option("--rampup-batch-size", c.rampup_batch_size,
+                 "<start> <increment> <samples>: the global batch starts at <start> and grows by "
+                 "<increment> in equal sample intervals over <samples> (needs --train-samples)")
+      ->expected(3)
+      ->group("Batch");
   opt("--lr", c.lr, "peak learning rate", "Optimizer");
   opt("--min-lr", c.min_lr, "learning-rate floor of the decay", "Optimizer");
   opt("--lr-decay-style", c.lr_decay_style, "constant, linear or cosine", "Optimizer");
   opt("--lr-warmup-iters", c.lr_warmup_iters, "linear warm-up iterations", "Optimizer");
   opt("--lr-decay-iters", c.lr_decay_iters, "decay ends here (0: --train-iters)", "Optimizer");
+  opt("--lr-warmup-samples", c.lr_warmup_samples, "linear warm-up samples (sample-based)",
+      "Optimizer");
+  opt("--lr-decay-samples", c.lr_decay_samples, "decay ends here (0: --train-samples)",
+      "Optimizer");
+  opt("--lr-warmup-fraction", c.lr_warmup_fraction,
+      "warm-up as a fraction of the decay length (instead of --lr-warmup-iters/-samples)",
+      "Optimizer");
   opt("--weight-decay", c.adam.weight_decay, "AdamW decay on matrices", "Optimizer");
   opt("--adam-beta1", c.adam.beta1, "Adam beta1", "Optimizer");
   opt("--adam-beta2", c.adam.beta2, "Adam beta2", "Optimizer");

@@ -1,6 +1,7 @@
 #include "config/training_config.h"
 
 #include <filesystem>
+#include <set>
 
 #include "data/dataset_builder.h"
 #include "data/gpt_dataset.h"
@@ -74,17 +75,137 @@ int TrainingConfig::num_micro_batches() const {
   return effective_global_batch() / (micro_batch_size * data_parallel_size());
 }
 
+GlobalBatchSchedule TrainingConfig::batch_schedule() const {
+  BatchRampup r;
+  if (rampup_batch_size.size() == 3)
+    r = {rampup_batch_size[0], rampup_batch_size[1], rampup_batch_size[2]};
+  return GlobalBatchSchedule(effective_global_batch(), r);
+}
+
+long TrainingConfig::total_train_iters() const {
+  if (train_samples > 0) return batch_schedule().iterations_for(train_samples);
+  return train_iters > 0 ? train_iters : 100;
+}
+
+long TrainingConfig::total_train_samples() const {
+  return train_samples > 0 ? train_samples : total_train_iters() * effective_global_batch();
+}
+
+LrSchedule TrainingConfig::lr_schedule() const {
+  // Megatron's get_optimizer_param_scheduler: iteration counts become samples at the
+  // final global batch; sample counts are taken as they are.
+  const long gbs = effective_global_batch();
+  long decay = sample_based() ? (lr_decay_samples > 0 ? lr_decay_samples : train_samples)
+                              : (lr_decay_iters > 0 ? lr_decay_iters : total_train_iters()) * gbs;
+  double warmup = lr_warmup_fraction >= 0 ? lr_warmup_fraction * (double)decay
+                  : sample_based()        ? (double)lr_warmup_samples
+                                          : (double)lr_warmup_iters * gbs;
+  return {lr, min_lr, warmup, decay, parse_decay_style(lr_decay_style)};
+}
+
 pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c) {
+  return pipeline_schedule_of(c, c.num_micro_batches());
+}
+
+pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c, int microbatches) {
   pipeline_parallel::ScheduleConfig s;
   s.stages = c.pipeline_model_parallel_size;
   s.chunks = c.virtual_stages();
-  s.microbatches = c.num_micro_batches();
+  s.microbatches = microbatches;
   s.kind = !c.pipeline_schedule.empty()
                ? pipeline_parallel::parse_schedule_kind(c.pipeline_schedule)
            : s.chunks > 1 ? pipeline_parallel::ScheduleKind::kInterleaved
                           : pipeline_parallel::ScheduleKind::kOneFOneB;
   return s;
 }
+
+namespace {
+
+// --rampup-batch-size: Megatron's checks, plus one it makes only at run time (every size
+// must split into whole micro-batches on every replica), made here before step 1.
+bool validate_rampup(const TrainingConfig& c, std::vector<std::string>& errors) {
+  if (c.rampup_batch_size.empty()) return true;
+  const size_t before = errors.size();
+  auto require = [&](bool ok, const std::string& message) {
+    if (!ok) errors.push_back("--rampup-batch-size: " + message);
+  };
+  const std::vector<long>& r = c.rampup_batch_size;
+  require(r.size() == 3, "give three values: <start batch> <increment> <ramp-up samples>");
+  if (r.size() != 3) return false;
+  const long start = r[0], inc = r[1], samples = r[2], gbs = c.effective_global_batch();
+  const long unit = (long)std::max(1, c.micro_batch_size) * c.data_parallel_size();
+  require(start > 0, "the start batch must be > 0");
+  require(inc > 0, "the increment must be > 0");
+  require(samples >= 0, "the ramp-up samples must be >= 0");
+  require(start <= gbs, "the start batch (" + std::to_string(start) +
+                            ") must be <= --global-batch-size (" + std::to_string(gbs) + ")");
+  if (inc > 0 && start > 0 && start <= gbs)
+    require((gbs - start) % inc == 0,
+            "--global-batch-size - start (" + std::to_string(gbs - start) +
+                ") must be a multiple of the increment (" + std::to_string(inc) + ")");
+  require(start % unit == 0 && inc % unit == 0,
+          "the start batch (" + std::to_string(start) + ") and the increment (" +
+              std::to_string(inc) + ") must be multiples of --micro-batch-size x data-parallel " +
+              "size (" + std::to_string(unit) + "), so every global batch on the way splits into " +
+              "whole micro-batches");
+  require(c.sample_based(),
+          "needs sample-based training (--train-samples), as in Megatron: iteration counts "
+          "are ambiguous while the batch grows");
+  return errors.size() == before;
+}
+
+// Iteration-based and sample-based length/schedule flags never mix (Megatron's rule).
+void validate_schedule_flags(const TrainingConfig& c, bool ramp_ok,
+                             std::vector<std::string>& errors) {
+  auto require = [&](bool ok, const std::string& message) {
+    if (!ok) errors.push_back(message);
+  };
+  require(c.train_iters >= 0, "--train-iters must be > 0");
+  require(c.train_samples >= 0, "--train-samples must be > 0");
+  require(c.lr_warmup_iters >= 0, "--lr-warmup-iters must be >= 0");
+  require(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0");
+  require(c.lr_warmup_samples >= 0, "--lr-warmup-samples must be >= 0");
+  require(c.lr_decay_samples >= 0, "--lr-decay-samples must be >= 0");
+  const bool fraction = c.lr_warmup_fraction >= 0;
+  require(c.lr_warmup_fraction <= 1, "--lr-warmup-fraction must be in [0, 1]");
+  if (c.sample_based()) {
+    require(c.train_iters == 0,
+            "give --train-iters or --train-samples, not both (iteration-based or sample-based "
+            "training)");
+    require(c.lr_warmup_iters == 0 && c.lr_decay_iters == 0,
+            "sample-based training (--train-samples) takes --lr-warmup-samples / "
+            "--lr-decay-samples (or --lr-warmup-fraction), not --lr-warmup-iters / "
+            "--lr-decay-iters");
+    require(!(fraction && c.lr_warmup_samples > 0),
+            "give --lr-warmup-fraction or --lr-warmup-samples, not both");
+  } else {
+    require(c.lr_warmup_samples == 0 && c.lr_decay_samples == 0,
+            "--lr-warmup-samples and --lr-decay-samples need sample-based training "
+            "(--train-samples); with --train-iters use --lr-warmup-iters / --lr-decay-iters");
+    require(!(fraction && c.lr_warmup_iters > 0),
+            "give --lr-warmup-fraction or --lr-warmup-iters, not both");
+  }
+  if (!ramp_ok || c.effective_global_batch() <= 0 || c.train_iters < 0 || c.train_samples < 0)
+    return;
+  require(c.total_train_iters() > 0, "--train-samples (" + std::to_string(c.train_samples) +
+                                         ") is less than one global batch: nothing to train");
+  try {
+    const LrSchedule lr = c.lr_schedule();
+    require(lr.decay_steps > 0,
+            "the learning-rate decay must end after step 0 (--lr-decay-iters "
+            "/ --lr-decay-samples)");
+    if (lr.warmup_steps > 0)
+      require(lr.warmup_steps < lr.decay_steps,
+              "the warm-up (" + num(lr.warmup_steps) +
+                  " samples) must end before the decay does (" + std::to_string(lr.decay_steps) +
+                  " samples; --lr-decay-iters / --lr-decay-samples default to the training "
+                  "length; iterations count as iterations x global batch)");
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   std::vector<std::string> errors = validate_model_config(c.model, c.tensor_model_parallel_size);
@@ -167,14 +288,6 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
           "--num-layers-per-virtual-pipeline-stage must be >= 0");
   require(c.num_layers_per_virtual_pipeline_stage == 0 || p > 1,
           "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
-  if (p > 0 && c.micro_batch_size > 0 && c.num_micro_batches() > 0) {
-    try {
-      for (const std::string& e : pipeline_parallel::validate_schedule(pipeline_schedule_of(c)))
-        errors.push_back(e);
-    } catch (const std::exception& e) {
-      errors.push_back(std::string("--pipeline-schedule: ") + e.what());
-    }
-  }
   require(c.micro_batch_size > 0, "--micro-batch-size must be > 0");
   require(c.global_batch_size >= 0, "--global-batch-size must be > 0");
   if (c.micro_batch_size > 0 && c.global_batch_size > 0) {
@@ -185,17 +298,30 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 std::to_string(c.micro_batch_size) + " x " +
                 std::to_string(c.data_parallel_size()) + ")");
   }
-  require(c.train_iters > 0, "--train-iters must be > 0");
+  const bool ramp_ok = validate_rampup(c, errors);
+  if (p > 0 && c.micro_batch_size > 0 && c.num_micro_batches() > 0 && ramp_ok) {
+    // Every number of micro-batches the ramp-up passes through must suit the schedule.
+    const long unit = (long)c.micro_batch_size * c.data_parallel_size();
+    std::set<std::string> seen;
+    for (long gbs : c.batch_schedule().sizes()) {
+      try {
+        for (const std::string& e :
+             pipeline_parallel::validate_schedule(pipeline_schedule_of(c, (int)(gbs / unit))))
+          if (seen.insert(e).second)
+            errors.push_back(gbs == c.effective_global_batch()
+                                 ? e
+                                 : e + " (at global batch " + std::to_string(gbs) +
+                                       " of --rampup-batch-size)");
+      } catch (const std::exception& e) {
+        errors.push_back(std::string("--pipeline-schedule: ") + e.what());
+        break;
+      }
+    }
+  }
+  validate_schedule_flags(c, ramp_ok, errors);
   require(c.lr >= 0.f, "--lr must be >= 0");
   require(c.min_lr >= 0.f, "--min-lr must be >= 0");
   require(c.min_lr <= c.lr, "--min-lr (" + num(c.min_lr) + ") must be <= --lr (" + num(c.lr) + ")");
-  require(c.lr_warmup_iters >= 0, "--lr-warmup-iters must be >= 0");
-  require(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0");
-  if (c.lr_warmup_iters > 0)
-    require(c.lr_warmup_iters < c.effective_decay_iters(),
-            "--lr-warmup-iters (" + std::to_string(c.lr_warmup_iters) +
-                ") must be < --lr-decay-iters (" + std::to_string(c.effective_decay_iters()) +
-                ", defaults to --train-iters)");
   try {
     parse_decay_style(c.lr_decay_style);
   } catch (const std::exception& e) {

@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "config/batch_schedule.h"
 #include "config/model_config.h"
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "optim/adamw.h"
+#include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
 
 namespace trident {
@@ -33,12 +35,20 @@ struct TrainingConfig {
   int micro_batch_size = 4;
   int global_batch_size = 0;  // 0: micro_batch_size * data-parallel size
 
-  long train_iters = 100;
+  // How long to train and how the learning rate moves: by iterations (--train-iters,
+  // --lr-warmup-iters, --lr-decay-iters) or by samples (--train-samples,
+  // --lr-warmup-samples, --lr-decay-samples), never a mix (Megatron's rule). 0: not given.
+  long train_iters = 0;  // neither length given: 100 iterations
+  long train_samples = 0;
+  std::vector<long> rampup_batch_size;  // --rampup-batch-size start increment samples
   float lr = 6e-4f;
   float min_lr = 0.f;
   std::string lr_decay_style = "cosine";
   long lr_warmup_iters = 0;
   long lr_decay_iters = 0;  // 0: train_iters
+  long lr_warmup_samples = 0;
+  long lr_decay_samples = 0;       // 0: train_samples
+  double lr_warmup_fraction = -1;  // < 0: not given; else warm-up = fraction x decay steps
   AdamWConfig adam;
 
   std::uint64_t seed = 1234;
@@ -98,18 +108,30 @@ struct TrainingConfig {
   int virtual_stages() const;  // v
   // Layers of each virtual stage j * p + s, in order; empty when the split is invalid.
   std::vector<int> layers_per_virtual_stage() const;
-  int num_micro_batches() const;
+  // The final global batch (--global-batch-size, or b x d).
   int effective_global_batch() const;
-  long effective_decay_iters() const { return lr_decay_iters > 0 ? lr_decay_iters : train_iters; }
-  // Samples each split must provide (Megatron's get_train_valid_test_num_samples).
-  long train_samples() const { return train_iters * effective_global_batch(); }
-  long eval_runs() const { return (eval_interval > 0 ? train_iters / eval_interval : 0) + 1; }
+  // Micro-batches per iteration at the final global batch.
+  int num_micro_batches() const;
+  // The global batch as a function of consumed samples (constant without ramp-up).
+  GlobalBatchSchedule batch_schedule() const;
+  bool sample_based() const { return train_samples > 0; }
+  // Iterations of the whole run (from --train-samples when sample-based).
+  long total_train_iters() const;
+  // Samples the train split must provide (Megatron's get_train_valid_test_num_samples).
+  long total_train_samples() const;
+  // The learning-rate schedule in samples, from either family of flags.
+  LrSchedule lr_schedule() const;
+  long eval_runs() const {
+    return (eval_interval > 0 ? total_train_iters() / eval_interval : 0) + 1;
+  }
   long valid_samples() const { return eval_runs() * eval_iters * (long)effective_global_batch(); }
   long test_samples() const { return (long)eval_iters * effective_global_batch(); }
 };
 
 // The pipeline schedule the flags describe (p, v, m and its kind).
 pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c);
+// ... at another number of micro-batches (a batch-size ramp-up step).
+pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c, int microbatches);
 
 // Every violated rule, each naming the flag(s) and the rule; empty when valid.
 std::vector<std::string> validate_training_config(const TrainingConfig& c);

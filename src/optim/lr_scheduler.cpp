@@ -14,12 +14,13 @@ DecayStyle parse_decay_style(const std::string& s) {
 }
 
 float LrSchedule::at(long n) const {
-  if (warmup_iters > 0 && n <= warmup_iters) return max_lr * (float)n / (float)warmup_iters;
+  // In double, as Megatron's Python floats, rounded once at the end.
+  if (warmup_steps > 0 && n <= warmup_steps) return (float)(max_lr * ((double)n / warmup_steps));
   if (style == DecayStyle::kConstant) return max_lr;
-  if (n > decay_iters) return min_lr;
-  double ratio = (double)(n - warmup_iters) / (double)(decay_iters - warmup_iters);
+  if (n > decay_steps) return min_lr;
+  double ratio = ((double)n - warmup_steps) / ((double)decay_steps - warmup_steps);
   double coeff = style == DecayStyle::kLinear ? 1.0 - ratio : 0.5 * (std::cos(M_PI * ratio) + 1.0);
-  return (float)(min_lr + coeff * (max_lr - min_lr));
+  return (float)(min_lr + coeff * ((double)max_lr - min_lr));
 }
 
 }  // namespace trident

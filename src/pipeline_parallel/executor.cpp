@@ -28,6 +28,21 @@ PipelineExecutor::PipelineExecutor(const ScheduleConfig& schedule,
   send_buffers_.resize(schedule.microbatches * schedule.chunks);
 }
 
+void PipelineExecutor::set_microbatches(int microbatches) {
+  if (microbatches == schedule_.microbatches) return;
+  ScheduleConfig next = schedule_;
+  next.microbatches = microbatches;
+  std::vector<PipelineOp> ops = build_schedule(next, stage_);
+  std::vector<int> need = max_in_flight(ops, next.chunks);
+  for (int j = 0; j < next.chunks; ++j)
+    if (need[j] > (int)free_slots_[j].size())
+      throw std::logic_error("pipeline: " + std::to_string(microbatches) +
+                             " micro-batches need more activation slots than were planned");
+  schedule_ = next;
+  ops_ = std::move(ops);
+  send_buffers_.resize((size_t)microbatches * next.chunks);
+}
+
 double PipelineExecutor::now_us() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_)
       .count();

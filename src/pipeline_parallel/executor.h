@@ -41,6 +41,9 @@ class PipelineExecutor {
   void set_before_backward(std::function<void(int chunk, bool last)> f) {
     before_backward_ = std::move(f);
   }
+  // The next train_step runs `microbatches` micro-batches (a batch-size ramp-up step): the
+  // schedule is rebuilt; the activation slots planned at construction must suffice.
+  void set_microbatches(int microbatches);
   // Forward only over `microbatches` micro-batches; returns the loss sum, on every rank.
   double evaluate(const std::function<const int*(int)>& tokens_of, int microbatches);
 

@@ -49,6 +49,7 @@ void MetricsWriter::write(const IterationStats& s) {
   if (!out_) return;
   nlohmann::ordered_json j = {{"iteration", s.iteration},
                               {"consumed_samples", s.consumed_samples},
+                              {"global_batch_size", s.global_batch},
                               {"loss", s.loss},
                               {"lr", s.lr},
                               {"grad_norm", s.grad_norm},

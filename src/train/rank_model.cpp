@@ -66,8 +66,15 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     m.scaler = c.loss_scale > 0 ? LossScaler::constant(c.loss_scale)
                                 : LossScaler::dynamic(c.initial_loss_scale, c.min_loss_scale,
                                                       c.loss_scale_window, c.hysteresis);
-  std::vector<int> slots = pipeline_parallel::max_in_flight(
-      pipeline_parallel::build_schedule(m.schedule, pp.rank()), m.schedule.chunks);
+  // Activation slots: the most micro-batches in flight at any global batch of the run.
+  std::vector<int> slots(m.schedule.chunks, 0);
+  const long unit = (long)c.micro_batch_size * dp.size();
+  for (long gbs : c.batch_schedule().sizes()) {
+    auto schedule = pipeline_schedule_of(c, (int)(gbs / unit));
+    std::vector<int> need = pipeline_parallel::max_in_flight(
+        pipeline_parallel::build_schedule(schedule, pp.rank()), schedule.chunks);
+    for (int j = 0; j < m.schedule.chunks; ++j) slots[j] = std::max(slots[j], need[j]);
+  }
   for (int j = 0; j < m.schedule.chunks; ++j) {
     ChunkOptions options;
     options.placement = placement_of(c, pp.rank(), j);

@@ -86,14 +86,22 @@ void print_layout(const TrainingConfig& c, std::ostream& log) {
       << c.model.parameter_count(c.tensor_model_parallel_size) << " parameters\n";
   log << "batch: micro " << c.micro_batch_size << " x " << c.num_micro_batches()
       << " micro-batches x data " << c.data_parallel_size() << " = global "
-      << c.effective_global_batch() << "\n";
+      << c.effective_global_batch();
+  if (c.batch_schedule().ramps())
+    log << ", ramped up from " << c.rampup_batch_size[0] << " by " << c.rampup_batch_size[1]
+        << " over " << c.rampup_batch_size[2] << " samples";
+  const LrSchedule lr = c.lr_schedule();
+  log << "\ntraining: " << c.total_train_iters() << " iterations, " << c.total_train_samples()
+      << " samples" << (c.sample_based() ? " (sample-based)" : "") << "; learning rate "
+      << c.lr_decay_style << " from " << c.lr << " to " << c.min_lr << ", warm-up "
+      << lr.warmup_steps << " samples, decay ends at " << lr.decay_steps << " samples\n";
 }
 
 // This data-parallel replica's micro-batches of the global batch starting at `consumed`:
 // micro-batch i holds samples consumed + i * b * d + replica * b + [0, b) (Megatron's sampler).
 void fill_replica_batch(const data::SampleSource& source, long consumed, const TrainingConfig& c,
-                        int replica, int replicas, std::vector<int>& tokens) {
-  const int b = c.micro_batch_size, s = c.model.seq_length, m = c.num_micro_batches();
+                        int m, int replica, int replicas, std::vector<int>& tokens) {
+  const int b = c.micro_batch_size, s = c.model.seq_length;
   tokens.resize((size_t)m * b * (s + 1));
   for (int i = 0; i < m; ++i)
     for (int k = 0; k < b; ++k)
@@ -110,7 +118,7 @@ double evaluate(pipeline_parallel::PipelineExecutor& executor, const data::Sampl
   std::vector<int> tokens;
   double total = 0;
   for (int e = 0; e < c.eval_iters; ++e) {
-    fill_replica_batch(source, first + e * global_batch, c, dp.rank(), dp.size(), tokens);
+    fill_replica_batch(source, first + e * global_batch, c, m, dp.rank(), dp.size(), tokens);
     total += executor.evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); }, m);
   }
   dp.all_reduce(&total, 1, comm::ReduceOp::kSum);
@@ -158,6 +166,25 @@ void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
   log.unsetf(std::ios::fixed);
 }
 
+// This rank's share of the machine's arithmetic peak for the run's precision (--peak-tflops
+// overrides it): ranks on one node split its physical cores.
+double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
+  if (c.peak_tflops > 0) return c.peak_tflops;
+  int local_ranks = 0;
+  for (const std::string& n : rank.nodes) local_ranks += n == rank.nodes[rank.world_rank];
+  const int cores = physical_cores();
+  const double share =
+      std::min<double>(omp_get_max_threads(), (double)cores / std::max(1, local_ranks));
+  PeakMeasurement m = measure_peak_tflops(c.precision(), share);
+  log << "peak for MFU: " << kernels::precision_name(m.precision) << " multiply-add loop "
+      << std::fixed << std::setprecision(1) << m.per_core_gflops << " GFLOP/s per core x "
+      << std::setprecision(2) << share << " cores per rank (" << cores << " cores, " << local_ranks
+      << " rank" << (local_ranks > 1 ? "s" : "") << " on this node) = " << std::setprecision(3)
+      << m.tflops << " TFLOP/s per rank\n";
+  log.unsetf(std::ios::fixed);
+  return m.tflops;
+}
+
 void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& log) {
   tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);
   std::vector<int> ids = tok.encode(c.generate_prompt);
@@ -197,21 +224,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
 
   const int padded_vocab = model.chunks[0]->padded_vocab(), seq = c.model.seq_length;
-  const int global_batch = c.effective_global_batch(), micro = c.micro_batch_size;
-  const double flops = training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
-  double peak = c.peak_tflops;
-  if (peak <= 0) {
-    const kernels::Precision gemm = c.precision();
-    peak = measure_gemm_peak_tflops(micro * seq, 4 * c.model.hidden_size, c.model.hidden_size, 0.5,
-                                    gemm);
-    log << "measured "
-        << kernels::precision_name(gemm == kernels::Precision::kBf16 ? gemm
-                                                                     : kernels::Precision::kFp32)
-        << " GEMM peak: " << std::fixed << std::setprecision(3) << peak << " TFLOP/s ("
-        << micro * seq << "x" << c.model.hidden_size << " * " << c.model.hidden_size << "x"
-        << 4 * c.model.hidden_size << ")\n";
-    log.unsetf(std::ios::fixed);
-  }
+  const int micro = c.micro_batch_size;
+  const double peak = peak_tflops_of_rank(c, rank, log);
   std::vector<pipeline_parallel::PipelineStage*> stages;
   for (GPTModel* chunk : model.chunk_pointers()) stages.push_back(chunk);
   // Data parallelism: gradients of a chunk's last backward in the step are reduced bucket by
@@ -235,15 +249,16 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       executor.record(name, "data-parallel", t, t + 1);
     });
 
-  LrSchedule schedule{c.lr, c.min_lr, c.lr_warmup_iters, c.effective_decay_iters(),
-                      parse_decay_style(c.lr_decay_style)};
+  const LrSchedule schedule = c.lr_schedule();
+  const GlobalBatchSchedule batches = c.batch_schedule();
+  const long train_iters = c.total_train_iters();
   TrainingData data = make_training_data(c, log);
   MetricsWriter metrics(rank.world_rank == 0 ? c.metrics_file : "");
   std::vector<int> tokens;
   std::vector<pipeline_parallel::TraceEvent> timeline, last_step;
-  const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
-  long consumed = 0;
-  double interval_loss = 0, interval_time = 0, interval_norm = 0;
+  long consumed = 0, lr_samples = 0;
+  double interval_loss = 0, interval_time = 0, interval_norm = 0, interval_flops = 0;
+  long interval_tokens = 0;
   int interval_count = 0, interval_stepped = 0;
   long evaluations = 0;
   // What evaluations send is not training traffic: it is subtracted from the totals.
@@ -252,7 +267,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   auto run_validation = [&](long iteration) {
     if (c.eval_iters == 0 || !data.valid) return;
     GroupCounters before = snapshot_counters(*rank.groups);
-    long n = 0, first = evaluations++ * (long)c.eval_iters * global_batch;
+    long n = 0, first = evaluations++ * (long)c.eval_iters * c.effective_global_batch();
     double loss = evaluate(executor, *data.valid, c, dp, first, &n);
     ValidationStats v{iteration, consumed, loss, n};
     log << format_validation_line(v) << "\n";
@@ -270,19 +285,26 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     first_iteration = st.iteration + 1;
     consumed = st.consumed_samples;
     evaluations = st.evaluations;
+    lr_samples = st.lr_schedule_samples;
   }
   long saves = 0;
   auto save_checkpoint = [&](long iteration) {
     const bool die = ++saves == c.inject_fault_save && rank.world_rank == 0;
-    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations}, rank, log, die);
+    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations, lr_samples}, rank, log,
+                     die);
   };
   long last_saved = -1;
-  for (long it = first_iteration; it <= c.train_iters; ++it) {
+  for (long it = first_iteration; it <= train_iters; ++it) {
     if (it == c.inject_fault_iteration && rank.world_rank == c.inject_fault_rank)
       throw std::runtime_error("injected fault at iteration " + std::to_string(it));
     auto start = std::chrono::steady_clock::now();
+    // The global batch of this iteration (batch-size ramp-up: it grows with consumed samples).
+    const long global_batch = batches.at(consumed);
+    const int m = (int)(global_batch / ((long)micro * dp.size()));
+    const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
+    executor.set_microbatches(m);
     model.zero_grads();
-    fill_replica_batch(*data.train, consumed, c, dp.rank(), dp.size(), tokens);
+    fill_replica_batch(*data.train, consumed, c, m, dp.rank(), dp.size(), tokens);
     const float loss_scale = model.scaler.scale();
     double loss_sum = executor.train_step(
         [&](int i) { return tokens.data() + (size_t)i * micro * (seq + 1); },
@@ -313,8 +335,9 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
         global_grad_norm(ranges, tp, pp, c.use_distributed_optimizer ? dp : replicas) / loss_scale;
     dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
     // As Megatron, the schedule advances only on steps that updated the weights.
-    float lr = schedule.at(it - 1 - model.scaler.state().skipped);
+    float lr = schedule.at(lr_samples);
     const bool skip = model.scaler.update(!std::isfinite(norm));
+    if (!skip) lr_samples += global_batch;
     if (!skip)
       for (size_t j = 0; j < model.chunks.size(); ++j) {
         model.optimizers[j]->update(model.chunks[j]->parameters(), lr,
@@ -327,6 +350,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     consumed += global_batch;
     double elapsed = seconds_since(start);
     interval_time += elapsed;
+    interval_flops += training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
+    interval_tokens += global_batch * seq;
     ++interval_count;
     if (!skip) {  // as Megatron, skipped iterations stay out of the averages
       interval_loss += loss_sum / ((double)global_batch * seq);
@@ -337,27 +362,28 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       log << "error: loss is not finite at iteration " << it << "\n";
       return 3;
     }
-    if (it % c.log_interval == 0 || it == c.train_iters) {
+    if (it % c.log_interval == 0 || it == train_iters) {
       double per_iter = interval_time / interval_count;
       IterationStats s;
-      s.iteration = it, s.train_iters = c.train_iters, s.consumed_samples = consumed;
+      s.iteration = it, s.train_iters = train_iters, s.consumed_samples = consumed;
       s.ms_per_iter = per_iter * 1e3, s.lr = lr, s.global_batch = global_batch;
       s.loss = interval_stepped ? interval_loss / interval_stepped : NAN;
       s.grad_norm = interval_stepped ? interval_norm / interval_stepped : NAN;
       if (c.fp16)
         s.loss_scale = model.scaler.scale(), s.skipped_iterations = model.scaler.state().skipped;
-      s.tokens_per_s = (double)global_batch * seq / per_iter;
-      s.tflops = flops / per_iter / 1e12 / c.world_size, s.mfu = s.tflops / peak;
+      s.tokens_per_s = (double)interval_tokens / interval_time;
+      s.tflops = interval_flops / interval_time / 1e12 / c.world_size, s.mfu = s.tflops / peak;
       log << format_log_line(s) << "\n" << std::flush;
       metrics.write(s);
-      interval_loss = interval_time = interval_norm = 0;
+      interval_loss = interval_time = interval_norm = interval_flops = 0;
+      interval_tokens = 0;
       interval_count = interval_stepped = 0;
     }
-    if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != c.train_iters) run_validation(it);
+    if (c.eval_interval > 0 && it % c.eval_interval == 0 && it != train_iters) run_validation(it);
     if (!c.save.empty() && c.save_interval > 0 && it % c.save_interval == 0)
       save_checkpoint(it), last_saved = it;
   }
-  if (!c.save.empty() && last_saved != c.train_iters) save_checkpoint(c.train_iters);
+  if (!c.save.empty() && last_saved != train_iters) save_checkpoint(train_iters);
   GroupCounters training_counters = snapshot_counters(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;
@@ -377,12 +403,13 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   if (pp.size() > 1) {
     print_bubble(last_step, model.schedule, pp, log);
     const long bytes = executor.boundary_bytes_sent();
-    log << "pipeline boundary sends of rank 0: " << bytes / c.train_iters << " bytes per iteration"
+    log << "pipeline boundary sends of rank 0: "
+        << bytes / std::max(1L, train_iters - first_iteration + 1) << " bytes per iteration"
         << (c.scatter_gather && tp.size() > 1 ? " (scatter/gather: 1/t of each tensor)" : "")
         << "\n";
-    metrics.write_json({{"pipeline_boundary_bytes", bytes}, {"iterations", c.train_iters}});
+    metrics.write_json({{"pipeline_boundary_bytes", bytes}, {"iterations", train_iters}});
   }
-  run_validation(c.train_iters);
+  run_validation(train_iters);
   if (c.eval_iters > 0 && data.test) {
     long n = 0;
     double loss = evaluate(executor, *data.test, c, dp, 0, &n);
@@ -397,7 +424,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }
   if (!c.timeline.empty()) write_timeline(c.timeline, timeline, rank, log);
-  print_collectives(training_counters, c.train_iters, log, metrics);
+  print_collectives(training_counters, std::max(1L, train_iters - first_iteration + 1), log,
+                    metrics);
   if (tp.size() > 1) {
     double drift = 0;
     for (const auto& chunk : model.chunks)

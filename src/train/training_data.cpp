@@ -21,7 +21,7 @@ TrainingData make_training_data(const TrainingConfig& c, std::ostream& log) {
   r.seq_length = c.model.seq_length;
   r.seed = (std::uint32_t)c.seed;
   r.cache_path = c.data_cache_path;
-  r.samples[0] = c.train_samples();
+  r.samples[0] = c.total_train_samples();
   r.samples[1] = c.eval_iters > 0 ? c.valid_samples() : 0;
   r.samples[2] = c.eval_iters > 0 ? c.test_samples() : 0;
   data::DataSplits s = data::build_gpt_datasets(r, log);

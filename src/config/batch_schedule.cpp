@@ -1,0 +1,44 @@
+#include "config/batch_schedule.h"
+
+#include <stdexcept>
+
+namespace trident {
+
+GlobalBatchSchedule::GlobalBatchSchedule(long global_batch, BatchRampup rampup)
+    : global_batch_(global_batch), rampup_(rampup) {
+  if (!ramps()) return;
+  // The config validation reports these to the user; here they are broken invariants.
+  if (rampup.increment <= 0 || rampup.start > global_batch ||
+      (global_batch - rampup.start) % rampup.increment != 0)
+    throw std::invalid_argument("batch ramp-up: start, increment and global batch disagree");
+  const long increments = (global_batch - rampup.start) / rampup.increment;
+  samples_per_increment_ = increments > 0 ? (double)rampup.samples / (double)increments : 0;
+}
+
+long GlobalBatchSchedule::at(long consumed) const {
+  if (!ramps() || consumed > rampup_.samples || samples_per_increment_ <= 0) return global_batch_;
+  const long steps = (long)((double)consumed / samples_per_increment_);
+  return std::min(global_batch_, rampup_.start + steps * rampup_.increment);
+}
+
+std::vector<long> GlobalBatchSchedule::sizes() const {
+  if (!ramps()) return {global_batch_};
+  std::vector<long> out;
+  for (long b = rampup_.start; b <= global_batch_; b += rampup_.increment) out.push_back(b);
+  return out;
+}
+
+long GlobalBatchSchedule::iterations_for(long train_samples) const {
+  long iterations = 0, consumed = 0;
+  if (ramps())
+    while (consumed <= rampup_.samples) consumed += at(consumed), ++iterations;
+  return iterations + std::max(0L, train_samples - consumed) / global_batch_;
+}
+
+long GlobalBatchSchedule::samples_after(long iterations) const {
+  long consumed = 0, it = 0;
+  for (; it < iterations && consumed <= rampup_.samples && ramps(); ++it) consumed += at(consumed);
+  return consumed + (iterations - it) * global_batch_;
+}
+
+}  // namespace trident
