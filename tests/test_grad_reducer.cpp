@@ -31,6 +31,12 @@ class FakeGroup final : public comm::Communicator {
   std::unique_ptr<comm::Request> ireduce_scatter(const float*, float*, long) override {
     return nullptr;
   }
+  std::unique_ptr<comm::Request> ireduce_scatter_v(float*, const std::vector<long>&) override {
+    return nullptr;
+  }
+  std::unique_ptr<comm::Request> iall_gather_v(float*, const std::vector<long>&) override {
+    return nullptr;
+  }
   std::unique_ptr<comm::Request> isend(const float*, long, int, int) override { return nullptr; }
   std::unique_ptr<comm::Request> irecv(float*, long, int, int) override { return nullptr; }
 

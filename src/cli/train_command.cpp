@@ -78,6 +78,10 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   app.add_flag("--overlap-grad-reduce", c.overlap_grad_reduce,
                "all-reduce gradient buckets during the last backward")
       ->group("Parallelism");
+  app.add_flag("--overlap-param-gather", c.overlap_param_gather,
+               "distributed optimizer: all-gather updated parameters bucket by bucket during the "
+               "next forward")
+      ->group("Parallelism");
   opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
       "Parallelism");
   opt("--recompute-granularity", c.recompute_granularity,

@@ -65,6 +65,15 @@ std::unique_ptr<Request> SingleRankCommunicator::ireduce_scatter(const float* se
   return std::make_unique<DoneRequest>();
 }
 
+std::unique_ptr<Request> SingleRankCommunicator::ireduce_scatter_v(float*,
+                                                                   const std::vector<long>&) {
+  return std::make_unique<DoneRequest>();  // one rank: its block already is the sum
+}
+
+std::unique_ptr<Request> SingleRankCommunicator::iall_gather_v(float*, const std::vector<long>&) {
+  return std::make_unique<DoneRequest>();
+}
+
 std::unique_ptr<Request> SingleRankCommunicator::isend(const float*, long, int, int) {
   throw std::logic_error(name_ + ": isend on a one-rank group");
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace trident::comm {
 
@@ -56,6 +57,14 @@ class Communicator {
   virtual std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) = 0;
   virtual std::unique_ptr<Request> iall_gather(const float* send, float* recv, long count) = 0;
   virtual std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv, long count) = 0;
+  // Uneven, in-place forms over `data`, which holds every rank's block in rank order (rank
+  // r's block: counts[r] floats, possibly 0). Reduce-scatter: afterwards rank r's block
+  // holds the sum of all ranks' blocks r (the other blocks are unchanged). All-gather:
+  // afterwards every block holds its owner's values. The distributed optimizer's buckets
+  // use them: a bucket overlaps the contiguous shards of some ranks by uneven amounts.
+  virtual std::unique_ptr<Request> ireduce_scatter_v(float* data,
+                                                     const std::vector<long>& counts) = 0;
+  virtual std::unique_ptr<Request> iall_gather_v(float* data, const std::vector<long>& counts) = 0;
   virtual std::unique_ptr<Request> isend(const float* data, long count, int dest, int tag) = 0;
   virtual std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) = 0;
   const CollectiveCounters& counters() const { return counters_; }
@@ -81,6 +90,8 @@ class SingleRankCommunicator final : public Communicator {
   std::unique_ptr<Request> iall_reduce(float*, long, ReduceOp) override;
   std::unique_ptr<Request> iall_gather(const float* send, float* recv, long count) override;
   std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv, long count) override;
+  std::unique_ptr<Request> ireduce_scatter_v(float*, const std::vector<long>&) override;
+  std::unique_ptr<Request> iall_gather_v(float*, const std::vector<long>&) override;
   std::unique_ptr<Request> isend(const float*, long, int, int) override;
   std::unique_ptr<Request> irecv(float*, long, int, int) override;
 

@@ -37,6 +37,27 @@ struct MpiRequest final : Request {
   }
 };
 
+// Several MPI operations that complete together.
+struct MultiRequest final : Request {
+  std::vector<MPI_Request> requests;
+  void wait() override {
+    check(MPI_Waitall((int)requests.size(), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+  bool test() override {
+    int done = 0;
+    check(MPI_Testall((int)requests.size(), requests.data(), &done, MPI_STATUSES_IGNORE),
+          "MPI_Testall");
+    return done != 0;
+  }
+  ~MultiRequest() override {
+    if (!requests.empty()) MPI_Waitall((int)requests.size(), requests.data(), MPI_STATUSES_IGNORE);
+  }
+};
+
+// Slices of an uneven in-place collective done as one operation per owner: a reduce to it,
+// or a broadcast from it. Slices bound the temporaries MPI stages for a reduction.
+constexpr long kOwnerSlice = 1L << 22;
+
 void count(CollectiveCounters::Entry& e, long floats) {
   ++e.calls;
   e.bytes += floats * (long)sizeof(float);
@@ -144,6 +165,46 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, flo
   auto r = std::make_unique<MpiRequest>();
   check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, &r->request),
         name_ + " non-blocking reduce-scatter");
+  return r;
+}
+
+std::unique_ptr<Request> MpiCommunicator::ireduce_scatter_v(float* data,
+                                                            const std::vector<long>& counts) {
+  auto r = std::make_unique<MultiRequest>();
+  if (size_ == 1) return r;
+  long total = 0;
+  for (long c : counts) total += c;
+  count(counters_.reduce_scatter, total);
+  float* block = data;
+  for (int owner = 0; owner < size_; ++owner) {
+    for (long off = 0; off < counts[owner]; off += kOwnerSlice) {
+      float* slice = block + off;
+      const int len = (int)std::min(kOwnerSlice, counts[owner] - off);
+      r->requests.emplace_back();
+      check(MPI_Ireduce(rank_ == owner ? MPI_IN_PLACE : slice, slice, len, MPI_FLOAT, MPI_SUM,
+                        owner, comm_, &r->requests.back()),
+            name_ + " non-blocking reduce-scatter");
+    }
+    block += counts[owner];
+  }
+  return r;
+}
+
+std::unique_ptr<Request> MpiCommunicator::iall_gather_v(float* data,
+                                                        const std::vector<long>& counts) {
+  auto r = std::make_unique<MultiRequest>();
+  if (size_ == 1) return r;
+  count(counters_.all_gather, counts[rank_]);
+  float* block = data;
+  for (int owner = 0; owner < size_; ++owner) {
+    for (long off = 0; off < counts[owner]; off += kOwnerSlice) {
+      r->requests.emplace_back();
+      check(MPI_Ibcast(block + off, (int)std::min(kOwnerSlice, counts[owner] - off), MPI_FLOAT,
+                       owner, comm_, &r->requests.back()),
+            name_ + " non-blocking all-gather");
+    }
+    block += counts[owner];
+  }
   return r;
 }
 

@@ -31,6 +31,8 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) override;
   std::unique_ptr<Request> iall_gather(const float* send, float* recv, long count) override;
   std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv, long count) override;
+  std::unique_ptr<Request> ireduce_scatter_v(float* data, const std::vector<long>& counts) override;
+  std::unique_ptr<Request> iall_gather_v(float* data, const std::vector<long>& counts) override;
   std::unique_ptr<Request> isend(const float* data, long count, int dest, int tag) override;
   std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) override;
   MPI_Comm handle() const { return comm_; }

@@ -222,6 +222,9 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
+  require(!c.overlap_param_gather || (c.use_distributed_optimizer && c.overlap_grad_reduce),
+          "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce "
+          "(Megatron's rule: the parameters it gathers are the optimizer's shards)");
   require(c.logits_chunk_rows >= 0, "--logits-chunk-rows must be >= 0 (0: automatic)");
   require(!(c.bf16 && c.fp16), "give --bf16 or --fp16, not both");
   require(c.hidden_dropout >= 0.f && c.hidden_dropout < 1.f, "--hidden-dropout must be in [0, 1)");

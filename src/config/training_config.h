@@ -29,6 +29,7 @@ struct TrainingConfig {
   std::string timeline;                    // Chrome-trace output
   bool use_distributed_optimizer = false;  // ZeRO-1 over the data-parallel group
   bool overlap_grad_reduce = false;        // bucketed all-reduce during backward
+  bool overlap_param_gather = false;       // distributed optimizer: all-gather during forward
   long ddp_bucket_size = 0;                // floats per bucket (0: Megatron's default)
   int world_size = 1;                      // set by the launcher, not a flag
 

@@ -6,31 +6,38 @@
 
 namespace trident::data_parallel {
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
 GradientReducer::GradientReducer(Parameters& params, comm::Communicator& data,
                                  ReducerOptions options)
     : params_(params), data_(data), options_(options) {
   const auto& specs = params.layout().specs();
   const int n = (int)specs.size();
   if (options.distributed_optimizer) {
-    // One bucket over the whole buffer, padded so it splits exactly: no per-tensor
+    // Padded so the buffer splits exactly into contiguous shards: no per-tensor
     // divisibility rule (llm.c's limitation), any d works.
     params.pad_to_multiple(16L * data.size());
-    buckets_.push_back({0, n, 0, params.size()});
     shard_begin_ = params.size() / data.size() * data.rank();
     shard_end_ = shard_begin_ + params.size() / data.size();
   } else {
     shard_end_ = params.size();
-    long filled = 0;
-    int end = n;
-    for (int k = n - 1; k >= 0; --k) {  // reverse order of use
-      filled += specs[k].numel();
-      if (filled >= options.bucket_floats || k == 0) {
-        long lo = specs[k].offset;
-        long hi = end == n ? params.size() : specs[end].offset;
-        buckets_.push_back({k, end, lo, hi - lo});
-        end = k;
-        filled = 0;
-      }
+  }
+  long filled = 0;
+  int end = n;
+  for (int k = n - 1; k >= 0; --k) {  // reverse order of use
+    filled += specs[k].numel();
+    if (filled >= options.bucket_floats || k == 0) {
+      long lo = k == 0 ? 0 : specs[k].offset;
+      long hi = end == n ? params.size() : specs[end].offset;  // the last takes the padding
+      buckets_.push_back({k, end, lo, hi - lo});
+      end = k;
+      filled = 0;
     }
   }
   bucket_of_spec_.assign(n, 0);
@@ -38,10 +45,16 @@ GradientReducer::GradientReducer(Parameters& params, comm::Communicator& data,
     for (int k = buckets_[b].spec_begin; k < buckets_[b].spec_end; ++k) bucket_of_spec_[k] = (int)b;
   remaining_.resize(buckets_.size());
   launched_.resize(buckets_.size());
+  held_back_.resize(buckets_.size());
+  gathers_.resize(buckets_.size());
+}
+
+void GradientReducer::hold_back_spec(int spec) {
+  held_back_[bucket_of_spec_[spec]] = true;
 }
 
 void GradientReducer::arm() {
-  armed_ = options_.overlap && !options_.distributed_optimizer && data_.size() > 1;
+  armed_ = options_.overlap && data_.size() > 1;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     remaining_[b] = buckets_[b].spec_end - buckets_[b].spec_begin;
     launched_[b] = false;
@@ -54,11 +67,20 @@ void GradientReducer::mark_ready(int begin, int end) {
   for (auto& r : requests_) r->test();  // progress the buckets already in flight
   for (int k = begin; k < end; ++k) {
     int b = bucket_of_spec_[k];
-    if (--remaining_[b] == 0 && !launched_[b]) {
+    if (--remaining_[b] == 0 && !launched_[b] && !held_back_[b]) {
       launch(b);
       ++launched_early_;
     }
   }
+}
+
+std::vector<long> GradientReducer::owner_counts(size_t b) const {
+  const long lo = buckets_[b].offset, hi = lo + buckets_[b].floats;
+  const long shard = params_.size() / data_.size();
+  std::vector<long> counts(data_.size());
+  for (int r = 0; r < data_.size(); ++r)
+    counts[r] = std::max(0L, std::min(hi, (r + 1) * shard) - std::max(lo, r * shard));
+  return counts;
 }
 
 void GradientReducer::launch(size_t b) {
@@ -67,31 +89,65 @@ void GradientReducer::launch(size_t b) {
     on_launch_((options_.distributed_optimizer ? "reduce-scatter bucket " : "all-reduce bucket ") +
                std::to_string(b));
   float* grads = params_.grads() + buckets_[b].offset;
-  if (options_.distributed_optimizer) {  // in place: the sum lands in this rank's shard
-    const long piece = buckets_[b].floats / data_.size();
-    requests_.push_back(data_.ireduce_scatter(grads, grads, piece));
-  } else {
+  if (options_.distributed_optimizer)  // in place: the sums land in the owners' shards
+    requests_.push_back(data_.ireduce_scatter_v(grads, owner_counts(b)));
+  else
     requests_.push_back(data_.iall_reduce(grads, buckets_[b].floats, comm::ReduceOp::kSum));
-  }
 }
 
 void GradientReducer::finish() {
   armed_ = false;
   if (data_.size() == 1) return;
+  finish_param_gather();
   for (size_t b = 0; b < buckets_.size(); ++b)
     if (!launched_[b]) launch(b);
   auto start = std::chrono::steady_clock::now();
   for (auto& r : requests_) r->wait();
-  last_wait_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  last_wait_seconds_ = seconds_since(start);
   requests_.clear();
   for (size_t b = 0; b < buckets_.size(); ++b) launched_[b] = false;
 }
 
 void GradientReducer::all_gather_values() {
   if (!options_.distributed_optimizer || data_.size() == 1) return;
-  const long piece = shard_end_ - shard_begin_;
-  data_.all_gather(params_.values() + shard_begin_, params_.values(), piece);  // in place
+  if (!options_.overlap_param_gather) {
+    auto start = std::chrono::steady_clock::now();
+    const long piece = shard_end_ - shard_begin_;
+    data_.all_gather(params_.values() + shard_begin_, params_.values(), piece);  // in place
+    last_gather_wait_seconds_ = seconds_since(start);
+    return;
+  }
+  finish_param_gather();
+  last_gather_wait_seconds_ = gather_wait_seconds_;
+  gather_wait_seconds_ = 0;
+  float* values = params_.values();
+  // Each bucket's low-precision copy is re-rounded as its gather completes, so the copy
+  // counts as current for the lazy whole-buffer refresh.
+  params_.mark_low_precision_current();
+  for (size_t b = buckets_.size(); b-- > 0;)  // forward order: the embedding's bucket first
+    gathers_[b] = data_.iall_gather_v(values + buckets_[b].offset, owner_counts(b));
+}
+
+void GradientReducer::complete_gather(size_t b) {
+  auto start = std::chrono::steady_clock::now();
+  gathers_[b]->wait();
+  gather_wait_seconds_ += seconds_since(start);
+  gathers_[b].reset();
+  params_.refresh_low_precision(buckets_[b].offset, buckets_[b].offset + buckets_[b].floats);
+}
+
+void GradientReducer::params_needed(int begin, int end) {
+  bool any = false;
+  for (auto& g : gathers_)
+    if (g) any = true, g->test();  // progress every gather, not just the one needed now
+  if (!any) return;
+  for (int k = begin; k < end; ++k)
+    if (gathers_[bucket_of_spec_[k]]) complete_gather(bucket_of_spec_[k]);
+}
+
+void GradientReducer::finish_param_gather() {
+  for (size_t b = buckets_.size(); b-- > 0;)
+    if (gathers_[b]) complete_gather(b);
 }
 
 void GradientReducer::print(std::ostream& os) const {

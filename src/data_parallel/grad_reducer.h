@@ -1,10 +1,13 @@
 #pragma once
 // Data-parallel gradient reduction over one chunk's flat gradient buffer. Tensors are
 // grouped into buckets in reverse layout order (the order backward finishes them, as
-// Megatron's DDP does); with overlap, a bucket's non-blocking all-reduce starts as soon
-// as every tensor in it is final in the step's last backward, while backward continues.
-// With the distributed optimizer (ZeRO-1) the buffer is instead reduce-scattered: rank r
-// of the data-parallel group owns floats [r S / d, (r + 1) S / d) of the padded buffer.
+// Megatron's DDP does); with overlap, a bucket's non-blocking reduction starts as soon as
+// every tensor in it is final in the step's last backward, while backward continues.
+// Plain data parallelism all-reduces each bucket. With the distributed optimizer (ZeRO-1)
+// rank r of the data-parallel group owns floats [r S / d, (r + 1) S / d) of the padded
+// buffer: each bucket is reduce-scattered onto the owners of its pieces, and after the
+// update the owners' values are all-gathered back — bucket by bucket in forward order,
+// overlapped with the next forward when asked (--overlap-param-gather).
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -25,11 +28,15 @@ struct ReducerOptions {
   long bucket_floats = 40'000'000;  // Megatron's default with overlap
   bool overlap = true;
   bool distributed_optimizer = false;
+  bool overlap_param_gather = false;  // distributed optimizer: all-gather during next forward
 };
 
 class GradientReducer {
  public:
   GradientReducer(Parameters& params, comm::Communicator& data, ReducerOptions options);
+  // The bucket holding this spec starts only in finish(): its gradient is still changed
+  // after backward (the tied word embedding, summed across pipeline stages first).
+  void hold_back_spec(int spec);
   // Before the step's last backward of this chunk: from now on, ready tensors may launch.
   void arm();
   // Specs [begin, end) have final gradients; launches every bucket that became complete.
@@ -40,18 +47,30 @@ class GradientReducer {
   // The range this rank updates: everything, or its shard with the distributed optimizer.
   long shard_begin() const { return shard_begin_; }
   long shard_end() const { return shard_end_; }
-  // Distributed optimizer: every rank's updated shard of the values, to every rank.
+  // Distributed optimizer: every rank's updated shard of the values, to every rank — at
+  // once, or (overlap_param_gather) started here and completed bucket by bucket as
+  // params_needed() asks for them.
   void all_gather_values();
+  // Specs [begin, end) are about to be read: waits for the all-gather of their buckets.
+  void params_needed(int spec_begin, int spec_end);
+  // Completes every all-gather still in flight (before anything else reads the values).
+  void finish_param_gather();
   const std::vector<Bucket>& buckets() const { return buckets_; }
   int launched_before_finish() const { return launched_early_; }
-  // Seconds the last finish() waited for reductions still in flight.
+  // Seconds the last finish() waited for gradient reductions still in flight.
   double last_wait_seconds() const { return last_wait_seconds_; }
+  // Seconds the last complete parameter all-gather kept the caller waiting (all of a
+  // blocking one; the waits inside the forward for an overlapped one).
+  double last_gather_wait_seconds() const { return last_gather_wait_seconds_; }
   void print(std::ostream& os) const;
   // Told the name of every bucket reduction as it starts (for the timeline).
   void set_launch_observer(std::function<void(const std::string&)> f) { on_launch_ = std::move(f); }
 
  private:
   void launch(size_t bucket);
+  // Floats of bucket b in each rank's shard, in rank order (the uneven collectives' blocks).
+  std::vector<long> owner_counts(size_t bucket) const;
+  void complete_gather(size_t bucket);
 
   Parameters& params_;
   comm::Communicator& data_;
@@ -59,11 +78,12 @@ class GradientReducer {
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_spec_;
   std::vector<int> remaining_;  // per bucket: specs not yet final
-  std::vector<bool> launched_;
+  std::vector<bool> launched_, held_back_;
   std::vector<std::unique_ptr<comm::Request>> requests_;
+  std::vector<std::unique_ptr<comm::Request>> gathers_;  // per bucket, while in flight
   bool armed_ = false;
   int launched_early_ = 0;
-  double last_wait_seconds_ = 0;
+  double last_wait_seconds_ = 0, gather_wait_seconds_ = 0, last_gather_wait_seconds_ = 0;
   std::function<void(const std::string&)> on_launch_;
   long shard_begin_ = 0, shard_end_ = 0;
 };

@@ -291,17 +291,25 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   a.first_sample = grad_scale != 0.f ? first_sample : -1;  // no dropout when evaluating
   params_.refresh_low_precision();
   const int rows = batch * seq, h = config_.hidden_size;
+  const int specs = (int)params_.layout().specs().size();
+  auto need = [&](int begin, int end) {
+    if (params_needed_) params_needed_(begin, end);
+  };
   const LayerCall call = layer_call(a, batch, seq);
   if (options_.placement.pre_process) {
+    need(0, 2);  // word and position embeddings
     embedding_.forward(a.input_ids.data(), batch, seq, a.input);
     kernels::dropout_inplace(a.input, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
   }
   const float* x = a.input;
   for (size_t l = 0; l < layers_.size(); ++l) {
+    need(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
     layers_[l].forward(x, a.layers[l], scratch_, call);
     x = a.layers[l].output;
   }
   if (!options_.placement.post_process) return 0.0;
+  need(specs - 2, specs);  // final LayerNorm
+  need(0, 1);              // the output layer's (tied) word embedding
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
                              a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
   lm_head_.forward(a.final_ln_out.operand(), a.target_ids.data(), rows, a.losses, grad_scale,

@@ -73,6 +73,11 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // reducing a bucket as soon as all of it is final. Empty function: no calls.
   using GradReadyHook = std::function<void(int spec_begin, int spec_end)>;
   void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
+  // Called during forward_chunk with [begin, end) spec indices about to be read (the
+  // embedding, each layer, the final LayerNorm and output layer, in that order): the
+  // distributed optimizer's overlapped all-gather waits there for the buckets holding them.
+  using ParamsNeededHook = std::function<void(int spec_begin, int spec_end)>;
+  void set_params_needed_hook(ParamsNeededHook hook) { params_needed_ = std::move(hook); }
 
   Parameters& parameters() { return params_; }
   const Parameters& parameters() const { return params_; }
@@ -126,6 +131,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   float* d_residual_ = nullptr;
   LayerScratch scratch_{};
   GradReadyHook grad_ready_;
+  ParamsNeededHook params_needed_;
   std::vector<int> layer_first_spec_;  // index of each layer's first parameter spec
 };
 

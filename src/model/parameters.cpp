@@ -47,6 +47,14 @@ void Parameters::refresh_low_precision() {
   low_stale_ = false;
 }
 
+void Parameters::refresh_low_precision(long begin, long end) {
+  if (low_.empty()) return;
+  if (low_precision_ == kernels::Precision::kBf16)
+    kernels::to_bf16(values_.data() + begin, low_.data() + begin, end - begin);
+  else
+    kernels::to_fp16(values_.data() + begin, low_.data() + begin, end - begin);
+}
+
 void Parameters::zero_grads() {
   kernels::fill(grads_.data(), 0.f, (long)grads_.size());
 }

@@ -47,6 +47,9 @@ class Parameters {
   kernels::Precision low_precision() const { return low_precision_; }
   // Re-rounds the copy if any value may have changed since it was made.
   void refresh_low_precision();
+  // Re-rounds floats [begin, end) of the copy, whatever the staleness flag says (a range
+  // another rank just sent).
+  void refresh_low_precision(long begin, long end);
   // For an optimizer that writes the copy itself while updating every value: the copy
   // (nullptr without one), and the promise that it is current again.
   std::uint16_t* low_values() { return low_.empty() ? nullptr : low_.data(); }

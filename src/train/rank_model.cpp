@@ -49,6 +49,10 @@ long RankModel::planned_bytes() const {
   return total;
 }
 
+void RankModel::finish_param_gather() {
+  for (auto& r : reducers) r->finish_param_gather();
+}
+
 void RankModel::zero_grads() {
   for (auto& c : chunks) c->parameters().zero_grads();
 }
@@ -60,6 +64,7 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
       c.ddp_bucket_size > 0 ? c.ddp_bucket_size : std::max(40'000'000L, 1'000'000L * dp.size());
   reduce.overlap = c.overlap_grad_reduce;
   reduce.distributed_optimizer = c.use_distributed_optimizer;
+  reduce.overlap_param_gather = c.overlap_param_gather;
   RankModel m;
   m.schedule = pipeline_schedule_of(c);
   if (c.fp16)
@@ -93,6 +98,12 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     else
       params.initialize(c.seed, c.model.init_method_std, c.model.num_layers);
     m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
+    // The tied word embedding's gradient is summed across the first and last stage after
+    // backward, before its data-parallel reduction; after a reduce-scatter the two stages'
+    // shards would cover different elements of it.
+    const bool tied_copy = options.placement.pre_process || options.placement.post_process;
+    if (c.use_distributed_optimizer && pp.size() > 1 && tied_copy)
+      m.reducers.back()->hold_back_spec(0);
     m.optimizers.push_back(std::make_unique<AdamW>(c.adam, m.reducers.back()->shard_begin(),
                                                    m.reducers.back()->shard_end()));
     m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",

@@ -25,6 +25,8 @@ struct RankModel {
   std::vector<const Parameters*> parameters() const;
   long planned_bytes() const;
   void zero_grads();
+  // Completes overlapped parameter all-gathers (before anything outside forward reads values).
+  void finish_param_gather();
 };
 
 // Builds this rank's chunks (activation slots sized by the schedule), then initialises them

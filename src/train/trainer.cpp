@@ -243,6 +243,10 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
                                                c.model.hidden_size,
                                                {c.scatter_gather, rank.world_rank});
   executor.set_before_backward(before_backward);
+  if (c.overlap_param_gather)
+    for (size_t j = 0; j < model.chunks.size(); ++j)
+      model.chunks[j]->set_params_needed_hook(
+          [reducer = model.reducers[j].get()](int b, int e) { reducer->params_needed(b, e); });
   for (auto& reducer : model.reducers)
     reducer->set_launch_observer([&executor](const std::string& name) {
       const double t = executor.now_us();
@@ -266,6 +270,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   for (auto& entry : eval_counters) entry.second = {};
   auto run_validation = [&](long iteration) {
     if (c.eval_iters == 0 || !data.valid) return;
+    model.finish_param_gather();
     GroupCounters before = snapshot_counters(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * c.effective_global_batch();
     double loss = evaluate(executor, *data.valid, c, dp, first, &n);
@@ -290,6 +295,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   long saves = 0;
   auto save_checkpoint = [&](long iteration) {
     const bool die = ++saves == c.inject_fault_save && rank.world_rank == 0;
+    model.finish_param_gather();
     checkpoint::save(c.save, c, model, {iteration, consumed, evaluations, lr_samples}, rank, log,
                      die);
   };
@@ -384,20 +390,27 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       save_checkpoint(it), last_saved = it;
   }
   if (!c.save.empty() && last_saved != train_iters) save_checkpoint(train_iters);
+  model.finish_param_gather();
   GroupCounters training_counters = snapshot_counters(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;
   if (dp.size() > 1) {
     int early = 0, total = 0;
-    double wait = 0;
+    double wait = 0, gather = 0;
     for (const auto& r : model.reducers) {
       early += r->launched_before_finish(), total += (int)r->buckets().size();
-      wait += r->last_wait_seconds();
+      wait += r->last_wait_seconds(), gather += r->last_gather_wait_seconds();
     }
     log << "data parallel: " << early << " of " << total
         << " gradient buckets started during the last backward of the last iteration"
         << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
-        << std::fixed << std::setprecision(1) << wait * 1e3 << " ms for the reduction\n";
+        << std::fixed << std::setprecision(1) << wait * 1e3 << " ms for the "
+        << (c.use_distributed_optimizer ? "reduce-scatter" : "reduction");
+    if (c.use_distributed_optimizer)
+      log << "; the parameter all-gather kept it waiting " << gather * 1e3 << " ms"
+          << (c.overlap_param_gather ? " inside the forward (--overlap-param-gather)"
+                                     : " (--overlap-param-gather is off)");
+    log << "\n";
     log.unsetf(std::ios::fixed);
   }
   if (pp.size() > 1) {
