@@ -155,18 +155,23 @@ def main():
 
         # 3. sampling indices against numpy
         seq, seed, iters, batch = 32, 4321, 40, 8  # 2 epochs with a separate final epoch
+        eval_interval, eval_iters = 10, 2
+        # Megatron's get_train_valid_test_num_samples: every evaluation during training plus
+        # the one at the end, eval_iters global batches each.
+        valid_samples = (iters // eval_interval + 1) * eval_iters * batch
         cache = os.path.join(tmp, "cache")
         prefix = os.path.join(tmp, "u16")
         cmd = [trident, "train", "--data-path", prefix, "--split", "90,10,0", "--seq-length", str(seq),
                "--num-layers", "1", "--hidden-size", "32", "--num-attention-heads", "2",
                "--micro-batch-size", str(batch), "--global-batch-size", str(batch),
-               "--train-iters", str(iters), "--eval-iters", "1", "--log-interval", "1000",
+               "--train-iters", str(iters), "--eval-iters", str(eval_iters),
+               "--eval-interval", str(eval_interval), "--log-interval", "1000",
                "--seed", str(seed), "--data-cache-path", cache, "--peak-tflops", "1", "--lr", "1e-4"]
         out = subprocess.run(cmd, capture_output=True, text=True)
         check(out.returncode == 0, "trident train on the dataset builds its index caches")
         sizes = np.asarray([len(d[0]) for d in docs16], dtype=np.int64)
         bounds = [0, 54, 60]  # Megatron's split of 60 documents by 90,10,0
-        for split, (first, end), samples in (("train", (0, 54), iters * batch), ("valid", (54, 60), batch * 2)):
+        for split, (first, end), samples in (("train", (0, 54), iters * batch), ("valid", (54, 60), valid_samples)):
             files = {k: glob.glob(os.path.join(cache, f"*-GPTDataset-{split}-{k}.npy")) for k in
                      ("document_index", "sample_index", "shuffle_index")}
             if not all(len(v) == 1 for v in files.values()):
