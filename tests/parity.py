@@ -45,6 +45,21 @@ def read_safetensors(path):
     return out
 
 
+def write_safetensors(path, tensors):
+    """F32 tensors (name -> array) in file order, as trident and HuggingFace read them."""
+    header, blobs, offset = {}, [], 0
+    for name, array in tensors.items():
+        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(np.shape(array)),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # the data section starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
 def train(trident, args, ranks, workdir, tag):
     """Runs `trident train ARGS` on `ranks` ranks; returns (metrics rows, weights)."""
     metrics = os.path.join(workdir, f"{tag}.jsonl")

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Pipeline parallelism under mpirun: 1F1B at p = 2 and 4, interleaved at v = 2, and
 (t, p) = (2, 2) train the one-process model (losses, grad norms, final weights within 1e-5);
-scatter/gather on and off give identical results while the boundary bytes drop by t.
+scatter/gather on and off give identical results while the boundary bytes drop by t;
+uniform recomputation in groups changes nothing.
 Usage: pipeline_parallel_test.py TRIDENT"""
 import json
 import os
@@ -43,6 +44,15 @@ def main():
         b_on, b_off = pipeline_bytes(on[0]), pipeline_bytes(off[0])
         check(b_on > 0 and b_off == 2 * b_on,
               f"boundary bytes sent by rank 0: {b_off} without, {b_on} with scatter/gather (t = 2)")
+        # Uniform recomputation in groups of 3 over 4-layer stages (groups of 3 and 1), with
+        # dropout: recomputed groups end at the stage output that is sent on, bit for bit.
+        p2 = ["--pipeline-model-parallel-size", "2", "--hidden-dropout", "0.1",
+              "--attention-dropout", "0.1"]
+        uniform = ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                   "--recompute-num-layers", "3"]
+        summary, bad = compare(train(trident, ARGS + p2, 2, tmp, "keep"),
+                               train(trident, ARGS + p2 + uniform, 2, tmp, "uniform3"), 0.0)
+        check(not bad, f"p=2 uniform recompute N=3 vs none: identical ({summary})")
     return check.summary()
 
 

@@ -113,6 +113,65 @@ TEST(TrainCommand, ConfigFileWithCommandLineOverride) {
   EXPECT_NE(r.output.find("1 layers, hidden 48"), std::string::npos) << r.output;
 }
 
+// One line of the printed memory plan: "    <name>  <floats> floats [x <copies>]  <size>".
+struct PlanLine {
+  long floats = 0;
+  int copies = 0;  // 0: the plan has no such line
+};
+
+PlanLine plan_line(const std::string& output, const std::string& name) {
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("    " + name + " ", 0) != 0) continue;
+    std::istringstream fields(line.substr(4 + name.size()));
+    PlanLine p{0, 1};
+    std::string word, x;
+    fields >> p.floats >> word >> x;
+    if (x == "x") fields >> p.copies;
+    return p;
+  }
+  return {};
+}
+
+// --recompute-method uniform keeps one layer output per group of --recompute-num-layers
+// layers (the next group's input) and recomputes a whole group at once in backward, so
+// the group's layers have recompute buffers; losses and gradient norms do not change.
+TEST(TrainCommand, UniformRecomputeKeepsOneInputPerGroup) {
+  const std::string four_layers =
+      kTiny + "--num-layers 4 --train-iters 2 --lr-warmup-iters 0 --log-interval 1 ";
+  const std::string dir = temp_dir("uniform");
+  CommandResult plain = run(four_layers + "--metrics-file " + dir + "/plain.jsonl");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto reference = read_metrics(dir + "/plain.jsonl");
+  const long tokens_x_hidden = 4L * 64 * 64;  // micro-batch x seq x hidden
+  // N, kept layer outputs (ceil(4 / N)), layers recomputed together (N, at most 4)
+  for (auto [n, kept, group] : {std::array{1, 4, 1}, {2, 2, 2}, {3, 2, 3}, {4, 1, 4}, {6, 1, 4}}) {
+    const std::string name = "N" + std::to_string(n);
+    CommandResult r = run(four_layers +
+                          "--recompute-granularity full --recompute-method uniform "
+                          "--recompute-num-layers " +
+                          std::to_string(n) + " --metrics-file " + dir + "/" + name + ".jsonl");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const PlanLine outputs = plan_line(r.output, "layer output");
+    EXPECT_EQ(outputs.floats, tokens_x_hidden) << name;
+    EXPECT_EQ(outputs.copies, kept) << name << "\n" << r.output;
+    EXPECT_EQ(plan_line(r.output, "recompute: qkv").copies, group) << name;
+    EXPECT_EQ(plan_line(r.output, "recompute: outputs within a group").copies,
+              group > 1 ? group - 1 : 0)
+        << name;
+    const auto m = read_metrics(dir + "/" + name + ".jsonl");
+    for (size_t i = 0; i < 2; ++i)
+      for (const char* key : {"loss", "grad_norm"})
+        EXPECT_EQ(m.at(i)[key], reference.at(i)[key]) << name << " " << key;
+  }
+  CommandResult zero = run(four_layers +
+                           "--recompute-granularity full --recompute-method uniform "
+                           "--recompute-num-layers 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.output.find("--recompute-num-layers > 0"), std::string::npos) << zero.output;
+}
+
 TEST(HfInterchange, SaveLoadScoreRoundTrip) {
   std::string dir = temp_dir("hf");
   CommandResult trained =

@@ -1,7 +1,10 @@
 // Dropout: the Philox generator against the published known-answer vectors (Random123's
 // kat_vectors), the fused bias + dropout + residual kernel against the un-fused steps,
-// and the model: recomputation (full and selective) reproduces the masks bit for bit.
+// and the model: recomputation (full: block and uniform groups; selective) reproduces the
+// masks bit for bit, with the activation memory a formula of the layer sizes predicts.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "comm/communicator.h"
 #include "data/mock_dataset.h"
@@ -89,7 +92,33 @@ struct RecomputeCase {
   int recompute_layers;
   bool selective;
   float dropout;
+  int group = 1;  // ChunkOptions::recompute_group (uniform: --recompute-num-layers)
+  int layers = 3;
+  bool bf16 = false;
 };
+
+// Activation floats of a chunk holding the whole model (fp32 or bf16), from the tensor
+// shapes alone: each slot keeps the embedding output, the final LayerNorm + loss buffers,
+// every activation of the layers that are not recomputed, and one layer output per
+// recomputed group (the next group's input, or the chunk's output); the recomputed groups
+// share one group's activations plus the outputs inside a group.
+long expected_activation_floats(const ModelConfig& c, int batch, int slots,
+                                const RecomputeCase& rc) {
+  const long b = batch, s = c.seq_length, h = c.hidden_size, tokens = b * s, out = tokens * h;
+  auto gemm_only = [&](long n) { return rc.bf16 ? (n + 1) / 2 : n; };  // bf16: two a float
+  const long layer = gemm_only(tokens * h) + 4 * tokens             // ln1 out, ln1/ln2 mean + rstd
+                     + 3 * tokens * h                               // qkv
+                     + tokens * h + b * c.num_attention_heads * s   // attention out + lse
+                     + tokens * h + gemm_only(tokens * h)           // residual, ln2 out
+                     + 4 * tokens * h + gemm_only(4 * tokens * h);  // fc1 out, GeLU out
+  const long edges = out + gemm_only(out) + 2 * tokens + out + tokens;  // input, final ln, loss
+  const int recomputed = std::min(rc.recompute_layers, rc.layers);
+  const int group = std::clamp(rc.group, 1, std::max(1, recomputed));
+  const int groups = (recomputed + group - 1) / group;
+  const long kept = (long)(rc.layers - recomputed) * (layer + out) + (long)groups * out;
+  const long shared = recomputed > 0 ? group * layer + (group - 1) * out : 0;
+  return slots * (edges + kept) + shared;
+}
 
 class Recomputation : public ::testing::TestWithParam<RecomputeCase> {};
 
@@ -98,11 +127,15 @@ class Recomputation : public ::testing::TestWithParam<RecomputeCase> {};
 TEST_P(Recomputation, GradientsAreBitIdenticalWithLessMemory) {
   const RecomputeCase rc = GetParam();
   ModelConfig c = small_model();
+  c.num_layers = rc.layers;
   comm::SingleRankCommunicator tp("tensor");
   ChunkOptions keep, recompute;
   keep.slots = recompute.slots = 2;
   keep.dropout = recompute.dropout = {rc.dropout, rc.dropout, 11};
+  keep.precision = recompute.precision =
+      rc.bf16 ? kernels::Precision::kBf16 : kernels::Precision::kFp32;
   recompute.recompute_layers = rc.recompute_layers;
+  recompute.recompute_group = rc.group;
   recompute.recompute_attention = rc.selective;
   GPTModel plain(c, tp, 2, c.seq_length, keep), recomputed(c, tp, 2, c.seq_length, recompute);
   MockGPTDataset data(c.vocab_size, c.seq_length, 3);
@@ -127,7 +160,12 @@ TEST_P(Recomputation, GradientsAreBitIdenticalWithLessMemory) {
     const long per_copy = 2L * c.seq_length * c.hidden_size + 2L * 2 * c.seq_length;
     EXPECT_EQ(saved, (3 * 2 - 1) * per_copy * 4);
   } else {
-    EXPECT_GT(saved, plain.memory_plan().group_bytes("activations") / 3);
+    RecomputeCase none = rc;
+    none.recompute_layers = 0;
+    EXPECT_EQ(plain.memory_plan().group_bytes("activations"),
+              4 * expected_activation_floats(c, 2, 2, none));
+    EXPECT_EQ(recomputed.memory_plan().group_bytes("activations"),
+              4 * expected_activation_floats(c, 2, 2, rc));
   }
   if (rc.dropout > 0) {  // and dropout did change the loss
     ChunkOptions none = keep;
@@ -140,6 +178,13 @@ TEST_P(Recomputation, GradientsAreBitIdenticalWithLessMemory) {
 INSTANTIATE_TEST_SUITE_P(Modes, Recomputation,
                          ::testing::Values(RecomputeCase{"full", 2, false, 0.f},
                                            RecomputeCase{"full_dropout", 3, false, 0.2f},
+                                           RecomputeCase{"uniform2", 4, false, 0.f, 2, 4},
+                                           RecomputeCase{"uniform2_dropout", 4, false, 0.2f, 2, 4},
+                                           RecomputeCase{"uniform3_uneven", 4, false, 0.2f, 3, 4},
+                                           RecomputeCase{"uniform_whole", 4, false, 0.2f, 6, 4},
+                                           RecomputeCase{"uniform2_bf16", 4, false, 0.2f, 2, 4,
+                                                         true},
+                                           RecomputeCase{"block_bf16", 2, false, 0.2f, 1, 4, true},
                                            RecomputeCase{"selective", 0, true, 0.f},
                                            RecomputeCase{"selective_dropout", 0, true, 0.2f}),
                          [](const auto& info) { return std::string(info.param.name); });

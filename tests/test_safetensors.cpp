@@ -157,6 +157,12 @@ TEST(HfConfig, RejectsBadConfigs) {
   write(
       R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8, "activation_function": "relu"})");
   EXPECT_NE(error().find("activation_function"), std::string::npos);
+  // Every problem at once, each on a line naming the file.
+  write(R"({"n_layer": -1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "model_type": "bert"})");
+  const std::string all = error(), file = (dir / "config.json").string();
+  for (const char* problem : {"\"n_layer\" must be a positive integer",
+                              "missing key \"n_positions\"", "\"model_type\" is \"bert\""})
+    EXPECT_NE(all.find(file + ": " + problem), std::string::npos) << all;
 }
 
 }  // namespace

@@ -104,9 +104,12 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "Regularization");
   opt("--attention-dropout", c.attention_dropout, "dropout on attention probabilities",
       "Regularization");
-  opt("--recompute-method", c.recompute_method, "uniform (every layer) or block (the first N)",
+  opt("--recompute-method", c.recompute_method,
+      "uniform (every layer, in groups of N that keep one input each) or block (the first N "
+      "layers of each chunk, one by one)",
       "Memory");
-  opt("--recompute-num-layers", c.recompute_num_layers, "N for --recompute-method", "Memory");
+  opt("--recompute-num-layers", c.recompute_num_layers,
+      "N >= 1 for --recompute-method (N above a chunk's layers: the whole chunk)", "Memory");
   opt("--logits-chunk-rows", c.logits_chunk_rows,
       "rows of logits formed at a time by the fused output layer + loss (0: equal chunks of at "
       "most ~128 MiB)",

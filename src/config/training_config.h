@@ -86,6 +86,8 @@ struct TrainingConfig {
   int logits_chunk_rows = 0;
   // Layers of a chunk with `layers` layers that recompute their activations in backward.
   int recomputed_layers(int layers) const;
+  // Consecutive recomputed layers that share one kept input (ChunkOptions::recompute_group).
+  int recompute_group_size() const;
 
   std::string generate_prompt;  // after training, print a greedy continuation of this
   int generate_tokens = 32;

@@ -1,7 +1,9 @@
 #include "io/hf_gpt2.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
@@ -37,8 +39,9 @@ HfName hf_name_for(const std::string& n) {
   throw std::out_of_range("no HF GPT-2 name for parameter " + n);
 }
 
-ModelConfig read_hf_config(const std::string& dir) {
-  const std::string path = (fs::path(dir) / "config.json").string();
+namespace {
+
+nlohmann::json read_config_json(const std::string& dir, const std::string& path) {
   auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
   std::ifstream in(path);
   if (!in) fail("cannot open (is " + dir + " a HuggingFace GPT-2 model directory?)");
@@ -49,11 +52,21 @@ ModelConfig read_hf_config(const std::string& dir) {
     fail(std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail("must be a JSON object");
+  return j;
+}
+
+// The model's shape; what is missing or malformed goes to `problems`.
+ModelConfig shape_of(const nlohmann::json& j, std::vector<std::string>& problems) {
   auto get_int = [&](const char* key) -> int {
-    if (!j.contains(key)) fail(std::string("missing key \"") + key + "\"");
-    if (!j[key].is_number_integer() || j[key].get<long>() <= 0)
-      fail(std::string("\"") + key + "\" must be a positive integer");
-    return j[key].get<int>();
+    if (!j.contains(key)) {
+      problems.push_back(std::string("missing key \"") + key + "\"");
+    } else if (!j[key].is_number_integer() || j[key].get<long>() <= 0 ||
+               j[key].get<long>() > std::numeric_limits<int>::max()) {
+      problems.push_back(std::string("\"") + key + "\" must be a positive integer");
+    } else {
+      return j[key].get<int>();
+    }
+    return 0;
   };
   ModelConfig c;
   c.num_layers = get_int("n_layer");
@@ -62,22 +75,83 @@ ModelConfig read_hf_config(const std::string& dir) {
   c.vocab_size = get_int("vocab_size");
   c.max_position_embeddings = get_int("n_positions");
   c.seq_length = c.max_position_embeddings;
+  // n_inner and layer_norm_epsilon are trident's --ffn-hidden-size and LayerNorm epsilon.
   if (j.contains("n_inner") && !j["n_inner"].is_null()) c.ffn_hidden_size = get_int("n_inner");
   if (j.contains("layer_norm_epsilon")) {
     if (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() <= 0)
-      fail("\"layer_norm_epsilon\" must be a positive number");
-    c.layernorm_epsilon = j["layer_norm_epsilon"].get<float>();
+      problems.push_back("\"layer_norm_epsilon\" must be a positive number");
+    else
+      c.layernorm_epsilon = j["layer_norm_epsilon"].get<float>();
   }
+  if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
+    problems.push_back("n_embd (" + std::to_string(c.hidden_size) +
+                       ") must be divisible by n_head (" + std::to_string(c.num_attention_heads) +
+                       ")");
+  return c;
+}
+
+// GPT2Config options under which HF computes another function than trident does, each
+// with its rule. reorder_and_upcast_attn is not one: it computes the same scores, only in
+// fp32 and with the scale applied before Q K^T, which changes rounding in fp16/bf16 HF
+// runs, not the model; trident's softmax and its statistics are fp32 in every precision.
+void check_maths(const nlohmann::json& j, std::vector<std::string>& problems) {
+  auto flag_is = [&](const char* key, bool value) {
+    return j.contains(key) && j[key].is_boolean() && j[key].get<bool>() == value;
+  };
+  if (flag_is("tie_word_embeddings", false))
+    problems.push_back(
+        "\"tie_word_embeddings\" is false: trident ties the output layer to the word embedding "
+        "(an untied output layer, Megatron's --untie-embeddings-and-output-weights, is not "
+        "supported)");
+  if (flag_is("scale_attn_weights", false))
+    problems.push_back(
+        "\"scale_attn_weights\" is false: trident scales attention scores by 1/sqrt(head_dim)");
+  if (flag_is("scale_attn_by_inverse_layer_idx", true))
+    problems.push_back(
+        "\"scale_attn_by_inverse_layer_idx\" is true: trident scales attention scores by "
+        "1/sqrt(head_dim) only, not also by 1/(layer index + 1)");
+  if (flag_is("add_cross_attention", true))
+    problems.push_back("\"add_cross_attention\" is true: trident's GPT-2 has no cross-attention");
+  for (const char* key : {"tie_word_embeddings", "scale_attn_weights",
+                          "scale_attn_by_inverse_layer_idx", "add_cross_attention"})
+    if (j.contains(key) && !j[key].is_boolean())
+      problems.push_back(std::string("\"") + key + "\" must be true or false");
   if (j.contains("activation_function")) {
-    std::string act =
-        j["activation_function"].is_string() ? j["activation_function"].get<std::string>() : "";
+    const nlohmann::json& act = j["activation_function"];
+    // gelu_pytorch_tanh is the same tanh approximation as gelu_new, computed by PyTorch.
     if (act != "gelu_new" && act != "gelu_pytorch_tanh")
-      fail("\"activation_function\" must be gelu_new (the tanh GeLU); got " +
-           j["activation_function"].dump());
+      problems.push_back("\"activation_function\" is " + act.dump() +
+                         ": trident's MLP uses the tanh GeLU (gelu_new or gelu_pytorch_tanh)");
   }
-  if (c.hidden_size % c.num_attention_heads)
-    fail("n_embd (" + std::to_string(c.hidden_size) + ") must be divisible by n_head (" +
-         std::to_string(c.num_attention_heads) + ")");
+  if (j.contains("model_type") && j["model_type"] != "gpt2")
+    problems.push_back("\"model_type\" is " + j["model_type"].dump() +
+                       ": trident loads GPT-2 models (model_type gpt2)");
+  if (j.contains("architectures")) {
+    const nlohmann::json& a = j["architectures"];
+    bool ok = a.is_array();
+    for (size_t i = 0; ok && i < a.size(); ++i)
+      ok = a[i] == "GPT2LMHeadModel" || a[i] == "GPT2Model";
+    if (!ok)
+      problems.push_back("\"architectures\" is " + a.dump() +
+                         ": trident loads GPT2LMHeadModel or GPT2Model");
+  }
+}
+
+}  // namespace
+
+ModelConfig read_hf_config(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  const nlohmann::json j = read_config_json(dir, path);
+  std::vector<std::string> problems;
+  ModelConfig c = shape_of(j, problems);
+  check_maths(j, problems);
+  if (problems.size() == 1) throw FormatError(path + ": " + problems[0]);
+  if (!problems.empty()) {  // every one at once, each on its own line naming the file
+    std::string message =
+        "cannot load this model (" + std::to_string(problems.size()) + " problems):";
+    for (const std::string& p : problems) message += "\n    " + path + ": " + p;
+    throw FormatError(path + ": " + message);
+  }
   return c;
 }
 
@@ -116,12 +190,33 @@ std::vector<float> global_tensor(const SafetensorsFile& file, const TensorEntry&
   return out;
 }
 
+// trident's output layer is the word embedding. HF's GPT2LMHeadModel names it
+// lm_head.weight and usually saves it only as wte.weight; a file that carries it must
+// carry a copy, bit for bit (in fp32), or the model is not one trident computes.
+void check_tied_output_layer(const SafetensorsFile& file, const std::string& prefix) {
+  const TensorEntry* head = file.find("lm_head.weight");
+  if (!head) head = file.find(prefix + "lm_head.weight");
+  const TensorEntry* word = file.find(prefix + "wte.weight");
+  if (!head || !word) return;  // a missing wte.weight is reported where it is loaded
+  bool tied = head->shape == word->shape;
+  if (tied) {
+    const std::vector<float> a = file.read_float(*head), b = file.read_float(*word);
+    tied = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  }
+  if (!tied)
+    throw FormatError(file.path() + ": tensor '" + head->name + "' differs from '" + word->name +
+                      "': trident ties the output layer to the word embedding; this model has "
+                      "an untied lm_head.weight (Megatron's "
+                      "--untie-embeddings-and-output-weights is not supported)");
+}
+
 }  // namespace
 
 void load_hf_weights(const std::string& dir, const ModelConfig& config, Parameters& params) {
   const std::string path = (fs::path(dir) / "model.safetensors").string();
   SafetensorsFile file(path);
   std::string prefix = file.find("wte.weight") ? "" : "transformer.";
+  check_tied_output_layer(file, prefix);
   for (const ParamSpec& spec : params.layout().specs()) {
     HfName hf = hf_name_for(spec.name);
     const TensorEntry* entry = file.find(prefix + hf.name);

@@ -10,10 +10,14 @@
 
 namespace trident::io {
 
-// Reads and checks config.json; throws FormatError naming the file and the key.
+// Reads and checks config.json; throws FormatError naming the file and the key. Options
+// under which HF computes another function (untied output layer, attention scaled by the
+// layer index or not at all, another activation, cross-attention, another model type or
+// architecture) are refused, all of them in one message, one line each.
 ModelConfig read_hf_config(const std::string& dir);
 
-// Fills this rank's shards from model.safetensors (every tensor checked for shape).
+// Fills this rank's shards from model.safetensors (every tensor checked for shape); an
+// lm_head.weight that is not a bit-for-bit copy of wte.weight is refused.
 void load_hf_weights(const std::string& dir, const ModelConfig& config, Parameters& params);
 
 // Writes config.json and model.safetensors (one-rank parameters, unpadded vocabulary).

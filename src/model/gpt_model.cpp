@@ -64,6 +64,8 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
     final_ln_weight_ = params_.get("final_layernorm.weight");
     final_ln_bias_ = params_.get("final_layernorm.bias");
   }
+  const int recomputed = std::clamp(options.recompute_layers, 0, count);
+  recompute_ = {recomputed, std::clamp(options.recompute_group, 1, std::max(1, recomputed))};
   plan_and_allocate();
 }
 
@@ -77,7 +79,7 @@ void GPTModel::plan_and_allocate() {
   plan_.add("parameters", "gradients", params_.size());
   plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
   const char* A = "activations";
-  const int recomputed = std::min(options_.recompute_layers, layers);
+  const int recomputed = recompute_.layers, group = recompute_.size;
   const int per_layer = (layers - recomputed) * n;  // layers that keep their activations
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
   const bool selective = options_.recompute_attention;
@@ -103,8 +105,17 @@ void GPTModel::plan_and_allocate() {
     plan_.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
   };
   if (per_layer > 0) add_layer_buffers("", per_layer);
-  plan_.add(A, "layer output", tokens * h, layers * n);
-  if (recomputed > 0) add_layer_buffers("recompute: ", 1);
+  // Kept per slot: the outputs of the layers that are not recomputed and of each group's
+  // last layer (the next group's input; the last group's is the chunk's output).
+  plan_.add(A, "layer output", tokens * h, (layers - recomputed + recompute_.count()) * n);
+  if (recomputed > 0) {
+    // Backward recomputes a whole group before the group's backward runs through it, so
+    // all its layers' activations exist at once, with the outputs inside the group (the
+    // next layer's input). The group's last output is rewritten into a spare buffer
+    // instead (see recompute_group), so one group needs no more than this.
+    add_layer_buffers("recompute: ", group);
+    if (group > 1) plan_.add(A, "recompute: outputs within a group", tokens * h, group - 1);
+  }
   if (selective && per_layer > 0) {
     plan_.add(A, "recompute: attention out", tokens * attn_local);
     plan_.add(A, "recompute: attention log-sum-exp", micro_batch_ * heads_local * seq_);
@@ -159,17 +170,23 @@ void GPTModel::plan_and_allocate() {
     a.fc1_pre = ar.take(tokens * ffn_local);
     a.fc1_act = take_gemm_input(tokens * ffn_local);
   };
-  if (recomputed > 0) take_layer(recompute_act_, true);
+  recompute_act_.resize(recomputed > 0 ? group : 0);
+  for (int j = 0; j < (int)recompute_act_.size(); ++j) {
+    take_layer(recompute_act_[j], true);
+    recompute_act_[j].output = j + 1 < group ? ar.take(tokens * h) : nullptr;
+  }
   for (Activations& s : act_) {
     s.input = ar.take(tokens * h);
     s.layers.resize(layers);
     for (int l = 0; l < layers; ++l) {
       LayerActivations& a = s.layers[l];
-      if (l < recomputed)
-        a = recompute_act_;  // shared buffers; only the output is this layer's own
-      else
+      if (l < recomputed) {
+        a = recompute_act_[l - recompute_.first(l)];             // shared buffers
+        if (recompute_.last(l)) a.output = ar.take(tokens * h);  // the group's own output
+      } else {
         take_layer(a, !selective);
-      a.output = ar.take(tokens * h);
+        a.output = ar.take(tokens * h);
+      }
     }
     if (post) {
       s.final_ln_out = take_gemm_input(tokens * h);
@@ -284,6 +301,26 @@ LayerCall GPTModel::layer_call(const Activations& a, int batch, int seq) const {
   return {batch, seq, {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq}};
 }
 
+const float* GPTModel::layer_input(const Activations& a, int l) const {
+  return l == 0 ? a.input : a.layers[l - 1].output;
+}
+
+// Rebuilds the activations of the recomputed group that ends at layer `last` from the
+// group's kept input. The kernels are deterministic and dropout masks are keyed by (layer,
+// sample), so they are bit-identical to those of forward, and so are the gradients.
+// The group's last output is kept from forward and must not be written now: it may be the
+// buffer of a send to the next stage still in flight. Its recomputed copy goes to the
+// slot's boundary gradient (d(final LayerNorm output) or the received d(output)), which
+// backward_chunk consumed before reaching the layers; no later layer reads it.
+void GPTModel::recompute_group(Activations& a, int last, const LayerCall& call) {
+  float* spare = options_.placement.post_process ? a.d_final_ln_out : a.output_grad;
+  for (int k = recompute_.first(last); k <= last; ++k) {
+    LayerActivations redo = a.layers[k];
+    if (k == last) redo.output = spare;
+    layers_[k].forward(layer_input(a, k), redo, scratch_, call);
+  }
+}
+
 double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
                                float* per_token_loss, long first_sample) {
   Activations& a = act_[slot];
@@ -340,14 +377,11 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     std::copy_n(a.output_grad, (long)rows * h, d_residual_);
   }
   for (int l = (int)layers_.size() - 1; l >= 0; --l) {
-    const float* x = l == 0 ? a.input : a.layers[l - 1].output;
-    // A recomputed layer rebuilds its activations from its input; the kernels are
-    // deterministic, so the gradients are bit-identical to keeping them.
-    if (l < options_.recompute_layers)
-      layers_[l].forward(x, a.layers[l], scratch_, call);
-    else if (options_.recompute_attention)
+    if (recompute_.last(l))
+      recompute_group(a, l, call);
+    else if (l >= recompute_.layers && options_.recompute_attention)
       layers_[l].attention_core(a.layers[l], call);
-    layers_[l].backward(x, a.layers[l], d_residual_, scratch_, call);
+    layers_[l].backward(layer_input(a, l), a.layers[l], d_residual_, scratch_, call);
     ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
   }
   if (options_.placement.pre_process) {

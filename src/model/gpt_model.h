@@ -24,8 +24,12 @@ struct ChunkOptions {
   ChunkPlacement placement{};
   int slots = 1;  // micro-batches in flight (the schedule's maximum)
   // How many of this chunk's first layers keep only their input in forward and recompute
-  // the rest in backward (--recompute-granularity full).
+  // the rest in backward (--recompute-granularity full), and how many consecutive ones share
+  // one kept input: --recompute-method uniform groups every layer N at a time (Megatron's
+  // meaning of --recompute-num-layers), block recomputes its first N layers one by one (1).
+  // A group larger than the recomputed layers is one group of all of them.
   int recompute_layers = 0;
+  int recompute_group = 1;
   // Keep q, k, v but not the attention core's output; recompute it in backward
   // (--recompute-granularity selective).
   bool recompute_attention = false;
@@ -113,12 +117,25 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::pair<long, long> operand_sizes(long tokens) const;
   long logits_chunk_floats() const;
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
+  const float* layer_input(const Activations& a, int l) const;
+  void recompute_group(Activations& a, int last, const LayerCall& call);
+
+  // The recomputed layers [0, layers) in groups of `size` consecutive layers (the last
+  // group smaller when size does not divide layers); a group keeps only its input.
+  struct RecomputeGroups {
+    int layers = 0, size = 1;
+    int count() const { return (layers + size - 1) / size; }
+    int first(int l) const { return l / size * size; }
+    bool last(int l) const { return l < layers && (l + 1 == layers || (l + 1) % size == 0); }
+  };
 
   ModelConfig config_;
   comm::Communicator& tp_;
   int micro_batch_, seq_, padded_vocab_;
-  ChunkOptions options_;              // slots normalised to >= 1
-  LayerActivations recompute_act_{};  // one layer's activations, shared by recomputed layers
+  ChunkOptions options_;  // slots normalised to >= 1
+  RecomputeGroups recompute_;
+  // One group's activations, shared by every recomputed group of every slot.
+  std::vector<LayerActivations> recompute_act_;
   kernels::LinearPrecision precision_;
   Parameters params_;
   std::vector<TransformerLayer> layers_;

@@ -85,6 +85,7 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     options.placement = placement_of(c, pp.rank(), j);
     options.slots = slots[j];
     options.recompute_layers = c.recomputed_layers(options.placement.num_layers);
+    options.recompute_group = c.recompute_group_size();
     options.recompute_attention = c.recompute_granularity == "selective";
     options.precision = c.precision();
     options.dropout = c.dropout();
