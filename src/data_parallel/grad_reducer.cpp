@@ -117,15 +117,31 @@ void GradientReducer::all_gather_values() {
     last_gather_wait_seconds_ = seconds_since(start);
     return;
   }
-  finish_param_gather();
-  last_gather_wait_seconds_ = gather_wait_seconds_;
-  gather_wait_seconds_ = 0;
-  float* values = params_.values();
+  for (size_t b : gather_order()) start_gather(b);
+}
+
+std::vector<size_t> GradientReducer::gather_order() const {
+  std::vector<size_t> order;
+  for (size_t b = buckets_.size(); b-- > 0;) order.push_back(b);  // the embedding's first
+  return order;
+}
+
+std::pair<long, long> GradientReducer::shard_part(size_t b) const {
+  const long lo = buckets_[b].offset, hi = lo + buckets_[b].floats;
+  return {std::max(lo, shard_begin_), std::max(std::max(lo, shard_begin_), std::min(hi, shard_end_))};
+}
+
+void GradientReducer::start_gather(size_t b) {
+  if (b == gather_order().front()) {  // a new round of gathers
+    finish_param_gather();
+    last_gather_wait_seconds_ = gather_wait_seconds_;
+    gather_wait_seconds_ = 0;
+  }
   // Each bucket's low-precision copy is re-rounded as its gather completes, so the copy
   // counts as current for the lazy whole-buffer refresh.
+  float* values = params_.values();
   params_.mark_low_precision_current();
-  for (size_t b = buckets_.size(); b-- > 0;)  // forward order: the embedding's bucket first
-    gathers_[b] = data_.iall_gather_v(values + buckets_[b].offset, owner_counts(b));
+  gathers_[b] = data_.iall_gather_v(values + buckets_[b].offset, owner_counts(b));
 }
 
 void GradientReducer::complete_gather(size_t b) {

@@ -51,6 +51,14 @@ class GradientReducer {
   // once, or (overlap_param_gather) started here and completed bucket by bucket as
   // params_needed() asks for them.
   void all_gather_values();
+  // The overlapped all-gather in pieces: buckets in the order the forward needs them, the
+  // part of bucket b in this rank's shard (to update first), and its gather's start.
+  std::vector<size_t> gather_order() const;
+  std::pair<long, long> shard_part(size_t bucket) const;
+  void start_gather(size_t bucket);
+  bool overlaps_param_gather() const {
+    return options_.overlap_param_gather && options_.distributed_optimizer && data_.size() > 1;
+  }
   // Specs [begin, end) are about to be read: waits for the all-gather of their buckets.
   void params_needed(int spec_begin, int spec_end);
   // Completes every all-gather still in flight (before anything else reads the values).

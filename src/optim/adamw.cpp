@@ -43,15 +43,21 @@ AdamW::AdamW(const AdamWConfig& config, long begin, long end)
       end_(end) {}
 
 void AdamW::update(Parameters& params, float lr, float grad_scale) {
-  ++step_;
+  start_step();
+  update_range(params, lr, grad_scale, begin_, end_);
+}
+
+void AdamW::update_range(Parameters& params, float lr, float grad_scale, long first, long last) {
   kernels::AdamWStep s{lr,    config_.beta1, config_.beta2, config_.eps, config_.weight_decay,
                        step_, grad_scale};
   // Updating the whole buffer, the kernel refreshes the 16-bit copy too (the padding
   // between tensors is zero in both); a shard leaves that to whoever gathers the values.
-  std::uint16_t* low = begin_ == 0 && end_ == params.size() ? params.low_values() : nullptr;
+  const bool whole = begin_ == 0 && end_ == params.size() && first == 0 && last == end_;
+  std::uint16_t* low = whole ? params.low_values() : nullptr;
   float* values = params.values();
+  first = std::max(first, begin_), last = std::min(last, end_);
   for (const ParamSpec& spec : params.layout().specs()) {
-    long lo = std::max(begin_, spec.offset), hi = std::min(end_, spec.offset + spec.numel());
+    long lo = std::max(first, spec.offset), hi = std::min(last, spec.offset + spec.numel());
     if (lo >= hi) continue;
     kernels::adamw_update(values + lo, params.grads() + lo, exp_avg_.data() + (lo - begin_),
                           exp_avg_sq_.data() + (lo - begin_), hi - lo, s, spec.weight_decay,

@@ -43,6 +43,11 @@ class AdamW {
   AdamW(const AdamWConfig& config, long size) : AdamW(config, 0, size) {}
   // One optimizer step over [begin, end) with the gradients scaled by grad_scale.
   void update(Parameters& params, float lr, float grad_scale);
+  // The same step in pieces (the distributed optimizer starts each bucket's all-gather as
+  // soon as its piece is updated): start_step(), then update_range() over pieces that
+  // together cover [begin, end) once.
+  void start_step() { ++step_; }
+  void update_range(Parameters& params, float lr, float grad_scale, long lo, long hi);
   long moment_bytes() const { return 2 * (long)exp_avg_.size() * (long)sizeof(float); }
   // State, for checkpoints: moments of floats [range_begin(), range_end()) of the buffer.
   long range_begin() const { return begin_; }

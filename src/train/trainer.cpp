@@ -14,6 +14,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "data_parallel/grad_reducer.h"
+#include "engine/optimizer_step.h"
 #include "generation/greedy.h"
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
@@ -317,39 +318,21 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
         grad_scale * loss_scale,
         [&](int i) { return consumed + (long)i * micro * dp.size() + (long)dp.rank() * micro; });
     const double optimizer_start = executor.now_us();
-    std::vector<GPTModel*> chunks = model.chunk_pointers();
-    // The tied-embedding sum across pipeline stages is linear, so it can come before or after
-    // the data-parallel sum; but it must not touch a bucket whose all-reduce is in flight, and
-    // after a reduce-scatter only this rank's shard of the gradients is valid.
-    if (c.use_distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
-    std::vector<GradRange> ranges;
-    for (size_t j = 0; j < model.chunks.size(); ++j) {
-      const double wait_start = executor.now_us();
-      model.reducers[j]->finish();
-      if (dp.size() > 1)
-        executor.record("wait for gradient reduction", "data-parallel", wait_start,
-                        executor.now_us());
-      ranges.push_back({&model.chunks[j]->parameters(), model.reducers[j]->shard_begin(),
-                        model.reducers[j]->shard_end()});
-    }
-    if (!c.use_distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
-    if (it == c.inject_grad_overflow_iteration && rank.world_rank == 0)
-      model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
-    comm::SingleRankCommunicator replicas("data");
-    // The norm is reduced over every group, so all ranks see the same overflow verdict.
-    double norm =
-        global_grad_norm(ranges, tp, pp, c.use_distributed_optimizer ? dp : replicas) / loss_scale;
-    dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
+    engine::StepOptions step;
+    step.lr = schedule.at(lr_samples);
+    step.loss_scale = loss_scale, step.clip_grad = c.adam.clip_grad;
+    step.distributed_optimizer = c.use_distributed_optimizer;
+    step.inject_overflow = it == c.inject_grad_overflow_iteration && rank.world_rank == 0;
+    step.now_us = [&executor] { return executor.now_us(); };
+    step.record = [&executor](const std::string& name, const std::string& category, double t0,
+                              double t1) { executor.record(name, category, t0, t1); };
+    const engine::StepOutcome outcome = engine::finalize_and_step(model, *rank.groups, step);
+    const double norm = outcome.grad_norm;
+    const float lr = step.lr;
+    const bool skip = outcome.skipped;
     // As Megatron, the schedule advances only on steps that updated the weights.
-    float lr = schedule.at(lr_samples);
-    const bool skip = model.scaler.update(!std::isfinite(norm));
     if (!skip) lr_samples += global_batch;
-    if (!skip)
-      for (size_t j = 0; j < model.chunks.size(); ++j) {
-        model.optimizers[j]->update(model.chunks[j]->parameters(), lr,
-                                    clip_coefficient(norm, c.adam.clip_grad) / loss_scale);
-        model.reducers[j]->all_gather_values();
-      }
+    dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
     executor.record("optimizer step", "optimizer", optimizer_start, executor.now_us());
     last_step = executor.take_events();
     if (!c.timeline.empty()) timeline.insert(timeline.end(), last_step.begin(), last_step.end());

@@ -1,0 +1,69 @@
+#include "engine/optimizer_step.h"
+
+#include <cmath>
+
+#include "optim/adamw.h"
+#include "pipeline_parallel/executor.h"
+
+namespace trident::engine {
+
+namespace {
+
+// Finishes every chunk's data-parallel reduction; returns the ranges this rank updates.
+std::vector<GradRange> finish_reductions(RankModel& model, int data_ranks,
+                                         const StepOptions& o) {
+  std::vector<GradRange> ranges;
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    const double start = o.now_us ? o.now_us() : 0;
+    model.reducers[j]->finish();
+    if (data_ranks > 1 && o.record)
+      o.record("wait for gradient reduction", "data-parallel", start, o.now_us());
+    ranges.push_back({&model.chunks[j]->parameters(), model.reducers[j]->shard_begin(),
+                      model.reducers[j]->shard_end()});
+  }
+  return ranges;
+}
+
+}  // namespace
+
+StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& groups,
+                              const StepOptions& o) {
+  comm::Communicator &tp = *groups.tensor, &pp = *groups.pipeline, &dp = *groups.data;
+  std::vector<GPTModel*> chunks = model.chunk_pointers();
+  // The tied-embedding sum across stages is linear, so it may come before or after the
+  // data-parallel sum; but after a reduce-scatter only this rank's shard is valid, and the
+  // two stages' shards cover different elements (the reducer holds that bucket back).
+  if (o.distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+  std::vector<GradRange> ranges = finish_reductions(model, dp.size(), o);
+  if (!o.distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+  if (o.inject_overflow) model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
+  // Reduced over every group, so all ranks reach the same overflow verdict.
+  comm::SingleRankCommunicator replicas("data");
+  StepOutcome out;
+  out.grad_norm = global_grad_norm(ranges, tp, pp, o.distributed_optimizer ? dp : replicas) /
+                  o.loss_scale;
+  out.skipped = model.scaler.update(!std::isfinite(out.grad_norm));
+  if (out.skipped) return out;
+  const float multiplier = clip_coefficient(out.grad_norm, o.clip_grad) / o.loss_scale;
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    AdamW& adam = *model.optimizers[j];
+    data_parallel::GradientReducer& reducer = *model.reducers[j];
+    Parameters& params = model.chunks[j]->parameters();
+    if (!reducer.overlaps_param_gather()) {
+      adam.update(params, o.lr, multiplier);
+      reducer.all_gather_values();
+      continue;
+    }
+    // Each bucket's gather starts as soon as this rank's part of it is updated, in the
+    // order the next forward needs them: the first gathers overlap the rest of the update.
+    adam.start_step();
+    for (size_t b : reducer.gather_order()) {
+      auto [lo, hi] = reducer.shard_part(b);
+      adam.update_range(params, o.lr, multiplier, lo, hi);
+      reducer.start_gather(b);
+    }
+  }
+  return out;
+}
+
+}  // namespace trident::engine
