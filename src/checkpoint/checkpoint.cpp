@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,10 +25,68 @@ namespace {
 constexpr int kFormatVersion = 1;
 constexpr const char* kFormat = "trident-checkpoint";
 
+constexpr const char* kAsideSuffix = ".old";
+
 std::string iteration_dir(long it) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "iter_%07ld", it);
   return buf;
+}
+
+// `iter_` and digits only: a committed checkpoint (not .tmp or .old), and nothing that could
+// lead `latest` outside the checkpoint directory.
+bool is_iteration_name(const std::string& name) {
+  if (name.size() <= 5 || name.compare(0, 5, "iter_") != 0) return false;
+  return std::all_of(name.begin() + 5, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// What interrupted saves leave: `iter_N.tmp` (never committed) is removed; `iter_N.old` (a
+// commit interrupted after moving `iter_N` aside) is renamed back when `iter_N` is missing
+// (`latest` may name it; a rename keeps it loadable throughout) and removed when `iter_N`
+// exists (then `iter_N` is complete and the copy stale). World rank 0 only, before a save.
+void tidy_interrupted_saves(const fs::path& dir) {
+  if (!fs::is_directory(dir)) return;
+  std::vector<fs::path> unfinished, aside;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!is_iteration_name(e.path().stem().string())) continue;
+    if (e.path().extension() == ".tmp") unfinished.push_back(e.path());
+    if (e.path().extension() == kAsideSuffix) aside.push_back(e.path());
+  }
+  for (const fs::path& tmp : unfinished) fs::remove_all(tmp);
+  for (const fs::path& old : aside) {
+    const fs::path committed = old.parent_path() / old.stem();
+    if (fs::exists(committed))
+      fs::remove_all(old);
+    else
+      io::rename_durably(old.string(), committed.string());
+  }
+}
+
+// Puts the fully written `tmp` in place as `name` and points `latest` at it, never removing
+// the directory `latest` names before its replacement is committed: an existing `name` (a
+// run resumed at its last iteration saves that iteration again) is moved aside, and removed
+// only once `latest` is rewritten. World rank 0 only.
+void commit(const fs::path& dir, const fs::path& tmp, const std::string& name, SaveFault fault) {
+  const fs::path final_dir = dir / name, aside = dir / (name + kAsideSuffix);
+  if (fs::exists(final_dir)) {
+    fs::remove_all(aside);  // stale: `name` itself is complete
+    io::rename_durably(final_dir.string(), aside.string());
+  }
+  if (fault == SaveFault::kMidCommit) std::_Exit(9);
+  io::rename_durably(tmp.string(), final_dir.string());
+  io::write_file_atomically((dir / "latest").string(), name + "\n");
+  fs::remove_all(aside);
+  io::fsync_directory(dir.string());
+}
+
+// Keeps the newest `keep` committed checkpoints. World rank 0 only, after a commit.
+void remove_old_checkpoints(const fs::path& dir, int keep) {
+  std::vector<fs::path> committed;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && is_iteration_name(e.path().filename().string()))
+      committed.push_back(e.path());
+  std::sort(committed.begin(), committed.end());
+  for (size_t k = 0; k + keep < committed.size(); ++k) fs::remove_all(committed[k]);
 }
 
 std::string file_hash(const std::string& path, long* bytes) {
@@ -94,9 +153,22 @@ bool has_checkpoint(const std::string& dir) {
   return fs::exists(fs::path(dir) / "latest");
 }
 
+std::string latest_checkpoint(const std::string& dir) {
+  const fs::path latest = fs::path(dir) / "latest";
+  std::ifstream in(latest);
+  std::string name;
+  if (!in || !std::getline(in, name))
+    throw CheckpointError(latest.string() + ": missing (is " + dir + " a checkpoint directory?)");
+  if (!is_iteration_name(name))
+    throw CheckpointError(latest.string() + ": names '" + name +
+                          "', expected a directory name iter_NNNNNNN");
+  const fs::path committed = fs::path(dir) / name, aside = fs::path(dir) / (name + kAsideSuffix);
+  if (!fs::exists(committed) && fs::is_directory(aside)) return aside.string();
+  return committed.string();
+}
+
 void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
-          const TrainingState& state, const RankContext& rank, std::ostream& log,
-          bool die_before_commit) {
+          const TrainingState& state, const RankContext& rank, std::ostream& log, SaveFault fault) {
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
@@ -104,7 +176,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
   const std::string name = iteration_dir(state.iteration);
   const fs::path tmp = fs::path(dir) / (name + ".tmp"), final_dir = fs::path(dir) / name;
   if (rank.world_rank == 0) {
-    fs::remove_all(tmp);
+    tidy_interrupted_saves(dir);
     fs::create_directories(tmp);
   }
   barrier(rank);
@@ -185,19 +257,9 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
       fs::remove(entry.path());
     }
     io::write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
-    if (die_before_commit) std::_Exit(9);
-    fs::remove_all(final_dir);
-    fs::rename(tmp, final_dir);
-    io::write_file_atomically((fs::path(dir) / "latest").string(), name + "\n");
-    if (c.keep_checkpoints > 0) {
-      std::vector<fs::path> old;
-      for (auto& e : fs::directory_iterator(dir))
-        if (e.is_directory() && e.path().filename().string().rfind("iter_", 0) == 0 &&
-            e.path().extension() != ".tmp")
-          old.push_back(e.path());
-      std::sort(old.begin(), old.end());
-      for (size_t k = 0; k + c.keep_checkpoints < old.size(); ++k) fs::remove_all(old[k]);
-    }
+    if (fault == SaveFault::kBeforeCommit) std::_Exit(9);
+    commit(dir, tmp, name, fault);
+    if (c.keep_checkpoints > 0) remove_old_checkpoints(dir, c.keep_checkpoints);
     double bytes = 0;
     for (auto& e : fs::directory_iterator(final_dir)) bytes += (double)fs::file_size(e.path());
     double seconds =
@@ -244,12 +306,10 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
                    const RankContext& rank, std::ostream& log) {
   const auto started = std::chrono::steady_clock::now();
   auto fail = [](const std::string& why) -> void { throw CheckpointError(why); };
-  std::ifstream latest_in(fs::path(dir) / "latest");
-  if (!latest_in)
-    fail((fs::path(dir) / "latest").string() + ": missing (is --load a checkpoint directory?)");
-  std::string name;
-  std::getline(latest_in, name);
-  const fs::path ckpt = fs::path(dir) / name;
+  const fs::path ckpt = latest_checkpoint(dir);
+  if (ckpt.extension() == kAsideSuffix)
+    log << "note: a save of " << ckpt.stem().string() << " was interrupted mid-commit: loading "
+        << ckpt.string() << "\n";
   const std::string manifest_path = (ckpt / "manifest.json").string();
   std::ifstream manifest_in(manifest_path);
   if (!manifest_in) fail(manifest_path + ": missing");

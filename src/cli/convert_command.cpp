@@ -15,12 +15,9 @@ namespace {
 
 // The model shape recorded in a checkpoint's manifest.
 ModelConfig checkpoint_model(const std::string& dir) {
-  std::ifstream latest(dir + "/latest");
-  std::string name;
-  if (!latest || !std::getline(latest, name))
-    throw checkpoint::CheckpointError(dir + "/latest: missing (is this a checkpoint directory?)");
-  std::ifstream in(dir + "/" + name + "/manifest.json");
-  if (!in) throw checkpoint::CheckpointError(dir + "/" + name + "/manifest.json: missing");
+  const std::string manifest = checkpoint::latest_checkpoint(dir) + "/manifest.json";
+  std::ifstream in(manifest);
+  if (!in) throw checkpoint::CheckpointError(manifest + ": missing");
   nlohmann::json m = nlohmann::json::parse(in)["model"];
   ModelConfig c;
   c.num_layers = m["num_layers"], c.hidden_size = m["hidden_size"];

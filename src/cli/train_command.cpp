@@ -134,7 +134,12 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
       "testing: make one gradient inf at this iteration", "Testing");
   opt("--inject-fault-save", c.inject_fault_save,
-      "testing: rank 0 dies inside its N-th checkpoint save, before the commit", "Testing");
+      "testing: rank 0 dies inside its N-th checkpoint save (see --inject-fault-save-point)",
+      "Testing");
+  opt("--inject-fault-save-point", c.inject_fault_save_point,
+      "testing: before-commit (files written, nothing renamed) or mid-commit (an existing "
+      "directory of the same iteration moved aside, the new one not yet in place)",
+      "Testing");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");

@@ -94,6 +94,11 @@ struct TrainingConfig {
   long inject_grad_overflow_iteration = 0;  // testing: an inf gradient at this iteration
   double peak_tflops = 0;                   // 0: measure the fp32 GEMM peak at start
 
+  // Issue 18. Testing: where --inject-fault-save dies: before-commit (files written, nothing
+  // renamed) or mid-commit (the same iteration's committed directory moved aside, the new one not
+  // yet in place).
+  std::string inject_fault_save_point = "before-commit";
+
   int data_parallel_size() const;
   int virtual_stages() const;  // v
   // Layers of each virtual stage j * p + s, in order; empty when the split is invalid.

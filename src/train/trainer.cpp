@@ -273,8 +273,11 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
   long saves = 0;
   auto save_checkpoint = [&](long iteration) {
-    const bool die = ++saves == c.inject_fault_save && rank.world_rank == 0;
-    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations}, rank, log, die);
+    checkpoint::SaveFault fault = checkpoint::SaveFault::kNone;
+    if (++saves == c.inject_fault_save && rank.world_rank == 0)
+      fault = c.inject_fault_save_point == "mid-commit" ? checkpoint::SaveFault::kMidCommit
+                                                        : checkpoint::SaveFault::kBeforeCommit;
+    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations}, rank, log, fault);
   };
   long last_saved = -1;
   for (long it = first_iteration; it <= c.train_iters; ++it) {
