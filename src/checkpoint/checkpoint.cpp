@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
+#include <sstream>
 
+#include "data/dataset_builder.h"
 #include "io/safetensors.h"
 
 namespace trident::checkpoint {
@@ -87,6 +89,102 @@ void remove_old_checkpoints(const fs::path& dir, int keep) {
       committed.push_back(e.path());
   std::sort(committed.begin(), committed.end());
   for (size_t k = 0; k + keep < committed.size(); ++k) fs::remove_all(committed[k]);
+}
+
+// Blend weights normalised and prefixes absolute, so that the same data given as "1 a 1 b"
+// or "2 a 2 b", or from another working directory, reads the same.
+std::string data_description(const TrainingConfig& c) {
+  if (c.mock_data) return "mock";
+  if (c.data_path.empty()) return "none";
+  std::vector<data::WeightedPrefix> inputs = data::parse_data_path(c.data_path);
+  double total = 0;
+  for (const data::WeightedPrefix& p : inputs) total += p.weight;
+  std::ostringstream out;
+  for (const data::WeightedPrefix& p : inputs)
+    out << (&p == &inputs.front() ? "" : " ") << p.weight / total << " "
+        << fs::absolute(p.prefix).lexically_normal().string();
+  return out.str();
+}
+
+// A setting that shapes the run: changed on resume, the run silently becomes another one.
+struct RunSetting {
+  const char* key;   // in the manifest's "run" object
+  const char* flag;  // the flag that sets it, for messages
+  json value;        // this run's
+};
+
+// Not here on purpose: t, p, d, virtual stages and the distributed optimizer (a checkpoint
+// loads under any layout), threads, and --train-iters (a run may be extended).
+std::vector<RunSetting> run_settings(const TrainingConfig& c) {
+  std::vector<RunSetting> s = {
+      {"seed", "--seed", c.seed},
+      {"global_batch_size", "--global-batch-size", c.effective_global_batch()},
+      {"micro_batch_size", "--micro-batch-size", c.micro_batch_size},
+      {"seq_length", "--seq-length", c.model.seq_length},
+      {"data_path", "--data-path", data_description(c)},
+      {"lr", "--lr", c.lr},
+      {"min_lr", "--min-lr", c.min_lr},
+      {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
+      {"lr_warmup_iters", "--lr-warmup-iters", c.lr_warmup_iters},
+      {"lr_decay_iters", "--lr-decay-iters", c.lr_decay_iters}};  // 0: --train-iters
+  if (!c.mock_data) s.push_back({"split", "--split", c.split});   // mock data has no split
+  return s;
+}
+
+json run_json(const TrainingConfig& c) {
+  json run = json::object();
+  for (const RunSetting& s : run_settings(c)) run[s.key] = s.value;
+  return run;
+}
+
+// Floats (saved from float) with the fewest digits that still read back as the same float.
+std::string shown(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_number_float()) return v.dump();
+  char buf[32];
+  for (int digits = 6; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v.get<double>());
+    if (std::strtof(buf, nullptr) == (float)v.get<double>()) break;
+  }
+  return buf;
+}
+
+// Each of this run's settings that differs from the checkpoint's, one line each. A setting
+// only one side has (mock data has no split) is not compared.
+std::vector<std::string> run_differences(const json& saved, const TrainingConfig& c) {
+  std::vector<std::string> out;
+  for (const RunSetting& s : run_settings(c))
+    if (saved.contains(s.key) && saved[s.key] != s.value)
+      out.push_back(std::string(s.flag) + ": checkpoint " + shown(saved[s.key]) + ", this run " +
+                    shown(s.value));
+  return out;
+}
+
+// Megatron's check of the checkpoint's arguments: a resume that would silently change the
+// run is refused, every difference named at once, unless --override-checkpoint-config.
+void check_run_settings(const json& manifest, const std::string& manifest_path,
+                        const TrainingConfig& c, LoadMode mode, std::ostream& log) {
+  if (mode == LoadMode::kWeightsOnly) return;
+  if (!manifest.contains("run")) {
+    log << "note: " << manifest_path
+        << " records no run settings (older trident, or written by convert): seed, batch, data "
+           "and LR schedule not compared\n";
+    return;
+  }
+  std::vector<std::string> differences = run_differences(manifest["run"], c);
+  if (mode == LoadMode::kResumeOverride) {
+    for (const std::string& d : differences)
+      log << "warning: --override-checkpoint-config: " << d << "\n";
+    return;
+  }
+  if (differences.empty()) return;
+  std::string message = manifest_path + ": this run differs from the checkpoint in " +
+                        std::to_string(differences.size()) + " setting" +
+                        (differences.size() > 1 ? "s" : "") +
+                        " (--override-checkpoint-config resumes anyway, --finetune loads only "
+                        "the weights):";
+  for (const std::string& d : differences) message += "\n  " + d;
+  throw CheckpointError(message);
 }
 
 std::string file_hash(const std::string& path, long* bytes) {
@@ -250,6 +348,9 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
                        {"virtual_stages", c.virtual_stages()},
                        {"distributed_optimizer", c.use_distributed_optimizer}}},
                      {"files", json::array()}};
+    // A checkpoint written outside training (convert) has no data and so no run settings;
+    // loading it compares none.
+    if (c.mock_data || !c.data_path.empty()) manifest["run"] = run_json(c);
     for (auto& entry : fs::directory_iterator(tmp)) {
       if (entry.path().extension() != ".json") continue;
       std::ifstream in(entry.path());
@@ -303,7 +404,7 @@ std::vector<float> global_tensor(const std::vector<Piece>& pieces, const std::st
 }  // namespace
 
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
-                   const RankContext& rank, std::ostream& log) {
+                   const RankContext& rank, std::ostream& log, LoadMode mode) {
   const auto started = std::chrono::steady_clock::now();
   auto fail = [](const std::string& why) -> void { throw CheckpointError(why); };
   const fs::path ckpt = latest_checkpoint(dir);
@@ -326,6 +427,7 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   if (manifest["model"] != model_json(c.model))
     fail(manifest_path + ": the model config " + manifest["model"].dump() +
          " does not match this run's " + model_json(c.model).dump());
+  check_run_settings(manifest, manifest_path, c, mode, log);
   // The files holding a piece of a tensor this rank needs are checked (size, checksum,
   // header) before anything changes; with an unchanged layout that is one file per rank.
   // Which files to read: for each tensor this rank holds, the file with exactly its slice if
@@ -410,6 +512,7 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
         }
         if (k == 0) {
           std::copy(local.begin(), local.end(), params.values() + s.offset);
+          if (mode == LoadMode::kWeightsOnly) break;  // the moments stay zero: a fresh optimizer
           continue;
         }
         // Moments: only the part inside this rank's optimizer range (its shard).
@@ -419,7 +522,14 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
           (*moments[k - 1])[g - opt.range_begin()] = local[g - s.offset];
       }
     }
-    opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+    if (mode != LoadMode::kWeightsOnly)
+      opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+  }
+  if (mode == LoadMode::kWeightsOnly) {
+    log << "loaded the weights of checkpoint " << ckpt.string() << " (iteration "
+        << manifest["iteration"] << "); iteration, data position, optimizer and loss scale start "
+        << "afresh\n";
+    return {};
   }
   if (manifest.contains("loss_scaler") && model.scaler.is_dynamic()) {
     const json& ls = manifest["loss_scaler"];

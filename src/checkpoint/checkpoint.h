@@ -10,6 +10,8 @@
 // leaves a loadable checkpoint. Saving an iteration that already exists (a run resumed at its
 // last iteration) first moves the committed one aside to `iter_NNNNNNN.old` and removes it only
 // after `latest` is rewritten; a load whose `latest` names a missing directory takes its `.old`.
+// The manifest's "run" object holds the settings that shape the run (seed, batch sizes,
+// sequence length, data, LR schedule); a resume that changes one is refused unless asked for.
 // Loading rebuilds each tensor in global space from the shards, so a checkpoint saved under
 // one (t, p, d) loads under any other. Nothing in a checkpoint is executed.
 #include <iosfwd>
@@ -34,6 +36,13 @@ enum class SaveFault {
   kMidCommit,     // the iteration's committed directory moved aside, the new one not yet in place
 };
 
+// What a load takes from a checkpoint.
+enum class LoadMode {
+  kResume,          // everything; the run settings must equal this run's (exit 2 otherwise)
+  kResumeOverride,  // everything; differing run settings are printed as warnings
+  kWeightsOnly,     // --finetune, convert: the weights; iteration, optimizer and scaler afresh
+};
+
 struct TrainingState {
   long iteration = 0;
   long consumed_samples = 0;
@@ -52,10 +61,10 @@ bool has_checkpoint(const std::string& dir);
 // the same iteration was interrupted mid-commit); throws CheckpointError when there is none.
 std::string latest_checkpoint(const std::string& dir);
 
-// Loads `latest` under `dir` into the model (any layout) after validating the manifest and
-// every file; throws CheckpointError, naming the file and the problem, before changing
-// anything. Collective over the world.
+// Loads `latest` under `dir` into the model (any layout) after validating the manifest, the
+// run settings (kResume) and every file; throws CheckpointError, naming the file and the
+// problem, before changing anything. Collective over the world.
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
-                   const RankContext& rank, std::ostream& log);
+                   const RankContext& rank, std::ostream& log, LoadMode mode);
 
 }  // namespace trident::checkpoint

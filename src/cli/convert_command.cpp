@@ -56,7 +56,7 @@ int convert_main(const std::vector<std::string>& args) {
     RankContext rank{0, &grid, &groups, {"local"}};
     RankModel model = build_rank_model(c, *groups.tensor, *groups.pipeline, *groups.data);
     if (!load.empty()) {
-      checkpoint::load(load, c, model, rank, std::cout);
+      checkpoint::load(load, c, model, rank, std::cout, checkpoint::LoadMode::kWeightsOnly);
       Parameters whole = gather_rank_model(model, c, *groups.tensor, *groups.pipeline);
       io::save_hf_model(save_hf, c.model, whole);
       std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";

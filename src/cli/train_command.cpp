@@ -156,8 +156,19 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
-  opt("--load", c.load, "resume from the latest checkpoint under this directory (any layout)",
+  opt("--load", c.load,
+      "resume from the latest checkpoint under this directory (any layout); its seed, batch "
+      "sizes, sequence length, data and LR schedule must equal this run's (exit 2 otherwise)",
       "Checkpoints");
+  app.add_flag("--finetune", c.finetune,
+               "load only the weights from --load: iteration, data position, optimizer and loss "
+               "scale start afresh, and the run settings may differ (drop it to resume the "
+               "fine-tuning run itself)")
+      ->group("Checkpoints");
+  app.add_flag("--override-checkpoint-config", c.override_checkpoint_config,
+               "resume from --load although the run settings differ from the checkpoint's; "
+               "each difference is printed as a warning")
+      ->group("Checkpoints");
   opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
       "Checkpoints");
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",

@@ -169,6 +169,13 @@ void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& lo
       << c.generate_prompt << tok.decode(continuation) << "\n";
 }
 
+// --finetune takes only the weights; otherwise the whole state, the run settings checked.
+checkpoint::LoadMode load_mode(const TrainingConfig& c) {
+  if (c.finetune) return checkpoint::LoadMode::kWeightsOnly;
+  return c.override_checkpoint_config ? checkpoint::LoadMode::kResumeOverride
+                                      : checkpoint::LoadMode::kResume;
+}
+
 }  // namespace
 
 int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
@@ -263,10 +270,12 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   };
 
   long first_iteration = 1;
-  if (!c.load.empty() && !checkpoint::has_checkpoint(c.load))
+  // A restarted job finds no checkpoint on its first start; fine-tuning needs one.
+  const bool resumable = !c.load.empty() && checkpoint::has_checkpoint(c.load);
+  if (!c.load.empty() && !resumable && !c.finetune)
     log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
-  if (!c.load.empty() && checkpoint::has_checkpoint(c.load)) {
-    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log);
+  if (resumable || c.finetune) {
+    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log, load_mode(c));
     first_iteration = st.iteration + 1;
     consumed = st.consumed_samples;
     evaluations = st.evaluations;
