@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
+#include <sstream>
 
+#include "data/dataset_builder.h"
 #include "io/safetensors.h"
 
 namespace trident::checkpoint {
@@ -24,10 +27,168 @@ namespace {
 constexpr int kFormatVersion = 1;
 constexpr const char* kFormat = "trident-checkpoint";
 
+constexpr const char* kAsideSuffix = ".old";
+
 std::string iteration_dir(long it) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "iter_%07ld", it);
   return buf;
+}
+
+// `iter_` and digits only: a committed checkpoint (not .tmp or .old), and nothing that could
+// lead `latest` outside the checkpoint directory.
+bool is_iteration_name(const std::string& name) {
+  if (name.size() <= 5 || name.compare(0, 5, "iter_") != 0) return false;
+  return std::all_of(name.begin() + 5, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// What interrupted saves leave: `iter_N.tmp` (never committed) is removed; `iter_N.old` (a
+// commit interrupted after moving `iter_N` aside) is renamed back when `iter_N` is missing
+// (`latest` may name it; a rename keeps it loadable throughout) and removed when `iter_N`
+// exists (then `iter_N` is complete and the copy stale). World rank 0 only, before a save.
+void tidy_interrupted_saves(const fs::path& dir) {
+  if (!fs::is_directory(dir)) return;
+  std::vector<fs::path> unfinished, aside;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!is_iteration_name(e.path().stem().string())) continue;
+    if (e.path().extension() == ".tmp") unfinished.push_back(e.path());
+    if (e.path().extension() == kAsideSuffix) aside.push_back(e.path());
+  }
+  for (const fs::path& tmp : unfinished) fs::remove_all(tmp);
+  for (const fs::path& old : aside) {
+    const fs::path committed = old.parent_path() / old.stem();
+    if (fs::exists(committed))
+      fs::remove_all(old);
+    else
+      io::rename_durably(old.string(), committed.string());
+  }
+}
+
+// Puts the fully written `tmp` in place as `name` and points `latest` at it, never removing
+// the directory `latest` names before its replacement is committed: an existing `name` (a
+// run resumed at its last iteration saves that iteration again) is moved aside, and removed
+// only once `latest` is rewritten. World rank 0 only.
+void commit(const fs::path& dir, const fs::path& tmp, const std::string& name, SaveFault fault) {
+  const fs::path final_dir = dir / name, aside = dir / (name + kAsideSuffix);
+  if (fs::exists(final_dir)) {
+    fs::remove_all(aside);  // stale: `name` itself is complete
+    io::rename_durably(final_dir.string(), aside.string());
+  }
+  if (fault == SaveFault::kMidCommit) std::_Exit(9);
+  io::rename_durably(tmp.string(), final_dir.string());
+  io::write_file_atomically((dir / "latest").string(), name + "\n");
+  fs::remove_all(aside);
+  io::fsync_directory(dir.string());
+}
+
+// Keeps the newest `keep` committed checkpoints. World rank 0 only, after a commit.
+void remove_old_checkpoints(const fs::path& dir, int keep) {
+  std::vector<fs::path> committed;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && is_iteration_name(e.path().filename().string()))
+      committed.push_back(e.path());
+  std::sort(committed.begin(), committed.end());
+  for (size_t k = 0; k + keep < committed.size(); ++k) fs::remove_all(committed[k]);
+}
+
+// Blend weights normalised and prefixes absolute, so that the same data given as "1 a 1 b"
+// or "2 a 2 b", or from another working directory, reads the same.
+std::string data_description(const TrainingConfig& c) {
+  if (c.mock_data) return "mock";
+  if (c.data_path.empty()) return "none";
+  std::vector<data::WeightedPrefix> inputs = data::parse_data_path(c.data_path);
+  double total = 0;
+  for (const data::WeightedPrefix& p : inputs) total += p.weight;
+  std::ostringstream out;
+  for (const data::WeightedPrefix& p : inputs)
+    out << (&p == &inputs.front() ? "" : " ") << p.weight / total << " "
+        << fs::absolute(p.prefix).lexically_normal().string();
+  return out.str();
+}
+
+// A setting that shapes the run: changed on resume, the run silently becomes another one.
+struct RunSetting {
+  const char* key;   // in the manifest's "run" object
+  const char* flag;  // the flag that sets it, for messages
+  json value;        // this run's
+};
+
+// Not here on purpose: t, p, d, virtual stages and the distributed optimizer (a checkpoint
+// loads under any layout), threads, and --train-iters (a run may be extended).
+std::vector<RunSetting> run_settings(const TrainingConfig& c) {
+  std::vector<RunSetting> s = {
+      {"seed", "--seed", c.seed},
+      {"global_batch_size", "--global-batch-size", c.effective_global_batch()},
+      {"micro_batch_size", "--micro-batch-size", c.micro_batch_size},
+      {"seq_length", "--seq-length", c.model.seq_length},
+      {"data_path", "--data-path", data_description(c)},
+      {"lr", "--lr", c.lr},
+      {"min_lr", "--min-lr", c.min_lr},
+      {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
+      {"lr_warmup_iters", "--lr-warmup-iters", c.lr_warmup_iters},
+      {"lr_decay_iters", "--lr-decay-iters", c.lr_decay_iters},  // 0: --train-iters
+      {"lr_warmup_samples", "--lr-warmup-samples", c.lr_warmup_samples},
+      {"lr_decay_samples", "--lr-decay-samples", c.lr_decay_samples},  // 0: --train-samples
+      {"lr_warmup_fraction", "--lr-warmup-fraction", c.lr_warmup_fraction},  // < 0: not given
+      {"rampup_batch_size", "--rampup-batch-size", c.rampup_batch_size}};
+  if (!c.mock_data) s.push_back({"split", "--split", c.split});   // mock data has no split
+  return s;
+}
+
+json run_json(const TrainingConfig& c) {
+  json run = json::object();
+  for (const RunSetting& s : run_settings(c)) run[s.key] = s.value;
+  return run;
+}
+
+// Floats (saved from float) with the fewest digits that still read back as the same float.
+std::string shown(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_number_float()) return v.dump();
+  char buf[32];
+  for (int digits = 6; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v.get<double>());
+    if (std::strtof(buf, nullptr) == (float)v.get<double>()) break;
+  }
+  return buf;
+}
+
+// Each of this run's settings that differs from the checkpoint's, one line each. A setting
+// only one side has (mock data has no split) is not compared.
+std::vector<std::string> run_differences(const json& saved, const TrainingConfig& c) {
+  std::vector<std::string> out;
+  for (const RunSetting& s : run_settings(c))
+    if (saved.contains(s.key) && saved[s.key] != s.value)
+      out.push_back(std::string(s.flag) + ": checkpoint " + shown(saved[s.key]) + ", this run " +
+                    shown(s.value));
+  return out;
+}
+
+// Megatron's check of the checkpoint's arguments: a resume that would silently change the
+// run is refused, every difference named at once, unless --override-checkpoint-config.
+void check_run_settings(const json& manifest, const std::string& manifest_path,
+                        const TrainingConfig& c, LoadMode mode, std::ostream& log) {
+  if (mode == LoadMode::kWeightsOnly) return;
+  if (!manifest.contains("run")) {
+    log << "note: " << manifest_path
+        << " records no run settings (older trident, or written by convert): seed, batch, data "
+           "and LR schedule not compared\n";
+    return;
+  }
+  std::vector<std::string> differences = run_differences(manifest["run"], c);
+  if (mode == LoadMode::kResumeOverride) {
+    for (const std::string& d : differences)
+      log << "warning: --override-checkpoint-config: " << d << "\n";
+    return;
+  }
+  if (differences.empty()) return;
+  std::string message = manifest_path + ": this run differs from the checkpoint in " +
+                        std::to_string(differences.size()) + " setting" +
+                        (differences.size() > 1 ? "s" : "") +
+                        " (--override-checkpoint-config resumes anyway, --finetune loads only "
+                        "the weights):";
+  for (const std::string& d : differences) message += "\n  " + d;
+  throw CheckpointError(message);
 }
 
 std::string file_hash(const std::string& path, long* bytes) {
@@ -94,9 +255,22 @@ bool has_checkpoint(const std::string& dir) {
   return fs::exists(fs::path(dir) / "latest");
 }
 
+std::string latest_checkpoint(const std::string& dir) {
+  const fs::path latest = fs::path(dir) / "latest";
+  std::ifstream in(latest);
+  std::string name;
+  if (!in || !std::getline(in, name))
+    throw CheckpointError(latest.string() + ": missing (is " + dir + " a checkpoint directory?)");
+  if (!is_iteration_name(name))
+    throw CheckpointError(latest.string() + ": names '" + name +
+                          "', expected a directory name iter_NNNNNNN");
+  const fs::path committed = fs::path(dir) / name, aside = fs::path(dir) / (name + kAsideSuffix);
+  if (!fs::exists(committed) && fs::is_directory(aside)) return aside.string();
+  return committed.string();
+}
+
 void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
-          const TrainingState& state, const RankContext& rank, std::ostream& log,
-          bool die_before_commit) {
+          const TrainingState& state, const RankContext& rank, std::ostream& log, SaveFault fault) {
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
@@ -104,7 +278,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
   const std::string name = iteration_dir(state.iteration);
   const fs::path tmp = fs::path(dir) / (name + ".tmp"), final_dir = fs::path(dir) / name;
   if (rank.world_rank == 0) {
-    fs::remove_all(tmp);
+    tidy_interrupted_saves(dir);
     fs::create_directories(tmp);
   }
   barrier(rank);
@@ -179,6 +353,9 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
                        {"virtual_stages", c.virtual_stages()},
                        {"distributed_optimizer", c.use_distributed_optimizer}}},
                      {"files", json::array()}};
+    // A checkpoint written outside training (convert) has no data and so no run settings;
+    // loading it compares none.
+    if (c.mock_data || !c.data_path.empty()) manifest["run"] = run_json(c);
     for (auto& entry : fs::directory_iterator(tmp)) {
       if (entry.path().extension() != ".json") continue;
       std::ifstream in(entry.path());
@@ -186,19 +363,9 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
       fs::remove(entry.path());
     }
     io::write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
-    if (die_before_commit) std::_Exit(9);
-    fs::remove_all(final_dir);
-    fs::rename(tmp, final_dir);
-    io::write_file_atomically((fs::path(dir) / "latest").string(), name + "\n");
-    if (c.keep_checkpoints > 0) {
-      std::vector<fs::path> old;
-      for (auto& e : fs::directory_iterator(dir))
-        if (e.is_directory() && e.path().filename().string().rfind("iter_", 0) == 0 &&
-            e.path().extension() != ".tmp")
-          old.push_back(e.path());
-      std::sort(old.begin(), old.end());
-      for (size_t k = 0; k + c.keep_checkpoints < old.size(); ++k) fs::remove_all(old[k]);
-    }
+    if (fault == SaveFault::kBeforeCommit) std::_Exit(9);
+    commit(dir, tmp, name, fault);
+    if (c.keep_checkpoints > 0) remove_old_checkpoints(dir, c.keep_checkpoints);
     double bytes = 0;
     for (auto& e : fs::directory_iterator(final_dir)) bytes += (double)fs::file_size(e.path());
     double seconds =
@@ -242,15 +409,13 @@ std::vector<float> global_tensor(const std::vector<Piece>& pieces, const std::st
 }  // namespace
 
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
-                   const RankContext& rank, std::ostream& log) {
+                   const RankContext& rank, std::ostream& log, LoadMode mode) {
   const auto started = std::chrono::steady_clock::now();
   auto fail = [](const std::string& why) -> void { throw CheckpointError(why); };
-  std::ifstream latest_in(fs::path(dir) / "latest");
-  if (!latest_in)
-    fail((fs::path(dir) / "latest").string() + ": missing (is --load a checkpoint directory?)");
-  std::string name;
-  std::getline(latest_in, name);
-  const fs::path ckpt = fs::path(dir) / name;
+  const fs::path ckpt = latest_checkpoint(dir);
+  if (ckpt.extension() == kAsideSuffix)
+    log << "note: a save of " << ckpt.stem().string() << " was interrupted mid-commit: loading "
+        << ckpt.string() << "\n";
   const std::string manifest_path = (ckpt / "manifest.json").string();
   std::ifstream manifest_in(manifest_path);
   if (!manifest_in) fail(manifest_path + ": missing");
@@ -267,6 +432,7 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   if (manifest["model"] != model_json(c.model))
     fail(manifest_path + ": the model config " + manifest["model"].dump() +
          " does not match this run's " + model_json(c.model).dump());
+  check_run_settings(manifest, manifest_path, c, mode, log);
   // The files holding a piece of a tensor this rank needs are checked (size, checksum,
   // header) before anything changes; with an unchanged layout that is one file per rank.
   // Which files to read: for each tensor this rank holds, the file with exactly its slice if
@@ -351,6 +517,7 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
         }
         if (k == 0) {
           std::copy(local.begin(), local.end(), params.values() + s.offset);
+          if (mode == LoadMode::kWeightsOnly) break;  // the moments stay zero: a fresh optimizer
           continue;
         }
         // Moments: only the part inside this rank's optimizer range (its shard).
@@ -360,7 +527,14 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
           (*moments[k - 1])[g - opt.range_begin()] = local[g - s.offset];
       }
     }
-    opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+    if (mode != LoadMode::kWeightsOnly)
+      opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+  }
+  if (mode == LoadMode::kWeightsOnly) {
+    log << "loaded the weights of checkpoint " << ckpt.string() << " (iteration "
+        << manifest["iteration"] << "); iteration, data position, optimizer and loss scale start "
+        << "afresh\n";
+    return {};
   }
   if (manifest.contains("loss_scaler") && model.scaler.is_dynamic()) {
     const json& ls = manifest["loss_scaler"];

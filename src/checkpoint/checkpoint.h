@@ -5,8 +5,13 @@
 //                       and the size and xxh64 checksum of every file
 //   model_tpT_ppP.safetensors   what tensor rank T of pipeline rank P owns: each tensor's
 //                       local shard and its two Adam moments (data-parallel rank 0 writes)
-// Files are written into `iter_NNNNNNN.tmp`, flushed, the directory is renamed, and the
-// `latest` file is replaced last, so a crash at any moment leaves the previous checkpoint.
+// Files are written into `iter_NNNNNNN.tmp` and fsynced; the commit renames it into place and
+// replaces `latest` last, fsyncing the directory after every rename, so a crash at any moment
+// leaves a loadable checkpoint. Saving an iteration that already exists (a run resumed at its
+// last iteration) first moves the committed one aside to `iter_NNNNNNN.old` and removes it only
+// after `latest` is rewritten; a load whose `latest` names a missing directory takes its `.old`.
+// The manifest's "run" object holds the settings that shape the run (seed, batch sizes,
+// sequence length, data, LR schedule); a resume that changes one is refused unless asked for.
 // Loading rebuilds each tensor in global space from the shards, so a checkpoint saved under
 // one (t, p, d) loads under any other. Nothing in a checkpoint is executed.
 #include <iosfwd>
@@ -24,6 +29,20 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Testing: where world rank 0 exits abruptly inside a save, as a crash would.
+enum class SaveFault {
+  kNone,
+  kBeforeCommit,  // every file written, nothing renamed
+  kMidCommit,     // the iteration's committed directory moved aside, the new one not yet in place
+};
+
+// What a load takes from a checkpoint.
+enum class LoadMode {
+  kResume,          // everything; the run settings must equal this run's (exit 2 otherwise)
+  kResumeOverride,  // everything; differing run settings are printed as warnings
+  kWeightsOnly,     // --finetune, convert: the weights; iteration, optimizer and scaler afresh
+};
+
 struct TrainingState {
   long iteration = 0;
   long consumed_samples = 0;
@@ -34,19 +53,21 @@ struct TrainingState {
 };
 
 // Collective over the world: every rank calls it.
-// die_before_commit (testing): world rank 0 exits abruptly after every file is written but
-// before the directory is renamed, as a crash would.
 void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
           const TrainingState& state, const RankContext& rank, std::ostream& log,
-          bool die_before_commit = false);
+          SaveFault fault = SaveFault::kNone);
 
 // True when `dir` holds a checkpoint to resume from (its `latest` file exists).
 bool has_checkpoint(const std::string& dir);
 
-// Loads `latest` under `dir` into the model (any layout) after validating the manifest and
-// every file; throws CheckpointError, naming the file and the problem, before changing
-// anything. Collective over the world.
+// The directory of the checkpoint `latest` under `dir` names (its `.old` copy when a save of
+// the same iteration was interrupted mid-commit); throws CheckpointError when there is none.
+std::string latest_checkpoint(const std::string& dir);
+
+// Loads `latest` under `dir` into the model (any layout) after validating the manifest, the
+// run settings (kResume) and every file; throws CheckpointError, naming the file and the
+// problem, before changing anything. Collective over the world.
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
-                   const RankContext& rank, std::ostream& log);
+                   const RankContext& rank, std::ostream& log, LoadMode mode);
 
 }  // namespace trident::checkpoint

@@ -15,12 +15,9 @@ namespace {
 
 // The model shape recorded in a checkpoint's manifest.
 ModelConfig checkpoint_model(const std::string& dir) {
-  std::ifstream latest(dir + "/latest");
-  std::string name;
-  if (!latest || !std::getline(latest, name))
-    throw checkpoint::CheckpointError(dir + "/latest: missing (is this a checkpoint directory?)");
-  std::ifstream in(dir + "/" + name + "/manifest.json");
-  if (!in) throw checkpoint::CheckpointError(dir + "/" + name + "/manifest.json: missing");
+  const std::string manifest = checkpoint::latest_checkpoint(dir) + "/manifest.json";
+  std::ifstream in(manifest);
+  if (!in) throw checkpoint::CheckpointError(manifest + ": missing");
   nlohmann::json m = nlohmann::json::parse(in)["model"];
   ModelConfig c;
   c.num_layers = m["num_layers"], c.hidden_size = m["hidden_size"];
@@ -59,7 +56,7 @@ int convert_main(const std::vector<std::string>& args) {
     RankContext rank{0, &grid, &groups, {"local"}};
     RankModel model = build_rank_model(c, *groups.tensor, *groups.pipeline, *groups.data);
     if (!load.empty()) {
-      checkpoint::load(load, c, model, rank, std::cout);
+      checkpoint::load(load, c, model, rank, std::cout, checkpoint::LoadMode::kWeightsOnly);
       Parameters whole = gather_rank_model(model, c, *groups.tensor, *groups.pipeline);
       io::save_hf_model(save_hf, c.model, whole);
       std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";

@@ -156,7 +156,12 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
       "testing: make one gradient inf at this iteration", "Testing");
   opt("--inject-fault-save", c.inject_fault_save,
-      "testing: rank 0 dies inside its N-th checkpoint save, before the commit", "Testing");
+      "testing: rank 0 dies inside its N-th checkpoint save (see --inject-fault-save-point)",
+      "Testing");
+  opt("--inject-fault-save-point", c.inject_fault_save_point,
+      "testing: before-commit (files written, nothing renamed) or mid-commit (an existing "
+      "directory of the same iteration moved aside, the new one not yet in place)",
+      "Testing");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
@@ -173,8 +178,19 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
-  opt("--load", c.load, "resume from the latest checkpoint under this directory (any layout)",
+  opt("--load", c.load,
+      "resume from the latest checkpoint under this directory (any layout); its seed, batch "
+      "sizes, sequence length, data and LR schedule must equal this run's (exit 2 otherwise)",
       "Checkpoints");
+  app.add_flag("--finetune", c.finetune,
+               "load only the weights from --load: iteration, data position, optimizer and loss "
+               "scale start afresh, and the run settings may differ (drop it to resume the "
+               "fine-tuning run itself)")
+      ->group("Checkpoints");
+  app.add_flag("--override-checkpoint-config", c.override_checkpoint_config,
+               "resume from --load although the run settings differ from the checkpoint's; "
+               "each difference is printed as a warning")
+      ->group("Checkpoints");
   opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
       "Checkpoints");
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",

@@ -265,6 +265,14 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
   require(c.load.empty() || c.load_hf.empty(), "give --load or --load-hf, not both");
+  require(!c.finetune || !c.load.empty(), "--finetune needs --load (the weights to start from)");
+  require(!c.override_checkpoint_config || !c.load.empty(),
+          "--override-checkpoint-config needs --load");
+  require(!(c.finetune && c.override_checkpoint_config),
+          "give --finetune (weights only, run settings free) or --override-checkpoint-config "
+          "(resume everything despite changed settings), not both");
+  require(c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit",
+          "--inject-fault-save-point must be before-commit or mid-commit");
   const bool uneven =
       c.decoder_first_pipeline_num_layers != 0 || c.decoder_last_pipeline_num_layers != 0;
   if (p > 1 && c.model.num_layers > 0) {

@@ -107,6 +107,16 @@ struct TrainingConfig {
   long inject_grad_overflow_iteration = 0;  // testing: an inf gradient at this iteration
   double peak_tflops = 0;                   // 0: measure the fp32 GEMM peak at start
 
+  // What --load may change on purpose, and where a save can be made to die (issue 18).
+  // The manifest's run settings (seed, batch sizes, sequence length, data, LR schedule) must
+  // equal this run's on resume unless one of the first two is given.
+  bool finetune = false;                    // weights only: iteration, optimizer, scaler afresh
+  bool override_checkpoint_config = false;  // resume anyway, each difference printed
+  // Testing: where --inject-fault-save dies: before-commit (files written, nothing renamed)
+  // or mid-commit (the same iteration's committed directory moved aside, the new one not yet
+  // in place).
+  std::string inject_fault_save_point = "before-commit";
+
   int data_parallel_size() const;
   int virtual_stages() const;  // v
   // Layers of each virtual stage j * p + s, in order; empty when the split is invalid.

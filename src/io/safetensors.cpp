@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -182,6 +183,47 @@ void SafetensorsFile::copy_float(const TensorEntry& t, float* dst) const {
   }
 }
 
+namespace {
+
+// The parent directory of a path ("." for a bare name).
+std::string parent_of(const std::string& path) {
+  std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// fsync, close and rename a fully written temporary file over `path`, durably.
+void finish_temporary(int fd, const std::string& tmp, const std::string& path) {
+  const bool synced = ::fsync(fd) == 0;
+  const int sync_errno = errno;
+  ::close(fd);
+  if (!synced) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("fsync of " + tmp + " failed: " + std::strerror(sync_errno));
+  }
+  rename_durably(tmp, path);
+}
+
+}  // namespace
+
+void fsync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    throw std::runtime_error("cannot open directory " + dir + ": " + std::strerror(errno));
+  // Some file systems cannot sync a directory (EINVAL): nothing more can be done there.
+  const bool synced = ::fsync(fd) == 0 || errno == EINVAL;
+  const int sync_errno = errno;
+  ::close(fd);
+  if (!synced)
+    throw std::runtime_error("fsync of " + dir + " failed: " + std::strerror(sync_errno));
+}
+
+void rename_durably(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
+  fsync_directory(parent_of(to));
+  if (parent_of(from) != parent_of(to)) fsync_directory(parent_of(from));
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -196,10 +238,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     }
     done += (size_t)n;
   }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  finish_temporary(fd, tmp, path);
 }
 
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
@@ -243,10 +282,7 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
     for (long d : t.shape) n *= d;
     put(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
   }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  finish_temporary(fd, tmp, path);
   return head.size() + offset;
 }
 

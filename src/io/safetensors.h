@@ -55,13 +55,21 @@ struct TensorToWrite {
   const float* data;
 };
 
-// Writes F32 tensors to path + ".tmp", flushes, then renames over path. Returns the file's
+// Writes F32 tensors to path + ".tmp", fsyncs, renames over path and fsyncs the directory (so
+// the rename itself survives a power loss). Returns the file's
 // size; `observe` (optional) sees every byte in order as it is written (e.g. to checksum).
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata = {},
                          const std::function<void(const char*, size_t)>& observe = {});
 
-// Writes bytes to path atomically (temporary name, fsync, rename).
+// Writes bytes to path atomically (temporary name, fsync, rename, fsync of the directory).
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// Flushes a directory's entries (created, renamed, removed names) to disk: a rename is only
+// durable once its parent directory is fsynced.
+void fsync_directory(const std::string& dir);
+
+// Renames from -> to, then fsyncs the parent directory of both.
+void rename_durably(const std::string& from, const std::string& to);
 
 }  // namespace trident::io

@@ -197,6 +197,13 @@ void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& lo
       << c.generate_prompt << tok.decode(continuation) << "\n";
 }
 
+// --finetune takes only the weights; otherwise the whole state, the run settings checked.
+checkpoint::LoadMode load_mode(const TrainingConfig& c) {
+  if (c.finetune) return checkpoint::LoadMode::kWeightsOnly;
+  return c.override_checkpoint_config ? checkpoint::LoadMode::kResumeOverride
+                                      : checkpoint::LoadMode::kResume;
+}
+
 }  // namespace
 
 int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
@@ -284,10 +291,12 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   };
 
   long first_iteration = 1;
-  if (!c.load.empty() && !checkpoint::has_checkpoint(c.load))
+  // A restarted job finds no checkpoint on its first start; fine-tuning needs one.
+  const bool resumable = !c.load.empty() && checkpoint::has_checkpoint(c.load);
+  if (!c.load.empty() && !resumable && !c.finetune)
     log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
-  if (!c.load.empty() && checkpoint::has_checkpoint(c.load)) {
-    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log);
+  if (resumable || c.finetune) {
+    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log, load_mode(c));
     first_iteration = st.iteration + 1;
     consumed = st.consumed_samples;
     evaluations = st.evaluations;
@@ -295,10 +304,13 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
   long saves = 0;
   auto save_checkpoint = [&](long iteration) {
-    const bool die = ++saves == c.inject_fault_save && rank.world_rank == 0;
+    checkpoint::SaveFault fault = checkpoint::SaveFault::kNone;
+    if (++saves == c.inject_fault_save && rank.world_rank == 0)
+      fault = c.inject_fault_save_point == "mid-commit" ? checkpoint::SaveFault::kMidCommit
+                                                        : checkpoint::SaveFault::kBeforeCommit;
     model.finish_param_gather();
     checkpoint::save(c.save, c, model, {iteration, consumed, evaluations, lr_samples}, rank, log,
-                     die);
+                     fault);
   };
   long last_saved = -1;
   for (long it = first_iteration; it <= train_iters; ++it) {
