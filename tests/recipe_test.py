@@ -161,6 +161,11 @@ def resume(trident, tmp, check):
           f"killed at iteration 7 (global batch {first[-1]['global_batch_size'] if first else '?'}), "
           f"resumed from iteration 4: every loss, norm, lr and batch size and the final weights "
           f"bit-identical to the uninterrupted run")
+    changed = [a if a != "48" else "64" for a in RAMP]
+    out = subprocess.run([trident, "train"] + MODEL + changed + ["--load", ckpt], capture_output=True,
+                         text=True, timeout=60)
+    check(out.returncode == 2 and "--rampup-batch-size: checkpoint [4,4,48], this run [4,4,64]" in out.stderr,
+          "resuming with another ramp-up is refused, naming it")
     other = train(trident, MODEL + RAMP + ["--load", ckpt, "--use-distributed-optimizer",
                                           "--pipeline-model-parallel-size", "2"], 4, tmp, "relayout")
     summary, bad = compare((ref_rows[4:], ref_w), (other[0], other[1]), 1e-5)
