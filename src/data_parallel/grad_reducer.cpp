@@ -62,9 +62,15 @@ void GradientReducer::arm() {
   launched_early_ = 0;
 }
 
+void GradientReducer::progress() {
+  for (auto& r : requests_) r->test();
+  for (auto& g : gathers_)
+    if (g) g->test();
+}
+
 void GradientReducer::mark_ready(int begin, int end) {
   if (!armed_) return;
-  for (auto& r : requests_) r->test();  // progress the buckets already in flight
+  progress();  // the buckets already in flight
   for (int k = begin; k < end; ++k) {
     int b = bucket_of_spec_[k];
     if (--remaining_[b] == 0 && !launched_[b] && !held_back_[b]) {
@@ -128,7 +134,8 @@ std::vector<size_t> GradientReducer::gather_order() const {
 
 std::pair<long, long> GradientReducer::shard_part(size_t b) const {
   const long lo = buckets_[b].offset, hi = lo + buckets_[b].floats;
-  return {std::max(lo, shard_begin_), std::max(std::max(lo, shard_begin_), std::min(hi, shard_end_))};
+  return {std::max(lo, shard_begin_),
+          std::max(std::max(lo, shard_begin_), std::min(hi, shard_end_))};
 }
 
 void GradientReducer::start_gather(size_t b) {

@@ -41,6 +41,8 @@ class GradientReducer {
   void arm();
   // Specs [begin, end) have final gradients; launches every bucket that became complete.
   void mark_ready(int spec_begin, int spec_end);
+  // Lets in-flight reductions and gathers move (MPI progresses them only inside its calls).
+  void progress();
   // Launches what is left and waits. After it, gradients are summed over the data-parallel
   // group: everywhere (all-reduce), or on this rank's shard (distributed optimizer).
   void finish();

@@ -10,8 +10,7 @@ namespace trident::engine {
 namespace {
 
 // Finishes every chunk's data-parallel reduction; returns the ranges this rank updates.
-std::vector<GradRange> finish_reductions(RankModel& model, int data_ranks,
-                                         const StepOptions& o) {
+std::vector<GradRange> finish_reductions(RankModel& model, int data_ranks, const StepOptions& o) {
   std::vector<GradRange> ranges;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     const double start = o.now_us ? o.now_us() : 0;
@@ -40,8 +39,8 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // Reduced over every group, so all ranks reach the same overflow verdict.
   comm::SingleRankCommunicator replicas("data");
   StepOutcome out;
-  out.grad_norm = global_grad_norm(ranges, tp, pp, o.distributed_optimizer ? dp : replicas) /
-                  o.loss_scale;
+  out.grad_norm =
+      global_grad_norm(ranges, tp, pp, o.distributed_optimizer ? dp : replicas) / o.loss_scale;
   out.skipped = model.scaler.update(!std::isfinite(out.grad_norm));
   if (out.skipped) return out;
   const float multiplier = clip_coefficient(out.grad_norm, o.clip_grad) / o.loss_scale;

@@ -298,7 +298,10 @@ const float* GPTModel::output_buffer(int slot) const {
 }
 
 LayerCall GPTModel::layer_call(const Activations& a, int batch, int seq) const {
-  return {batch, seq, {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq}};
+  return {batch,
+          seq,
+          {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq},
+          progress_ ? &progress_ : nullptr};
 }
 
 const float* GPTModel::layer_input(const Activations& a, int l) const {

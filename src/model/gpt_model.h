@@ -82,6 +82,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // distributed optimizer's overlapped all-gather waits there for the buckets holding them.
   using ParamsNeededHook = std::function<void(int spec_begin, int spec_end)>;
   void set_params_needed_hook(ParamsNeededHook hook) { params_needed_ = std::move(hook); }
+  // Called between the big products inside each layer's backward (communication progress).
+  void set_progress_hook(std::function<void()> hook) { progress_ = std::move(hook); }
 
   Parameters& parameters() { return params_; }
   const Parameters& parameters() const { return params_; }
@@ -149,6 +151,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   LayerScratch scratch_{};
   GradReadyHook grad_ready_;
   ParamsNeededHook params_needed_;
+  std::function<void()> progress_;
   std::vector<int> layer_first_spec_;  // index of each layer's first parameter spec
 };
 

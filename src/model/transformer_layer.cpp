@@ -91,6 +91,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, a.ln2_out.operand(), w.d_hidden, rows);
   kernels::layernorm_backward(w.d_hidden, a.residual1, ln2_weight_.value, a.ln2_mean, a.ln2_rstd,
                               d_residual, ln2_weight_.grad, ln2_bias_.grad, rows, h, true);
+  if (call.progress) (*call.progress)();
 
   proj_.backward(kernels::dropout_backward(d_residual, w.row_out, rows, h, call.dropout,
                                            dropout_site(index_, DropoutKind::kAttentionOut)),
@@ -98,6 +99,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
                                     attention_dropout(call), attention_precision_);
+  if (call.progress) (*call.progress)();
   qkv_.backward(w.d_qkv, a.ln1_out.operand(), w.d_hidden, rows);
   kernels::layernorm_backward(w.d_hidden, x, ln1_weight_.value, a.ln1_mean, a.ln1_rstd, d_residual,
                               ln1_weight_.grad, ln1_bias_.grad, rows, h, true);

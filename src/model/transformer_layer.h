@@ -1,6 +1,8 @@
 #pragma once
 // One pre-LayerNorm GPT-2 block: x + Attn(LN1(x)), then + MLP(LN2(.)), built from the
 // tensor-parallel linears so the same code runs at any tensor-parallel size.
+#include <functional>
+
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
 #include "kernels/mixed_linear.h"
@@ -45,6 +47,9 @@ struct LayerDims {
 struct LayerCall {
   int batch, seq;
   kernels::DropoutBatch dropout;  // which samples; no dropout when not training
+  // Called between the big products of a backward pass (may be null): non-blocking
+  // data-parallel reductions only move inside MPI calls, so they get more chances to.
+  const std::function<void()>* progress = nullptr;
 };
 
 class TransformerLayer {

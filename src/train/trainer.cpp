@@ -251,6 +251,10 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
                                                c.model.hidden_size,
                                                {c.scatter_gather, rank.world_rank});
   executor.set_before_backward(before_backward);
+  if (c.overlap_grad_reduce && dp.size() > 1)
+    for (size_t j = 0; j < model.chunks.size(); ++j)
+      model.chunks[j]->set_progress_hook(
+          [reducer = model.reducers[j].get()] { reducer->progress(); });
   if (c.overlap_param_gather)
     for (size_t j = 0; j < model.chunks.size(); ++j)
       model.chunks[j]->set_params_needed_hook(
