@@ -19,8 +19,8 @@
 #include <string>
 
 #include "config/training_config.h"
-#include "train/rank_model.h"
-#include "train/trainer.h"
+#include "engine/rank_context.h"
+#include "engine/rank_model.h"
 
 namespace trident::checkpoint {
 

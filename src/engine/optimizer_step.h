@@ -10,7 +10,7 @@
 #include <string>
 
 #include "distributed/process_groups.h"
-#include "train/rank_model.h"
+#include "engine/rank_model.h"
 
 namespace trident::engine {
 

@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "data_parallel/grad_reducer.h"
 #include "engine/optimizer_step.h"
+#include "engine/rank_model.h"
 #include "generation/greedy.h"
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
@@ -25,7 +26,6 @@
 #include "pipeline_parallel/simulator.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/metrics.h"
-#include "train/rank_model.h"
 #include "train/throughput.h"
 #include "train/training_data.h"
 
@@ -167,6 +167,37 @@ void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
   log.unsetf(std::ios::fixed);
 }
 
+// What data parallelism left exposed: the time the step waited for gradient reductions and
+// (distributed optimizer) for the parameter all-gather, summed over iterations.
+struct DataParallelWaits {
+  double reduction = 0, gather = 0;
+  long iterations = 0;
+
+  void add(const RankModel& model) {
+    for (const auto& r : model.reducers)
+      reduction += r->last_wait_seconds(), gather += r->last_gather_wait_seconds();
+    ++iterations;
+  }
+
+  void print(const RankModel& model, const TrainingConfig& c, std::ostream& log) const {
+    int early = 0, total = 0;
+    for (const auto& r : model.reducers)
+      early += r->launched_before_finish(), total += (int)r->buckets().size();
+    const double n = std::max(1L, iterations);
+    log << "data parallel: " << early << " of " << total
+        << " gradient buckets started during the last backward of the last iteration"
+        << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
+        << std::fixed << std::setprecision(1) << reduction / n * 1e3 << " ms for the "
+        << (c.use_distributed_optimizer ? "reduce-scatter" : "reduction");
+    if (c.use_distributed_optimizer)
+      log << "; the parameter all-gather kept it waiting " << gather / n * 1e3 << " ms"
+          << (c.overlap_param_gather ? " inside the forward (--overlap-param-gather)"
+                                     : " (--overlap-param-gather is off)");
+    log << " (per iteration, mean of the " << iterations << " after the first)\n";
+    log.unsetf(std::ios::fixed);
+  }
+};
+
 // This rank's share of the machine's arithmetic peak for the run's precision (--peak-tflops
 // overrides it): ranks on one node split its physical cores.
 double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
@@ -295,6 +326,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   };
 
   long first_iteration = 1;
+  DataParallelWaits dp_waits;
   // A restarted job finds no checkpoint on its first start; fine-tuning needs one.
   const bool resumable = !c.load.empty() && checkpoint::has_checkpoint(c.load);
   if (!c.load.empty() && !resumable && !c.finetune)
@@ -343,6 +375,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     step.record = [&executor](const std::string& name, const std::string& category, double t0,
                               double t1) { executor.record(name, category, t0, t1); };
     const engine::StepOutcome outcome = engine::finalize_and_step(model, *rank.groups, step);
+    if (it > first_iteration) dp_waits.add(model);  // the first step warms up
     const double norm = outcome.grad_norm;
     const float lr = step.lr;
     const bool skip = outcome.skipped;
@@ -393,25 +426,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   GroupCounters training_counters = snapshot_counters(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;
-  if (dp.size() > 1) {
-    int early = 0, total = 0;
-    double wait = 0, gather = 0;
-    for (const auto& r : model.reducers) {
-      early += r->launched_before_finish(), total += (int)r->buckets().size();
-      wait += r->last_wait_seconds(), gather += r->last_gather_wait_seconds();
-    }
-    log << "data parallel: " << early << " of " << total
-        << " gradient buckets started during the last backward of the last iteration"
-        << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
-        << std::fixed << std::setprecision(1) << wait * 1e3 << " ms for the "
-        << (c.use_distributed_optimizer ? "reduce-scatter" : "reduction");
-    if (c.use_distributed_optimizer)
-      log << "; the parameter all-gather kept it waiting " << gather * 1e3 << " ms"
-          << (c.overlap_param_gather ? " inside the forward (--overlap-param-gather)"
-                                     : " (--overlap-param-gather is off)");
-    log << "\n";
-    log.unsetf(std::ios::fixed);
-  }
+  if (dp.size() > 1) dp_waits.print(model, c, log);
   if (pp.size() > 1) {
     print_bubble(last_step, model.schedule, pp, log);
     const long bytes = executor.boundary_bytes_sent();

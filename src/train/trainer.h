@@ -4,18 +4,9 @@
 #include <vector>
 
 #include "config/training_config.h"
-#include "distributed/process_grid.h"
-#include "distributed/process_groups.h"
+#include "engine/rank_context.h"
 
 namespace trident {
-
-// Where this rank sits: its place in the grid, its groups, and every rank's node name.
-struct RankContext {
-  int world_rank = 0;
-  const distributed::ProcessGrid* grid = nullptr;
-  distributed::ProcessGroups* groups = nullptr;
-  std::vector<std::string> nodes;
-};
 
 // Runs `trident train` on one rank: builds the model from the validated config, prints
 // the layout and memory plan, trains, validates, and writes what was asked for. `log` is

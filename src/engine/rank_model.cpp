@@ -1,4 +1,4 @@
-#include "train/rank_model.h"
+#include "engine/rank_model.h"
 
 #include <algorithm>
 

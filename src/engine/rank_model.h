@@ -1,6 +1,8 @@
 #pragma once
 // What one rank holds of the model: its pipeline chunks (virtual stages j * p + s), one
-// AdamW per chunk, and the schedule that runs them.
+// AdamW and one data-parallel reducer per chunk, the loss scaler, and the schedule that
+// runs them. Training builds it here; generation, serving and evaluation can too, without
+// reaching into train/.
 #include <memory>
 #include <vector>
 
