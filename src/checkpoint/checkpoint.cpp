@@ -128,10 +128,10 @@ std::vector<RunSetting> run_settings(const TrainingConfig& c) {
       {"lr_warmup_iters", "--lr-warmup-iters", c.lr_warmup_iters},
       {"lr_decay_iters", "--lr-decay-iters", c.lr_decay_iters},  // 0: --train-iters
       {"lr_warmup_samples", "--lr-warmup-samples", c.lr_warmup_samples},
-      {"lr_decay_samples", "--lr-decay-samples", c.lr_decay_samples},  // 0: --train-samples
+      {"lr_decay_samples", "--lr-decay-samples", c.lr_decay_samples},        // 0: --train-samples
       {"lr_warmup_fraction", "--lr-warmup-fraction", c.lr_warmup_fraction},  // < 0: not given
       {"rampup_batch_size", "--rampup-batch-size", c.rampup_batch_size}};
-  if (!c.mock_data) s.push_back({"split", "--split", c.split});   // mock data has no split
+  if (!c.mock_data) s.push_back({"split", "--split", c.split});  // mock data has no split
   return s;
 }
 
@@ -409,7 +409,8 @@ std::vector<float> global_tensor(const std::vector<Piece>& pieces, const std::st
 }  // namespace
 
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
-                   const RankContext& rank, std::ostream& log, LoadMode mode) {
+                   const RankContext& rank, std::ostream& log, LoadMode mode,
+                   const std::function<void(double)>& progress) {
   const auto started = std::chrono::steady_clock::now();
   auto fail = [](const std::string& why) -> void { throw CheckpointError(why); };
   const fs::path ckpt = latest_checkpoint(dir);
@@ -497,8 +498,10 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
     AdamW& opt = *model.optimizers[j];
-    std::vector<float>* moments[2] = {&opt.exp_avg(), &opt.exp_avg_sq()};
+    FirstTouchVector<float>* moments[2] = {&opt.exp_avg(), &opt.exp_avg_sq()};
+    const double chunk_share = 1.0 / (double)model.chunks.size();
     for (const ParamSpec& s : params.layout().specs()) {
+      if (progress) progress(chunk_share * ((double)j + (double)s.offset / (double)params.size()));
       const std::vector<Piece>& parts = pieces.at(s.name);
       const Piece* exact = nullptr;
       for (const Piece& p : parts)

@@ -14,6 +14,7 @@
 // sequence length, data, LR schedule); a resume that changes one is refused unless asked for.
 // Loading rebuilds each tensor in global space from the shards, so a checkpoint saved under
 // one (t, p, d) loads under any other. Nothing in a checkpoint is executed.
+#include <functional>
 #include <iosfwd>
 #include <stdexcept>
 #include <string>
@@ -67,7 +68,9 @@ std::string latest_checkpoint(const std::string& dir);
 // Loads `latest` under `dir` into the model (any layout) after validating the manifest, the
 // run settings (kResume) and every file; throws CheckpointError, naming the file and the
 // problem, before changing anything. Collective over the world.
+// progress (optional) is told the fraction of this rank's tensors in place.
 TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
-                   const RankContext& rank, std::ostream& log, LoadMode mode);
+                   const RankContext& rank, std::ostream& log, LoadMode mode,
+                   const std::function<void(double)>& progress = {});
 
 }  // namespace trident::checkpoint

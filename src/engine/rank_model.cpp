@@ -58,7 +58,7 @@ void RankModel::zero_grads() {
 }
 
 RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp,
-                           comm::Communicator& dp) {
+                           comm::Communicator& dp, StartupClock* clock) {
   data_parallel::ReducerOptions reduce;
   reduce.bucket_floats =
       c.ddp_bucket_size > 0 ? c.ddp_bucket_size : std::max(40'000'000L, 1'000'000L * dp.size());
@@ -91,13 +91,18 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     options.dropout = c.dropout();
     options.pad_multiple = c.use_distributed_optimizer ? 16L * dp.size() : 16;
     options.logits_chunk_rows = c.logits_chunk_rows;
+    if (clock) clock->begin("allocation");
     m.chunks.push_back(
         std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size, c.model.seq_length, options));
     Parameters& params = m.chunks.back()->parameters();
+    if (clock) clock->begin(c.load_hf.empty() ? "initialisation" : "HF import");
     if (!c.load_hf.empty())
       io::load_hf_weights(c.load_hf, c.model, params);
     else
-      params.initialize(c.seed, c.model.init_method_std, c.model.num_layers);
+      params.initialize(c.seed, c.model.init_method_std, c.model.num_layers, [&](double done) {
+        if (clock) clock->progress((j + done) / m.schedule.chunks);
+      });
+    if (clock) clock->begin("allocation");
     m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
     // The tied word embedding's gradient is summed across the first and last stage after
     // backward, before its data-parallel reduction; after a reduce-scatter the two stages'

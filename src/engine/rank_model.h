@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "config/training_config.h"
+#include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
@@ -33,8 +34,9 @@ struct RankModel {
 
 // Builds this rank's chunks (activation slots sized by the schedule), then initialises them
 // from the seed or loads --load-hf.
+// clock (optional): the phases (allocation, initialisation) are timed, with progress lines.
 RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp,
-                           comm::Communicator& dp);
+                           comm::Communicator& dp, StartupClock* clock = nullptr);
 
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their

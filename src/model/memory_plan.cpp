@@ -58,7 +58,9 @@ void MemoryPlan::print(std::ostream& os) const {
   os << "  total " << format_bytes(total_bytes()) << "\n";
 }
 
-Arena::Arena(long floats) : storage_(floats, 0.f) {}
+Arena::Arena(long floats) {
+  assign_parallel(storage_, floats, 0.f);
+}
 
 float* Arena::take(long floats) {
   if (used_ + floats > (long)storage_.size())

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/first_touch.h"
+
 namespace trident {
 
 struct PlannedBuffer {
@@ -37,7 +39,7 @@ class Arena {
   long used() const { return used_; }
 
  private:
-  std::vector<float> storage_;
+  FirstTouchVector<float> storage_;
   long used_ = 0;
 };
 

@@ -39,6 +39,18 @@ long ParamSpec::global_index(long i) const {
   return row * global_cols + col;
 }
 
+long ParamSpec::contiguous_run(long i) const {
+  if (shard.dim < 0) return numel() - i;
+  const long local_cols = local_shape.size() == 2 ? local_shape[1] : 1;
+  const long row = i / local_cols, col = i % local_cols;
+  if (shard.dim == 0) {  // whole rows; a block's rows are consecutive in the global tensor
+    const long piece = local_shape[0] / shard.stride;
+    return (piece - row % piece) * local_cols - col;
+  }
+  const long piece = local_shape[1] / shard.stride;  // within one row: a block of columns
+  return piece - col % piece;
+}
+
 std::string layer_param(int layer, const std::string& leaf) {
   return "layers." + std::to_string(layer) + "." + leaf;
 }

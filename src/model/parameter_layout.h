@@ -36,6 +36,9 @@ struct ParamSpec {
   long numel() const;
   // Global flat index of local element i (row-major, up to 2-D).
   long global_index(long local_index) const;
+  // How many local elements from local_index on have consecutive global indices (the rest
+  // of a row block of a row shard, of a column block of a column shard, or of the tensor).
+  long contiguous_run(long local_index) const;
 };
 
 struct TensorParallelRank {

@@ -1,8 +1,10 @@
 #include "model/parameters.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "core/normal_fill.h"
 #include "core/random.h"
 #include "kernels/elementwise.h"
 
@@ -10,8 +12,8 @@ namespace trident {
 
 Parameters::Parameters(ParameterLayout layout, long pad_multiple) : layout_(std::move(layout)) {
   long size = (layout_.total() + pad_multiple - 1) / pad_multiple * pad_multiple;
-  values_.assign(size, 0.f);
-  grads_.assign(size, 0.f);
+  assign_parallel(values_, size, 0.f);
+  assign_parallel(grads_, size, 0.f);
 }
 
 ParamRef Parameters::get(const std::string& name) {
@@ -34,7 +36,8 @@ void Parameters::pad_to_multiple(long multiple) {
 void Parameters::set_low_precision(kernels::Precision p) {
   low_precision_ = p;
   if (handed_out_) throw std::logic_error("Parameters::set_low_precision after get()");
-  low_.assign(p == kernels::Precision::kFp32 ? 0 : values_.size(), 0);
+  assign_parallel<std::uint16_t>(low_, p == kernels::Precision::kFp32 ? 0 : (long)values_.size(),
+                                 0);
   low_stale_ = true;
 }
 
@@ -59,7 +62,8 @@ void Parameters::zero_grads() {
   kernels::fill(grads_.data(), 0.f, (long)grads_.size());
 }
 
-void Parameters::initialize(std::uint64_t seed, float std, int num_layers) {
+void Parameters::initialize(std::uint64_t seed, float std, int num_layers,
+                            const std::function<void(double)>& progress) {
   const float scaled_std = std / std::sqrt(2.f * num_layers);
   for (const ParamSpec& s : layout_.specs()) {
     float* dst = values_.data() + s.offset;
@@ -74,13 +78,22 @@ void Parameters::initialize(std::uint64_t seed, float std, int num_layers) {
         break;
       case InitKind::kNormal:
       case InitKind::kScaledNormal: {
-        float sigma = s.init == InitKind::kNormal ? std : scaled_std;
+        const float sigma = s.init == InitKind::kNormal ? std : scaled_std;
+        // Runs of consecutive global indices (a shard's rows or column blocks), eight
+        // draws at a time; any split gives the one-process values.
+        constexpr long kBlock = 1 << 14;
 #pragma omp parallel for schedule(static)
-        for (long i = 0; i < n; ++i)
-          dst[i] = (float)(sigma * normal_at(seed, stream, s.global_index(i)));
+        for (long b = 0; b < n; b += kBlock) {
+          const long end = std::min(n, b + kBlock);
+          for (long i = b, run = 0; i < end; i += run) {
+            run = std::min(end - i, s.contiguous_run(i));
+            normal_fill(dst + i, run, sigma, seed, stream, (std::uint64_t)s.global_index(i));
+          }
+        }
         break;
       }
     }
+    if (progress) progress((double)(s.offset + n) / (double)values_.size());
   }
 }
 

@@ -2,8 +2,10 @@
 // One flat buffer of parameters and one of gradients per rank (llm.c style): the
 // optimizer, clipping and data-parallel reduction all see a single contiguous range.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "core/first_touch.h"
 #include "kernels/low_precision.h"
 #include "model/parameter_layout.h"
 
@@ -39,7 +41,9 @@ class Parameters {
   // normal(0, std) weights, std / sqrt(2 * layers) for output projections, LayerNorm 1/0,
   // biases 0; every element drawn from its global index, so any tensor-parallel split
   // starts from the same model.
-  void initialize(std::uint64_t seed, float std, int num_layers);
+  // progress (optional) is told the fraction of elements done after each tensor.
+  void initialize(std::uint64_t seed, float std, int num_layers,
+                  const std::function<void(double)>& progress = {});
 
   // Mixed precision: keep a bf16 or fp16 copy of every value for the matrix products (fp32
   // master values stay the ones the optimizer updates). Call before handing out ParamRefs.
@@ -57,10 +61,10 @@ class Parameters {
 
  private:
   ParameterLayout layout_;
-  std::vector<float> values_;
-  std::vector<float> grads_;
+  FirstTouchVector<float> values_;
+  FirstTouchVector<float> grads_;
   kernels::Precision low_precision_ = kernels::Precision::kFp32;
-  std::vector<std::uint16_t> low_;
+  FirstTouchVector<std::uint16_t> low_;
   bool low_stale_ = true;
   bool handed_out_ = false;  // a ParamRef points into the buffers: they may not move
 };

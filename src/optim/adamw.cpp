@@ -36,11 +36,10 @@ float clip_coefficient(double norm, float clip) {
 }
 
 AdamW::AdamW(const AdamWConfig& config, long begin, long end)
-    : config_(config),
-      exp_avg_(end - begin, 0.f),
-      exp_avg_sq_(end - begin, 0.f),
-      begin_(begin),
-      end_(end) {}
+    : config_(config), begin_(begin), end_(end) {
+  assign_parallel(exp_avg_, end - begin, 0.f);
+  assign_parallel(exp_avg_sq_, end - begin, 0.f);
+}
 
 void AdamW::update(Parameters& params, float lr, float grad_scale) {
   start_step();

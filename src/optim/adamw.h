@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/first_touch.h"
 #include "model/parameters.h"
 
 namespace trident {
@@ -52,8 +53,8 @@ class AdamW {
   // State, for checkpoints: moments of floats [range_begin(), range_end()) of the buffer.
   long range_begin() const { return begin_; }
   long range_end() const { return end_; }
-  std::vector<float>& exp_avg() { return exp_avg_; }
-  std::vector<float>& exp_avg_sq() { return exp_avg_sq_; }
+  FirstTouchVector<float>& exp_avg() { return exp_avg_; }
+  FirstTouchVector<float>& exp_avg_sq() { return exp_avg_sq_; }
   void set_steps_taken(long steps) { step_ = steps; }
   // One-chunk convenience: norm over the tensor group, clip, update. Returns the norm.
   double step(Parameters& params, float lr, comm::Communicator& tp);
@@ -62,7 +63,7 @@ class AdamW {
 
  private:
   AdamWConfig config_;
-  std::vector<float> exp_avg_, exp_avg_sq_;
+  FirstTouchVector<float> exp_avg_, exp_avg_sq_;
   long begin_, end_;
   long step_ = 0;
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
 #include "engine/optimizer_step.h"
 #include "engine/rank_model.h"
@@ -198,6 +199,22 @@ struct DataParallelWaits {
   }
 };
 
+// Before an evaluation that will take a while: what is evaluated and about how long it
+// takes (a forward pass is about a third of a training step; Megatron's --eval-iters
+// default suits 100k-iteration runs, not a one-iteration smoke test).
+void announce_evaluation(const char* what, const TrainingConfig& c, double seconds_per_sample,
+                         std::ostream& log) {
+  const long samples = (long)c.eval_iters * c.effective_global_batch();
+  const double estimate = seconds_per_sample * samples / 3;
+  if (estimate < 2) return;
+  log << "evaluating the " << what << " loss on " << c.eval_iters << " global batches (" << samples
+      << " samples of " << c.model.seq_length << " tokens): about " << std::fixed
+      << std::setprecision(0) << estimate << " s (--eval-iters sets the batches, 0 skips it)\n"
+      << std::flush;
+  log.unsetf(std::ios::fixed);
+  log << std::setprecision(6);
+}
+
 // This rank's share of the machine's arithmetic peak for the run's precision (--peak-tflops
 // overrides it): ranks on one node split its physical cores.
 double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
@@ -244,7 +261,9 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
-  RankModel model = build_rank_model(c, tp, pp, dp);
+  StartupClock startup(log);
+  RankModel model = build_rank_model(c, tp, pp, dp, &startup);
+  startup.begin("memory plan");
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
   for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
@@ -264,6 +283,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
 
   const int padded_vocab = model.chunks[0]->padded_vocab(), seq = c.model.seq_length;
   const int micro = c.micro_batch_size;
+  startup.begin("peak measurement");
   const double peak = peak_tflops_of_rank(c, rank, log);
   std::vector<pipeline_parallel::PipelineStage*> stages;
   for (GPTModel* chunk : model.chunk_pointers()) stages.push_back(chunk);
@@ -299,6 +319,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   const LrSchedule schedule = c.lr_schedule();
   const GlobalBatchSchedule batches = c.batch_schedule();
   const long train_iters = c.total_train_iters();
+  startup.begin("data indices");
   TrainingData data = make_training_data(c, log);
   MetricsWriter metrics(rank.world_rank == 0 ? c.metrics_file : "");
   std::vector<int> tokens;
@@ -306,6 +327,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   long consumed = 0, lr_samples = 0;
   double interval_loss = 0, interval_time = 0, interval_norm = 0, interval_flops = 0;
   long interval_tokens = 0;
+  double seconds_per_sample = 0;  // of the latest training step
   int interval_count = 0, interval_stepped = 0;
   long evaluations = 0;
   // What evaluations send is not training traffic: it is subtracted from the totals.
@@ -314,6 +336,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   auto run_validation = [&](long iteration) {
     if (c.eval_iters == 0 || !data.valid) return;
     model.finish_param_gather();
+    announce_evaluation("validation", c, seconds_per_sample, log);
     GroupCounters before = snapshot_counters(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * c.effective_global_batch();
     double loss = evaluate(executor, *data.valid, c, dp, first, &n);
@@ -332,7 +355,9 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   if (!c.load.empty() && !resumable && !c.finetune)
     log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
   if (resumable || c.finetune) {
-    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log, load_mode(c));
+    startup.begin("checkpoint load");
+    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log, load_mode(c),
+                                                    [&](double f) { startup.progress(f); });
     first_iteration = st.iteration + 1;
     consumed = st.consumed_samples;
     evaluations = st.evaluations;
@@ -349,6 +374,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
                      fault);
   };
   long last_saved = -1;
+  startup.finish();
   for (long it = first_iteration; it <= train_iters; ++it) {
     if (it == c.inject_fault_iteration && rank.world_rank == c.inject_fault_rank)
       throw std::runtime_error("injected fault at iteration " + std::to_string(it));
@@ -387,6 +413,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     if (!c.timeline.empty()) timeline.insert(timeline.end(), last_step.begin(), last_step.end());
     consumed += global_batch;
     double elapsed = seconds_since(start);
+    seconds_per_sample = elapsed / (double)global_batch;
     interval_time += elapsed;
     interval_flops += training_flops_per_iteration(c.model, global_batch, seq, padded_vocab);
     interval_tokens += global_batch * seq;
@@ -438,6 +465,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
   run_validation(train_iters);
   if (c.eval_iters > 0 && data.test) {
+    announce_evaluation("test", c, seconds_per_sample, log);
     long n = 0;
     double loss = evaluate(executor, *data.test, c, dp, 0, &n);
     log << " test loss at the end | lm loss value: " << std::scientific << loss

@@ -1,0 +1,33 @@
+#pragma once
+// The phases between launch and step 1 (allocation, initialisation or checkpoint load, data
+// indices, peak measurement), timed and printed before training starts; a phase that runs
+// longer than 2 s prints a progress line every 2 s, so a big model never looks hung.
+#include <chrono>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trident {
+
+class StartupClock {
+ public:
+  explicit StartupClock(std::ostream& log);
+  // Ends the running phase (if any) and starts `phase`.
+  void begin(const std::string& phase);
+  // The running phase is `fraction` done: a progress line if 2 s passed since the last one.
+  void progress(double fraction);
+  // Ends the running phase and prints every phase and the total since construction.
+  void finish();
+
+ private:
+  void end();
+  double since(std::chrono::steady_clock::time_point t) const;
+
+  std::ostream& log_;
+  std::chrono::steady_clock::time_point start_, phase_start_, last_line_;
+  std::string phase_;
+  std::vector<std::pair<std::string, double>> phases_;
+};
+
+}  // namespace trident
