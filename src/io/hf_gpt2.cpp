@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/safetensors.h"
 
@@ -41,13 +42,11 @@ HfName hf_name_for(const std::string& n) {
 
 namespace {
 
-nlohmann::json read_config_json(const std::string& dir, const std::string& path) {
+nlohmann::json parse_config_json(const std::string& text, const std::string& path) {
   auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
-  std::ifstream in(path);
-  if (!in) fail("cannot open (is " + dir + " a HuggingFace GPT-2 model directory?)");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     fail(std::string("not valid JSON: ") + e.what());
   }
@@ -141,7 +140,16 @@ void check_maths(const nlohmann::json& j, std::vector<std::string>& problems) {
 
 ModelConfig read_hf_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
-  const nlohmann::json j = read_config_json(dir, path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw FormatError(path + ": cannot open (is " + dir + " a HuggingFace GPT-2 model directory?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_hf_config(text.str(), path);
+}
+
+ModelConfig parse_hf_config(const std::string& text, const std::string& path) {
+  const nlohmann::json j = parse_config_json(text, path);
   std::vector<std::string> problems;
   ModelConfig c = shape_of(j, problems);
   check_maths(j, problems);
