@@ -143,9 +143,12 @@ IndexContents parse_index(std::span<const char> idx, const std::string& idx_path
   c.pointers.resize(n);
   c.doc_idx.resize(d);
   const char* p = idx.data() + kHeaderBytes;
-  std::memcpy(c.sizes.data(), p, n * 4);
-  std::memcpy(c.pointers.data(), p + n * 4, n * 8);
-  std::memcpy(c.doc_idx.data(), p + n * 12, d * 8);
+  // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+  if (n > 0) {
+    std::memcpy(c.sizes.data(), p, n * 4);
+    std::memcpy(c.pointers.data(), p + n * 4, n * 8);
+  }
+  if (d > 0) std::memcpy(c.doc_idx.data(), p + n * 12, d * 8);
   const std::int64_t elem = dtype_bytes(c.dtype);
   std::int64_t expected_pointer = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
