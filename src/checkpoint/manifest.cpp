@@ -69,8 +69,10 @@ class Checker {
   }
 
  private:
+  // hi >= 0. The parser keeps every non-negative integer as unsigned, up to 2^64 - 1.
   static bool integer_in(const json& v, long lo, long hi) {
-    if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= (std::uint64_t)hi;
+    if (v.is_number_unsigned())
+      return v.get<std::uint64_t>() <= (std::uint64_t)hi && (long)v.get<std::uint64_t>() >= lo;
     return v.is_number_integer() && v.get<long>() >= lo && v.get<long>() <= hi;
   }
   const json& member(const json& parent, const std::string& key, const std::string& where) const {
