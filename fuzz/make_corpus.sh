@@ -100,6 +100,7 @@ recompute-method = "uniform"
 recompute-num-layers = 1
 hidden-dropout = 0.1
 split = "969,30,1"
+save = "checkpoints"
 save-interval = 5
 EOF
 
