@@ -115,6 +115,29 @@ TEST(IndexedDataset, RejectsCorruptFilesWithTheReason) {
   EXPECT_NE(error_of(dir + "/missing").find("cannot open"), std::string::npos);
 }
 
+// Found by fuzz/fuzz_idx.cpp: an index of no sequences handed memcpy a null pointer (an
+// empty vector's data()), undefined even for 0 bytes. Now a clean error for this input,
+// and an empty dataset (a preprocess of nothing) reads back.
+TEST(IndexedDataset, IndexWithoutSequences) {
+  auto u64 = [](std::uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  // magic, version 1, dtype uint8, 0 sequences, 1 document entry: 0xff00004400710000
+  const std::string fuzzed = std::string("MMIDIDX\0\0", 9) + u64(1) + std::string(1, '\x01') +
+                             u64(0) + u64(1) + std::string("\0\0q\0D\0\0\xff", 8);
+  try {
+    parse_index(fuzzed, "fuzzed.idx");
+    ADD_FAILURE() << "no error";
+  } catch (const DatasetError& e) {
+    EXPECT_NE(std::string(e.what()).find("fuzzed.idx: document index must start at 0"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string prefix = temp_dir("empty") + "/empty";
+  IndexedDatasetBuilder(prefix, TokenDtype::kUint16).finish();
+  IndexedDataset empty(prefix);
+  EXPECT_EQ(empty.sequences(), 0);
+  EXPECT_EQ(empty.document_index(), (std::vector<std::int64_t>{0}));
+}
+
 TEST(Split, MegatronProportions) {
   auto r = split_ranges(parse_split("969,30,1"), 1000);
   EXPECT_EQ(r[0], (std::pair<long, long>{0, 969}));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -74,6 +75,24 @@ TEST(Fp16, IeeeBinary16Facts) {
   kernels::from_fp16(h, back, 8);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(back[i], expect[i]);
   EXPECT_EQ(h[0], 0x3c00);  // 1.0 in binary16
+}
+
+// The integer rounding (for compilers without _Float16) against the compiler's conversion
+// over every 257th bit pattern: all exponents, signs and rounding cases (once checked over
+// all 2^32); NaN becomes the quiet NaN.
+TEST(Fp16, PortableRoundingMatchesTheCompilers) {
+  long differ = 0;
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 257) {
+    float x = std::bit_cast<float>((std::uint32_t)b);
+    kernels::fp16_t portable = kernels::fp16_from_float_portable(x);
+    if (std::isnan(x))
+      differ += (portable & 0x7fff) != 0x7e00;
+    else
+      differ += portable != kernels::fp16_from_float(x);
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_EQ(kernels::fp16_from_float_portable(65520.f), 0x7c00);
+  EXPECT_EQ(kernels::fp16_from_float_portable(-6e-8f), 0x8001);
 }
 
 std::vector<float> rounded_bf16(const std::vector<float>& x) {

@@ -383,13 +383,10 @@ struct Piece {
   ParamSpec spec;  // global shape, local shape and shard as saved
 };
 
-ParamSpec spec_from_json(const json& j) {
-  ParamSpec s;
-  s.name = j["name"];
-  s.global_shape = j["global_shape"].get<std::vector<long>>();
-  s.local_shape = j["local_shape"].get<std::vector<long>>();
-  s.shard = {j["shard"]["dim"], j["shard"]["stride"], j["shard"]["parts"], j["shard"]["rank"]};
-  return s;
+std::string shape_string(const std::vector<long>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 // The saved global tensor (values or a moment) rebuilt from every piece that holds it.
@@ -418,16 +415,8 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
     log << "note: a save of " << ckpt.stem().string() << " was interrupted mid-commit: loading "
         << ckpt.string() << "\n";
   const std::string manifest_path = (ckpt / "manifest.json").string();
-  std::ifstream manifest_in(manifest_path);
-  if (!manifest_in) fail(manifest_path + ": missing");
-  json manifest;
-  try {
-    manifest = json::parse(manifest_in);
-  } catch (const std::exception& e) {
-    fail(manifest_path + ": not valid JSON: " + e.what());
-  }
-  if (manifest.value("format", "") != kFormat) fail(manifest_path + ": not a trident checkpoint");
-  if (manifest.value("version", 0) != kFormatVersion)
+  const json manifest = read_manifest(ckpt.string());
+  if (manifest["version"] != kFormatVersion)
     fail(manifest_path + ": format version " + manifest["version"].dump() +
          ", this trident reads " + std::to_string(kFormatVersion));
   if (manifest["model"] != model_json(c.model))
@@ -455,7 +444,7 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
       for (size_t f = 0; f < manifest_files.size() && !exact; ++f)
         for (const json& t : manifest_files[f]["tensors"])
           if (t["name"] == mine.name) {
-            if (same_slice(spec_from_json(t), mine))
+            if (same_slice(manifest_spec(t), mine))
               exact = true, holders = {f};
             else
               holders.push_back(f);
@@ -483,11 +472,21 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
       fail(e.what());
     }
     for (const json& t : f["tensors"]) {
-      ParamSpec s = spec_from_json(t);
-      for (const char* suffix : {"", ".exp_avg", ".exp_avg_sq"})
-        if (!files.back()->find(s.name + suffix))
-          fail(path + ": missing tensor " + s.name + suffix);
-      pieces[s.name].push_back({files.back().get(), s});
+      ParamSpec s = manifest_spec(t);
+      for (const char* suffix : {"", ".exp_avg", ".exp_avg_sq"}) {
+        const io::TensorEntry* t = files.back()->find(s.name + suffix);
+        if (!t) fail(path + ": missing tensor " + s.name + suffix);
+        // What is read below relies on the manifest's shape: the file must agree.
+        if (t->shape != s.local_shape || t->dtype != "F32")
+          fail(path + ": tensor " + t->name + " is " + t->dtype + " " + shape_string(t->shape) +
+               ", the manifest says F32 " + shape_string(s.local_shape));
+      }
+      std::vector<Piece>& held = pieces[s.name];
+      if (!held.empty() && held.front().spec.global_shape != s.global_shape)
+        fail(manifest_path + ": tensor " + s.name + " has global shape " +
+             shape_string(held.front().spec.global_shape) + " in one file and " +
+             shape_string(s.global_shape) + " in " + path);
+      held.push_back({files.back().get(), s});
     }
   }
   for (const std::string& n : needed)
@@ -548,10 +547,12 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   TrainingState state{manifest["iteration"], manifest["consumed_samples"], manifest["evaluations"]};
   // Checkpoints from before sample-based schedules: the scheduler moved with every
   // non-skipped iteration at a constant global batch.
-  state.lr_schedule_samples = manifest.value(
-      "lr_schedule_samples",
-      state.consumed_samples -
-          manifest["loss_scaler"].value("skipped_iterations", 0L) * c.effective_global_batch());
+  const long skipped = manifest.contains("loss_scaler")
+                           ? manifest["loss_scaler"]["skipped_iterations"].get<long>()
+                           : 0;
+  state.lr_schedule_samples = manifest.contains("lr_schedule_samples")
+                                  ? manifest["lr_schedule_samples"].get<long>()
+                                  : state.consumed_samples - skipped * c.effective_global_batch();
   log << "loaded checkpoint " << ckpt.string() << " (iteration " << state.iteration
       << ", saved under t=" << manifest["layout"]["tensor"]
       << " p=" << manifest["layout"]["pipeline"] << " d=" << manifest["layout"]["data"] << "; "

@@ -19,16 +19,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "checkpoint/manifest.h"
 #include "config/training_config.h"
 #include "engine/rank_context.h"
 #include "engine/rank_model.h"
 
 namespace trident::checkpoint {
-
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Testing: where world rank 0 exits abruptly inside a save, as a crash would.
 enum class SaveFault {

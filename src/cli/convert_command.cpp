@@ -1,8 +1,6 @@
 #include "cli/convert_command.h"
 
-#include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
 #include "cli/parse_args.h"
@@ -15,17 +13,7 @@ namespace {
 
 // The model shape recorded in a checkpoint's manifest.
 ModelConfig checkpoint_model(const std::string& dir) {
-  const std::string manifest = checkpoint::latest_checkpoint(dir) + "/manifest.json";
-  std::ifstream in(manifest);
-  if (!in) throw checkpoint::CheckpointError(manifest + ": missing");
-  nlohmann::json m = nlohmann::json::parse(in)["model"];
-  ModelConfig c;
-  c.num_layers = m["num_layers"], c.hidden_size = m["hidden_size"];
-  c.num_attention_heads = m["num_attention_heads"], c.ffn_hidden_size = m["ffn_hidden_size"];
-  c.max_position_embeddings = m["max_position_embeddings"], c.vocab_size = m["vocab_size"];
-  c.layernorm_epsilon = m["layernorm_epsilon"];
-  c.seq_length = c.max_position_embeddings;
-  return c;
+  return checkpoint::manifest_model(checkpoint::read_manifest(checkpoint::latest_checkpoint(dir)));
 }
 
 }  // namespace

@@ -118,6 +118,54 @@ void IndexedDatasetBuilder::finish() {
   finished_ = true;
 }
 
+IndexContents parse_index(std::span<const char> idx, const std::string& idx_path) {
+  auto fail = [&](const std::string& why) { throw DatasetError(idx_path + ": " + why); };
+  if (idx.size() < kHeaderBytes)
+    fail("truncated header (" + std::to_string(idx.size()) + " bytes)");
+  if (std::memcmp(idx.data(), kMagic, 9) != 0) fail("bad magic: not a Megatron MMIDIDX index");
+  std::uint64_t version, n, d;
+  std::uint8_t code;
+  std::memcpy(&version, idx.data() + 9, 8);
+  std::memcpy(&code, idx.data() + 17, 1);
+  std::memcpy(&n, idx.data() + 18, 8);
+  std::memcpy(&d, idx.data() + 26, 8);
+  if (version != kVersion) fail("version " + std::to_string(version) + ", expected 1");
+  if (code != 1 && code != 2 && code != 3 && code != 4 && code != 5 && code != 8)
+    fail("dtype code " + std::to_string(code) + " is not an integer token type");
+  IndexContents c;
+  c.dtype = (TokenDtype)code;
+  const std::uint64_t expect = kHeaderBytes + n * 4 + n * 8 + d * 8;
+  if (n > (1ull << 40) || d > (1ull << 40) || idx.size() != expect)
+    fail("size " + std::to_string(idx.size()) + " bytes, but the header (" + std::to_string(n) +
+         " sequences, " + std::to_string(d) + " document entries) needs " + std::to_string(expect) +
+         " (truncated or corrupt)");
+  c.sizes.resize(n);
+  c.pointers.resize(n);
+  c.doc_idx.resize(d);
+  const char* p = idx.data() + kHeaderBytes;
+  // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+  if (n > 0) {
+    std::memcpy(c.sizes.data(), p, n * 4);
+    std::memcpy(c.pointers.data(), p + n * 4, n * 8);
+  }
+  if (d > 0) std::memcpy(c.doc_idx.data(), p + n * 12, d * 8);
+  const std::int64_t elem = dtype_bytes(c.dtype);
+  std::int64_t expected_pointer = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (c.sizes[i] < 0) fail("sequence " + std::to_string(i) + " has negative size");
+    if (c.pointers[i] != expected_pointer)
+      fail("pointer of sequence " + std::to_string(i) + " is " + std::to_string(c.pointers[i]) +
+           ", expected " + std::to_string(expected_pointer));
+    expected_pointer += c.sizes[i] * elem;
+  }
+  c.bin_bytes = (std::uint64_t)expected_pointer;
+  if (d == 0 || c.doc_idx[0] != 0 || c.doc_idx[d - 1] != (std::int64_t)n)
+    fail("document index must start at 0 and end at the sequence count");
+  for (std::uint64_t i = 1; i < d; ++i)
+    if (c.doc_idx[i] < c.doc_idx[i - 1]) fail("document index is not sorted");
+  return c;
+}
+
 IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
   const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
   auto fail = [&](const std::string& path, const std::string& why) {
@@ -126,58 +174,21 @@ IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
   std::ifstream in(idx_path, std::ios::binary);
   if (!in) fail(idx_path, "cannot open (is --data-path a prefix of a .bin/.idx pair?)");
   std::vector<char> idx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (idx.size() < kHeaderBytes)
-    fail(idx_path, "truncated header (" + std::to_string(idx.size()) + " bytes)");
-  if (std::memcmp(idx.data(), kMagic, 9) != 0)
-    fail(idx_path, "bad magic: not a Megatron MMIDIDX index");
-  std::uint64_t version, n, d;
-  std::uint8_t code;
-  std::memcpy(&version, idx.data() + 9, 8);
-  std::memcpy(&code, idx.data() + 17, 1);
-  std::memcpy(&n, idx.data() + 18, 8);
-  std::memcpy(&d, idx.data() + 26, 8);
-  if (version != kVersion) fail(idx_path, "version " + std::to_string(version) + ", expected 1");
-  if (code != 1 && code != 2 && code != 3 && code != 4 && code != 5 && code != 8)
-    fail(idx_path, "dtype code " + std::to_string(code) + " is not an integer token type");
-  dtype_ = (TokenDtype)code;
-  const std::uint64_t expect = kHeaderBytes + n * 4 + n * 8 + d * 8;
-  if (n > (1ull << 40) || d > (1ull << 40) || idx.size() != expect)
-    fail(idx_path, "size " + std::to_string(idx.size()) + " bytes, but the header (" +
-                       std::to_string(n) + " sequences, " + std::to_string(d) +
-                       " document entries) needs " + std::to_string(expect) +
-                       " (truncated or corrupt)");
-  sizes_.resize(n);
-  pointers_.resize(n);
-  doc_idx_.resize(d);
-  const char* p = idx.data() + kHeaderBytes;
-  std::memcpy(sizes_.data(), p, n * 4);
-  std::memcpy(pointers_.data(), p + n * 4, n * 8);
-  std::memcpy(doc_idx_.data(), p + n * 12, d * 8);
+  IndexContents contents = parse_index(idx, idx_path);
+  dtype_ = contents.dtype;
+  sizes_ = std::move(contents.sizes);
+  pointers_ = std::move(contents.pointers);
+  doc_idx_ = std::move(contents.doc_idx);
 
   int fd = ::open(bin_path.c_str(), O_RDONLY);
   if (fd < 0) fail(bin_path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   ::fstat(fd, &st);
   bin_size_ = (size_t)st.st_size;
-  const std::int64_t elem = dtype_bytes(dtype_);
-  std::int64_t expected_pointer = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (sizes_[i] < 0)
-      ::close(fd), fail(idx_path, "sequence " + std::to_string(i) + " has negative size");
-    if (pointers_[i] != expected_pointer)
-      ::close(fd), fail(idx_path, "pointer of sequence " + std::to_string(i) + " is " +
-                                      std::to_string(pointers_[i]) + ", expected " +
-                                      std::to_string(expected_pointer));
-    expected_pointer += sizes_[i] * elem;
-  }
-  if ((std::uint64_t)expected_pointer != bin_size_)
+  if (contents.bin_bytes != bin_size_)
     ::close(fd),
         fail(bin_path, "size " + std::to_string(bin_size_) + " bytes, the index describes " +
-                           std::to_string(expected_pointer) + " (truncated or mismatched pair)");
-  if (d == 0 || doc_idx_[0] != 0 || doc_idx_[d - 1] != (std::int64_t)n)
-    ::close(fd), fail(idx_path, "document index must start at 0 and end at the sequence count");
-  for (std::uint64_t i = 1; i < d; ++i)
-    if (doc_idx_[i] < doc_idx_[i - 1]) ::close(fd), fail(idx_path, "document index is not sorted");
+                           std::to_string(contents.bin_bytes) + " (truncated or mismatched pair)");
   if (bin_size_ > 0) {
     void* m = ::mmap(nullptr, bin_size_, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED)

@@ -53,6 +53,17 @@ class IndexedDatasetBuilder {
   std::vector<char> buffer_;
 };
 
+// A `.idx` file's contents, checked: no negative size, byte pointers back to back from 0,
+// a document index that starts at 0, never decreases and ends at the sequence count.
+struct IndexContents {
+  TokenDtype dtype = TokenDtype::kUint16;
+  std::vector<std::int32_t> sizes;
+  std::vector<std::int64_t> pointers, doc_idx;
+  std::uint64_t bin_bytes = 0;  // the size of the `.bin` these pointers describe
+};
+// Parses the bytes of a `.idx` file; throws DatasetError naming `path` and the problem.
+IndexContents parse_index(std::span<const char> bytes, const std::string& path);
+
 // Memory-mapped reader; the constructor validates everything before returning.
 class IndexedDataset {
  public:

@@ -35,34 +35,13 @@ struct BatchResult {
   std::vector<std::string> bad;  // "LINE: reason"
 };
 
-// Parses and tokenizes one line; returns an empty string or the reason it is bad.
-std::string process_line(const std::string& line, const PreprocessOptions& o,
-                         const tokenizer::GPT2Tokenizer& tok,
-                         std::vector<std::vector<int>>* per_key) {
-  size_t bad_byte;
-  if (!tokenizer::is_valid_utf8(line, &bad_byte))
-    return "invalid UTF-8 at byte " + std::to_string(bad_byte);
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded()) return "invalid JSON";
-  if (!j.is_object()) return "not a JSON object";
-  per_key->assign(o.json_keys.size(), {});
-  for (size_t k = 0; k < o.json_keys.size(); ++k) {
-    auto it = j.find(o.json_keys[k]);
-    if (it == j.end()) return "missing key \"" + o.json_keys[k] + "\"";
-    if (!it->is_string()) return "key \"" + o.json_keys[k] + "\" is not a string";
-    tok.encode(it->get_ref<const std::string&>(), &(*per_key)[k]);
-    if (o.append_eod && !(*per_key)[k].empty()) (*per_key)[k].push_back(tok.eod());
-  }
-  return "";
-}
-
 BatchResult process_batch(const Batch& b, const PreprocessOptions& o,
                           const tokenizer::GPT2Tokenizer& tok) {
   BatchResult r;
   r.documents.resize(o.json_keys.size());
   std::vector<std::vector<int>> per_key;
   for (size_t i = 0; i < b.lines.size(); ++i) {
-    std::string reason = process_line(b.lines[i], o, tok, &per_key);
+    std::string reason = preprocess_line(b.lines[i], o, tok, &per_key);
     if (!reason.empty()) {
       r.bad.push_back(std::to_string(b.first_line + (long)i) + ": " + reason);
       continue;
@@ -145,6 +124,26 @@ class BatchPipeline {
 };
 
 }  // namespace
+
+std::string preprocess_line(const std::string& line, const PreprocessOptions& o,
+                            const tokenizer::GPT2Tokenizer& tok,
+                            std::vector<std::vector<int>>* per_key) {
+  size_t bad_byte;
+  if (!tokenizer::is_valid_utf8(line, &bad_byte))
+    return "invalid UTF-8 at byte " + std::to_string(bad_byte);
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded()) return "invalid JSON";
+  if (!j.is_object()) return "not a JSON object";
+  per_key->assign(o.json_keys.size(), {});
+  for (size_t k = 0; k < o.json_keys.size(); ++k) {
+    auto it = j.find(o.json_keys[k]);
+    if (it == j.end()) return "missing key \"" + o.json_keys[k] + "\"";
+    if (!it->is_string()) return "key \"" + o.json_keys[k] + "\" is not a string";
+    tok.encode(it->get_ref<const std::string&>(), &(*per_key)[k]);
+    if (o.append_eod && !(*per_key)[k].empty()) (*per_key)[k].push_back(tok.eod());
+  }
+  return "";
+}
 
 std::string output_prefix_for_key(const std::string& prefix, const std::string& key) {
   return prefix + "_" + key + "_document";

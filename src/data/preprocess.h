@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace trident::tokenizer {
+class GPT2Tokenizer;
+}
+
 namespace trident::data {
 
 struct PreprocessOptions {
@@ -42,6 +46,13 @@ class BadLineError : public std::runtime_error {
 // Throws BadLineError (first bad line, when not skipping) or DatasetError; in both cases
 // no output file is left behind.
 PreprocessReport preprocess(const PreprocessOptions& options, std::ostream& progress);
+
+// One JSONL line (without its newline): parsed, and the string under each of
+// options.json_keys tokenized into (*per_key)[k], with the end-of-document token when
+// options.append_eod. Returns "" or why the line is bad ("invalid JSON", "missing key ...").
+std::string preprocess_line(const std::string& line, const PreprocessOptions& options,
+                            const tokenizer::GPT2Tokenizer& tok,
+                            std::vector<std::vector<int>>* per_key);
 
 std::string output_prefix_for_key(const std::string& prefix, const std::string& key);
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/safetensors.h"
 
@@ -41,13 +42,11 @@ HfName hf_name_for(const std::string& n) {
 
 namespace {
 
-nlohmann::json read_config_json(const std::string& dir, const std::string& path) {
+nlohmann::json parse_config_json(const std::string& text, const std::string& path) {
   auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
-  std::ifstream in(path);
-  if (!in) fail("cannot open (is " + dir + " a HuggingFace GPT-2 model directory?)");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     fail(std::string("not valid JSON: ") + e.what());
   }
@@ -78,10 +77,13 @@ ModelConfig shape_of(const nlohmann::json& j, std::vector<std::string>& problems
   // n_inner and layer_norm_epsilon are trident's --ffn-hidden-size and LayerNorm epsilon.
   if (j.contains("n_inner") && !j["n_inner"].is_null()) c.ffn_hidden_size = get_int("n_inner");
   if (j.contains("layer_norm_epsilon")) {
-    if (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() <= 0)
-      problems.push_back("\"layer_norm_epsilon\" must be a positive number");
+    // Positive also as the float LayerNorm adds: not rounded to 0, not beyond float's range.
+    const nlohmann::json& e = j["layer_norm_epsilon"];
+    if (!e.is_number() || !(e.get<double>() > 0) ||
+        e.get<double>() > std::numeric_limits<float>::max() || e.get<float>() == 0)
+      problems.push_back("\"layer_norm_epsilon\" must be a positive number within float's range");
     else
-      c.layernorm_epsilon = j["layer_norm_epsilon"].get<float>();
+      c.layernorm_epsilon = e.get<float>();
   }
   if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
     problems.push_back("n_embd (" + std::to_string(c.hidden_size) +
@@ -141,7 +143,16 @@ void check_maths(const nlohmann::json& j, std::vector<std::string>& problems) {
 
 ModelConfig read_hf_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
-  const nlohmann::json j = read_config_json(dir, path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw FormatError(path + ": cannot open (is " + dir + " a HuggingFace GPT-2 model directory?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_hf_config(text.str(), path);
+}
+
+ModelConfig parse_hf_config(const std::string& text, const std::string& path) {
+  const nlohmann::json j = parse_config_json(text, path);
   std::vector<std::string> problems;
   ModelConfig c = shape_of(j, problems);
   check_maths(j, problems);

@@ -15,6 +15,8 @@ namespace trident::io {
 // layer index or not at all, another activation, cross-attention, another model type or
 // architecture) are refused, all of them in one message, one line each.
 ModelConfig read_hf_config(const std::string& dir);
+// The same for the text of a config.json (`path` names it in messages).
+ModelConfig parse_hf_config(const std::string& text, const std::string& path);
 
 // Fills this rank's shards from model.safetensors (every tensor checked for shape); an
 // lm_head.weight that is not a bit-for-bit copy of wte.weight is refused.

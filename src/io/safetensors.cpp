@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +18,7 @@ namespace trident::io {
 namespace {
 
 constexpr std::uint64_t kMaxHeader = 100u << 20;
+constexpr std::uint64_t kMaxElements = 1ull << 62;
 
 int dtype_size(const std::string& d) {
   static const std::map<std::string, int> sizes = {
@@ -55,27 +58,46 @@ long TensorEntry::numel() const {
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open file");
-  in.seekg(0, std::ios::end);
-  std::uint64_t file_size = (std::uint64_t)in.tellg();
-  in.seekg(0);
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail(std::string("cannot open file: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) ::close(fd), fail("not a regular file");
+  const size_t file_size = (size_t)st.st_size;
+  if (file_size > 0) {  // mmap refuses an empty file; parse() reports it as too short
+    void* m = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) ::close(fd), fail(std::string("mmap failed: ") + std::strerror(errno));
+    map_ = static_cast<const char*>(m);
+    map_size_ = file_size;
+  }
+  ::close(fd);
+  try {
+    parse(map_, file_size);
+  } catch (...) {
+    if (map_) ::munmap(const_cast<char*>(map_), map_size_);
+    throw;
+  }
+}
+
+SafetensorsFile::SafetensorsFile(const char* bytes, size_t size, const std::string& name)
+    : path_(name) {
+  parse(bytes, size);
+}
+
+void SafetensorsFile::parse(const char* bytes, size_t size) {
+  auto fail = [&](const std::string& why) { throw FormatError(path_ + ": " + why); };
+  const std::uint64_t file_size = size;
   if (file_size < 8)
     fail("file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
   std::uint64_t header_len = 0;
-  unsigned char len_bytes[8];
-  in.read((char*)len_bytes, 8);
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | (unsigned char)bytes[i];
   if (header_len > kMaxHeader)
     fail("header length " + std::to_string(header_len) + " exceeds the 100 MiB limit");
   if (8 + header_len > file_size)
     fail("header length " + std::to_string(header_len) + " runs past the end of the " +
          std::to_string(file_size) + "-byte file (truncated?)");
-  std::string header(header_len, '\0');
-  in.read(header.data(), (std::streamsize)header_len);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
+    j = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
   } catch (const std::exception& e) {
     fail(std::string("header is not valid JSON: ") + e.what());
   }
@@ -102,9 +124,16 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     t.dtype = entry["dtype"].get<std::string>();
     int elem = dtype_size(t.dtype);
     if (!elem) fail(where + "unknown dtype '" + t.dtype + "'");
+    // The non-zero dimensions multiply to at most 2^62, so numel() cannot overflow whatever
+    // the order of its factors (a zero among them makes any others possible).
+    std::uint64_t nonzero_product = 1;
     for (auto& d : entry["shape"]) {
       if (!d.is_number_unsigned()) fail(where + "shape entries must be non-negative integers");
-      t.shape.push_back(d.get<long>());
+      const std::uint64_t v = d.get<std::uint64_t>();
+      if (v > 0 && nonzero_product > kMaxElements / v)
+        fail(where + "shape " + entry["shape"].dump() + " has more than 2^62 elements");
+      if (v > 0) nonzero_product *= v;
+      t.shape.push_back((long)v);
     }
     for (int k = 0; k < 2; ++k)
       if (!entry["data_offsets"][k].is_number_unsigned())
@@ -115,9 +144,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (t.end > data_size)
       fail(where + "data_offsets end " + std::to_string(t.end) + " is past the data section (" +
            std::to_string(data_size) + " bytes; truncated file?)");
-    if ((std::uint64_t)t.numel() * elem != t.end - t.begin)
-      fail(where + "shape and dtype need " + std::to_string(t.numel() * elem) +
-           " bytes but data_offsets span " + std::to_string(t.end - t.begin));
+    const std::uint64_t numel = (std::uint64_t)t.numel(), span = t.end - t.begin;
+    if (numel > span / elem || numel * elem != span)
+      fail(where + "shape and dtype need " +
+           (numel > UINT64_MAX / elem ? "more than 2^64" : std::to_string(numel * elem)) +
+           " bytes but data_offsets span " + std::to_string(span));
     tensors_.push_back(std::move(t));
   }
   std::vector<TensorEntry> sorted = tensors_;
@@ -134,15 +165,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   if (cursor != data_size)
     fail("tensors cover " + std::to_string(cursor) + " of " + std::to_string(data_size) +
          " data bytes");
-  in.close();
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
-  void* m = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (m == MAP_FAILED) fail(std::string("mmap failed: ") + std::strerror(errno));
-  map_ = static_cast<const char*>(m);
-  map_size_ = file_size;
-  data_ = map_ + 8 + header_len;
+  data_ = bytes + 8 + header_len;
 }
 
 SafetensorsFile::~SafetensorsFile() {

@@ -27,6 +27,9 @@ struct TensorEntry {
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);  // throws FormatError naming path + rule
+  // The same checks over a whole file already in memory (`name` stands for the path in
+  // messages); the bytes must outlive this object.
+  SafetensorsFile(const char* bytes, size_t size, const std::string& name);
   const std::vector<TensorEntry>& tensors() const { return tensors_; }
   const TensorEntry* find(const std::string& name) const;
   // F32, F16 and BF16 are converted to float.
@@ -40,9 +43,12 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
 
  private:
+  // Checks the length, the header and every tensor's claims against the file's bytes.
+  void parse(const char* bytes, size_t size);
+
   std::string path_;
-  // The file is memory-mapped: tensors are read from the page cache, nothing is zero-filled.
-  const char* map_ = nullptr;
+  // A file is memory-mapped: tensors are read from the page cache, nothing is zero-filled.
+  const char* map_ = nullptr;  // owned mapping (nullptr for bytes given in memory)
   size_t map_size_ = 0;
   const char* data_ = nullptr;  // start of the data section
   std::vector<TensorEntry> tensors_;

@@ -30,9 +30,33 @@ inline void store_as(bf16_t* y, float v) {
   *y = bf16_from_float(v);
 }
 
+// The same rounding in integer and fp32 arithmetic (NaN becomes the quiet NaN 0x7e00), for
+// compilers without _Float16 on x86 (clang before 15, which builds the fuzz targets).
+inline fp16_t fp16_from_float_portable(float x) {
+  std::uint32_t u = __builtin_bit_cast(std::uint32_t, x);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  std::uint32_t h;
+  if (u >= 0x47800000u) {  // |x| >= 2^16, inf or NaN
+    h = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  } else if (u < 0x38800000u) {  // below 2^-14: subnormal or zero; the fp32 add rounds
+    const float magic = __builtin_bit_cast(float, 0x3f000000u);  // 0.5: ulp 2^-24
+    h = __builtin_bit_cast(std::uint32_t, __builtin_bit_cast(float, u) + magic) - 0x3f000000u;
+  } else {  // normal: rebias the exponent, round the 13 dropped bits to nearest even
+    h = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;  // 0xc8000000: exponent -112
+  }
+  return (fp16_t)(h | sign);
+}
+
+#if defined(__FLT16_MANT_DIG__)
 inline fp16_t fp16_from_float(float x) {
   return __builtin_bit_cast(fp16_t, (_Float16)x);
 }
+#else
+inline fp16_t fp16_from_float(float x) {
+  return fp16_from_float_portable(x);
+}
+#endif
 
 // A matrix-product operand (a linear layer's input, or an output gradient) as it is stored:
 // fp32, or in bf16 runs already rounded to bf16 by the kernel that produced it (LayerNorm,

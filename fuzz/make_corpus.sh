@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Writes the seed corpora fuzz/corpus/<target>/ from real files: what build/trident itself
+# writes for a tiny model (HF export, checkpoints at t = 1 and t = 2, a preprocessed
+# dataset), the hard tokenizer strings of tests/data/hard_strings.jsonl and the TOML configs
+# of configs/. The seeds are committed; run this (after scripts/setup.sh) only to renew them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+trident=build/trident
+vocab=(--vocab-file data/gpt2/encoder.json --merge-file data/gpt2/vocab.bpe)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+corpus=fuzz/corpus
+rm -rf "$corpus"
+mkdir -p "$corpus"/{safetensors,idx,hf_config,manifest,preprocess_line,tokenizer,train_config}
+
+# A tiny model trained for 2 iterations: its HF directory and checkpoints, one rank and two
+# tensor-parallel ranks (sharded tensors in the manifest).
+tiny=(--mock-data --num-layers 1 --hidden-size 8 --num-attention-heads 2 --vocab-size 16
+      --make-vocab-size-divisible-by 1 --seq-length 8 --micro-batch-size 1
+      --global-batch-size 1 --train-iters 2 --eval-iters 1 --threads 1)
+$trident train "${tiny[@]}" --save "$work/ckpt1" --save-hf "$work/hf" > /dev/null
+mpirun --allow-run-as-root --oversubscribe -np 2 $trident train "${tiny[@]}" \
+  --tensor-model-parallel-size 2 --save "$work/ckpt2" > /dev/null
+cp "$work/hf/config.json" "$corpus/hf_config/trident_tiny.json"
+cp "$work/hf/model.safetensors" "$corpus/safetensors/hf_tiny.safetensors"
+cp "$work/ckpt1/iter_0000002/model_tp0_pp0.safetensors" "$corpus/safetensors/checkpoint_tiny.safetensors"
+cp "$work/ckpt1/iter_0000002/manifest.json" "$corpus/manifest/t1.json"
+cp "$work/ckpt2/iter_0000002/manifest.json" "$corpus/manifest/t2.json"
+# The keys of HuggingFace's gpt2 config.json (more than trident writes), a second shape.
+cat > "$corpus/hf_config/hf_gpt2.json" << 'EOF'
+{
+  "activation_function": "gelu_new",
+  "architectures": ["GPT2LMHeadModel"],
+  "attn_pdrop": 0.1,
+  "bos_token_id": 50256,
+  "embd_pdrop": 0.1,
+  "eos_token_id": 50256,
+  "initializer_range": 0.02,
+  "layer_norm_epsilon": 1e-05,
+  "model_type": "gpt2",
+  "n_ctx": 1024,
+  "n_embd": 768,
+  "n_head": 12,
+  "n_layer": 12,
+  "n_positions": 1024,
+  "resid_pdrop": 0.1,
+  "summary_activation": null,
+  "summary_first_dropout": 0.1,
+  "summary_proj_to_labels": true,
+  "summary_type": "cls_index",
+  "summary_use_proj": true,
+  "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}},
+  "vocab_size": 50257
+}
+EOF
+
+# Datasets: the hard strings preprocessed (uint16 tokens), and one of no documents.
+$trident preprocess --input tests/data/hard_strings.jsonl --output-prefix "$work/hard" \
+  "${vocab[@]}" --append-eod > /dev/null
+: > "$work/empty.jsonl"
+$trident preprocess --input "$work/empty.jsonl" --output-prefix "$work/empty" "${vocab[@]}" > /dev/null
+cp "$work/hard_text_document.idx" "$corpus/idx/hard_strings.idx"
+cp "$work/empty_text_document.idx" "$corpus/idx/empty.idx"
+
+# JSONL: the hard strings, 8 lines a file, plus a line with both keys the target reads.
+split -l 8 -d tests/data/hard_strings.jsonl "$corpus/preprocess_line/hard_strings_"
+printf '{"text": "In the beginning", "title": "Genesis 1"}\r\n' > "$corpus/preprocess_line/two_keys"
+
+# The tokenizer: each hard string's text as raw bytes.
+/usr/bin/python3 - "$corpus/tokenizer" << 'EOF'
+import json, sys
+for i, line in enumerate(open("tests/data/hard_strings.jsonl", encoding="utf-8")):
+    with open(f"{sys.argv[1]}/hard_{i:02d}", "wb") as f:
+        f.write(json.loads(line)["text"].encode("utf-8"))
+EOF
+
+# TOML: the repository's configs, without the files they name (the fuzz target runs where
+# no file is; a tokenizer load per input would only slow it down).
+for config in configs/*.toml; do
+  grep -v -E '^(vocab-file|merge-file)' "$config" > "$corpus/train_config/$(basename "$config")"
+done
+cat > "$corpus/train_config/flags.toml" << 'EOF'
+# Most flag types at once: integers, floats, strings, booleans.
+num-layers = 2
+hidden-size = 64
+num-attention-heads = 4
+seq-length = 32
+micro-batch-size = 2
+global-batch-size = 8
+train-iters = 10
+lr = 6e-4
+min-lr = 6e-5
+lr-warmup-fraction = 0.1
+lr-decay-style = "linear"
+mock-data = true
+bf16 = true
+recompute-granularity = "full"
+recompute-method = "uniform"
+recompute-num-layers = 1
+hidden-dropout = 0.1
+split = "969,30,1"
+save = "checkpoints"
+save-interval = 5
+EOF
+
+du -sh "$corpus"/*

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Fuzzes trident's parsers of outside input: builds the libFuzzer targets of fuzz/ in
+# build-fuzz/ (Debian's clang, ASan + UBSan) and runs each for SECONDS (default 30) from its
+# committed seeds in fuzz/corpus/<target>/, with fuzz/dict/<target>.dict if there is one. Exits
+# non-zero if any target finds a crash, a sanitizer report, a hang (-timeout), a failed check
+# or an unexpected exception, printing the input that reproduces it.
+#   scripts/fuzz.sh [seconds] [target...]     targets: the <name> of each fuzz/fuzz_<name>.cpp
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-30}
+shift $(($# > 0 ? 1 : 0))
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  for source in fuzz/fuzz_*.cpp; do
+    name=$(basename "$source" .cpp)
+    targets+=("${name#fuzz_}")
+  done
+fi
+if [[ ! -f data/gpt2/encoder.json ]]; then
+  echo "fuzz: data/gpt2/encoder.json is missing (the tokenizer targets need it): run scripts/setup.sh --no-demo" >&2
+  exit 2
+fi
+
+start=$(date +%s)
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DTRIDENT_FUZZ=ON > /dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}" > build-fuzz/build.log 2>&1 ||
+  { tail -n 40 build-fuzz/build.log >&2; exit 1; }
+echo "fuzz: built ${#targets[@]} targets in $(($(date +%s) - start)) s"
+
+root=$(pwd)
+# New inputs go to build-fuzz/corpus/<target> (kept between runs, not committed); findings to
+# build-fuzz/findings/<target>/. Targets run in an empty directory, so a relative file name in
+# an input (a config naming a vocabulary, say) reaches nothing.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+failed=()
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t findings=build-fuzz/findings/$t
+  mkdir -p "$corpus" "$findings"
+  log=build-fuzz/fuzz_$t.log
+  dict=()
+  [[ -f fuzz/dict/$t.dict ]] && dict=(-dict="$root/fuzz/dict/$t.dict")
+  set +e
+  (cd "$scratch" && "$root/build-fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/$findings/" "${dict[@]}" \
+    "$root/$corpus" "$root/fuzz/corpus/$t") > "$log" 2>&1
+  rc=$?
+  set -e
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
+  if ((rc == 0)); then
+    echo "fuzz: $t: ok, ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) + $(ls "fuzz/corpus/$t" | wc -l) seeds"
+  else
+    failed+=("$t")
+    echo "fuzz: $t: FAILED (exit $rc); log $log" >&2
+    grep -E 'ERROR:|runtime error:|FUZZ_CHECK|uncaught|deadly signal|timeout|out-of-memory' "$log" |
+      head -n 5 >&2 || true
+    for input in $(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log"); do
+      echo "  reproduce: build-fuzz/fuzz_$t ${input#"$root/"}" >&2
+    done
+  fi
+done
+echo "fuzz: ${#targets[@]} targets, $((${#targets[@]} - ${#failed[@]})) clean, $(($(date +%s) - start)) s in all"
+if ((${#failed[@]})); then
+  echo "fuzz: findings in: ${failed[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,190 @@
+#include "checkpoint/manifest.h"
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace trident::checkpoint {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Tensors are vectors or matrices; each dimension below 2^31 keeps every element count
+// (and index) of a tensor within a long.
+constexpr long kMaxDim = 1l << 31;
+
+class Checker {
+ public:
+  explicit Checker(const std::string& path) : path_(path) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& why) const {
+    throw CheckpointError(path_ + ": " + where + " " + why);
+  }
+  const json& object(const json& parent, const std::string& key, const std::string& where) const {
+    const json& v = member(parent, key, where);
+    if (!v.is_object()) fail(where + key, "must be an object");
+    return v;
+  }
+  const json& array(const json& parent, const std::string& key, const std::string& where) const {
+    const json& v = member(parent, key, where);
+    if (!v.is_array()) fail(where + key, "must be an array");
+    return v;
+  }
+  const std::string& string(const json& parent, const std::string& key,
+                            const std::string& where) const {
+    const json& v = member(parent, key, where);
+    if (!v.is_string()) fail(where + key, "must be a string");
+    return v.get_ref<const std::string&>();
+  }
+  // An integer in [lo, hi].
+  long integer(const json& parent, const std::string& key, const std::string& where, long lo,
+               long hi) const {
+    const json& v = member(parent, key, where);
+    if (!integer_in(v, lo, hi))
+      fail(where + key,
+           "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v.get<long>();
+  }
+  // A number above zero also as a float: not rounded to 0, not beyond float's range.
+  void positive_float(const json& parent, const std::string& key, const std::string& where) const {
+    const json& v = member(parent, key, where);
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > FLT_MAX ||
+        v.get<float>() == 0)
+      fail(where + key, "must be a positive number (float range)");
+  }
+  std::vector<long> shape(const json& parent, const std::string& key,
+                          const std::string& where) const {
+    const json& a = array(parent, key, where);
+    if (a.empty() || a.size() > 2) fail(where + key, "must have 1 or 2 dimensions");
+    std::vector<long> s;
+    for (const json& d : a) {
+      if (!integer_in(d, 0, kMaxDim - 1))
+        fail(where + key, "entries must be integers in [0, 2^31)");
+      s.push_back(d.get<long>());
+    }
+    return s;
+  }
+
+ private:
+  // hi >= 0. The parser keeps every non-negative integer as unsigned, up to 2^64 - 1.
+  static bool integer_in(const json& v, long lo, long hi) {
+    if (v.is_number_unsigned())
+      return v.get<std::uint64_t>() <= (std::uint64_t)hi && (long)v.get<std::uint64_t>() >= lo;
+    return v.is_number_integer() && v.get<long>() >= lo && v.get<long>() <= hi;
+  }
+  const json& member(const json& parent, const std::string& key, const std::string& where) const {
+    auto it = parent.find(key);
+    if (it == parent.end()) fail(where + key, "is missing");
+    return *it;
+  }
+  std::string path_;
+};
+
+void check_tensor(const Checker& check, const json& t, const std::string& where) {
+  if (!t.is_object()) check.fail(where, "must be an object");
+  check.string(t, "name", where);
+  const std::vector<long> global = check.shape(t, "global_shape", where);
+  const std::vector<long> local = check.shape(t, "local_shape", where);
+  const json& shard = check.object(t, "shard", where);
+  const std::string at = where + "shard.";
+  const long dim = check.integer(shard, "dim", at, -1, (long)global.size() - 1);
+  const long stride = check.integer(shard, "stride", at, 1, INT_MAX);
+  const long parts = check.integer(shard, "parts", at, 1, INT_MAX);
+  check.integer(shard, "rank", at, 0, parts - 1);
+  if (local.size() != global.size())
+    check.fail(where, "local_shape and global_shape differ in rank");
+  for (size_t d = 0; d < global.size(); ++d) {
+    if ((long)d != dim && local[d] != global[d])
+      check.fail(where, "local_shape differs from global_shape outside the shard dimension");
+  }
+  if (dim >= 0 && (global[dim] % (stride * parts) != 0 || local[dim] * parts != global[dim]))
+    check.fail(where, "local_shape is not 1/" + std::to_string(parts) + " of global_shape in " +
+                          std::to_string(stride) + " equal blocks");
+}
+
+}  // namespace
+
+json parse_manifest(const std::string& text, const std::string& path) {
+  json m;
+  try {
+    m = json::parse(text);
+  } catch (const std::exception& e) {
+    throw CheckpointError(path + ": not valid JSON: " + e.what());
+  }
+  const Checker check(path);
+  if (!m.is_object()) check.fail("the manifest", "must be a JSON object");
+  if (!m.contains("format") || m["format"] != "trident-checkpoint")
+    throw CheckpointError(path + ": not a trident checkpoint");
+  check.integer(m, "version", "", 0, INT_MAX);
+  for (const char* key : {"iteration", "consumed_samples", "evaluations", "optimizer_steps"})
+    check.integer(m, key, "", 0, LONG_MAX);
+  if (m.contains("lr_schedule_samples")) check.integer(m, "lr_schedule_samples", "", 0, LONG_MAX);
+  const json& model = check.object(m, "model", "");
+  for (const char* key : {"num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
+                          "max_position_embeddings", "vocab_size"})
+    check.integer(model, key, "model.", 1, INT_MAX);
+  check.positive_float(model, "layernorm_epsilon", "model.");
+  const json& layout = check.object(m, "layout", "");
+  for (const char* key : {"tensor", "pipeline", "data"})
+    check.integer(layout, key, "layout.", 1, INT_MAX);
+  if (m.contains("run")) check.object(m, "run", "");
+  if (m.contains("loss_scaler")) {
+    const json& ls = check.object(m, "loss_scaler", "");
+    check.positive_float(ls, "scale", "loss_scaler.");
+    check.integer(ls, "growth_tracker", "loss_scaler.", 0, LONG_MAX);
+    check.integer(ls, "hysteresis_tracker", "loss_scaler.", INT_MIN, INT_MAX);
+    check.integer(ls, "skipped_iterations", "loss_scaler.", 0, LONG_MAX);
+  }
+  const json& files = check.array(m, "files", "");
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string where = "files[" + std::to_string(f) + "].";
+    if (!files[f].is_object()) check.fail("files[" + std::to_string(f) + "]", "must be an object");
+    const std::string& name = check.string(files[f], "file", where);
+    // A name inside the checkpoint directory, nothing that leads out of it.
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos)
+      check.fail(where + "file", "must be a plain file name");
+    check.integer(files[f], "bytes", where, 0, LONG_MAX);
+    check.string(files[f], "xxh64", where);
+    const json& tensors = check.array(files[f], "tensors", where);
+    for (size_t t = 0; t < tensors.size(); ++t)
+      check_tensor(check, tensors[t], where + "tensors[" + std::to_string(t) + "].");
+  }
+  return m;
+}
+
+json read_manifest(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path + ": missing");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_manifest(text.str(), path);
+}
+
+ModelConfig manifest_model(const json& manifest) {
+  const json& m = manifest["model"];
+  ModelConfig c;
+  c.num_layers = m["num_layers"], c.hidden_size = m["hidden_size"];
+  c.num_attention_heads = m["num_attention_heads"], c.ffn_hidden_size = m["ffn_hidden_size"];
+  c.max_position_embeddings = m["max_position_embeddings"], c.vocab_size = m["vocab_size"];
+  c.layernorm_epsilon = m["layernorm_epsilon"].get<float>();
+  c.seq_length = c.max_position_embeddings;
+  return c;
+}
+
+ParamSpec manifest_spec(const json& t) {
+  ParamSpec s;
+  s.name = t["name"];
+  s.global_shape = t["global_shape"].get<std::vector<long>>();
+  s.local_shape = t["local_shape"].get<std::vector<long>>();
+  const json& shard = t["shard"];
+  s.shard = {shard["dim"], shard["stride"], shard["parts"], shard["rank"]};
+  return s;
+}
+
+}  // namespace trident::checkpoint

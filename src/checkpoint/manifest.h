@@ -1,0 +1,34 @@
+#pragma once
+// A checkpoint's manifest.json, read and checked on its own before anything in it is used:
+// every key a load or a conversion reads is there with its type, numbers are in range, file
+// names stay inside the checkpoint directory, and every tensor's shard agrees with its global
+// and local shapes. What it says about the files (size, checksum, tensors) is checked against
+// them by checkpoint::load.
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "config/model_config.h"
+#include "model/parameter_layout.h"
+
+namespace trident::checkpoint {
+
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses and checks the text of a manifest.json; throws CheckpointError naming `path`, the
+// key and the rule.
+nlohmann::ordered_json parse_manifest(const std::string& text, const std::string& path);
+
+// The manifest.json of the checkpoint directory `dir` (an iter_NNNNNNN), parsed and checked.
+nlohmann::ordered_json read_manifest(const std::string& dir);
+
+// The model recorded in a checked manifest.
+ModelConfig manifest_model(const nlohmann::ordered_json& manifest);
+
+// One of a checked manifest's tensor entries: name, global and local shape, shard.
+ParamSpec manifest_spec(const nlohmann::ordered_json& tensor);
+
+}  // namespace trident::checkpoint

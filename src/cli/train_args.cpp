@@ -1,0 +1,267 @@
+#include "cli/train_args.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <map>
+
+#include "cli/parse_args.h"
+#include "io/hf_gpt2.h"
+#include "tokenizer/gpt2_tokenizer.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct ModelFlags {
+  std::map<std::string, CLI::Option*> given;
+  bool was_given(const std::string& flag) const {
+    auto it = given.find(flag);
+    return it != given.end() && it->second->count() > 0;
+  }
+};
+
+ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
+  ModelFlags f;
+  auto add = [&](const char* flag, auto& field, const char* help) {
+    f.given[flag] = app.add_option(flag, field, help)
+                        ->capture_default_str()
+                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+                        ->group("Model");
+  };
+  app.add_option("--model-preset", preset, "gpt2-small or gpt-tiny; explicit flags override it")
+      ->group("Model");
+  add("--num-layers", m.num_layers, "transformer layers");
+  add("--hidden-size", m.hidden_size, "hidden size h");
+  add("--num-attention-heads", m.num_attention_heads, "attention heads");
+  add("--ffn-hidden-size", m.ffn_hidden_size, "MLP hidden size (0: 4h)");
+  add("--seq-length", m.seq_length, "sequence length s");
+  add("--max-position-embeddings", m.max_position_embeddings, "positions (0: seq length)");
+  add("--vocab-size", m.vocab_size, "tokenizer vocabulary before padding");
+  add("--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by,
+      "pad the vocabulary to a multiple of this x tensor-parallel size");
+  add("--init-method-std", m.init_method_std, "std of the normal initialisation");
+  add("--layernorm-epsilon", m.layernorm_epsilon, "LayerNorm epsilon");
+  return f;
+}
+
+void add_training_flags(CLI::App& app, TrainingConfig& c) {
+  auto opt = [&](const char* flag, auto& field, const char* help, const char* group) {
+    // The last occurrence wins, so a command line can override an earlier flag.
+    app.add_option(flag, field, help)
+        ->capture_default_str()
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->group(group);
+  };
+  opt("--tensor-model-parallel-size", c.tensor_model_parallel_size, "t", "Parallelism");
+  opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
+  opt("--num-layers-per-virtual-pipeline-stage", c.num_layers_per_virtual_pipeline_stage,
+      "layers per model chunk: interleaved 1F1B with v = layers / (p * this)", "Parallelism");
+  opt("--decoder-first-pipeline-num-layers", c.decoder_first_pipeline_num_layers,
+      "layers of the first pipeline stage (uneven split; others share the rest)", "Parallelism");
+  opt("--decoder-last-pipeline-num-layers", c.decoder_last_pipeline_num_layers,
+      "layers of the last pipeline stage (uneven split)", "Parallelism");
+  opt("--pipeline-schedule", c.pipeline_schedule, "gpipe, 1f1b or interleaved (default by v)",
+      "Parallelism");
+  app.add_flag("--no-scatter-gather{false}", c.scatter_gather,
+               "send whole boundary tensors between stages instead of 1/t slices")
+      ->group("Parallelism");
+  app.add_flag("--use-distributed-optimizer", c.use_distributed_optimizer,
+               "shard Adam moments over the data-parallel ranks (ZeRO-1)")
+      ->group("Parallelism");
+  app.add_flag("--overlap-grad-reduce", c.overlap_grad_reduce,
+               "all-reduce gradient buckets during the last backward")
+      ->group("Parallelism");
+  app.add_flag("--overlap-param-gather", c.overlap_param_gather,
+               "distributed optimizer: all-gather updated parameters bucket by bucket during the "
+               "next forward")
+      ->group("Parallelism");
+  opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
+      "Parallelism");
+  opt("--recompute-granularity", c.recompute_granularity,
+      "full: keep only each layer's input, recompute the layer in backward; selective: "
+      "recompute only the attention core",
+      "Memory");
+  app.add_flag("--bf16", c.bf16, "bf16 matrix products, fp32 master weights/gradients/Adam")
+      ->group("Mixed precision");
+  app.add_flag("--fp16", c.fp16, "fp16 matrix-product operands with dynamic loss scaling")
+      ->group("Mixed precision");
+  opt("--loss-scale", c.loss_scale, "fp16: constant loss scale (0: dynamic)", "Mixed precision");
+  opt("--initial-loss-scale", c.initial_loss_scale, "fp16: first dynamic scale", "Mixed precision");
+  opt("--min-loss-scale", c.min_loss_scale, "fp16: the scale never drops below this",
+      "Mixed precision");
+  opt("--loss-scale-window", c.loss_scale_window,
+      "fp16: iterations without overflow before the scale doubles", "Mixed precision");
+  opt("--hysteresis", c.hysteresis, "fp16: overflows tolerated before the scale halves",
+      "Mixed precision");
+  opt("--hidden-dropout", c.hidden_dropout, "dropout after embeddings, attention and MLP",
+      "Regularization");
+  opt("--attention-dropout", c.attention_dropout, "dropout on attention probabilities",
+      "Regularization");
+  opt("--recompute-method", c.recompute_method,
+      "uniform (every layer, in groups of N that keep one input each) or block (the first N "
+      "layers of each chunk, one by one)",
+      "Memory");
+  opt("--recompute-num-layers", c.recompute_num_layers,
+      "N >= 1 for --recompute-method (N above a chunk's layers: the whole chunk)", "Memory");
+  opt("--logits-chunk-rows", c.logits_chunk_rows,
+      "rows of logits formed at a time by the fused output layer + loss (0: equal chunks of at "
+      "most ~128 MiB)",
+      "Memory");
+  opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
+      "Logging");
+  opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");
+  opt("--global-batch-size", c.global_batch_size, "B = b x micro-batches x d (0: b x d)", "Batch");
+  opt("--train-iters", c.train_iters,
+      "iterations to train (iteration-based; neither this nor --train-samples: 100)", "Training");
+  opt("--train-samples", c.train_samples,
+      "samples to train (sample-based: schedules in samples, batch ramp-up possible)", "Training");
+  app.add_option("--rampup-batch-size", c.rampup_batch_size,
+                 "<start> <increment> <samples>: the global batch starts at <start> and grows by "
+                 "<increment> in equal sample intervals over <samples> (needs --train-samples)")
+      ->expected(3)
+      ->group("Batch");
+  opt("--lr", c.lr, "peak learning rate", "Optimizer");
+  opt("--min-lr", c.min_lr, "learning-rate floor of the decay", "Optimizer");
+  opt("--lr-decay-style", c.lr_decay_style, "constant, linear or cosine", "Optimizer");
+  opt("--lr-warmup-iters", c.lr_warmup_iters, "linear warm-up iterations", "Optimizer");
+  opt("--lr-decay-iters", c.lr_decay_iters, "decay ends here (0: --train-iters)", "Optimizer");
+  opt("--lr-warmup-samples", c.lr_warmup_samples, "linear warm-up samples (sample-based)",
+      "Optimizer");
+  opt("--lr-decay-samples", c.lr_decay_samples, "decay ends here (0: --train-samples)",
+      "Optimizer");
+  opt("--lr-warmup-fraction", c.lr_warmup_fraction,
+      "warm-up as a fraction of the decay length (instead of --lr-warmup-iters/-samples)",
+      "Optimizer");
+  opt("--weight-decay", c.adam.weight_decay, "AdamW decay on matrices", "Optimizer");
+  opt("--adam-beta1", c.adam.beta1, "Adam beta1", "Optimizer");
+  opt("--adam-beta2", c.adam.beta2, "Adam beta2", "Optimizer");
+  opt("--adam-eps", c.adam.eps, "Adam epsilon", "Optimizer");
+  opt("--clip-grad", c.adam.clip_grad, "global gradient-norm clip (0: off)", "Optimizer");
+  opt("--seed", c.seed, "seed of initialisation and data order", "Training");
+  opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
+  opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
+  opt("--eval-iters", c.eval_iters, "global batches per evaluation", "Logging");
+  opt("--metrics-file", c.metrics_file, "write metrics as JSON lines here", "Logging");
+  opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
+  opt("--inject-fault-iteration", c.inject_fault_iteration,
+      "testing: fail on --inject-fault-rank at this iteration", "Testing");
+  opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", "Testing");
+  opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
+      "testing: make one gradient inf at this iteration", "Testing");
+  opt("--inject-fault-save", c.inject_fault_save,
+      "testing: rank 0 dies inside its N-th checkpoint save (see --inject-fault-save-point)",
+      "Testing");
+  opt("--inject-fault-save-point", c.inject_fault_save_point,
+      "testing: before-commit (files written, nothing renamed) or mid-commit (an existing "
+      "directory of the same iteration moved aside, the new one not yet in place)",
+      "Testing");
+  opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
+  app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
+      ->group("Data");
+  app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
+  opt("--split", c.split, "train,valid,test weights over documents", "Data");
+  opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)",
+      "Data");
+  opt("--vocab-file", c.vocab_file, "GPT-2 vocab.json / encoder.json", "Data");
+  opt("--merge-file", c.merge_file, "GPT-2 merges.txt / vocab.bpe", "Data");
+  opt("--generate-prompt", c.generate_prompt, "after training, print a greedy continuation",
+      "Generation");
+  opt("--generate-tokens", c.generate_tokens, "tokens to generate", "Generation");
+  opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
+  opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
+  opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
+      "Checkpoints");
+  opt("--load", c.load,
+      "resume from the latest checkpoint under this directory (any layout); its seed, batch "
+      "sizes, sequence length, data and LR schedule must equal this run's (exit 2 otherwise)",
+      "Checkpoints");
+  app.add_flag("--finetune", c.finetune,
+               "load only the weights from --load: iteration, data position, optimizer and loss "
+               "scale start afresh, and the run settings may differ (drop it to resume the "
+               "fine-tuning run itself)")
+      ->group("Checkpoints");
+  app.add_flag("--override-checkpoint-config", c.override_checkpoint_config,
+               "resume from --load although the run settings differ from the checkpoint's; "
+               "each difference is printed as a warning")
+      ->group("Checkpoints");
+  opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
+      "Checkpoints");
+  opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
+      "Checkpoints");
+}
+
+// With --load-hf the architecture comes from config.json; explicit flags must agree.
+void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std::string>& errors) {
+  ModelConfig hf = io::read_hf_config(c.load_hf);
+  auto check = [&](const char* flag, int ours, int theirs, int& field) {
+    if (flags.was_given(flag) && ours != theirs)
+      errors.push_back(std::string(flag) + " (" + std::to_string(ours) + ") disagrees with " +
+                       c.load_hf + "/config.json (" + std::to_string(theirs) + ")");
+    field = theirs;
+  };
+  ModelConfig& m = c.model;
+  check("--num-layers", m.num_layers, hf.num_layers, m.num_layers);
+  check("--hidden-size", m.hidden_size, hf.hidden_size, m.hidden_size);
+  check("--num-attention-heads", m.num_attention_heads, hf.num_attention_heads,
+        m.num_attention_heads);
+  check("--vocab-size", m.vocab_size, hf.vocab_size, m.vocab_size);
+  check("--max-position-embeddings", m.max_position_embeddings, hf.max_position_embeddings,
+        m.max_position_embeddings);
+  int ffn = hf.ffn();
+  if (flags.was_given("--ffn-hidden-size") && m.ffn() != ffn)
+    errors.push_back("--ffn-hidden-size disagrees with " + c.load_hf + "/config.json");
+  m.ffn_hidden_size = ffn;
+  m.layernorm_epsilon = hf.layernorm_epsilon;
+  if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
+}
+
+}  // namespace
+
+bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* config,
+                      int* exit_code) {
+  TrainingConfig& c = *config;
+  CLI::App app("trident train: train a GPT model (Megatron-LM flags)", "trident train");
+  app.set_config("--config", "", "TOML config file; command-line flags override it");
+  ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
+  add_training_flags(app, c);
+  if (!parse_args(app, args, exit_code)) return false;
+  std::vector<std::string> errors;
+  try {
+    if (!c.model_preset.empty()) {
+      ModelConfig preset = preset_model(c.model_preset), explicit_values = c.model;
+      c.model = preset;
+      auto keep = [&](const char* flag, auto& field, const auto& value) {
+        if (flags.was_given(flag)) field = value;
+      };
+      keep("--num-layers", c.model.num_layers, explicit_values.num_layers);
+      keep("--hidden-size", c.model.hidden_size, explicit_values.hidden_size);
+      keep("--num-attention-heads", c.model.num_attention_heads,
+           explicit_values.num_attention_heads);
+      keep("--ffn-hidden-size", c.model.ffn_hidden_size, explicit_values.ffn_hidden_size);
+      keep("--seq-length", c.model.seq_length, explicit_values.seq_length);
+      keep("--max-position-embeddings", c.model.max_position_embeddings,
+           explicit_values.max_position_embeddings);
+      keep("--vocab-size", c.model.vocab_size, explicit_values.vocab_size);
+    }
+    if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
+    if (!c.vocab_file.empty() && !c.merge_file.empty()) {
+      tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);  // checks both files
+      if (c.load_hf.empty() && !flags.was_given("--vocab-size"))
+        c.model.vocab_size = tok.vocab_size();
+    }
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+  for (const std::string& e : validate_training_config(c)) errors.push_back(e);
+  if (!errors.empty()) {
+    std::cerr << "trident train: " << errors.size() << " invalid argument"
+              << (errors.size() > 1 ? "s" : "") << ":\n";
+    for (const std::string& e : errors) std::cerr << "  - " << e << "\n";
+    *exit_code = 2;
+    return false;
+  }
+  *exit_code = 0;
+  return true;
+}
+
+}  // namespace trident::cli
