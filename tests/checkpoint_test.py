@@ -131,7 +131,12 @@ def main():
         damaged("truncated", truncate, "(truncated?)")
         damaged("altered", flip, "does not match the manifest")
         damaged("version", edit_manifest("version", 99), "format version 99")
-        damaged("config", edit_manifest("model", {"num_layers": 3}), "does not match this run")
+        def other_model(path):  # a well-formed model description of another shape
+            m = json.load(open(os.path.join(path, "manifest.json")))
+            m["model"]["num_layers"] = 3
+            json.dump(m, open(os.path.join(path, "manifest.json"), "w"))
+        damaged("config", other_model, "does not match this run")
+        damaged("malformed", edit_manifest("model", {"num_layers": 3}), "model.hidden_size is missing")
     return check.summary()
 
 
