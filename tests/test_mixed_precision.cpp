@@ -201,7 +201,9 @@ TEST(MixedLinear, Bf16AndFp16MatchTheProductOfTheirRoundedOperands) {
     EXPECT_LT(testing::relative_error(dw, product(true, false, out, in, rows, dyr, xr, half, true)),
               1e-5)
         << fresh_weight_grad;
-    if (fresh_weight_grad) EXPECT_NE(dw_fresh, std::vector<float>(w.size()));  // the path ran
+    if (fresh_weight_grad) {
+      EXPECT_NE(dw_fresh, std::vector<float>(w.size()));  // the path ran
+    }
     // ...and they are not the fp32 answer: the rounding happened.
     EXPECT_GT(testing::relative_error(y, product(false, true, rows, out, in, x, w, {}, false)),
               1e-5);
