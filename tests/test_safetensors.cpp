@@ -100,6 +100,14 @@ TEST(Safetensors, RejectsEveryInconsistentHeader) {
        "without gaps or overlap"},
       {"trailing", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", two, -1,
        "cover 4 of 8"},
+      // Found while writing fuzz/fuzz_safetensors.cpp (which reproduces it): the element
+      // count overflowed a long (undefined), and a shape of 2^62 + 1 rows of 4 floats
+      // wrapped around to 4 elements and passed as 16 bytes.
+      {"overflow", R"({"a":{"dtype":"F32","shape":[4611686018427387905,4],"data_offsets":[0,8]}})",
+       two, -1, "has more than 2^62 elements"},
+      {"overflow_wraps",
+       R"({"a":{"dtype":"F32","shape":[4611686018427387904,1],"data_offsets":[0,8]}})", two, -1,
+       "need more than 2^64 bytes but data_offsets span 8"},
       {"metadata",
        R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two, -1,
        "must be a string"},
@@ -157,6 +165,18 @@ TEST(HfConfig, RejectsBadConfigs) {
   write(
       R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8, "activation_function": "relu"})");
   EXPECT_NE(error().find("activation_function"), std::string::npos);
+  // Caught by the check in fuzz/fuzz_hf_config.cpp: an epsilon a float cannot hold became 0
+  // (1e-50) or inf (1e300) in the model.
+  for (const char* epsilon : {"1e-50", "1e300", "0", "-1e-5", "\"1e-5\""}) {
+    write(std::string(R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, )") +
+          R"("n_positions": 8, "layer_norm_epsilon": )" + epsilon + "}");
+    EXPECT_NE(error().find("\"layer_norm_epsilon\" must be a positive number within float's range"),
+              std::string::npos)
+        << epsilon;
+  }
+  write(R"({"n_layer": 1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "n_positions": 8, )"
+        R"("layer_norm_epsilon": 1e-40})");  // a float subnormal: small, but positive
+  EXPECT_GT(read_hf_config(dir.string()).layernorm_epsilon, 0.f);
   // Every problem at once, each on a line naming the file.
   write(R"({"n_layer": -1, "n_embd": 12, "n_head": 3, "vocab_size": 50, "model_type": "bert"})");
   const std::string all = error(), file = (dir / "config.json").string();

@@ -18,6 +18,7 @@ namespace trident::io {
 namespace {
 
 constexpr std::uint64_t kMaxHeader = 100u << 20;
+constexpr std::uint64_t kMaxElements = 1ull << 62;
 
 int dtype_size(const std::string& d) {
   static const std::map<std::string, int> sizes = {
@@ -123,9 +124,16 @@ void SafetensorsFile::parse(const char* bytes, size_t size) {
     t.dtype = entry["dtype"].get<std::string>();
     int elem = dtype_size(t.dtype);
     if (!elem) fail(where + "unknown dtype '" + t.dtype + "'");
+    // The non-zero dimensions multiply to at most 2^62, so numel() cannot overflow whatever
+    // the order of its factors (a zero among them makes any others possible).
+    std::uint64_t nonzero_product = 1;
     for (auto& d : entry["shape"]) {
       if (!d.is_number_unsigned()) fail(where + "shape entries must be non-negative integers");
-      t.shape.push_back(d.get<long>());
+      const std::uint64_t v = d.get<std::uint64_t>();
+      if (v > 0 && nonzero_product > kMaxElements / v)
+        fail(where + "shape " + entry["shape"].dump() + " has more than 2^62 elements");
+      if (v > 0) nonzero_product *= v;
+      t.shape.push_back((long)v);
     }
     for (int k = 0; k < 2; ++k)
       if (!entry["data_offsets"][k].is_number_unsigned())
@@ -136,9 +144,11 @@ void SafetensorsFile::parse(const char* bytes, size_t size) {
     if (t.end > data_size)
       fail(where + "data_offsets end " + std::to_string(t.end) + " is past the data section (" +
            std::to_string(data_size) + " bytes; truncated file?)");
-    if ((std::uint64_t)t.numel() * elem != t.end - t.begin)
-      fail(where + "shape and dtype need " + std::to_string(t.numel() * elem) +
-           " bytes but data_offsets span " + std::to_string(t.end - t.begin));
+    const std::uint64_t numel = (std::uint64_t)t.numel(), span = t.end - t.begin;
+    if (numel > span / elem || numel * elem != span)
+      fail(where + "shape and dtype need " +
+           (numel > UINT64_MAX / elem ? "more than 2^64" : std::to_string(numel * elem)) +
+           " bytes but data_offsets span " + std::to_string(span));
     tensors_.push_back(std::move(t));
   }
   std::vector<TensorEntry> sorted = tensors_;
