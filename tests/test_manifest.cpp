@@ -90,6 +90,7 @@ TEST(Manifest, RefusesEveryBrokenClaim) {
       {with("/model/hidden_size", 0), "model.hidden_size must be an integer in [1, "},
       {with("/model/vocab_size", 1ull << 40), "model.vocab_size must be an integer"},
       {with("/model/layernorm_epsilon", 1e300), "model.layernorm_epsilon must be a positive"},
+      {with("/model/layernorm_epsilon", 1e-50), "model.layernorm_epsilon must be a positive"},
       {with("/layout", "t=2"), "layout must be an object"},
       {with("/loss_scaler/scale", -1), "loss_scaler.scale must be a positive"},
       {with("/run", 1), "run must be an object"},

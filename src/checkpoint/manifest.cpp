@@ -49,10 +49,11 @@ class Checker {
            "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return v.get<long>();
   }
-  // A finite number that fits a float, above zero.
+  // A number above zero also as a float: not rounded to 0, not beyond float's range.
   void positive_float(const json& parent, const std::string& key, const std::string& where) const {
     const json& v = member(parent, key, where);
-    if (!v.is_number() || !(v.get<double>() > 0) || !(v.get<double>() <= FLT_MAX))
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > FLT_MAX ||
+        v.get<float>() == 0)
       fail(where + key, "must be a positive number (float range)");
   }
   std::vector<long> shape(const json& parent, const std::string& key,

@@ -77,10 +77,13 @@ ModelConfig shape_of(const nlohmann::json& j, std::vector<std::string>& problems
   // n_inner and layer_norm_epsilon are trident's --ffn-hidden-size and LayerNorm epsilon.
   if (j.contains("n_inner") && !j["n_inner"].is_null()) c.ffn_hidden_size = get_int("n_inner");
   if (j.contains("layer_norm_epsilon")) {
-    if (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() <= 0)
-      problems.push_back("\"layer_norm_epsilon\" must be a positive number");
+    // Positive also as the float LayerNorm adds: not rounded to 0, not beyond float's range.
+    const nlohmann::json& e = j["layer_norm_epsilon"];
+    if (!e.is_number() || !(e.get<double>() > 0) ||
+        e.get<double>() > std::numeric_limits<float>::max() || e.get<float>() == 0)
+      problems.push_back("\"layer_norm_epsilon\" must be a positive number within float's range");
     else
-      c.layernorm_epsilon = j["layer_norm_epsilon"].get<float>();
+      c.layernorm_epsilon = e.get<float>();
   }
   if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
     problems.push_back("n_embd (" + std::to_string(c.hidden_size) +
