@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes trident's parsers of outside input: builds the libFuzzer targets of fuzz/ in
 # build-fuzz/ (Debian's clang, ASan + UBSan) and runs each for SECONDS (default 30) from its
-# committed seeds in fuzz/corpus/<target>/. Exits non-zero if any target finds a crash, a
-# sanitizer report, a hang (-timeout), a failed check or an unexpected exception, printing the
-# input that reproduces it.
+# committed seeds in fuzz/corpus/<target>/, with fuzz/dict/<target>.dict if there is one. Exits
+# non-zero if any target finds a crash, a sanitizer report, a hang (-timeout), a failed check
+# or an unexpected exception, printing the input that reproduces it.
 #   scripts/fuzz.sh [seconds] [target...]     targets: the <name> of each fuzz/fuzz_<name>.cpp
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +39,11 @@ for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t findings=build-fuzz/findings/$t
   mkdir -p "$corpus" "$findings"
   log=build-fuzz/fuzz_$t.log
+  dict=()
+  [[ -f fuzz/dict/$t.dict ]] && dict=(-dict="$root/fuzz/dict/$t.dict")
   set +e
   (cd "$scratch" && "$root/build-fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/$findings/" \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/$findings/" "${dict[@]}" \
     "$root/$corpus" "$root/fuzz/corpus/$t") > "$log" 2>&1
   rc=$?
   set -e
