@@ -85,6 +85,23 @@ TEST(TrainConfig, FuzzedConfigsAreRefusedWithTheirRule) {
   }
 }
 
+// Found by fuzz/fuzz_train_config.cpp: CLI11 handed `key = []` to the option as no values and
+// its conversion read the first of them (a segfault in the release build).
+TEST(TrainConfig, EmptyListIsRefused) {
+  for (const char* key :
+       {"lr", "num-layers", "save-interval", "split", "data-path", "rampup-batch-size"}) {
+    Parsed p = parse_toml(std::string("mock-data = true\n") + key + " = []\n");
+    EXPECT_FALSE(p.ok) << key;
+    EXPECT_EQ(p.code, 2) << key;
+    EXPECT_NE(p.errors.find(std::string(key) + " = []: an empty list is no value"),
+              std::string::npos)
+        << key << " -> " << p.errors;
+  }
+  // Sections and their ends are not keys.
+  Parsed p = parse_toml("mock-data = true\ntrain-iters = 5\n[extra]\n");
+  EXPECT_EQ(p.errors.find("empty list"), std::string::npos) << p.errors;
+}
+
 // A ramp-up over 2^63 samples is counted a batch size at a time, at once.
 TEST(TrainConfig, RampUpOfAnyLengthIsCountedAtOnce) {
   Parsed p = parse_toml(
