@@ -3,6 +3,7 @@
 // answered with exit code 2 and messages, never an exception or a crash.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -32,5 +33,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   std::cout.rdbuf(out);
   std::cerr.rdbuf(err);
   FUZZ_CHECK(ok ? code == 0 : (code == 0 || code == 2));
+  if (!ok) return 0;
+  // What validation promises the trainer: finite numbers (the loss scales matter with fp16
+  // only; a negative warm-up fraction means none), positive shapes.
+  for (double v :
+       {(double)config.lr, (double)config.min_lr, (double)config.hidden_dropout,
+        (double)config.attention_dropout, config.peak_tflops, (double)config.model.init_method_std,
+        (double)config.model.layernorm_epsilon, (double)config.adam.beta1,
+        (double)config.adam.beta2, (double)config.adam.eps, (double)config.adam.weight_decay,
+        (double)config.adam.clip_grad, config.fp16 ? (double)config.loss_scale : 0.0,
+        config.fp16 ? (double)config.initial_loss_scale : 0.0,
+        config.lr_warmup_fraction >= 0 ? config.lr_warmup_fraction : 0.0})
+    FUZZ_CHECK(std::isfinite(v));
+  FUZZ_CHECK(config.model.num_layers > 0 && config.model.hidden_size > 0);
+  FUZZ_CHECK(config.micro_batch_size > 0 && config.effective_global_batch() > 0);
   return 0;
 }

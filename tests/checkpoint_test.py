@@ -131,12 +131,28 @@ def main():
         damaged("truncated", truncate, "(truncated?)")
         damaged("altered", flip, "does not match the manifest")
         damaged("version", edit_manifest("version", 99), "format version 99")
-        def other_model(path):  # a well-formed model description of another shape
+        def edit_model(path):
             m = json.load(open(os.path.join(path, "manifest.json")))
             m["model"]["num_layers"] = 3
             json.dump(m, open(os.path.join(path, "manifest.json"), "w"))
-        damaged("config", other_model, "does not match this run")
-        damaged("malformed", edit_manifest("model", {"num_layers": 3}), "model.hidden_size is missing")
+        damaged("config", edit_model, "does not match this run")
+        # A manifest is checked on its own first, then against the files it names.
+        damaged("no_model", edit_manifest("model", {"num_layers": 3}), "model.hidden_size is missing")
+        def edit_file(key, value):
+            def mutate(path):
+                m = json.load(open(os.path.join(path, "manifest.json")))
+                m["files"][0][key] = value
+                json.dump(m, open(os.path.join(path, "manifest.json"), "w"))
+            return mutate
+        damaged("escape", edit_file("file", "../ref_ckpt/iter_0000010/model_tp0_pp0.safetensors"),
+                "files[0].file must be a plain file name")
+        def shrink_tensor(path):  # the manifest's shape of one tensor no longer the file's
+            m = json.load(open(os.path.join(path, "manifest.json")))
+            t = next(t for t in m["files"][0]["tensors"] if t["name"] == "final_layernorm.bias")
+            t["global_shape"][0] -= 1
+            t["local_shape"][0] -= 1
+            json.dump(m, open(os.path.join(path, "manifest.json"), "w"))
+        damaged("shape", shrink_tensor, "tensor final_layernorm.bias is F32")
     return check.summary()
 
 

@@ -12,6 +12,21 @@ namespace trident::cli {
 
 namespace {
 
+// CLI11 2.1 reads `key = []` as a key with no values and hands them to the option, whose
+// conversion then reads the first of none (a crash fuzz/fuzz_train_config.cpp found): such a
+// key is refused here, before any option sees it.
+class TomlConfig : public CLI::ConfigTOML {
+ public:
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
+    for (const CLI::ConfigItem& item : items)  // "++" and "--" open and close sections
+      if (item.inputs.empty() && item.name != "++" && item.name != "--")
+        throw CLI::ConversionError(item.fullname() +
+                                   " = []: an empty list is no value (leave the key out)");
+    return items;
+  }
+};
+
 struct ModelFlags {
   std::map<std::string, CLI::Option*> given;
   bool was_given(const std::string& flag) const {
@@ -222,6 +237,7 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
   TrainingConfig& c = *config;
   CLI::App app("trident train: train a GPT model (Megatron-LM flags)", "trident train");
   app.set_config("--config", "", "TOML config file; command-line flags override it");
+  app.config_formatter(std::make_shared<TomlConfig>());
   ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
   add_training_flags(app, c);
   if (!parse_args(app, args, exit_code)) return false;

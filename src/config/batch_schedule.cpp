@@ -30,8 +30,22 @@ std::vector<long> GlobalBatchSchedule::sizes() const {
 
 long GlobalBatchSchedule::iterations_for(long train_samples) const {
   long iterations = 0, consumed = 0;
+  // Megatron's loop (consumed += at(consumed) while consumed <= the ramp-up samples), taken a
+  // batch size at a time: at() never decreases, so the iterations at one size are the longest
+  // run of n for which the n-th still starts within the ramp-up at that size (binary search).
   if (ramps())
-    while (consumed <= rampup_.samples) consumed += at(consumed), ++iterations;
+    while (consumed <= rampup_.samples) {
+      const long batch = at(consumed);
+      long lo = 1, hi = (rampup_.samples - consumed) / batch + 1;
+      while (lo < hi) {
+        const long mid = lo + (hi - lo + 1) / 2;
+        if (at(consumed + (mid - 1) * batch) == batch)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      consumed += lo * batch, iterations += lo;
+    }
   return iterations + std::max(0L, train_samples - consumed) / global_batch_;
 }
 

@@ -1,12 +1,19 @@
 #include "config/model_config.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace trident {
 
+namespace {
+long padded_vocab(const ModelConfig& c, int t) {
+  long multiple = (long)c.make_vocab_size_divisible_by * t;
+  return (c.vocab_size + multiple - 1) / multiple * multiple;
+}
+}  // namespace
+
 int ModelConfig::padded_vocab_size(int t) const {
-  long multiple = (long)make_vocab_size_divisible_by * t;
-  return (int)((vocab_size + multiple - 1) / multiple * multiple);
+  return (int)std::min(padded_vocab(*this, t), (long)INT_MAX);
 }
 
 long ModelConfig::parameter_count(int t) const {
@@ -31,8 +38,19 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
   if (c.ffn_hidden_size < 0) positive(c.ffn_hidden_size, "--ffn-hidden-size");
   if (c.max_position_embeddings < 0)
     positive(c.max_position_embeddings, "--max-position-embeddings");
-  if (c.init_method_std <= 0.f) errors.push_back("--init-method-std must be > 0");
-  if (c.layernorm_epsilon <= 0.f) errors.push_back("--layernorm-epsilon must be > 0");
+  if (!(c.init_method_std > 0.f && std::isfinite(c.init_method_std)))
+    errors.push_back("--init-method-std must be > 0 and finite");
+  if (!(c.layernorm_epsilon > 0.f && std::isfinite(c.layernorm_epsilon)))
+    errors.push_back("--layernorm-epsilon must be > 0 and finite");
+  // Sizes whose products the model's shapes take must fit an int.
+  if (c.ffn_hidden_size == 0 && c.hidden_size > INT_MAX / 4)
+    errors.push_back("--hidden-size (" + std::to_string(c.hidden_size) +
+                     ") is too large: the default --ffn-hidden-size, 4 x it, must fit an int");
+  if (t > 0 && c.vocab_size > 0 && c.make_vocab_size_divisible_by > 0 &&
+      padded_vocab(c, t) > INT_MAX)
+    errors.push_back("--vocab-size (" + std::to_string(c.vocab_size) +
+                     ") padded to a multiple of --make-vocab-size-divisible-by x "
+                     "--tensor-model-parallel-size must fit an int");
   if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
     errors.push_back("--hidden-size (" + std::to_string(c.hidden_size) +
                      ") must be divisible by --num-attention-heads (" +

@@ -1,4 +1,6 @@
 #pragma once
+#include <algorithm>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -17,7 +19,10 @@ struct ModelConfig {
   float init_method_std = 0.02f;
   float layernorm_epsilon = 1e-5f;
 
-  int ffn() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
+  // 4h unless given; saturates at INT_MAX, beyond which validation refuses the hidden size.
+  int ffn() const {
+    return ffn_hidden_size > 0 ? ffn_hidden_size : (int)std::min(4L * hidden_size, (long)INT_MAX);
+  }
   int max_positions() const {
     return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
   }

@@ -1,5 +1,7 @@
 #include "config/training_config.h"
 
+#include <climits>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -11,6 +13,10 @@
 namespace trident {
 
 namespace {
+constexpr long kMaxRampupSizes = 1 << 16;
+// Sample counts (iterations x global batch, and their sums) stay below 2^62.
+constexpr double kMaxSamples = 4611686018427387904.0;
+
 std::string num(double v) {
   std::string s = std::to_string(v);
   s.erase(s.find_last_not_of('0') + 1);
@@ -20,8 +26,9 @@ std::string num(double v) {
 }  // namespace
 
 int TrainingConfig::data_parallel_size() const {
-  int model_parallel = tensor_model_parallel_size * pipeline_model_parallel_size;
-  return model_parallel > 0 && world_size % model_parallel == 0 ? world_size / model_parallel : 1;
+  long model_parallel = (long)tensor_model_parallel_size * pipeline_model_parallel_size;
+  return model_parallel > 0 && world_size % model_parallel == 0 ? (int)(world_size / model_parallel)
+                                                                : 1;
 }
 
 int TrainingConfig::virtual_stages() const {
@@ -77,11 +84,14 @@ int TrainingConfig::recompute_group_size() const {
 }
 
 int TrainingConfig::effective_global_batch() const {
-  return global_batch_size > 0 ? global_batch_size : micro_batch_size * data_parallel_size();
+  // Saturates at INT_MAX, beyond which validation refuses the micro-batch size.
+  return global_batch_size > 0
+             ? global_batch_size
+             : (int)std::min((long)micro_batch_size * data_parallel_size(), (long)INT_MAX);
 }
 
 int TrainingConfig::num_micro_batches() const {
-  return effective_global_batch() / (micro_batch_size * data_parallel_size());
+  return (int)(effective_global_batch() / ((long)micro_batch_size * data_parallel_size()));
 }
 
 GlobalBatchSchedule TrainingConfig::batch_schedule() const {
@@ -145,7 +155,8 @@ bool validate_rampup(const TrainingConfig& c, std::vector<std::string>& errors) 
   const long unit = (long)std::max(1, c.micro_batch_size) * c.data_parallel_size();
   require(start > 0, "the start batch must be > 0");
   require(inc > 0, "the increment must be > 0");
-  require(samples >= 0, "the ramp-up samples must be >= 0");
+  require(samples >= 0 && (double)samples < kMaxSamples,
+          "the ramp-up samples must be >= 0 and below 2^62");
   require(start <= gbs, "the start batch (" + std::to_string(start) +
                             ") must be <= --global-batch-size (" + std::to_string(gbs) + ")");
   if (inc > 0 && start > 0 && start <= gbs)
@@ -160,6 +171,12 @@ bool validate_rampup(const TrainingConfig& c, std::vector<std::string>& errors) 
   require(c.sample_based(),
           "needs sample-based training (--train-samples), as in Megatron: iteration counts "
           "are ambiguous while the batch grows");
+  // Every size is checked against the pipeline schedule below, and the ramp-up is walked
+  // size by size: a bound keeps both short (MT-NLG's ramp-up has 60 sizes).
+  if (inc > 0 && start > 0 && start <= gbs)
+    require((gbs - start) / inc < kMaxRampupSizes,
+            "the ramp-up passes through " + std::to_string((gbs - start) / inc + 1) +
+                " batch sizes, more than " + std::to_string(kMaxRampupSizes));
   return errors.size() == before;
 }
 
@@ -196,6 +213,16 @@ void validate_schedule_flags(const TrainingConfig& c, bool ramp_ok,
   }
   if (!ramp_ok || c.effective_global_batch() <= 0 || c.train_iters < 0 || c.train_samples < 0)
     return;
+  const double gbs = c.effective_global_batch();
+  const bool samples_fit =
+      (double)c.train_iters * gbs < kMaxSamples && (double)c.lr_decay_iters * gbs < kMaxSamples &&
+      (double)c.lr_warmup_iters * gbs < kMaxSamples && (double)c.train_samples < kMaxSamples;
+  require(samples_fit,
+          "--train-iters, --lr-decay-iters and --lr-warmup-iters x the global batch, and "
+          "--train-samples, must stay below 2^62 samples");
+  if (!samples_fit) return;
+  require((double)c.eval_runs() * c.eval_iters * gbs < kMaxSamples,
+          "--eval-iters x the global batch x the evaluations must stay below 2^62 samples");
   require(c.total_train_iters() > 0, "--train-samples (" + std::to_string(c.train_samples) +
                                          ") is less than one global batch: nothing to train");
   try {
@@ -225,7 +252,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   require(t > 0, "--tensor-model-parallel-size must be > 0");
   require(p > 0, "--pipeline-model-parallel-size must be > 0");
   if (t > 0 && p > 0)
-    require(c.world_size % (t * p) == 0,
+    require(c.world_size % ((long)t * p) == 0,
             "world size (" + std::to_string(c.world_size) +
                 ") must be divisible by --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size (" +
@@ -240,8 +267,10 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   require(c.attention_dropout >= 0.f && c.attention_dropout < 1.f,
           "--attention-dropout must be in [0, 1)");
   if (c.fp16) {
-    require(c.loss_scale >= 0.f, "--loss-scale must be >= 0 (0: dynamic)");
-    require(c.initial_loss_scale > 0.f, "--initial-loss-scale must be > 0");
+    require(c.loss_scale >= 0.f && std::isfinite(c.loss_scale),
+            "--loss-scale must be >= 0 and finite (0: dynamic)");
+    require(c.initial_loss_scale > 0.f && std::isfinite(c.initial_loss_scale),
+            "--initial-loss-scale must be > 0 and finite");
     require(c.min_loss_scale > 0.f && c.min_loss_scale <= c.initial_loss_scale,
             "--min-loss-scale must be > 0 and <= --initial-loss-scale");
     require(c.loss_scale_window > 0, "--loss-scale-window must be > 0");
@@ -310,8 +339,11 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
           "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
   require(c.micro_batch_size > 0, "--micro-batch-size must be > 0");
   require(c.global_batch_size >= 0, "--global-batch-size must be > 0");
+  require((long)c.micro_batch_size * c.data_parallel_size() <= INT_MAX,
+          "--micro-batch-size x data-parallel size (" + std::to_string(c.micro_batch_size) + " x " +
+              std::to_string(c.data_parallel_size()) + ") must fit an int");
   if (c.micro_batch_size > 0 && c.global_batch_size > 0) {
-    int unit = c.micro_batch_size * c.data_parallel_size();
+    long unit = (long)c.micro_batch_size * c.data_parallel_size();
     require(c.global_batch_size % unit == 0,
             "--global-batch-size (" + std::to_string(c.global_batch_size) +
                 ") must be divisible by --micro-batch-size x data-parallel size (" +
@@ -339,8 +371,8 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
     }
   }
   validate_schedule_flags(c, ramp_ok, errors);
-  require(c.lr >= 0.f, "--lr must be >= 0");
-  require(c.min_lr >= 0.f, "--min-lr must be >= 0");
+  require(c.lr >= 0.f && std::isfinite(c.lr), "--lr must be >= 0 and finite");
+  require(c.min_lr >= 0.f && std::isfinite(c.min_lr), "--min-lr must be >= 0 and finite");
   require(c.min_lr <= c.lr, "--min-lr (" + num(c.min_lr) + ") must be <= --lr (" + num(c.lr) + ")");
   try {
     parse_decay_style(c.lr_decay_style);
@@ -349,14 +381,17 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   }
   require(c.adam.beta1 >= 0.f && c.adam.beta1 < 1.f, "--adam-beta1 must be in [0, 1)");
   require(c.adam.beta2 >= 0.f && c.adam.beta2 < 1.f, "--adam-beta2 must be in [0, 1)");
-  require(c.adam.eps > 0.f, "--adam-eps must be > 0");
-  require(c.adam.weight_decay >= 0.f, "--weight-decay must be >= 0");
-  require(c.adam.clip_grad >= 0.f, "--clip-grad must be >= 0 (0 disables clipping)");
+  require(c.adam.eps > 0.f && std::isfinite(c.adam.eps), "--adam-eps must be > 0 and finite");
+  require(c.adam.weight_decay >= 0.f && std::isfinite(c.adam.weight_decay),
+          "--weight-decay must be >= 0 and finite");
+  require(c.adam.clip_grad >= 0.f && std::isfinite(c.adam.clip_grad),
+          "--clip-grad must be >= 0 and finite (0 disables clipping)");
   require(c.log_interval > 0, "--log-interval must be > 0");
   require(c.eval_interval >= 0, "--eval-interval must be >= 0");
   require(c.eval_iters >= 0, "--eval-iters must be >= 0");
   require(c.threads >= 0, "--threads must be >= 0");
-  require(c.peak_tflops >= 0, "--peak-tflops must be >= 0");
+  require(c.peak_tflops >= 0 && std::isfinite(c.peak_tflops),
+          "--peak-tflops must be >= 0 and finite");
   require(c.mock_data == c.data_path.empty(),
           "exactly one data source is needed: --mock-data or --data-path");
   if (!c.data_path.empty()) {

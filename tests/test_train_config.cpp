@@ -1,0 +1,131 @@
+// `trident train --config FILE`: TOML configs parsed and validated without training. The
+// configs fuzz/fuzz_train_config.cpp showed crashing, hanging or accepting numbers the trainer
+// cannot use are kept here, each refused with its rule.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/train_args.h"
+#include "config/batch_schedule.h"
+
+namespace trident {
+namespace {
+
+struct Parsed {
+  bool ok;
+  int code;
+  std::string errors;
+};
+
+Parsed parse_toml(const std::string& text) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "trident_train_config_test.toml";
+  std::ofstream(path) << text;
+  std::ostringstream captured;
+  std::streambuf* saved = std::cerr.rdbuf(captured.rdbuf());
+  TrainingConfig config;
+  Parsed p;
+  p.ok = cli::parse_train_args({"--config", path.string()}, &config, &p.code);
+  std::cerr.rdbuf(saved);
+  p.errors = captured.str();
+  return p;
+}
+
+TEST(TrainConfig, AValidConfigParses) {
+  Parsed p = parse_toml("mock-data = true\nnum-layers = 2\nlr = 3e-4\ntrain-iters = 10\n");
+  EXPECT_TRUE(p.ok) << p.errors;
+  EXPECT_EQ(p.code, 0);
+}
+
+TEST(TrainConfig, FuzzedConfigsAreRefusedWithTheirRule) {
+  struct Case {
+    const char* toml;
+    const char* message;
+  };
+  const Case cases[] = {
+      // t x p overflowed an int to 0, and the world size was divided by it (SIGFPE).
+      {"tensor-model-parallel-size = 65536\npipeline-model-parallel-size = 65536\n",
+       "must be divisible by --tensor-model-parallel-size x --pipeline-model-parallel-size "
+       "(65536 x 65536)"},
+      // Iterations x global batch overflowed a long in the learning-rate schedule.
+      {"train-iters = 9223372036854775807\n", "must stay below 2^62 samples"},
+      {"train-iters = 1000\nlr-decay-iters = 4611686018427387904\n",
+       "must stay below 2^62 samples"},
+      {"train-iters = 1000\neval-interval = 1\neval-iters = 2147483647\n"
+       "global-batch-size = 2147483644\n",
+       "--eval-iters x the global batch x the evaluations must stay below 2^62 samples"},
+      // The default FFN size 4h overflowed an int.
+      {"hidden-size = 2147483647\nnum-attention-heads = 1\n",
+       "--hidden-size (2147483647) is too large"},
+      {"vocab-size = 2147483600\n", "padded to a multiple of --make-vocab-size-divisible-by"},
+      // A ramp-up of 2^31 sizes was materialised (16 GB), one of 2^63 samples walked
+      // iteration by iteration (a hang).
+      {"micro-batch-size = 1\nglobal-batch-size = 2000000000\ntrain-samples = 4000000000\n"
+       "rampup-batch-size = [1, 1, 1000]\n",
+       "batch sizes, more than 65536"},
+      {"micro-batch-size = 1\nglobal-batch-size = 8\ntrain-samples = 100\n"
+       "rampup-batch-size = [1, 1, 9223372036854775807]\n",
+       "the ramp-up samples must be >= 0 and below 2^62"},
+      // Infinities passed the sign checks and reached the trainer.
+      {"lr = inf\nmin-lr = 0.0\n", "--lr must be >= 0 and finite"},
+      {"layernorm-epsilon = inf\n", "--layernorm-epsilon must be > 0 and finite"},
+      {"init-method-std = inf\n", "--init-method-std must be > 0 and finite"},
+      {"adam-eps = inf\n", "--adam-eps must be > 0 and finite"},
+      {"clip-grad = inf\n", "--clip-grad must be >= 0 and finite"},
+      {"fp16 = true\ninitial-loss-scale = inf\n", "--initial-loss-scale must be > 0 and finite"},
+  };
+  for (const Case& c : cases) {
+    Parsed p = parse_toml(std::string("mock-data = true\n") + c.toml);
+    EXPECT_FALSE(p.ok) << c.toml;
+    EXPECT_EQ(p.code, 2) << c.toml;
+    EXPECT_NE(p.errors.find(c.message), std::string::npos) << c.toml << "\n -> " << p.errors;
+  }
+}
+
+// Found by fuzz/fuzz_train_config.cpp: CLI11 handed `key = []` to the option as no values and
+// its conversion read the first of them (a segfault in the release build).
+TEST(TrainConfig, EmptyListIsRefused) {
+  for (const char* key :
+       {"lr", "num-layers", "save-interval", "split", "data-path", "rampup-batch-size"}) {
+    Parsed p = parse_toml(std::string("mock-data = true\n") + key + " = []\n");
+    EXPECT_FALSE(p.ok) << key;
+    EXPECT_EQ(p.code, 2) << key;
+    EXPECT_NE(p.errors.find(std::string(key) + " = []: an empty list is no value"),
+              std::string::npos)
+        << key << " -> " << p.errors;
+  }
+  // Sections and their ends are not keys.
+  Parsed p = parse_toml("mock-data = true\ntrain-iters = 5\n[extra]\n");
+  EXPECT_EQ(p.errors.find("empty list"), std::string::npos) << p.errors;
+}
+
+// A ramp-up over 2^63 samples is counted a batch size at a time, at once.
+TEST(TrainConfig, RampUpOfAnyLengthIsCountedAtOnce) {
+  Parsed p = parse_toml(
+      "mock-data = true\nmicro-batch-size = 1\nglobal-batch-size = 16\n"
+      "rampup-batch-size = [1, 1, 4611686018427387000]\ntrain-samples = 4611686018427387000\n");
+  EXPECT_TRUE(p.ok) << p.errors;
+}
+
+// The batch-size walk equals Megatron's loop (consumed += batch while consumed <= ramp-up).
+TEST(BatchSchedule, IterationsForMatchesMegatronsLoop) {
+  long differ = 0;
+  for (long start = 1; start <= 9; ++start)
+    for (long inc = 1; inc <= 7; ++inc)
+      for (long gbs = start; gbs <= 60; gbs += inc)
+        for (long ramp : {0l, 1l, 5l, 13l, 100l, 999l, 4321l, 100000l})
+          for (long samples : {0l, 7l, 1000l, 123457l}) {
+            GlobalBatchSchedule s(gbs, {start, inc, ramp});
+            long iterations = 0, consumed = 0;
+            while (consumed <= ramp) consumed += s.at(consumed), ++iterations;
+            iterations += std::max(0l, samples - consumed) / gbs;
+            differ += s.iterations_for(samples) != iterations;
+          }
+  EXPECT_EQ(differ, 0);
+}
+
+}  // namespace
+}  // namespace trident
