@@ -2,6 +2,7 @@
 // configs fuzz/fuzz_train_config.cpp showed crashing, hanging or accepting numbers the trainer
 // cannot use are kept here, each refused with its rule.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -21,8 +22,11 @@ struct Parsed {
 };
 
 Parsed parse_toml(const std::string& text) {
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / "trident_train_config_test.toml";
+  // One file per process and call: CTest runs these cases as parallel processes.
+  static int calls = 0;
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("trident_train_config_test_" + std::to_string(getpid()) +
+                                      "_" + std::to_string(calls++) + ".toml");
   std::ofstream(path) << text;
   std::ostringstream captured;
   std::streambuf* saved = std::cerr.rdbuf(captured.rdbuf());
@@ -31,6 +35,7 @@ Parsed parse_toml(const std::string& text) {
   p.ok = cli::parse_train_args({"--config", path.string()}, &config, &p.code);
   std::cerr.rdbuf(saved);
   p.errors = captured.str();
+  std::filesystem::remove(path);
   return p;
 }
 
