@@ -39,18 +39,19 @@ for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t findings=build-fuzz/findings/$t
   mkdir -p "$corpus" "$findings"
   log=build-fuzz/fuzz_$t.log
-  dict=()
+  dict=() seeds=()
   [[ -f fuzz/dict/$t.dict ]] && dict=(-dict="$root/fuzz/dict/$t.dict")
+  [[ -d fuzz/corpus/$t ]] && seeds=("$root/fuzz/corpus/$t")
   set +e
   (cd "$scratch" && "$root/build-fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/$findings/" "${dict[@]}" \
-    "$root/$corpus" "$root/fuzz/corpus/$t") > "$log" 2>&1
+    "$root/$corpus" "${seeds[@]}") > "$log" 2>&1
   rc=$?
   set -e
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
   if ((rc == 0)); then
-    echo "fuzz: $t: ok, ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) + $(ls "fuzz/corpus/$t" | wc -l) seeds"
+    echo "fuzz: $t: ok, ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) + $( ((${#seeds[@]})) && ls "fuzz/corpus/$t" | wc -l || echo 0) seeds"
   else
     failed+=("$t")
     echo "fuzz: $t: FAILED (exit $rc); log $log" >&2
