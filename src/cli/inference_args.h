@@ -1,0 +1,22 @@
+#pragma once
+// The flags `generate` and `serve` share: where the model comes from, its layout, the KV
+// cache plan, precision, the tokenizer and threads. Checked once by check_inference_args.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "generation/inference_model.h"
+
+namespace trident::cli {
+
+struct InferenceArgs {
+  generation::InferenceOptions model;
+  std::string vocab_file, merge_file;  // GPT-2 tokenizer (default: data/gpt2 when present)
+  int threads = 0;                     // OpenMP threads per rank (0: the node's cores / ranks)
+};
+
+void add_inference_args(CLI::App& app, InferenceArgs* a);
+// Empty when the flags are consistent for a world of world_size ranks, else every rule
+// broken, one per line.
+std::string check_inference_args(const InferenceArgs& a, int world_size);
+
+}  // namespace trident::cli

@@ -1,0 +1,83 @@
+#pragma once
+// One rank's share of a model for generation: its pipeline stage of the model (tensor-parallel
+// shards, no gradients or optimizer), a KV cache of max_batch slots x max_sequence positions
+// planned up front (bf16 in bf16 runs), and the step that appends tokens to slots.
+//
+// World rank 0 coordinates: step() broadcasts what to run to every rank, the stages run in
+// turn (each sends its new tokens' hidden states to the next), and the last stage gathers the
+// full-vocabulary logits it was asked for and sends them to rank 0. The other ranks sit in
+// follow() until rank 0 calls stop(). Data-parallel size must be 1.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/training_config.h"
+#include "engine/rank_context.h"
+#include "engine/rank_model.h"
+#include "generation/kv_cache.h"
+#include "model/memory_plan.h"
+
+namespace trident::generation {
+
+struct InferenceOptions {
+  int max_batch = 8;            // KV-cache slots: requests running at once (--max-batch)
+  int max_sequence_length = 0;  // positions per slot; 0: the model's n_positions
+  bool bf16 = false;            // bf16 products on the weights' bf16 copy, bf16 KV cache
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+  // Where the weights come from: a checkpoint directory (its latest) or a HF GPT-2 directory.
+  std::string load, load_hf;
+};
+
+// Part of a step: `tokens` appended to `slot` at positions [start, start + size), and the
+// logits of its last `logit_rows` tokens wanted (0: none, e.g. a prompt chunk).
+struct Segment {
+  int slot = 0;
+  int start = 0;
+  std::vector<int> tokens;
+  int logit_rows = 1;
+};
+
+class InferenceModel {
+ public:
+  // Collective over the world. Builds the stage, loads the weights (c.load or c.load_hf),
+  // plans and allocates the cache. Throws std::runtime_error subclasses naming the problem.
+  InferenceModel(const InferenceOptions& o, const RankContext& rank, std::ostream& log);
+  ~InferenceModel();
+
+  const ModelConfig& config() const { return config_.model; }
+  const InferenceOptions& options() const { return options_; }
+  int max_batch() const { return options_.max_batch; }
+  int max_sequence() const { return options_.max_sequence_length; }
+  int max_step_tokens() const { return max_step_tokens_; }
+  int vocab() const { return config_.model.vocab_size; }
+  bool coordinator() const { return rank_.world_rank == 0; }
+  // What this rank holds (weights, bf16 copy, KV cache, step activations), printable.
+  const MemoryPlan& memory_plan() const { return plan_; }
+
+  // Coordinator: one step over the segments (distinct slots; total tokens <= max_step_tokens;
+  // start + size <= max_sequence). Returns [sum of logit_rows, vocab] logits, segment order,
+  // valid until the next call.
+  const float* step(const std::vector<Segment>& segments);
+  // Every other rank: run the coordinator's steps until it calls stop().
+  void follow();
+  // Coordinator: release the followers (also done by the destructor).
+  void stop();
+
+ private:
+  void run(const std::vector<Segment>& segments);
+  void broadcast_segments(std::vector<Segment>* segments);
+
+  InferenceOptions options_;
+  RankContext rank_;
+  TrainingConfig config_;  // the model and layout, as the rank model is built from
+  RankModel model_;
+  KvCache cache_;
+  MemoryPlan plan_;
+  int max_step_tokens_ = 0;
+  bool stopped_ = false;
+  struct Buffers;
+  std::unique_ptr<Buffers> buffers_;
+};
+
+}  // namespace trident::generation

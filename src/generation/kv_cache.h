@@ -1,0 +1,40 @@
+#pragma once
+// Keys and values of every position generated so far, per layer of this rank's stage:
+// [slot, local head, position, head_dim] for K and for V, so one head's keys over positions
+// are contiguous (the decode step streams them). fp32, or bf16 in bf16 runs (attention
+// accumulates in fp32 either way). Sized once, for max_batch slots x max_sequence positions.
+#include <cstdint>
+
+#include "core/first_touch.h"
+
+namespace trident::generation {
+
+struct KvShape {
+  int layers = 0, slots = 0, positions = 0, heads = 0, head_dim = 0;
+  long values_per_layer() const { return 2L * slots * positions * heads * head_dim; }
+};
+
+class KvCache {
+ public:
+  KvCache() = default;
+  KvCache(const KvShape& shape, bool bf16);
+  const KvShape& shape() const { return shape_; }
+  bool bf16() const { return bf16_; }
+  long bytes() const;
+  // Offset (in elements) of K (kv = 0) or V (kv = 1) of (layer, slot, head) at position 0.
+  long offset(int layer, int kv, int slot, int head) const {
+    const KvShape& s = shape_;
+    return (((((long)layer * 2 + kv) * s.slots + slot) * s.heads + head) * s.positions) *
+           s.head_dim;
+  }
+  float* f32(long offset) { return f32_.data() + offset; }
+  std::uint16_t* b16(long offset) { return b16_.data() + offset; }
+
+ private:
+  KvShape shape_;
+  bool bf16_ = false;
+  FirstTouchVector<float> f32_;
+  FirstTouchVector<std::uint16_t> b16_;
+};
+
+}  // namespace trident::generation
