@@ -65,8 +65,13 @@ class InferenceModel {
   void stop();
 
  private:
+  void plan_buffers();
+  // Every rank: the step through this stage (inference_step.cpp).
   void run(const std::vector<Segment>& segments);
-  void broadcast_segments(std::vector<Segment>* segments);
+  void embed(const std::vector<Segment>& segments, float* out);
+  void output_logits(const std::vector<Segment>& segments, const float* hidden);
+  // Rank 0's segments to every rank; false when rank 0 said stop.
+  bool broadcast_segments(std::vector<Segment>* segments);
 
   InferenceOptions options_;
   RankContext rank_;
