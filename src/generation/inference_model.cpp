@@ -17,9 +17,6 @@ namespace trident::generation {
 
 namespace {
 
-// Prompt tokens prefilled per step beyond the running requests' one each: bounds the step's
-// activations and logits; longer prompts continue over several steps.
-constexpr int kPrefillChunk = 256;
 
 ModelConfig source_model(const InferenceOptions& o) {
   if (o.load.empty() == o.load_hf.empty())
@@ -61,6 +58,7 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
                                           ") must be >= --pipeline-model-parallel-size (" +
                                           std::to_string(p) + ")");
   require(o.max_batch >= 1, "--max-batch must be >= 1");
+  require(o.prefill_chunk >= 1, "the prefill chunk must be >= 1 token");
   require(o.max_sequence_length >= 2 && o.max_sequence_length <= m.max_positions(),
           "--max-sequence-length must be in [2, " + std::to_string(m.max_positions()) +
               "] (the model's positions)");
@@ -85,7 +83,7 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
   cache_ = KvCache({(int)model_.chunks[0]->layers().size(), options_.max_batch,
                     options_.max_sequence_length, heads, model.head_dim()},
                    o.bf16);
-  max_step_tokens_ = options_.max_batch + kPrefillChunk;
+  max_step_tokens_ = options_.max_batch + options_.prefill_chunk;
   plan_buffers();
 }
 
