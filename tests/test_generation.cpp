@@ -88,9 +88,9 @@ TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
     for (int s = 0; s < 3; ++s) {
       const int n = std::min<int>({(int)seqs[s].size() - cached[s], o.prefill_chunk, budget});
       if (n == 0) continue;
-      segs.push_back({s, cached[s],
-                      std::vector<int>(seqs[s].begin() + cached[s], seqs[s].begin() + cached[s] + n),
-                      1});
+      segs.push_back(
+          {s, cached[s],
+           std::vector<int>(seqs[s].begin() + cached[s], seqs[s].begin() + cached[s] + n), 1});
       budget -= n;
     }
     const float* logits = model.step(segs);
@@ -210,8 +210,8 @@ TEST(Sampling, FrequenciesMatchTheTruncatedSoftmax) {
       chi2 += (count[i] - expected) * (count[i] - expected) / expected;
       ++df;
     }
-    EXPECT_LT(chi2, critical.at(df)) << "T " << c.temperature << " k " << c.top_k << " p "
-                                     << c.top_p;
+    EXPECT_LT(chi2, critical.at(df))
+        << "T " << c.temperature << " k " << c.top_k << " p " << c.top_p;
   }
 }
 
@@ -231,11 +231,12 @@ TEST(Sampling, SeededDrawsRepeatAndGreedyIsArgmax) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   for (generation::SamplingParams g : {generation::SamplingParams{true}, [] {
-         generation::SamplingParams q;
-         q.top_k = 1;
-         return q;
-       }()}) {
-    const generation::SampledToken t = generation::sample_token(logits.data(), 4, g, 3, scratch.data());
+                                         generation::SamplingParams q;
+                                         q.top_k = 1;
+                                         return q;
+                                       }()}) {
+    const generation::SampledToken t =
+        generation::sample_token(logits.data(), 4, g, 3, scratch.data());
     EXPECT_EQ(t.id, 1);
     EXPECT_NEAR(t.logprob, generation::token_logprob(logits.data(), 4, 1), 1e-6);
   }

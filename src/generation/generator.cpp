@@ -13,8 +13,8 @@ struct Generator::Sequence {
   std::vector<int> tokens;  // prompt, then every generated token
   int cached = 0;           // positions of tokens already in the KV cache
   GenerationResult result;
-  std::string bytes;        // the generated text's raw bytes
-  size_t emitted = 0;       // bytes of it already sent in events
+  std::string bytes;   // the generated text's raw bytes
+  size_t emitted = 0;  // bytes of it already sent in events
   bool cancelled = false, finished = false;
   bool prefilling() const { return cached < (int)request.prompt.size(); }
 };
@@ -50,7 +50,9 @@ int Generator::free_slots() const {
   return (int)std::count(slot_used_.begin(), slot_used_.end(), false);
 }
 
-int Generator::running() const { return (int)running_.size(); }
+int Generator::running() const {
+  return (int)running_.size();
+}
 
 long Generator::add(GenerationRequest r, Callback on_event) {
   const std::string why = validate(r, model_);
@@ -99,8 +101,10 @@ std::vector<Segment> Generator::plan_step() {
     const int prompt = (int)s->request.prompt.size();
     const int n = std::min(prompt - s->cached, budget);
     const bool completes = s->cached + n == prompt;
-    Segment seg{s->slot, s->cached, {s->tokens.begin() + s->cached,
-                                     s->tokens.begin() + s->cached + n}, completes ? 1 : 0};
+    Segment seg{s->slot,
+                s->cached,
+                {s->tokens.begin() + s->cached, s->tokens.begin() + s->cached + n},
+                completes ? 1 : 0};
     if (s->request.logprobs) seg.logit_rows = n;
     segments.push_back(std::move(seg));
     budget -= n;
@@ -141,9 +145,8 @@ void Generator::take_logits(Sequence& s, const Segment& seg, const float* logits
   if (s.prefilling()) return;
   const float* last = logits + (long)(seg.logit_rows - 1) * vocab;
   if ((int)s.result.tokens.size() >= s.request.tokens_to_generate) return finish(s, "length");
-  const SampledToken t =
-      sample_token(last, vocab, s.request.sampling, (std::uint64_t)s.tokens.size(),
-                   scratch_.data());
+  const SampledToken t = sample_token(last, vocab, s.request.sampling,
+                                      (std::uint64_t)s.tokens.size(), scratch_.data());
   append_token(s, t.id, t.logprob);
 }
 

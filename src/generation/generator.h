@@ -18,13 +18,13 @@
 namespace trident::generation {
 
 struct GenerationRequest {
-  std::vector<int> prompt;  // token ids; 1 <= size, size + tokens_to_generate <= max sequence
+  std::vector<int> prompt;      // token ids; 1 <= size, size + tokens_to_generate <= max sequence
   int tokens_to_generate = 32;  // >= 0 (0: only score the prompt)
   SamplingParams sampling;
-  bool logprobs = false;               // log-probabilities of prompt (from the 2nd) and new tokens
-  std::vector<std::string> stop;       // stop strings: the text ends before the first one
-  bool stop_on_eod = true;             // end at the tokenizer's <|endoftext|> (not included)
-  bool stop_on_eol = false;            // end after a token containing a newline
+  bool logprobs = false;          // log-probabilities of prompt (from the 2nd) and new tokens
+  std::vector<std::string> stop;  // stop strings: the text ends before the first one
+  bool stop_on_eod = true;        // end at the tokenizer's <|endoftext|> (not included)
+  bool stop_on_eol = false;       // end after a token containing a newline
 };
 
 // Empty when the request fits the model (vocabulary, lengths, sampling), else why not.
@@ -33,19 +33,19 @@ std::string validate(const GenerationRequest& r, const InferenceModel& model);
 // Told about each new token of a request (and once more, finished, at the end).
 struct TokenEvent {
   long request = 0;
-  int token = -1;              // -1 on the final event when no token came with it
-  float logprob = NAN;         // of token (NaN unless logprobs were asked for)
-  std::string text;            // new complete UTF-8 text since the last event (may be empty)
+  int token = -1;       // -1 on the final event when no token came with it
+  float logprob = NAN;  // of token (NaN unless logprobs were asked for)
+  std::string text;     // new complete UTF-8 text since the last event (may be empty)
   bool finished = false;
-  std::string finish_reason;   // "length", "stop" (stop string or EOL), "eod", "cancelled"
+  std::string finish_reason;  // "length", "stop" (stop string or EOL), "eod", "cancelled"
 };
 
 struct GenerationResult {
   std::vector<int> prompt;
-  std::vector<int> tokens;            // generated: EOD excluded; a stop string's tokens kept
-  std::vector<float> prompt_logprobs; // prompt.size() - 1 values when logprobs
-  std::vector<float> logprobs;        // tokens.size() values when logprobs
-  std::string text;                   // decoded generated text, cut before a stop string
+  std::vector<int> tokens;             // generated: EOD excluded; a stop string's tokens kept
+  std::vector<float> prompt_logprobs;  // prompt.size() - 1 values when logprobs
+  std::vector<float> logprobs;         // tokens.size() values when logprobs
+  std::string text;                    // decoded generated text, cut before a stop string
   std::string finish_reason;
 };
 
