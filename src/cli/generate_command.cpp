@@ -26,6 +26,7 @@ struct GenerateArgs {
   std::string prompt_file;
   generation::GenerationRequest request;  // everything but the prompt
   bool json = false;
+  bool timing = false;
 };
 
 void add_generate_args(CLI::App& app, GenerateArgs* a) {
@@ -59,6 +60,7 @@ void add_generate_args(CLI::App& app, GenerateArgs* a) {
   app.add_flag("--stop-on-eol", r.stop_on_eol, "end after the first newline")->group(G);
   app.add_flag("--logprobs", r.logprobs, "log-probabilities of prompt and new tokens")->group(G);
   app.add_flag("--json", a->json, "one JSON object per prompt: text, tokens, logprobs")->group(G);
+  app.add_flag("--timing", a->timing, "print prefill and decode tokens/s (stderr, JSON)")->group(G);
 }
 
 std::vector<std::string> read_prompt_file(const std::string& path) {
@@ -103,6 +105,21 @@ void print_result(const std::string& prompt, const generation::GenerationResult&
   std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
+void print_timing(const generation::GeneratorStats& s) {
+  auto rate = [](long n, double sec) { return sec > 0 ? n / sec : 0.0; };
+  nlohmann::ordered_json j = {
+      {"steps", s.steps},
+      {"prefill_tokens", s.prefill_tokens},
+      {"prefill_seconds", s.prefill_seconds},
+      {"prefill_tokens_per_s", rate(s.prefill_tokens, s.prefill_seconds)},
+      {"decode_tokens", s.decode_tokens},
+      {"decode_seconds", s.decode_seconds},
+      {"decode_tokens_per_s", rate(s.decode_tokens, s.decode_seconds)},
+      {"mixed_tokens", s.mixed_tokens},
+      {"mixed_seconds", s.mixed_seconds}};
+  std::cerr << "timing: " << j.dump() << "\n";
+}
+
 int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
   const TokenizerFiles files = tokenizer_files(a.inference);
   tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
@@ -126,6 +143,7 @@ int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
   model.stop();
   for (size_t i = 0; i < results.size(); ++i)
     print_result(prompts[i], results[i], a.json, a.request.logprobs);
+  if (a.timing) print_timing(generator.stats());
   return 0;
 }
 

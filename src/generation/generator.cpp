@@ -1,6 +1,7 @@
 #include "generation/generator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace trident::generation {
@@ -118,7 +119,10 @@ void Generator::step() {
   retire_finished();
   std::vector<Segment> segments = plan_step();
   if (segments.empty()) return;
+  const auto started = std::chrono::steady_clock::now();
   const float* logits = model_.step(segments);
+  count_step(segments, std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                           .count());
   const int vocab = model_.vocab();
   for (const Segment& seg : segments) {
     for (auto& s : running_)
@@ -126,6 +130,24 @@ void Generator::step() {
     logits += (long)seg.logit_rows * vocab;
   }
   retire_finished();
+}
+
+void Generator::count_step(const std::vector<Segment>& segments, double seconds) {
+  long prefill = 0, decode = 0;
+  for (const Segment& s : segments) {
+    const bool decoding = s.tokens.size() == 1 && s.start > 0 && s.logit_rows == 1 &&
+                          std::none_of(running_.begin(), running_.end(), [&](const auto& r) {
+                            return r->slot == s.slot && r->prefilling();
+                          });
+    (decoding ? decode : prefill) += (long)s.tokens.size();
+  }
+  ++stats_.steps;
+  if (decode == 0)
+    stats_.prefill_tokens += prefill, stats_.prefill_seconds += seconds;
+  else if (prefill == 0)
+    stats_.decode_tokens += decode, stats_.decode_seconds += seconds;
+  else
+    stats_.mixed_tokens += prefill + decode, stats_.mixed_seconds += seconds;
 }
 
 void Generator::take_logits(Sequence& s, const Segment& seg, const float* logits) {

@@ -49,6 +49,13 @@ struct GenerationResult {
   std::string finish_reason;
 };
 
+// Where the time went: steps that only prefilled, only decoded, or both.
+struct GeneratorStats {
+  long prefill_tokens = 0, decode_tokens = 0, mixed_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0, mixed_seconds = 0;
+  long steps = 0;
+};
+
 class Generator {
  public:
   using Callback = std::function<void(const TokenEvent&)>;
@@ -70,10 +77,12 @@ class Generator {
   bool take_result(long request, GenerationResult* out);
 
   const InferenceModel& model() const { return model_; }
+  const GeneratorStats& stats() const { return stats_; }
 
  private:
   struct Sequence;
   std::vector<Segment> plan_step();
+  void count_step(const std::vector<Segment>& segments, double seconds);
   void take_logits(Sequence& s, const Segment& seg, const float* logits);
   void append_token(Sequence& s, int id, float logprob);
   void emit(Sequence& s, int token, float logprob);
@@ -87,6 +96,7 @@ class Generator {
   std::vector<std::pair<long, GenerationResult>> done_;
   std::vector<float> scratch_;
   long next_id_ = 1;
+  GeneratorStats stats_;
 };
 
 // Runs every request to completion through one Generator (continuous batching, at most
