@@ -14,7 +14,9 @@
 #include "generation/inference_model.h"
 #include "generation/sampling.h"
 #include "io/hf_gpt2.h"
+#include "kernels/skinny_linear.h"
 #include "model/gpt_model.h"
+#include "test_util.h"
 
 using namespace trident;
 
@@ -242,4 +244,35 @@ TEST(Sampling, SeededDrawsRepeatAndGreedyIsArgmax) {
   }
   EXPECT_NE(generation::validate(generation::SamplingParams{false, 1.f, 0, 0.f}), "");
   EXPECT_NE(generation::validate(generation::SamplingParams{false, -1.f}), "");
+}
+
+TEST(SkinnyLinear, MatchesADoubleReferenceForEveryRowCount) {
+  for (kernels::Precision p : {kernels::Precision::kFp32, kernels::Precision::kBf16})
+    for (int in : {37, 64, 200})
+      for (int rows = 1; rows <= kernels::kSkinnyMaxRows; ++rows) {
+        if (!kernels::skinny_linear_available(p, rows)) GTEST_SKIP() << "no AVX-512 kernel";
+        const int out = 29;
+        std::vector<float> x = trident::testing::random_vector((long)rows * in, 3 + rows);
+        std::vector<float> w = trident::testing::random_vector((long)out * in, 7);
+        std::vector<kernels::bf16_t> x16(x.size()), w16(w.size());
+        if (p == kernels::Precision::kBf16) {  // the reference sees the rounded operands
+          kernels::to_bf16(x.data(), x16.data(), (long)x.size());
+          kernels::to_bf16(w.data(), w16.data(), (long)w.size());
+          kernels::from_bf16(x16.data(), x.data(), (long)x.size());
+          kernels::from_bf16(w16.data(), w.data(), (long)w.size());
+        }
+        std::vector<float> y((long)rows * out);
+        if (p == kernels::Precision::kFp32)
+          kernels::skinny_linear_forward(x.data(), w.data(), y.data(), rows, in, out);
+        else
+          kernels::skinny_linear_forward_bf16(x16.data(), w16.data(), y.data(), rows, in, out);
+        double worst = 0;
+        for (int r = 0; r < rows; ++r)
+          for (int o = 0; o < out; ++o) {
+            double want = 0;
+            for (int i = 0; i < in; ++i) want += (double)x[(long)r * in + i] * w[(long)o * in + i];
+            worst = std::max(worst, std::fabs(y[(long)r * out + o] - want) / std::sqrt((double)in));
+          }
+        EXPECT_LT(worst, 1e-5) << kernels::precision_name(p) << " rows " << rows << " in " << in;
+      }
 }

@@ -107,16 +107,15 @@ void print_result(const std::string& prompt, const generation::GenerationResult&
 
 void print_timing(const generation::GeneratorStats& s) {
   auto rate = [](long n, double sec) { return sec > 0 ? n / sec : 0.0; };
-  nlohmann::ordered_json j = {
-      {"steps", s.steps},
-      {"prefill_tokens", s.prefill_tokens},
-      {"prefill_seconds", s.prefill_seconds},
-      {"prefill_tokens_per_s", rate(s.prefill_tokens, s.prefill_seconds)},
-      {"decode_tokens", s.decode_tokens},
-      {"decode_seconds", s.decode_seconds},
-      {"decode_tokens_per_s", rate(s.decode_tokens, s.decode_seconds)},
-      {"mixed_tokens", s.mixed_tokens},
-      {"mixed_seconds", s.mixed_seconds}};
+  nlohmann::ordered_json j = {{"steps", s.steps},
+                              {"prefill_tokens", s.prefill_tokens},
+                              {"prefill_seconds", s.prefill_seconds},
+                              {"prefill_tokens_per_s", rate(s.prefill_tokens, s.prefill_seconds)},
+                              {"decode_tokens", s.decode_tokens},
+                              {"decode_seconds", s.decode_seconds},
+                              {"decode_tokens_per_s", rate(s.decode_tokens, s.decode_seconds)},
+                              {"mixed_tokens", s.mixed_tokens},
+                              {"mixed_seconds", s.mixed_seconds}};
   std::cerr << "timing: " << j.dump() << "\n";
 }
 

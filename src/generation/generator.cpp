@@ -121,8 +121,8 @@ void Generator::step() {
   if (segments.empty()) return;
   const auto started = std::chrono::steady_clock::now();
   const float* logits = model_.step(segments);
-  count_step(segments, std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                           .count());
+  count_step(segments,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   const int vocab = model_.vocab();
   for (const Segment& seg : segments) {
     for (auto& s : running_)

@@ -149,6 +149,7 @@ void InferenceModel::plan_buffers() {
   b.layer.residual = at[6], b.layer.row_out = at[6] + R * h;
   b.layer.fc1_pre = at[7], b.layer.fc1_act = operand(at[8]);
   b.precision.precision = bf16 ? kernels::Precision::kBf16 : kernels::Precision::kFp32;
+  b.precision.skinny_forward = true;
   b.precision.scratch.act16 = reinterpret_cast<std::uint16_t*>(at[9]);
   if (post) {
     b.final_in = at[10], b.final_ln = operand(at[10] + R * h);
