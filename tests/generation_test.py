@@ -126,6 +126,25 @@ def main():
         check(a is not None and a == b, "a seed repeats the samples (whatever the batch)")
         check(a is not None and c is not None and a != c, "another seed samples differently")
 
+        # A prompt file (plain lines and JSONL) gives what --prompt gives.
+        with open(os.path.join(tmp, "prompts.txt"), "w") as f:
+            f.write(PROMPTS[0] + "\n\n" + json.dumps({"prompt": PROMPTS[1]}) + "\n" +
+                    json.dumps({"text": PROMPTS[2], "id": 3}) + "\n")
+        got = generate(trident, tokenizer, base[:-len(prompt_args)] +
+                       ["--prompt-file", os.path.join(tmp, "prompts.txt")])
+        check(got is not None and [g["tokens"] for g in got] == [r["tokens"] for r in one],
+              "--prompt-file (plain and JSONL lines) gives what --prompt gives")
+
+        # A stop string ends the text where it begins.
+        text = one[0]["text"]
+        stop = text[len(text) // 2:len(text) // 2 + 3]
+        if stop.strip() and stop not in text[:len(text) // 2]:
+            got = generate(trident, tokenizer, ["--load-hf", model, "--greedy", "--prompt",
+                                                PROMPTS[0], "--tokens-to-generate", "12",
+                                                "--stop", stop])
+            check(got is not None and got[0]["text"] == text[:text.index(stop)] and
+                  got[0]["finish_reason"] == "stop", f"--stop {stop!r} cuts the text before it")
+
         # Bad input: a clear message and exit code 2.
         for args, message in (
                 (["--load-hf", model, "--prompt", "x", "--tokens-to-generate", "100"],
