@@ -54,6 +54,22 @@ struct Fixture {
   }
 };
 
+// A one-process InferenceModel on the fixture's HF directory.
+struct Engine {
+  distributed::ProcessGrid grid{1, 1, 1};
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  RankContext rank{0, &grid, &groups, {"local"}};
+  std::ostringstream log;
+  generation::InferenceModel model;
+  Engine(const std::string& dir, int max_batch, int prefill_chunk)
+      : model(options(dir, max_batch, prefill_chunk), rank, log) {}
+  static generation::InferenceOptions options(const std::string& dir, int batch, int chunk) {
+    generation::InferenceOptions o;
+    o.load_hf = dir, o.max_batch = batch, o.max_sequence_length = 40, o.prefill_chunk = chunk;
+    return o;
+  }
+};
+
 double max_abs(const float* x, int n) {
   double m = 0;
   for (int i = 0; i < n; ++i) m = std::max(m, (double)std::fabs(x[i]));
@@ -72,13 +88,9 @@ std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
 // several steps), then decode together; every step's logits equal the full recomputation.
 TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
   Fixture f;
-  distributed::ProcessGrid grid(1, 1, 1);
-  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
-  generation::InferenceOptions o;
-  o.load_hf = f.dir, o.max_batch = 3, o.max_sequence_length = 40, o.prefill_chunk = 5;
-  std::ostringstream log;
-  generation::InferenceModel model(o, rank, log);
+  Engine engine(f.dir, 3, 5);
+  generation::InferenceModel& model = engine.model;
+  const int chunk = 5;
   const int V = f.config.vocab_size;
   std::vector<std::vector<int>> seqs = {random_tokens(7, V, 1), random_tokens(12, V, 2),
                                         random_tokens(1, V, 3)};
@@ -88,7 +100,7 @@ TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
     std::vector<generation::Segment> segs;
     int budget = model.max_step_tokens();
     for (int s = 0; s < 3; ++s) {
-      const int n = std::min<int>({(int)seqs[s].size() - cached[s], o.prefill_chunk, budget});
+      const int n = std::min<int>({(int)seqs[s].size() - cached[s], chunk, budget});
       if (n == 0) continue;
       segs.push_back(
           {s, cached[s],
@@ -116,14 +128,8 @@ TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
 
 TEST(Generation, GreedyGeneratorMatchesFullRecomputationArgmax) {
   Fixture f;
-  distributed::ProcessGrid grid(1, 1, 1);
-  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
-  generation::InferenceOptions o;
-  o.load_hf = f.dir, o.max_batch = 2, o.max_sequence_length = 40, o.prefill_chunk = 4;
-  std::ostringstream log;
-  generation::InferenceModel model(o, rank, log);
-  generation::Generator g(model, nullptr);
+  Engine engine(f.dir, 2, 4);
+  generation::Generator g(engine.model, nullptr);
   std::vector<generation::GenerationRequest> rs(3);
   for (int i = 0; i < 3; ++i) {
     rs[i].prompt = random_tokens(3 + 4 * i, f.config.vocab_size, 10 + i);

@@ -154,31 +154,21 @@ int generate_main(const std::vector<std::string>& args) {
   GenerateArgs a;
   add_generate_args(app, &a);
   int code = 0;
-  {
-    std::ostringstream quiet;  // only rank 0 speaks
-    std::streambuf* saved = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
-    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
-    bool ok = parse_args(app, args, &code);
-    if (saved) std::cerr.rdbuf(saved), std::cout.rdbuf(saved_out);
-    if (!ok) return code;
-  }
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
   const std::string errors = check_inference_args(a.inference, mpi.world_size());
   if (!errors.empty()) {
     if (mpi.world_rank() == 0) std::cerr << "trident generate:\n" << errors;
     return 2;
   }
   try {
-    std::vector<std::string> nodes = mpi.node_names();
-    omp_set_num_threads(a.inference.threads > 0 ? a.inference.threads
-                                                : default_threads(nodes, mpi.world_rank()));
     const generation::InferenceOptions& o = a.inference.model;
-    distributed::ProcessGrid grid(mpi.world_size(), o.tensor_model_parallel_size,
-                                  o.pipeline_model_parallel_size);
-    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
-    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    omp_set_num_threads(a.inference.threads > 0
+                            ? a.inference.threads
+                            : default_threads(setup.context.nodes, mpi.world_rank()));
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cerr : discard;
-    generation::InferenceModel model(o, rank, log);
+    generation::InferenceModel model(o, setup.context, log);
     if (!model.coordinator()) {
       model.follow();
       return 0;
