@@ -254,7 +254,7 @@ TEST(TrainCommand, TrainsOnAMegatronDatasetWithValidation) {
           "/cache --num-layers 1 "
           "--hidden-size 32 --num-attention-heads 2 --seq-length 32 --micro-batch-size 4 "
           "--global-batch-size 8 --train-iters 6 --eval-interval 3 --eval-iters 1 "
-          "--log-interval 3 --peak-tflops 1 --generate-prompt Jesus --generate-tokens 3 "
+          "--log-interval 3 --peak-tflops 1 "
           "--metrics-file " +
           dir + "/m.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -263,7 +263,6 @@ TEST(TrainCommand, TrainsOnAMegatronDatasetWithValidation) {
   for (const auto& row : m) validations += row.contains("validation_loss");
   EXPECT_EQ(validations, 2);  // at iteration 3 and at the end
   EXPECT_NE(r.output.find("test loss at the end"), std::string::npos);
-  EXPECT_NE(r.output.find("greedy continuation of \"Jesus\""), std::string::npos);
   EXPECT_NE(r.output.find("vocab 50257 padded to 50304"), std::string::npos);
 }
 

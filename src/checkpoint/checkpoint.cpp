@@ -496,8 +496,12 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
   std::vector<float> local;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
-    AdamW& opt = *model.optimizers[j];
-    FirstTouchVector<float>* moments[2] = {&opt.exp_avg(), &opt.exp_avg_sq()};
+    // A model built for generation has no optimizer: it can only take the weights.
+    AdamW* opt = j < model.optimizers.size() ? model.optimizers[j].get() : nullptr;
+    if (!opt && mode != LoadMode::kWeightsOnly)
+      throw std::logic_error("checkpoint::load: resuming needs the model's optimizers");
+    FirstTouchVector<float>* moments[2] = {opt ? &opt->exp_avg() : nullptr,
+                                           opt ? &opt->exp_avg_sq() : nullptr};
     const double chunk_share = 1.0 / (double)model.chunks.size();
     for (const ParamSpec& s : params.layout().specs()) {
       if (progress) progress(chunk_share * ((double)j + (double)s.offset / (double)params.size()));
@@ -523,14 +527,14 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
           continue;
         }
         // Moments: only the part inside this rank's optimizer range (its shard).
-        long lo = std::max(opt.range_begin(), s.offset);
-        long hi = std::min(opt.range_end(), s.offset + s.numel());
+        long lo = std::max(opt->range_begin(), s.offset);
+        long hi = std::min(opt->range_end(), s.offset + s.numel());
         for (long g = lo; g < hi; ++g)
-          (*moments[k - 1])[g - opt.range_begin()] = local[g - s.offset];
+          (*moments[k - 1])[g - opt->range_begin()] = local[g - s.offset];
       }
     }
     if (mode != LoadMode::kWeightsOnly)
-      opt.set_steps_taken(manifest["optimizer_steps"].get<long>());
+      opt->set_steps_taken(manifest["optimizer_steps"].get<long>());
   }
   if (mode == LoadMode::kWeightsOnly) {
     log << "loaded the weights of checkpoint " << ckpt.string() << " (iteration "

@@ -19,4 +19,12 @@ void add_inference_args(CLI::App& app, InferenceArgs* a);
 // broken, one per line.
 std::string check_inference_args(const InferenceArgs& a, int world_size);
 
+struct TokenizerFiles {
+  std::string vocab, merges;
+};
+// The GPT-2 tokenizer: --vocab-file/--merge-file, else the --load-hf directory's vocab.json
+// and merges.txt, else data/gpt2/encoder.json and vocab.bpe. Throws std::invalid_argument
+// when there is none.
+TokenizerFiles tokenizer_files(const InferenceArgs& a);
+
 }  // namespace trident::cli

@@ -179,9 +179,6 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "Data");
   opt("--vocab-file", c.vocab_file, "GPT-2 vocab.json / encoder.json", "Data");
   opt("--merge-file", c.merge_file, "GPT-2 merges.txt / vocab.bpe", "Data");
-  opt("--generate-prompt", c.generate_prompt, "after training, print a greedy continuation",
-      "Generation");
-  opt("--generate-tokens", c.generate_tokens, "tokens to generate", "Generation");
   opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",

@@ -2,9 +2,9 @@
 
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/mpi_job.h"
 #include "comm/mpi_communicator.h"
 #include "data/indexed_dataset.h"
 #include "io/safetensors.h"
@@ -14,21 +14,8 @@ namespace trident::cli {
 
 namespace {
 
-// Ranks sharing this rank's node split its cores between them unless --threads says.
-int default_threads(const std::vector<std::string>& nodes, int world_rank) {
-  int local = 0;
-  for (const std::string& n : nodes) local += n == nodes[world_rank];
-  return std::max(1, (int)std::thread::hardware_concurrency() / std::max(1, local));
-}
-
-// On one rank an error ends the whole job: the message first, then MPI_Abort, so no rank
-// waits forever in a collective for a rank that is gone.
 int fail(const comm::MpiRuntime& mpi, int code, const std::string& message) {
-  std::cerr << "trident train: "
-            << (mpi.world_size() > 1 ? "rank " + std::to_string(mpi.world_rank()) + ": " : "")
-            << message << std::endl;
-  if (mpi.world_size() > 1) comm::MpiRuntime::abort(code);
-  return code;
+  return fail_job(mpi, "trident train", code, message);
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ class Communicator {
   // place when send == recv: the sum lands in this rank's own block of the buffer.
   virtual void reduce_scatter(const float* send, float* recv, long count) = 0;
   virtual void broadcast(float* data, long count, int root) = 0;
+  // Integers (commands and token ids: generation's coordinator tells the other ranks).
+  virtual void broadcast(int* data, long count, int root) = 0;
   virtual void send(const float* data, long count, int dest, int tag) = 0;
   virtual void recv(float* data, long count, int source, int tag) = 0;
   // Non-blocking forms; the buffers must stay alive until wait() returns.
@@ -85,6 +87,7 @@ class SingleRankCommunicator final : public Communicator {
   void all_gather(const float* send, float* recv, long count) override;
   void reduce_scatter(const float* send, float* recv, long count) override;
   void broadcast(float*, long, int) override {}
+  void broadcast(int*, long, int) override {}
   void send(const float*, long, int, int) override;
   void recv(float*, long, int, int) override;
   std::unique_ptr<Request> iall_reduce(float*, long, ReduceOp) override;

@@ -131,6 +131,13 @@ void MpiCommunicator::broadcast(float* data, long n, int root) {
           name_ + " broadcast");
 }
 
+void MpiCommunicator::broadcast(int* data, long n, int root) {
+  if (size_ > 1) count(counters_.broadcast, n);
+  for (long off = 0; off < n; off += kMaxChunk)
+    check(MPI_Bcast(data + off, (int)std::min(kMaxChunk, n - off), MPI_INT, root, comm_),
+          name_ + " broadcast");
+}
+
 void MpiCommunicator::send(const float* data, long n, int dest, int tag) {
   if (size_ > 1) count(counters_.send, n);
   check(MPI_Send(data, (int)n, MPI_FLOAT, dest, tag, comm_), name_ + " send");

@@ -329,7 +329,6 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
                   std::to_string(c.model.num_layers - c.decoder_first_pipeline_num_layers -
                                  c.decoder_last_pipeline_num_layers) +
                   " of --num-layers an equal, positive share on every other stage");
-    require(c.generate_prompt.empty(), "--generate-prompt needs --pipeline-model-parallel-size 1");
   }
   require(!uneven || p > 1,
           "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
@@ -413,9 +412,6 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   }
   require(c.vocab_file.empty() == c.merge_file.empty(),
           "--vocab-file and --merge-file go together (the GPT-2 tokenizer needs both)");
-  require(c.generate_prompt.empty() || !c.vocab_file.empty(),
-          "--generate-prompt needs --vocab-file and --merge-file");
-  require(c.generate_tokens > 0, "--generate-tokens must be > 0");
   return errors;
 }
 

@@ -61,7 +61,7 @@ struct TrainingConfig {
   std::vector<std::string> data_path;  // "prefix" or "w1 prefix1 w2 prefix2 ..."
   std::string split = "969,30,1";
   std::string data_cache_path;  // empty: <data dir>/cache
-  std::string vocab_file;       // GPT-2 tokenizer, for --generate-prompt and text scoring
+  std::string vocab_file;       // GPT-2 tokenizer (text data and scoring)
   std::string merge_file;
 
   // Mixed precision (Megatron's flags; fp16's scaler defaults are Megatron's too).
@@ -89,8 +89,6 @@ struct TrainingConfig {
   // Consecutive recomputed layers that share one kept input (ChunkOptions::recompute_group).
   int recompute_group_size() const;
 
-  std::string generate_prompt;  // after training, print a greedy continuation of this
-  int generate_tokens = 32;
 
   std::string metrics_file;
   std::string load_hf;

@@ -38,6 +38,12 @@ struct RankModel {
 RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp,
                            comm::Communicator& dp, StartupClock* clock = nullptr);
 
+// This rank's pipeline stage for generation: one chunk with weights only (no gradients,
+// optimizer or training activations), filled from c.load_hf when given; a checkpoint is
+// loaded into it by the caller (checkpoint::load, weights only).
+RankModel build_inference_rank_model(const TrainingConfig& c, comm::Communicator& tp,
+                                     comm::Communicator& pp);
+
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their
 // tensors to stage 0.

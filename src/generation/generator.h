@@ -7,6 +7,7 @@
 // follow (InferenceModel::follow).
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ struct TokenEvent {
 
 struct GenerationResult {
   std::vector<int> prompt;
-  std::vector<int> tokens;            // generated (stop string / EOD excluded)
+  std::vector<int> tokens;            // generated: EOD excluded; a stop string's tokens kept
   std::vector<float> prompt_logprobs; // prompt.size() - 1 values when logprobs
   std::vector<float> logprobs;        // tokens.size() values when logprobs
   std::string text;                   // decoded generated text, cut before a stop string
@@ -53,6 +54,7 @@ class Generator {
   using Callback = std::function<void(const TokenEvent&)>;
   // tokenizer: for stop strings, EOL and the text of events; may be null (no text, no stops).
   Generator(InferenceModel& model, const tokenizer::GPT2Tokenizer* tokenizer);
+  ~Generator();
 
   int free_slots() const;
   int running() const;
@@ -71,10 +73,20 @@ class Generator {
 
  private:
   struct Sequence;
+  std::vector<Segment> plan_step();
+  void take_logits(Sequence& s, const Segment& seg, const float* logits);
+  void append_token(Sequence& s, int id, float logprob);
+  void emit(Sequence& s, int token, float logprob);
+  void finish(Sequence& s, const std::string& reason);
+  void retire_finished();
+
   InferenceModel& model_;
   const tokenizer::GPT2Tokenizer* tokenizer_;
-  struct State;
-  std::shared_ptr<State> state_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // in the order they joined
+  std::vector<bool> slot_used_;
+  std::vector<std::pair<long, GenerationResult>> done_;
+  std::vector<float> scratch_;
+  long next_id_ = 1;
 };
 
 // Runs every request to completion through one Generator (continuous batching, at most

@@ -23,6 +23,9 @@ struct InferenceOptions {
   int max_batch = 8;            // KV-cache slots: requests running at once (--max-batch)
   int max_sequence_length = 0;  // positions per slot; 0: the model's n_positions
   bool bf16 = false;            // bf16 products on the weights' bf16 copy, bf16 KV cache
+  // Prompt tokens prefilled per step on top of one token per running request: bounds the
+  // step's activations and logits; longer prompts continue over several steps.
+  int prefill_chunk = 256;
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
   // Where the weights come from: a checkpoint directory (its latest) or a HF GPT-2 directory.
@@ -65,8 +68,13 @@ class InferenceModel {
   void stop();
 
  private:
+  void plan_buffers();
+  // Every rank: the step through this stage (inference_step.cpp).
   void run(const std::vector<Segment>& segments);
-  void broadcast_segments(std::vector<Segment>* segments);
+  void embed(const std::vector<Segment>& segments, float* out);
+  void output_logits(const std::vector<Segment>& segments, const float* hidden);
+  // Rank 0's segments to every rank; false when rank 0 said stop.
+  bool broadcast_segments(std::vector<Segment>* segments);
 
   InferenceOptions options_;
   RankContext rank_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/first_touch.h"
+#include "kernels/cached_attention.h"
 
 namespace trident::generation {
 
@@ -27,8 +28,8 @@ class KvCache {
     return (((((long)layer * 2 + kv) * s.slots + slot) * s.heads + head) * s.positions) *
            s.head_dim;
   }
-  float* f32(long offset) { return f32_.data() + offset; }
-  std::uint16_t* b16(long offset) { return b16_.data() + offset; }
+  // Layer l (of this stage) as the attention kernels read it.
+  kernels::KvLayerView layer(int l);
 
  private:
   KvShape shape_;

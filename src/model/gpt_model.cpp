@@ -23,7 +23,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       padded_vocab_(config.padded_vocab_size(tp.size())),
       options_(options),
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
-              options.pad_multiple) {
+              options.pad_multiple, !options.inference) {
   const int t = tp.size();
   options_.slots = std::max(1, options.slots);
   const ChunkPlacement& placement = options.placement;
@@ -76,8 +76,10 @@ void GPTModel::plan_and_allocate() {
   const long heads_local = config_.num_attention_heads / t;
   const bool post = options_.placement.post_process;
   plan_.add("parameters", "weights", params_.size());
-  plan_.add("parameters", "gradients", params_.size());
-  plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
+  if (!options_.inference) {
+    plan_.add("parameters", "gradients", params_.size());
+    plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
+  }
   const char* A = "activations";
   const int recomputed = recompute_.layers, group = recompute_.size;
   const int per_layer = (layers - recomputed) * n;  // layers that keep their activations
@@ -261,7 +263,7 @@ void GPTModel::plan_low_precision(long tokens) {
     case kernels::Precision::kBf16:
       plan_.add(P, "bf16 weight copy", (params_.size() + 1) / 2);
       plan_.add(S, "bf16 GEMM operands", (act + 1) / 2 + (in + 1) / 2);
-      if (!layers_.empty())
+      if (!layers_.empty() && !options_.inference)
         plan_.add(S, "bf16: one layer's fresh weight gradient", largest_layer_weight());
       return;
     case kernels::Precision::kFp16:

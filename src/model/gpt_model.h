@@ -39,6 +39,9 @@ struct ChunkOptions {
   // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
   // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
   int logits_chunk_rows = 0;
+  // Generation: no gradients or optimizer state (generation/ runs the layers on its own
+  // cache and activations; micro_batch x seq should then be 1 x 1).
+  bool inference = false;
 };
 
 class GPTModel : public pipeline_parallel::PipelineStage {
@@ -93,6 +96,12 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   MemoryPlan& memory_plan() { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
   int max_seq() const { return seq_; }
+  // The pieces, for generation/, which runs them on cached keys and values.
+  const std::vector<TransformerLayer>& layers() const { return layers_; }
+  const tensor_parallel::VocabParallelEmbedding& embedding() const { return embedding_; }
+  const tensor_parallel::ColumnParallelLinear& output_layer() const { return lm_head_.output_layer; }
+  ParamRef final_layernorm_weight() const { return final_ln_weight_; }
+  ParamRef final_layernorm_bias() const { return final_ln_bias_; }
   // This rank's shard of the logits of row r (batch-major) of the last forward on slot 0,
   // formed on demand in scratch that the next call or forward overwrites.
   const float* logits_row(int r) const;

@@ -10,10 +10,11 @@
 
 namespace trident {
 
-Parameters::Parameters(ParameterLayout layout, long pad_multiple) : layout_(std::move(layout)) {
+Parameters::Parameters(ParameterLayout layout, long pad_multiple, bool gradients)
+    : layout_(std::move(layout)) {
   long size = (layout_.total() + pad_multiple - 1) / pad_multiple * pad_multiple;
   assign_parallel(values_, size, 0.f);
-  assign_parallel(grads_, size, 0.f);
+  if (gradients) assign_parallel(grads_, size, 0.f);
 }
 
 ParamRef Parameters::get(const std::string& name) {
@@ -21,7 +22,8 @@ ParamRef Parameters::get(const std::string& name) {
   low_stale_ = true;
   handed_out_ = true;
   const std::uint16_t* low = low_.empty() ? nullptr : low_.data() + s.offset;
-  return {values_.data() + s.offset, grads_.data() + s.offset, s.numel(), low};
+  float* grad = grads_.empty() ? nullptr : grads_.data() + s.offset;
+  return {values_.data() + s.offset, grad, s.numel(), low};
 }
 
 void Parameters::pad_to_multiple(long multiple) {
@@ -30,7 +32,7 @@ void Parameters::pad_to_multiple(long multiple) {
   if (padded != size && handed_out_)
     throw std::logic_error("Parameters::pad_to_multiple after the buffers were handed out");
   values_.resize(padded, 0.f);
-  grads_.resize(padded, 0.f);
+  if (!grads_.empty()) grads_.resize(padded, 0.f);
 }
 
 void Parameters::set_low_precision(kernels::Precision p) {

@@ -21,8 +21,9 @@ struct ParamRef {
 class Parameters {
  public:
   // pad_multiple: the buffers' length is rounded up to it (the distributed optimizer
-  // splits them exactly over the data-parallel ranks).
-  explicit Parameters(ParameterLayout layout, long pad_multiple = 16);
+  // splits them exactly over the data-parallel ranks). gradients false: no gradient buffer
+  // (inference); grads() is then null and ParamRef::grad too.
+  explicit Parameters(ParameterLayout layout, long pad_multiple = 16, bool gradients = true);
   const ParameterLayout& layout() const { return layout_; }
   ParamRef get(const std::string& name);
   // Writable access marks the 16-bit copy stale.
@@ -30,9 +31,10 @@ class Parameters {
     low_stale_ = true;
     return values_.data();
   }
-  float* grads() { return grads_.data(); }
+  float* grads() { return grads_.empty() ? nullptr : grads_.data(); }
   const float* values() const { return values_.data(); }
-  const float* grads() const { return grads_.data(); }
+  const float* grads() const { return grads_.empty() ? nullptr : grads_.data(); }
+  bool has_gradients() const { return !grads_.empty(); }
   long size() const { return (long)values_.size(); }
   void zero_grads();
   // Grows both buffers with zeros to a multiple of `multiple` floats (the distributed

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "kernels/attention.h"
+#include "kernels/cached_attention.h"
 #include "kernels/dropout.h"
 #include "kernels/mixed_linear.h"
 #include "model/parameters.h"
@@ -52,6 +53,27 @@ struct LayerCall {
   const std::function<void()>* progress = nullptr;
 };
 
+// Generation: one step's rows (new tokens of several slots), reused by every layer.
+struct CachedLayerBuffers {
+  kernels::GemmOperandBuffer ln_out;   // [rows, h] (bf16 in bf16 runs)
+  float *mean, *rstd;                  // [rows]
+  float* qkv;                          // [rows, 3h / t]
+  float* attn_out;                     // [rows, h / t]
+  float* lse;                          // [heads / t, rows]: a fresh prompt's flash attention
+  float* residual;                     // [rows, h]
+  float* row_out;                      // [rows, h]
+  float* fc1_pre;                      // [rows, f / t]
+  kernels::GemmOperandBuffer fc1_act;  // [rows, f / t]
+};
+
+struct CachedCall {
+  const kernels::CachedSegment* segments;
+  int n_segments;
+  int rows;
+  // The step's precision and rounding scratch (the training one is sized for training).
+  const kernels::LinearPrecision* precision;
+};
+
 class TransformerLayer {
  public:
   // index: the layer's global index (names its parameters and its dropout streams).
@@ -65,6 +87,10 @@ class TransformerLayer {
   // d_residual holds dL/d(output) on entry and dL/dx on return.
   void backward(const float* x, const LayerActivations& a, float* d_residual, const LayerScratch& w,
                 const LayerCall& call) const;
+  // Generation: out = layer(x) for the step's rows, appending their keys and values to kv
+  // and attending over the cache (a prompt that starts a slot takes flash attention).
+  void forward_cached(const float* x, float* out, const kernels::KvLayerView& kv,
+                      const CachedLayerBuffers& w, const CachedCall& call) const;
 
  private:
   kernels::AttentionDropout attention_dropout(const LayerCall& call) const;

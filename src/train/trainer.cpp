@@ -17,7 +17,6 @@
 #include "data_parallel/grad_reducer.h"
 #include "engine/optimizer_step.h"
 #include "engine/rank_model.h"
-#include "generation/greedy.h"
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
 #include "model/gpt_model.h"
@@ -232,17 +231,6 @@ double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std
       << m.tflops << " TFLOP/s per rank\n";
   log.unsetf(std::ios::fixed);
   return m.tflops;
-}
-
-void print_generation(GPTModel& model, const TrainingConfig& c, std::ostream& log) {
-  tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);
-  std::vector<int> ids = tok.encode(c.generate_prompt);
-  if (ids.empty()) return;
-  size_t prompt = ids.size();
-  greedy_generate(model, ids, c.generate_tokens);
-  std::vector<int> continuation(ids.begin() + (long)prompt, ids.end());
-  log << "greedy continuation of \"" << c.generate_prompt << "\":\n"
-      << c.generate_prompt << tok.decode(continuation) << "\n";
 }
 
 // --finetune takes only the weights; otherwise the whole state, the run settings checked.
@@ -472,7 +460,6 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
         << " | lm loss PPL: " << std::exp(loss) << " |\n";
     log.unsetf(std::ios::scientific);
   }
-  if (!c.generate_prompt.empty()) print_generation(*model.chunks[0], c, log);
   if (!c.save_hf.empty()) {
     Parameters whole = gather_rank_model(model, c, tp, pp);
     if (rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);

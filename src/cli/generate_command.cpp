@@ -1,0 +1,184 @@
+#include "cli/generate_command.h"
+
+#include <omp.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/inference_args.h"
+#include "cli/mpi_job.h"
+#include "cli/parse_args.h"
+#include "generation/generator.h"
+#include "io/safetensors.h"
+#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/unicode_classes.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct GenerateArgs {
+  InferenceArgs inference;
+  std::vector<std::string> prompts;
+  std::string prompt_file;
+  generation::GenerationRequest request;  // everything but the prompt
+  bool json = false;
+};
+
+void add_generate_args(CLI::App& app, GenerateArgs* a) {
+  add_inference_args(app, &a->inference);
+  generation::GenerationRequest& r = a->request;
+  generation::SamplingParams& s = r.sampling;
+  s.seed = 1234;
+  const char* P = "Prompts";
+  app.add_option("--prompt", a->prompts, "a prompt (repeatable)")->group(P);
+  app.add_option("--prompt-file", a->prompt_file,
+                 "one prompt per line, or JSONL lines {\"prompt\": ...}")
+      ->group(P);
+  const char* G = "Generation";
+  app.add_option("--tokens-to-generate", r.tokens_to_generate, "new tokens per prompt")
+      ->group(G)
+      ->capture_default_str();
+  app.add_flag("--greedy", s.greedy, "argmax decoding (the default is sampling)")->group(G);
+  app.add_option("--temperature", s.temperature, "softmax temperature (0: greedy)")
+      ->group(G)
+      ->capture_default_str();
+  app.add_option("--top-k", s.top_k, "sample among the k most likely tokens (0: all)")
+      ->group(G)
+      ->capture_default_str();
+  app.add_option("--top-p", s.top_p, "nucleus sampling mass (1: off)")
+      ->group(G)
+      ->capture_default_str();
+  app.add_option("--seed", s.seed, "sampling seed (draws depend only on it and the position)")
+      ->group(G)
+      ->capture_default_str();
+  app.add_option("--stop", r.stop, "stop string (repeatable): the text ends before it")->group(G);
+  app.add_flag("--stop-on-eol", r.stop_on_eol, "end after the first newline")->group(G);
+  app.add_flag("--logprobs", r.logprobs, "log-probabilities of prompt and new tokens")->group(G);
+  app.add_flag("--json", a->json, "one JSON object per prompt: text, tokens, logprobs")->group(G);
+}
+
+std::vector<std::string> read_prompt_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw io::FormatError(path + ": cannot open");
+  std::vector<std::string> prompts;
+  std::string line;
+  for (long n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    if (!tokenizer::is_valid_utf8(line)) throw io::FormatError(where + ": not valid UTF-8");
+    if (line[0] != '{') {
+      prompts.push_back(line);
+      continue;
+    }
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) throw io::FormatError(where + ": a line starting with { is not JSON");
+    const char* key = j.contains("prompt") ? "prompt" : "text";
+    if (!j.is_object() || !j.contains(key) || !j[key].is_string())
+      throw io::FormatError(where + ": a JSON line needs a string \"prompt\" (or \"text\")");
+    prompts.push_back(j[key].get<std::string>());
+  }
+  return prompts;
+}
+
+void print_result(const std::string& prompt, const generation::GenerationResult& r, bool json,
+                  bool logprobs) {
+  if (!json) {
+    std::cout << prompt << r.text << "\n";
+    return;
+  }
+  nlohmann::ordered_json j = {{"prompt", prompt},
+                              {"text", r.text},
+                              {"tokens", r.tokens},
+                              {"prompt_tokens", r.prompt},
+                              {"finish_reason", r.finish_reason}};
+  if (logprobs) {
+    j["logprobs"] = r.logprobs;
+    j["prompt_logprobs"] = r.prompt_logprobs;
+  }
+  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
+  const TokenizerFiles files = tokenizer_files(a.inference);
+  tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
+  std::vector<std::string> prompts = a.prompts;
+  if (!a.prompt_file.empty())
+    for (std::string& p : read_prompt_file(a.prompt_file)) prompts.push_back(std::move(p));
+  if (prompts.empty()) throw io::FormatError("give --prompt TEXT or --prompt-file F");
+  std::vector<generation::GenerationRequest> requests;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (!tokenizer::is_valid_utf8(prompts[i]))
+      throw io::FormatError("prompt " + std::to_string(i + 1) + " is not valid UTF-8");
+    generation::GenerationRequest r = a.request;
+    r.prompt = tok.encode(prompts[i]);
+    if (r.prompt.empty()) r.prompt = {tok.eod()};  // an empty prompt starts a document
+    const std::string why = generation::validate(r, model);
+    if (!why.empty()) throw io::FormatError("prompt " + std::to_string(i + 1) + ": " + why);
+    requests.push_back(std::move(r));
+  }
+  generation::Generator generator(model, &tok);
+  std::vector<generation::GenerationResult> results = generate_all(generator, requests);
+  model.stop();
+  for (size_t i = 0; i < results.size(); ++i)
+    print_result(prompts[i], results[i], a.json, a.request.logprobs);
+  return 0;
+}
+
+}  // namespace
+
+int generate_main(const std::vector<std::string>& args) {
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  CLI::App app("trident generate: continue prompts with a trained model", "trident generate");
+  GenerateArgs a;
+  add_generate_args(app, &a);
+  int code = 0;
+  {
+    std::ostringstream quiet;  // only rank 0 speaks
+    std::streambuf* saved = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
+    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
+    bool ok = parse_args(app, args, &code);
+    if (saved) std::cerr.rdbuf(saved), std::cout.rdbuf(saved_out);
+    if (!ok) return code;
+  }
+  const std::string errors = check_inference_args(a.inference, mpi.world_size());
+  if (!errors.empty()) {
+    if (mpi.world_rank() == 0) std::cerr << "trident generate:\n" << errors;
+    return 2;
+  }
+  try {
+    std::vector<std::string> nodes = mpi.node_names();
+    omp_set_num_threads(a.inference.threads > 0 ? a.inference.threads
+                                                : default_threads(nodes, mpi.world_rank()));
+    const generation::InferenceOptions& o = a.inference.model;
+    distributed::ProcessGrid grid(mpi.world_size(), o.tensor_model_parallel_size,
+                                  o.pipeline_model_parallel_size);
+    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
+    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    std::ostringstream discard;
+    std::ostream& log = mpi.world_rank() == 0 ? std::cerr : discard;
+    generation::InferenceModel model(o, rank, log);
+    if (!model.coordinator()) {
+      model.follow();
+      return 0;
+    }
+    log << "memory plan of rank 0 (KV cache: " << model.max_batch() << " slots x "
+        << model.max_sequence() << " positions):\n";
+    model.memory_plan().print(log);
+    return coordinate(a, model);
+  } catch (const io::FormatError& e) {
+    return fail_job(mpi, "trident generate", 2, e.what());
+  } catch (const checkpoint::CheckpointError& e) {
+    return fail_job(mpi, "trident generate", 2, e.what());
+  } catch (const std::invalid_argument& e) {
+    return fail_job(mpi, "trident generate", 2, e.what());
+  } catch (const std::exception& e) {
+    return fail_job(mpi, "trident generate", 1, std::string("error: ") + e.what());
+  }
+}
+
+}  // namespace trident::cli

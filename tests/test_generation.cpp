@@ -1,0 +1,244 @@
+// Generation against independent references: KV-cache decoding against recomputing the
+// whole prefix with the training forward pass, and sampling against the truncated softmax.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "distributed/process_groups.h"
+#include "generation/generator.h"
+#include "generation/inference_model.h"
+#include "generation/sampling.h"
+#include "io/hf_gpt2.h"
+#include "model/gpt_model.h"
+
+using namespace trident;
+
+namespace {
+
+ModelConfig tiny_model() {
+  ModelConfig c;
+  c.num_layers = 2, c.hidden_size = 32, c.num_attention_heads = 4, c.vocab_size = 97;
+  c.max_position_embeddings = 40, c.seq_length = 40;
+  return c;
+}
+
+// A one-process model with seeded weights, written as a HF directory for InferenceModel.
+struct Fixture {
+  ModelConfig config = tiny_model();
+  comm::SingleRankCommunicator tp{"tensor"};
+  GPTModel reference{config, tp, 1, config.seq_length};
+  std::string dir;
+  Fixture() {
+    reference.parameters().initialize(11, 0.3f, config.num_layers);
+    dir = (std::filesystem::temp_directory_path() /
+           ("trident_gen_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    io::save_hf_model(dir, config, reference.parameters());
+  }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+  // Logits of the last token of `prefix` by the training forward pass over all of it.
+  std::vector<float> full_logits(const std::vector<int>& prefix) {
+    std::vector<int> input = prefix;
+    input.push_back(0);  // a target is required; its loss is ignored
+    reference.forward(input.data(), 1, (int)prefix.size());
+    const float* row = reference.logits_row((int)prefix.size() - 1);
+    return {row, row + config.vocab_size};
+  }
+};
+
+double max_abs(const float* x, int n) {
+  double m = 0;
+  for (int i = 0; i < n; ++i) m = std::max(m, (double)std::fabs(x[i]));
+  return m;
+}
+
+std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
+  std::vector<int> t(n);
+  for (int i = 0; i < n; ++i) t[i] = (int)((seed * 2654435761u + i * 40503u) % vocab);
+  return t;
+}
+
+}  // namespace
+
+// Three prompts of different lengths share the batch (one is prefilled in chunks of 5 over
+// several steps), then decode together; every step's logits equal the full recomputation.
+TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
+  Fixture f;
+  distributed::ProcessGrid grid(1, 1, 1);
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  RankContext rank{0, &grid, &groups, {"local"}};
+  generation::InferenceOptions o;
+  o.load_hf = f.dir, o.max_batch = 3, o.max_sequence_length = 40, o.prefill_chunk = 5;
+  std::ostringstream log;
+  generation::InferenceModel model(o, rank, log);
+  const int V = f.config.vocab_size;
+  std::vector<std::vector<int>> seqs = {random_tokens(7, V, 1), random_tokens(12, V, 2),
+                                        random_tokens(1, V, 3)};
+  std::vector<int> cached(3, 0);
+  double worst = 0;
+  for (int step = 0; step < 12; ++step) {
+    std::vector<generation::Segment> segs;
+    int budget = model.max_step_tokens();
+    for (int s = 0; s < 3; ++s) {
+      const int n = std::min<int>({(int)seqs[s].size() - cached[s], o.prefill_chunk, budget});
+      if (n == 0) continue;
+      segs.push_back({s, cached[s],
+                      std::vector<int>(seqs[s].begin() + cached[s], seqs[s].begin() + cached[s] + n),
+                      1});
+      budget -= n;
+    }
+    const float* logits = model.step(segs);
+    for (size_t k = 0; k < segs.size(); ++k) {
+      const int s = segs[k].slot;
+      cached[s] += (int)segs[k].tokens.size();
+      std::vector<float> want = f.full_logits({seqs[s].begin(), seqs[s].begin() + cached[s]});
+      const float* got = logits + (long)k * V;
+      for (int i = 0; i < V; ++i)
+        worst = std::max(worst, std::fabs(got[i] - want[i]) / max_abs(want.data(), V));
+      if (cached[s] == (int)seqs[s].size())  // prompt done: feed a "generated" token
+        seqs[s].push_back((int)(std::max_element(got, got + V) - got));
+    }
+  }
+  EXPECT_LT(worst, 2e-5);
+  // Every slot got past its prompt and decoded several tokens in the shared batch.
+  EXPECT_GT(cached[0], 7 + 4);
+  EXPECT_GT(cached[1], 12 + 4);
+  EXPECT_GT(cached[2], 1 + 4);
+}
+
+TEST(Generation, GreedyGeneratorMatchesFullRecomputationArgmax) {
+  Fixture f;
+  distributed::ProcessGrid grid(1, 1, 1);
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  RankContext rank{0, &grid, &groups, {"local"}};
+  generation::InferenceOptions o;
+  o.load_hf = f.dir, o.max_batch = 2, o.max_sequence_length = 40, o.prefill_chunk = 4;
+  std::ostringstream log;
+  generation::InferenceModel model(o, rank, log);
+  generation::Generator g(model, nullptr);
+  std::vector<generation::GenerationRequest> rs(3);
+  for (int i = 0; i < 3; ++i) {
+    rs[i].prompt = random_tokens(3 + 4 * i, f.config.vocab_size, 10 + i);
+    rs[i].tokens_to_generate = 6;
+    rs[i].sampling.greedy = true;
+    rs[i].stop_on_eod = false;
+    rs[i].logprobs = true;
+  }
+  std::vector<generation::GenerationResult> out = generate_all(g, rs);  // 3 requests, 2 slots
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int> seq = rs[i].prompt;
+    ASSERT_EQ(out[i].tokens.size(), 6u);
+    ASSERT_EQ(out[i].prompt_logprobs.size(), rs[i].prompt.size() - 1);
+    for (int k = 0; k < 6; ++k) {
+      std::vector<float> want = f.full_logits(seq);
+      const int argmax = (int)(std::max_element(want.begin(), want.end()) - want.begin());
+      EXPECT_EQ(out[i].tokens[k], argmax) << "request " << i << " token " << k;
+      EXPECT_NEAR(out[i].logprobs[k],
+                  generation::token_logprob(want.data(), f.config.vocab_size, argmax), 1e-4);
+      seq.push_back(argmax);
+    }
+    for (size_t k = 1; k < rs[i].prompt.size(); ++k) {
+      std::vector<float> want = f.full_logits({rs[i].prompt.begin(), rs[i].prompt.begin() + k});
+      EXPECT_NEAR(out[i].prompt_logprobs[k - 1],
+                  generation::token_logprob(want.data(), f.config.vocab_size, rs[i].prompt[k]),
+                  1e-4);
+    }
+    EXPECT_EQ(out[i].finish_reason, "length");
+  }
+}
+
+namespace {
+
+// The distribution sampling must follow: softmax(logits / T), the k largest kept, then the
+// smallest prefix (by descending probability) reaching top_p, renormalised.
+std::vector<double> truncated_softmax(const std::vector<float>& logits, float T, int k, float p) {
+  const int n = (int)logits.size();
+  std::vector<double> prob(n);
+  const double max = *std::max_element(logits.begin(), logits.end());
+  for (int i = 0; i < n; ++i) prob[i] = std::exp((logits[i] - max) / T);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return prob[a] > prob[b]; });
+  if (k > 0)
+    for (int i = k; i < n; ++i) prob[order[i]] = 0;
+  double sum = std::accumulate(prob.begin(), prob.end(), 0.0);
+  for (double& x : prob) x /= sum;
+  double mass = 0;
+  int keep = 0;
+  while (keep < n && mass < p) mass += prob[order[keep++]];
+  for (int i = keep; i < n; ++i) prob[order[i]] = 0;
+  sum = std::accumulate(prob.begin(), prob.end(), 0.0);
+  for (double& x : prob) x /= sum;
+  return prob;
+}
+
+}  // namespace
+
+TEST(Sampling, FrequenciesMatchTheTruncatedSoftmax) {
+  const std::vector<float> logits = {1.0f, 2.5f, 0.3f, 2.0f, -1.0f, 1.7f, 0.9f, 2.2f};
+  struct Case {
+    float temperature;
+    int top_k;
+    float top_p;
+  };
+  // Chi-square critical values at p = 0.001 by degrees of freedom.
+  const std::map<int, double> critical = {{1, 10.83}, {2, 13.82}, {3, 16.27}, {4, 18.47},
+                                          {5, 20.52}, {6, 22.46}, {7, 24.32}};
+  std::vector<float> scratch(2 * logits.size());
+  for (Case c : {Case{1.f, 0, 1.f}, Case{0.7f, 4, 1.f}, Case{1.3f, 0, 0.8f}, Case{1.f, 5, 0.7f}}) {
+    generation::SamplingParams p;
+    p.temperature = c.temperature, p.top_k = c.top_k, p.top_p = c.top_p, p.seed = 99;
+    const std::vector<double> want = truncated_softmax(logits, c.temperature, c.top_k, c.top_p);
+    const int draws = 40000;
+    std::vector<int> count(logits.size(), 0);
+    for (int s = 0; s < draws; ++s)
+      ++count[generation::sample_token(logits.data(), (int)logits.size(), p, s, scratch.data()).id];
+    double chi2 = 0;
+    int df = -1;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (want[i] == 0) {
+        EXPECT_EQ(count[i], 0) << "token " << i << " lies outside the truncation";
+        continue;
+      }
+      const double expected = want[i] * draws;
+      chi2 += (count[i] - expected) * (count[i] - expected) / expected;
+      ++df;
+    }
+    EXPECT_LT(chi2, critical.at(df)) << "T " << c.temperature << " k " << c.top_k << " p "
+                                     << c.top_p;
+  }
+}
+
+TEST(Sampling, SeededDrawsRepeatAndGreedyIsArgmax) {
+  const std::vector<float> logits = {0.1f, 0.4f, 0.35f, 0.2f};
+  std::vector<float> scratch(8);
+  generation::SamplingParams p;
+  p.seed = 5;
+  std::vector<int> a, b, c;
+  for (int s = 0; s < 64; ++s) {
+    a.push_back(generation::sample_token(logits.data(), 4, p, s, scratch.data()).id);
+    b.push_back(generation::sample_token(logits.data(), 4, p, s, scratch.data()).id);
+  }
+  p.seed = 6;
+  for (int s = 0; s < 64; ++s)
+    c.push_back(generation::sample_token(logits.data(), 4, p, s, scratch.data()).id);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  for (generation::SamplingParams g : {generation::SamplingParams{true}, [] {
+         generation::SamplingParams q;
+         q.top_k = 1;
+         return q;
+       }()}) {
+    const generation::SampledToken t = generation::sample_token(logits.data(), 4, g, 3, scratch.data());
+    EXPECT_EQ(t.id, 1);
+    EXPECT_NEAR(t.logprob, generation::token_logprob(logits.data(), 4, 1), 1e-6);
+  }
+  EXPECT_NE(generation::validate(generation::SamplingParams{false, 1.f, 0, 0.f}), "");
+  EXPECT_NE(generation::validate(generation::SamplingParams{false, -1.f}), "");
+}
