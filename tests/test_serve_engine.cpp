@@ -184,6 +184,7 @@ TEST(ServeEngine, CancelledJobsEndAndFreeTheirSlots) {
   ASSERT_TRUE(next->wait(&results, &e));
   EXPECT_EQ(results[0].text, "AB");
   EXPECT_EQ(run.batcher.cancels.load(), 1);
+  EXPECT_EQ(run.engine.stats().cancelled, 2);  // one ended, one never started
   EXPECT_LT(run.batcher.steps.load(), 100);
 }
 

@@ -49,6 +49,7 @@ EngineStats Engine::stats() const {
   }
   s.running = running_count_.load();
   s.completed = completed_.load();
+  s.cancelled = cancelled_.load();
   s.generated_tokens = generated_.load();
   return s;
 }
@@ -75,10 +76,18 @@ void Engine::cancel_abandoned() {
     if (!r.cancelling && r.job->cancelled()) {
       batcher_.cancel(id);
       r.cancelling = true;
+      cancelled_.fetch_add(1);
     }
-  if (admitting_ && admitting_->cancelled()) admitting_.reset();
+  if (admitting_ && admitting_->cancelled()) {
+    cancelled_.fetch_add((long)admitting_->sequences().size() - next_sequence_);
+    admitting_.reset();
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  std::erase_if(queue_, [](const std::shared_ptr<Job>& j) { return j->cancelled(); });
+  std::erase_if(queue_, [this](const std::shared_ptr<Job>& j) {
+    const bool gone = j->cancelled();
+    if (gone) cancelled_.fetch_add((long)j->sequences().size());
+    return gone;
+  });
 }
 
 // Fills free slots in arrival order; a job's sequences start one after another as slots free.

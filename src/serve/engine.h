@@ -21,6 +21,7 @@ struct EngineStats {
   int queued = 0;   // jobs waiting for a first slot
   int running = 0;  // sequences in the batch
   long completed = 0;
+  long cancelled = 0;  // sequences ended or dropped because their client went away
   long generated_tokens = 0;
 };
 
@@ -61,7 +62,7 @@ class Engine {
   std::deque<std::shared_ptr<Job>> queue_;  // guarded by mu_
   bool stopping_ = false, woken_ = false;   // guarded by mu_
   std::atomic<int> running_count_{0};
-  std::atomic<long> completed_{0}, generated_{0};
+  std::atomic<long> completed_{0}, cancelled_{0}, generated_{0};
 
   // The engine thread's own: the job being admitted (its next sequence), and what runs.
   std::shared_ptr<Job> admitting_;

@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "serve/responses.h"
 
@@ -44,6 +46,7 @@ std::string health(const Service& s) {
                         {"queued", st.queued},
                         {"running", st.running},
                         {"completed", st.completed},
+                        {"cancelled", st.cancelled},
                         {"generated_tokens", st.generated_tokens}}
       .dump();
 }
@@ -108,6 +111,12 @@ std::string HttpServer::bind() {
 
 void HttpServer::serve() {
   server_->listen_after_bind();
+}
+
+bool HttpServer::wait_until_running() {
+  for (int i = 0; i < 10000 && !server_->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return server_->is_running();
 }
 
 void HttpServer::stop() {

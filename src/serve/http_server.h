@@ -28,6 +28,9 @@ class HttpServer {
   int port() const { return port_; }
   // Accepts and serves connections until stop(); run it on its own thread.
   void serve();
+  // Blocks until serve() accepts (a stop() before that would be lost); false after 10 s.
+  bool wait_until_running();
+  // Ends serve(): no new connections; returns once the handlers in flight have answered.
   void stop();
 
  private:
