@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -145,7 +146,12 @@ int serve_main(const std::vector<std::string>& args) {
     std::ostringstream discard;
     generation::InferenceModel model(o, rank, mpi.world_rank() == 0 ? std::cerr : discard);
     if (!model.coordinator()) {
-      model.follow();  // until rank 0 stops, or the job ends
+      // mpirun passes SIGINT / SIGTERM to every rank; rank 0 answers them by finishing its
+      // clients and releasing the followers, so a follower must outlive them. A rank 0 that
+      // dies instead ends the job through mpirun.
+      std::signal(SIGINT, SIG_IGN);
+      std::signal(SIGTERM, SIG_IGN);
+      model.follow();  // until rank 0 stops
       return 0;
     }
     return serve_on_rank0(a, model, mpi);
