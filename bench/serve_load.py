@@ -93,7 +93,8 @@ def main():
     ap.add_argument("--requests", type=int, default=4, help="per client")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--max-batch", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=0, help="--threads of both runs (0: all)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="--threads of both runs (1: steady on a shared machine; 0: all cores)")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--load-hf", help="a HF GPT-2 directory instead of a random model")
