@@ -14,7 +14,9 @@
 #include "generation/inference_model.h"
 #include "generation/sampling.h"
 #include "io/hf_gpt2.h"
+#include "kernels/skinny_linear.h"
 #include "model/gpt_model.h"
+#include "test_util.h"
 
 using namespace trident;
 
@@ -52,6 +54,22 @@ struct Fixture {
   }
 };
 
+// A one-process InferenceModel on the fixture's HF directory.
+struct Engine {
+  distributed::ProcessGrid grid{1, 1, 1};
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  RankContext rank{0, &grid, &groups, {"local"}};
+  std::ostringstream log;
+  generation::InferenceModel model;
+  Engine(const std::string& dir, int max_batch, int prefill_chunk)
+      : model(options(dir, max_batch, prefill_chunk), rank, log) {}
+  static generation::InferenceOptions options(const std::string& dir, int batch, int chunk) {
+    generation::InferenceOptions o;
+    o.load_hf = dir, o.max_batch = batch, o.max_sequence_length = 40, o.prefill_chunk = chunk;
+    return o;
+  }
+};
+
 double max_abs(const float* x, int n) {
   double m = 0;
   for (int i = 0; i < n; ++i) m = std::max(m, (double)std::fabs(x[i]));
@@ -70,13 +88,9 @@ std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
 // several steps), then decode together; every step's logits equal the full recomputation.
 TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
   Fixture f;
-  distributed::ProcessGrid grid(1, 1, 1);
-  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
-  generation::InferenceOptions o;
-  o.load_hf = f.dir, o.max_batch = 3, o.max_sequence_length = 40, o.prefill_chunk = 5;
-  std::ostringstream log;
-  generation::InferenceModel model(o, rank, log);
+  Engine engine(f.dir, 3, 5);
+  generation::InferenceModel& model = engine.model;
+  const int chunk = 5;
   const int V = f.config.vocab_size;
   std::vector<std::vector<int>> seqs = {random_tokens(7, V, 1), random_tokens(12, V, 2),
                                         random_tokens(1, V, 3)};
@@ -86,11 +100,11 @@ TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
     std::vector<generation::Segment> segs;
     int budget = model.max_step_tokens();
     for (int s = 0; s < 3; ++s) {
-      const int n = std::min<int>({(int)seqs[s].size() - cached[s], o.prefill_chunk, budget});
+      const int n = std::min<int>({(int)seqs[s].size() - cached[s], chunk, budget});
       if (n == 0) continue;
-      segs.push_back({s, cached[s],
-                      std::vector<int>(seqs[s].begin() + cached[s], seqs[s].begin() + cached[s] + n),
-                      1});
+      segs.push_back(
+          {s, cached[s],
+           std::vector<int>(seqs[s].begin() + cached[s], seqs[s].begin() + cached[s] + n), 1});
       budget -= n;
     }
     const float* logits = model.step(segs);
@@ -114,14 +128,8 @@ TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
 
 TEST(Generation, GreedyGeneratorMatchesFullRecomputationArgmax) {
   Fixture f;
-  distributed::ProcessGrid grid(1, 1, 1);
-  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
-  generation::InferenceOptions o;
-  o.load_hf = f.dir, o.max_batch = 2, o.max_sequence_length = 40, o.prefill_chunk = 4;
-  std::ostringstream log;
-  generation::InferenceModel model(o, rank, log);
-  generation::Generator g(model, nullptr);
+  Engine engine(f.dir, 2, 4);
+  generation::Generator g(engine.model, nullptr);
   std::vector<generation::GenerationRequest> rs(3);
   for (int i = 0; i < 3; ++i) {
     rs[i].prompt = random_tokens(3 + 4 * i, f.config.vocab_size, 10 + i);
@@ -210,8 +218,8 @@ TEST(Sampling, FrequenciesMatchTheTruncatedSoftmax) {
       chi2 += (count[i] - expected) * (count[i] - expected) / expected;
       ++df;
     }
-    EXPECT_LT(chi2, critical.at(df)) << "T " << c.temperature << " k " << c.top_k << " p "
-                                     << c.top_p;
+    EXPECT_LT(chi2, critical.at(df))
+        << "T " << c.temperature << " k " << c.top_k << " p " << c.top_p;
   }
 }
 
@@ -231,14 +239,46 @@ TEST(Sampling, SeededDrawsRepeatAndGreedyIsArgmax) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   for (generation::SamplingParams g : {generation::SamplingParams{true}, [] {
-         generation::SamplingParams q;
-         q.top_k = 1;
-         return q;
-       }()}) {
-    const generation::SampledToken t = generation::sample_token(logits.data(), 4, g, 3, scratch.data());
+                                         generation::SamplingParams q;
+                                         q.top_k = 1;
+                                         return q;
+                                       }()}) {
+    const generation::SampledToken t =
+        generation::sample_token(logits.data(), 4, g, 3, scratch.data());
     EXPECT_EQ(t.id, 1);
     EXPECT_NEAR(t.logprob, generation::token_logprob(logits.data(), 4, 1), 1e-6);
   }
   EXPECT_NE(generation::validate(generation::SamplingParams{false, 1.f, 0, 0.f}), "");
   EXPECT_NE(generation::validate(generation::SamplingParams{false, -1.f}), "");
+}
+
+TEST(SkinnyLinear, MatchesADoubleReferenceForEveryRowCount) {
+  for (kernels::Precision p : {kernels::Precision::kFp32, kernels::Precision::kBf16})
+    for (int in : {37, 64, 200})
+      for (int rows = 1; rows <= kernels::kSkinnyMaxRows; ++rows) {
+        if (!kernels::skinny_linear_available(p, rows)) GTEST_SKIP() << "no AVX-512 kernel";
+        const int out = 29;
+        std::vector<float> x = trident::testing::random_vector((long)rows * in, 3 + rows);
+        std::vector<float> w = trident::testing::random_vector((long)out * in, 7);
+        std::vector<kernels::bf16_t> x16(x.size()), w16(w.size());
+        if (p == kernels::Precision::kBf16) {  // the reference sees the rounded operands
+          kernels::to_bf16(x.data(), x16.data(), (long)x.size());
+          kernels::to_bf16(w.data(), w16.data(), (long)w.size());
+          kernels::from_bf16(x16.data(), x.data(), (long)x.size());
+          kernels::from_bf16(w16.data(), w.data(), (long)w.size());
+        }
+        std::vector<float> y((long)rows * out);
+        if (p == kernels::Precision::kFp32)
+          kernels::skinny_linear_forward(x.data(), w.data(), y.data(), rows, in, out);
+        else
+          kernels::skinny_linear_forward_bf16(x16.data(), w16.data(), y.data(), rows, in, out);
+        double worst = 0;
+        for (int r = 0; r < rows; ++r)
+          for (int o = 0; o < out; ++o) {
+            double want = 0;
+            for (int i = 0; i < in; ++i) want += (double)x[(long)r * in + i] * w[(long)o * in + i];
+            worst = std::max(worst, std::fabs(y[(long)r * out + o] - want) / std::sqrt((double)in));
+          }
+        EXPECT_LT(worst, 1e-5) << kernels::precision_name(p) << " rows " << rows << " in " << in;
+      }
 }

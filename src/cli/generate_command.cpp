@@ -26,6 +26,7 @@ struct GenerateArgs {
   std::string prompt_file;
   generation::GenerationRequest request;  // everything but the prompt
   bool json = false;
+  bool timing = false;
 };
 
 void add_generate_args(CLI::App& app, GenerateArgs* a) {
@@ -59,6 +60,7 @@ void add_generate_args(CLI::App& app, GenerateArgs* a) {
   app.add_flag("--stop-on-eol", r.stop_on_eol, "end after the first newline")->group(G);
   app.add_flag("--logprobs", r.logprobs, "log-probabilities of prompt and new tokens")->group(G);
   app.add_flag("--json", a->json, "one JSON object per prompt: text, tokens, logprobs")->group(G);
+  app.add_flag("--timing", a->timing, "print prefill and decode tokens/s (stderr, JSON)")->group(G);
 }
 
 std::vector<std::string> read_prompt_file(const std::string& path) {
@@ -103,6 +105,20 @@ void print_result(const std::string& prompt, const generation::GenerationResult&
   std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
+void print_timing(const generation::GeneratorStats& s) {
+  auto rate = [](long n, double sec) { return sec > 0 ? n / sec : 0.0; };
+  nlohmann::ordered_json j = {{"steps", s.steps},
+                              {"prefill_tokens", s.prefill_tokens},
+                              {"prefill_seconds", s.prefill_seconds},
+                              {"prefill_tokens_per_s", rate(s.prefill_tokens, s.prefill_seconds)},
+                              {"decode_tokens", s.decode_tokens},
+                              {"decode_seconds", s.decode_seconds},
+                              {"decode_tokens_per_s", rate(s.decode_tokens, s.decode_seconds)},
+                              {"mixed_tokens", s.mixed_tokens},
+                              {"mixed_seconds", s.mixed_seconds}};
+  std::cerr << "timing: " << j.dump() << "\n";
+}
+
 int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
   const TokenizerFiles files = tokenizer_files(a.inference);
   tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
@@ -126,6 +142,7 @@ int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
   model.stop();
   for (size_t i = 0; i < results.size(); ++i)
     print_result(prompts[i], results[i], a.json, a.request.logprobs);
+  if (a.timing) print_timing(generator.stats());
   return 0;
 }
 
@@ -137,31 +154,21 @@ int generate_main(const std::vector<std::string>& args) {
   GenerateArgs a;
   add_generate_args(app, &a);
   int code = 0;
-  {
-    std::ostringstream quiet;  // only rank 0 speaks
-    std::streambuf* saved = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
-    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
-    bool ok = parse_args(app, args, &code);
-    if (saved) std::cerr.rdbuf(saved), std::cout.rdbuf(saved_out);
-    if (!ok) return code;
-  }
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
   const std::string errors = check_inference_args(a.inference, mpi.world_size());
   if (!errors.empty()) {
     if (mpi.world_rank() == 0) std::cerr << "trident generate:\n" << errors;
     return 2;
   }
   try {
-    std::vector<std::string> nodes = mpi.node_names();
-    omp_set_num_threads(a.inference.threads > 0 ? a.inference.threads
-                                                : default_threads(nodes, mpi.world_rank()));
     const generation::InferenceOptions& o = a.inference.model;
-    distributed::ProcessGrid grid(mpi.world_size(), o.tensor_model_parallel_size,
-                                  o.pipeline_model_parallel_size);
-    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
-    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    omp_set_num_threads(a.inference.threads > 0
+                            ? a.inference.threads
+                            : default_threads(setup.context.nodes, mpi.world_rank()));
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cerr : discard;
-    generation::InferenceModel model(o, rank, log);
+    generation::InferenceModel model(o, setup.context, log);
     if (!model.coordinator()) {
       model.follow();
       return 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 namespace trident::cli {
@@ -11,6 +12,20 @@ int default_threads(const std::vector<std::string>& nodes, int world_rank) {
   for (const std::string& n : nodes) local += n == nodes[world_rank];
   return std::max(1, (int)std::thread::hardware_concurrency() / std::max(1, local));
 }
+
+bool parse_quietly_off_rank_0(const comm::MpiRuntime& mpi, const std::function<bool()>& parse) {
+  std::ostringstream quiet;
+  std::streambuf* saved_err = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
+  std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
+  const bool ok = parse();
+  if (saved_err) std::cerr.rdbuf(saved_err), std::cout.rdbuf(saved_out);
+  return ok;
+}
+
+RankSetup::RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline)
+    : grid(mpi.world_size(), tensor, pipeline),
+      groups(distributed::make_mpi_groups(grid, mpi.world_rank())),
+      context{mpi.world_rank(), &grid, &groups, mpi.node_names()} {}
 
 int fail_job(const comm::MpiRuntime& mpi, const std::string& command, int code,
              const std::string& message) {

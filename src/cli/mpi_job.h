@@ -1,15 +1,33 @@
 #pragma once
 // What every command that runs under mpirun needs: threads per rank and a way to fail that
 // ends the whole job (no rank waits forever in a collective for one that is gone).
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/mpi_communicator.h"
+#include "distributed/process_grid.h"
+#include "distributed/process_groups.h"
+#include "engine/rank_context.h"
 
 namespace trident::cli {
 
 // Ranks sharing this rank's node split its cores between them.
 int default_threads(const std::vector<std::string>& nodes, int world_rank);
+
+// Runs `parse` on every rank (all must agree on the arguments) with only rank 0's output
+// shown; returns what it returns.
+bool parse_quietly_off_rank_0(const comm::MpiRuntime& mpi, const std::function<bool()>& parse);
+
+// This rank's place in a t x p (x the rest data-parallel) grid over the world, its groups, and
+// the context that points at both (so it lives on the heap and never moves).
+struct RankSetup {
+  distributed::ProcessGrid grid;
+  distributed::ProcessGroups groups;
+  RankContext context;
+  RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline);
+};
 
 // Prints "<command>: [rank N: ]message", then MPI_Abort when there are other ranks.
 int fail_job(const comm::MpiRuntime& mpi, const std::string& command, int code,

@@ -25,25 +25,16 @@ int train_main(const std::vector<std::string>& args) {
   TrainingConfig config;
   config.world_size = mpi.world_size();
   int code = 0;
-  {
-    // Every rank parses and validates the same arguments; only rank 0 speaks.
-    std::ostringstream quiet;
-    std::streambuf* saved_err = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
-    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
-    bool ok = parse_train_args(args, &config, &code);
-    if (saved_err) std::cerr.rdbuf(saved_err), std::cout.rdbuf(saved_out);
-    if (!ok) return code;
-  }
+  // Every rank parses and validates the same arguments; only rank 0 speaks.
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_train_args(args, &config, &code); }))
+    return code;
   try {
-    std::vector<std::string> nodes = mpi.node_names();
-    if (config.threads == 0) config.threads = default_threads(nodes, mpi.world_rank());
-    distributed::ProcessGrid grid(mpi.world_size(), config.tensor_model_parallel_size,
-                                  config.pipeline_model_parallel_size);
-    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
-    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    RankSetup setup(mpi, config.tensor_model_parallel_size, config.pipeline_model_parallel_size);
+    if (config.threads == 0)
+      config.threads = default_threads(setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
-    code = run_training(config, rank, log);
+    code = run_training(config, setup.context, log);
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;
   } catch (const io::FormatError& e) {

@@ -1,6 +1,7 @@
 #include "generation/generator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace trident::generation {
@@ -13,8 +14,8 @@ struct Generator::Sequence {
   std::vector<int> tokens;  // prompt, then every generated token
   int cached = 0;           // positions of tokens already in the KV cache
   GenerationResult result;
-  std::string bytes;        // the generated text's raw bytes
-  size_t emitted = 0;       // bytes of it already sent in events
+  std::string bytes;   // the generated text's raw bytes
+  size_t emitted = 0;  // bytes of it already sent in events
   bool cancelled = false, finished = false;
   bool prefilling() const { return cached < (int)request.prompt.size(); }
 };
@@ -50,7 +51,9 @@ int Generator::free_slots() const {
   return (int)std::count(slot_used_.begin(), slot_used_.end(), false);
 }
 
-int Generator::running() const { return (int)running_.size(); }
+int Generator::running() const {
+  return (int)running_.size();
+}
 
 long Generator::add(GenerationRequest r, Callback on_event) {
   const std::string why = validate(r, model_);
@@ -99,8 +102,10 @@ std::vector<Segment> Generator::plan_step() {
     const int prompt = (int)s->request.prompt.size();
     const int n = std::min(prompt - s->cached, budget);
     const bool completes = s->cached + n == prompt;
-    Segment seg{s->slot, s->cached, {s->tokens.begin() + s->cached,
-                                     s->tokens.begin() + s->cached + n}, completes ? 1 : 0};
+    Segment seg{s->slot,
+                s->cached,
+                {s->tokens.begin() + s->cached, s->tokens.begin() + s->cached + n},
+                completes ? 1 : 0};
     if (s->request.logprobs) seg.logit_rows = n;
     segments.push_back(std::move(seg));
     budget -= n;
@@ -114,7 +119,10 @@ void Generator::step() {
   retire_finished();
   std::vector<Segment> segments = plan_step();
   if (segments.empty()) return;
+  const auto started = std::chrono::steady_clock::now();
   const float* logits = model_.step(segments);
+  count_step(segments,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   const int vocab = model_.vocab();
   for (const Segment& seg : segments) {
     for (auto& s : running_)
@@ -122,6 +130,24 @@ void Generator::step() {
     logits += (long)seg.logit_rows * vocab;
   }
   retire_finished();
+}
+
+void Generator::count_step(const std::vector<Segment>& segments, double seconds) {
+  long prefill = 0, decode = 0;
+  for (const Segment& s : segments) {
+    const bool decoding = s.tokens.size() == 1 && s.start > 0 && s.logit_rows == 1 &&
+                          std::none_of(running_.begin(), running_.end(), [&](const auto& r) {
+                            return r->slot == s.slot && r->prefilling();
+                          });
+    (decoding ? decode : prefill) += (long)s.tokens.size();
+  }
+  ++stats_.steps;
+  if (decode == 0)
+    stats_.prefill_tokens += prefill, stats_.prefill_seconds += seconds;
+  else if (prefill == 0)
+    stats_.decode_tokens += decode, stats_.decode_seconds += seconds;
+  else
+    stats_.mixed_tokens += prefill + decode, stats_.mixed_seconds += seconds;
 }
 
 void Generator::take_logits(Sequence& s, const Segment& seg, const float* logits) {
@@ -141,9 +167,8 @@ void Generator::take_logits(Sequence& s, const Segment& seg, const float* logits
   if (s.prefilling()) return;
   const float* last = logits + (long)(seg.logit_rows - 1) * vocab;
   if ((int)s.result.tokens.size() >= s.request.tokens_to_generate) return finish(s, "length");
-  const SampledToken t =
-      sample_token(last, vocab, s.request.sampling, (std::uint64_t)s.tokens.size(),
-                   scratch_.data());
+  const SampledToken t = sample_token(last, vocab, s.request.sampling,
+                                      (std::uint64_t)s.tokens.size(), scratch_.data());
   append_token(s, t.id, t.logprob);
 }
 

@@ -18,13 +18,13 @@
 namespace trident::generation {
 
 struct GenerationRequest {
-  std::vector<int> prompt;  // token ids; 1 <= size, size + tokens_to_generate <= max sequence
+  std::vector<int> prompt;      // token ids; 1 <= size, size + tokens_to_generate <= max sequence
   int tokens_to_generate = 32;  // >= 0 (0: only score the prompt)
   SamplingParams sampling;
-  bool logprobs = false;               // log-probabilities of prompt (from the 2nd) and new tokens
-  std::vector<std::string> stop;       // stop strings: the text ends before the first one
-  bool stop_on_eod = true;             // end at the tokenizer's <|endoftext|> (not included)
-  bool stop_on_eol = false;            // end after a token containing a newline
+  bool logprobs = false;          // log-probabilities of prompt (from the 2nd) and new tokens
+  std::vector<std::string> stop;  // stop strings: the text ends before the first one
+  bool stop_on_eod = true;        // end at the tokenizer's <|endoftext|> (not included)
+  bool stop_on_eol = false;       // end after a token containing a newline
 };
 
 // Empty when the request fits the model (vocabulary, lengths, sampling), else why not.
@@ -33,20 +33,27 @@ std::string validate(const GenerationRequest& r, const InferenceModel& model);
 // Told about each new token of a request (and once more, finished, at the end).
 struct TokenEvent {
   long request = 0;
-  int token = -1;              // -1 on the final event when no token came with it
-  float logprob = NAN;         // of token (NaN unless logprobs were asked for)
-  std::string text;            // new complete UTF-8 text since the last event (may be empty)
+  int token = -1;       // -1 on the final event when no token came with it
+  float logprob = NAN;  // of token (NaN unless logprobs were asked for)
+  std::string text;     // new complete UTF-8 text since the last event (may be empty)
   bool finished = false;
-  std::string finish_reason;   // "length", "stop" (stop string or EOL), "eod", "cancelled"
+  std::string finish_reason;  // "length", "stop" (stop string or EOL), "eod", "cancelled"
 };
 
 struct GenerationResult {
   std::vector<int> prompt;
-  std::vector<int> tokens;            // generated: EOD excluded; a stop string's tokens kept
-  std::vector<float> prompt_logprobs; // prompt.size() - 1 values when logprobs
-  std::vector<float> logprobs;        // tokens.size() values when logprobs
-  std::string text;                   // decoded generated text, cut before a stop string
+  std::vector<int> tokens;             // generated: EOD excluded; a stop string's tokens kept
+  std::vector<float> prompt_logprobs;  // prompt.size() - 1 values when logprobs
+  std::vector<float> logprobs;         // tokens.size() values when logprobs
+  std::string text;                    // decoded generated text, cut before a stop string
   std::string finish_reason;
+};
+
+// Where the time went: steps that only prefilled, only decoded, or both.
+struct GeneratorStats {
+  long prefill_tokens = 0, decode_tokens = 0, mixed_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0, mixed_seconds = 0;
+  long steps = 0;
 };
 
 class Generator {
@@ -70,10 +77,12 @@ class Generator {
   bool take_result(long request, GenerationResult* out);
 
   const InferenceModel& model() const { return model_; }
+  const GeneratorStats& stats() const { return stats_; }
 
  private:
   struct Sequence;
   std::vector<Segment> plan_step();
+  void count_step(const std::vector<Segment>& segments, double seconds);
   void take_logits(Sequence& s, const Segment& seg, const float* logits);
   void append_token(Sequence& s, int id, float logprob);
   void emit(Sequence& s, int token, float logprob);
@@ -87,6 +96,7 @@ class Generator {
   std::vector<std::pair<long, GenerationResult>> done_;
   std::vector<float> scratch_;
   long next_id_ = 1;
+  GeneratorStats stats_;
 };
 
 // Runs every request to completion through one Generator (continuous batching, at most

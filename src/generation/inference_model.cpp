@@ -1,12 +1,11 @@
 #include "generation/inference_model.h"
 
-#include "generation/inference_buffers.h"
-
 #include <algorithm>
 #include <ostream>
 #include <stdexcept>
 
 #include "checkpoint/checkpoint.h"
+#include "generation/inference_buffers.h"
 #include "io/hf_gpt2.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
@@ -16,7 +15,6 @@
 namespace trident::generation {
 
 namespace {
-
 
 ModelConfig source_model(const InferenceOptions& o) {
   if (o.load.empty() == o.load_hf.empty())
@@ -45,10 +43,10 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
   };
   const int t = o.tensor_model_parallel_size, p = o.pipeline_model_parallel_size;
   require(t >= 1 && p >= 1, "parallel sizes must be >= 1");
-  require(t * p == world, "generation runs with data-parallel size 1: --tensor-model-parallel-size (" +
-                              std::to_string(t) + ") x --pipeline-model-parallel-size (" +
-                              std::to_string(p) + ") must equal the " + std::to_string(world) +
-                              " ranks");
+  require(t * p == world,
+          "generation runs with data-parallel size 1: --tensor-model-parallel-size (" +
+              std::to_string(t) + ") x --pipeline-model-parallel-size (" + std::to_string(p) +
+              ") must equal the " + std::to_string(world) + " ranks");
   require(t < 1 || m.num_attention_heads % t == 0,
           "num_attention_heads (" + std::to_string(m.num_attention_heads) +
               ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
@@ -106,8 +104,7 @@ void InferenceModel::plan_buffers() {
   const bool full_logits = coordinator() || (post && rank_.groups->tensor->rank() == 0);
   for (const PlannedBuffer& b : m.memory_plan().buffers())
     if (b.group == "parameters") plan_.add(b.group, b.name, b.floats, b.copies);
-  plan_.add("kv cache", std::string("keys + values") + (bf16 ? " (bf16)" : ""),
-            cache_.bytes() / 4);
+  plan_.add("kv cache", std::string("keys + values") + (bf16 ? " (bf16)" : ""), cache_.bytes() / 4);
   // The step's buffers, in the order they are taken from the arena below.
   struct Entry {
     const char* name;
@@ -152,6 +149,7 @@ void InferenceModel::plan_buffers() {
   b.layer.residual = at[6], b.layer.row_out = at[6] + R * h;
   b.layer.fc1_pre = at[7], b.layer.fc1_act = operand(at[8]);
   b.precision.precision = bf16 ? kernels::Precision::kBf16 : kernels::Precision::kFp32;
+  b.precision.skinny_forward = true;
   b.precision.scratch.act16 = reinterpret_cast<std::uint16_t*>(at[9]);
   if (post) {
     b.final_in = at[10], b.final_ln = operand(at[10] + R * h);

@@ -87,8 +87,8 @@ void InferenceModel::output_logits(const std::vector<Segment>& segments, const f
   }
   if (n == 0) return;
   kernels::layernorm_forward(b.final_in, m.final_layernorm_weight().value,
-                             m.final_layernorm_bias().value, b.final_ln, b.final_mean,
-                             b.final_rstd, (int)n, h, config_.model.layernorm_epsilon);
+                             m.final_layernorm_bias().value, b.final_ln, b.final_mean, b.final_rstd,
+                             (int)n, h, config_.model.layernorm_epsilon);
   tensor_parallel::ColumnParallelLinear out = m.output_layer();
   out.precision = &b.precision;
   out.forward(b.final_ln.operand(), b.logits_local, (int)n);

@@ -13,7 +13,9 @@ namespace {
 
 const std::uint64_t kSampleStream = hash_string("generation.sample");
 
-int argmax(const float* x, int n) { return (int)(std::max_element(x, x + n) - x); }
+int argmax(const float* x, int n) {
+  return (int)(std::max_element(x, x + n) - x);
+}
 
 // Indices of the `count` largest values of x (ties: lower index first), in that order.
 void largest(const float* x, int n, int count, std::vector<int>* idx) {

@@ -1,5 +1,6 @@
 #include "io/hf_gpt2.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -234,7 +235,10 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
     if (!entry) throw FormatError(path + ": missing tensor '" + prefix + hf.name + "'");
     std::vector<float> global = global_tensor(file, *entry, spec, hf.transposed);
     float* dst = params.values() + spec.offset;
-    for (long i = 0; i < spec.numel(); ++i) dst[i] = global[spec.global_index(i)];
+    for (long i = 0, run; i < spec.numel(); i += run) {  // a shard is runs of the global tensor
+      run = spec.contiguous_run(i);
+      std::copy_n(global.data() + spec.global_index(i), run, dst + i);
+    }
   }
   const ParameterLayout whole(config, {0, 1});
   for (const TensorEntry& t : file.tensors()) {

@@ -4,6 +4,7 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/linear_bf16.h"
+#include "kernels/skinny_linear.h"
 
 namespace trident::kernels {
 
@@ -48,11 +49,16 @@ GemmOperand gelu_output_grad_operand(const LinearPrecision& p, float* d_act, con
 void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOperand w, float* y,
                           int rows, int in, int out) {
   const long n = (long)rows * in;
+  const bool skinny = p.skinny_forward && skinny_linear_available(p.precision, rows);
   switch (p.precision) {
     case Precision::kFp32:
+      if (skinny) return skinny_linear_forward(fp32_operand(input), w.fp32, y, rows, in, out);
       linear_forward(fp32_operand(input), w.fp32, y, rows, in, out);
       return;
     case Precision::kBf16:
+      if (skinny)
+        return skinny_linear_forward_bf16(bf16_operand(input, p.scratch.act16, n), w.low, y, rows,
+                                          in, out);
       linear_forward_bf16(bf16_operand(input, p.scratch.act16, n), w.low, y, rows, in, out);
       return;
     case Precision::kFp16:

@@ -28,6 +28,9 @@ struct LinearScratch {
 struct LinearPrecision {
   Precision precision = Precision::kFp32;
   LinearScratch scratch;
+  // Generation: forward products of at most kSkinnyMaxRows rows stream the weight once
+  // (skinny_linear.h) instead of going through the GEMM library.
+  bool skinny_forward = false;
 };
 
 // The fp32 pointer of an operand that must be fp32; throws for a bf16 one.

@@ -215,7 +215,7 @@ void GPTModel::plan_and_allocate() {
   if (options_.precision == kernels::Precision::kBf16) {
     ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((act + 1) / 2));
     ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((in + 1) / 2));
-    if (!layers_.empty()) {
+    if (!layers_.empty() && !options_.inference) {
       ls.weight_grad32_floats = largest_layer_weight();
       ls.weight_grad32 = ar.take(ls.weight_grad32_floats);
     }

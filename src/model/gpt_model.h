@@ -99,7 +99,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // The pieces, for generation/, which runs them on cached keys and values.
   const std::vector<TransformerLayer>& layers() const { return layers_; }
   const tensor_parallel::VocabParallelEmbedding& embedding() const { return embedding_; }
-  const tensor_parallel::ColumnParallelLinear& output_layer() const { return lm_head_.output_layer; }
+  const tensor_parallel::ColumnParallelLinear& output_layer() const {
+    return lm_head_.output_layer;
+  }
   ParamRef final_layernorm_weight() const { return final_ln_weight_; }
   ParamRef final_layernorm_bias() const { return final_ln_bias_; }
   // This rank's shard of the logits of row r (batch-major) of the last forward on slot 0,

@@ -1,0 +1,142 @@
+#include "kernels/skinny_linear.h"
+
+#include <immintrin.h>
+
+#include <stdexcept>
+
+namespace trident::kernels {
+
+#ifdef __AVX512F__
+namespace {
+
+// One w row against R rows of x: R independent accumulators, w loaded once per 16 floats.
+template <int R>
+void rows_fp32(const float* x, const float* w, float* y, int in, int out) {
+  const int full = in / 16 * 16;
+  const __mmask16 tail = (__mmask16)((1u << (in - full)) - 1);
+#pragma omp parallel for schedule(static)
+  for (int o = 0; o < out; ++o) {
+    const float* wr = w + (long)o * in;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int i = 0; i < full; i += 16) {
+      const __m512 wv = _mm512_loadu_ps(wr + i);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (long)r * in + i), acc[r]);
+    }
+    if (tail) {
+      const __m512 wv = _mm512_maskz_loadu_ps(tail, wr + full);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(tail, x + (long)r * in + full), acc[r]);
+    }
+    for (int r = 0; r < R; ++r) y[(long)r * out + o] = _mm512_reduce_add_ps(acc[r]);
+  }
+}
+
+#ifdef __AVX512BF16__
+// The same with vdpbf16ps: 32 bf16 pairs of (w, x) per instruction, fp32 accumulation.
+template <int R>
+void rows_bf16(const bf16_t* x, const bf16_t* w, float* y, int in, int out) {
+  const int full = in / 32 * 32;
+  const __mmask32 tail = (__mmask32)((1ull << (in - full)) - 1);
+#pragma omp parallel for schedule(static)
+  for (int o = 0; o < out; ++o) {
+    const bf16_t* wr = w + (long)o * in;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int i = 0; i < full; i += 32) {
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + i);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_loadu_si512(x + (long)r * in + i));
+    }
+    if (tail) {
+      const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(tail, wr + full);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_dpbf16_ps(
+            acc[r], wv, (__m512bh)_mm512_maskz_loadu_epi16(tail, x + (long)r * in + full));
+    }
+    for (int r = 0; r < R; ++r) y[(long)r * out + o] = _mm512_reduce_add_ps(acc[r]);
+  }
+}
+#endif
+
+// rows is a run-time value; the accumulators must be a compile-time count to live in
+// registers.
+template <template <int> class Kernel, class T>
+void dispatch(const T* x, const T* w, float* y, int rows, int in, int out) {
+  switch (rows) {
+#define TRIDENT_SKINNY_CASE(R) \
+  case R:                      \
+    return Kernel<R>::run(x, w, y, in, out);
+    TRIDENT_SKINNY_CASE(1)
+    TRIDENT_SKINNY_CASE(2)
+    TRIDENT_SKINNY_CASE(3)
+    TRIDENT_SKINNY_CASE(4)
+    TRIDENT_SKINNY_CASE(5)
+    TRIDENT_SKINNY_CASE(6)
+    TRIDENT_SKINNY_CASE(7)
+    TRIDENT_SKINNY_CASE(8)
+    TRIDENT_SKINNY_CASE(9)
+    TRIDENT_SKINNY_CASE(10)
+    TRIDENT_SKINNY_CASE(11)
+    TRIDENT_SKINNY_CASE(12)
+    TRIDENT_SKINNY_CASE(13)
+    TRIDENT_SKINNY_CASE(14)
+    TRIDENT_SKINNY_CASE(15)
+    TRIDENT_SKINNY_CASE(16)
+#undef TRIDENT_SKINNY_CASE
+    default:
+      throw std::invalid_argument("skinny_linear: rows outside [1, 16]");
+  }
+}
+
+template <int R>
+struct Fp32 {
+  static void run(const float* x, const float* w, float* y, int in, int out) {
+    rows_fp32<R>(x, w, y, in, out);
+  }
+};
+
+#ifdef __AVX512BF16__
+template <int R>
+struct Bf16 {
+  static void run(const bf16_t* x, const bf16_t* w, float* y, int in, int out) {
+    rows_bf16<R>(x, w, y, in, out);
+  }
+};
+#endif
+
+}  // namespace
+#endif
+
+bool skinny_linear_available(Precision p, int rows) {
+  if (rows < 1 || rows > kSkinnyMaxRows) return false;
+#ifdef __AVX512F__
+  if (p == Precision::kFp32) return true;
+#endif
+#ifdef __AVX512BF16__
+  if (p == Precision::kBf16) return true;
+#endif
+  return false;
+}
+
+void skinny_linear_forward(const float* x, const float* w, float* y, int rows, int in, int out) {
+#ifdef __AVX512F__
+  dispatch<Fp32>(x, w, y, rows, in, out);
+#else
+  (void)x, (void)w, (void)y, (void)rows, (void)in, (void)out;
+  throw std::logic_error("skinny_linear_forward: built without AVX-512");
+#endif
+}
+
+void skinny_linear_forward_bf16(const bf16_t* x, const bf16_t* w, float* y, int rows, int in,
+                                int out) {
+#ifdef __AVX512BF16__
+  dispatch<Bf16>(x, w, y, rows, in, out);
+#else
+  (void)x, (void)w, (void)y, (void)rows, (void)in, (void)out;
+  throw std::logic_error("skinny_linear_forward_bf16: built without AVX512_BF16");
+#endif
+}
+
+}  // namespace trident::kernels
