@@ -14,6 +14,7 @@ corpus=fuzz/corpus
 # regression_* files are inputs that once failed (see the tests they became); they stay.
 find "$corpus" -type f ! -name 'regression_*' -delete 2> /dev/null || true
 mkdir -p "$corpus"/{safetensors,idx,hf_config,manifest,preprocess_line,tokenizer,train_config}
+mkdir -p "$corpus"/serve_request
 
 # A tiny model trained for 2 iterations: its HF directory and checkpoints, one rank and two
 # tensor-parallel ranks (sharded tensors in the manifest).
@@ -103,6 +104,24 @@ hidden-dropout = 0.1
 split = "969,30,1"
 save = "checkpoints"
 save-interval = 5
+EOF
+
+# HTTP bodies of trident serve: Megatron's PUT /api and OpenAI's /v1/completions, with every
+# field, one line each.
+n=0
+while IFS= read -r body; do
+  printf '%s' "$body" > "$corpus/serve_request/body_$((n++))"
+done << 'EOF'
+{"prompts": ["In the beginning"], "tokens_to_generate": 16, "top_k": 1}
+{"prompts": ["Hello", ""], "tokens_to_generate": 0, "logprobs": true, "add_BOS": true}
+{"prompts": ["a"], "temperature": 0.7, "top_p": 0.9, "random_seed": 42, "stop_on_eol": true}
+{"prompts": ["a"], "max_len": 8}
+{"prompts": ["a"], "beam_width": 2, "top_p_decay": 0.0, "stop_on_double_eol": false}
+{"prompt": "In the beginning", "max_tokens": 16, "temperature": 0}
+{"prompt": ["Hello", "Once upon a time"], "n": 2, "seed": 7, "temperature": 0.9}
+{"prompt": "a", "stop": ["\n", "."], "logprobs": 1, "stream": true, "model": "tiny"}
+{"prompt": "", "top_p": 0, "echo": false, "best_of": 1, "user": "u", "logit_bias": {}}
+{"prompt": [1, 2, 3]}
 EOF
 
 du -sh "$corpus"/*

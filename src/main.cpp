@@ -9,6 +9,7 @@
 #include "cli/preprocess_command.h"
 #include "cli/schedule_command.h"
 #include "cli/score_command.h"
+#include "cli/serve_command.h"
 #include "cli/tokenize_command.h"
 #include "cli/train_command.h"
 
@@ -19,6 +20,7 @@ void usage(std::ostream& os) {
         "commands:\n"
         "  train   train a GPT model (Megatron-LM flags; --help lists them)\n"
         "  generate  continue prompts (KV cache; greedy, temperature, top-k, top-p)\n"
+        "  serve   HTTP generation server (Megatron PUT /api, OpenAI /v1/completions)\n"
         "  score   mean next-token loss and perplexity of token ids under a model\n"
         "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
         "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "train") return trident::cli::train_main(args);
   if (command == "generate") return trident::cli::generate_main(args);
+  if (command == "serve") return trident::cli::serve_main(args);
   if (command == "score") return trident::cli::score_main(args);
   if (command == "tokenize") return trident::cli::tokenize_main(args);
   if (command == "preprocess") return trident::cli::preprocess_main(args);

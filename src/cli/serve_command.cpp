@@ -1,0 +1,169 @@
+#include "cli/serve_command.h"
+
+#include <omp.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/inference_args.h"
+#include "cli/mpi_job.h"
+#include "cli/parse_args.h"
+#include "io/safetensors.h"
+#include "serve/generator_batcher.h"
+#include "serve/http_server.h"
+#include "serve/shutdown.h"
+
+namespace trident::cli {
+
+namespace {
+
+constexpr const char* kCommand = "trident serve";
+
+struct ServeArgs {
+  InferenceArgs inference;
+  serve::HttpOptions http;
+  int max_queue = 256;
+  std::string model_name;
+};
+
+void add_serve_args(CLI::App& app, ServeArgs* a) {
+  add_inference_args(app, &a->inference);
+  const char* S = "Server";
+  app.add_option("--host", a->http.host, "address to listen on")->group(S)->capture_default_str();
+  app.add_option("--port", a->http.port, "port to listen on (0: any free port, printed)")
+      ->group(S)
+      ->capture_default_str();
+  app.add_option("--max-queue", a->max_queue,
+                 "requests waiting for a KV-cache slot; more get HTTP 503")
+      ->group(S)
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", a->http.max_body_bytes,
+                 "largest request body; larger get HTTP 413")
+      ->group(S)
+      ->capture_default_str();
+  app.add_option("--model-name", a->model_name,
+                 "the model's name in /v1/models and answers (default: the --load/--load-hf "
+                 "directory's name)")
+      ->group(S);
+}
+
+// Every rule broken by the flags, one per line (empty: none).
+std::string check_serve_args(const ServeArgs& a, int world_size) {
+  std::string errors = check_inference_args(a.inference, world_size);
+  if (a.http.port < 0 || a.http.port > 65535) errors += "--port must be in [0, 65535]\n";
+  if (a.http.host.empty()) errors += "--host must not be empty\n";
+  if (a.max_queue < 1 || a.max_queue > 100000) errors += "--max-queue must be in [1, 100000]\n";
+  if (a.http.max_body_bytes < 1024) errors += "--max-body-bytes must be at least 1024\n";
+  return errors;
+}
+
+std::string default_model_name(const generation::InferenceOptions& o) {
+  std::filesystem::path p(o.load_hf.empty() ? o.load : o.load_hf);
+  std::string name = p.filename().string();
+  if (name.empty()) name = p.parent_path().filename().string();  // "dir/"
+  return name.empty() ? "trident" : name;
+}
+
+// Rank 0: the HTTP server on its threads, the engine loop on this one (it owns MPI), until
+// SIGINT / SIGTERM. Returns the exit code.
+int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
+                   const comm::MpiRuntime& mpi) {
+  const TokenizerFiles files = tokenizer_files(a.inference);
+  tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
+  if (tok.vocab_size() > model.vocab())
+    throw io::FormatError(files.vocab + ": the tokenizer has " + std::to_string(tok.vocab_size()) +
+                          " tokens, the model only " + std::to_string(model.vocab()));
+  generation::Generator generator(model, &tok);
+  serve::GeneratorBatcher batcher(generator);
+  serve::Engine engine(batcher, a.max_queue);
+  const std::string name =
+      a.model_name.empty() ? default_model_name(a.inference.model) : a.model_name;
+  serve::Service service(engine, tok, {model.max_sequence()}, name);
+  serve::HttpOptions http_options = a.http;
+  http_options.threads = model.max_batch() + a.max_queue + 16;  // every waiting client holds one
+  serve::HttpServer http(service, http_options);
+  const std::string bind_error = http.bind();
+  if (!bind_error.empty()) throw io::FormatError(bind_error);
+  std::thread http_thread([&http] { http.serve(); });
+  http.wait_until_running();
+  serve::ShutdownSignals signals([&engine](int sig) {
+    std::cerr << kCommand << ": signal " << sig << ", shutting down" << std::endl;
+    engine.stop();
+  });
+  std::cout << kCommand << ": serving " << name << " on http://" << a.http.host << ":"
+            << http.port() << " (" << model.max_batch() << " slots x " << model.max_sequence()
+            << " positions, " << mpi.world_size() << " rank" << (mpi.world_size() > 1 ? "s" : "")
+            << ")" << std::endl;
+  try {
+    engine.run();  // until a signal; its waiting clients are answered 503
+  } catch (const std::exception& e) {
+    // The model failed (a rank gone, say): answer the clients, then end every rank.
+    http.stop();
+    http_thread.join();
+    return fail_job(mpi, kCommand, 1, std::string("generation failed: ") + e.what());
+  }
+  http.stop();
+  http_thread.join();
+  model.stop();  // releases the other ranks
+  return 0;
+}
+
+}  // namespace
+
+int serve_main(const std::vector<std::string>& args) {
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  CLI::App app("trident serve: HTTP text generation (Megatron PUT /api, OpenAI /v1/completions)",
+               "trident serve");
+  ServeArgs a;
+  add_serve_args(app, &a);
+  int code = 0;
+  {
+    std::ostringstream quiet;  // only rank 0 speaks
+    std::streambuf* saved = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
+    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
+    bool ok = parse_args(app, args, &code);
+    if (saved) std::cerr.rdbuf(saved), std::cout.rdbuf(saved_out);
+    if (!ok) return code;
+  }
+  const std::string errors = check_serve_args(a, mpi.world_size());
+  if (!errors.empty()) {
+    if (mpi.world_rank() == 0) std::cerr << kCommand << ":\n" << errors;
+    return 2;
+  }
+  try {
+    std::vector<std::string> nodes = mpi.node_names();
+    omp_set_num_threads(a.inference.threads > 0 ? a.inference.threads
+                                                : default_threads(nodes, mpi.world_rank()));
+    const generation::InferenceOptions& o = a.inference.model;
+    distributed::ProcessGrid grid(mpi.world_size(), o.tensor_model_parallel_size,
+                                  o.pipeline_model_parallel_size);
+    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
+    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    std::ostringstream discard;
+    generation::InferenceModel model(o, rank, mpi.world_rank() == 0 ? std::cerr : discard);
+    if (!model.coordinator()) {
+      // mpirun passes SIGINT / SIGTERM to every rank; rank 0 answers them by finishing its
+      // clients and releasing the followers, so a follower must outlive them. A rank 0 that
+      // dies instead ends the job through mpirun.
+      std::signal(SIGINT, SIG_IGN);
+      std::signal(SIGTERM, SIG_IGN);
+      model.follow();  // until rank 0 stops
+      return 0;
+    }
+    return serve_on_rank0(a, model, mpi);
+  } catch (const io::FormatError& e) {
+    return fail_job(mpi, kCommand, 2, e.what());
+  } catch (const checkpoint::CheckpointError& e) {
+    return fail_job(mpi, kCommand, 2, e.what());
+  } catch (const std::invalid_argument& e) {
+    return fail_job(mpi, kCommand, 2, e.what());
+  } catch (const std::exception& e) {
+    return fail_job(mpi, kCommand, 1, std::string("error: ") + e.what());
+  }
+}
+
+}  // namespace trident::cli

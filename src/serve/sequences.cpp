@@ -1,0 +1,103 @@
+#include "serve/sequences.h"
+
+#include <string>
+
+namespace trident::serve {
+
+namespace {
+
+// prompt + tokens_to_generate must fit the KV-cache slot; the message names the prompt, both
+// counts and the limit (and the flag that sets it).
+ApiError check_context(const std::string& prompt_field, const char* count_field, size_t prompt,
+                       std::int64_t count, const ModelLimits& limits) {
+  const std::int64_t room = (std::int64_t)limits.max_sequence - (std::int64_t)prompt;
+  if (count <= room) return {};
+  ApiError e = bad_request(
+      count_field, prompt_field + " is " + std::to_string(prompt) + " tokens; with " + count_field +
+                       " = " + std::to_string(count) + " that exceeds the context of " +
+                       std::to_string(limits.max_sequence) + " tokens (--max-sequence-length)");
+  e.code = "context_length_exceeded";
+  return e;
+}
+
+std::vector<int> tokenize(const std::string& text, bool bos, const tokenizer::GPT2Tokenizer& tok) {
+  std::vector<int> ids;
+  if (bos) ids.push_back(tok.eod());
+  tok.encode(text, &ids);
+  return ids;
+}
+
+generation::SamplingParams megatron_sampling(const MegatronRequest& r, std::uint64_t seed) {
+  generation::SamplingParams s;
+  s.greedy = r.top_k == 1;  // Megatron's greedy: top_k = 1
+  s.temperature = (float)r.temperature;
+  s.top_k = (int)r.top_k;
+  s.top_p = r.top_p > 0 ? (float)r.top_p : 1.f;  // Megatron's 0 means "no top-p"
+  s.seed = seed;
+  return s;
+}
+
+generation::SamplingParams completion_sampling(const CompletionRequest& r, std::uint64_t seed) {
+  generation::SamplingParams s;
+  s.greedy = r.temperature == 0 || r.top_p == 0;  // both keep only the most likely token
+  s.temperature = s.greedy ? 1.f : (float)r.temperature;
+  s.top_p = s.greedy ? 1.f : (float)r.top_p;
+  s.seed = seed;
+  return s;
+}
+
+}  // namespace
+
+std::uint64_t sequence_seed(std::uint64_t base, std::uint64_t index) {
+  if (index == 0) return base;
+  std::uint64_t z = base + index * 0x9E3779B97F4A7C15ull;  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::GPT2Tokenizer& tok,
+                            const ModelLimits& limits, std::uint64_t fresh_seed,
+                            std::vector<generation::GenerationRequest>* out) {
+  const std::uint64_t base = r.random_seed >= 0 ? (std::uint64_t)r.random_seed : fresh_seed;
+  out->clear();
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    generation::GenerationRequest g;
+    g.prompt = tokenize(r.prompts[i], r.add_BOS, tok);
+    std::string field = "prompts[" + std::to_string(i) + "]";
+    ApiError e =
+        check_context(field, "tokens_to_generate", g.prompt.size(), r.tokens_to_generate, limits);
+    if (!e.ok()) return e;
+    g.tokens_to_generate = (int)r.tokens_to_generate;
+    g.sampling = megatron_sampling(r, sequence_seed(base, i));
+    g.logprobs = r.logprobs;
+    g.stop_on_eol = r.stop_on_eol;
+    out->push_back(std::move(g));
+  }
+  return {};
+}
+
+ApiError completion_sequences(const CompletionRequest& r, const tokenizer::GPT2Tokenizer& tok,
+                              const ModelLimits& limits, std::uint64_t fresh_seed,
+                              std::vector<generation::GenerationRequest>* out) {
+  const std::uint64_t base = r.seed ? *r.seed : fresh_seed;
+  out->clear();
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    generation::GenerationRequest g;
+    // OpenAI's models start an empty prompt from <|endoftext|>; so does trident.
+    g.prompt = tokenize(r.prompts[i], r.prompts[i].empty(), tok);
+    std::string field = r.prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
+    ApiError e = check_context(field, "max_tokens", g.prompt.size(), r.max_tokens, limits);
+    if (!e.ok()) return e;
+    g.tokens_to_generate = (int)r.max_tokens;
+    g.logprobs = r.logprobs.has_value();
+    g.stop = r.stop;
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      g.sampling = completion_sampling(r, sequence_seed(base, out->size()));
+      out->push_back(g);
+    }
+  }
+  return {};
+}
+
+}  // namespace trident::serve

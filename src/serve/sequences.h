@@ -1,0 +1,35 @@
+#pragma once
+// From a parsed request to the Generator's requests: prompts tokenized, each sequence checked
+// against the context the KV cache holds (prompt + new tokens), sampling mapped onto
+// SamplingParams. Needs the tokenizer and the context length, not the model.
+#include <cstdint>
+#include <vector>
+
+#include "generation/generator.h"
+#include "serve/api_error.h"
+#include "serve/completion_request.h"
+#include "serve/megatron_request.h"
+#include "tokenizer/gpt2_tokenizer.h"
+
+namespace trident::serve {
+
+// What a request is checked against before it reaches the Generator.
+struct ModelLimits {
+  int max_sequence = 0;  // positions per KV-cache slot: prompt + generated tokens
+};
+
+// The seed of sequence `index` of a request seeded `base`: sequence 0 gets base itself (so a
+// one-prompt request matches `trident generate --seed base`), the others distinct mixes.
+std::uint64_t sequence_seed(std::uint64_t base, std::uint64_t index);
+
+// One sequence per prompt, in prompt order. `fresh_seed` is used when random_seed is -1.
+ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::GPT2Tokenizer& tok,
+                            const ModelLimits& limits, std::uint64_t fresh_seed,
+                            std::vector<generation::GenerationRequest>* out);
+
+// n sequences per prompt, prompt-major (choice index = prompt * n + j), as OpenAI numbers them.
+ApiError completion_sequences(const CompletionRequest& r, const tokenizer::GPT2Tokenizer& tok,
+                              const ModelLimits& limits, std::uint64_t fresh_seed,
+                              std::vector<generation::GenerationRequest>* out);
+
+}  // namespace trident::serve
