@@ -21,6 +21,7 @@ class FakeGroup final : public comm::Communicator {
   void reduce_scatter(const float*, float*, long) override {}
   void broadcast(float*, long, int) override {}
   void broadcast(int*, long, int) override {}
+  std::unique_ptr<comm::Request> ibroadcast(int*, long, int) override { return nullptr; }
   void send(const float*, long, int, int) override {}
   void recv(float*, long, int, int) override {}
   std::unique_ptr<comm::Request> iall_reduce(float*, long, comm::ReduceOp) override {

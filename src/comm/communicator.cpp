@@ -49,6 +49,10 @@ void SingleRankCommunicator::recv(float*, long, int, int) {
   throw std::logic_error(name_ + ": recv on a one-rank group");
 }
 
+std::unique_ptr<Request> SingleRankCommunicator::ibroadcast(int*, long, int) {
+  return std::make_unique<DoneRequest>();
+}
+
 std::unique_ptr<Request> SingleRankCommunicator::iall_reduce(float*, long, ReduceOp) {
   return std::make_unique<DoneRequest>();
 }

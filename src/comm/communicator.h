@@ -53,6 +53,9 @@ class Communicator {
   virtual void broadcast(float* data, long count, int root) = 0;
   // Integers (commands and token ids: generation's coordinator tells the other ranks).
   virtual void broadcast(int* data, long count, int root) = 0;
+  // A follower that may wait long for the next command polls this one instead of blocking
+  // (a blocking MPI call spins a core for as long as it waits).
+  virtual std::unique_ptr<Request> ibroadcast(int* data, long count, int root) = 0;
   virtual void send(const float* data, long count, int dest, int tag) = 0;
   virtual void recv(float* data, long count, int source, int tag) = 0;
   // Non-blocking forms; the buffers must stay alive until wait() returns.
@@ -88,6 +91,7 @@ class SingleRankCommunicator final : public Communicator {
   void reduce_scatter(const float* send, float* recv, long count) override;
   void broadcast(float*, long, int) override {}
   void broadcast(int*, long, int) override {}
+  std::unique_ptr<Request> ibroadcast(int*, long, int) override;
   void send(const float*, long, int, int) override;
   void recv(float*, long, int, int) override;
   std::unique_ptr<Request> iall_reduce(float*, long, ReduceOp) override;

@@ -217,6 +217,13 @@ std::unique_ptr<Request> MpiCommunicator::iall_gather_v(float* data,
   return r;
 }
 
+std::unique_ptr<Request> MpiCommunicator::ibroadcast(int* data, long n, int root) {
+  if (size_ > 1) count(counters_.broadcast, n);
+  auto r = std::make_unique<MpiRequest>();
+  check(MPI_Ibcast(data, (int)n, MPI_INT, root, comm_, &r->request), name_ + " ibroadcast");
+  return r;
+}
+
 std::unique_ptr<Request> MpiCommunicator::isend(const float* data, long n, int dest, int tag) {
   if (size_ > 1) count(counters_.send, n);
   auto r = std::make_unique<MpiRequest>();

@@ -27,6 +27,7 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter(const float* send, float* recv, long count) override;
   void broadcast(float* data, long count, int root) override;
   void broadcast(int* data, long count, int root) override;
+  std::unique_ptr<Request> ibroadcast(int* data, long count, int root) override;
   void send(const float* data, long count, int dest, int tag) override;
   void recv(float* data, long count, int source, int tag) override;
   std::unique_ptr<Request> iall_reduce(float* data, long count, ReduceOp op) override;

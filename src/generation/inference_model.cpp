@@ -1,8 +1,10 @@
 #include "generation/inference_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ostream>
 #include <stdexcept>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "generation/inference_buffers.h"
@@ -34,6 +36,18 @@ TrainingConfig layout_config(const InferenceOptions& o, const ModelConfig& model
   c.bf16 = o.bf16;
   c.load_hf = o.load_hf;
   return c;
+}
+
+// Spins for a moment (during generation the next step's command comes within
+// milliseconds), then sleeps between polls, up to 2 ms, so an idle follower leaves its core.
+void wait_politely(comm::Request& r) {
+  const auto started = std::chrono::steady_clock::now();
+  int sleep_us = 0;
+  while (!r.test()) {
+    if (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(5)) continue;
+    sleep_us = std::min(2 * sleep_us + 50, 2000);
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+  }
 }
 
 void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
@@ -195,8 +209,8 @@ void InferenceModel::stop() {
   if (!coordinator() || stopped_) return;
   stopped_ = true;
   if (rank_.groups->world->size() > 1) {
-    int header[2] = {-1, 0};
-    rank_.groups->world->broadcast(header, 2, 0);
+    int header[2] = {-1, 0};  // the header's form: see broadcast_segments
+    rank_.groups->world->ibroadcast(header, 2, 0)->wait();
   }
 }
 
@@ -204,7 +218,13 @@ bool InferenceModel::broadcast_segments(std::vector<Segment>* segments) {
   comm::Communicator& world = *rank_.groups->world;
   int header[2] = {(int)segments->size(), 0};
   for (const Segment& s : *segments) header[1] += (int)s.tokens.size();
-  world.broadcast(header, 2, 0);
+  // Followers poll for the next command (a server may idle for hours); both sides use the
+  // non-blocking form, since blocking and non-blocking collectives do not match in MPI.
+  std::unique_ptr<comm::Request> pending = world.ibroadcast(header, 2, 0);
+  if (coordinator())
+    pending->wait();
+  else
+    wait_politely(*pending);
   if (header[0] < 0) return false;
   std::vector<int> body(4L * header[0] + header[1]);
   if (coordinator()) {
