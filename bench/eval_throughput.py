@@ -66,7 +66,9 @@ def torch_score(w, requests, batch, dtype):
                 a = F.layer_norm(x, (h,), p("ln_1.weight"), p("ln_1.bias"), 1e-5)
                 q, k, v = (t.view(len(chunk), L, nh, h // nh).transpose(1, 2)
                            for t in (a @ p("attn.c_attn.weight") + p("attn.c_attn.bias")).split(h, -1))
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                att = (q @ k.transpose(-1, -2)) / (h // nh) ** 0.5
+                att = att.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+                y = att.softmax(-1) @ v
                 x = x + y.transpose(1, 2).reshape(len(chunk), L, h) @ p("attn.c_proj.weight") + p("attn.c_proj.bias")
                 m = F.layer_norm(x, (h,), p("ln_2.weight"), p("ln_2.bias"), 1e-5)
                 x = x + F.gelu(m @ p("mlp.c_fc.weight") + p("mlp.c_fc.bias"), approximate="tanh") @ \
