@@ -57,6 +57,11 @@ if [[ ! -f data/kjv/kjv_text_document.idx ]]; then
     --workers "$(nproc)"
 fi
 
+# The default evaluation task: a LAMBADA-style cloze over held-out KJV chapters (trident eval
+# reads data/tasks/<task>/<split>.jsonl; published tasks go there in their datasets' layout).
+[[ -f data/tasks/kjv_cloze/test.jsonl ]] ||
+  /usr/bin/python3 scripts/prepare_kjv_cloze.py data/kjv/kjv.jsonl data/tasks/kjv_cloze/test.jsonl
+
 if ((DEMO)); then
   exec scripts/demo.sh
 fi

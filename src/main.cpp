@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/convert_command.h"
+#include "cli/eval_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_data_command.h"
 #include "cli/preprocess_command.h"
@@ -21,6 +22,7 @@ void usage(std::ostream& os) {
         "  train   train a GPT model (Megatron-LM flags; --help lists them)\n"
         "  generate  continue prompts (KV cache; greedy, temperature, top-k, top-p)\n"
         "  serve   HTTP generation server (Megatron PUT /api, OpenAI /v1/completions)\n"
+        "  eval    zero/few-shot tasks (lambada, piqa, hellaswag, ...) as lm-evaluation-harness\n"
         "  score   mean next-token loss and perplexity of token ids under a model\n"
         "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
         "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   if (command == "train") return trident::cli::train_main(args);
   if (command == "generate") return trident::cli::generate_main(args);
   if (command == "serve") return trident::cli::serve_main(args);
+  if (command == "eval") return trident::cli::eval_main(args);
   if (command == "score") return trident::cli::score_main(args);
   if (command == "tokenize") return trident::cli::tokenize_main(args);
   if (command == "preprocess") return trident::cli::preprocess_main(args);

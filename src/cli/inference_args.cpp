@@ -30,7 +30,7 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
   app.add_option("--threads", a->threads, "OpenMP threads per rank (0: cores / ranks)");
 }
 
-std::string check_inference_args(const InferenceArgs& a, int world_size) {
+std::string check_inference_args(const InferenceArgs& a, int world_size, bool data_parallel) {
   std::string errors;
   auto require = [&](bool ok, const std::string& why) {
     if (!ok) errors += why + "\n";
@@ -39,11 +39,17 @@ std::string check_inference_args(const InferenceArgs& a, int world_size) {
   require(m.load.empty() != m.load_hf.empty(), "give exactly one of --load CKPT and --load-hf DIR");
   require(m.tensor_model_parallel_size >= 1 && m.pipeline_model_parallel_size >= 1,
           "--tensor-model-parallel-size and --pipeline-model-parallel-size must be >= 1");
-  require(m.tensor_model_parallel_size * m.pipeline_model_parallel_size == world_size,
-          "--tensor-model-parallel-size x --pipeline-model-parallel-size (" +
-              std::to_string(m.tensor_model_parallel_size * m.pipeline_model_parallel_size) +
-              ") must equal the number of MPI ranks (" + std::to_string(world_size) +
-              "): generation has no data parallelism");
+  const int model_ranks = m.tensor_model_parallel_size * m.pipeline_model_parallel_size;
+  if (data_parallel)
+    require(model_ranks >= 1 && world_size % model_ranks == 0,
+            "--tensor-model-parallel-size x --pipeline-model-parallel-size (" +
+                std::to_string(model_ranks) + ") must divide the number of MPI ranks (" +
+                std::to_string(world_size) + ")");
+  else
+    require(model_ranks == world_size,
+            "--tensor-model-parallel-size x --pipeline-model-parallel-size (" +
+                std::to_string(model_ranks) + ") must equal the number of MPI ranks (" +
+                std::to_string(world_size) + "): generation has no data parallelism");
   require(m.max_batch >= 1 && m.max_batch <= 4096, "--max-batch must be in [1, 4096]");
   require(m.max_sequence_length >= 0, "--max-sequence-length must be >= 0");
   require(a.vocab_file.empty() == a.merge_file.empty(),

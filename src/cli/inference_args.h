@@ -16,8 +16,10 @@ struct InferenceArgs {
 
 void add_inference_args(CLI::App& app, InferenceArgs* a);
 // Empty when the flags are consistent for a world of world_size ranks, else every rule
-// broken, one per line.
-std::string check_inference_args(const InferenceArgs& a, int world_size);
+// broken, one per line. With data_parallel, t x p need only divide the world (eval runs one
+// model replica per t x p ranks); generate and serve run one replica.
+std::string check_inference_args(const InferenceArgs& a, int world_size,
+                                 bool data_parallel = false);
 
 struct TokenizerFiles {
   std::string vocab, merges;

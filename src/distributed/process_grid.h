@@ -30,6 +30,8 @@ class ProcessGrid {
   int tensor_group_index(int rank) const;
   int data_group_index(int rank) const;
   int pipeline_group_index(int rank) const;
+  // The t x p ranks of one data-parallel replica (one model copy): its data-parallel index.
+  int model_group_index(int rank) const { return coords(rank).dp; }
   // Ranks per group kind, with node names; warns when a tensor group spans nodes.
   void print(std::ostream& os, const std::vector<std::string>& node_of_rank) const;
 

@@ -20,6 +20,7 @@ ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank) {
   g.tensor = split(grid.tensor_group_index(rank), c.tp, "tensor");
   g.data = split(grid.data_group_index(rank), c.dp, "data");
   g.pipeline = split(grid.pipeline_group_index(rank), c.pp, "pipeline");
+  g.model = split(grid.model_group_index(rank), c.tp + grid.tensor_size() * c.pp, "model");
   return g;
 }
 
@@ -29,6 +30,7 @@ ProcessGroups make_single_rank_groups() {
   g.tensor = std::make_unique<comm::SingleRankCommunicator>("tensor");
   g.data = std::make_unique<comm::SingleRankCommunicator>("data");
   g.pipeline = std::make_unique<comm::SingleRankCommunicator>("pipeline");
+  g.model = std::make_unique<comm::SingleRankCommunicator>("model");
   return g;
 }
 

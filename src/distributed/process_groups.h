@@ -12,6 +12,9 @@ struct ProcessGroups {
   std::unique_ptr<comm::Communicator> tensor;
   std::unique_ptr<comm::Communicator> data;
   std::unique_ptr<comm::Communicator> pipeline;
+  // The t x p ranks of this rank's data-parallel replica, ranked pipeline-major then tensor
+  // (so its rank 0 is (tensor 0, pipeline 0)): inference commands go over it.
+  std::unique_ptr<comm::Communicator> model;
 };
 
 // Over MPI_COMM_WORLD (MPI must be initialised).

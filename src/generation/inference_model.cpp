@@ -26,13 +26,14 @@ ModelConfig source_model(const InferenceOptions& o) {
       checkpoint::read_manifest(checkpoint::latest_checkpoint(o.load)));
 }
 
-TrainingConfig layout_config(const InferenceOptions& o, const ModelConfig& model) {
+TrainingConfig layout_config(const InferenceOptions& o, const ModelConfig& model, int world) {
   TrainingConfig c;
   c.model = model;
   c.tensor_model_parallel_size = o.tensor_model_parallel_size;
   c.pipeline_model_parallel_size = o.pipeline_model_parallel_size;
-  c.world_size = o.tensor_model_parallel_size * o.pipeline_model_parallel_size;
-  c.micro_batch_size = c.global_batch_size = 1;
+  c.world_size = world;
+  c.micro_batch_size = 1;
+  c.global_batch_size = c.data_parallel_size();  // one sequence per replica: a valid config
   c.bf16 = o.bf16;
   c.load_hf = o.load_hf;
   return c;
@@ -57,10 +58,10 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
   };
   const int t = o.tensor_model_parallel_size, p = o.pipeline_model_parallel_size;
   require(t >= 1 && p >= 1, "parallel sizes must be >= 1");
-  require(t * p == world,
-          "generation runs with data-parallel size 1: --tensor-model-parallel-size (" +
-              std::to_string(t) + ") x --pipeline-model-parallel-size (" + std::to_string(p) +
-              ") must equal the " + std::to_string(world) + " ranks");
+  require(t >= 1 && p >= 1 && world % (t * p) == 0,
+          "--tensor-model-parallel-size (" + std::to_string(t) +
+              ") x --pipeline-model-parallel-size (" + std::to_string(p) + ") must divide the " +
+              std::to_string(world) + " ranks");
   require(t < 1 || m.num_attention_heads % t == 0,
           "num_attention_heads (" + std::to_string(m.num_attention_heads) +
               ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
@@ -84,8 +85,9 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
     : options_(o), rank_(rank) {
   const ModelConfig model = source_model(o);
   if (options_.max_sequence_length == 0) options_.max_sequence_length = model.max_positions();
-  check_layout(options_, model, rank.grid ? rank.grid->world() : 1);
-  config_ = layout_config(options_, model);
+  const int world = rank.grid ? rank.grid->world() : 1;
+  check_layout(options_, model, world);
+  config_ = layout_config(options_, model, world);
   comm::Communicator &tp = *rank.groups->tensor, &pp = *rank.groups->pipeline;
   model_ = build_inference_rank_model(config_, tp, pp);
   if (!o.load.empty())
@@ -96,6 +98,9 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
                     options_.max_sequence_length, heads, model.head_dim()},
                    o.bf16);
   max_step_tokens_ = options_.max_batch + options_.prefill_chunk;
+  max_logit_rows_ = options_.max_logit_rows > 0
+                        ? std::min(options_.max_logit_rows, max_step_tokens_)
+                        : max_step_tokens_;
   plan_buffers();
 }
 
@@ -110,7 +115,8 @@ void InferenceModel::plan_buffers() {
   const GPTModel& m = *model_.chunks[0];
   const ModelConfig& c = config_.model;
   const int t = rank_.groups->tensor->size();
-  const long R = max_step_tokens_, h = c.hidden_size, attn = h / t, ffn = c.ffn() / t;
+  const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size, attn = h / t,
+             ffn = c.ffn() / t;
   const long vocab_local = m.padded_vocab() / t;
   const bool bf16 = options_.bf16, post = m.placement().post_process;
   auto gemm_input = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
@@ -135,10 +141,10 @@ void InferenceModel::plan_buffers() {
       {"fc1 out", R * ffn},
       {"GeLU out", gemm_input(R * ffn)},
       {"bf16 GEMM operand", bf16 ? (R * std::max({h, ffn, attn}) + 1) / 2 : 0},
-      {"final layernorm in + out + stats", post ? R * h + gemm_input(R * h) + 2 * R : 0},
-      {"logits (vocabulary shard)", post ? R * vocab_local : 0},
-      {"logits gathered over the tensor group", post && t > 1 ? R * vocab_local * t : 0},
-      {"logits over the full vocabulary", full_logits ? R * c.vocab_size : 0},
+      {"final layernorm in + out + stats", post ? L * h + gemm_input(L * h) + 2 * L : 0},
+      {"logits (vocabulary shard)", post ? L * vocab_local : 0},
+      {"logits gathered over the tensor group", post && t > 1 ? L * vocab_local * t : 0},
+      {"logits over the full vocabulary", full_logits ? L * c.vocab_size : 0},
   };
   long total = 0;
   for (const Entry& e : entries)
@@ -166,8 +172,8 @@ void InferenceModel::plan_buffers() {
   b.precision.skinny_forward = true;
   b.precision.scratch.act16 = reinterpret_cast<std::uint16_t*>(at[9]);
   if (post) {
-    b.final_in = at[10], b.final_ln = operand(at[10] + R * h);
-    b.final_mean = at[10] + R * h + gemm_input(R * h), b.final_rstd = b.final_mean + R;
+    b.final_in = at[10], b.final_ln = operand(at[10] + L * h);
+    b.final_mean = at[10] + L * h + gemm_input(L * h), b.final_rstd = b.final_mean + L;
     b.logits_local = at[11], b.logits_gathered = at[12];
   }
   b.logits = at[13];
@@ -176,7 +182,7 @@ void InferenceModel::plan_buffers() {
 const float* InferenceModel::step(const std::vector<Segment>& segments) {
   if (!coordinator()) throw std::logic_error("InferenceModel::step on a follower rank");
   if (stopped_) throw std::logic_error("InferenceModel::step after stop()");
-  long tokens = 0;
+  long tokens = 0, rows = 0;
   std::vector<bool> used(options_.max_batch, false);
   for (const Segment& s : segments) {
     const int n = (int)s.tokens.size();
@@ -187,11 +193,14 @@ const float* InferenceModel::step(const std::vector<Segment>& segments) {
       if (id < 0 || id >= vocab()) throw std::invalid_argument("token id outside the vocabulary");
     used[s.slot] = true;
     tokens += n;
+    rows += s.logit_rows;
   }
+  if (rows > max_logit_rows_)
+    throw std::invalid_argument("InferenceModel::step: more logit rows than planned per step");
   if (tokens > max_step_tokens_)
     throw std::invalid_argument("InferenceModel::step: more tokens than planned per step");
   std::vector<Segment> copy = segments;
-  if (rank_.groups->world->size() > 1) broadcast_segments(&copy);
+  if (rank_.groups->model->size() > 1) broadcast_segments(&copy);
   run(copy);
   return buffers_->logits;
 }
@@ -208,19 +217,19 @@ void InferenceModel::follow() {
 void InferenceModel::stop() {
   if (!coordinator() || stopped_) return;
   stopped_ = true;
-  if (rank_.groups->world->size() > 1) {
+  if (rank_.groups->model->size() > 1) {
     int header[2] = {-1, 0};  // the header's form: see broadcast_segments
-    rank_.groups->world->ibroadcast(header, 2, 0)->wait();
+    rank_.groups->model->ibroadcast(header, 2, 0)->wait();
   }
 }
 
 bool InferenceModel::broadcast_segments(std::vector<Segment>* segments) {
-  comm::Communicator& world = *rank_.groups->world;
+  comm::Communicator& model = *rank_.groups->model;
   int header[2] = {(int)segments->size(), 0};
   for (const Segment& s : *segments) header[1] += (int)s.tokens.size();
   // Followers poll for the next command (a server may idle for hours); both sides use the
   // non-blocking form, since blocking and non-blocking collectives do not match in MPI.
-  std::unique_ptr<comm::Request> pending = world.ibroadcast(header, 2, 0);
+  std::unique_ptr<comm::Request> pending = model.ibroadcast(header, 2, 0);
   if (coordinator())
     pending->wait();
   else
@@ -234,7 +243,7 @@ bool InferenceModel::broadcast_segments(std::vector<Segment>* segments) {
       out = std::copy(s.tokens.begin(), s.tokens.end(), out);
     }
   }
-  world.broadcast(body.data(), (long)body.size(), 0);
+  model.broadcast(body.data(), (long)body.size(), 0);
   if (!coordinator()) {
     segments->assign(header[0], {});
     auto in = body.begin();

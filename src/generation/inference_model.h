@@ -3,10 +3,13 @@
 // shards, no gradients or optimizer), a KV cache of max_batch slots x max_sequence positions
 // planned up front (bf16 in bf16 runs), and the step that appends tokens to slots.
 //
-// World rank 0 coordinates: step() broadcasts what to run to every rank, the stages run in
-// turn (each sends its new tokens' hidden states to the next), and the last stage gathers the
-// full-vocabulary logits it was asked for and sends them to rank 0. The other ranks sit in
-// follow() until rank 0 calls stop(). Data-parallel size must be 1.
+// Each data-parallel replica (the t x p ranks of the `model` group) runs on its own: its
+// (tensor 0, pipeline 0) rank coordinates, step() broadcasts what to run over the replica's
+// ranks, the stages run in turn (each sends its new tokens' hidden states to the next), and
+// the last stage gathers the full-vocabulary logits it was asked for and sends them to the
+// coordinator. The other ranks sit in follow() until it calls stop(). With d = 1 the
+// coordinator is world rank 0; with d > 1 each replica serves whatever its coordinator is
+// given (eval gives each a slice of the requests).
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +29,9 @@ struct InferenceOptions {
   // Prompt tokens prefilled per step on top of one token per running request: bounds the
   // step's activations and logits; longer prompts continue over several steps.
   int prefill_chunk = 256;
+  // Logit rows a step may ask for in all (0: every token of a step). Eval feeds long steps
+  // but wants logits only for continuation tokens: this bounds the [rows, vocab] buffers.
+  int max_logit_rows = 0;
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
   // Where the weights come from: a checkpoint directory (its latest) or a HF GPT-2 directory.
@@ -53,14 +59,15 @@ class InferenceModel {
   int max_batch() const { return options_.max_batch; }
   int max_sequence() const { return options_.max_sequence_length; }
   int max_step_tokens() const { return max_step_tokens_; }
+  int max_logit_rows() const { return max_logit_rows_; }
   int vocab() const { return config_.model.vocab_size; }
-  bool coordinator() const { return rank_.world_rank == 0; }
+  bool coordinator() const { return rank_.groups->model->rank() == 0; }
   // What this rank holds (weights, bf16 copy, KV cache, step activations), printable.
   const MemoryPlan& memory_plan() const { return plan_; }
 
   // Coordinator: one step over the segments (distinct slots; total tokens <= max_step_tokens;
-  // start + size <= max_sequence). Returns [sum of logit_rows, vocab] logits, segment order,
-  // valid until the next call.
+  // total logit_rows <= max_logit_rows; start + size <= max_sequence). Returns [sum of logit_rows,
+  // vocab] logits, segment order, valid until the next call.
   const float* step(const std::vector<Segment>& segments);
   // Every other rank: run the coordinator's steps until it calls stop().
   void follow();
@@ -83,6 +90,7 @@ class InferenceModel {
   KvCache cache_;
   MemoryPlan plan_;
   int max_step_tokens_ = 0;
+  int max_logit_rows_ = 0;
   bool stopped_ = false;
   struct Buffers;
   std::unique_ptr<Buffers> buffers_;

@@ -63,7 +63,8 @@ void InferenceModel::run(const std::vector<Segment>& segments) {
   }
   long wanted = 0;
   for (const Segment& s : segments) wanted += s.logit_rows;
-  // The last stage's tensor rank 0 holds the logits; rank 0 is pipeline rank 0 of its group.
+  // The last stage's tensor rank 0 holds the logits; the coordinator is pipeline rank 0 of
+  // its group.
   const bool holder = m.placement().post_process && rank_.groups->tensor->rank() == 0;
   if (pp.size() > 1 && wanted > 0) {
     if (holder)

@@ -1,0 +1,189 @@
+#include "cli/eval_command.h"
+
+#include <omp.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/inference_args.h"
+#include "cli/mpi_job.h"
+#include "cli/parse_args.h"
+#include "evaluation/evaluator.h"
+#include "evaluation/report.h"
+#include "io/safetensors.h"
+#include "tokenizer/gpt2_tokenizer.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct EvalArgs {
+  InferenceArgs inference;
+  evaluation::EvalConfig config;
+  std::string tasks = "kjv_cloze";
+  std::string output, log_samples;
+  int batch_size = 16;
+  int max_step_tokens = 2048;
+  bool separate = false;  // --no-shared-context
+  bool timing = false;
+};
+
+void add_eval_args(CLI::App& app, EvalArgs* a) {
+  add_inference_args(app, &a->inference);
+  evaluation::EvalConfig& c = a->config;
+  const char* E = "Evaluation";
+  app.add_option("--tasks", a->tasks,
+                 "comma-separated: lambada_openai, piqa, hellaswag, winogrande, boolq, arc_easy, "
+                 "arc_challenge, race, wikitext, kjv_cloze, mc:NAME, text:PATH")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--task-dir", c.task_dir, "task data: <task-dir>/<task>/<split>.jsonl")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--num-fewshot", c.num_fewshot, "examples before each document")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--fewshot-seed", c.fewshot_seed, "few-shot sampling seed (the harness's 1234)")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--limit", c.limit, "first N documents of each task (-1: all)")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--bootstrap-iters", c.bootstrap_iters, "resamples for perplexity stderr")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--batch-size", a->batch_size, "documents scored at once (KV-cache slots)")
+      ->group(E)
+      ->capture_default_str();
+  app.add_option("--max-step-tokens", a->max_step_tokens, "tokens per forward step")
+      ->group(E)
+      ->capture_default_str();
+  app.add_flag("--no-shared-context", a->separate,
+               "score every choice with its own context pass (for comparison)")
+      ->group(E);
+  app.add_option("--output", a->output, "write the results JSON (harness layout) here")->group(E);
+  app.add_option("--log-samples", a->log_samples, "write every request and its score (JSONL)")
+      ->group(E);
+  app.add_flag("--timing", a->timing, "print requests/s and tokens/s (stderr, JSON)")->group(E);
+}
+
+std::string check_eval_args(const EvalArgs& a) {
+  std::string errors;
+  auto require = [&](bool ok, const std::string& why) {
+    if (!ok) errors += why + "\n";
+  };
+  require(!a.tasks.empty(), "--tasks must name at least one task");
+  require(a.config.num_fewshot >= 0 && a.config.num_fewshot <= 1000,
+          "--num-fewshot must be in [0, 1000]");
+  require(a.config.limit >= -1, "--limit must be >= 0 (or -1: all)");
+  require(a.config.bootstrap_iters >= 0, "--bootstrap-iters must be >= 0");
+  require(a.batch_size >= 1 && a.batch_size <= 4096, "--batch-size must be in [1, 4096]");
+  require(a.max_step_tokens >= 16 && a.max_step_tokens <= (1 << 20),
+          "--max-step-tokens must be in [16, 1048576]");
+  return errors;
+}
+
+std::vector<std::string> split_tasks(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) out.push_back(t);
+  return out;
+}
+
+int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& setup,
+               bool reporter) {
+  const TokenizerFiles files = tokenizer_files(a.inference);
+  tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
+  if (tok.vocab_size() > model.vocab())
+    throw io::FormatError(files.vocab + ": the tokenizer has more tokens than the model");
+  evaluation::EvalPlan plan = evaluation::plan_evaluation(
+      a.config, [&](const std::string& s) { return tok.encode(s); }, tok.eod(),
+      model.max_sequence());
+  evaluation::EngineScorer scorer(model, !a.separate);
+  std::vector<std::vector<evaluation::Score>> scores =
+      evaluation::score_replicas(scorer, plan.groups, *setup.groups.data);
+  model.stop();
+  if (a.timing) {
+    const evaluation::ScorerStats& s = scorer.stats();
+    nlohmann::ordered_json j = {{"replica", setup.groups.data->rank()},
+                                {"requests", s.requests},
+                                {"request_tokens", s.request_tokens},
+                                {"fed_tokens", s.fed_tokens},
+                                {"steps", s.steps},
+                                {"seconds", s.seconds},
+                                {"requests_per_s", s.requests / std::max(s.seconds, 1e-9)},
+                                {"tokens_per_s", s.request_tokens / std::max(s.seconds, 1e-9)}};
+    std::cerr << "timing: " << j.dump() << std::endl;
+  }
+  if (!reporter) return 0;
+  const std::vector<evaluation::TaskOutcome> outcomes = evaluation::finish(a.config, plan, scores);
+  std::cout << evaluation::results_table(outcomes);
+  if (!a.log_samples.empty()) evaluation::write_log_samples(a.log_samples, plan, scores);
+  if (!a.output.empty()) {
+    const generation::InferenceOptions& o = a.inference.model;
+    nlohmann::ordered_json config = {
+        {"model", o.load.empty() ? o.load_hf : o.load},
+        {"num_fewshot", a.config.num_fewshot},
+        {"fewshot_seed", a.config.fewshot_seed},
+        {"limit", a.config.limit < 0 ? nlohmann::ordered_json(nullptr)
+                                     : nlohmann::ordered_json(a.config.limit)},
+        {"bootstrap_iters", a.config.bootstrap_iters},
+        {"bf16", o.bf16},
+        {"harness_definitions", "lm-evaluation-harness 0.4.13.dev0 (4e7e0d4)"}};
+    const std::string text = evaluation::results_json(outcomes, config).dump(2) + "\n";
+    io::write_file_atomically(a.output, text);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int eval_main(const std::vector<std::string>& args) {
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  CLI::App app("trident eval: zero/few-shot tasks scored as lm-evaluation-harness scores them",
+               "trident eval");
+  EvalArgs a;
+  add_eval_args(app, &a);
+  int code = 0;
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
+  const std::string errors =
+      check_inference_args(a.inference, mpi.world_size(), true) + check_eval_args(a);
+  if (!errors.empty()) {
+    if (mpi.world_rank() == 0) std::cerr << "trident eval:\n" << errors;
+    return 2;
+  }
+  a.config.tasks = split_tasks(a.tasks);
+  try {
+    // Names are checked before any model is loaded: a typo costs nothing.
+    for (const std::string& t : a.config.tasks) evaluation::find_task(t);
+    generation::InferenceOptions o = a.inference.model;
+    o.max_batch = a.batch_size;
+    o.prefill_chunk = std::max(1, a.max_step_tokens - a.batch_size);
+    o.max_logit_rows = std::max(1, a.max_step_tokens / 2);
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    omp_set_num_threads(a.inference.threads > 0
+                            ? a.inference.threads
+                            : default_threads(setup.context.nodes, mpi.world_rank()));
+    std::ostringstream discard;
+    generation::InferenceModel model(o, setup.context, discard);
+    if (!model.coordinator()) {
+      model.follow();
+      return 0;
+    }
+    return coordinate(a, model, setup, mpi.world_rank() == 0);
+  } catch (const io::FormatError& e) {
+    return fail_job(mpi, "trident eval", 2, e.what());
+  } catch (const checkpoint::CheckpointError& e) {
+    return fail_job(mpi, "trident eval", 2, e.what());
+  } catch (const std::invalid_argument& e) {
+    return fail_job(mpi, "trident eval", 2, e.what());
+  } catch (const std::exception& e) {
+    return fail_job(mpi, "trident eval", 1, std::string("error: ") + e.what());
+  }
+}
+
+}  // namespace trident::cli
