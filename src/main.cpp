@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/convert_command.h"
+#include "cli/curate_command.h"
 #include "cli/eval_command.h"
 #include "cli/generate_command.h"
 #include "cli/inspect_data_command.h"
@@ -25,6 +26,7 @@ void usage(std::ostream& os) {
         "  eval    zero/few-shot tasks (lambada, piqa, hellaswag, ...) as lm-evaluation-harness\n"
         "  score   mean next-token loss and perplexity of token ids under a model\n"
         "  tokenize  GPT-2 BPE ids of text (or text of ids)\n"
+        "  curate  data curation: language ID, quality, dedup, decontamination (JSONL)\n"
         "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
         "  inspect-data  summary and contents of a .bin/.idx dataset\n"
         "  schedule  print, simulate and draw a pipeline schedule (GPipe, 1F1B, interleaved)\n"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   if (command == "eval") return trident::cli::eval_main(args);
   if (command == "score") return trident::cli::score_main(args);
   if (command == "tokenize") return trident::cli::tokenize_main(args);
+  if (command == "curate") return trident::cli::curate_main(args);
   if (command == "preprocess") return trident::cli::preprocess_main(args);
   if (command == "inspect-data") return trident::cli::inspect_data_main(args);
   if (command == "schedule") return trident::cli::schedule_main(args);

@@ -1,0 +1,212 @@
+#include "cli/curate_command.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "cli/mpi_job.h"
+#include "cli/parse_args.h"
+#include "comm/mpi_communicator.h"
+#include "curation/exchange.h"
+#include "curation/pipeline.h"
+#include "curation/quality.h"
+
+namespace trident::cli {
+
+namespace {
+
+std::vector<std::string> split_commas(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+int train_quality_main(const std::vector<std::string>& args) {
+  CLI::App app(
+      "trident curate train-quality: fastText word 2-gram quality classifier "
+      "(hq = --positive, lq = --negative)",
+      "trident curate train-quality");
+  curation::TrainQualityOptions o;
+  std::string on_bad_line = "fail";
+  app.add_option("--positive", o.positive, "JSONL files of reference (high-quality) text")
+      ->required();
+  app.add_option("--negative", o.negative, "JSONL files of raw text")->required();
+  app.add_option("--output", o.output, "model file to write (fastText .bin)")->required();
+  app.add_option("--text-key", o.text_key)->capture_default_str();
+  app.add_option("--held-out", o.held_out, "fraction held out for the printed accuracy")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.9));
+  app.add_option("--epoch", o.epoch)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--dim", o.dim)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--word-ngrams", o.word_ngrams)->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--bucket", o.bucket, "hash buckets of word n-grams")->capture_default_str();
+  app.add_option("--lr", o.lr)->capture_default_str();
+  app.add_option("--workers", o.threads, "training threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed)->capture_default_str();
+  app.add_option("--on-bad-line", on_bad_line)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fail", "skip"}));
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
+  o.skip_bad_lines = on_bad_line == "skip";
+  try {
+    curation::TrainQualityResult r = curation::train_quality(o, std::cout);
+    std::cout << "train-quality: wrote " << o.output << " in " << r.seconds << " s\n";
+    if (r.bad_lines) std::cout << "train-quality: skipped " << r.bad_lines << " bad lines\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "trident curate train-quality: " << e.what() << "; no model written\n";
+    return 2;
+  }
+}
+
+}  // namespace
+
+int curate_main(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "train-quality")
+    return train_quality_main(std::vector<std::string>(args.begin() + 1, args.end()));
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  CLI::App app(
+      "trident curate: MT-NLG's data curation (normalise, language ID, quality + "
+      "Pareto, exact and fuzzy dedup, 13-gram decontamination), JSONL in and out. "
+      "`trident curate train-quality --help` trains the quality classifier.",
+      "trident curate");
+  curation::CurateOptions o;
+  std::string on_bad_line = "fail";
+  std::vector<std::string> stages, langs, task_files, task_keys;
+  app.add_option("--input", o.inputs,
+                 "JSONL files (under mpirun each rank reads a contiguous share)")
+      ->required();
+  app.add_option("--output", o.output,
+                 "curated JSONL (written under a temporary name, then renamed)")
+      ->required();
+  app.add_option("--report", o.report, "JSON report per stage")->required();
+  app.add_option("--removed", o.removed,
+                 "audit JSONL: every removal with id, stage, reason, details");
+  app.add_option("--text-key", o.text_key)->capture_default_str();
+  app.add_option("--id-key", o.id_key,
+                 "document id (for Pareto seeding, audit, decontaminated "
+                 "pieces); default FILE:LINE when absent")
+      ->capture_default_str();
+  app.add_option("--stages", stages,
+                 "comma-separated, from normalize,langid,quality,exact-dedup,"
+                 "fuzzy-dedup,decontaminate (default: all whose inputs are given)");
+  app.add_option("--workers", o.workers, "threads per rank")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--on-bad-line", on_bad_line,
+                 "fail: stop at the first invalid JSON / missing key / invalid UTF-8 line; "
+                 "skip: count, report and skip them")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fail", "skip"}));
+  app.add_option("--progress-seconds", o.progress_seconds)->capture_default_str();
+  app.add_option("--min-chars", o.min_chars, "normalize: drop documents shorter (code points)")
+      ->capture_default_str();
+  app.add_option("--langs", langs, "langid: languages kept (CLD2 codes, comma-separated)")
+      ->default_str("en");
+  app.add_option("--lang-threshold", o.lang_threshold,
+                 "langid: least share of the text in a kept language")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--quality-model", o.quality_model, "quality: fastText model from train-quality");
+  app.add_option("--quality-score-key", o.quality_score_key,
+                 "quality: read a precomputed score in [0, 1] from this field instead");
+  app.add_option("--pareto-alpha", o.pareto_alpha, "quality: keep when Pareto(alpha) > 1 - score")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "Pareto draws (per document id) and MinHash permutations")
+      ->capture_default_str();
+  app.add_option("--minhash-perms", o.minhash_perms)
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--shingle-size", o.shingle_size, "words per shingle")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--jaccard-threshold", o.jaccard_threshold,
+                 "fuzzy: pairs at least this similar are duplicates")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--keep", o.keep, "fuzzy: the document kept per cluster")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"longest", "first"}));
+  app.add_option("--max-bucket", o.max_bucket, "fuzzy: larger LSH buckets pair with one pivot")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 20));
+  app.add_option("--candidates-out", o.candidates_out,
+                 "fuzzy: write every LSH candidate pair with its Jaccard");
+  app.add_option("--decontaminate-files", task_files,
+                 "downstream task JSONL files (comma-separated)");
+  app.add_option("--decontaminate-keys", task_keys, "their fields holding text (strings or lists)")
+      ->default_str("text");
+  app.add_option("--ngram", o.ngram)->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--context-chars", o.context_chars, "removed on each side of a match")
+      ->capture_default_str();
+  app.add_option("--min-piece-chars", o.min_piece_chars, "shorter pieces are dropped")
+      ->capture_default_str();
+  app.add_option("--max-pieces", o.max_pieces, "a document cut into more is dropped")
+      ->capture_default_str();
+  int code = 0;
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
+  o.skip_bad_lines = on_bad_line == "skip";
+  if (!langs.empty()) o.langs = split_commas(langs);
+  o.decontaminate_files = split_commas(task_files);
+  if (!task_keys.empty()) o.decontaminate_keys = split_commas(task_keys);
+  stages = split_commas(stages);
+  const std::string cmd = "trident curate";
+  if (stages.empty()) {
+    o.stages = curation::default_stages(o);
+  } else {
+    for (const std::string& s : stages)
+      if (std::find(curation::all_stages().begin(), curation::all_stages().end(), s) ==
+          curation::all_stages().end())
+        return fail_job(mpi, cmd, 2, "unknown stage '" + s + "' in --stages");
+    for (const std::string& s : curation::all_stages())  // pipeline order, whatever was typed
+      if (std::find(stages.begin(), stages.end(), s) != stages.end()) o.stages.push_back(s);
+  }
+  if (o.has("quality") && o.quality_model.empty() == o.quality_score_key.empty())
+    return fail_job(
+        mpi, cmd, 2,
+        "the quality stage needs exactly one of --quality-model and --quality-score-key");
+  if (o.has("decontaminate") && o.decontaminate_files.empty())
+    return fail_job(mpi, cmd, 2, "the decontaminate stage needs --decontaminate-files");
+  try {
+    curation::Exchange ex;
+    curation::CurateResult r = curation::curate(o, ex, std::cerr);
+    if (mpi.world_rank() != 0) return 0;
+    const auto& rep = r.report;
+    std::cout << "curate: " << rep["lines_in"] << " lines, " << rep["bytes_in"].get<double>() / 1e6
+              << " MB in " << rep["seconds"] << " s (" << rep["mb_per_s"] << " MB/s, " << o.workers
+              << " workers x " << mpi.world_size() << " ranks)\n";
+    for (const auto& s : rep["stages"]) {
+      std::cout << "  " << s["stage"].get<std::string>() << ": " << s["documents_in"] << " in, "
+                << s["kept"] << " kept, " << s["removed"] << " removed";
+      for (const auto& [k, v] : s["reasons"].items()) std::cout << "; " << k << ": " << v;
+      std::cout << " (" << s["mb_per_s_per_worker"].get<double>() << " MB/s per worker)\n";
+    }
+    if (!r.s_curve.empty()) std::cout << r.s_curve;
+    if (rep["bad_lines"].get<long>() > 0) {
+      std::cout << "curate: skipped " << rep["bad_lines"] << " bad lines:\n";
+      for (const auto& m : rep["bad_line_messages"])
+        std::cout << "  " << m.get<std::string>() << "\n";
+    }
+    std::cout << "curate: wrote " << rep["documents_out"] << " documents to " << o.output
+              << ", report " << o.report << (o.removed.empty() ? "" : ", removals " + o.removed)
+              << "\n";
+    return 0;
+  } catch (const curation::BadLineError& e) {
+    return fail_job(mpi, cmd, 2,
+                    std::string("bad line ") + e.what() +
+                        " (use --on-bad-line skip to skip such lines); no output written");
+  } catch (const std::exception& e) {
+    return fail_job(mpi, cmd, 2, std::string(e.what()) + "; no output written");
+  }
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,54 @@
+#pragma once
+// Stage 6: removing downstream task text from training documents, GPT-3's rule as MT-NLG
+// applied it: n-grams (n = 13) of lower-cased words with punctuation removed (a word is a
+// maximal run of letters, digits and underscores, Python's \w+); each matching n-gram is cut
+// out with 200 characters on each side, pieces shorter than 200 characters are dropped, and
+// a document cut into more than 10 pieces is dropped whole. Characters are code points.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace trident::curation {
+
+struct Word {
+  size_t begin = 0, end = 0;  // byte offsets into the text
+  std::uint64_t hash = 0;     // of the lower-cased word
+};
+
+// The \w+ words of a (valid UTF-8) text, lower-cased by ICU's simple case mapping.
+std::vector<Word> task_words(std::string_view text);
+
+class NgramIndex {
+ public:
+  explicit NgramIndex(int n) : n_(n) {}
+  int n() const { return n_; }
+  // Adds every n-gram of the text; a text of fewer than n words adds nothing.
+  void add_text(std::string_view text);
+  bool contains(std::uint64_t h) const { return set_.count(h) > 0; }
+  size_t size() const { return set_.size(); }
+
+ private:
+  int n_;
+  std::unordered_set<std::uint64_t> set_;
+};
+
+struct DecontaminationRules {
+  long context_chars = 200;    // removed on each side of a match
+  long min_piece_chars = 200;  // shorter pieces are dropped
+  int max_pieces = 10;         // more pieces drop the document
+};
+
+struct Decontaminated {
+  bool matched = false;              // false: the text is untouched
+  bool dropped = false;              // too many pieces, or none long enough
+  int pieces_before_drop = 0;        // what the cut produced
+  std::vector<std::string> pieces;   // what is kept, in order
+  std::vector<std::string> matches;  // the matched n-grams' text (the first few)
+};
+
+Decontaminated decontaminate(std::string_view text, const NgramIndex& index,
+                             const DecontaminationRules& rules);
+
+}  // namespace trident::curation
