@@ -14,7 +14,7 @@ corpus=fuzz/corpus
 # regression_* files are inputs that once failed (see the tests they became); they stay.
 find "$corpus" -type f ! -name 'regression_*' -delete 2> /dev/null || true
 mkdir -p "$corpus"/{safetensors,idx,hf_config,manifest,preprocess_line,tokenizer,train_config}
-mkdir -p "$corpus"/serve_request
+mkdir -p "$corpus"/serve_request "$corpus"/curate_line
 
 # A tiny model trained for 2 iterations: its HF directory and checkpoints, one rank and two
 # tensor-parallel ranks (sharded tensors in the manifest).
@@ -68,6 +68,10 @@ cp "$work/empty_text_document.idx" "$corpus/idx/empty.idx"
 # JSONL: the hard strings, 8 lines a file, plus a line with both keys the target reads.
 split -l 8 -d tests/data/hard_strings.jsonl "$corpus/preprocess_line/hard_strings_"
 printf '{"text": "In the beginning", "title": "Genesis 1"}\r\n' > "$corpus/preprocess_line/two_keys"
+# trident curate's lines: ids (string, integer), control characters, NFD text, a task n-gram.
+printf '{"id": "a1", "text": "  caf\\u0065\\u0301 \\t\\u0001 x\\r\\n\\n\\n\\ny ", "score": 0.5}' > "$corpus/curate_line/controls"
+printf '{"id": 7, "text": "Alpha, BETA gamma! alpha beta gamma delta"}' > "$corpus/curate_line/int_id"
+split -l 8 -d tests/data/hard_strings.jsonl "$corpus/curate_line/hard_strings_"
 
 # The tokenizer: each hard string's text as raw bytes.
 /usr/bin/python3 - "$corpus/tokenizer" << 'EOF'
