@@ -73,7 +73,12 @@ void MinHasher::signature(std::string_view text, int shingle_size, std::uint32_t
   const std::uint64_t* b = b_.data();
   for_each_shingle(text, shingle_size, [&](std::uint64_t x) {
     for (int i = 0; i < p; ++i) {
-      const std::uint32_t v = (std::uint32_t)((a[i] * x + b[i]) >> 32);
+      // Permutation i: x xor a random key, then a multiply-xorshift finaliser (two
+      // multiplies), whose high half behaves like an independent random hash per key.
+      std::uint64_t h = (x ^ a[i]) * 0xbf58476d1ce4e5b9ULL;
+      h ^= h >> 31;
+      h = (h + b[i]) * 0x94d049bb133111ebULL;
+      const std::uint32_t v = (std::uint32_t)(h >> 32);
       out[i] = v < out[i] ? v : out[i];
     }
   });
