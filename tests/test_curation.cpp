@@ -78,9 +78,11 @@ TEST(CurationMinhash, EstimatesJaccard) {
 
 TEST(CurationLsh, ParamsAndCandidates) {
   LshParams p = choose_lsh_params(0.7, 128);
-  EXPECT_LE(p.bands * p.rows, 128);
-  EXPECT_LT(lsh_probability(0.5, p), 0.2);
-  EXPECT_GT(lsh_probability(0.85, p), 0.9);
+  EXPECT_EQ(p.bands, 20);  // recall-weighted: P = 0.98 at 0.75, 0.27 at 0.5
+  EXPECT_EQ(p.rows, 6);
+  EXPECT_NEAR(lsh_probability(0.75, p), 1 - std::pow(1 - std::pow(0.75, 6), 20), 1e-12);
+  EXPECT_GT(lsh_probability(0.75, p), 0.97);
+  EXPECT_LT(lsh_probability(0.5, p), 0.3);
   // Documents 0 and 2 share band 1; 1 shares nothing.
   std::vector<std::uint64_t> h = {1, 2, 3, 4, 5, 2};
   auto pairs = candidate_pairs(h, 3, 2, 64);
