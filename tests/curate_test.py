@@ -398,6 +398,14 @@ def test_ranks():
     check(len(stages) == 6, f"all six stages ran by default ({stages})")
     for tag, res in results.items():
         check(res[0] == base[0] and res[1] == base[1], f"{tag}: the same output and removals as one process")
+    # One file shared by 3 ranks (each reads the lines starting in its third of the bytes).
+    one = write_jsonl(f"{work}/rank_one.jsonl", docs)
+    outs = []
+    for ranks in (0, 3):
+        run(["--input", one, "--output", f"{work}/one{ranks}.jsonl", "--report", f"{work}/one.json",
+             "--quality-score-key", "score", "--min-chars", "100"], ranks=ranks)
+        outs.append(open(f"{work}/one{ranks}.jsonl").read())
+    check(outs[0] == outs[1] and outs[0], "one file over 3 ranks: the same output as one process")
     leftovers = [f for f in os.listdir(work) if ".tmp." in f]
     check(not leftovers, f"no temporary files left ({leftovers})")
 

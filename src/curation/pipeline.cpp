@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <ostream>
@@ -335,9 +336,20 @@ void Curator::phase1() {
   const auto start = Clock::now();
   std::ofstream spool(spool_path_, std::ios::binary);
   if (!spool) throw std::runtime_error(spool_path_ + ": cannot write");
+  // This rank's share: the lines that start in its slice [lo, hi) of all input bytes taken
+  // as one stream (so one big file is shared as well as many small ones). Slices follow rank
+  // order, so the ranks' outputs joined in rank order are the input order.
   const size_t nfiles = o_.inputs.size();
-  const size_t first = nfiles * ex_.rank() / ex_.size(),
-               last = nfiles * (ex_.rank() + 1) / ex_.size();
+  std::vector<std::uint64_t> sizes(nfiles);
+  std::uint64_t total = 0;
+  for (size_t f = 0; f < nfiles; ++f) {
+    std::error_code ec;
+    sizes[f] = std::filesystem::file_size(o_.inputs[f], ec);
+    if (ec) throw std::runtime_error(o_.inputs[f] + ": cannot open (" + ec.message() + ")");
+    total += sizes[f];
+  }
+  const std::uint64_t lo = total * ex_.rank() / ex_.size();
+  const std::uint64_t hi = total * (ex_.rank() + 1) / ex_.size();
   double last_progress = 0;
   long kept = 0;
   auto consume = [&](Phase1Result& r) {
@@ -371,12 +383,42 @@ void Curator::phase1() {
                                             [this](Phase1Job& j) { return phase1_batch(j); });
   long submitted = 0, consumed = 0;
   Phase1Result result;
-  for (size_t f = first; f < last; ++f) {
+  std::uint64_t file_start = 0;
+  for (size_t f = 0; f < nfiles; ++f) {
+    const std::uint64_t fb = file_start, fe = file_start + sizes[f];
+    file_start = fe;
+    if (std::max(lo, fb) >= std::min(hi, fe)) continue;
+    const std::uint64_t a = std::max(lo, fb) - fb, b = std::min(hi, fe) - fb;
     std::ifstream in(o_.inputs[f], std::ios::binary);
     if (!in) throw std::runtime_error(o_.inputs[f] + ": cannot open");
-    Phase1Job job{f, 1, {}};
-    size_t job_bytes = 0;
+    // Line numbers stay those of the whole file: count the newlines before the slice, then
+    // skip the line that started before it (the previous rank's).
     long line_no = 0;
+    std::uint64_t pos = 0;
+    std::string line;
+    if (a > 0) {
+      std::vector<char> buf(1 << 20);
+      while (pos < a - 1) {
+        const size_t want = (size_t)std::min<std::uint64_t>(buf.size(), a - 1 - pos);
+        in.read(buf.data(), (std::streamsize)want);
+        line_no += (long)std::count(buf.data(), buf.data() + in.gcount(), '\n');
+        pos += (std::uint64_t)in.gcount();
+        if ((size_t)in.gcount() < want) break;
+      }
+      char c = 0;
+      if (in.get(c) && c != '\n') {  // byte a - 1 is inside a line: skip to its end
+        ++pos;
+        if (std::getline(in, line))
+          pos += line.size() + 1, ++line_no;
+        else
+          pos = fe - fb;
+      } else {
+        ++pos;
+        line_no += c == '\n';
+      }
+    }
+    Phase1Job job{f, line_no + 1, {}};
+    size_t job_bytes = 0;
     auto flush = [&] {
       if (job.lines.empty()) return;
       while (pool.in_flight() >= pool.capacity())
@@ -387,9 +429,9 @@ void Curator::phase1() {
       job_bytes = 0;
       while (pool.next(&result, false)) consume(result), ++consumed;
     };
-    std::string line;
-    while (std::getline(in, line)) {
+    while (pos < b && std::getline(in, line)) {
       ++line_no;
+      pos += line.size() + 1;
       if (!line.empty() && line.back() == '\r') line.pop_back();
       job_bytes += line.size();
       job.lines.push_back(std::move(line));
