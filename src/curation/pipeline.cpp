@@ -1,6 +1,7 @@
 #include "curation/pipeline.h"
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +55,14 @@ constexpr size_t kMaxBadReported = 20;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// CPU time of the calling thread: per-stage figures stay per-worker throughput when other
+// processes share the cores (wall time would charge their time to the stage).
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 std::uint64_t order_of(size_t file, long line) {
@@ -246,10 +255,10 @@ Phase1Result Curator::phase1_batch(const Phase1Job& job) const {
     }
     const std::string id = p.has_id ? p.id : file + ":" + std::to_string(line_no);
     std::string text = std::move(p.text);
-    auto t = Clock::now();
+    double t = thread_cpu_seconds();
     auto lap = [&](StageReport& s) {
-      auto now = Clock::now();
-      s.cpu_seconds += std::chrono::duration<double>(now - t).count();
+      const double now = thread_cpu_seconds();
+      s.cpu_seconds += now - t;
       t = now;
     };
     auto enter = [&](StageReport& s) { ++s.documents_in, s.bytes_in += (double)text.size(); };
@@ -644,12 +653,12 @@ void Curator::phase3() {
         ++r.lines;
         continue;
       }
-      const auto t = Clock::now();
+      const double t = thread_cpu_seconds();
       ++r.stage.documents_in;
       r.stage.bytes_in += (double)rec.text.size();
       Decontaminated d = decontaminate(rec.text, ngrams_, rules_);
       if (!d.matched) {
-        r.stage.cpu_seconds += since(t);
+        r.stage.cpu_seconds += thread_cpu_seconds() - t;
         ++r.stage.kept;
         r.out += rec.json + "\n";
         ++r.lines;
@@ -663,7 +672,7 @@ void Curator::phase3() {
         r.removed += audit_line(rec.id, file, line_of(order), kDecontaminate, why,
                                 {{"matched_ngrams", d.matches}, {"pieces", d.pieces_before_drop}}) +
                      "\n";
-        r.stage.cpu_seconds += since(t);
+        r.stage.cpu_seconds += thread_cpu_seconds() - t;
         continue;
       }
       ++r.stage.kept;
@@ -679,7 +688,7 @@ void Curator::phase3() {
         r.out += dump(obj) + "\n";
         ++r.lines;
       }
-      r.stage.cpu_seconds += since(t);
+      r.stage.cpu_seconds += thread_cpu_seconds() - t;
     }
     return r;
   };
@@ -775,15 +784,18 @@ CurateResult Curator::run() {
   // The report: every rank's stages and counters, merged on rank 0.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  nlohmann::json mine = {{"stages", nlohmann::json::array()},
-                         {"lines", lines_},
-                         {"bytes", bytes_},
-                         {"bad_lines", bad_lines_},
-                         {"bad_line_messages", bad_messages_},
-                         {"documents_out", documents_out_},
-                         {"bytes_out", bytes_out_},
-                         {"max_rss_mb", ru.ru_maxrss / 1024.0},
-                         {"documents_indexed", (long)index_.size()}};
+  nlohmann::json mine = {
+      {"stages", nlohmann::json::array()},
+      {"lines", lines_},
+      {"bytes", bytes_},
+      {"bad_lines", bad_lines_},
+      {"bad_line_messages", bad_messages_},
+      {"documents_out", documents_out_},
+      {"bytes_out", bytes_out_},
+      {"max_rss_mb", ru.ru_maxrss / 1024.0},
+      {"documents_indexed", (long)index_.size()},
+      {"cpu_seconds", (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                          (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec}};
   for (const StageReport& s : stages_) mine["stages"].push_back(s.to_json());
   std::vector<std::string> all = ex_.all_gather(dump(mine));
   CurateResult result;
@@ -797,7 +809,7 @@ CurateResult Curator::run() {
                         {"workers", o_.workers},
                         {"stages_run", o_.stages}};
   long lines = 0, bad = 0, docs_out = 0, indexed = 0;
-  double bytes = 0, bytes_out = 0, rss = 0;
+  double bytes = 0, bytes_out = 0, rss = 0, cpu = 0;
   std::vector<std::string> messages;
   for (const std::string& part : all) {
     nlohmann::json j = nlohmann::json::parse(part);
@@ -809,6 +821,7 @@ CurateResult Curator::run() {
     bytes_out += j["bytes_out"].get<double>();
     indexed += j["documents_indexed"].get<long>();
     rss = std::max(rss, j["max_rss_mb"].get<double>());
+    cpu += j["cpu_seconds"].get<double>();
     for (const auto& m : j["bad_line_messages"])
       if (messages.size() < kMaxBadReported) messages.push_back(m);
   }
@@ -820,6 +833,10 @@ CurateResult Curator::run() {
   rep["bytes_out"] = bytes_out;
   rep["seconds"] = seconds;
   rep["mb_per_s"] = seconds > 0 ? bytes / seconds / 1e6 : 0.0;
+  // Whole-pipeline throughput per CPU second of every thread and rank: MB/s per worker on
+  // cores of its own, whatever else runs on the machine.
+  rep["cpu_seconds"] = cpu;
+  rep["mb_per_cpu_second"] = cpu > 0 ? bytes / cpu / 1e6 : 0.0;
   rep["phase_seconds_rank0"] = {{"local_stages", phase1_seconds}, {"write", phase3_seconds}};
   rep["documents_indexed"] = indexed;
   rep["max_rss_mb"] = rss;
