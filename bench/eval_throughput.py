@@ -120,6 +120,22 @@ def main():
                               "seconds": round(sec, 3), "requests_per_s": round(len(requests) / sec, 2),
                               "tokens_per_s": round(tokens / sec, 1), "max_rel_diff_vs_trident_fp32": err}))
             results[f"pytorch {label}"] = {"seconds": sec}
+        # trident's training forward pass (GPTModel::forward, as `trident score` runs it) over
+        # the same request sequences, one at a time; a one-sequence run is subtracted so
+        # process start and weight loading do not count.
+        seqs = [(c + x)[-1025:] for c, x in requests]
+        def score_seconds(sequences):
+            path = os.path.join(tmp, "score.json")
+            json.dump(sequences, open(path, "w"))
+            start = time.perf_counter()
+            subprocess.run([trident, "score", "--model", model, "--tokens", path], check=True,
+                           capture_output=True)
+            return time.perf_counter() - start
+        sec = score_seconds(seqs) - score_seconds(seqs[:1])
+        print(json.dumps({"config": "trident fp32 training forward (trident score, one sequence "
+                                    "at a time)", "requests": len(seqs), "seconds": round(sec, 3),
+                          "requests_per_s": round(len(seqs) / sec, 2),
+                          "tokens_per_s": round(tokens / sec, 1)}))
         for p in ("fp32", "bf16"):
             s = results[f"trident {p} shared"]["seconds"]
             print(json.dumps({"precision": p,

@@ -45,7 +45,11 @@ def generate(trident, tokenizer, args, ranks=1):
     cmd = [trident, "generate"] + tokenizer + args + ["--json"]
     if ranks > 1:
         cmd = ["mpirun", "-np", str(ranks)] + cmd + ["--threads", "1"]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV)
+    try:  # a hang (a rank waiting forever) is a failure, not a stuck test
+        out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=240)
+    except subprocess.TimeoutExpired:
+        print("timed out:", " ".join(cmd))
+        return None
     if out.returncode != 0:
         print(out.stdout, out.stderr)
         return None

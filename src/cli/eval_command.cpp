@@ -157,7 +157,7 @@ int eval_main(const std::vector<std::string>& args) {
     return 2;
   }
   a.config.tasks = split_tasks(a.tasks);
-  try {
+  return run_job(mpi, "trident eval", [&]() -> int {
     // Names are checked before any model is loaded: a typo costs nothing.
     for (const std::string& t : a.config.tasks) evaluation::find_task(t);
     generation::InferenceOptions o = a.inference.model;
@@ -175,15 +175,7 @@ int eval_main(const std::vector<std::string>& args) {
       return 0;
     }
     return coordinate(a, model, setup, mpi.world_rank() == 0);
-  } catch (const io::FormatError& e) {
-    return fail_job(mpi, "trident eval", 2, e.what());
-  } catch (const checkpoint::CheckpointError& e) {
-    return fail_job(mpi, "trident eval", 2, e.what());
-  } catch (const std::invalid_argument& e) {
-    return fail_job(mpi, "trident eval", 2, e.what());
-  } catch (const std::exception& e) {
-    return fail_job(mpi, "trident eval", 1, std::string("error: ") + e.what());
-  }
+  });
 }
 
 }  // namespace trident::cli

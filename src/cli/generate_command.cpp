@@ -160,7 +160,7 @@ int generate_main(const std::vector<std::string>& args) {
     if (mpi.world_rank() == 0) std::cerr << "trident generate:\n" << errors;
     return 2;
   }
-  try {
+  return run_job(mpi, "trident generate", [&]() -> int {
     const generation::InferenceOptions& o = a.inference.model;
     RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
     omp_set_num_threads(a.inference.threads > 0
@@ -177,15 +177,7 @@ int generate_main(const std::vector<std::string>& args) {
         << model.max_sequence() << " positions):\n";
     model.memory_plan().print(log);
     return coordinate(a, model);
-  } catch (const io::FormatError& e) {
-    return fail_job(mpi, "trident generate", 2, e.what());
-  } catch (const checkpoint::CheckpointError& e) {
-    return fail_job(mpi, "trident generate", 2, e.what());
-  } catch (const std::invalid_argument& e) {
-    return fail_job(mpi, "trident generate", 2, e.what());
-  } catch (const std::exception& e) {
-    return fail_job(mpi, "trident generate", 1, std::string("error: ") + e.what());
-  }
+  });
 }
 
 }  // namespace trident::cli

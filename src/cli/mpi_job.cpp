@@ -5,6 +5,9 @@
 #include <sstream>
 #include <thread>
 
+#include "checkpoint/checkpoint.h"
+#include "io/safetensors.h"
+
 namespace trident::cli {
 
 int default_threads(const std::vector<std::string>& nodes, int world_rank) {
@@ -26,6 +29,21 @@ RankSetup::RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline)
     : grid(mpi.world_size(), tensor, pipeline),
       groups(distributed::make_mpi_groups(grid, mpi.world_rank())),
       context{mpi.world_rank(), &grid, &groups, mpi.node_names()} {}
+
+int run_job(const comm::MpiRuntime& mpi, const std::string& command,
+            const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const io::FormatError& e) {
+    return fail_job(mpi, command, 2, e.what());
+  } catch (const checkpoint::CheckpointError& e) {
+    return fail_job(mpi, command, 2, e.what());
+  } catch (const std::invalid_argument& e) {
+    return fail_job(mpi, command, 2, e.what());
+  } catch (const std::exception& e) {
+    return fail_job(mpi, command, 1, std::string("error: ") + e.what());
+  }
+}
 
 int fail_job(const comm::MpiRuntime& mpi, const std::string& command, int code,
              const std::string& message) {

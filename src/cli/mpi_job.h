@@ -29,6 +29,11 @@ struct RankSetup {
   RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline);
 };
 
+// Runs body; an exception ends the job through fail_job: bad input (io::FormatError,
+// checkpoint::CheckpointError, std::invalid_argument) with exit code 2, anything else with 1.
+int run_job(const comm::MpiRuntime& mpi, const std::string& command,
+            const std::function<int()>& body);
+
 // Prints "<command>: [rank N: ]message", then MPI_Abort when there are other ranks.
 int fail_job(const comm::MpiRuntime& mpi, const std::string& command, int code,
              const std::string& message);

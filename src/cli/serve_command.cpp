@@ -121,30 +121,20 @@ int serve_main(const std::vector<std::string>& args) {
   ServeArgs a;
   add_serve_args(app, &a);
   int code = 0;
-  {
-    std::ostringstream quiet;  // only rank 0 speaks
-    std::streambuf* saved = mpi.world_rank() ? std::cerr.rdbuf(quiet.rdbuf()) : nullptr;
-    std::streambuf* saved_out = mpi.world_rank() ? std::cout.rdbuf(quiet.rdbuf()) : nullptr;
-    bool ok = parse_args(app, args, &code);
-    if (saved) std::cerr.rdbuf(saved), std::cout.rdbuf(saved_out);
-    if (!ok) return code;
-  }
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
   const std::string errors = check_serve_args(a, mpi.world_size());
   if (!errors.empty()) {
     if (mpi.world_rank() == 0) std::cerr << kCommand << ":\n" << errors;
     return 2;
   }
-  try {
-    std::vector<std::string> nodes = mpi.node_names();
-    omp_set_num_threads(a.inference.threads > 0 ? a.inference.threads
-                                                : default_threads(nodes, mpi.world_rank()));
+  return run_job(mpi, kCommand, [&]() -> int {
     const generation::InferenceOptions& o = a.inference.model;
-    distributed::ProcessGrid grid(mpi.world_size(), o.tensor_model_parallel_size,
-                                  o.pipeline_model_parallel_size);
-    distributed::ProcessGroups groups = distributed::make_mpi_groups(grid, mpi.world_rank());
-    RankContext rank{mpi.world_rank(), &grid, &groups, nodes};
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    omp_set_num_threads(a.inference.threads > 0
+                            ? a.inference.threads
+                            : default_threads(setup.context.nodes, mpi.world_rank()));
     std::ostringstream discard;
-    generation::InferenceModel model(o, rank, mpi.world_rank() == 0 ? std::cerr : discard);
+    generation::InferenceModel model(o, setup.context, mpi.world_rank() == 0 ? std::cerr : discard);
     if (!model.coordinator()) {
       // mpirun passes SIGINT / SIGTERM to every rank; rank 0 answers them by finishing its
       // clients and releasing the followers, so a follower must outlive them. A rank 0 that
@@ -155,15 +145,7 @@ int serve_main(const std::vector<std::string>& args) {
       return 0;
     }
     return serve_on_rank0(a, model, mpi);
-  } catch (const io::FormatError& e) {
-    return fail_job(mpi, kCommand, 2, e.what());
-  } catch (const checkpoint::CheckpointError& e) {
-    return fail_job(mpi, kCommand, 2, e.what());
-  } catch (const std::invalid_argument& e) {
-    return fail_job(mpi, kCommand, 2, e.what());
-  } catch (const std::exception& e) {
-    return fail_job(mpi, kCommand, 1, std::string("error: ") + e.what());
-  }
+  });
 }
 
 }  // namespace trident::cli

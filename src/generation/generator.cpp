@@ -168,7 +168,8 @@ void Generator::take_logits(Sequence& s, const Segment& seg, const float* logits
   const float* last = logits + (long)(seg.logit_rows - 1) * vocab;
   if ((int)s.result.tokens.size() >= s.request.tokens_to_generate) return finish(s, "length");
   const SampledToken t = sample_token(last, vocab, s.request.sampling,
-                                      (std::uint64_t)s.tokens.size(), scratch_.data());
+                                      (std::uint64_t)s.tokens.size(), scratch_.data(),
+                                      s.request.logprobs);
   append_token(s, t.id, t.logprob);
 }
 

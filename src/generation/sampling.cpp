@@ -56,11 +56,11 @@ float token_logprob(const float* logits, int vocab, int id) {
 }
 
 SampledToken sample_token(const float* logits, int vocab, const SamplingParams& p,
-                          std::uint64_t step, float* scratch) {
-  if (p.is_greedy()) {
-    const int id = argmax(logits, vocab);
-    return {id, token_logprob(logits, vocab, id)};
-  }
+                          std::uint64_t step, float* scratch, bool want_logprob) {
+  auto with_logprob = [&](int id) -> SampledToken {
+    return {id, want_logprob ? token_logprob(logits, vocab, id) : NAN};
+  };
+  if (p.is_greedy()) return with_logprob(argmax(logits, vocab));
   // Tempered probabilities over the candidates: the top k, or every token.
   thread_local std::vector<int> order;
   const int k = p.top_k > 0 ? std::min(p.top_k, vocab) : vocab;
@@ -93,7 +93,7 @@ SampledToken sample_token(const float* logits, int vocab, const SamplingParams& 
       if (prob[i] > 0.f && (acc += prob[i]) > u) chosen = i;
     if (chosen < 0) chosen = argmax(prob, vocab);  // u at the top edge of rounding
   }
-  return {chosen, token_logprob(logits, vocab, chosen)};
+  return with_logprob(chosen);
 }
 
 }  // namespace trident::generation
