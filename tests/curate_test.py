@@ -10,6 +10,7 @@ import math
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -441,4 +442,5 @@ for t in [test_langid, test_exact, test_fuzzy, test_decontamination, test_pareto
           test_train_quality, test_ranks, test_bad_lines_and_preprocess]:
     print(t.__name__)
     t()
+shutil.rmtree(work)
 sys.exit(check.summary())
