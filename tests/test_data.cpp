@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "data/blended_dataset.h"
@@ -323,6 +325,22 @@ TEST(Tokenizer, KnownIdsAndByteMap) {
   std::vector<int> emoji = tok.encode("😀");
   ASSERT_GT(emoji.size(), 1u);
   EXPECT_EQ(tok.decode({emoji[0]}), "\xef\xbf\xbd");
+}
+
+// A tokenizer built where a destroyed one lived, from other files, must not see the old
+// one's per-thread BPE cache (it was keyed by the address).
+TEST(Tokenizer, ANewTokenizerAtAnOldAddressDoesNotReuseItsCache) {
+  std::string dir = temp_dir("swapped_vocab");
+  nlohmann::json vocab = nlohmann::json::parse(std::ifstream(kVocab));
+  std::swap(vocab["Hello"], vocab["Ġworld"]);  // the same merges, two ids exchanged
+  std::ofstream(dir + "/swapped.json") << vocab.dump();
+  std::optional<tokenizer::GPT2Tokenizer> tok;
+  tok.emplace(kVocab, kMerges);
+  const void* address = &*tok;
+  EXPECT_EQ(tok->encode("Hello world"), (std::vector<int>{15496, 995}));
+  tok.emplace(dir + "/swapped.json", kMerges);
+  ASSERT_EQ(address, (const void*)&*tok);
+  EXPECT_EQ(tok->encode("Hello world"), (std::vector<int>{995, 15496}));
 }
 
 TEST(Tokenizer, BadVocabularyFilesAreNamed) {

@@ -1,5 +1,6 @@
 #include "tokenizer/gpt2_tokenizer.h"
 
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -109,7 +110,17 @@ std::uint64_t pair_key(int a, int b) {
 
 }  // namespace
 
-GPT2Tokenizer::GPT2Tokenizer(const std::string& vocab_file, const std::string& merges_file) {
+namespace {
+
+std::uint64_t next_cache_id() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
+
+}  // namespace
+
+GPT2Tokenizer::GPT2Tokenizer(const std::string& vocab_file, const std::string& merges_file)
+    : cache_id_(next_cache_id()) {
   nlohmann::json vocab;
   try {
     vocab = nlohmann::json::parse(read_file(vocab_file));
@@ -196,8 +207,8 @@ void GPT2Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {
   thread_local std::vector<Piece> pieces;
   // Per-thread cache of piece -> ids; pieces repeat heavily in natural text.
   thread_local std::unordered_map<std::string, std::vector<int>> cache;
-  thread_local const GPT2Tokenizer* cache_owner = nullptr;
-  if (cache_owner != this || cache.size() > (1u << 20)) cache.clear(), cache_owner = this;
+  thread_local std::uint64_t cache_owner = 0;
+  if (cache_owner != cache_id_ || cache.size() > (1u << 20)) cache.clear(), cache_owner = cache_id_;
   pretokenize(text, js_whitespace_, &pieces);
   for (const Piece& p : pieces) {
     std::string_view piece = text.substr(p.begin, p.end - p.begin);

@@ -38,6 +38,9 @@ class GPT2Tokenizer {
   int byte_to_id_[256];                                            // single-byte tokens
   std::unordered_map<std::uint64_t, std::pair<int, int>> merges_;  // (a,b) -> (rank, merged)
   int eod_ = kEndOfText;
+  // Names this tokenizer's vocabulary for the per-thread BPE cache: an address could be
+  // reused by a later tokenizer with other files (a copy shares the id and the vocabulary).
+  std::uint64_t cache_id_;
   bool js_whitespace_ = false;
 };
 
