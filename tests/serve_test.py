@@ -72,8 +72,13 @@ def check_apis(check, s, offline):
           choice.get("finish_reason") == "length", "completion text = greedy, finish_reason length")
     lp = choice.get("logprobs") or {}
     check(len(lp.get("tokens", [])) == NEW_TOKENS and "".join(lp["tokens"]) == offline[0] and
-          len(lp["token_logprobs"]) == NEW_TOKENS and lp["top_logprobs"] is None and
+          len(lp["token_logprobs"]) == NEW_TOKENS and
           lp["text_offset"][0] == len(PROMPTS[0]), "logprobs: tokens, token_logprobs, text_offset")
+    # Greedy: the likeliest token is the chosen one, with the chosen one's log-probability.
+    tops = lp.get("top_logprobs") or []
+    check(len(tops) == NEW_TOKENS and
+          all(t == {tok: v} for t, tok, v in zip(tops, lp["tokens"], lp["token_logprobs"])),
+          "logprobs=1: top_logprobs holds the chosen (likeliest) token and its log-probability")
     n_prompt = len(m_tokens) - NEW_TOKENS  # from PUT /api's token ids of the same prompt
     check(c.get("usage") == {"prompt_tokens": n_prompt, "completion_tokens": NEW_TOKENS,
                              "total_tokens": n_prompt + NEW_TOKENS}, f"usage counts: {c.get('usage')}")

@@ -282,3 +282,14 @@ TEST(SkinnyLinear, MatchesADoubleReferenceForEveryRowCount) {
         EXPECT_LT(worst, 1e-5) << kernels::precision_name(p) << " rows " << rows << " in " << in;
       }
 }
+
+TEST(Sampling, TopLogprobsAreTheLikeliestInOrder) {
+  const std::vector<float> logits = {0.1f, 2.0f, -1.f, 2.0f, 0.7f};
+  auto top = generation::top_logprobs(logits.data(), 5, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].first, 1);  // ties: the lower id first
+  EXPECT_EQ(top[1].first, 3);
+  EXPECT_EQ(top[2].first, 4);
+  for (const auto& [id, lp] : top)
+    EXPECT_NEAR(lp, generation::token_logprob(logits.data(), 5, id), 1e-6);
+}

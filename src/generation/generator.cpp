@@ -29,6 +29,7 @@ std::string validate(const GenerationRequest& r, const InferenceModel& model) {
       return "prompt token " + std::to_string(id) + " is outside the vocabulary [0, " +
              std::to_string(model.vocab()) + ")";
   if (r.tokens_to_generate < 0) return "tokens_to_generate must be >= 0";
+  if (r.top_logprobs < 0 || r.top_logprobs > 20) return "top_logprobs must be in [0, 20]";
   const long total = (long)r.prompt.size() + r.tokens_to_generate;
   if (total > model.max_sequence())
     return "prompt (" + std::to_string(r.prompt.size()) + " tokens) + tokens_to_generate (" +
@@ -167,13 +168,16 @@ void Generator::take_logits(Sequence& s, const Segment& seg, const float* logits
   if (s.prefilling()) return;
   const float* last = logits + (long)(seg.logit_rows - 1) * vocab;
   if ((int)s.result.tokens.size() >= s.request.tokens_to_generate) return finish(s, "length");
-  const SampledToken t = sample_token(last, vocab, s.request.sampling,
-                                      (std::uint64_t)s.tokens.size(), scratch_.data(),
-                                      s.request.logprobs);
-  append_token(s, t.id, t.logprob);
+  const SampledToken t =
+      sample_token(last, vocab, s.request.sampling, (std::uint64_t)s.tokens.size(), scratch_.data(),
+                   s.request.logprobs);
+  TopLogprobs top;
+  if (s.request.logprobs && s.request.top_logprobs > 0)
+    top = top_logprobs(last, vocab, s.request.top_logprobs);
+  append_token(s, t.id, t.logprob, std::move(top));
 }
 
-void Generator::append_token(Sequence& s, int id, float logprob) {
+void Generator::append_token(Sequence& s, int id, float logprob, TopLogprobs top) {
   const GenerationRequest& r = s.request;
   if (r.stop_on_eod && tokenizer_ && id == tokenizer_->eod()) return finish(s, "eod");
   if (r.stop_on_eod && !tokenizer_ && id == tokenizer::GPT2Tokenizer::kEndOfText)
@@ -181,6 +185,7 @@ void Generator::append_token(Sequence& s, int id, float logprob) {
   s.tokens.push_back(id);
   s.result.tokens.push_back(id);
   if (r.logprobs) s.result.logprobs.push_back(logprob);
+  if (r.logprobs && r.top_logprobs > 0) s.result.top_logprobs.push_back(top);
   std::string piece = tokenizer_ ? tokenizer_->decode_bytes({id}) : std::string();
   s.bytes += piece;
   // A stop string ends the text where it begins; it may span several tokens.
@@ -191,11 +196,11 @@ void Generator::append_token(Sequence& s, int id, float logprob) {
     const size_t at = s.bytes.find(stop, from);
     if (at != std::string::npos) {
       s.bytes.resize(at);
-      emit(s, id, logprob);
+      emit(s, id, logprob, top);
       return finish(s, "stop");
     }
   }
-  emit(s, id, logprob);
+  emit(s, id, logprob, top);
   if (r.stop_on_eol && piece.find('\n') != std::string::npos) return finish(s, "stop");
   if ((int)s.result.tokens.size() >= r.tokens_to_generate) return finish(s, "length");
   if ((int)s.tokens.size() >= model_.max_sequence()) return finish(s, "length");
@@ -217,7 +222,7 @@ size_t complete_utf8_end(const std::string& b) {
 
 }  // namespace
 
-void Generator::emit(Sequence& s, int token, float logprob) {
+void Generator::emit(Sequence& s, int token, float logprob, const TopLogprobs& top) {
   if (!s.on_event) return;
   // Bytes that may still turn out to begin a stop string are held back until they cannot.
   size_t hold = 0;
@@ -228,6 +233,7 @@ void Generator::emit(Sequence& s, int token, float logprob) {
   e.request = s.id;
   e.token = token;
   e.logprob = s.request.logprobs ? logprob : NAN;
+  e.top_logprobs = top;
   if (end > s.emitted) {
     e.text = tokenizer::sanitize_utf8(std::string_view(s.bytes).substr(s.emitted, end - s.emitted));
     s.emitted = end;

@@ -22,6 +22,7 @@ struct GenerationRequest {
   int tokens_to_generate = 32;  // >= 0 (0: only score the prompt)
   SamplingParams sampling;
   bool logprobs = false;          // log-probabilities of prompt (from the 2nd) and new tokens
+  int top_logprobs = 0;           // with logprobs: also the N (<= 20) likeliest at each new token
   std::vector<std::string> stop;  // stop strings: the text ends before the first one
   bool stop_on_eod = true;        // end at the tokenizer's <|endoftext|> (not included)
   bool stop_on_eol = false;       // end after a token containing a newline
@@ -35,7 +36,8 @@ struct TokenEvent {
   long request = 0;
   int token = -1;       // -1 on the final event when no token came with it
   float logprob = NAN;  // of token (NaN unless logprobs were asked for)
-  std::string text;     // new complete UTF-8 text since the last event (may be empty)
+  std::vector<std::pair<int, float>> top_logprobs;  // (id, logprob), likeliest first, if asked
+  std::string text;  // new complete UTF-8 text since the last event (may be empty)
   bool finished = false;
   std::string finish_reason;  // "length", "stop" (stop string or EOL), "eod", "cancelled"
 };
@@ -45,7 +47,9 @@ struct GenerationResult {
   std::vector<int> tokens;             // generated: EOD excluded; a stop string's tokens kept
   std::vector<float> prompt_logprobs;  // prompt.size() - 1 values when logprobs
   std::vector<float> logprobs;         // tokens.size() values when logprobs
-  std::string text;                    // decoded generated text, cut before a stop string
+  // Per generated token, its top_logprobs likeliest (id, logprob), when asked for.
+  std::vector<std::vector<std::pair<int, float>>> top_logprobs;
+  std::string text;  // decoded generated text, cut before a stop string
   std::string finish_reason;
 };
 
@@ -84,8 +88,9 @@ class Generator {
   std::vector<Segment> plan_step();
   void count_step(const std::vector<Segment>& segments, double seconds);
   void take_logits(Sequence& s, const Segment& seg, const float* logits);
-  void append_token(Sequence& s, int id, float logprob);
-  void emit(Sequence& s, int token, float logprob);
+  using TopLogprobs = std::vector<std::pair<int, float>>;
+  void append_token(Sequence& s, int id, float logprob, TopLogprobs top);
+  void emit(Sequence& s, int token, float logprob, const TopLogprobs& top);
   void finish(Sequence& s, const std::string& reason);
   void retire_finished();
 

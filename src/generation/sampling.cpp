@@ -55,6 +55,19 @@ float token_logprob(const float* logits, int vocab, int id) {
   return (float)((double)logits[id] - max - std::log(sum));
 }
 
+std::vector<std::pair<int, float>> top_logprobs(const float* logits, int vocab, int n) {
+  thread_local std::vector<int> order;
+  n = std::clamp(n, 0, vocab);
+  largest(logits, vocab, n, &order);
+  const float max = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i) sum += std::exp((double)logits[i] - max);
+  const double log_sum = std::log(sum);
+  std::vector<std::pair<int, float>> out;
+  for (int id : order) out.emplace_back(id, (float)((double)logits[id] - max - log_sum));
+  return out;
+}
+
 SampledToken sample_token(const float* logits, int vocab, const SamplingParams& p,
                           std::uint64_t step, float* scratch, bool want_logprob) {
   auto with_logprob = [&](int id) -> SampledToken {

@@ -4,6 +4,8 @@
 // which other requests share its batch, nor on the layout the model runs under.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace trident::generation {
 
@@ -32,5 +34,8 @@ SampledToken sample_token(const float* logits, int vocab, const SamplingParams& 
 
 // log-softmax of logits at `id`.
 float token_logprob(const float* logits, int vocab, int id);
+
+// The n most likely tokens and their log-softmax values, most likely first (ties: lower id).
+std::vector<std::pair<int, float>> top_logprobs(const float* logits, int vocab, int n);
 
 }  // namespace trident::generation

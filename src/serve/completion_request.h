@@ -19,7 +19,7 @@ struct CompletionRequest {
   double top_p = 1.0;                // [0, 1]; 0: greedy (only the most likely token)
   std::int64_t n = 1;                // completions per prompt
   std::vector<std::string> stop;     // up to 4 non-empty strings; the text ends before one
-  std::optional<std::int64_t> logprobs;  // [0, 5]: return the chosen tokens' log-probabilities
+  std::optional<std::int64_t> logprobs;  // [0, 5]: chosen tokens' log-probabilities + N likeliest
   std::optional<std::uint64_t> seed;
   bool stream = false;  // server-sent events, one per token, then `data: [DONE]`
 };

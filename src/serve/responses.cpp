@@ -17,11 +17,20 @@ std::string token_text(const tokenizer::GPT2Tokenizer& tok, int id) {
   return tok.decode({id});
 }
 
-// OpenAI's legacy logprobs object for generated tokens; top_logprobs is null, as trident only
-// computes the chosen token's log-probability.
+using TopLogprobs = std::vector<std::pair<int, float>>;
+
+// OpenAI's legacy logprobs object for generated tokens; top_logprobs (one {text: logprob}
+// object per token, the request's `logprobs` likeliest) is null when it asked for 0.
 OJson logprobs_object(const std::vector<int>& tokens, const std::vector<float>& logprobs,
-                      std::int64_t start_chars, const tokenizer::GPT2Tokenizer& tok) {
+                      const std::vector<TopLogprobs>& top, std::int64_t start_chars,
+                      const tokenizer::GPT2Tokenizer& tok) {
   OJson strings = OJson::array(), values = OJson::array(), offsets = OJson::array();
+  OJson tops = top.empty() ? OJson() : OJson::array();
+  for (const TopLogprobs& t : top) {
+    OJson entry = OJson::object();
+    for (const auto& [id, lp] : t) entry[token_text(tok, id)] = lp;
+    tops.push_back(entry);
+  }
   std::int64_t chars = start_chars;
   for (size_t i = 0; i < tokens.size(); ++i) {
     strings.push_back(token_text(tok, tokens[i]));
@@ -31,7 +40,7 @@ OJson logprobs_object(const std::vector<int>& tokens, const std::vector<float>& 
   }
   return {{"tokens", strings},
           {"token_logprobs", values},
-          {"top_logprobs", nullptr},
+          {"top_logprobs", tops},
           {"text_offset", offsets}};
 }
 
@@ -81,7 +90,8 @@ std::string completion_response(const CompletionMeta& meta,
     completion_tokens += (std::int64_t)r.tokens.size();
     OJson lp;
     if (meta.logprobs)
-      lp = logprobs_object(r.tokens, r.logprobs, chars_started(tok.decode_bytes(r.prompt)), tok);
+      lp = logprobs_object(r.tokens, r.logprobs, r.top_logprobs,
+                           chars_started(tok.decode_bytes(r.prompt)), tok);
     choices.push_back({{"text", r.text},
                        {"index", i},
                        {"logprobs", lp},
@@ -103,7 +113,10 @@ std::string completion_chunk(const CompletionMeta& meta, int index,
                              const tokenizer::GPT2Tokenizer& tok, StreamCursor* cursor) {
   OJson lp;
   if (meta.logprobs && event.token >= 0)
-    lp = logprobs_object({event.token}, {event.logprob}, cursor->chars, tok);
+    lp = logprobs_object({event.token}, {event.logprob},
+                         event.top_logprobs.empty() ? std::vector<TopLogprobs>{}
+                                                    : std::vector<TopLogprobs>{event.top_logprobs},
+                         cursor->chars, tok);
   if (event.token >= 0) cursor->chars += chars_started(tok.decode_bytes({event.token}));
   OJson choice = {{"text", event.text},
                   {"index", index},

@@ -91,6 +91,7 @@ ApiError completion_sequences(const CompletionRequest& r, const tokenizer::GPT2T
     if (!e.ok()) return e;
     g.tokens_to_generate = (int)r.max_tokens;
     g.logprobs = r.logprobs.has_value();
+    g.top_logprobs = (int)r.logprobs.value_or(0);
     g.stop = r.stop;
     for (std::int64_t j = 0; j < r.n; ++j) {
       g.sampling = completion_sampling(r, sequence_seed(base, out->size()));
