@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity import Checks  # noqa: E402
-from serve_client import Server, write_model  # noqa: E402
+from serve_client import TINY, Server, write_model  # noqa: E402
 
 PROMPT = "In the beginning God created"
 
@@ -144,7 +144,9 @@ def main():
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "hf")
-        write_model(model)
+        # Wider than the other serve tests' model: each token takes long enough (~2 ms) that
+        # the browser renders the stream several times instead of once at the end.
+        write_model(model, config=dict(TINY, n_layer=4, n_embd=256))
         server = Server(trident, ["--load-hf", model, "--threads", "1",
                                   "--vocab-file", os.path.join(source, "data/gpt2/encoder.json"),
                                   "--merge-file", os.path.join(source, "data/gpt2/vocab.bpe")])
