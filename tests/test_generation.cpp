@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "generation/inference_model.h"
 #include "generation/sampling.h"
 #include "io/hf_gpt2.h"
+#include "kernels/cached_attention.h"
 #include "kernels/skinny_linear.h"
 #include "model/gpt_model.h"
 #include "test_util.h"
@@ -252,35 +254,114 @@ TEST(Sampling, SeededDrawsRepeatAndGreedyIsArgmax) {
   EXPECT_NE(generation::validate(generation::SamplingParams{false, -1.f}), "");
 }
 
+// Both layouts: w as stored [out, in], and repacked into panels (odd `in` and an `out` that
+// leaves a partial block exercise the padding).
 TEST(SkinnyLinear, MatchesADoubleReferenceForEveryRowCount) {
-  for (kernels::Precision p : {kernels::Precision::kFp32, kernels::Precision::kBf16})
-    for (int in : {37, 64, 200})
-      for (int rows = 1; rows <= kernels::kSkinnyMaxRows; ++rows) {
-        if (!kernels::skinny_linear_available(p, rows)) GTEST_SKIP() << "no AVX-512 kernel";
-        const int out = 29;
-        std::vector<float> x = trident::testing::random_vector((long)rows * in, 3 + rows);
-        std::vector<float> w = trident::testing::random_vector((long)out * in, 7);
-        std::vector<kernels::bf16_t> x16(x.size()), w16(w.size());
-        if (p == kernels::Precision::kBf16) {  // the reference sees the rounded operands
-          kernels::to_bf16(x.data(), x16.data(), (long)x.size());
-          kernels::to_bf16(w.data(), w16.data(), (long)w.size());
-          kernels::from_bf16(x16.data(), x.data(), (long)x.size());
-          kernels::from_bf16(w16.data(), w.data(), (long)w.size());
-        }
-        std::vector<float> y((long)rows * out);
-        if (p == kernels::Precision::kFp32)
-          kernels::skinny_linear_forward(x.data(), w.data(), y.data(), rows, in, out);
-        else
-          kernels::skinny_linear_forward_bf16(x16.data(), w16.data(), y.data(), rows, in, out);
-        double worst = 0;
-        for (int r = 0; r < rows; ++r)
-          for (int o = 0; o < out; ++o) {
-            double want = 0;
-            for (int i = 0; i < in; ++i) want += (double)x[(long)r * in + i] * w[(long)o * in + i];
-            worst = std::max(worst, std::fabs(y[(long)r * out + o] - want) / std::sqrt((double)in));
+  for (bool panels : {false, true})
+    for (kernels::Precision p : {kernels::Precision::kFp32, kernels::Precision::kBf16})
+      for (int in : {37, 64, 200})
+        for (int rows = 1; rows <= kernels::kSkinnyMaxRows; ++rows) {
+          if (!kernels::skinny_linear_available(p, rows)) GTEST_SKIP() << "no AVX-512 kernel";
+          const int out = 29;
+          std::vector<float> x = trident::testing::random_vector((long)rows * in, 3 + rows);
+          std::vector<float> w = trident::testing::random_vector((long)out * in, 7);
+          std::vector<kernels::bf16_t> x16(x.size()), w16(w.size());
+          if (p == kernels::Precision::kBf16) {  // the reference sees the rounded operands
+            kernels::to_bf16(x.data(), x16.data(), (long)x.size());
+            kernels::to_bf16(w.data(), w16.data(), (long)w.size());
+            kernels::from_bf16(x16.data(), x.data(), (long)x.size());
+            kernels::from_bf16(w16.data(), w.data(), (long)w.size());
           }
-        EXPECT_LT(worst, 1e-5) << kernels::precision_name(p) << " rows " << rows << " in " << in;
-      }
+          std::vector<float> y((long)rows * out, NAN);
+          const long packed = kernels::panel_elements(p, out, in);
+          std::vector<float> w_panels(packed);
+          std::vector<kernels::bf16_t> w16_panels(packed);
+          if (p == kernels::Precision::kFp32 && panels) {
+            kernels::pack_panels(w.data(), out, in, w_panels.data());
+            kernels::panel_linear_forward(x.data(), w_panels.data(), y.data(), rows, in, out);
+          } else if (p == kernels::Precision::kFp32) {
+            kernels::skinny_linear_forward(x.data(), w.data(), y.data(), rows, in, out);
+          } else if (panels) {
+            kernels::pack_panels_bf16(w16.data(), out, in, w16_panels.data());
+            kernels::panel_linear_forward_bf16(x16.data(), w16_panels.data(), y.data(), rows, in,
+                                               out);
+          } else {
+            kernels::skinny_linear_forward_bf16(x16.data(), w16.data(), y.data(), rows, in, out);
+          }
+          double worst = 0;
+          for (int r = 0; r < rows; ++r)
+            for (int o = 0; o < out; ++o) {
+              double want = 0;
+              for (int i = 0; i < in; ++i)
+                want += (double)x[(long)r * in + i] * w[(long)o * in + i];
+              const double err = std::fabs(y[(long)r * out + o] - want) / std::sqrt((double)in);
+              if (!(err <= worst)) worst = err;  // a NaN (an output never written) sticks
+            }
+          EXPECT_LT(worst, 1e-5) << kernels::precision_name(p) << " rows " << rows << " in " << in
+                                 << (panels ? " panels" : "");
+        }
+}
+
+// Rows of several slots against the cache, after appending their own keys and values: the
+// softmax-weighted sum in double over each row's visible positions (long enough to cross
+// 16-key blocks, and head sizes that take the vector form and one that does not).
+TEST(CachedAttention, MatchesADoubleReference) {
+  for (bool bf16 : {false, true})
+    for (int hd : {8, 64, 128}) {
+      const int heads = 2, positions = 48, slots = 3;
+      const long cache = (long)slots * heads * positions * hd;
+      std::vector<float> k = trident::testing::random_vector(cache, 11),
+                         v = trident::testing::random_vector(cache, 12);
+      std::vector<kernels::bf16_t> k16(cache), v16(cache);
+      kernels::to_bf16(k.data(), k16.data(), cache);
+      kernels::to_bf16(v.data(), v16.data(), cache);
+      kernels::KvLayerView kv;
+      kv.k16 = bf16 ? k16.data() : nullptr;
+      kv.v16 = bf16 ? v16.data() : nullptr;
+      kv.k = bf16 ? nullptr : k.data();
+      kv.v = bf16 ? nullptr : v.data();
+      kv.heads = heads, kv.head_dim = hd, kv.positions = positions;
+      // slot, start, count, row: a prompt chunk, a decode row past two blocks, a first token
+      const std::vector<kernels::CachedSegment> segs = {{0, 5, 3, 0}, {2, 37, 1, 3}, {1, 0, 1, 4}};
+      const int rows = 5;
+      std::vector<float> qkv = trident::testing::random_vector((long)rows * 3 * heads * hd, 13);
+      std::vector<float> out((long)rows * heads * hd, NAN);
+      kernels::kv_cache_append(qkv.data(), kv, segs.data(), (int)segs.size());
+      kernels::cached_attention(qkv.data(), out.data(), kv, segs.data(), (int)segs.size());
+      auto cached = [&](const std::vector<float>& f32, const std::vector<kernels::bf16_t>& b16,
+                        long at) {
+        if (!bf16) return (double)f32[at];
+        float x;
+        const std::uint32_t u = (std::uint32_t)b16[at] << 16;
+        std::memcpy(&x, &u, sizeof x);
+        return (double)x;
+      };
+      double worst = 0;
+      for (const kernels::CachedSegment& sg : segs)
+        for (int i = 0; i < sg.count; ++i)
+          for (int h = 0; h < heads; ++h) {
+            const float* q = qkv.data() + ((long)(sg.row + i) * 3 * heads + h) * hd;
+            const long base = ((long)sg.slot * heads + h) * positions * hd;
+            const int visible = sg.start + i + 1;
+            std::vector<double> score(visible);
+            double max = -INFINITY, sum = 0;
+            for (int j = 0; j < visible; ++j) {
+              score[j] = 0;
+              for (int d = 0; d < hd; ++d) score[j] += q[d] * cached(k, k16, base + j * hd + d);
+              score[j] /= std::sqrt((double)hd);
+              max = std::max(max, score[j]);
+            }
+            for (double& x : score) sum += x = std::exp(x - max);
+            for (int d = 0; d < hd; ++d) {
+              double want = 0;
+              for (int j = 0; j < visible; ++j)
+                want += score[j] / sum * cached(v, v16, base + j * hd + d);
+              const double err = std::fabs(out[((long)(sg.row + i) * heads + h) * hd + d] - want);
+              if (!(err <= worst)) worst = err;  // NaN: an output never written
+            }
+          }
+      EXPECT_LT(worst, 2e-6) << (bf16 ? "bf16" : "fp32") << " head_dim " << hd;
+    }
 }
 
 TEST(Sampling, TopLogprobsAreTheLikeliestInOrder) {

@@ -119,13 +119,14 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
 }
 
 RankModel build_inference_rank_model(const TrainingConfig& c, comm::Communicator& tp,
-                                     comm::Communicator& pp) {
+                                     comm::Communicator& pp, bool decode_panels) {
   RankModel m;
   m.schedule = pipeline_schedule_of(c);
   ChunkOptions options;
   options.placement = placement_of(c, pp.rank(), 0);
   options.precision = c.precision();
   options.inference = true;
+  options.decode_panels = decode_panels && c.precision() != kernels::Precision::kFp16;
   m.chunks.push_back(std::make_unique<GPTModel>(c.model, tp, 1, 1, options));
   if (!c.load_hf.empty()) io::load_hf_weights(c.load_hf, c.model, m.chunks.back()->parameters());
   return m;

@@ -40,9 +40,10 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
 
 // This rank's pipeline stage for generation: one chunk with weights only (no gradients,
 // optimizer or training activations), filled from c.load_hf when given; a checkpoint is
-// loaded into it by the caller (checkpoint::load, weights only).
+// loaded into it by the caller (checkpoint::load, weights only). decode_panels: see
+// ChunkOptions.
 RankModel build_inference_rank_model(const TrainingConfig& c, comm::Communicator& tp,
-                                     comm::Communicator& pp);
+                                     comm::Communicator& pp, bool decode_panels);
 
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their

@@ -89,7 +89,7 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
   check_layout(options_, model, world);
   config_ = layout_config(options_, model, world);
   comm::Communicator &tp = *rank.groups->tensor, &pp = *rank.groups->pipeline;
-  model_ = build_inference_rank_model(config_, tp, pp);
+  model_ = build_inference_rank_model(config_, tp, pp, o.decode_panels);
   if (!o.load.empty())
     checkpoint::load(o.load, config_, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
   model_.chunks[0]->parameters().refresh_low_precision();

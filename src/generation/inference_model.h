@@ -32,6 +32,10 @@ struct InferenceOptions {
   // Logit rows a step may ask for in all (0: every token of a step). Eval feeds long steps
   // but wants logits only for continuation tokens: this bounds the [rows, vocab] buffers.
   int max_logit_rows = 0;
+  // Keep the linear weights a second time in the decode products' panel layout
+  // (kernels/skinny_linear.h): twice the weights' memory, for decode steps that run several
+  // sequences near the cost of one. Eval, which decodes little, turns it off.
+  bool decode_panels = true;
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
   // Where the weights come from: a checkpoint directory (its latest) or a HF GPT-2 directory.

@@ -1,11 +1,14 @@
 #include "kernels/cached_attention.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "kernels/fast_math.h"
 
 namespace trident::kernels {
 
@@ -59,6 +62,91 @@ void attend(const float* q, const T* keys, const T* values, int visible, int hd,
   for (int i = 0; i < hd; ++i) out[i] *= inv;
 }
 
+#ifdef __AVX512F__
+// Vector form for head_dim = 16 * C (GPT-2's 64 and its kin): keys are taken 16 at a time,
+// their 16 dot products summed into one vector by a transpose-and-add tree (not 16
+// horizontal sums), exp is vectorised, and the output stays in registers over the values.
+inline __m512 load16(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline __m512 load16(const bf16_t* p) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+// Lane t of the result: the sum of a[t]'s 16 lanes.
+inline __m512 sum_each(__m512 a[16]) {
+  __m512 b[8], c[4], d[2];
+  for (int k = 0; k < 8; ++k)  // per 128-bit lane: a[2k] in lanes 0, 2; a[2k+1] in 1, 3
+    b[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]),
+                         _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+  for (int k = 0; k < 4; ++k) {  // per 128-bit lane: a[4k .. 4k + 3], one each
+    const __m512d x = _mm512_castps_pd(b[2 * k]), y = _mm512_castps_pd(b[2 * k + 1]);
+    c[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  for (int k = 0; k < 2; ++k)  // fold the four 128-bit lanes pairwise
+    d[k] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * k], c[2 * k + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * k], c[2 * k + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88),
+                       _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
+}
+
+template <int C, class T>
+void attend_vector(const float* q_in, const T* keys, const T* values, int visible, float scale,
+                   float* scores, float* out) {
+  constexpr int hd = 16 * C;
+  __m512 q[C];
+  for (int c = 0; c < C; ++c)
+    q[c] = _mm512_mul_ps(_mm512_loadu_ps(q_in + 16 * c), _mm512_set1_ps(scale));
+  __m512 max = _mm512_set1_ps(-INFINITY);
+  for (int j = 0; j < visible; j += 16) {
+    const int n = std::min(16, visible - j);
+    __m512 dots[16];
+    for (int t = 0; t < 16; ++t) {
+      dots[t] = _mm512_setzero_ps();
+      if (t < n)
+        for (int c = 0; c < C; ++c)
+          dots[t] = _mm512_fmadd_ps(q[c], load16(keys + (long)(j + t) * hd + 16 * c), dots[t]);
+    }
+    const __mmask16 valid = (__mmask16)((1u << n) - 1);
+    const __m512 block = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, sum_each(dots));
+    _mm512_storeu_ps(scores + j, block);  // scores has room for a whole last block
+    max = _mm512_max_ps(max, block);
+  }
+  const float m = _mm512_reduce_max_ps(max);
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int j = 0; j < visible; ++j) sum += scores[j] = fast_exp(scores[j] - m);
+  __m512 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+  for (int j = 0; j < visible; ++j) {
+    const __m512 p = _mm512_set1_ps(scores[j]);
+    for (int c = 0; c < C; ++c)
+      acc[c] = _mm512_fmadd_ps(p, load16(values + (long)j * hd + 16 * c), acc[c]);
+  }
+  const __m512 inv = _mm512_set1_ps(1.f / sum);
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(acc[c], inv));
+}
+#endif
+
+// One row of one head: the vector form where it applies.
+template <class T>
+void attend_row(const float* q, const T* keys, const T* values, int visible, int hd, float scale,
+                float* scores, float* out) {
+#ifdef __AVX512F__
+  switch (hd) {
+    case 32:
+      return attend_vector<2>(q, keys, values, visible, scale, scores, out);
+    case 64:
+      return attend_vector<4>(q, keys, values, visible, scale, scores, out);
+    case 128:
+      return attend_vector<8>(q, keys, values, visible, scale, scores, out);
+  }
+#endif
+  attend(q, keys, values, visible, hd, scale, scores, out);
+}
+
 template <class T>
 void attention_rows(const float* qkv, float* out, const KvLayerView& kv, const T* kbase,
                     const T* vbase, const CachedSegment* segs, int n_segs) {
@@ -70,7 +158,7 @@ void attention_rows(const float* qkv, float* out, const KvLayerView& kv, const T
   const long n = (long)items.size() * heads;
 #pragma omp parallel
   {
-    std::vector<float> scores(kv.positions);
+    std::vector<float> scores(kv.positions + 16);  // the vector form writes whole blocks
 #pragma omp for schedule(dynamic, 4)
     for (long w = 0; w < n; ++w) {
       const auto [s, i] = items[w / heads];
@@ -78,8 +166,9 @@ void attention_rows(const float* qkv, float* out, const KvLayerView& kv, const T
       const CachedSegment& seg = segs[s];
       const long row = seg.row + i;
       const long head = seg.slot * kv.slot_stride() + h * kv.head_stride();
-      attend(qkv + row * 3 * heads * hd + (long)h * hd, kbase + head, vbase + head,
-             seg.start + i + 1, hd, scale, scores.data(), out + row * heads * hd + (long)h * hd);
+      attend_row(qkv + row * 3 * heads * hd + (long)h * hd, kbase + head, vbase + head,
+                 seg.start + i + 1, hd, scale, scores.data(),
+                 out + row * heads * hd + (long)h * hd);
     }
   }
 }

@@ -50,12 +50,20 @@ void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOpe
                           int rows, int in, int out) {
   const long n = (long)rows * in;
   const bool skinny = p.skinny_forward && skinny_linear_available(p.precision, rows);
+  // One row reads w at full bandwidth in its own layout already (no broadcasts needed).
+  const bool panels = skinny && w.panels && rows > 1;
   switch (p.precision) {
     case Precision::kFp32:
+      if (panels)
+        return panel_linear_forward(fp32_operand(input), static_cast<const float*>(w.panels), y,
+                                    rows, in, out);
       if (skinny) return skinny_linear_forward(fp32_operand(input), w.fp32, y, rows, in, out);
       linear_forward(fp32_operand(input), w.fp32, y, rows, in, out);
       return;
     case Precision::kBf16:
+      if (panels)
+        return panel_linear_forward_bf16(bf16_operand(input, p.scratch.act16, n),
+                                         static_cast<const bf16_t*>(w.panels), y, rows, in, out);
       if (skinny)
         return skinny_linear_forward_bf16(bf16_operand(input, p.scratch.act16, n), w.low, y, rows,
                                           in, out);

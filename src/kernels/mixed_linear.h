@@ -51,6 +51,7 @@ GemmOperand gelu_output_grad_operand(const LinearPrecision& p, float* d_act, con
 struct WeightOperand {
   const float* fp32;
   const std::uint16_t* low;
+  const void* panels = nullptr;  // generation's decode copy (skinny_linear.h), if any
 };
 
 // y[rows, out] = x[rows, in] * w^T

@@ -2,9 +2,14 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 namespace trident::kernels {
+
+// Outputs per panel block: one zmm of fp32 accumulators.
+constexpr int kPanel = 16;
 
 #ifdef __AVX512F__
 namespace {
@@ -66,6 +71,66 @@ void rows_bf16(const bf16_t* x, const bf16_t* w, float* y, int in, int out) {
 }
 #endif
 
+// Panel form: 16 outputs per block; each input's 16 weights are one load, x[r][i] a
+// broadcast. Outputs past `out` in the last block are masked off the store.
+constexpr int kPanelPrefetch = 64;  // inputs ahead: 4 KB of fp32 panel
+
+inline __mmask16 block_mask(int out, int block) {
+  const int left = out - block * kPanel;
+  return left >= kPanel ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+template <int R>
+void panels_fp32(const float* x, const float* panels, float* y, int in, int out) {
+  const int blocks = (out + kPanel - 1) / kPanel;
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < blocks; ++b) {
+    const float* pb = panels + (long)b * in * kPanel;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int i = 0; i < in; ++i) {
+      if ((i & 3) == 0)
+        _mm_prefetch((const char*)(pb + (long)(i + kPanelPrefetch) * kPanel), _MM_HINT_T0);
+      const __m512 wv = _mm512_loadu_ps(pb + (long)i * kPanel);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[(long)r * in + i]), acc[r]);
+    }
+    const __mmask16 m = block_mask(out, b);
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (long)r * out + b * kPanel, m, acc[r]);
+  }
+}
+
+#ifdef __AVX512BF16__
+template <int R>
+void panels_bf16(const bf16_t* x, const bf16_t* panels, float* y, int in, int out) {
+  const int blocks = (out + kPanel - 1) / kPanel, pairs = in / 2, in_pairs = (in + 1) / 2;
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < blocks; ++b) {
+    const bf16_t* pb = panels + (long)b * in_pairs * 2 * kPanel;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int k = 0; k < pairs; ++k) {
+      if ((k & 3) == 0)
+        _mm_prefetch((const char*)(pb + (long)(k + kPanelPrefetch) * 2 * kPanel), _MM_HINT_T0);
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(pb + (long)k * 2 * kPanel);
+      for (int r = 0; r < R; ++r) {
+        std::int32_t pair;
+        std::memcpy(&pair, x + (long)r * in + 2 * k, sizeof pair);
+        acc[r] = _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_set1_epi32(pair));
+      }
+    }
+    if (in % 2) {  // the last input alone; its partner in the panel is zero
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(pb + (long)pairs * 2 * kPanel);
+      for (int r = 0; r < R; ++r)
+        acc[r] =
+            _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_set1_epi32(x[(long)r * in + in - 1]));
+    }
+    const __mmask16 m = block_mask(out, b);
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (long)r * out + b * kPanel, m, acc[r]);
+  }
+}
+#endif
+
 // rows is a run-time value; the accumulators must be a compile-time count to live in
 // registers.
 template <template <int> class Kernel, class T>
@@ -112,6 +177,22 @@ struct Bf16 {
 };
 #endif
 
+template <int R>
+struct PanelsFp32 {
+  static void run(const float* x, const float* p, float* y, int in, int out) {
+    panels_fp32<R>(x, p, y, in, out);
+  }
+};
+
+#ifdef __AVX512BF16__
+template <int R>
+struct PanelsBf16 {
+  static void run(const bf16_t* x, const bf16_t* p, float* y, int in, int out) {
+    panels_bf16<R>(x, p, y, in, out);
+  }
+};
+#endif
+
 }  // namespace
 #endif
 
@@ -142,6 +223,48 @@ void skinny_linear_forward_bf16(const bf16_t* x, const bf16_t* w, float* y, int 
 #else
   (void)x, (void)w, (void)y, (void)rows, (void)in, (void)out;
   throw std::logic_error("skinny_linear_forward_bf16: built without AVX512_BF16");
+#endif
+}
+
+long panel_elements(Precision p, int out, int in) {
+  const long outputs = (long)(out + kPanel - 1) / kPanel * kPanel;
+  return p == Precision::kBf16 ? outputs * ((in + 1) / 2 * 2) : outputs * in;
+}
+
+void pack_panels(const float* w, int out, int in, float* panels) {
+#pragma omp parallel for schedule(static)
+  for (int o = 0; o < (out + kPanel - 1) / kPanel * kPanel; ++o)
+    for (int i = 0; i < in; ++i)
+      panels[((long)(o / kPanel) * in + i) * kPanel + o % kPanel] =
+          o < out ? w[(long)o * in + i] : 0.f;
+}
+
+void pack_panels_bf16(const bf16_t* w, int out, int in, bf16_t* panels) {
+  const int in_even = (in + 1) / 2 * 2;
+#pragma omp parallel for schedule(static)
+  for (int o = 0; o < (out + kPanel - 1) / kPanel * kPanel; ++o)
+    for (int i = 0; i < in_even; ++i)
+      panels[((long)(o / kPanel) * in_even + i / 2 * 2) * kPanel + (o % kPanel) * 2 + i % 2] =
+          o < out && i < in ? w[(long)o * in + i] : (bf16_t)0;
+}
+
+void panel_linear_forward(const float* x, const float* panels, float* y, int rows, int in,
+                          int out) {
+#ifdef __AVX512F__
+  dispatch<PanelsFp32>(x, panels, y, rows, in, out);
+#else
+  (void)x, (void)panels, (void)y, (void)rows, (void)in, (void)out;
+  throw std::logic_error("panel_linear_forward: built without AVX-512");
+#endif
+}
+
+void panel_linear_forward_bf16(const bf16_t* x, const bf16_t* panels, float* y, int rows, int in,
+                               int out) {
+#ifdef __AVX512BF16__
+  dispatch<PanelsBf16>(x, panels, y, rows, in, out);
+#else
+  (void)x, (void)panels, (void)y, (void)rows, (void)in, (void)out;
+  throw std::logic_error("panel_linear_forward_bf16: built without AVX512_BF16");
 #endif
 }
 

@@ -12,6 +12,18 @@ namespace {
 int chunk_layers(const ModelConfig& c, const ChunkPlacement& p) {
   return p.num_layers < 0 ? c.num_layers - p.first_layer : p.num_layers;
 }
+
+// The weights a chunk multiplies by: its layers' four and, on the last stage, the output
+// layer's (the word embedding).
+std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlacement& p) {
+  std::vector<std::string> names;
+  for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l)
+    for (const char* w : {"self_attention.linear_qkv.weight", "self_attention.linear_proj.weight",
+                          "mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
+      names.push_back(layer_param(l, w));
+  if (p.post_process) names.push_back("embedding.word_embeddings.weight");
+  return names;
+}
 }  // namespace
 
 GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
@@ -29,6 +41,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   const ChunkPlacement& placement = options.placement;
   precision_.precision = options.precision;
   params_.set_low_precision(options.precision);  // before any ParamRef is handed out
+  if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
   const int heads_local = config.num_attention_heads / t;
   LayerDims dims{config.hidden_size,       heads_local,
                  config.head_dim(),        config.ffn() / t,
@@ -76,6 +89,8 @@ void GPTModel::plan_and_allocate() {
   const long heads_local = config_.num_attention_heads / t;
   const bool post = options_.placement.post_process;
   plan_.add("parameters", "weights", params_.size());
+  if (params_.decode_panel_floats() > 0)
+    plan_.add("parameters", "decode copies (panel layout)", params_.decode_panel_floats());
   if (!options_.inference) {
     plan_.add("parameters", "gradients", params_.size());
     plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());

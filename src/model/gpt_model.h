@@ -42,6 +42,9 @@ struct ChunkOptions {
   // Generation: no gradients or optimizer state (generation/ runs the layers on its own
   // cache and activations; micro_batch x seq should then be 1 x 1).
   bool inference = false;
+  // Generation: the linear weights also in the decode products' panel layout (twice their
+  // memory; see kernels/skinny_linear.h for what it buys).
+  bool decode_panels = false;
 };
 
 class GPTModel : public pipeline_parallel::PipelineStage {

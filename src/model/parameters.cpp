@@ -7,6 +7,7 @@
 #include "core/normal_fill.h"
 #include "core/random.h"
 #include "kernels/elementwise.h"
+#include "kernels/skinny_linear.h"
 
 namespace trident {
 
@@ -23,7 +24,10 @@ ParamRef Parameters::get(const std::string& name) {
   handed_out_ = true;
   const std::uint16_t* low = low_.empty() ? nullptr : low_.data() + s.offset;
   float* grad = grads_.empty() ? nullptr : grads_.data() + s.offset;
-  return {values_.data() + s.offset, grad, s.numel(), low};
+  const void* panels = nullptr;
+  for (const PanelCopy& c : panel_copies_)
+    if (c.offset == s.offset) panels = panels_.data() + c.at;
+  return {values_.data() + s.offset, grad, s.numel(), low, panels};
 }
 
 void Parameters::pad_to_multiple(long multiple) {
@@ -44,12 +48,42 @@ void Parameters::set_low_precision(kernels::Precision p) {
 }
 
 void Parameters::refresh_low_precision() {
-  if (!low_stale_ || low_.empty()) return;
-  if (low_precision_ == kernels::Precision::kBf16)
+  if (!low_stale_ || (low_.empty() && panels_.empty())) return;
+  if (!low_.empty() && low_precision_ == kernels::Precision::kBf16)
     kernels::to_bf16(values_.data(), low_.data(), (long)low_.size());
-  else
+  else if (!low_.empty())
     kernels::to_fp16(values_.data(), low_.data(), (long)low_.size());
+  refresh_decode_panels();
   low_stale_ = false;
+}
+
+void Parameters::set_decode_panels(const std::vector<std::string>& names) {
+  if (handed_out_) throw std::logic_error("Parameters::set_decode_panels after get()");
+  if (low_precision_ == kernels::Precision::kFp16)
+    throw std::logic_error("decode panels are fp32 or bf16");
+  panel_copies_.clear();
+  long floats = 0;
+  for (const std::string& name : names) {
+    const ParamSpec& s = layout_.find(name);
+    if (s.local_shape.size() != 2) throw std::logic_error("decode panels of a non-matrix " + name);
+    const int out = (int)s.local_shape[0], in = (int)s.local_shape[1];
+    panel_copies_.push_back({s.offset, out, in, floats});
+    const long elements = kernels::panel_elements(low_precision_, out, in);
+    const long need = low_precision_ == kernels::Precision::kBf16 ? (elements + 1) / 2 : elements;
+    floats += (need + 15) / 16 * 16;  // each copy starts on a cache line
+  }
+  assign_parallel(panels_, floats, 0.f);
+  low_stale_ = true;
+}
+
+void Parameters::refresh_decode_panels() {
+  for (const PanelCopy& c : panel_copies_) {
+    if (low_precision_ == kernels::Precision::kBf16)
+      kernels::pack_panels_bf16(low_.data() + c.offset, c.out, c.in,
+                                reinterpret_cast<kernels::bf16_t*>(panels_.data() + c.at));
+    else
+      kernels::pack_panels(values_.data() + c.offset, c.out, c.in, panels_.data() + c.at);
+  }
 }
 
 void Parameters::refresh_low_precision(long begin, long end) {

@@ -3,6 +3,7 @@
 // optimizer, clipping and data-parallel reduction all see a single contiguous range.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/first_touch.h"
@@ -16,6 +17,9 @@ struct ParamRef {
   float* grad;
   long numel;
   const std::uint16_t* low = nullptr;  // bf16 / fp16 copy for matrix products, if any
+  // Generation: the weight again in the panel layout of the decode products
+  // (kernels/skinny_linear.h), fp32 or bf16 like the products; null if none.
+  const void* panels = nullptr;
 };
 
 class Parameters {
@@ -61,6 +65,13 @@ class Parameters {
   std::uint16_t* low_values() { return low_.empty() ? nullptr : low_.data(); }
   void mark_low_precision_current() { low_stale_ = false; }
 
+  // Generation: also keep the named [out, in] weights in the decode products' panel layout,
+  // in the products' precision (fp32, or bf16 with a bf16 copy). Call after
+  // set_low_precision and before get(); refresh_low_precision() (the whole-buffer form)
+  // fills them. Floats held: decode_panel_floats().
+  void set_decode_panels(const std::vector<std::string>& names);
+  long decode_panel_floats() const { return (long)panels_.size(); }
+
  private:
   ParameterLayout layout_;
   FirstTouchVector<float> values_;
@@ -68,6 +79,14 @@ class Parameters {
   kernels::Precision low_precision_ = kernels::Precision::kFp32;
   FirstTouchVector<std::uint16_t> low_;
   bool low_stale_ = true;
+  struct PanelCopy {
+    long offset;  // the weight's offset in values_
+    int out, in;
+    long at;  // where its panels start in panels_, in floats
+  };
+  std::vector<PanelCopy> panel_copies_;
+  FirstTouchVector<float> panels_;  // fp32 values, or bf16 pairs
+  void refresh_decode_panels();
   bool handed_out_ = false;  // a ParamRef points into the buffers: they may not move
 };
 

@@ -15,8 +15,8 @@ const kernels::LinearPrecision& or_fp32(const kernels::LinearPrecision* p) {
 }  // namespace
 
 void ColumnParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
-  kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low}, y, rows, in,
-                                out_local);
+  kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
+                                rows, in, out_local);
 }
 
 void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
@@ -45,8 +45,8 @@ void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::Ge
 }
 
 void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
-  kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low}, y, rows,
-                                in_local, out);
+  kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
+                                rows, in_local, out);
   reduce_from_region_forward(*tp, y, (long)rows * out);
 }
 
