@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace trident::kernels {
 
@@ -80,8 +81,22 @@ inline __mmask16 block_mask(int out, int block) {
   return left >= kPanel ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
+// x transposed to [input][row] (bf16: [input pair][row]) so that one input's R broadcasts
+// come from one cache line instead of R lines `in` apart: gpt2-small's whole decode step of
+// products at 8 rows then takes 1.1x the one-row time, against 1.4x with x as given.
+// Per-thread scratch, grown once; callers pass its pointer into the parallel region.
+template <class T>
+T* transposed_scratch(long n) {
+  thread_local std::vector<T> scratch;
+  if ((long)scratch.size() < n) scratch.resize(n);
+  return scratch.data();
+}
+
 template <int R>
 void panels_fp32(const float* x, const float* panels, float* y, int in, int out) {
+  float* xt = transposed_scratch<float>((long)in * R);
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < in; ++i) xt[(long)i * R + r] = x[(long)r * in + i];
   const int blocks = (out + kPanel - 1) / kPanel;
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < blocks; ++b) {
@@ -93,7 +108,7 @@ void panels_fp32(const float* x, const float* panels, float* y, int in, int out)
         _mm_prefetch((const char*)(pb + (long)(i + kPanelPrefetch) * kPanel), _MM_HINT_T0);
       const __m512 wv = _mm512_loadu_ps(pb + (long)i * kPanel);
       for (int r = 0; r < R; ++r)
-        acc[r] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[(long)r * in + i]), acc[r]);
+        acc[r] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xt[(long)i * R + r]), acc[r]);
     }
     const __mmask16 m = block_mask(out, b);
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (long)r * out + b * kPanel, m, acc[r]);
@@ -103,27 +118,26 @@ void panels_fp32(const float* x, const float* panels, float* y, int in, int out)
 #ifdef __AVX512BF16__
 template <int R>
 void panels_bf16(const bf16_t* x, const bf16_t* panels, float* y, int in, int out) {
-  const int blocks = (out + kPanel - 1) / kPanel, pairs = in / 2, in_pairs = (in + 1) / 2;
+  const int pairs = (in + 1) / 2;
+  std::int32_t* xt = transposed_scratch<std::int32_t>((long)pairs * R);
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < pairs; ++k) {  // an odd input's partner is zero, as in the panel
+      const std::uint32_t lo = x[(long)r * in + 2 * k],
+                          hi = 2 * k + 1 < in ? x[(long)r * in + 2 * k + 1] : 0u;
+      xt[(long)k * R + r] = (std::int32_t)(lo | hi << 16);
+    }
+  const int blocks = (out + kPanel - 1) / kPanel;
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < blocks; ++b) {
-    const bf16_t* pb = panels + (long)b * in_pairs * 2 * kPanel;
+    const bf16_t* pb = panels + (long)b * pairs * 2 * kPanel;
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int k = 0; k < pairs; ++k) {
       if ((k & 3) == 0)
         _mm_prefetch((const char*)(pb + (long)(k + kPanelPrefetch) * 2 * kPanel), _MM_HINT_T0);
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(pb + (long)k * 2 * kPanel);
-      for (int r = 0; r < R; ++r) {
-        std::int32_t pair;
-        std::memcpy(&pair, x + (long)r * in + 2 * k, sizeof pair);
-        acc[r] = _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_set1_epi32(pair));
-      }
-    }
-    if (in % 2) {  // the last input alone; its partner in the panel is zero
-      const __m512bh wv = (__m512bh)_mm512_loadu_si512(pb + (long)pairs * 2 * kPanel);
       for (int r = 0; r < R; ++r)
-        acc[r] =
-            _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_set1_epi32(x[(long)r * in + in - 1]));
+        acc[r] = _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_set1_epi32(xt[(long)k * R + r]));
     }
     const __mmask16 m = block_mask(out, b);
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (long)r * out + b * kPanel, m, acc[r]);
