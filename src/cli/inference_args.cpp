@@ -1,5 +1,6 @@
 #include "cli/inference_args.h"
 
+#include <cstdint>
 #include <filesystem>
 
 namespace trident::cli {
@@ -16,9 +17,10 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
                  "pipeline stages")
       ->group(M);
   app.add_flag("--bf16", m.bf16, "bf16 matrix products and KV cache")->group(M);
-  app.add_flag("--no-decode-panels{false}", m.decode_panels,
-               "do not keep the second, panel-layout copy of the linear weights (saves their "
-               "memory; batched decoding is then slower)")
+  app.add_flag_function(
+         "--no-decode-panels", [&m](std::int64_t) { m.decode_panels = false; },
+         "do not keep the second, panel-layout copy of the linear weights (saves their memory; "
+         "batched decoding is then slower)")
       ->group(M);
   const char* C = "KV cache";
   app.add_option("--max-batch", m.max_batch, "sequences decoded at once (cache slots)")
