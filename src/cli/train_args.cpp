@@ -156,11 +156,21 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
   opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
   opt("--eval-iters", c.eval_iters, "global batches per evaluation", "Logging");
-  opt("--metrics-file", c.metrics_file, "write metrics as JSON lines here", "Logging");
+  opt("--metrics-file", c.metrics_file,
+      "write metrics as JSON lines here (appended to when resuming)", "Logging");
+  opt("--tensorboard-dir", c.tensorboard_dir, "write TensorBoard event files here", "Logging");
+  opt("--timing-log-level", c.timing_log_level,
+      "timers at each log interval, min/max over ranks: 0 none, 1 coarse, 2 all", "Logging");
+  opt("--straggler-threshold", c.straggler_threshold,
+      "name a rank whose compute exceeds its pipeline stage's median by this fraction", "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", "Testing");
   opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", "Testing");
+  opt("--inject-slow-rank", c.inject_slow_rank,
+      "testing: this rank's forward compute is slowed by --inject-slow-forward-ms", "Testing");
+  opt("--inject-slow-forward-ms", c.inject_slow_forward_ms,
+      "testing: added to each forward of --inject-slow-rank", "Testing");
   opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
       "testing: make one gradient inf at this iteration", "Testing");
   opt("--inject-fault-save", c.inject_fault_save,

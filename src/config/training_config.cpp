@@ -386,6 +386,10 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   require(c.adam.clip_grad >= 0.f && std::isfinite(c.adam.clip_grad),
           "--clip-grad must be >= 0 and finite (0 disables clipping)");
   require(c.log_interval > 0, "--log-interval must be > 0");
+  require(c.timing_log_level >= 0 && c.timing_log_level <= 2,
+          "--timing-log-level must be 0, 1 or 2, got " + std::to_string(c.timing_log_level));
+  require(c.straggler_threshold > 0,
+          "--straggler-threshold must be > 0 (a fraction over the median)");
   require(c.eval_interval >= 0, "--eval-interval must be >= 0");
   require(c.eval_iters >= 0, "--eval-iters must be >= 0");
   require(c.threads >= 0, "--threads must be >= 0");

@@ -89,8 +89,10 @@ struct TrainingConfig {
   // Consecutive recomputed layers that share one kept input (ChunkOptions::recompute_group).
   int recompute_group_size() const;
 
-
   std::string metrics_file;
+  std::string tensorboard_dir;       // event files of the logged scalars (rank 0)
+  int timing_log_level = 0;          // 0 none, 1 coarse timers, 2 every timer (Megatron's)
+  double straggler_threshold = 0.2;  // report a rank this much over its stage's median
   std::string load_hf;
   std::string save;          // checkpoint directory
   long save_interval = 0;    // 0: only at the end
@@ -103,7 +105,10 @@ struct TrainingConfig {
   long inject_fault_save = 0;  // testing: world rank 0 dies inside its N-th save, before commit
   int inject_fault_rank = 0;
   long inject_grad_overflow_iteration = 0;  // testing: an inf gradient at this iteration
-  double peak_tflops = 0;                   // 0: measure the fp32 GEMM peak at start
+  // Testing: this rank's forward compute takes this much longer (a straggler).
+  int inject_slow_rank = -1;
+  double inject_slow_forward_ms = 0;
+  double peak_tflops = 0;  // 0: measure the fp32 GEMM peak at start
 
   // What --load may change on purpose, and where a save can be made to die (issue 18).
   // The manifest's run settings (seed, batch sizes, sequence length, data, LR schedule) must

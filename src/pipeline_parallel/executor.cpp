@@ -1,6 +1,8 @@
 #include "pipeline_parallel/executor.h"
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace trident::pipeline_parallel {
 
@@ -103,6 +105,9 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         record(name, "recv", start, now_us());
         break;
       case OpType::kForward:
+        if (options_.testing_forward_delay_ms > 0)
+          std::this_thread::sleep_for(
+              std::chrono::microseconds((long)(options_.testing_forward_delay_ms * 1e3)));
         loss += chunk.forward_chunk(take_slot(op.chunk, op.microbatch), tokens_of(op.microbatch),
                                     micro_batch_, seq_, grad_scale, nullptr,
                                     first_sample_of ? first_sample_of(op.microbatch) : -1);

@@ -20,7 +20,8 @@ namespace trident::pipeline_parallel {
 
 struct ExecutorOptions {
   bool scatter_gather = true;
-  int world_rank = 0;  // the timeline track
+  int world_rank = 0;                   // the timeline track
+  double testing_forward_delay_ms = 0;  // testing: make this rank a straggler
 };
 
 class PipelineExecutor {

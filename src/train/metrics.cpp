@@ -39,9 +39,9 @@ std::string format_validation_line(const ValidationStats& v) {
   return buf;
 }
 
-MetricsWriter::MetricsWriter(const std::string& path) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append) {
   if (path.empty()) return;
-  out_.emplace(path);
+  out_.emplace(path, append ? std::ios::app : std::ios::trunc);
   if (!*out_) throw std::runtime_error("--metrics-file: cannot write " + path);
 }
 

@@ -36,7 +36,10 @@ std::string format_validation_line(const ValidationStats& v);
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& path);  // empty path: writes nothing
+  // Empty path: writes nothing. append: a resumed run adds to the file, so the history
+  // survives; iterations re-run after a crash appear twice, and a reader takes the last line
+  // written for an iteration.
+  explicit MetricsWriter(const std::string& path, bool append = false);
   void write(const IterationStats& s);
   void write(const ValidationStats& v);
   void write_json(const nlohmann::ordered_json& j);

@@ -28,6 +28,7 @@
 #include "train/metrics.h"
 #include "train/throughput.h"
 #include "train/training_data.h"
+#include "train/training_log.h"
 
 namespace trident {
 
@@ -286,9 +287,10 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     reducer->arm();
     model.chunks[j]->set_grad_ready_hook([reducer](int b, int e) { reducer->mark_ready(b, e); });
   };
-  pipeline_parallel::PipelineExecutor executor(model.schedule, stages, pp, tp, micro, seq,
-                                               c.model.hidden_size,
-                                               {c.scatter_gather, rank.world_rank});
+  pipeline_parallel::PipelineExecutor executor(
+      model.schedule, stages, pp, tp, micro, seq, c.model.hidden_size,
+      {c.scatter_gather, rank.world_rank,
+       rank.world_rank == c.inject_slow_rank ? c.inject_slow_forward_ms : 0.0});
   executor.set_before_backward(before_backward);
   if (c.overlap_grad_reduce && dp.size() > 1)
     for (size_t j = 0; j < model.chunks.size(); ++j)
@@ -309,7 +311,10 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   const long train_iters = c.total_train_iters();
   startup.begin("data indices");
   TrainingData data = make_training_data(c, log);
-  MetricsWriter metrics(rank.world_rank == 0 ? c.metrics_file : "");
+  // A restarted job finds no checkpoint on its first start; fine-tuning needs one.
+  const bool resumable = !c.load.empty() && checkpoint::has_checkpoint(c.load);
+  TrainingLog training_log(c, rank, resumable && !c.finetune, log);
+  MetricsWriter& metrics = training_log.metrics();
   std::vector<int> tokens;
   std::vector<pipeline_parallel::TraceEvent> timeline, last_step;
   long consumed = 0, lr_samples = 0;
@@ -328,9 +333,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     GroupCounters before = snapshot_counters(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * c.effective_global_batch();
     double loss = evaluate(executor, *data.valid, c, dp, first, &n);
-    ValidationStats v{iteration, consumed, loss, n};
-    log << format_validation_line(v) << "\n";
-    metrics.write(v);
+    training_log.validation({iteration, consumed, loss, n});
     GroupCounters after = snapshot_counters(*rank.groups);
     for (size_t i = 0; i < after.size(); ++i)
       eval_counters[i].second += (after[i].second -= before[i].second);
@@ -338,8 +341,6 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
 
   long first_iteration = 1;
   DataParallelWaits dp_waits;
-  // A restarted job finds no checkpoint on its first start; fine-tuning needs one.
-  const bool resumable = !c.load.empty() && checkpoint::has_checkpoint(c.load);
   if (!c.load.empty() && !resumable && !c.finetune)
     log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
   if (resumable || c.finetune) {
@@ -398,6 +399,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     dp.all_reduce(&loss_sum, 1, comm::ReduceOp::kSum);
     executor.record("optimizer step", "optimizer", optimizer_start, executor.now_us());
     last_step = executor.take_events();
+    training_log.step(last_step);
     if (!c.timeline.empty()) timeline.insert(timeline.end(), last_step.begin(), last_step.end());
     consumed += global_batch;
     double elapsed = seconds_since(start);
@@ -426,8 +428,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
         s.loss_scale = model.scaler.scale(), s.skipped_iterations = model.scaler.state().skipped;
       s.tokens_per_s = (double)interval_tokens / interval_time;
       s.tflops = interval_flops / interval_time / 1e12 / c.world_size, s.mfu = s.tflops / peak;
-      log << format_log_line(s) << "\n" << std::flush;
-      metrics.write(s);
+      training_log.interval(s);
       interval_loss = interval_time = interval_norm = interval_flops = 0;
       interval_tokens = 0;
       interval_count = interval_stepped = 0;

@@ -1,0 +1,142 @@
+#include "train/timers.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace trident {
+
+namespace {
+
+struct TimerSpec {
+  const char* name;
+  int level;
+};
+
+// Megatron's timer names. forward-backward is the schedule's wall time on this rank.
+const TimerSpec kTimers[] = {
+    {"forward-backward", 1},   {"optimizer", 1},        {"all-grads-sync", 1},
+    {"forward-compute", 2},    {"backward-compute", 2}, {"forward-recv", 2},
+    {"backward-recv", 2},      {"forward-send", 2},     {"backward-send", 2},
+    {"pipeline-send-wait", 2},
+};
+constexpr int kTimerCount = sizeof kTimers / sizeof kTimers[0];
+constexpr int kComputeTimers[] = {3, 4};  // forward- and backward-compute: the straggler measure
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+// Which timer an event adds to (-1: none).
+int timer_of(const pipeline_parallel::TraceEvent& e) {
+  if (e.category == "forward") return 3;
+  if (e.category == "backward") return 4;
+  if (e.category == "recv") return starts_with(e.name, "recv-fwd") ? 5 : 6;
+  if (e.category == "send") return starts_with(e.name, "send-fwd") ? 7 : 8;
+  if (e.category == "wait" && e.name == "wait for sends") return 9;
+  if (e.category == "optimizer" && e.name == "optimizer step") return 1;
+  if (e.category == "data-parallel" && e.name == "wait for gradient reduction") return 2;
+  return -1;
+}
+
+}  // namespace
+
+IntervalTimers::IntervalTimers(int level, double straggler_threshold)
+    : level_(level), threshold_(straggler_threshold), sums_ms_(kTimerCount, 0.0) {}
+
+void IntervalTimers::add_step(const std::vector<pipeline_parallel::TraceEvent>& events) {
+  double begin = -1, end = -1;  // the schedule: from "train step" to the end of the send wait
+  double step[kTimerCount] = {};
+  for (const auto& e : events) {
+    const int t = timer_of(e);
+    if (t >= 0) step[t] += e.duration_us / 1e3;
+    if (e.category == "step") begin = e.start_us;
+    if (t == 9) end = e.start_us + e.duration_us;
+  }
+  if (begin >= 0 && end >= begin) step[0] = (end - begin) / 1e3;
+  step[1] -= step[2];  // as Megatron's, the optimizer timer leaves out the gradient sync
+  for (int t = 0; t < kTimerCount; ++t) sums_ms_[t] += step[t];
+  ++steps_;
+}
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Ranks of one pipeline stage do the same work (tensor and data parallelism split it
+// evenly); stages differ (the first embeds, the last forms logits), so each rank is held
+// against the median of its own stage.
+StragglerReport find_straggler(const std::vector<double>& compute, const std::vector<int>& stage,
+                               double threshold) {
+  StragglerReport worst;
+  double worst_ratio = 1 + threshold;
+  for (size_t r = 0; r < compute.size(); ++r) {
+    std::vector<double> peers;
+    for (size_t q = 0; q < compute.size(); ++q)
+      if (stage[q] == stage[r]) peers.push_back(compute[q]);
+    if (peers.size() < 2) continue;
+    const double median = median_of(peers);
+    if (median > 0 && compute[r] / median > worst_ratio)
+      worst_ratio = compute[r] / median, worst = {true, (int)r, compute[r], median};
+  }
+  return worst;
+}
+
+}  // namespace
+
+TimerReport IntervalTimers::reduce(comm::Communicator& world, int pipeline_stage) {
+  const int n = world.size(), width = kTimerCount + 1;  // the timers and the rank's stage
+  std::vector<float> mine(width), all((size_t)width * n);
+  for (int t = 0; t < kTimerCount; ++t) mine[t] = (float)(sums_ms_[t] / std::max(1, steps_));
+  mine[kTimerCount] = (float)pipeline_stage;
+  world.all_gather(mine.data(), all.data(), width);
+  std::fill(sums_ms_.begin(), sums_ms_.end(), 0.0);
+  steps_ = 0;
+  auto at = [&](int rank, int t) { return (double)all[(size_t)rank * width + t]; };
+  TimerReport report;
+  for (int t = 0; t < kTimerCount; ++t) {
+    if (kTimers[t].level > level_) continue;
+    TimerRow row{kTimers[t].name, at(0, t), at(0, t), 0};
+    for (int r = 1; r < n; ++r) {
+      row.min_ms = std::min(row.min_ms, at(r, t));
+      if (at(r, t) > row.max_ms) row.max_ms = at(r, t), row.max_rank = r;
+    }
+    if (row.max_ms > 0) report.rows.push_back(row);
+  }
+  std::vector<double> compute(n, 0.0);
+  std::vector<int> stage(n);
+  for (int r = 0; r < n; ++r) {
+    for (int t : kComputeTimers) compute[r] += at(r, t);
+    stage[r] = (int)at(r, kTimerCount);
+  }
+  report.straggler = find_straggler(compute, stage, threshold_);
+  return report;
+}
+
+std::string format_timers(const TimerReport& r, const std::vector<std::string>& hosts) {
+  std::string out;
+  char buf[256];
+  auto where = [&](int rank) {
+    return rank < (int)hosts.size() ? " on " + hosts[rank] : std::string();
+  };
+  if (!r.rows.empty()) out += "(min, max) time across ranks (ms):\n";
+  for (const TimerRow& row : r.rows) {
+    std::snprintf(buf, sizeof buf, "    %-22s: (%.2f, %.2f) max on rank %d\n",
+                  (row.name + " ").c_str(), row.min_ms, row.max_ms, row.max_rank);
+    out += buf;
+  }
+  if (r.straggler.found) {
+    std::snprintf(buf, sizeof buf,
+                  "straggler: rank %d%s computes %.2f ms per iteration, %.0f%% over the median "
+                  "of its pipeline stage's ranks (%.2f ms)\n",
+                  r.straggler.rank, where(r.straggler.rank).c_str(), r.straggler.ms,
+                  100 * (r.straggler.ms / r.straggler.median_ms - 1), r.straggler.median_ms);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,64 @@
+#include "train/training_log.h"
+
+#include <cmath>
+
+#include "distributed/process_groups.h"
+
+namespace trident {
+
+TrainingLog::TrainingLog(const TrainingConfig& c, const RankContext& rank, bool resumed,
+                         std::ostream& log)
+    : rank_(rank),
+      log_(log),
+      metrics_(rank.world_rank == 0 ? c.metrics_file : "", resumed),
+      tensorboard_(rank.world_rank == 0 ? c.tensorboard_dir : ""),
+      timers_(c.timing_log_level, c.straggler_threshold),
+      pipeline_stage_(rank.groups->pipeline->rank()) {
+  if (tensorboard_.enabled()) log_ << "tensorboard: " << tensorboard_.path() << "\n";
+}
+
+void TrainingLog::step(const std::vector<pipeline_parallel::TraceEvent>& events) {
+  if (timers_.level() > 0) timers_.add_step(events);
+}
+
+void TrainingLog::interval(const IterationStats& s) {
+  log_ << format_log_line(s) << "\n";
+  metrics_.write(s);
+  TimerReport timers;
+  if (timers_.level() > 0) {
+    timers = timers_.reduce(*rank_.groups->world, pipeline_stage_);
+    log_ << format_timers(timers, rank_.nodes);
+  }
+  log_ << std::flush;
+  if (!tensorboard_.enabled()) return;
+  // Megatron's scalar names, each also against consumed samples.
+  TensorBoardWriter& tb = tensorboard_;
+  auto both = [&](const std::string& tag, double v) {
+    tb.scalar(tag, v, s.iteration);
+    tb.scalar(tag + " vs samples", v, s.consumed_samples);
+  };
+  both("learning-rate", s.lr);
+  both("batch-size", s.global_batch);
+  if (!std::isnan(s.loss)) both("lm loss", s.loss);
+  if (!std::isnan(s.grad_norm)) tb.scalar("grad-norm", s.grad_norm, s.iteration);
+  if (s.loss_scale > 0) tb.scalar("loss-scale", s.loss_scale, s.iteration);
+  tb.scalar("iteration-time", s.ms_per_iter / 1e3, s.iteration);
+  tb.scalar("throughput", s.tflops, s.iteration);
+  tb.scalar("tokens-per-second", s.tokens_per_s, s.iteration);
+  tb.scalar("mfu", s.mfu, s.iteration);
+  for (const TimerRow& row : timers.rows) tb.scalar(row.name + "-time", row.max_ms, s.iteration);
+  tb.flush();
+}
+
+void TrainingLog::validation(const ValidationStats& v) {
+  log_ << format_validation_line(v) << "\n";
+  metrics_.write(v);
+  if (!tensorboard_.enabled()) return;
+  tensorboard_.scalar("lm loss validation", v.loss, v.iteration);
+  tensorboard_.scalar("lm loss validation vs samples", v.loss, v.consumed_samples);
+  tensorboard_.scalar("lm loss validation ppl", std::exp(v.loss), v.iteration);
+  tensorboard_.scalar("lm loss validation ppl vs samples", std::exp(v.loss), v.consumed_samples);
+  tensorboard_.flush();
+}
+
+}  // namespace trident

@@ -1,0 +1,39 @@
+#pragma once
+// What a training run reports, in one place: the log line and validation line, the
+// --metrics-file JSON lines (appended to when the run resumes), TensorBoard scalars under
+// Megatron's names (--tensorboard-dir) and the timers (--timing-log-level) with their
+// straggler line. Rank 0 writes; the timers are gathered from every rank.
+#include <ostream>
+#include <vector>
+
+#include "config/training_config.h"
+#include "engine/rank_context.h"
+#include "pipeline_parallel/timeline.h"
+#include "train/metrics.h"
+#include "train/tensorboard.h"
+#include "train/timers.h"
+
+namespace trident {
+
+class TrainingLog {
+ public:
+  // resumed: the run continues a checkpoint's iterations (the metrics file is appended to).
+  TrainingLog(const TrainingConfig& c, const RankContext& rank, bool resumed, std::ostream& log);
+  MetricsWriter& metrics() { return metrics_; }
+  // Every rank, every iteration: the step's executed events feed the timers.
+  void step(const std::vector<pipeline_parallel::TraceEvent>& events);
+  // Every rank at each log interval (the timers are collective).
+  void interval(const IterationStats& s);
+  // Rank 0's writers only.
+  void validation(const ValidationStats& v);
+
+ private:
+  const RankContext& rank_;
+  std::ostream& log_;
+  MetricsWriter metrics_;
+  TensorBoardWriter tensorboard_;
+  IntervalTimers timers_;
+  int pipeline_stage_;
+};
+
+}  // namespace trident
