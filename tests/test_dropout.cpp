@@ -79,6 +79,27 @@ TEST(Dropout, FusedBiasDropoutResidualMatchesUnfusedSteps) {
   EXPECT_EQ(kernels::dropout_backward(dout.data(), dy.data(), rows, cols, eval, 5), dout.data());
 }
 
+// Sequence parallelism: a rank given rows [first_row, first_row + n) of the micro-batch
+// draws exactly the masks the whole micro-batch draws for those rows, also when a block
+// starts inside a sample.
+TEST(Dropout, RowBlocksDrawTheWholeBatchMasks) {
+  const int rows = 12, cols = 8, seq = 6;
+  kernels::DropoutConfig config{0.3f, 0.f, 5};
+  auto x = random_vector(rows * cols, 6);
+  std::vector<float> whole = x;
+  kernels::dropout_inplace(whole.data(), rows, cols, {&config, 4, seq}, 7);
+  for (int t : {2, 3, 4}) {
+    const int n = rows / t;
+    for (int r = 0; r < t; ++r) {
+      std::vector<float> block(x.begin() + (long)r * n * cols,
+                               x.begin() + (long)(r + 1) * n * cols);
+      kernels::dropout_inplace(block.data(), n, cols, {&config, 4, seq, (long)r * n}, 7);
+      EXPECT_TRUE(std::equal(block.begin(), block.end(), whole.begin() + (long)r * n * cols))
+          << "t " << t << " block " << r;
+    }
+  }
+}
+
 ModelConfig small_model() {
   ModelConfig c;
   c.num_layers = 3, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 9;

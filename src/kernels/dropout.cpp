@@ -73,8 +73,9 @@ bool for_each_dropout_row(int rows, int cols, const DropoutBatch& b, std::uint32
     std::vector<std::uint8_t> keep(cols);
 #pragma omp for schedule(static)
     for (int r = 0; r < rows; ++r) {
-      DropoutStream s{b.config->seed, site, (std::uint32_t)(b.first_sample + r / b.seq), p};
-      dropout_keep_mask(s, (std::uint64_t)(r % b.seq) * cols, cols, keep.data());
+      const long row = b.first_row + r;  // in the whole micro-batch
+      DropoutStream s{b.config->seed, site, (std::uint32_t)(b.first_sample + row / b.seq), p};
+      dropout_keep_mask(s, (std::uint64_t)(row % b.seq) * cols, cols, keep.data());
       f(r, keep.data(), scale);
     }
   }

@@ -37,11 +37,14 @@ void dropout_keep_mask(const DropoutStream& s, std::uint64_t first, int n, std::
 bool dropout_keeps(const DropoutStream& s, std::uint64_t index);
 
 // Which samples a micro-batch holds: row r (of batch x seq rows) belongs to sample
-// first_sample + r / seq. first_sample < 0: evaluation, no dropout.
+// first_sample + r / seq. first_sample < 0: evaluation, no dropout. A kernel given only
+// some rows of the micro-batch (sequence parallelism: this rank's contiguous 1/t of them)
+// starts at row first_row, so its local row r draws the bits of row first_row + r.
 struct DropoutBatch {
   const DropoutConfig* config = nullptr;
   long first_sample = -1;
   int seq = 0;
+  long first_row = 0;
   bool training() const { return config && first_sample >= 0; }
 };
 
