@@ -48,6 +48,17 @@ void add_position_embedding(float* out, const float* pos, int batch, int seq, in
     }
 }
 
+void add_position_embedding_rows(float* out, const float* pos, long first_row, long rows, int seq,
+                                 int cols) {
+#pragma omp parallel for schedule(static)
+  for (long r = 0; r < rows; ++r) {
+    float* dst = out + r * cols;
+    const float* src = pos + (first_row + r) % seq * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) dst[c] += src[c];
+  }
+}
+
 void position_embedding_backward(const float* dout, float* dpos, int batch, int seq, int cols) {
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < seq; ++t)

@@ -12,6 +12,10 @@ void embedding_backward(const int* ids, int n, const float* dout, int vocab_star
 
 // out[b, t] += pos[t]
 void add_position_embedding(float* out, const float* pos, int batch, int seq, int cols);
+// The same for rows [first_row, first_row + rows) of the [batch * seq] rows only (a
+// sequence-parallel rank's block): out[r] += pos[(first_row + r) % seq].
+void add_position_embedding_rows(float* out, const float* pos, long first_row, long rows, int seq,
+                                 int cols);
 // dpos[t] += sum_b dout[b, t]
 void position_embedding_backward(const float* dout, float* dpos, int batch, int seq, int cols);
 

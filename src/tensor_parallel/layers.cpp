@@ -22,7 +22,7 @@ void ColumnParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) c
 void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
                                     int rows) const {
   backward_partial(dy, x, dx, rows);
-  copy_to_region_backward(*tp, dx, (long)rows * in);
+  if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void ColumnParallelLinear::backward_through_gelu(float* d_act, const float* pre,
@@ -32,7 +32,7 @@ void ColumnParallelLinear::backward_through_gelu(float* d_act, const float* pre,
       kernels::gelu_output_grad_operand(or_fp32(precision), d_act, pre, bias.grad, rows, out_local);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
-  copy_to_region_backward(*tp, dx, (long)rows * in);
+  if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x,
@@ -47,7 +47,7 @@ void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::Ge
 void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
                                 rows, in_local, out);
-  reduce_from_region_forward(*tp, y, (long)rows * out);
+  if (!sequence_parallel) reduce_from_region_forward(*tp, y, (long)rows * out);
 }
 
 void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
@@ -58,14 +58,30 @@ void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float*
                                  weight.grad, rows, in_local, out);
 }
 
-void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out) const {
-  kernels::embedding_forward(ids, batch * seq, word.value, vocab_start, vocab_local, hidden, out);
-  reduce_from_region_forward(*tp, out, (long)batch * seq * hidden);
-  kernels::add_position_embedding(out, position.value, batch, seq, hidden);
+void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out,
+                                     float* full) const {
+  const long rows = (long)batch * seq;
+  if (!sequence_parallel) {
+    kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, out);
+    reduce_from_region_forward(*tp, out, rows * hidden);
+    kernels::add_position_embedding(out, position.value, batch, seq, hidden);
+    return;
+  }
+  const long local_rows = rows / tp->size(), first = local_rows * tp->rank();
+  kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, full);
+  reduce_scatter_to_sequence_parallel_region(*tp, full, out, local_rows * hidden);
+  kernels::add_position_embedding_rows(out, position.value, first, local_rows, seq, hidden);
 }
 
-void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const float* dout) const {
-  kernels::embedding_backward(ids, batch * seq, dout, vocab_start, vocab_local, hidden, word.grad);
+void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const float* dout,
+                                      float* full) const {
+  const long rows = (long)batch * seq;
+  if (sequence_parallel) {
+    reduce_scatter_to_sequence_parallel_region_backward(*tp, dout, full,
+                                                        rows / tp->size() * hidden);
+    dout = full;
+  }
+  kernels::embedding_backward(ids, (int)rows, dout, vocab_start, vocab_local, hidden, word.grad);
   kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
 }
 

@@ -16,6 +16,10 @@ struct ColumnParallelLinear {
   int out_local = 0;
   comm::Communicator* tp = nullptr;
   const kernels::LinearPrecision* precision = nullptr;  // fp32 when null
+  // Sequence parallelism: x is the all-gathered input and backward leaves dx as this rank's
+  // partial sum; the caller reduce-scatters it (gather_from_sequence_parallel_region's
+  // backward) instead of the all-reduce of f.
+  bool sequence_parallel = false;
 
   void forward(kernels::GemmOperand x, float* y, int rows) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
@@ -39,6 +43,11 @@ struct RowParallelLinear {
   int out = 0;
   comm::Communicator* tp = nullptr;
   const kernels::LinearPrecision* precision = nullptr;
+  // Sequence parallelism: forward leaves y as this rank's partial product; the caller
+  // reduce-scatters it (reduce_scatter_to_sequence_parallel_region) instead of g's
+  // all-reduce, and hands backward the all-gathered dy. The bias gradient is then summed
+  // over all rows on every rank, so it is complete without a tensor-parallel all-reduce.
+  bool sequence_parallel = false;
 
   void forward(kernels::GemmOperand x, float* y, int rows) const;
   void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;
@@ -53,9 +62,15 @@ struct VocabParallelEmbedding {
   int vocab_local = 0;
   int hidden = 0;
   comm::Communicator* tp = nullptr;
+  // Sequence parallelism: the partial lookups are reduce-scattered, so out holds this
+  // rank's rows only (the position embedding is added to them), and backward all-gathers
+  // dout. Both then need `full`, [batch * seq, hidden] of scratch.
+  bool sequence_parallel = false;
 
-  void forward(const int* ids, int batch, int seq, float* out) const;
-  void backward(const int* ids, int batch, int seq, const float* dout) const;
+  void forward(const int* ids, int batch, int seq, float* out, float* full = nullptr) const;
+  // The position gradient is taken from the all-gathered dout, so it is complete on every
+  // rank (no tensor-parallel all-reduce afterwards).
+  void backward(const int* ids, int batch, int seq, const float* dout, float* full = nullptr) const;
 };
 
 }  // namespace trident::tensor_parallel

@@ -7,7 +7,7 @@
 namespace trident::tensor_parallel {
 
 void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
-                         float grad_scale, float* dx) const {
+                         float grad_scale, float* dx, float* dx_local) const {
   const int in = output_layer.in;
   // In bf16 runs the fp32 logits chunk is free once the cross-entropy has written the bf16
   // d(logits): when it can hold the [vocab / t, hidden] weight gradient, the faster
@@ -29,7 +29,12 @@ void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, f
     const kernels::GemmOperand dlogits = dlogits16 ? kernels::GemmOperand(dlogits16) : logits;
     layer.backward_partial(dlogits, x_chunk, dx + (long)first * in, count);
   }
-  if (grad_scale != 0.f) copy_to_region_backward(*output_layer.tp, dx, (long)rows * in);
+  if (grad_scale == 0.f) return;
+  comm::Communicator& tp = *output_layer.tp;
+  if (sequence_parallel)
+    gather_from_sequence_parallel_region_backward(tp, dx, dx_local, (long)rows / tp.size() * in);
+  else
+    copy_to_region_backward(tp, dx, (long)rows * in);
 }
 
 const float* LMHeadLoss::logits_rows(kernels::GemmOperand x, int first, int count) const {

@@ -18,10 +18,15 @@ struct LMHeadLoss {
   float* logits = nullptr;               // planned scratch, [chunk_rows, vocab_local]
   kernels::bf16_t* dlogits16 = nullptr;  // bf16 runs: the chunk's d(logits), same shape
 
+  // Sequence parallelism: x is the all-gathered final LayerNorm output and d(input) is
+  // reduce-scattered into dx_local (this rank's rows) instead of all-reduced; dx is then
+  // scratch for the partial sums.
+  bool sequence_parallel = false;
+
   // losses[r] = -log softmax(x[r] W^T)[targets[r]]. With grad_scale != 0, also
   // dx = grad_scale * d(sum of losses)/dx and the weight gradient accumulated.
   void forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
-               float grad_scale, float* dx) const;
+               float grad_scale, float* dx, float* dx_local = nullptr) const;
   // This rank's logits for rows [first, first + count), count <= chunk_rows, in the scratch.
   const float* logits_rows(kernels::GemmOperand x, int first, int count) const;
 };
