@@ -80,6 +80,10 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   app.add_flag("--no-scatter-gather{false}", c.scatter_gather,
                "send whole boundary tensors between stages instead of 1/t slices")
       ->group("Parallelism");
+  app.add_flag("--sequence-parallel", c.sequence_parallel,
+               "with t > 1: LayerNorm, dropout and the residual stream on 1/t of the tokens per "
+               "tensor-parallel rank (all-gather / reduce-scatter instead of all-reduce)")
+      ->group("Parallelism");
   app.add_flag("--use-distributed-optimizer", c.use_distributed_optimizer,
                "shard Adam moments over the data-parallel ranks (ZeRO-1)")
       ->group("Parallelism");

@@ -262,6 +262,17 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
           "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce "
           "(Megatron's rule: the parameters it gathers are the optimizer's shards)");
   require(c.logits_chunk_rows >= 0, "--logits-chunk-rows must be >= 0 (0: automatic)");
+  if (c.sequence_parallel_active() && t > 0) {
+    // Each rank keeps a contiguous 1/t of the micro-batch's rows (Megatron: the sequence
+    // dimension must divide by t).
+    require((long)c.micro_batch_size * c.model.seq_length % t == 0,
+            "--sequence-parallel needs --micro-batch-size x --seq-length (" +
+                std::to_string(c.micro_batch_size) + " x " + std::to_string(c.model.seq_length) +
+                ") divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
+    // bf16 blocks travel as floats holding two values each.
+    require(!c.bf16 || c.model.hidden_size % 2 == 0,
+            "--sequence-parallel with --bf16 needs an even --hidden-size");
+  }
   require(!(c.bf16 && c.fp16), "give --bf16 or --fp16, not both");
   require(c.hidden_dropout >= 0.f && c.hidden_dropout < 1.f, "--hidden-dropout must be in [0, 1)");
   require(c.attention_dropout >= 0.f && c.attention_dropout < 1.f,

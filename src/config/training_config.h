@@ -24,8 +24,11 @@ struct TrainingConfig {
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per pipeline rank
   int decoder_first_pipeline_num_layers = 0;      // 0: an even share (uneven splits, v = 1)
   int decoder_last_pipeline_num_layers = 0;
-  std::string pipeline_schedule;           // gpipe | 1f1b | interleaved; "": by v
-  bool scatter_gather = true;              // --no-scatter-gather turns it off
+  std::string pipeline_schedule;  // gpipe | 1f1b | interleaved; "": by v
+  bool scatter_gather = true;     // --no-scatter-gather turns it off
+  // --sequence-parallel (Korthikanti et al. 2022). At t = 1 it does nothing: Megatron
+  // turns it off with a warning, and so does trident (sequence_parallel_active()).
+  bool sequence_parallel = false;
   std::string timeline;                    // Chrome-trace output
   bool use_distributed_optimizer = false;  // ZeRO-1 over the data-parallel group
   bool overlap_grad_reduce = false;        // bucketed all-reduce during backward
@@ -77,6 +80,9 @@ struct TrainingConfig {
   float hidden_dropout = 0.f;  // Megatron defaults to 0.1; trident to none
   float attention_dropout = 0.f;
   kernels::DropoutConfig dropout() const;
+  bool sequence_parallel_active() const {
+    return sequence_parallel && tensor_model_parallel_size > 1;
+  }
 
   std::string recompute_granularity;  // "" | full | selective
   std::string recompute_method;       // uniform | block

@@ -4,6 +4,7 @@
 
 #include "optim/adamw.h"
 #include "pipeline_parallel/executor.h"
+#include "tensor_parallel/sequence_parallel_grads.h"
 
 namespace trident::engine {
 
@@ -35,6 +36,14 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   if (o.distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
   std::vector<GradRange> ranges = finish_reductions(model, dp.size(), o);
   if (!o.distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+  // Sequence parallelism's partial LayerNorm gradients, summed over the tensor group after
+  // the data-parallel reduction (it is linear, so the order does not matter; doing it after
+  // keeps it off buffers a non-blocking reduction may still be using). With the
+  // distributed optimizer only this rank's shard is meaningful, and the tensor group's
+  // ranks hold the same shard ranges of identically laid-out buffers.
+  for (GPTModel* chunk : chunks)
+    if (chunk->sequence_parallel())
+      tensor_parallel::allreduce_sequence_parallel_grads(chunk->parameters(), tp);
   if (o.inject_overflow) model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
   // Reduced over every group, so all ranks reach the same overflow verdict.
   comm::SingleRankCommunicator replicas("data");

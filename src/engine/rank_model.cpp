@@ -91,6 +91,7 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     options.dropout = c.dropout();
     options.pad_multiple = c.use_distributed_optimizer ? 16L * dp.size() : 16;
     options.logits_chunk_rows = c.logits_chunk_rows;
+    options.sequence_parallel = c.sequence_parallel_active();
     if (clock) clock->begin("allocation");
     m.chunks.push_back(
         std::make_unique<GPTModel>(c.model, tp, c.micro_batch_size, c.model.seq_length, options));

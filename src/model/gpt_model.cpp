@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/layernorm.h"
+#include "tensor_parallel/mappings.h"
 
 namespace trident {
 
@@ -38,6 +39,12 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
               options.pad_multiple, !options.inference) {
   const int t = tp.size();
   options_.slots = std::max(1, options.slots);
+  sequence_parallel_ = options.sequence_parallel && t > 1 && !options.inference;
+  if (sequence_parallel_ && (long)micro_batch * seq % t != 0)
+    throw std::invalid_argument("--sequence-parallel: --micro-batch-size x --seq-length (" +
+                                std::to_string(micro_batch) + " x " + std::to_string(seq) +
+                                ") must be divisible by --tensor-model-parallel-size (" +
+                                std::to_string(t) + ")");
   const ChunkPlacement& placement = options.placement;
   precision_.precision = options.precision;
   params_.set_low_precision(options.precision);  // before any ParamRef is handed out
@@ -48,7 +55,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
                  config.layernorm_epsilon, tp.rank() * heads_local};
   const int first = placement.first_layer, count = chunk_layers(config, placement);
   for (int l = first; l < first + count; ++l) {
-    layers_.emplace_back(dims, params_, l, tp, &precision_);
+    layers_.emplace_back(dims, params_, l, tp, &precision_, sequence_parallel_);
     const auto& specs = params_.layout().specs();
     for (size_t k = 0; k < specs.size(); ++k)
       if (specs[k].name == layer_param(l, "input_layernorm.weight"))
@@ -63,12 +70,14 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
                     vocab_start,
                     vocab_local,
                     config.hidden_size,
-                    &tp};
+                    &tp,
+                    sequence_parallel_};
     lm_head_.output_layer = {
         word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp, &precision_};
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp};
+  lm_head_.sequence_parallel = sequence_parallel_;
   const long tokens = (long)micro_batch * seq;
   lm_head_.chunk_rows = options.logits_chunk_rows > 0
                             ? (int)std::min<long>(options.logits_chunk_rows, tokens)
@@ -82,8 +91,20 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   plan_and_allocate();
 }
 
+long GPTModel::local_rows(long tokens) const {
+  return sequence_parallel_ ? tokens / tp_.size() : tokens;
+}
+
+long GPTModel::first_local_row(long tokens) const {
+  return sequence_parallel_ ? local_rows(tokens) * tp_.rank() : 0;
+}
+
+// With sequence parallelism every [tokens, h] tensor outside the tensor-parallel region
+// (LayerNorm outputs and statistics, residuals, layer outputs, boundary tensors) is planned
+// at `local` = tokens / t rows; qkv, attention and MLP tensors are [tokens, * / t] anyway.
 void GPTModel::plan_and_allocate() {
   const long tokens = (long)micro_batch_ * seq_, h = config_.hidden_size;
+  const long local = local_rows(tokens);
   const int t = tp_.size(), layers = (int)layers_.size(), n = options_.slots;
   const long attn_local = h / t, ffn_local = config_.ffn() / t;
   const long heads_local = config_.num_attention_heads / t;
@@ -101,52 +122,54 @@ void GPTModel::plan_and_allocate() {
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
   const bool selective = options_.recompute_attention;
   const int core_copies = selective ? 0 : per_layer;
-  plan_.add(A, options_.placement.pre_process ? "embedding output" : "received input", tokens * h,
+  plan_.add(A, options_.placement.pre_process ? "embedding output" : "received input", local * h,
             n);
   // Activations only matrix products read are bf16 in bf16 runs (two to a float).
   const bool bf16 = options_.precision == kernels::Precision::kBf16;
   auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
   const std::string gemm_only = bf16 ? " (bf16)" : "";
   auto add_layer_buffers = [&](const std::string& prefix, int copies) {
-    plan_.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(tokens * h), copies);
-    plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * tokens, copies);
+    plan_.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(local * h), copies);
+    plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
     plan_.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
     const int core = prefix.empty() ? core_copies : copies;
     if (core > 0) {
       plan_.add(A, prefix + "attention out", tokens * attn_local, core);
       plan_.add(A, prefix + "attention log-sum-exp", micro_batch_ * heads_local * seq_, core);
     }
-    plan_.add(A, prefix + "residual after attention", tokens * h, copies);
-    plan_.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(tokens * h), copies);
+    plan_.add(A, prefix + "residual after attention", local * h, copies);
+    plan_.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(local * h), copies);
     plan_.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
     plan_.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
   };
   if (per_layer > 0) add_layer_buffers("", per_layer);
   // Kept per slot: the outputs of the layers that are not recomputed and of each group's
   // last layer (the next group's input; the last group's is the chunk's output).
-  plan_.add(A, "layer output", tokens * h, (layers - recomputed + recompute_.count()) * n);
+  plan_.add(A, "layer output", local * h, (layers - recomputed + recompute_.count()) * n);
   if (recomputed > 0) {
     // Backward recomputes a whole group before the group's backward runs through it, so
     // all its layers' activations exist at once, with the outputs inside the group (the
     // next layer's input). The group's last output is rewritten into a spare buffer
     // instead (see recompute_group), so one group needs no more than this.
     add_layer_buffers("recompute: ", group);
-    if (group > 1) plan_.add(A, "recompute: outputs within a group", tokens * h, group - 1);
+    if (group > 1) plan_.add(A, "recompute: outputs within a group", local * h, group - 1);
   }
   if (selective && per_layer > 0) {
     plan_.add(A, "recompute: attention out", tokens * attn_local);
     plan_.add(A, "recompute: attention log-sum-exp", micro_batch_ * heads_local * seq_);
   }
   if (post) {
-    plan_.add(A, "final ln out" + gemm_only, gemm_input_floats(tokens * h), n);
-    plan_.add(A, "final ln mean + rstd", 2 * tokens, n);
-    plan_.add(A, "d(final ln out) from the fused output layer + loss", tokens * h, n);
+    plan_.add(A, "final ln out" + gemm_only, gemm_input_floats(local * h), n);
+    plan_.add(A, "final ln mean + rstd", 2 * local, n);
+    plan_.add(A, "d(final ln out) from the fused output layer + loss", local * h, n);
     plan_.add(A, "per-token loss", tokens, n);
   } else {
-    plan_.add(A, "received output gradient", tokens * h, n);
+    plan_.add(A, "received output gradient", local * h, n);
   }
   const char* S = "scratch";
-  plan_.add(S, "residual gradient", tokens * h);
+  plan_.add(S, "residual gradient", local * h);
+  if (sequence_parallel_)
+    plan_.add(S, "all-gathered LayerNorm output" + gemm_only, gemm_input_floats(tokens * h));
   plan_.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan_.add(S, "d_ffn", tokens * ffn_local);
   plan_.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
@@ -176,45 +199,46 @@ void GPTModel::plan_and_allocate() {
     return b;
   };
   auto take_layer = [&](LayerActivations& a, bool own_core) {
-    a.ln1_out = take_gemm_input(tokens * h);
-    a.ln1_mean = ar.take(tokens), a.ln1_rstd = ar.take(tokens);
-    a.ln2_mean = ar.take(tokens), a.ln2_rstd = ar.take(tokens);
+    a.ln1_out = take_gemm_input(local * h);
+    a.ln1_mean = ar.take(local), a.ln1_rstd = ar.take(local);
+    a.ln2_mean = ar.take(local), a.ln2_rstd = ar.take(local);
     a.qkv = ar.take(tokens * 3 * attn_local);
     a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
     a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
-    a.residual1 = ar.take(tokens * h);
-    a.ln2_out = take_gemm_input(tokens * h);
+    a.residual1 = ar.take(local * h);
+    a.ln2_out = take_gemm_input(local * h);
     a.fc1_pre = ar.take(tokens * ffn_local);
     a.fc1_act = take_gemm_input(tokens * ffn_local);
   };
   recompute_act_.resize(recomputed > 0 ? group : 0);
   for (int j = 0; j < (int)recompute_act_.size(); ++j) {
     take_layer(recompute_act_[j], true);
-    recompute_act_[j].output = j + 1 < group ? ar.take(tokens * h) : nullptr;
+    recompute_act_[j].output = j + 1 < group ? ar.take(local * h) : nullptr;
   }
   for (Activations& s : act_) {
-    s.input = ar.take(tokens * h);
+    s.input = ar.take(local * h);
     s.layers.resize(layers);
     for (int l = 0; l < layers; ++l) {
       LayerActivations& a = s.layers[l];
       if (l < recomputed) {
-        a = recompute_act_[l - recompute_.first(l)];             // shared buffers
-        if (recompute_.last(l)) a.output = ar.take(tokens * h);  // the group's own output
+        a = recompute_act_[l - recompute_.first(l)];            // shared buffers
+        if (recompute_.last(l)) a.output = ar.take(local * h);  // the group's own output
       } else {
         take_layer(a, !selective);
-        a.output = ar.take(tokens * h);
+        a.output = ar.take(local * h);
       }
     }
     if (post) {
-      s.final_ln_out = take_gemm_input(tokens * h);
-      s.final_ln_mean = ar.take(tokens), s.final_ln_rstd = ar.take(tokens);
-      s.d_final_ln_out = ar.take(tokens * h);
+      s.final_ln_out = take_gemm_input(local * h);
+      s.final_ln_mean = ar.take(local), s.final_ln_rstd = ar.take(local);
+      s.d_final_ln_out = ar.take(local * h);
       s.losses = ar.take(tokens);
     } else {
-      s.output_grad = ar.take(tokens * h);
+      s.output_grad = ar.take(local * h);
     }
   }
-  d_residual_ = ar.take(tokens * h);
+  d_residual_ = ar.take(local * h);
+  if (sequence_parallel_) scratch_.gathered = take_gemm_input(tokens * h);
   scratch_.row_out = ar.take(tokens * h);
   scratch_.d_hidden = ar.take(tokens * h);
   scratch_.d_ffn = ar.take(tokens * ffn_local);
@@ -293,6 +317,10 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
     throw std::invalid_argument("batch " + std::to_string(batch) + "x" + std::to_string(seq) +
                                 " exceeds the planned " + std::to_string(micro_batch_) + "x" +
                                 std::to_string(seq_));
+  if (sequence_parallel_ && (long)batch * seq % tp_.size() != 0)
+    throw std::invalid_argument("sequence parallelism: batch " + std::to_string(batch) + "x" +
+                                std::to_string(seq) + " does not split into " +
+                                std::to_string(tp_.size()) + " equal row blocks");
   a.input_ids.resize((size_t)batch * seq);
   a.target_ids.resize((size_t)batch * seq);
   for (int b = 0; b < batch; ++b)
@@ -315,9 +343,11 @@ const float* GPTModel::output_buffer(int slot) const {
 }
 
 LayerCall GPTModel::layer_call(const Activations& a, int batch, int seq) const {
+  const long tokens = (long)batch * seq;
   return {batch,
           seq,
-          {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq},
+          {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq,
+           first_local_row(tokens)},
           progress_ ? &progress_ : nullptr};
 }
 
@@ -347,7 +377,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   split_tokens(a, tokens, batch, seq);
   a.first_sample = grad_scale != 0.f ? first_sample : -1;  // no dropout when evaluating
   params_.refresh_low_precision();
-  const int rows = batch * seq, h = config_.hidden_size;
+  const int rows = batch * seq, n = (int)local_rows(rows), h = config_.hidden_size;
   const int specs = (int)params_.layout().specs().size();
   auto need = [&](int begin, int end) {
     if (params_needed_) params_needed_(begin, end);
@@ -355,8 +385,8 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   const LayerCall call = layer_call(a, batch, seq);
   if (options_.placement.pre_process) {
     need(0, 2);  // word and position embeddings
-    embedding_.forward(a.input_ids.data(), batch, seq, a.input);
-    kernels::dropout_inplace(a.input, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
+    embedding_.forward(a.input_ids.data(), batch, seq, a.input, scratch_.row_out);
+    kernels::dropout_inplace(a.input, n, h, call.dropout, kernels::kEmbeddingDropoutSite);
   }
   const float* x = a.input;
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -368,9 +398,18 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   need(specs - 2, specs);  // final LayerNorm
   need(0, 1);              // the output layer's (tied) word embedding
   kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
-                             a.final_ln_mean, a.final_ln_rstd, rows, h, config_.layernorm_epsilon);
-  lm_head_.forward(a.final_ln_out.operand(), a.target_ids.data(), rows, a.losses, grad_scale,
-                   a.d_final_ln_out);
+                             a.final_ln_mean, a.final_ln_rstd, n, h, config_.layernorm_epsilon);
+  if (sequence_parallel_) {
+    // The logits need every row: all-gather the final LayerNorm output (g-bar); d(its
+    // rows) is reduce-scattered from the partial d(input) in row_out into d_final_ln_out.
+    tensor_parallel::gather_from_sequence_parallel_region(tp_, a.final_ln_out.operand(),
+                                                          scratch_.gathered, (long)n * h);
+    lm_head_.forward(scratch_.gathered.operand(), a.target_ids.data(), rows, a.losses, grad_scale,
+                     scratch_.row_out, a.d_final_ln_out);
+  } else {
+    lm_head_.forward(a.final_ln_out.operand(), a.target_ids.data(), rows, a.losses, grad_scale,
+                     a.d_final_ln_out);
+  }
   double total = 0;
   for (int r = 0; r < rows; ++r) total += a.losses[r];
   if (per_token_loss) std::copy_n(a.losses, rows, per_token_loss);
@@ -379,7 +418,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
 
 void GPTModel::backward_chunk(int slot, int batch, int seq) {
   Activations& a = act_[slot];
-  const int rows = batch * seq, h = config_.hidden_size;
+  const int n = (int)local_rows((long)batch * seq), h = config_.hidden_size;
   const int specs = (int)params_.layout().specs().size();
   auto ready = [&](int begin, int end) {
     if (grad_ready_ && begin < end) grad_ready_(begin, end);
@@ -390,11 +429,11 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     // The output layer's gradients were formed with the loss, in forward_chunk.
     kernels::layernorm_backward(a.d_final_ln_out, last, final_ln_weight_.value, a.final_ln_mean,
                                 a.final_ln_rstd, d_residual_, final_ln_weight_.grad,
-                                final_ln_bias_.grad, rows, h, false);
+                                final_ln_bias_.grad, n, h, false);
     ready(specs - 2, specs);                           // final LayerNorm
     if (!options_.placement.pre_process) ready(0, 1);  // the tied embedding copy
   } else {
-    std::copy_n(a.output_grad, (long)rows * h, d_residual_);
+    std::copy_n(a.output_grad, (long)n * h, d_residual_);
   }
   for (int l = (int)layers_.size() - 1; l >= 0; --l) {
     if (recompute_.last(l))
@@ -406,8 +445,8 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
   }
   if (options_.placement.pre_process) {
     // The embedding dropout's backward is the same mask, applied to the gradient.
-    kernels::dropout_inplace(d_residual_, rows, h, call.dropout, kernels::kEmbeddingDropoutSite);
-    embedding_.backward(a.input_ids.data(), batch, seq, d_residual_);
+    kernels::dropout_inplace(d_residual_, n, h, call.dropout, kernels::kEmbeddingDropoutSite);
+    embedding_.backward(a.input_ids.data(), batch, seq, d_residual_, scratch_.row_out);
     ready(0, 2);  // word and position embeddings
   }
 }

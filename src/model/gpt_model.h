@@ -39,6 +39,12 @@ struct ChunkOptions {
   // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
   // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
   int logits_chunk_rows = 0;
+  // --sequence-parallel (Korthikanti et al. 2022): with t > 1, LayerNorms, dropout,
+  // biases and the residual stream run on this rank's 1/t of the micro-batch's b * s rows
+  // (contiguous blocks of the batch-major rows), which must divide by t. The embedding
+  // output, boundary tensors and their gradients are then that block too. Ignored at t = 1
+  // and for inference.
+  bool sequence_parallel = false;
   // Generation: no gradients or optimizer state (generation/ runs the layers on its own
   // cache and activations; micro_batch x seq should then be 1 x 1).
   bool inference = false;
@@ -95,6 +101,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   const Parameters& parameters() const { return params_; }
   const ModelConfig& config() const { return config_; }
   const ChunkPlacement& placement() const { return options_.placement; }
+  // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
+  bool sequence_parallel() const { return sequence_parallel_; }
   const MemoryPlan& memory_plan() const { return plan_; }
   MemoryPlan& memory_plan() { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
@@ -124,6 +132,10 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     long first_sample = -1;
   };
   void plan_and_allocate();
+  // Rows of a [tokens, h] tensor outside the tensor-parallel region on this rank, and the
+  // first of them in the micro-batch.
+  long local_rows(long tokens) const;
+  long first_local_row(long tokens) const;
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
   void plan_low_precision(long tokens);
   long largest_weight() const;
@@ -149,6 +161,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   comm::Communicator& tp_;
   int micro_batch_, seq_, padded_vocab_;
   ChunkOptions options_;  // slots normalised to >= 1
+  bool sequence_parallel_ = false;
   RecomputeGroups recompute_;
   // One group's activations, shared by every recomputed group of every slot.
   std::vector<LayerActivations> recompute_act_;

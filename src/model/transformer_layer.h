@@ -12,7 +12,6 @@
 
 namespace trident {
 
-// What one layer keeps from forward for backward (one micro-batch).
 // ln1_out, ln2_out and fc1_act only feed matrix products: bf16 runs keep them in bf16.
 struct LayerActivations {
   kernels::GemmOperandBuffer ln1_out;
@@ -26,13 +25,20 @@ struct LayerActivations {
   float* output;
 };
 
+// What one layer keeps from forward for backward (one micro-batch). With sequence
+// parallelism the tensors of [tokens, h] (LayerNorm outputs and statistics, residuals,
+// output) hold only this rank's tokens / t rows; qkv, attention and MLP tensors are
+// [tokens, * / t] either way.
 // Reused by every layer; nothing in it survives a layer's call.
 struct LayerScratch {
   float* row_out;   // [tokens, h]
   float* d_hidden;  // [tokens, h]
-  float* d_ffn;     // [tokens, f / t]
-  float* d_attn;    // [tokens, h / t]
-  float* d_qkv;     // [tokens, 3h / t]
+  // Sequence parallelism: a LayerNorm output all-gathered for a column-parallel layer
+  // ([tokens, h], bf16 in bf16 runs); empty otherwise.
+  kernels::GemmOperandBuffer gathered;
+  float* d_ffn;   // [tokens, f / t]
+  float* d_attn;  // [tokens, h / t]
+  float* d_qkv;   // [tokens, 3h / t]
 };
 
 struct LayerDims {
@@ -77,8 +83,10 @@ struct CachedCall {
 class TransformerLayer {
  public:
   // index: the layer's global index (names its parameters and its dropout streams).
+  // sequence_parallel: LayerNorm, dropout, bias and residual run on this rank's 1/t of the
+  // rows (Korthikanti et al. 2022); needs tokens divisible by t and LayerScratch::gathered.
   TransformerLayer(const LayerDims& dims, Parameters& params, int index, comm::Communicator& tp,
-                   const kernels::LinearPrecision* precision);
+                   const kernels::LinearPrecision* precision, bool sequence_parallel = false);
   void forward(const float* x, const LayerActivations& a, const LayerScratch& w,
                const LayerCall& call) const;
   // The attention core alone (q, k, v -> attention out + log-sum-exp): selective
@@ -94,9 +102,21 @@ class TransformerLayer {
 
  private:
   kernels::AttentionDropout attention_dropout(const LayerCall& call) const;
+  // Rows this rank's LayerNorms, dropouts and residuals run on.
+  int local_rows(const LayerCall& call) const;
+  // The sequence-parallel mappings around the linears; each is the identity (or the plain
+  // buffer) without sequence parallelism, where the linears' own f and g apply.
+  kernels::GemmOperand column_input(const kernels::GemmOperandBuffer& ln_out, int n,
+                                    const LayerScratch& w) const;
+  const float* row_output(const LayerScratch& w, int n) const;
+  const float* row_output_grad(const float* d_out, const LayerScratch& w, int n,
+                               const LayerCall& call, std::uint32_t site) const;
+  const float* column_input_grad(const LayerScratch& w, int n) const;
 
   LayerDims dims_;
   int index_;
+  comm::Communicator* tp_;
+  bool sequence_parallel_;
   kernels::Precision attention_precision_;  // bf16 tiles in bf16 runs, else fp32
   ParamRef ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;

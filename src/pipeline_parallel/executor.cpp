@@ -21,6 +21,10 @@ PipelineExecutor::PipelineExecutor(const ScheduleConfig& schedule,
       options_(options),
       ops_(build_schedule(schedule, pipeline.rank())),
       origin_(std::chrono::steady_clock::now()) {
+  if (options_.sequence_parallel && tensor.size() > 1) {
+    boundary_floats_ /= tensor.size();  // the model checked that t divides the rows
+    options_.scatter_gather = false;
+  }
   if (boundary_floats_ % tensor.size() != 0) options_.scatter_gather = false;
   std::vector<int> slots = max_in_flight(ops_, schedule.chunks);
   free_slots_.resize(schedule.chunks);

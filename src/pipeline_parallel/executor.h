@@ -3,7 +3,8 @@
 // end of the step), receives matched by tag, activation slots taken at a micro-batch's
 // forward and returned at its backward, and — with tensor parallelism — the scatter/gather
 // optimisation (each tensor-parallel rank sends 1/t of a boundary tensor; the receivers
-// all-gather it). Every operation can be recorded for the timeline.
+// all-gather it); with sequence parallelism that 1/t is all a rank holds and it is sent
+// directly. Every operation can be recorded for the timeline.
 #include <chrono>
 #include <functional>
 #include <map>
@@ -22,6 +23,9 @@ struct ExecutorOptions {
   bool scatter_gather = true;
   int world_rank = 0;                   // the timeline track
   double testing_forward_delay_ms = 0;  // testing: make this rank a straggler
+  // The chunks are sequence-parallel: a boundary tensor is already this rank's 1/t of the
+  // rows, so it is sent as it is; scatter/gather has nothing left to do.
+  bool sequence_parallel = false;
 };
 
 class PipelineExecutor {

@@ -246,6 +246,9 @@ checkpoint::LoadMode load_mode(const TrainingConfig& c) {
 int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
   if (c.threads > 0) omp_set_num_threads(c.threads);
   print_layout(c, log);
+  if (c.sequence_parallel && c.tensor_model_parallel_size == 1)
+    log << "warning: --sequence-parallel has no effect with --tensor-model-parallel-size 1; "
+           "it is off (as in Megatron)\n";
   rank.grid->print(log, rank.nodes);
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
@@ -290,7 +293,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   pipeline_parallel::PipelineExecutor executor(
       model.schedule, stages, pp, tp, micro, seq, c.model.hidden_size,
       {c.scatter_gather, rank.world_rank,
-       rank.world_rank == c.inject_slow_rank ? c.inject_slow_forward_ms : 0.0});
+       rank.world_rank == c.inject_slow_rank ? c.inject_slow_forward_ms : 0.0,
+       c.sequence_parallel_active()});
   executor.set_before_backward(before_backward);
   if (c.overlap_grad_reduce && dp.size() > 1)
     for (size_t j = 0; j < model.chunks.size(); ++j)
@@ -448,7 +452,9 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     const long bytes = executor.boundary_bytes_sent();
     log << "pipeline boundary sends of rank 0: "
         << bytes / std::max(1L, train_iters - first_iteration + 1) << " bytes per iteration"
-        << (c.scatter_gather && tp.size() > 1 ? " (scatter/gather: 1/t of each tensor)" : "")
+        << (c.sequence_parallel_active() ? " (sequence parallel: this rank's 1/t of each tensor)"
+            : c.scatter_gather && tp.size() > 1 ? " (scatter/gather: 1/t of each tensor)"
+                                                : "")
         << "\n";
     metrics.write_json({{"pipeline_boundary_bytes", bytes}, {"iterations", train_iters}});
   }

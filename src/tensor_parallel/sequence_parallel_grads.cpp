@@ -1,0 +1,34 @@
+#include "tensor_parallel/sequence_parallel_grads.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace trident::tensor_parallel {
+
+bool is_sequence_parallel_param(const ParamSpec& spec) {
+  return spec.name.find("layernorm.") != std::string::npos;
+}
+
+void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp) {
+  if (tp.size() == 1 || !params.has_gradients()) return;
+  std::vector<const ParamSpec*> specs;
+  long total = 0;
+  for (const ParamSpec& s : params.layout().specs())
+    if (is_sequence_parallel_param(s)) specs.push_back(&s), total += s.numel();
+  if (total == 0) return;
+  std::vector<float> packed(total);
+  float* grads = params.grads();
+  long at = 0;
+  for (const ParamSpec* s : specs) {
+    std::copy_n(grads + s->offset, s->numel(), packed.data() + at);
+    at += s->numel();
+  }
+  tp.all_reduce(packed.data(), total, comm::ReduceOp::kSum);
+  at = 0;
+  for (const ParamSpec* s : specs) {
+    std::copy_n(packed.data() + at, s->numel(), grads + s->offset);
+    at += s->numel();
+  }
+}
+
+}  // namespace trident::tensor_parallel

@@ -1,0 +1,24 @@
+#pragma once
+// Sequence parallelism's part of Megatron's finalize_model_grads
+// (_allreduce_non_tensor_model_parallel_grads): each tensor-parallel rank's LayerNorms
+// saw only its 1/t of the rows, so their weight and bias gradients are partial sums,
+// completed here by one all-reduce over the tensor group before the optimizer step.
+//
+// The other replicated parameters are arranged to need none: the row-parallel biases
+// (attention projection, fc2) take their gradient from the all-gathered d(output), and the
+// position embedding from the all-gathered d(embedding output), both of all rows, which
+// backward gathers anyway for the weight gradients and the word-embedding lookup.
+#include "comm/communicator.h"
+#include "model/parameters.h"
+
+namespace trident::tensor_parallel {
+
+// Whether a parameter's gradient is partial under sequence parallelism.
+bool is_sequence_parallel_param(const ParamSpec& spec);
+
+// Sums the gradients of the LayerNorm weights and biases (every layer's two and the final
+// one) over the tensor group, in place, with one all-reduce. The layouts of a tensor
+// group's ranks match spec for spec, so the packed buffers line up.
+void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp);
+
+}  // namespace trident::tensor_parallel
