@@ -64,13 +64,12 @@ kernels::GemmOperand TransformerLayer::column_input(const kernels::GemmOperandBu
   return w.gathered.operand();
 }
 
-// Forward of g-bar': a row-parallel layer's output (in w.row_out) on this rank's rows. The
-// reduce-scatter lands in d_hidden, free during forward.
+// Forward of g-bar': a row-parallel layer's output (in w.row_out) on this rank's rows,
+// reduce-scattered in place into this rank's block of w.row_out.
 const float* TransformerLayer::row_output(const LayerScratch& w, int n) const {
   if (!sequence_parallel_) return w.row_out;
-  tensor_parallel::reduce_scatter_to_sequence_parallel_region(*tp_, w.row_out, w.d_hidden,
-                                                              (long)n * dims_.hidden);
-  return w.d_hidden;
+  return tensor_parallel::reduce_scatter_to_sequence_parallel_region(*tp_, w.row_out,
+                                                                     (long)n * dims_.hidden);
 }
 
 // Backward of g-bar': d(row-parallel output) of all rows from d(this rank's output rows),
@@ -87,12 +86,11 @@ const float* TransformerLayer::row_output_grad(const float* d_out, const LayerSc
 }
 
 // Backward of g-bar: this rank's rows of d(LayerNorm output), summed over the group from
-// the column-parallel layer's partial dx in d_hidden (row_out is free again by then).
+// the column-parallel layer's partial dx in d_hidden, in place (this rank's block of it).
 const float* TransformerLayer::column_input_grad(const LayerScratch& w, int n) const {
   if (!sequence_parallel_) return w.d_hidden;
-  tensor_parallel::gather_from_sequence_parallel_region_backward(*tp_, w.d_hidden, w.row_out,
-                                                                 (long)n * dims_.hidden);
-  return w.row_out;
+  return tensor_parallel::gather_from_sequence_parallel_region_backward(*tp_, w.d_hidden,
+                                                                        (long)n * dims_.hidden);
 }
 
 kernels::AttentionDropout TransformerLayer::attention_dropout(const LayerCall& call) const {

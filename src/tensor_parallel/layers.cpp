@@ -1,5 +1,7 @@
 #include "tensor_parallel/layers.h"
 
+#include <algorithm>
+
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
@@ -69,7 +71,8 @@ void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* 
   }
   const long local_rows = rows / tp->size(), first = local_rows * tp->rank();
   kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, full);
-  reduce_scatter_to_sequence_parallel_region(*tp, full, out, local_rows * hidden);
+  const float* summed = reduce_scatter_to_sequence_parallel_region(*tp, full, local_rows * hidden);
+  std::copy_n(summed, local_rows * hidden, out);
   kernels::add_position_embedding_rows(out, position.value, first, local_rows, seq, hidden);
 }
 

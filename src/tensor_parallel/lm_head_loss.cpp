@@ -31,10 +31,12 @@ void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, f
   }
   if (grad_scale == 0.f) return;
   comm::Communicator& tp = *output_layer.tp;
-  if (sequence_parallel)
-    gather_from_sequence_parallel_region_backward(tp, dx, dx_local, (long)rows / tp.size() * in);
-  else
+  if (sequence_parallel) {
+    const long local = (long)rows / tp.size() * in;
+    std::copy_n(gather_from_sequence_parallel_region_backward(tp, dx, local), local, dx_local);
+  } else {
     copy_to_region_backward(tp, dx, (long)rows * in);
+  }
 }
 
 const float* LMHeadLoss::logits_rows(kernels::GemmOperand x, int first, int count) const {
