@@ -12,6 +12,10 @@
 
 namespace trident {
 
+// What one layer keeps from forward for backward (one micro-batch). With sequence
+// parallelism the tensors of [tokens, h] (LayerNorm outputs and statistics, residuals,
+// output) hold only this rank's tokens / t rows; qkv, attention and MLP tensors are
+// [tokens, * / t] either way.
 // ln1_out, ln2_out and fc1_act only feed matrix products: bf16 runs keep them in bf16.
 struct LayerActivations {
   kernels::GemmOperandBuffer ln1_out;
@@ -25,13 +29,9 @@ struct LayerActivations {
   float* output;
 };
 
-// What one layer keeps from forward for backward (one micro-batch). With sequence
-// parallelism the tensors of [tokens, h] (LayerNorm outputs and statistics, residuals,
-// output) hold only this rank's tokens / t rows; qkv, attention and MLP tensors are
-// [tokens, * / t] either way.
 // Reused by every layer; nothing in it survives a layer's call.
 struct LayerScratch {
-  float* row_out;   // [tokens, h]
+  float* row_out;   // [tokens, h]; sequence parallelism reduce-scatters into its blocks
   float* d_hidden;  // [tokens, h]
   // Sequence parallelism: a LayerNorm output all-gathered for a column-parallel layer
   // ([tokens, h], bf16 in bf16 runs); empty otherwise.
