@@ -11,16 +11,20 @@
     b*s*h/t floats per micro-batch (forward: 2 gathers, 2 reduce-scatters; backward: the
     conjugates plus the 2 LayerNorm outputs gathered again for the weight gradients);
   * the printed memory plan: activations with SP = U + S/t (see plan_check);
+  * checkpoints saved under SP resume with it bit for bit, and without it;
   * the config rules: b*s not divisible by t is refused naming the flag; t = 1 warns.
 Usage: sequence_parallel_test.py TRIDENT"""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
-from parity import MPI_ENV, Checks, compare, run_parity, train
+import numpy as np
+
+from parity import MPI_ENV, Checks, relative, run_parity, train
 
 TINY = ["--mock-data", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "32",
         "--vocab-size", "301", "--micro-batch-size", "4", "--global-batch-size", "8",
@@ -163,6 +167,31 @@ def plan_check(trident, tmp):
               f"{s * 4}/{t} (without SP {(u + s) * 4} B; saving {100 * (1 - total / (u + s)):.0f}%)")
 
 
+def checkpoints(trident, tmp):
+    """A checkpoint saved under SP resumes under SP bit for bit, and without SP to within
+    rounding (SP changes no parameter layout, only which rows a rank computes)."""
+    args = TINY + T2 + ["--num-layers", "2", "--train-iters", "8"]
+    full_rows, full_w = train(trident, args + SP + ["--save", f"{tmp}/ck", "--save-interval", "4"],
+                              2, tmp, "ck_full")
+    resume = os.path.join(tmp, "ck_at_4")
+    shutil.copytree(f"{tmp}/ck", resume)
+    with open(os.path.join(resume, "latest"), "w") as f:
+        f.write("iter_0000004\n")
+    later = lambda rows: [r for r in rows if "loss" in r and r["iteration"] > 4]
+    for name, flags, exact in (("with SP", SP, True), ("without SP", [], False)):
+        rows, w = train(trident, args + flags + ["--load", resume], 2, tmp, "ck_" + name.replace(" ", "_"))
+        a, b = later(full_rows), later(rows)
+        if exact:
+            ok = [(x["loss"], x["grad_norm"]) for x in a] == [(x["loss"], x["grad_norm"]) for x in b] \
+                and all((w[k] == full_w[k]).all() for k in full_w)
+        else:
+            ok = len(a) == len(b) == 4 and all(relative(y["loss"], x["loss"]) < 1e-5 for x, y in zip(a, b)) \
+                and all(np.abs(w[k] - full_w[k]).max() < 1e-5 for k in full_w)
+        worst = max((relative(y["loss"], x["loss"]) for x, y in zip(a, b)), default=1.0)
+        check(ok, f"a checkpoint saved at 4 under SP resumes {name}: iterations 5-8 "
+                  f"{'bit for bit' if exact else 'within 1e-5'} (loss {worst:.1e}, {len(b)} steps)")
+
+
 def config_rules(trident):
     code, log, _ = run(trident, 2, TINY + T2 + SP + ["--num-layers", "1", "--train-iters", "3",
                                                      "--micro-batch-size", "1", "--seq-length", "31",
@@ -181,6 +210,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         pipelines_and_collectives(trident, tmp)
         plan_check(trident, tmp)
+        checkpoints(trident, tmp)
     config_rules(trident)
     return check.summary()
 
