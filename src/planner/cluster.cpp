@@ -1,0 +1,224 @@
+#include "planner/cluster.h"
+
+#include <cpptoml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace trident::planner {
+
+double GemmEfficiency::at(double flops) const {
+  const double gflop = std::max(flops / 1e9, 1e-9);
+  if (table.empty()) return max_efficiency * gflop / (gflop + half_efficiency_gflop);
+  if (gflop <= table.front().first) return table.front().second;
+  if (gflop >= table.back().first) return table.back().second;
+  auto hi = std::upper_bound(table.begin(), table.end(), std::make_pair(gflop, 1e300));
+  auto lo = hi - 1;
+  const double w = std::log(gflop / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + w * (hi->second - lo->second);
+}
+
+namespace {
+
+// Reads one section's keys, collecting every violation with the file and the key's path.
+class Reader {
+ public:
+  Reader(std::shared_ptr<cpptoml::table> root, std::string source)
+      : root_(std::move(root)), source_(std::move(source)) {}
+
+  std::shared_ptr<cpptoml::table> section(const std::string& name, bool required) {
+    known_[""].insert(name);
+    if (!root_->contains(name)) {
+      if (required) fail("[" + name + "]", "is required");
+      return nullptr;
+    }
+    auto t = root_->get_table(name);
+    if (!t) fail(name, "must be a table ([" + name + "])");
+    return t;
+  }
+
+  // A number > 0; absent: `fallback` when optional (< 0 marks it required).
+  double number(const std::shared_ptr<cpptoml::table>& t, const std::string& section,
+                const std::string& key, double fallback = -1) {
+    known_[section].insert(key);
+    const std::string where = qualified(section, key);
+    if (!t || !t->contains(key)) {
+      if (fallback < 0) fail(where, "is required (a number > 0)");
+      return std::max(fallback, 0.0);
+    }
+    auto v = t->get_as<double>(key);
+    if (!v) {
+      fail(where, "must be a number");
+      return 0;
+    }
+    if (!(*v > 0) || !std::isfinite(*v)) fail(where, "must be > 0 (got " + format(*v) + ")");
+    return *v;
+  }
+
+  int integer(const std::shared_ptr<cpptoml::table>& t, const std::string& section,
+              const std::string& key) {
+    known_[section].insert(key);
+    const std::string where = qualified(section, key);
+    if (!t || !t->contains(key)) {
+      fail(where, "is required (an integer >= 1)");
+      return 0;
+    }
+    auto v = t->get_as<int64_t>(key);
+    if (!v || *v < 1 || *v > 1'000'000) {
+      fail(where, "must be an integer in [1, 1000000]");
+      return 0;
+    }
+    return (int)*v;
+  }
+
+  std::string text(const std::shared_ptr<cpptoml::table>& t, const std::string& section,
+                   const std::string& key) {
+    known_[section].insert(key);
+    auto v = t ? t->get_as<std::string>(key) : cpptoml::option<std::string>();
+    if (!v || v->empty()) fail(qualified(section, key), "is required (a non-empty string)");
+    return v ? *v : "";
+  }
+
+  std::vector<double> numbers(const std::shared_ptr<cpptoml::table>& t, const std::string& section,
+                              const std::string& key) {
+    known_[section].insert(key);
+    std::vector<double> out;
+    if (!t || !t->contains(key)) return out;
+    auto a = t->get_array(key);
+    auto values = a ? a->get_array_of<double>() : cpptoml::option<std::vector<double>>();
+    if (!values) {
+      fail(qualified(section, key), "must be an array of numbers");
+      return out;
+    }
+    for (double x : *values)
+      if (!(x > 0) || !std::isfinite(x)) fail(qualified(section, key), "values must be > 0");
+    return *values;
+  }
+
+  // Keys nobody asked for are typos: refuse them rather than silently use a default.
+  void check_unknown_keys() {
+    for (const auto& [section, known] : known_) {
+      auto t = section.empty() ? root_ : root_->get_table(section);
+      if (!t) continue;
+      for (const auto& [key, value] : *t)
+        if (!known.count(key)) fail(qualified(section, key), "is not a known key");
+    }
+  }
+
+  void fail(const std::string& key, const std::string& rule) {
+    errors_.push_back(source_ + ": " + key + " " + rule);
+  }
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  static std::string qualified(const std::string& section, const std::string& key) {
+    return section.empty() ? key : "[" + section + "] " + key;
+  }
+  static std::string format(double x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+  }
+
+  std::shared_ptr<cpptoml::table> root_;
+  std::string source_;
+  std::map<std::string, std::set<std::string>> known_;
+  std::vector<std::string> errors_;
+};
+
+void read_gemm(Reader& r, const std::shared_ptr<cpptoml::table>& t, GemmEfficiency& g) {
+  if (!t) return;
+  g.max_efficiency = r.number(t, "compute", "gemm_max_efficiency", g.max_efficiency);
+  g.half_efficiency_gflop =
+      r.number(t, "compute", "gemm_half_efficiency_gflop", g.half_efficiency_gflop);
+  if (g.max_efficiency > 1) r.fail("[compute] gemm_max_efficiency", "must be <= 1");
+  std::vector<double> gflop = r.numbers(t, "compute", "gemm_gflop");
+  std::vector<double> efficiency = r.numbers(t, "compute", "gemm_efficiency");
+  if (gflop.size() != efficiency.size())
+    r.fail("[compute] gemm_gflop", "and gemm_efficiency must have the same length");
+  else if (!std::is_sorted(gflop.begin(), gflop.end()) ||
+           std::adjacent_find(gflop.begin(), gflop.end()) != gflop.end())
+    r.fail("[compute] gemm_gflop", "must be strictly ascending");
+  else
+    for (size_t i = 0; i < gflop.size(); ++i) g.table.emplace_back(gflop[i], efficiency[i]);
+  for (double e : efficiency)
+    if (e > 1) r.fail("[compute] gemm_efficiency", "values must be <= 1");
+}
+
+}  // namespace
+
+Cluster parse_cluster(const std::string& toml_text, const std::string& source) {
+  std::shared_ptr<cpptoml::table> root;
+  try {
+    std::istringstream in(toml_text);
+    cpptoml::parser parser(in);
+    root = parser.parse();
+  } catch (const cpptoml::parse_exception& e) {
+    throw std::invalid_argument(source + ": not valid TOML: " + e.what());
+  }
+  Reader r(root, source);
+  Cluster c;
+  c.source = source;
+  c.nodes = r.integer(root, "", "nodes");
+  auto device = r.section("device", true);
+  c.device.name = r.text(device, "device", "name");
+  c.device.peak_tflops = r.number(device, "device", "peak_tflops");
+  c.device.memory_gib = r.number(device, "device", "memory_gib");
+  c.device.memory_bandwidth_gbs = r.number(device, "device", "memory_bandwidth_gbs", 0);
+  auto node = r.section("node", true);
+  c.devices_per_node = r.integer(node, "node", "devices");
+  c.intra_node.bandwidth_gbs = r.number(node, "node", "intra_node_bandwidth_gbs");
+  c.intra_node.latency_us = r.number(node, "node", "intra_node_latency_us");
+  auto network = r.section("network", true);
+  c.inter_node.bandwidth_gbs = r.number(network, "network", "inter_node_bandwidth_gbs");
+  c.inter_node.latency_us = r.number(network, "network", "inter_node_latency_us");
+  read_gemm(r, r.section("compute", false), c.gemm);
+  r.check_unknown_keys();
+  if (!r.errors().empty()) {
+    std::string message;
+    for (const std::string& e : r.errors()) message += (message.empty() ? "" : "\n") + e;
+    throw std::invalid_argument(message);
+  }
+  return c;
+}
+
+Cluster load_cluster(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot be read (--cluster)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_cluster(text.str(), path);
+}
+
+std::string cluster_to_toml(const Cluster& c) {
+  std::ostringstream os;
+  os.precision(6);
+  os << "nodes = " << c.nodes << "\n\n[device]\nname = \"" << c.device.name << "\"\n"
+     << "peak_tflops = " << c.device.peak_tflops << "\nmemory_gib = " << c.device.memory_gib
+     << "\n";
+  if (c.device.memory_bandwidth_gbs > 0)
+    os << "memory_bandwidth_gbs = " << c.device.memory_bandwidth_gbs << "\n";
+  os << "\n[node]\ndevices = " << c.devices_per_node
+     << "\nintra_node_bandwidth_gbs = " << c.intra_node.bandwidth_gbs
+     << "\nintra_node_latency_us = " << c.intra_node.latency_us << "\n\n[network]\n"
+     << "inter_node_bandwidth_gbs = " << c.inter_node.bandwidth_gbs
+     << "\ninter_node_latency_us = " << c.inter_node.latency_us << "\n\n[compute]\n"
+     << "gemm_max_efficiency = " << c.gemm.max_efficiency
+     << "\ngemm_half_efficiency_gflop = " << c.gemm.half_efficiency_gflop << "\n";
+  if (!c.gemm.table.empty()) {
+    os << "gemm_gflop = [";
+    for (size_t i = 0; i < c.gemm.table.size(); ++i) os << (i ? ", " : "") << c.gemm.table[i].first;
+    os << "]\ngemm_efficiency = [";
+    for (size_t i = 0; i < c.gemm.table.size(); ++i)
+      os << (i ? ", " : "") << c.gemm.table[i].second;
+    os << "]\n";
+  }
+  return os.str();
+}
+
+}  // namespace trident::planner
