@@ -136,6 +136,35 @@ TEST(PlannerSearch, FewerDevicesThanOneReplicaNeedsNamesTheCountThatFits) {
   EXPECT_NE(why.find("it would fit on 2 devices (--num-devices 2)"), std::string::npos) << why;
 }
 
+TEST(PlannerSearch, HeadsThatAllowNoTensorSplitAreNamed) {
+  Workload w = small_gpt();
+  w.model.num_attention_heads = 7, w.model.hidden_size = 448;
+  IterationModel roomy(cluster(1, 8, 80), w);
+  Layout one{1, 1, 1, 1, 1, Recompute::kFull, false};
+  const double gib = 1L << 30, need = roomy.device_memory(one).total();
+  IterationModel model(cluster(1, 8, 0.9 * need / gib), w);
+  SearchOptions o{1};
+  SearchResult r = search_layouts(model, o);
+  EXPECT_TRUE(r.fitting.empty());
+  std::string why = explain_no_fit(model, o, r);
+  EXPECT_NE(why.find("--num-attention-heads (7) allows only t = 1 of a node's 8 devices"),
+            std::string::npos)
+      << why;
+}
+
+TEST(PlannerSearch, AFixedDimensionThatRulesEverythingOutIsNamed) {
+  IterationModel model(cluster(1, 8, 80), small_gpt());
+  SearchOptions o{8};
+  o.micro_batch = 64;  // b x d must divide the global batch of 32
+  SearchResult r = search_layouts(model, o);
+  EXPECT_EQ(r.evaluated, 0);
+  std::string why = explain_no_fit(model, o, r);
+  EXPECT_NE(why.find("no layout of 8 devices satisfies the divisibility rules"), std::string::npos);
+  EXPECT_NE(why.find("without the layout flags given, it would fit on 8 devices"),
+            std::string::npos)
+      << why;
+}
+
 struct CommandResult {
   int exit_code;
   std::string output;

@@ -81,11 +81,15 @@ void print_rank_mapping(std::ostream& os, const Layout& l, const Cluster& c) {
   for (long k = 0; k < std::min(nodes, 3L); ++k) os << describe(k);
   if (nodes > 4) os << "  ...\n";
   if (nodes > 3) os << describe(nodes - 1);
-  const bool dp_inside = l.data == 1 || (long)l.tensor * l.data <= node;
-  const bool pp_inside = l.pipeline == 1 || n <= node;
-  os << "  tensor groups (" << l.tensor << " ranks) stay inside a node; data-parallel groups ("
-     << l.data << ") " << (dp_inside ? "stay inside a node" : "cross nodes")
-     << "; pipeline neighbours " << (pp_inside ? "share a node" : "are on different nodes") << "\n";
+  const long tp_dp = (long)l.tensor * l.data;
+  const bool dp_inside = tp_dp <= node;
+  const char* pp_text = l.pipeline == 1 ? "there is one stage"
+                        : n <= node     ? "pipeline neighbours share a node"
+                        : tp_dp < node  ? "pipeline neighbours share a node except across node "
+                                          "boundaries"
+                                        : "pipeline neighbours are on different nodes";
+  os << "  tensor groups of " << l.tensor << " stay inside a node; data-parallel groups of "
+     << l.data << (dp_inside ? " stay inside a node" : " cross nodes") << "; " << pp_text << "\n";
 }
 
 void print_training_time(std::ostream& os, const Prediction& best, const Workload& w,

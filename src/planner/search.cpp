@@ -127,41 +127,79 @@ std::vector<std::string> request_violations(const IterationModel& model, const S
   return errors;
 }
 
+namespace {
+
+std::string gib_text(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1L << 30));
+  return buf;
+}
+
+std::string why_nothing(const IterationModel& model, const SearchOptions& o,
+                        const SearchResult& result) {
+  if (result.evaluated == 0)
+    return "no layout of " + std::to_string(o.num_devices) +
+           " devices satisfies the divisibility rules (layers by p, global batch by b x d, "
+           "heads by t, micro-batches by p when interleaved)";
+  const Prediction& nearest = result.over_memory.front();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", model.cluster().device.memory_gib);
+  return "nothing fits in " + std::string(buf) + " per device: of " +
+         std::to_string(result.evaluated) + " valid layouts of " + std::to_string(o.num_devices) +
+         " devices the smallest, " + nearest.layout.describe() + ", needs " +
+         gib_text(nearest.memory.total());
+}
+
+// The heads allow fewer tensor sizes than a node would: say which.
+std::string heads_note(const IterationModel& model) {
+  const int heads = model.workload().model.num_attention_heads;
+  const std::vector<int> node = divisors(model.cluster().devices_per_node, 1 << 30);
+  std::string allowed;
+  int count = 0;
+  for (int t : node)
+    if (heads % t == 0) allowed += (count++ ? ", " : "") + std::to_string(t);
+  if (count == (int)node.size()) return "";
+  return "; --num-attention-heads (" + std::to_string(heads) + ") allows only t = " + allowed +
+         " of a node's " + std::to_string(model.cluster().devices_per_node) + " devices";
+}
+
+std::string fitting_text(long n, const Prediction& p, const std::string& how) {
+  return "; " + how + " it would fit on " + std::to_string(n) + " devices (--num-devices " +
+         std::to_string(n) + "): " + p.layout.describe() + ", " + gib_text(p.memory.total()) +
+         " per device (one replica takes " +
+         std::to_string((long)p.layout.tensor * p.layout.pipeline) + ")";
+}
+
+}  // namespace
+
 std::string explain_no_fit(IterationModel& model, const SearchOptions& o,
                            const SearchResult& result) {
-  const Cluster& c = model.cluster();
-  char buf[512];
-  std::string why;
-  if (result.evaluated == 0) {
-    why = "no layout of " + std::to_string(o.num_devices) +
-          " devices satisfies the model's divisibility rules (layers by p, global batch by b x "
-          "d, heads by t, micro-batches by p when interleaved)";
-  } else {
-    const Prediction& nearest = result.over_memory.front();
-    std::snprintf(buf, sizeof buf,
-                  "nothing fits in %.1f GiB per device: of %ld valid layouts the smallest, %s, "
-                  "needs %.1f GiB",
-                  c.device.memory_gib, result.evaluated, nearest.layout.describe().c_str(),
-                  nearest.memory.total() / (1L << 30));
-    why = buf;
+  std::string why = why_nothing(model, o, result) + heads_note(model);
+  // A dimension the user fixed may be what rules everything out.
+  SearchOptions free = o;
+  free.tensor = free.pipeline = free.micro_batch = free.layers_per_virtual_stage = 0;
+  free.recompute.reset();
+  free.distributed_optimizer.reset();
+  const bool fixed = free.tensor != o.tensor || free.pipeline != o.pipeline ||
+                     free.micro_batch != o.micro_batch ||
+                     free.layers_per_virtual_stage != o.layers_per_virtual_stage || o.recompute ||
+                     o.distributed_optimizer;
+  if (fixed) {
+    SearchResult r = search_layouts(model, free);
+    if (!r.fitting.empty())
+      return why +
+             fitting_text(o.num_devices, r.fitting.front(), "without the layout flags given,");
   }
-  // The closest thing that fits: the fewest devices (a multiple of a node, or fewer)
-  // whose search finds a layout.
-  for (long n : larger_device_counts(o.num_devices, c)) {
+  // Otherwise the fewest devices that fit.
+  for (long n : larger_device_counts(o.num_devices, model.cluster())) {
     SearchOptions more = o;
     more.num_devices = n;
     SearchResult r = search_layouts(model, more);
-    if (!r.fitting.empty()) {
-      std::snprintf(buf, sizeof buf,
-                    "; it would fit on %ld devices (--num-devices %ld): %s, %.1f GiB", n, n,
-                    r.fitting.front().layout.describe().c_str(),
-                    r.fitting.front().memory.total() / (1L << 30));
-      return why + buf;
-    }
+    if (!r.fitting.empty())
+      return why + fitting_text(n, r.fitting.front(), "fewer devices than it needs:");
   }
-  return why + "; no device count of " + c.source +
-         " fits it (fewer layers, a smaller hidden "
-         "size, or devices with more memory would)";
+  return why + "; no device count of " + model.cluster().source +
+         " fits it (fewer layers, a smaller hidden size, or devices with more memory would)";
 }
 
 }  // namespace trident::planner
