@@ -1,5 +1,6 @@
 #include "cli/plan_command.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +10,14 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <sstream>
 
+#include "cli/mpi_job.h"
 #include "cli/parse_args.h"
 #include "cli/train_args.h"
+#include "io/safetensors.h"
+#include "planner/calibrate.h"
 #include "planner/launch.h"
 #include "planner/report.h"
 #include "planner/search.h"
@@ -30,17 +36,18 @@ struct PlanArgs {
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
   bool json = false, launch = false;
+  bool calibrate = false;
+  std::string output;
   size_t top = 10;
   std::vector<std::string> train_args;  // after `--`, for --launch
 };
 
 void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_option("--cluster", a.cluster, "cluster description (TOML; see clusters/)")
-      ->required()
       ->group("Cluster");
   app.add_option("--num-devices", a.search.num_devices, "devices to plan for (default: all)")
       ->group("Cluster");
-  app.add_option("--global-batch-size", a.workload.global_batch, "B")->required()->group("Batch");
+  app.add_option("--global-batch-size", a.workload.global_batch, "B")->group("Batch");
   app.add_option("--tensor-model-parallel-size", a.search.tensor, "fix t")->group("Layout");
   app.add_option("--pipeline-model-parallel-size", a.search.pipeline, "fix p")->group("Layout");
   app.add_option("--micro-batch-size", a.search.micro_batch, "fix b")->group("Layout");
@@ -67,6 +74,42 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
                "run the best plan here: mpirun (srun under Slurm) trident train with its flags; "
                "flags after -- go to trident train")
       ->group("Output");
+  app.add_flag("--calibrate", a.calibrate,
+               "measure this machine (run under mpirun, one rank per device) and write the "
+               "cluster description to --output")
+      ->group("Calibration");
+  app.add_option("--output", a.output, "where --calibrate writes (TOML)")->group("Calibration");
+}
+
+kernels::Precision precision_of(const PlanArgs& a) {
+  return a.bf16   ? kernels::Precision::kBf16
+         : a.fp16 ? kernels::Precision::kFp16
+                  : kernels::Precision::kFp32;
+}
+
+int run_calibration(const PlanArgs& a) {
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  return run_job(mpi, "trident plan --calibrate", [&] {
+    const std::vector<std::string> nodes = mpi.node_names();
+    omp_set_num_threads(default_threads(nodes, mpi.world_rank()));
+    comm::MpiCommunicator world(MPI_COMM_WORLD, "world");
+    planner::CalibrationOptions o;
+    o.precision = precision_of(a);
+    o.ranks_on_node = (int)std::count(nodes.begin(), nodes.end(), nodes[mpi.world_rank()]);
+    std::ostringstream discard;
+    std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
+    planner::Cluster c = planner::calibrate_this_machine(world, o, log);
+    if (std::set<std::string>(nodes.begin(), nodes.end()).size() > 1)
+      throw std::invalid_argument("--calibrate measures one node: run it with the ranks of one");
+    if (mpi.world_rank() == 0) {
+      io::write_file_atomically(
+          a.output, "# This machine, measured by `trident plan --calibrate` (" +
+                        std::to_string(mpi.world_size()) + " ranks, one per device).\n" +
+                        planner::cluster_to_toml(c));
+      log << "wrote " << a.output << "\n";
+    }
+    return 0;
+  });
 }
 
 // Splits `trident plan ... -- <trident train flags>`.
@@ -86,9 +129,7 @@ int run_plan(PlanArgs& a) {
     a.search.recompute =
         a.recompute == "full" ? planner::Recompute::kFull : planner::Recompute::kSelective;
   if (a.distributed_optimizer) a.search.distributed_optimizer = true;
-  a.workload.precision = a.bf16   ? kernels::Precision::kBf16
-                         : a.fp16 ? kernels::Precision::kFp16
-                                  : kernels::Precision::kFp32;
+  a.workload.precision = precision_of(a);
   planner::IterationModel model(cluster, a.workload);
   std::vector<std::string> errors = planner::request_violations(model, a.search);
   if (!errors.empty()) {
@@ -150,10 +191,18 @@ int plan_main(const std::vector<std::string>& all_args) {
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   try {
+    if (a.calibrate) {
+      if (a.output.empty()) {
+        std::cerr << "trident plan: --calibrate needs --output FILE\n";
+        return 2;
+      }
+      return run_calibration(a);
+    }
     apply_model_preset(preset, flags, a.workload.model);
     if (!vocab_file.empty() && !merge_file.empty() && !flags.was_given("--vocab-size"))
       a.workload.model.vocab_size = tokenizer::GPT2Tokenizer(vocab_file, merge_file).vocab_size();
     std::vector<std::string> errors = validate_model_config(a.workload.model, 1);
+    if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
     if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");
     if (a.bf16 && a.fp16) errors.push_back("--bf16 and --fp16 exclude each other");
     if (!errors.empty()) {

@@ -1,0 +1,161 @@
+#include "planner/calibrate.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <ostream>
+#include <vector>
+
+#include "train/throughput.h"
+
+namespace trident::planner {
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Every rank leaves together (MPI may return from an empty all-reduce at once).
+void barrier(comm::Communicator& world) {
+  double x = 0;
+  world.all_reduce(&x, 1, comm::ReduceOp::kSum);
+}
+
+double mean_over_ranks(comm::Communicator& world, double x) {
+  world.all_reduce(&x, 1, comm::ReduceOp::kSum);
+  return x / world.size();
+}
+
+// Layer-like products: rows = tokens of a micro-batch, columns and depth = widths of h / t.
+std::vector<std::pair<double, double>> gemm_table(comm::Communicator& world, double peak,
+                                                  const CalibrationOptions& o, std::ostream& log) {
+  std::map<double, std::vector<double>> by_gflop;
+  for (int m : {128, 512, 2048})
+    for (int n : {128, 256, 512, 1024, 2048}) {
+      barrier(world);  // start together
+      const double tflops = measure_gemm_peak_tflops(m, n, n, o.seconds_per_point, o.precision);
+      const double efficiency = std::clamp(mean_over_ranks(world, tflops) / peak, 1e-3, 1.0);
+      const double gflop = 2.0 * m * n * n / 1e9;
+      log << "  gemm " << m << " x " << n << " x " << n << ": " << gflop << " GFLOP, "
+          << efficiency * peak << " TFLOP/s per rank = " << efficiency << " of peak\n";
+      by_gflop[gflop].push_back(efficiency);
+    }
+  std::vector<std::pair<double, double>> table;
+  for (const auto& [gflop, values] : by_gflop) {
+    double sum = 0;
+    for (double v : values) sum += v;
+    table.emplace_back(gflop, sum / values.size());
+  }
+  return table;
+}
+
+// Read + write bandwidth of this rank's threads over 256 MiB (b[i] = a[i] * s + b[i] moves
+// 12 bytes an element: two reads, one write).
+double memory_bandwidth_gbs(comm::Communicator& world, double seconds) {
+  const long n = 32L << 20;
+  std::vector<float> a(n, 1.f), b(n, 2.f);
+  double moved = 0;
+  barrier(world);
+  const double start = now_seconds();
+  do {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) b[i] = a[i] * 0.5f + b[i];
+    moved += 12.0 * n;
+  } while (now_seconds() - start < seconds);
+  const double rate = moved / (now_seconds() - start) / 1e9;
+  volatile float sink = b[n / 2];  // the stream's result is used
+  (void)sink;
+  return mean_over_ranks(world, rate);
+}
+
+// Half the round trip of `count` floats between ranks 0 and 1 (others wait).
+double ping_pong_seconds(comm::Communicator& world, long count, int repeats) {
+  std::vector<float> buf(std::max(1L, count));
+  double elapsed = 0;
+  if (world.rank() < 2) {
+    const int peer = 1 - world.rank();
+    const double start = now_seconds();
+    for (int r = 0; r < repeats; ++r) {
+      if (world.rank() == 0) {
+        world.send(buf.data(), count, peer, 7);
+        world.recv(buf.data(), count, peer, 8);
+      } else {
+        world.recv(buf.data(), count, peer, 7);
+        world.send(buf.data(), count, peer, 8);
+      }
+    }
+    elapsed = (now_seconds() - start) / repeats / 2;
+  }
+  world.all_reduce(&elapsed, 1, comm::ReduceOp::kMax);
+  return elapsed;
+}
+
+double all_reduce_seconds(comm::Communicator& world, long count, int repeats) {
+  std::vector<float> buf(count, 1.f);
+  world.all_reduce(buf.data(), count, comm::ReduceOp::kSum);  // warm-up
+  const double start = now_seconds();
+  for (int r = 0; r < repeats; ++r) world.all_reduce(buf.data(), count, comm::ReduceOp::kSum);
+  double elapsed = (now_seconds() - start) / repeats;
+  world.all_reduce(&elapsed, 1, comm::ReduceOp::kMax);
+  return elapsed;
+}
+
+LinkSpec measure_link(comm::Communicator& world, std::ostream& log) {
+  LinkSpec link{1, 1};
+  if (world.size() < 2) {
+    log << "  one rank: no link to measure (run under mpirun -np <devices>)\n";
+    return link;
+  }
+  const double latency = ping_pong_seconds(world, 2, 200);
+  const long big = 16L << 20;  // 64 MiB of floats
+  const double p2p = ping_pong_seconds(world, big, 5);
+  const double reduce = all_reduce_seconds(world, big, 5);
+  const int n = world.size();
+  const double bytes = 4.0 * big;
+  // The ring all-reduce moves 2 (n - 1) / n of the buffer through each link in 2 (n - 1)
+  // steps: the bandwidth that makes that model give the measured time.
+  const double ring_bytes = 2.0 * (n - 1) / n * bytes;
+  link.latency_us = std::max(0.01, latency * 1e6);
+  link.bandwidth_gbs = ring_bytes / std::max(1e-9, reduce - 2.0 * (n - 1) * latency) / 1e9;
+  log << "  point-to-point: latency " << link.latency_us << " us, 64 MiB at "
+      << bytes / std::max(1e-9, p2p - latency) / 1e9 << " GB/s; all-reduce of 64 MiB over " << n
+      << " ranks " << reduce * 1e3 << " ms = " << link.bandwidth_gbs
+      << " GB/s per link in the ring model\n";
+  return link;
+}
+
+}  // namespace
+
+Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptions& o,
+                               std::ostream& log) {
+  Cluster c;
+  c.source = "calibration";
+  c.nodes = 1;
+  c.devices_per_node = world.size();
+  // The loop runs on every rank's threads at once, so ranks that share a core (SMT siblings)
+  // measure the rate they really get together.
+  const int threads = omp_get_max_threads();
+  barrier(world);
+  PeakMeasurement peak = measure_peak_tflops(o.precision, threads);
+  c.device.name = std::string("CPU rank (") + kernels::precision_name(o.precision) + ", " +
+                  std::to_string(threads) + " thread" + (threads > 1 ? "s)" : ")");
+  c.device.peak_tflops = mean_over_ranks(world, peak.tflops);
+  log << "calibrating " << world.size() << " ranks: peak " << c.device.peak_tflops
+      << " TFLOP/s per rank (" << kernels::precision_name(o.precision) << " multiply-add loop)\n";
+  const double bytes = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
+  c.device.memory_gib = bytes / std::max(1, o.ranks_on_node) / (1L << 30);
+  c.device.memory_bandwidth_gbs = memory_bandwidth_gbs(world, o.bandwidth_seconds);
+  log << "  memory: " << c.device.memory_gib << " GiB and " << c.device.memory_bandwidth_gbs
+      << " GB/s (read + write) per rank\n";
+  c.gemm.table = gemm_table(world, c.device.peak_tflops, o, log);
+  c.intra_node = measure_link(world, log);
+  c.inter_node = c.intra_node;
+  return c;
+}
+
+}  // namespace trident::planner
