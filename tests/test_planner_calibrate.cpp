@@ -15,6 +15,7 @@ TEST(PlannerCalibrate, OneRankGivesAValidDescription) {
   CalibrationOptions o;
   o.seconds_per_point = 0.005;
   o.bandwidth_seconds = 0.05;
+  o.repeats = 1;
   std::ostringstream log;
   Cluster c = calibrate_this_machine(world, o, log);
   EXPECT_EQ(c.nodes, 1);
@@ -30,6 +31,10 @@ TEST(PlannerCalibrate, OneRankGivesAValidDescription) {
   Cluster back = parse_cluster(cluster_to_toml(c), "calibrated.toml");
   EXPECT_EQ(back.gemm.table.size(), c.gemm.table.size());
   EXPECT_NE(log.str().find("one rank: no link to measure"), std::string::npos);
+  EXPECT_GT(back.kernels.attention_efficiency, 0);
+  EXPECT_LE(back.kernels.attention_efficiency, 1);
+  EXPECT_GT(back.kernels.elementwise_ns_per_element, 0);
+  EXPECT_GT(back.kernels.cross_entropy_ns_per_logit, 0);
 }
 
 }  // namespace

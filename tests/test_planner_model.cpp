@@ -8,6 +8,7 @@
 #include "model/gpt_model.h"
 #include "planner/collectives.h"
 #include "planner/iteration_model.h"
+#include "planner/layer_costs.h"
 #include "planner/paper_model.h"
 
 namespace trident::planner {
@@ -87,6 +88,23 @@ Workload gpt(int layers, int hidden, int heads, int seq, long batch) {
   return w;
 }
 
+TEST(PlannerLayerCosts, ForwardFlopsPerLayerAreThePapers) {
+  // One layer's forward: 24 b s h^2 (1 + s / (6h)) FLOPs, split over t; the output layer
+  // 2 b s h V, run three times (logits, d(input), weight gradient).
+  ModelConfig m;
+  m.hidden_size = 1024, m.num_attention_heads = 16, m.seq_length = 512, m.vocab_size = 51200;
+  for (int t : {1, 2, 8}) {
+    LayerWork w = transformer_layer_work(m, t, 4);
+    double flops = w.attention_flops;
+    for (const Gemm& g : w.gemms) flops += g.flops();
+    const double b = 4, s = 512, h = 1024;
+    EXPECT_NEAR(flops / (24 * b * s * h * h * (1 + s / (6 * h)) / t), 1, 1e-12);
+    HeadWork head = output_layer_work(m, t, 4);
+    EXPECT_NEAR(head.chunks * head.logits.flops() / (2 * b * s * h * 51200 / t), 1, 1e-12);
+    EXPECT_NEAR(head.logits_elements, b * s * 51200 / t, 1e-6);
+  }
+}
+
 TEST(PlannerIterationModel, SimulatedBubbleIsThePapers) {
   IterationModel model(a100_node(1), gpt(8, 256, 4, 64, 64));
   for (int p : {2, 4, 8})
@@ -101,6 +119,7 @@ TEST(PlannerIterationModel, SimulatedBubbleIsThePapers) {
 TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
   Cluster c = a100_node(1);
   c.gemm.table = {{1, 0.5}, {2, 0.5}};  // flat: every GEMM at half of peak
+  c.device.memory_bandwidth_gbs = 0;    // element-wise kernels and the optimizer take no time
   Workload w = gpt(4, 1024, 16, 512, 8);
   IterationModel model(c, w);
   GptShape shape{4, 1024, 51200, 512};
@@ -108,7 +127,7 @@ TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
     Layout l{1, 1, 1, 2, 1, r, false};
     Prediction p = model.predict(l);
     double flops = paper_flops_per_iteration(shape, 8, r == Recompute::kFull);
-    EXPECT_NEAR(p.time.compute * 312e12 * 0.5 / flops, 1, 1e-9);
+    EXPECT_NEAR((p.time.compute + p.time.other_kernels) * 312e12 * 0.5 / flops, 1, 1e-9);
     EXPECT_EQ(p.time.tensor_comm + p.time.pipeline_comm + p.time.bubble + p.time.data_comm, 0);
   }
 }

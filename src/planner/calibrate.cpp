@@ -10,6 +10,8 @@
 #include <ostream>
 #include <vector>
 
+#include "model/gpt_model.h"
+#include "planner/layer_costs.h"
 #include "train/throughput.h"
 
 namespace trident::planner {
@@ -129,6 +131,77 @@ LinkSpec measure_link(comm::Communicator& world, std::ostream& log) {
   return link;
 }
 
+// Median seconds of one forward + backward of a micro-batch through a chunk trident builds.
+double chunk_seconds(comm::Communicator& world, const ModelConfig& m, int micro_batch,
+                     ChunkPlacement placement, kernels::Precision precision, int repeats) {
+  comm::SingleRankCommunicator tp("tensor");
+  ChunkOptions o;
+  o.placement = placement;
+  o.precision = precision;
+  GPTModel chunk(m, tp, micro_batch, m.seq_length, o);
+  chunk.parameters().initialize(1234, 0.02f, m.num_layers);
+  std::vector<int> tokens((size_t)micro_batch * (m.seq_length + 1), 1);
+  std::vector<double> times;
+  barrier(world);
+  for (int r = 0; r <= repeats; ++r) {
+    const double start = now_seconds();
+    chunk.forward_chunk(0, tokens.data(), micro_batch, m.seq_length, 1.f);
+    chunk.backward_chunk(0, micro_batch, m.seq_length);
+    if (r > 0) times.push_back(now_seconds() - start);  // the first warms up
+  }
+  std::sort(times.begin(), times.end());
+  return mean_over_ranks(world, times[times.size() / 2]);
+}
+
+// The attention core and element-wise kernels, from whole layers trident runs: two shapes
+// with the same tokens and width (so the same element-wise work) and 8x apart in attention
+// FLOPs separate the two; what the calibrated GEMMs do not explain is theirs.
+void calibrate_layer_kernels(comm::Communicator& world, Cluster& c, const CalibrationOptions& o,
+                             std::ostream& log) {
+  ModelConfig m;
+  m.num_layers = 2, m.hidden_size = 256, m.num_attention_heads = 4, m.vocab_size = 1000;
+  double residual[2], attention[2], elementwise = 0;
+  const int batches[2] = {8, 1}, seqs[2] = {128, 1024};
+  for (int i = 0; i < 2; ++i) {
+    m.seq_length = seqs[i];
+    const double measured =
+        chunk_seconds(world, m, batches[i], {0, 2, false, false}, o.precision, o.repeats) / 2;
+    const LayerWork w = transformer_layer_work(m, 1, batches[i]);
+    double gemm = 0;
+    for (const Gemm& g : w.gemms) gemm += 3 * gemm_seconds(c, g);
+    residual[i] = measured - gemm;
+    attention[i] = 3 * w.attention_flops;
+    elementwise = 3 * w.elementwise;
+    log << "  layer h 256, b " << batches[i] << ", s " << seqs[i] << ": " << measured * 1e3
+        << " ms forward + backward, " << gemm * 1e3 << " ms of it matrix products\n";
+  }
+  const double per_flop = std::max((residual[1] - residual[0]) / (attention[1] - attention[0]),
+                                   1 / (c.device.peak_tflops * 1e12));
+  c.kernels.attention_efficiency = 1 / (per_flop * c.device.peak_tflops * 1e12);
+  c.kernels.elementwise_ns_per_element =
+      std::max(1e-4, (residual[0] - per_flop * attention[0]) / elementwise * 1e9);
+  log << "  attention core at " << c.kernels.attention_efficiency << " of peak; element-wise "
+      << c.kernels.elementwise_ns_per_element << " ns per element access\n";
+}
+
+// The softmax and cross-entropy over the logits: an output layer alone (no transformer
+// layers) over GPT-2's vocabulary, less its matrix products and final LayerNorm.
+void calibrate_cross_entropy(comm::Communicator& world, Cluster& c, const CalibrationOptions& o,
+                             std::ostream& log) {
+  ModelConfig m;
+  m.num_layers = 1, m.hidden_size = 256, m.num_attention_heads = 4, m.seq_length = 128;
+  m.vocab_size = 50257;
+  const int b = 8;
+  const double measured = chunk_seconds(world, m, b, {0, 0, false, true}, o.precision, o.repeats);
+  const HeadWork w = output_layer_work(m, 1, b);
+  const double known = head_forward_seconds(c, w).gemm + elementwise_seconds(c, 3 * w.elementwise);
+  c.kernels.cross_entropy_ns_per_logit =
+      std::max(1e-4, (measured - known) / w.logits_elements * 1e9);
+  log << "  output layer + loss, " << w.logits_elements / 1e6 << "M logits: " << measured * 1e3
+      << " ms, " << c.kernels.cross_entropy_ns_per_logit << " ns per logit besides its "
+      << "products\n";
+}
+
 }  // namespace
 
 Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptions& o,
@@ -153,6 +226,8 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   log << "  memory: " << c.device.memory_gib << " GiB and " << c.device.memory_bandwidth_gbs
       << " GB/s (read + write) per rank\n";
   c.gemm.table = gemm_table(world, c.device.peak_tflops, o, log);
+  calibrate_layer_kernels(world, c, o, log);
+  calibrate_cross_entropy(world, c, o, log);
   c.intra_node = measure_link(world, log);
   c.inter_node = c.intra_node;
   return c;

@@ -6,6 +6,9 @@
 // - GEMM efficiency by size: trident's products (oneDNN fp32 or bf16) over a grid of
 //   layer-like shapes, as a fraction of that peak;
 // - memory bandwidth: a read + write stream over a buffer far larger than the caches;
+// - the attention core and the element-wise kernels: transformer layers trident builds, at
+//   two shapes, less their products; the cross-entropy: an output layer over GPT-2's
+//   vocabulary, less its products;
 // - links: point-to-point latency (ping-pong of 8 bytes) and the bandwidth that makes the
 //   ring model reproduce a measured all-reduce of 64 MiB over all ranks.
 // The result describes one node; inter-node numbers are copied from the intra-node ones.
@@ -21,6 +24,7 @@ struct CalibrationOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   double seconds_per_point = 0.25;  // each GEMM shape
   double bandwidth_seconds = 1.0;
+  int repeats = 5;  // forward + backward runs of each calibration chunk (median)
   int ranks_on_node = 1;
 };
 

@@ -23,6 +23,16 @@ double GemmEfficiency::at(double flops) const {
   return lo->second + w * (hi->second - lo->second);
 }
 
+double OtherKernels::elementwise_ns(const DeviceSpec& d) const {
+  if (elementwise_ns_per_element > 0) return elementwise_ns_per_element;
+  return d.memory_bandwidth_gbs > 0 ? 4 / d.memory_bandwidth_gbs : 0;
+}
+
+double OtherKernels::cross_entropy_ns(const DeviceSpec& d) const {
+  if (cross_entropy_ns_per_logit > 0) return cross_entropy_ns_per_logit;
+  return d.memory_bandwidth_gbs > 0 ? 16 / d.memory_bandwidth_gbs : 0;
+}
+
 namespace {
 
 // Reads one section's keys, collecting every violation with the file and the key's path.
@@ -131,6 +141,14 @@ class Reader {
   std::vector<std::string> errors_;
 };
 
+void read_other_kernels(Reader& r, const std::shared_ptr<cpptoml::table>& t, OtherKernels& k) {
+  if (!t) return;
+  k.attention_efficiency = r.number(t, "compute", "attention_efficiency", 0);
+  if (k.attention_efficiency > 1) r.fail("[compute] attention_efficiency", "must be <= 1");
+  k.elementwise_ns_per_element = r.number(t, "compute", "elementwise_ns_per_element", 0);
+  k.cross_entropy_ns_per_logit = r.number(t, "compute", "cross_entropy_ns_per_logit", 0);
+}
+
 void read_gemm(Reader& r, const std::shared_ptr<cpptoml::table>& t, GemmEfficiency& g) {
   if (!t) return;
   g.max_efficiency = r.number(t, "compute", "gemm_max_efficiency", g.max_efficiency);
@@ -177,7 +195,9 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& source) {
   auto network = r.section("network", true);
   c.inter_node.bandwidth_gbs = r.number(network, "network", "inter_node_bandwidth_gbs");
   c.inter_node.latency_us = r.number(network, "network", "inter_node_latency_us");
-  read_gemm(r, r.section("compute", false), c.gemm);
+  auto compute = r.section("compute", false);
+  read_gemm(r, compute, c.gemm);
+  read_other_kernels(r, compute, c.kernels);
   r.check_unknown_keys();
   if (!r.errors().empty()) {
     std::string message;
@@ -210,6 +230,12 @@ std::string cluster_to_toml(const Cluster& c) {
      << "\ninter_node_latency_us = " << c.inter_node.latency_us << "\n\n[compute]\n"
      << "gemm_max_efficiency = " << c.gemm.max_efficiency
      << "\ngemm_half_efficiency_gflop = " << c.gemm.half_efficiency_gflop << "\n";
+  const OtherKernels& k = c.kernels;
+  if (k.attention_efficiency > 0) os << "attention_efficiency = " << k.attention_efficiency << "\n";
+  if (k.elementwise_ns_per_element > 0)
+    os << "elementwise_ns_per_element = " << k.elementwise_ns_per_element << "\n";
+  if (k.cross_entropy_ns_per_logit > 0)
+    os << "cross_entropy_ns_per_logit = " << k.cross_entropy_ns_per_logit << "\n";
   if (!c.gemm.table.empty()) {
     os << "gemm_gflop = [";
     for (size_t i = 0; i < c.gemm.table.size(); ++i) os << (i ? ", " : "") << c.gemm.table[i].first;

@@ -30,6 +30,18 @@ struct GemmEfficiency {
   double at(double flops) const;
 };
 
+// The kernels that are not matrix products. Measured by calibration; by default derived from
+// the memory bandwidth: an element access moves 4 bytes, a logit is accessed 4 times (read
+// for the maximum, rewritten as its exponential, read for the sum and the gradient), and the
+// attention core runs at the GEMM efficiency of its products.
+struct OtherKernels {
+  double attention_efficiency = 0;        // 0: the GEMM curve's
+  double elementwise_ns_per_element = 0;  // 0: 4 bytes at the memory bandwidth
+  double cross_entropy_ns_per_logit = 0;  // 0: 16 bytes at the memory bandwidth
+  double elementwise_ns(const DeviceSpec& d) const;
+  double cross_entropy_ns(const DeviceSpec& d) const;
+};
+
 struct Cluster {
   std::string source;  // the file it came from
   int nodes = 0;
@@ -37,6 +49,7 @@ struct Cluster {
   int devices_per_node = 0;
   LinkSpec intra_node, inter_node;
   GemmEfficiency gemm;
+  OtherKernels kernels;
   long num_devices() const { return (long)nodes * devices_per_node; }
 };
 

@@ -7,6 +7,7 @@
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/simulator.h"
 #include "planner/collectives.h"
+#include "planner/layer_costs.h"
 #include "planner/paper_model.h"
 
 namespace trident::planner {
@@ -35,32 +36,27 @@ double bucket_floats(int d) {
 IterationModel::IterationModel(Cluster cluster, Workload workload)
     : cluster_(std::move(cluster)), workload_(std::move(workload)) {}
 
-double IterationModel::gemm_seconds(double flops) const {
-  if (flops <= 0) return 0;
-  return flops / (cluster_.device.peak_tflops * 1e12 * cluster_.gemm.at(flops));
-}
-
 IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   const ModelConfig& m = workload_.model;
   const double t = l.tensor, T = (double)l.micro_batch * m.seq_length, h = m.hidden_size;
-  const double ffn = m.ffn(), s = m.seq_length, V = m.padded_vocab_size(l.tensor);
-  // One layer's forward GEMMs on one device: QKV, the two attention products (batched over
-  // the device's heads), the projection, FC1 and FC2. Backward runs two GEMMs of the same
-  // size per forward GEMM.
-  const double attention_product = gemm_seconds(2 * T * s * h / t);
-  const double layer_forward = gemm_seconds(2 * T * h * 3 * h / t) + 2 * attention_product +
-                               gemm_seconds(2 * T * h * h / t) +
-                               2 * gemm_seconds(2 * T * h * ffn / t);
-  double layer_backward = 2 * layer_forward;
-  if (l.recompute == Recompute::kFull) layer_backward += layer_forward;
-  if (l.recompute == Recompute::kSelective) layer_backward += 2 * attention_product;
+  const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch);
+  const PassSeconds forward = layer_forward_seconds(cluster_, work);
+  PassSeconds backward = layer_backward_seconds(cluster_, work);
+  if (l.recompute == Recompute::kFull)
+    backward.gemm += forward.gemm, backward.other += forward.other;
+  if (l.recompute == Recompute::kSelective)
+    backward.other += attention_seconds(cluster_, work.attention_flops);
+  // The last stage also runs the output layer: the pipeline moves at the pace of its
+  // slowest stage.
+  const HeadWork head = output_layer_work(m, l.tensor, l.micro_batch);
+  const PassSeconds head_forward = head_forward_seconds(cluster_, head);
+  const PassSeconds head_backward = head_backward_seconds(cluster_, head);
   const double layers = (double)m.num_layers / l.pipeline;
   StageTime st;
-  // The last stage also runs the output layer (its logits GEMM and two backward GEMMs):
-  // the pipeline moves at the pace of its slowest stage.
-  const double logits = gemm_seconds(2 * T * h * V / t);
-  st.forward = layers * layer_forward + logits;
-  st.backward = layers * layer_backward + 2 * logits;
+  st.forward = layers * forward.gemm + head_forward.gemm;
+  st.backward = layers * backward.gemm + head_backward.gemm;
+  st.other_forward = layers * forward.other + head_forward.other;
+  st.other_backward = layers * backward.other + head_backward.other;
   const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
   const double all_reduce = ring_all_reduce_seconds(T * h * kCommBytes, l.tensor, tp_link);
   st.tensor_forward = layers * 2 * all_reduce;
@@ -147,10 +143,11 @@ Prediction IterationModel::predict(const Layout& l) {
   Prediction out;
   out.layout = l;
   const StageTime st = stage_time(l);
-  const double forward = st.forward + st.tensor_forward + st.pipeline;
-  const double backward = st.backward + st.tensor_backward + st.pipeline;
+  const double forward = st.forward + st.other_forward + st.tensor_forward + st.pipeline;
+  const double backward = st.backward + st.other_backward + st.tensor_backward + st.pipeline;
   TimeBreakdown& time = out.time;
   time.compute = mb * (st.forward + st.backward);
+  time.other_kernels = mb * (st.other_forward + st.other_backward);
   time.tensor_comm = mb * (st.tensor_forward + st.tensor_backward);
   time.pipeline_comm = mb * 2 * st.pipeline;
   out.bubble_fraction = simulated_bubble(l.pipeline, l.virtual_stages, mb, backward / forward);

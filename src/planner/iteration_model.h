@@ -1,7 +1,8 @@
 #pragma once
 // The time and memory of one training iteration of a layout, from first principles and the
 // cluster file only (no per-configuration constants):
-// - compute: each GEMM's FLOPs on one device at the cluster's size-dependent efficiency;
+// - compute: each GEMM's FLOPs on one device at the cluster's size-dependent efficiency,
+//   the attention core and the element-wise kernels (src/planner/layer_costs.h);
 // - tensor parallelism: the layers' all-reduces (2 forward, 2 backward, 2 more when a
 //   layer is recomputed) on the ring model over the node's links;
 // - pipeline parallelism: the boundary sends (1/t of the tensor with scatter/gather, then an
@@ -20,8 +21,9 @@
 
 namespace trident::planner {
 
-struct TimeBreakdown {  // seconds per iteration on the critical (slowest) pipeline stage
-  double compute = 0;
+struct TimeBreakdown {       // seconds per iteration on the critical (slowest) pipeline stage
+  double compute = 0;        // matrix products
+  double other_kernels = 0;  // the attention core and the element-wise kernels
   double tensor_comm = 0;
   double pipeline_comm = 0;
   double bubble = 0;
@@ -29,7 +31,7 @@ struct TimeBreakdown {  // seconds per iteration on the critical (slowest) pipel
   double data_comm_hidden = 0;  // overlapped with backward / forward (not in total)
   double optimizer = 0;
   double total() const {
-    return compute + tensor_comm + pipeline_comm + bubble + data_comm + optimizer;
+    return compute + other_kernels + tensor_comm + pipeline_comm + bubble + data_comm + optimizer;
   }
 };
 
@@ -66,13 +68,13 @@ class IterationModel {
   const Workload& workload() const { return workload_; }
 
  private:
-  struct StageTime {  // one micro-batch through one whole stage (all its chunks)
-    double forward = 0, backward = 0;
+  struct StageTime {                   // one micro-batch through one whole stage (all its chunks)
+    double forward = 0, backward = 0;  // matrix products
+    double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels
     double tensor_forward = 0, tensor_backward = 0;
     double pipeline = 0;  // per direction
   };
   StageTime stage_time(const Layout& l) const;
-  double gemm_seconds(double flops) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
   const std::vector<int>& in_flight(int p, int v, int m, int stage);
 

@@ -23,11 +23,12 @@ std::string seconds_text(double s) {
                      : format("%.0f us", s * 1e6);
 }
 
-// The shares of the iteration, largest first: "compute 81%, bubble 9%, tp 6%, ...".
+// The shares of the iteration, largest first: "gemm 71%, bubble 9%, kernels 8%, ...".
 std::string where_time_goes(const TimeBreakdown& t) {
   std::vector<std::pair<double, const char*>> parts = {
-      {t.compute, "compute"},  {t.bubble, "bubble"}, {t.tensor_comm, "tp"},
-      {t.pipeline_comm, "pp"}, {t.data_comm, "dp"},  {t.optimizer, "optimizer"}};
+      {t.compute, "gemm"},       {t.other_kernels, "kernels"}, {t.bubble, "bubble"},
+      {t.tensor_comm, "tp"},     {t.pipeline_comm, "pp"},      {t.data_comm, "dp"},
+      {t.optimizer, "optimizer"}};
   std::stable_sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::string out;
   for (const auto& [value, name] : parts)
@@ -120,21 +121,22 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
   const TimeBreakdown& t = p.time;
   const MemoryBreakdown& m = p.memory;
   const double gib = 1L << 30;
-  char buf[768];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "best plan, %s:\n"
-                "  time per iteration %s = compute %s + tensor-parallel all-reduces %s + "
+                "  time per iteration %s = matrix products %s + attention core and element-wise "
+                "kernels %s + tensor-parallel all-reduces %s + "
                 "pipeline sends %s + bubble %s (%.1f%% of the schedule, simulated) + exposed "
                 "data-parallel reduction %s (%s hidden under backward/forward) + optimizer %s\n"
                 "  memory per device (stage %d) %.2f GiB = weights %.2f + gradients %.2f + Adam "
                 "moments %.2f + activations %.2f + scratch %.2f GiB\n",
                 p.layout.describe().c_str(), seconds_text(t.total()).c_str(),
-                seconds_text(t.compute).c_str(), seconds_text(t.tensor_comm).c_str(),
-                seconds_text(t.pipeline_comm).c_str(), seconds_text(t.bubble).c_str(),
-                100 * p.bubble_fraction, seconds_text(t.data_comm).c_str(),
-                seconds_text(t.data_comm_hidden).c_str(), seconds_text(t.optimizer).c_str(),
-                m.stage, m.total() / gib, m.weights / gib, m.gradients / gib, m.optimizer / gib,
-                m.activations / gib, m.scratch / gib);
+                seconds_text(t.compute).c_str(), seconds_text(t.other_kernels).c_str(),
+                seconds_text(t.tensor_comm).c_str(), seconds_text(t.pipeline_comm).c_str(),
+                seconds_text(t.bubble).c_str(), 100 * p.bubble_fraction,
+                seconds_text(t.data_comm).c_str(), seconds_text(t.data_comm_hidden).c_str(),
+                seconds_text(t.optimizer).c_str(), m.stage, m.total() / gib, m.weights / gib,
+                m.gradients / gib, m.optimizer / gib, m.activations / gib, m.scratch / gib);
   os << buf;
 }
 
