@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/communicator.h"
+#include "engine/rank_buffers.h"
 #include "model/gpt_model.h"
 #include "planner/collectives.h"
 #include "planner/iteration_model.h"
@@ -161,7 +162,7 @@ TEST(PlannerIterationModel, DistributedOptimizerShardsTheMoments) {
 }
 
 TEST(PlannerIterationModel, OneFOneBHoldsPMicroBatchesOnTheFirstStage) {
-  Workload w = gpt(8, 256, 4, 64, 64);
+  Workload w = gpt(8, 256, 4, 64, 8);
   w.model.vocab_size = 1000;  // the layers, not the output layer, dominate
   IterationModel model(a100_node(1), w);
   Layout l1{1, 4, 1, 1, 1, Recompute::kNone, false}, l2 = l1;
@@ -170,6 +171,19 @@ TEST(PlannerIterationModel, OneFOneBHoldsPMicroBatchesOnTheFirstStage) {
   EXPECT_EQ(a.stage, 0);
   // Layer activations per device: in flight (p) x layers per stage (8 / p) is the same.
   EXPECT_NEAR(a.activations / b.activations, 1.0, 0.1);
+}
+
+TEST(RankBuffers, SendCopiesTiedEmbeddingAndMpiTemporaries) {
+  RankBufferShape s;
+  s.stages = 2, s.chunks = 2, s.microbatches = 4;
+  s.boundary_floats = 100, s.tied_embedding_floats = 1000, s.gradient_floats = 5000;
+  s.data = 2, s.overlap_grad_reduce = true;
+  // Stage 0 sends backward from its second chunk only (virtual stage 2), 4 micro-batches.
+  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 4L * (4 * 100 + 1000 + 5000));
+  s.stage = 1;  // both chunks send backward
+  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 4L * (8 * 100 + 1000 + 5000));
+  s.stages = 1, s.chunks = 1, s.stage = 0, s.overlap_grad_reduce = false;
+  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 0);
 }
 
 }  // namespace

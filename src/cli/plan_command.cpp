@@ -32,7 +32,7 @@ struct PlanArgs {
   planner::Workload workload;
   planner::SearchOptions search;
   std::string recompute;  // --recompute-granularity: fixes it when given
-  bool distributed_optimizer = false;
+  int distributed_optimizer = -1;  // -1: searched; 0 / 1: fixed off / on
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
   bool json = false, launch = false;
@@ -54,11 +54,13 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_option("--num-layers-per-virtual-pipeline-stage", a.search.layers_per_virtual_stage,
                  "fix the layers per model chunk (v = layers / (p x this))")
       ->group("Layout");
-  app.add_option("--recompute-granularity", a.recompute, "fix recomputation: full or selective")
-      ->check(CLI::IsMember({"full", "selective"}))
+  app.add_option("--recompute-granularity", a.recompute,
+                 "fix recomputation: full, selective, or none (planner only: no recomputation)")
+      ->check(CLI::IsMember({"full", "selective", "none"}))
       ->group("Layout");
-  app.add_flag("--use-distributed-optimizer", a.distributed_optimizer,
-               "fix the distributed optimizer on")
+  app.add_flag("--use-distributed-optimizer{1},--no-distributed-optimizer{0}",
+               a.distributed_optimizer,
+               "fix the distributed optimizer on (or, planner only, off)")
       ->group("Layout");
   app.add_option("--max-micro-batch-size", a.search.max_micro_batch, "largest b searched")
       ->capture_default_str()
@@ -126,9 +128,10 @@ int run_plan(PlanArgs& a) {
   planner::Cluster cluster = planner::load_cluster(a.cluster);
   if (a.search.num_devices == 0) a.search.num_devices = cluster.num_devices();
   if (!a.recompute.empty())
-    a.search.recompute =
-        a.recompute == "full" ? planner::Recompute::kFull : planner::Recompute::kSelective;
-  if (a.distributed_optimizer) a.search.distributed_optimizer = true;
+    a.search.recompute = a.recompute == "full"        ? planner::Recompute::kFull
+                         : a.recompute == "selective" ? planner::Recompute::kSelective
+                                                      : planner::Recompute::kNone;
+  if (a.distributed_optimizer >= 0) a.search.distributed_optimizer = a.distributed_optimizer == 1;
   a.workload.precision = precision_of(a);
   planner::IterationModel model(cluster, a.workload);
   std::vector<std::string> errors = planner::request_violations(model, a.search);

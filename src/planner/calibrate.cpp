@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <ostream>
 #include <vector>
@@ -202,11 +203,23 @@ void calibrate_cross_entropy(comm::Communicator& world, Cluster& c, const Calibr
       << "products\n";
 }
 
+// This process's resident memory now, before calibration allocates anything: the code,
+// MPI and the allocator, which every training rank holds besides its planned buffers.
+double resident_gib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return (double)resident * sysconf(_SC_PAGE_SIZE) / (1L << 30);
+}
+
 }  // namespace
 
 Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptions& o,
                                std::ostream& log) {
   Cluster c;
+  c.device.runtime_memory_gib = mean_over_ranks(world, resident_gib());
   c.source = "calibration";
   c.nodes = 1;
   c.devices_per_node = world.size();
@@ -224,7 +237,8 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   c.device.memory_gib = bytes / std::max(1, o.ranks_on_node) / (1L << 30);
   c.device.memory_bandwidth_gbs = memory_bandwidth_gbs(world, o.bandwidth_seconds);
   log << "  memory: " << c.device.memory_gib << " GiB and " << c.device.memory_bandwidth_gbs
-      << " GB/s (read + write) per rank\n";
+      << " GB/s (read + write) per rank; a process holds " << c.device.runtime_memory_gib * 1024
+      << " MiB before any buffer\n";
   c.gemm.table = gemm_table(world, c.device.peak_tflops, o, log);
   calibrate_layer_kernels(world, c, o, log);
   calibrate_cross_entropy(world, c, o, log);

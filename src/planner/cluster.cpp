@@ -188,6 +188,7 @@ Cluster parse_cluster(const std::string& toml_text, const std::string& source) {
   c.device.peak_tflops = r.number(device, "device", "peak_tflops");
   c.device.memory_gib = r.number(device, "device", "memory_gib");
   c.device.memory_bandwidth_gbs = r.number(device, "device", "memory_bandwidth_gbs", 0);
+  c.device.runtime_memory_gib = r.number(device, "device", "runtime_memory_gib", 0);
   auto node = r.section("node", true);
   c.devices_per_node = r.integer(node, "node", "devices");
   c.intra_node.bandwidth_gbs = r.number(node, "node", "intra_node_bandwidth_gbs");
@@ -223,6 +224,8 @@ std::string cluster_to_toml(const Cluster& c) {
      << "\n";
   if (c.device.memory_bandwidth_gbs > 0)
     os << "memory_bandwidth_gbs = " << c.device.memory_bandwidth_gbs << "\n";
+  if (c.device.runtime_memory_gib > 0)
+    os << "runtime_memory_gib = " << c.device.runtime_memory_gib << "\n";
   os << "\n[node]\ndevices = " << c.devices_per_node
      << "\nintra_node_bandwidth_gbs = " << c.intra_node.bandwidth_gbs
      << "\nintra_node_latency_us = " << c.intra_node.latency_us << "\n\n[network]\n"

@@ -13,6 +13,7 @@ struct DeviceSpec {
   double peak_tflops = 0;           // dense, of the training precision
   double memory_gib = 0;            // what one device may hold
   double memory_bandwidth_gbs = 0;  // optional: optimizer and element-wise time (0: not modelled)
+  double runtime_memory_gib = 0;    // optional: what a process holds before any buffer
 };
 
 struct LinkSpec {

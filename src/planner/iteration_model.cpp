@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/rank_buffers.h"
 #include "model/chunk_memory.h"
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/simulator.h"
@@ -92,12 +93,35 @@ const std::vector<int>& IterationModel::in_flight(int p, int v, int m, int stage
   return in_flight_[key] = pp::max_in_flight(pp::build_schedule(s, stage), v);
 }
 
+namespace {
+
+void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
+  for (const PlannedBuffer& b : plan.buffers()) {
+    const double bytes = b.total_floats() * 4.0;
+    if (b.name == "gradients")
+      out.gradients += bytes;
+    else if (b.group == "parameters")
+      out.weights += bytes;
+    else if (b.group == "optimizer")
+      out.optimizer += bytes;
+    else if (b.group == "activations")
+      out.activations += bytes;
+    else if (b.group == "communication")
+      out.communication += bytes;
+    else
+      out.scratch += bytes;
+  }
+}
+
+}  // namespace
+
 MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
   const ModelConfig& m = workload_.model;
   const int p = l.pipeline, v = l.virtual_stages, per_chunk = l.layers_per_chunk(m.num_layers);
   const std::vector<int>& slots = in_flight(p, v, l.microbatches(workload_.global_batch), stage);
   MemoryBreakdown out;
   out.stage = stage;
+  long gradient_floats = 0;
   for (int j = 0; j < v; ++j) {
     const int vs = j * p + stage;
     ChunkOptions o;
@@ -113,20 +137,19 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
     // Each data-parallel rank keeps the moments of its 1/d of the (padded) buffer.
     if (l.distributed_optimizer)
       plan.resize("adam exp_avg + exp_avg_sq", 2 * shape.parameter_floats / l.data);
-    for (const PlannedBuffer& b : plan.buffers()) {
-      const double bytes = b.total_floats() * 4.0;
-      if (b.name == "gradients")
-        out.gradients += bytes;
-      else if (b.group == "parameters")
-        out.weights += bytes;
-      else if (b.group == "optimizer")
-        out.optimizer += bytes;
-      else if (b.group == "activations")
-        out.activations += bytes;
-      else
-        out.scratch += bytes;
-    }
+    add_plan(plan, out);
+    gradient_floats += shape.parameter_floats;
   }
+  RankBufferShape buffers;
+  buffers.stages = p, buffers.chunks = v, buffers.stage = stage;
+  buffers.microbatches = l.microbatches(workload_.global_batch);
+  buffers.boundary_floats = (long)l.micro_batch * m.seq_length * m.hidden_size;
+  buffers.tied_embedding_floats = (long)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size;
+  buffers.gradient_floats = gradient_floats;
+  buffers.data = l.data;
+  buffers.overlap_grad_reduce = l.data > 1;  // --launch turns it on
+  add_plan(plan_rank_buffers(buffers), out);
+  out.runtime = cluster_.device.runtime_memory_gib * (1L << 30);
   return out;
 }
 

@@ -41,8 +41,12 @@ struct MemoryBreakdown {  // bytes on the fullest device (first or last pipeline
   double optimizer = 0;  // Adam moments (sharded with the distributed optimizer)
   double activations = 0;
   double scratch = 0;
+  double communication = 0;  // pipeline send copies, MPI temporaries (engine/rank_buffers.h)
+  double runtime = 0;        // the process itself: code, MPI, the allocator (calibrated)
   int stage = 0;
-  double total() const { return weights + gradients + optimizer + activations + scratch; }
+  double total() const {
+    return weights + gradients + optimizer + activations + scratch + communication + runtime;
+  }
 };
 
 struct Prediction {

@@ -122,21 +122,22 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
   const MemoryBreakdown& m = p.memory;
   const double gib = 1L << 30;
   char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "best plan, %s:\n"
-                "  time per iteration %s = matrix products %s + attention core and element-wise "
-                "kernels %s + tensor-parallel all-reduces %s + "
-                "pipeline sends %s + bubble %s (%.1f%% of the schedule, simulated) + exposed "
-                "data-parallel reduction %s (%s hidden under backward/forward) + optimizer %s\n"
-                "  memory per device (stage %d) %.2f GiB = weights %.2f + gradients %.2f + Adam "
-                "moments %.2f + activations %.2f + scratch %.2f GiB\n",
-                p.layout.describe().c_str(), seconds_text(t.total()).c_str(),
-                seconds_text(t.compute).c_str(), seconds_text(t.other_kernels).c_str(),
-                seconds_text(t.tensor_comm).c_str(), seconds_text(t.pipeline_comm).c_str(),
-                seconds_text(t.bubble).c_str(), 100 * p.bubble_fraction,
-                seconds_text(t.data_comm).c_str(), seconds_text(t.data_comm_hidden).c_str(),
-                seconds_text(t.optimizer).c_str(), m.stage, m.total() / gib, m.weights / gib,
-                m.gradients / gib, m.optimizer / gib, m.activations / gib, m.scratch / gib);
+  std::snprintf(
+      buf, sizeof buf,
+      "best plan, %s:\n"
+      "  time per iteration %s = matrix products %s + attention core and element-wise "
+      "kernels %s + tensor-parallel all-reduces %s + "
+      "pipeline sends %s + bubble %s (%.1f%% of the schedule, simulated) + exposed "
+      "data-parallel reduction %s (%s hidden under backward/forward) + optimizer %s\n"
+      "  memory per device (stage %d) %.2f GiB = weights %.2f + gradients %.2f + Adam "
+      "moments %.2f + activations %.2f + scratch %.2f + communication %.2f + runtime %.2f GiB\n",
+      p.layout.describe().c_str(), seconds_text(t.total()).c_str(), seconds_text(t.compute).c_str(),
+      seconds_text(t.other_kernels).c_str(), seconds_text(t.tensor_comm).c_str(),
+      seconds_text(t.pipeline_comm).c_str(), seconds_text(t.bubble).c_str(),
+      100 * p.bubble_fraction, seconds_text(t.data_comm).c_str(),
+      seconds_text(t.data_comm_hidden).c_str(), seconds_text(t.optimizer).c_str(), m.stage,
+      m.total() / gib, m.weights / gib, m.gradients / gib, m.optimizer / gib, m.activations / gib,
+      m.scratch / gib);
   os << buf;
 }
 
