@@ -201,6 +201,23 @@ TEST(PlanCommand, RanksExplainsAndEstimates) {
       1024);
 }
 
+TEST(PlanCommand, DistributedOptimizerIsSearchedUnlessFixed) {
+  const std::string gpt = kGpt3 + " --num-devices 1024 --json --top 1000";
+  auto count = [](const std::string& out, const std::string& text) {
+    size_t n = 0;
+    for (size_t at = out.find(text); at != std::string::npos; at = out.find(text, at + 1)) ++n;
+    return n;
+  };
+  CommandResult searched = run(gpt);
+  EXPECT_GT(count(searched.output, "\"distributed_optimizer\": true"), 0u);
+  EXPECT_GT(count(searched.output, "\"distributed_optimizer\": false"), 0u);
+  CommandResult off = run(gpt + " --no-distributed-optimizer --recompute-granularity none");
+  EXPECT_EQ(count(off.output, "\"distributed_optimizer\": true"), 0u) << off.output;
+  EXPECT_EQ(count(off.output, "\"recompute\": \"full\""), 0u);
+  CommandResult on = run(gpt + " --use-distributed-optimizer");
+  EXPECT_EQ(count(on.output, "\"distributed_optimizer\": false"), 0u);
+}
+
 TEST(PlanCommand, BadInputExitsNonZeroWithTheReason) {
   CommandResult missing = run("--cluster /nonexistent.toml --global-batch-size 8");
   EXPECT_EQ(missing.exit_code, 2);

@@ -32,7 +32,7 @@ struct PlanArgs {
   planner::Workload workload;
   planner::SearchOptions search;
   std::string recompute;  // --recompute-granularity: fixes it when given
-  int distributed_optimizer = -1;  // -1: searched; 0 / 1: fixed off / on
+  bool use_distributed_optimizer = false, no_distributed_optimizer = false;  // else searched
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
   bool json = false, launch = false;
@@ -58,9 +58,11 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
                  "fix recomputation: full, selective, or none (planner only: no recomputation)")
       ->check(CLI::IsMember({"full", "selective", "none"}))
       ->group("Layout");
-  app.add_flag("--use-distributed-optimizer{1},--no-distributed-optimizer{0}",
-               a.distributed_optimizer,
-               "fix the distributed optimizer on (or, planner only, off)")
+  app.add_flag("--use-distributed-optimizer", a.use_distributed_optimizer,
+               "fix the distributed optimizer on")
+      ->group("Layout");
+  app.add_flag("--no-distributed-optimizer", a.no_distributed_optimizer,
+               "fix it off (planner only)")
       ->group("Layout");
   app.add_option("--max-micro-batch-size", a.search.max_micro_batch, "largest b searched")
       ->capture_default_str()
@@ -131,7 +133,8 @@ int run_plan(PlanArgs& a) {
     a.search.recompute = a.recompute == "full"        ? planner::Recompute::kFull
                          : a.recompute == "selective" ? planner::Recompute::kSelective
                                                       : planner::Recompute::kNone;
-  if (a.distributed_optimizer >= 0) a.search.distributed_optimizer = a.distributed_optimizer == 1;
+  if (a.use_distributed_optimizer) a.search.distributed_optimizer = true;
+  if (a.no_distributed_optimizer) a.search.distributed_optimizer = false;
   a.workload.precision = precision_of(a);
   planner::IterationModel model(cluster, a.workload);
   std::vector<std::string> errors = planner::request_violations(model, a.search);
@@ -208,6 +211,9 @@ int plan_main(const std::vector<std::string>& all_args) {
     if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
     if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");
     if (a.bf16 && a.fp16) errors.push_back("--bf16 and --fp16 exclude each other");
+    if (a.use_distributed_optimizer && a.no_distributed_optimizer)
+      errors.push_back(
+          "--use-distributed-optimizer and --no-distributed-optimizer exclude each other");
     if (!errors.empty()) {
       std::cerr << "trident plan: " << errors.size() << " invalid argument"
                 << (errors.size() > 1 ? "s" : "") << ":\n";

@@ -68,9 +68,13 @@ void print_rank_mapping(std::ostream& os, const Layout& l, const Cluster& c) {
         "pipeline; "
      << nodes << " node" << (nodes > 1 ? "s" : "") << " of " << node << "):\n";
   auto range = [](const char* what, long a, long b) {
-    return std::string(what) +
-           (a == b ? " " + std::to_string(a) : "s " + std::to_string(a) + "-" + std::to_string(b));
+    std::string s = what;
+    s += a == b ? " " : "s ";
+    s += std::to_string(a);
+    if (a != b) s += '-' + std::to_string(b);
+    return s;
   };
+
   auto describe = [&](long k) {
     const long first = k * node, last = std::min(n, first + node) - 1;
     auto stage = [&](long r) { return r / ((long)l.tensor * l.data); };
@@ -137,7 +141,7 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
       100 * p.bubble_fraction, seconds_text(t.data_comm).c_str(),
       seconds_text(t.data_comm_hidden).c_str(), seconds_text(t.optimizer).c_str(), m.stage,
       m.total() / gib, m.weights / gib, m.gradients / gib, m.optimizer / gib, m.activations / gib,
-      m.scratch / gib);
+      m.scratch / gib, m.communication / gib, m.runtime / gib);
   os << buf;
 }
 
