@@ -26,7 +26,9 @@ TEST(PlannerCalibrate, OneRankGivesAValidDescription) {
   for (size_t i = 0; i < c.gemm.table.size(); ++i) {
     EXPECT_GT(c.gemm.table[i].second, 0);
     EXPECT_LE(c.gemm.table[i].second, 1);
-    if (i) EXPECT_LT(c.gemm.table[i - 1].first, c.gemm.table[i].first);
+    if (i) {
+      EXPECT_LT(c.gemm.table[i - 1].first, c.gemm.table[i].first);
+    }
   }
   Cluster back = parse_cluster(cluster_to_toml(c), "calibrated.toml");
   EXPECT_EQ(back.gemm.table.size(), c.gemm.table.size());

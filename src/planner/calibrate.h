@@ -11,6 +11,7 @@
 //   vocabulary, less its products;
 // - links: point-to-point latency (ping-pong of 8 bytes) and the bandwidth that makes the
 //   ring model reproduce a measured all-reduce of 64 MiB over all ranks.
+// Each timing is the best of several runs, so neighbours on a shared machine lower it less.
 // The result describes one node; inter-node numbers are copied from the intra-node ones.
 #include <iosfwd>
 
@@ -24,7 +25,7 @@ struct CalibrationOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   double seconds_per_point = 0.25;  // each GEMM shape
   double bandwidth_seconds = 1.0;
-  int repeats = 5;  // forward + backward runs of each calibration chunk (median)
+  int repeats = 5;  // forward + backward runs of each calibration chunk (the best counts)
   int ranks_on_node = 1;
 };
 
