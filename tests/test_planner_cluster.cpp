@@ -99,6 +99,11 @@ TEST(PlannerCluster, TomlRoundTrip) {
   EXPECT_EQ(back.gemm.table, c.gemm.table);
   EXPECT_DOUBLE_EQ(back.device.memory_bandwidth_gbs, 40);
   EXPECT_DOUBLE_EQ(back.inter_node.bandwidth_gbs, 25);
+  c.device.name = "quote \" backslash \\ tab \t";
+  c.device.peak_tflops = 0.1 + 0.2;  // not short in decimal
+  back = parse_cluster(cluster_to_toml(c), "again.toml");
+  EXPECT_EQ(back.device.name, c.device.name);
+  EXPECT_EQ(back.device.peak_tflops, c.device.peak_tflops);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <cpptoml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -216,37 +218,72 @@ Cluster load_cluster(const std::string& path) {
   return parse_cluster(text.str(), path);
 }
 
+namespace {
+
+// The shortest decimal that reads back to the same double.
+std::string number_text(double x) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+  return ec == std::errc() ? std::string(buf, end) : "0";
+}
+
+// A TOML basic string: quotes, backslashes and control characters escaped.
+std::string string_text(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += (char)ch;
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      out += buf;
+    } else {
+      out += (char)ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string numbers_text(const std::vector<std::pair<double, double>>& table, bool second) {
+  std::string out = "[";
+  for (size_t i = 0; i < table.size(); ++i)
+    out += (i ? ", " : "") + number_text(second ? table[i].second : table[i].first);
+  return out + "]";
+}
+
+}  // namespace
+
 std::string cluster_to_toml(const Cluster& c) {
   std::ostringstream os;
-  os.precision(6);
-  os << "nodes = " << c.nodes << "\n\n[device]\nname = \"" << c.device.name << "\"\n"
-     << "peak_tflops = " << c.device.peak_tflops << "\nmemory_gib = " << c.device.memory_gib
-     << "\n";
-  if (c.device.memory_bandwidth_gbs > 0)
-    os << "memory_bandwidth_gbs = " << c.device.memory_bandwidth_gbs << "\n";
-  if (c.device.runtime_memory_gib > 0)
-    os << "runtime_memory_gib = " << c.device.runtime_memory_gib << "\n";
-  os << "\n[node]\ndevices = " << c.devices_per_node
-     << "\nintra_node_bandwidth_gbs = " << c.intra_node.bandwidth_gbs
-     << "\nintra_node_latency_us = " << c.intra_node.latency_us << "\n\n[network]\n"
-     << "inter_node_bandwidth_gbs = " << c.inter_node.bandwidth_gbs
-     << "\ninter_node_latency_us = " << c.inter_node.latency_us << "\n\n[compute]\n"
-     << "gemm_max_efficiency = " << c.gemm.max_efficiency
-     << "\ngemm_half_efficiency_gflop = " << c.gemm.half_efficiency_gflop << "\n";
-  const OtherKernels& k = c.kernels;
-  if (k.attention_efficiency > 0) os << "attention_efficiency = " << k.attention_efficiency << "\n";
-  if (k.elementwise_ns_per_element > 0)
-    os << "elementwise_ns_per_element = " << k.elementwise_ns_per_element << "\n";
-  if (k.cross_entropy_ns_per_logit > 0)
-    os << "cross_entropy_ns_per_logit = " << k.cross_entropy_ns_per_logit << "\n";
-  if (!c.gemm.table.empty()) {
-    os << "gemm_gflop = [";
-    for (size_t i = 0; i < c.gemm.table.size(); ++i) os << (i ? ", " : "") << c.gemm.table[i].first;
-    os << "]\ngemm_efficiency = [";
-    for (size_t i = 0; i < c.gemm.table.size(); ++i)
-      os << (i ? ", " : "") << c.gemm.table[i].second;
-    os << "]\n";
+  auto key = [&](const char* name, double value) {
+    os << name << " = " << number_text(value) << "\n";
+  };
+  os << "nodes = " << c.nodes << "\n\n[device]\nname = " << string_text(c.device.name) << "\n";
+  key("peak_tflops", c.device.peak_tflops);
+  key("memory_gib", c.device.memory_gib);
+  if (c.device.memory_bandwidth_gbs > 0) key("memory_bandwidth_gbs", c.device.memory_bandwidth_gbs);
+  if (c.device.runtime_memory_gib > 0) key("runtime_memory_gib", c.device.runtime_memory_gib);
+  os << "\n[node]\ndevices = " << c.devices_per_node << "\n";
+  key("intra_node_bandwidth_gbs", c.intra_node.bandwidth_gbs);
+  key("intra_node_latency_us", c.intra_node.latency_us);
+  os << "\n[network]\n";
+  key("inter_node_bandwidth_gbs", c.inter_node.bandwidth_gbs);
+  key("inter_node_latency_us", c.inter_node.latency_us);
+  os << "\n[compute]\n";
+  if (c.gemm.table.empty()) {
+    key("gemm_max_efficiency", c.gemm.max_efficiency);
+    key("gemm_half_efficiency_gflop", c.gemm.half_efficiency_gflop);
+  } else {
+    os << "gemm_gflop = " << numbers_text(c.gemm.table, false) << "\n";
+    os << "gemm_efficiency = " << numbers_text(c.gemm.table, true) << "\n";
   }
+  const OtherKernels& k = c.kernels;
+  if (k.attention_efficiency > 0) key("attention_efficiency", k.attention_efficiency);
+  if (k.elementwise_ns_per_element > 0)
+    key("elementwise_ns_per_element", k.elementwise_ns_per_element);
+  if (k.cross_entropy_ns_per_logit > 0)
+    key("cross_entropy_ns_per_logit", k.cross_entropy_ns_per_logit);
   return os.str();
 }
 
