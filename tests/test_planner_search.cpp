@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -163,6 +164,22 @@ TEST(PlannerSearch, AFixedDimensionThatRulesEverythingOutIsNamed) {
   EXPECT_NE(why.find("without the layout flags given, it would fit on 8 devices"),
             std::string::npos)
       << why;
+}
+
+TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTakesUnderTenSeconds) {
+  Cluster c = load_cluster(TRIDENT_SOURCE_DIR "/clusters/dgx-a100.toml");
+  c.device.memory_gib = 1e9;  // every layout fits, so every one is simulated and timed
+  Workload w;
+  w.model.num_layers = 128, w.model.hidden_size = 25600, w.model.num_attention_heads = 160;
+  w.model.seq_length = 2048, w.model.vocab_size = 51200;
+  w.global_batch = 3072;
+  const auto start = std::chrono::steady_clock::now();
+  IterationModel model(c, w);
+  SearchResult r = search_layouts(model, {3072});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(r.timed, 1000);
+  EXPECT_LT(seconds, 10);
 }
 
 struct CommandResult {

@@ -128,6 +128,9 @@ std::vector<std::string> split_train_args(std::vector<std::string> args, PlanArg
 
 int run_plan(PlanArgs& a) {
   planner::Cluster cluster = planner::load_cluster(a.cluster);
+  // Inside a Slurm allocation, --launch runs on its tasks.
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  if (a.search.num_devices == 0 && a.launch && tasks) a.search.num_devices = std::atol(tasks);
   if (a.search.num_devices == 0) a.search.num_devices = cluster.num_devices();
   if (!a.recompute.empty())
     a.search.recompute = a.recompute == "full"        ? planner::Recompute::kFull
