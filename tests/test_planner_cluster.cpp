@@ -101,9 +101,13 @@ TEST(PlannerCluster, TomlRoundTrip) {
   EXPECT_DOUBLE_EQ(back.inter_node.bandwidth_gbs, 25);
   c.device.name = "quote \" backslash \\ tab \t";
   c.device.peak_tflops = 0.1 + 0.2;  // not short in decimal
+  // Exponents (TOML writes them without leading zeros) and whole numbers (written as floats:
+  // a TOML array may not mix integers and floats).
+  c.gemm.table = {{1e-5, 0.3}, {2, 1}, {2e22, 0.7}};
   back = parse_cluster(cluster_to_toml(c), "again.toml");
   EXPECT_EQ(back.device.name, c.device.name);
   EXPECT_EQ(back.device.peak_tflops, c.device.peak_tflops);
+  EXPECT_EQ(back.gemm.table, c.gemm.table);
 }
 
 }  // namespace

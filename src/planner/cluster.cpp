@@ -224,7 +224,18 @@ namespace {
 std::string number_text(double x) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
-  return ec == std::errc() ? std::string(buf, end) : "0";
+  std::string text = ec == std::errc() ? std::string(buf, end) : "0";
+  // TOML refuses leading zeros in an exponent ("1e-05").
+  const size_t e = text.find('e');
+  if (e != std::string::npos) {
+    size_t digits = e + 1 + (text[e + 1] == '-' || text[e + 1] == '+');
+    while (digits + 1 < text.size() && text[digits] == '0') text.erase(digits, 1);
+  }
+  // A float with a fraction, never an integer: TOML arrays may not mix the two, and cpptoml
+  // reads "1e5" as neither.
+  if (text.find('.') == std::string::npos)
+    text.insert(e == std::string::npos ? text.size() : e, ".0");
+  return text;
 }
 
 // A TOML basic string: quotes, backslashes and control characters escaped.

@@ -60,7 +60,12 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   st.other_backward = layers * backward.other + head_backward.other;
   const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
   const double all_reduce = ring_all_reduce_seconds(T * h * kCommBytes, l.tensor, tp_link);
-  st.tensor_forward = layers * 2 * all_reduce;
+  // The output layer on the last stage: the vocabulary-parallel cross-entropy's three
+  // all-reduces of one number per token, and f's backward all-reduce of d(input), which the
+  // fused output layer does in its forward pass.
+  const double head_comm =
+      3 * ring_all_reduce_seconds(T * kCommBytes, l.tensor, tp_link) + all_reduce;
+  st.tensor_forward = layers * 2 * all_reduce + head_comm;
   st.tensor_backward = layers * (l.recompute == Recompute::kFull ? 4 : 2) * all_reduce;
   if (l.pipeline > 1) {
     // Scatter/gather: each tensor rank sends 1/t of the boundary tensor, then the tensor
@@ -173,6 +178,13 @@ Prediction IterationModel::predict(const Layout& l) {
   time.other_kernels = mb * (st.other_forward + st.other_backward);
   time.tensor_comm = mb * (st.tensor_forward + st.tensor_backward);
   time.pipeline_comm = mb * 2 * st.pipeline;
+  if (l.pipeline > 1) {
+    // After the last backward the first and last stage swap their tied word embedding's
+    // gradient (V / t x h), before the data-parallel reduction and the step.
+    const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
+    time.pipeline_comm += point_to_point_seconds(
+        (double)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size * kCommBytes, link);
+  }
   out.bubble_fraction = simulated_bubble(l.pipeline, l.virtual_stages, mb, backward / forward);
   time.bubble = out.bubble_fraction * mb * (forward + backward);
 
