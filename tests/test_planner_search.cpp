@@ -179,7 +179,9 @@ TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTakesUnderTenSeconds) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(r.timed, 1000);
-  EXPECT_LT(seconds, 10);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LT(seconds, 10);  // the bound; sanitized builds run several times slower
+#endif
 }
 
 struct CommandResult {
