@@ -120,6 +120,11 @@ TEST(PlannerSearch, ImpossibleRequestsSayWhy) {
   o.tensor = 16;
   EXPECT_NE(request_violations(model, o)[0].find("must fit one node (8 devices)"),
             std::string::npos);
+  o.tensor = 0, o.pipeline = -2, o.max_micro_batch = 0;
+  errors = request_violations(model, o);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "--pipeline-model-parallel-size must be >= 1 (got -2)");
+  EXPECT_EQ(errors[1], "--max-micro-batch-size must be >= 1 (got 0)");
 }
 
 TEST(PlannerSearch, FewerDevicesThanOneReplicaNeedsNamesTheCountThatFits) {

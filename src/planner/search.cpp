@@ -120,6 +120,15 @@ std::vector<std::string> request_violations(const IterationModel& model, const S
                      std::to_string(o.tensor) +
                      "); sizes that divide both the heads and a node: " + fits);
   }
+  auto at_least_one = [&](long value, const char* flag, long unset = 0) {
+    if (value < 1 && value != unset)
+      errors.push_back(std::string(flag) + " must be >= 1 (got " + std::to_string(value) + ")");
+  };
+  at_least_one(o.tensor, "--tensor-model-parallel-size");
+  at_least_one(o.pipeline, "--pipeline-model-parallel-size");
+  at_least_one(o.micro_batch, "--micro-batch-size");
+  at_least_one(o.layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage");
+  at_least_one(o.max_micro_batch, "--max-micro-batch-size", -1);
   const long fixed = (long)std::max(o.tensor, 1) * std::max(o.pipeline, 1);
   if (o.num_devices >= 1 && o.num_devices % fixed)
     errors.push_back("--num-devices (" + std::to_string(o.num_devices) +
