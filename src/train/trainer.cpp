@@ -256,6 +256,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
   for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
+  if (!model.buffers.buffers().empty())
+    model.buffers.print(log, "memory plan, besides the chunks (this rank)");
   for (const auto& reducer : model.reducers) reducer->print(log);
   {
     const int d = dp.size();
