@@ -45,6 +45,7 @@ TEST(HangReport, NamesOperationGroupIterationAndSilentRank) {
       has(text, "rank 1@h0: iteration 3, waiting 5.9 s for all-reduce #5 of the data group"))
       << text;
   EXPECT_TRUE(has(text, "no rank on host h1 answered")) << text;
+  EXPECT_TRUE(has(text, "or unreachable): rank 2@h1, rank 3@h1\n")) << text;
 }
 
 TEST(HangReport, RankBehindInItsGroupNeverArrivedAndSaysWhereItIs) {

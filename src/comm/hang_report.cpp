@@ -118,6 +118,16 @@ class Reporter {
        << (missing.empty() ? "none (all arrived; the transport stalled)" : missing) << "\n";
   }
 
+  // The ranks that did not answer: where a chain of waits ends (rank A waits for B, which
+  // waits for a stopped C), so they come first among the suspects.
+  void silent_ranks(std::ostream& os) const {
+    std::string silent;
+    for (size_t r = 0; r < f_.answers.size(); ++r)
+      if ((int)r != f_.rank && !f_.answers[r])
+        silent += (silent.empty() ? "" : ", ") + name((int)r);
+    if (!silent.empty()) os << "  silent (" << kNoAnswer << "): " << silent << "\n";
+  }
+
   // A host none of whose ranks answered is down, stopped or cut off: say so once.
   void silent_hosts(std::ostream& os) const {
     std::map<std::string, std::pair<int, int>> per_host;  // host -> (ranks, silent)
@@ -152,6 +162,7 @@ std::string describe_hang(const HangFacts& facts) {
   std::ostringstream os;
   r.headline(os);
   r.arrivals(os);
+  r.silent_ranks(os);
   r.silent_hosts(os);
   r.every_rank(os);
   return os.str();

@@ -45,7 +45,8 @@ struct HangFacts {
 };
 
 // The message: the operation, group and iteration; the ranks waiting with this one; the ranks
-// that never arrived (and why, when they answered); then what every rank was doing.
+// that never arrived (and why, when they answered); the ranks that did not answer and hosts
+// none of whose ranks did; then what every rank was doing.
 std::string describe_hang(const HangFacts& facts);
 
 }  // namespace trident::comm
