@@ -99,6 +99,13 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
                "distributed optimizer: all-gather updated parameters bucket by bucket during the "
                "next forward")
       ->group("Parallelism");
+  opt("--distributed-timeout-minutes", c.distributed_timeout_minutes,
+      "a wait on other ranks longer than this ends the job, naming the operation, group, "
+      "iteration and the ranks that never arrived (fractions allowed; 0: off)",
+      "Parallelism");
+  app.add_flag("--allow-tensor-parallel-across-nodes", c.allow_tensor_parallel_across_nodes,
+               "let a tensor-parallel group span nodes (refused by default)")
+      ->group("Parallelism");
   opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
       "Parallelism");
   opt("--recompute-granularity", c.recompute_granularity,
@@ -180,6 +187,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "testing: this rank's forward compute is slowed by --inject-slow-forward-ms", "Testing");
   opt("--inject-slow-forward-ms", c.inject_slow_forward_ms,
       "testing: added to each forward of --inject-slow-rank", "Testing");
+  opt("--inject-fault-kind", c.inject_fault_kind,
+      "testing: error (throws), stop (SIGSTOP itself) or spin (loops forever)", "Testing");
   opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
       "testing: make one gradient inf at this iteration", "Testing");
   opt("--inject-fault-save", c.inject_fault_save,
