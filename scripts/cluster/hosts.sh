@@ -8,7 +8,7 @@
 # 198.18.0.<i+1>, the bridge 198.18.0.254. A login namespace, trident-login (198.18.0.253),
 # runs mpirun (launch.sh). Processes started in a host get its name as their hostname
 # (ns_agent.sh), so MPI sees separate nodes: ranks on different hosts talk over TCP, never
-# shared memory. Every namespace gives up on a silent TCP peer after ~6 s (tcp_retries2 = 4,
+# shared memory. Every namespace gives up on a silent TCP peer after ~13 s (tcp_retries2 = 5,
 # the kernel's default 15 takes ~15 minutes): Open MPI's launcher then notices a cut-off host
 # instead of waiting for it with unacknowledged data. Create and destroy are idempotent:
 # create first removes what an earlier run left; destroy ends the processes still in the
@@ -43,7 +43,7 @@ add_namespace() {  # NAME LINK ADDRESS
   ip -n "$ns" addr add "$address/24" dev eth0
   ip -n "$ns" link set eth0 up
   ip -n "$ns" link set lo up
-  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_retries2=4
+  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_retries2=5
 }
 
 create() {
