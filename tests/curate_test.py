@@ -124,6 +124,45 @@ def test_langid():
     check(all(json.loads(line)["truth"] is not None for line in open(out)), "output keeps other fields")
 
 
+def test_langid_sampling():
+    """Long documents, pure and mixed (English and another language in any proportion, in
+    halves or interleaved): the decision with CLD2 on a spread sample (the default) against
+    CLD2 on whole documents."""
+    pools = {lang: fortunes(package) for lang, package in
+             [("en", "fortunes"), ("de", "fortunes-de"), ("es", "fortunes-es"),
+              ("it", "fortunes-it"), ("ru", "fortunes-ru")]}
+
+    def text(lang, size):
+        parts, n = [], 0
+        while n < size:
+            parts.append(rng.choice(pools[lang]))
+            n += len(parts[-1]) + 2
+        return parts
+
+    docs = []
+    for i in range(800):
+        other = rng.choice(["de", "es", "it", "ru"])
+        size = rng.choice([3000, 6000, 12000])
+        f = rng.choice([0.0, 1.0]) if i % 4 == 0 else rng.random()
+        en, ot = text("en", f * size), text(other, (1 - f) * size)
+        parts = [en + ot, ot + en, rng.sample(en + ot, len(en) + len(ot))][i % 3]
+        docs.append({"id": f"s{i}", "text": "\n\n".join(parts), "pure": f in (0.0, 1.0)})
+    src = write_jsonl(f"{work}/sampling.jsonl", docs)
+    kept = {}
+    for sample in ("0", "2048"):
+        out = f"{work}/sampling_{sample}.jsonl"
+        run(["--input", src, "--output", out, "--report", f"{work}/sampling.json", "--stages",
+             "normalize,langid", "--langid-sample-bytes", sample])
+        kept[sample] = {d["id"] for d in read_jsonl(out)}
+    same = [(d["id"] in kept["0"]) == (d["id"] in kept["2048"]) for d in docs]
+    agreement = sum(same) / len(docs)
+    print(f"  langid sampling: {len(docs) - sum(same)} of {len(docs)} decisions differ from "
+          f"whole documents' ({sum(d['id'] in kept['0'] for d in docs)} kept)")
+    check(agreement >= 0.995, f"sampled langid agrees with whole documents on {agreement:.4f} >= 0.995")
+    check(all(s for s, d in zip(same, docs) if d["pure"]),
+          "single-language documents: the same decision as whole documents")
+
+
 # --- 2. Exact dedup -----------------------------------------------------------------------
 def test_exact():
     docs, sets = [], {}
@@ -438,7 +477,7 @@ def test_bad_lines_and_preprocess():
     check(r.returncode == 0 and "3 documents" in r.stdout, "the output feeds trident preprocess")
 
 
-for t in [test_langid, test_exact, test_fuzzy, test_decontamination, test_pareto,
+for t in [test_langid, test_langid_sampling, test_exact, test_fuzzy, test_decontamination, test_pareto,
           test_train_quality, test_ranks, test_bad_lines_and_preprocess]:
     print(t.__name__)
     t()

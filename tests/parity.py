@@ -60,14 +60,17 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def train(trident, args, ranks, workdir, tag):
-    """Runs `trident train ARGS` on `ranks` ranks; returns (metrics rows, weights)."""
+def train(trident, args, ranks, workdir, tag, launcher=("mpirun", "--oversubscribe"), logs=None):
+    """Runs `trident train ARGS` on `ranks` ranks under `launcher` (an mpirun command line);
+    returns (metrics rows, weights). logs, a list, gets the run's standard output."""
     metrics = os.path.join(workdir, f"{tag}.jsonl")
     model = os.path.join(workdir, f"{tag}_model")
     cmd = [trident, "train"] + args + ["--metrics-file", metrics, "--save-hf", model]
     if ranks > 1:
-        cmd = ["mpirun", "--oversubscribe", "-np", str(ranks)] + cmd + ["--threads", "1"]
+        cmd = list(launcher) + ["-np", str(ranks)] + cmd + ["--threads", "1"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)
+    if logs is not None:
+        logs.append(out.stdout)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
     rows = [json.loads(line) for line in open(metrics)]

@@ -48,5 +48,13 @@ TEST(ProcessGrid, PrintsGroupsAndWarnsWhenTensorGroupsSpanNodes) {
             std::string::npos);
 }
 
+TEST(ProcessGrid, NamesTheFirstTensorGroupAcrossNodes) {
+  ProcessGrid g(8, 2, 2);  // consecutive pairs are tensor groups
+  EXPECT_EQ(g.tensor_group_across_nodes({"a", "a", "a", "a", "b", "b", "b", "b"}), "");
+  EXPECT_EQ(g.tensor_group_across_nodes({"a", "a", "a", "b", "b", "b", "c", "c"}),
+            "tensor group starting at rank 2 spans nodes (rank 2 on a, rank 3 on b)");
+  EXPECT_EQ(g.tensor_group_across_nodes({}), "");  // no node names: nothing to check
+}
+
 }  // namespace
 }  // namespace trident::distributed

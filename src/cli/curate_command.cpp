@@ -115,6 +115,12 @@ int curate_main(const std::vector<std::string>& args) {
                  "langid: least share of the text in a kept language")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--langid-sample-bytes", o.langid_sample_bytes,
+                 "langid: on longer documents, CLD2 reads an evenly spread sample of this "
+                 "many bytes, and the whole document only when the sample's answer is near "
+                 "the threshold or unreliable (0: whole documents always)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--quality-model", o.quality_model, "quality: fastText model from train-quality");
   app.add_option("--quality-score-key", o.quality_score_key,
                  "quality: read a precomputed score in [0, 1] from this field instead");

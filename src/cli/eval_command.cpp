@@ -165,7 +165,8 @@ int eval_main(const std::vector<std::string>& args) {
     o.prefill_chunk = std::max(1, a.max_step_tokens - a.batch_size);
     o.max_logit_rows = std::max(1, a.max_step_tokens / 2);
     o.decode_panels = false;  // scoring runs long steps; the decode copy would only cost memory
-    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
+                    launch_options(a.inference, "trident eval"));
     omp_set_num_threads(a.inference.threads > 0
                             ? a.inference.threads
                             : default_threads(setup.context.nodes, mpi.world_rank()));

@@ -162,7 +162,8 @@ int generate_main(const std::vector<std::string>& args) {
   }
   return run_job(mpi, "trident generate", [&]() -> int {
     const generation::InferenceOptions& o = a.inference.model;
-    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
+                    launch_options(a.inference, "trident generate"));
     omp_set_num_threads(a.inference.threads > 0
                             ? a.inference.threads
                             : default_threads(setup.context.nodes, mpi.world_rank()));

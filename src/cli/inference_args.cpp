@@ -16,6 +16,14 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
   app.add_option("--pipeline-model-parallel-size", m.pipeline_model_parallel_size,
                  "pipeline stages")
       ->group(M);
+  app.add_option("--distributed-timeout-minutes", a->distributed_timeout_minutes,
+                 "a wait on other ranks inside a step longer than this ends the job with a "
+                 "diagnosis (fractions allowed; 0: off; idle ranks between requests wait freely)")
+      ->group(M)
+      ->capture_default_str();
+  app.add_flag("--allow-tensor-parallel-across-nodes", a->allow_tensor_parallel_across_nodes,
+               "let a tensor-parallel group span nodes (refused by default)")
+      ->group(M);
   app.add_flag("--bf16", m.bf16, "bf16 matrix products and KV cache")->group(M);
   app.add_flag_function(
          "--no-decode-panels", [&m](std::int64_t) { m.decode_panels = false; },
@@ -61,7 +69,17 @@ std::string check_inference_args(const InferenceArgs& a, int world_size, bool da
   require(a.vocab_file.empty() == a.merge_file.empty(),
           "--vocab-file and --merge-file go together");
   require(a.threads >= 0, "--threads must be >= 0");
+  require(a.distributed_timeout_minutes >= 0,
+          "--distributed-timeout-minutes must be >= 0 (0 turns the watchdog off)");
   return errors;
+}
+
+LaunchOptions launch_options(const InferenceArgs& a, const std::string& command) {
+  LaunchOptions o;
+  o.command = command;
+  o.distributed_timeout_minutes = a.distributed_timeout_minutes;
+  o.allow_tensor_parallel_across_nodes = a.allow_tensor_parallel_across_nodes;
+  return o;
 }
 
 TokenizerFiles tokenizer_files(const InferenceArgs& a) {

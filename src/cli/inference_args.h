@@ -4,15 +4,21 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "cli/mpi_job.h"
 #include "generation/inference_model.h"
 
 namespace trident::cli {
 
 struct InferenceArgs {
   generation::InferenceOptions model;
-  std::string vocab_file, merge_file;  // GPT-2 tokenizer (default: data/gpt2 when present)
-  int threads = 0;                     // OpenMP threads per rank (0: the node's cores / ranks)
+  std::string vocab_file, merge_file;       // GPT-2 tokenizer (default: data/gpt2 when present)
+  int threads = 0;                          // OpenMP threads per rank (0: the node's cores / ranks)
+  double distributed_timeout_minutes = 10;  // a step's wait on other ranks (0: unwatched)
+  bool allow_tensor_parallel_across_nodes = false;
 };
+
+// The launch options of a command from its flags; command prefixes a hang report.
+LaunchOptions launch_options(const InferenceArgs& a, const std::string& command);
 
 void add_inference_args(CLI::App& app, InferenceArgs* a);
 // Empty when the flags are consistent for a world of world_size ranks, else every rule

@@ -25,15 +25,33 @@ bool parse_quietly_off_rank_0(const comm::MpiRuntime& mpi, const std::function<b
   return ok;
 }
 
-RankSetup::RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline)
+RankSetup::RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline,
+                     const LaunchOptions& launch)
     : grid(mpi.world_size(), tensor, pipeline),
-      groups(distributed::make_mpi_groups(grid, mpi.world_rank())),
-      context{mpi.world_rank(), &grid, &groups, mpi.node_names()} {}
+      context{mpi.world_rank(), &grid, nullptr, mpi.node_names()} {
+  const std::string across = grid.tensor_group_across_nodes(context.nodes);
+  if (!across.empty() && !launch.allow_tensor_parallel_across_nodes)
+    throw LayoutError("--tensor-model-parallel-size " + std::to_string(tensor) + ": " + across +
+                      "; tensor parallelism all-reduces 4 times per layer and wants one node: "
+                      "give each host a multiple of " +
+                      std::to_string(tensor) +
+                      " consecutive ranks (hostfile slots=, mpirun --map-by slot), or pass "
+                      "--allow-tensor-parallel-across-nodes");
+  std::shared_ptr<comm::Watchdog> watchdog;
+  if (launch.distributed_timeout_minutes > 0 && mpi.world_size() > 1)
+    watchdog = std::make_shared<comm::Watchdog>(launch.distributed_timeout_minutes * 60,
+                                                launch.command, context.nodes);
+  groups = distributed::make_mpi_groups(grid, mpi.world_rank(), std::move(watchdog));
+  context.groups = &groups;
+}
 
 int run_job(const comm::MpiRuntime& mpi, const std::string& command,
             const std::function<int()>& body) {
   try {
     return body();
+  } catch (const LayoutError& e) {
+    if (mpi.world_rank() == 0) std::cerr << command << ": " << e.what() << std::endl;
+    return 2;
   } catch (const io::FormatError& e) {
     return fail_job(mpi, command, 2, e.what());
   } catch (const checkpoint::CheckpointError& e) {

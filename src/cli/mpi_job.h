@@ -3,6 +3,7 @@
 // ends the whole job (no rank waits forever in a collective for one that is gone).
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,16 +21,31 @@ int default_threads(const std::vector<std::string>& nodes, int world_rank);
 // shown; returns what it returns.
 bool parse_quietly_off_rank_0(const comm::MpiRuntime& mpi, const std::function<bool()>& parse);
 
+// How the ranks are placed and watched: flags train, generate and serve share.
+struct LaunchOptions {
+  std::string command = "trident";         // prefixes the hang report
+  double distributed_timeout_minutes = 0;  // 0: no watchdog (waits block in MPI)
+  bool allow_tensor_parallel_across_nodes = false;
+};
+
+// A layout every rank refuses alike (so rank 0 alone reports it and none aborts).
+struct LayoutError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 // This rank's place in a t x p (x the rest data-parallel) grid over the world, its groups, and
-// the context that points at both (so it lives on the heap and never moves).
+// the context that points at both (so it lives on the heap and never moves). Throws
+// LayoutError when a tensor group would span nodes and the options do not allow it.
 struct RankSetup {
   distributed::ProcessGrid grid;
   distributed::ProcessGroups groups;
   RankContext context;
-  RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline);
+  RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline,
+            const LaunchOptions& launch = {});
 };
 
-// Runs body; an exception ends the job through fail_job: bad input (io::FormatError,
+// Runs body; a LayoutError is reported by rank 0 and returns 2 on every rank; any other
+// exception ends the job through fail_job: bad input (io::FormatError,
 // checkpoint::CheckpointError, std::invalid_argument) with exit code 2, anything else with 1.
 int run_job(const comm::MpiRuntime& mpi, const std::string& command,
             const std::function<int()>& body);

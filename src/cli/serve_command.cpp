@@ -129,7 +129,8 @@ int serve_main(const std::vector<std::string>& args) {
   }
   return run_job(mpi, kCommand, [&]() -> int {
     const generation::InferenceOptions& o = a.inference.model;
-    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
+                    launch_options(a.inference, kCommand));
     omp_set_num_threads(a.inference.threads > 0
                             ? a.inference.threads
                             : default_threads(setup.context.nodes, mpi.world_rank()));

@@ -10,31 +10,6 @@
 
 namespace trident::cli {
 
-namespace {
-
-// CLI11 2.1 reads `key = []` as a key with no values and hands them to the option, whose
-// conversion then reads the first of none (a crash fuzz/fuzz_train_config.cpp found): such a
-// key is refused here, before any option sees it.
-class TomlConfig : public CLI::ConfigTOML {
- public:
-  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
-    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
-    for (const CLI::ConfigItem& item : items)  // "++" and "--" open and close sections
-      if (item.inputs.empty() && item.name != "++" && item.name != "--")
-        throw CLI::ConversionError(item.fullname() +
-                                   " = []: an empty list is no value (leave the key out)");
-    return items;
-  }
-};
-
-struct ModelFlags {
-  std::map<std::string, CLI::Option*> given;
-  bool was_given(const std::string& flag) const {
-    auto it = given.find(flag);
-    return it != given.end() && it->second->count() > 0;
-  }
-};
-
 ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   ModelFlags f;
   auto add = [&](const char* flag, auto& field, const char* help) {
@@ -58,6 +33,40 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   add("--layernorm-epsilon", m.layernorm_epsilon, "LayerNorm epsilon");
   return f;
 }
+
+void apply_model_preset(const std::string& preset, const ModelFlags& flags, ModelConfig& model) {
+  if (preset.empty()) return;
+  ModelConfig explicit_values = model;
+  model = preset_model(preset);
+  auto keep = [&](const char* flag, auto& field, const auto& value) {
+    if (flags.was_given(flag)) field = value;
+  };
+  keep("--num-layers", model.num_layers, explicit_values.num_layers);
+  keep("--hidden-size", model.hidden_size, explicit_values.hidden_size);
+  keep("--num-attention-heads", model.num_attention_heads, explicit_values.num_attention_heads);
+  keep("--ffn-hidden-size", model.ffn_hidden_size, explicit_values.ffn_hidden_size);
+  keep("--seq-length", model.seq_length, explicit_values.seq_length);
+  keep("--max-position-embeddings", model.max_position_embeddings,
+       explicit_values.max_position_embeddings);
+  keep("--vocab-size", model.vocab_size, explicit_values.vocab_size);
+}
+
+namespace {
+
+// CLI11 2.1 reads `key = []` as a key with no values and hands them to the option, whose
+// conversion then reads the first of none (a crash fuzz/fuzz_train_config.cpp found): such a
+// key is refused here, before any option sees it.
+class TomlConfig : public CLI::ConfigTOML {
+ public:
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
+    for (const CLI::ConfigItem& item : items)  // "++" and "--" open and close sections
+      if (item.inputs.empty() && item.name != "++" && item.name != "--")
+        throw CLI::ConversionError(item.fullname() +
+                                   " = []: an empty list is no value (leave the key out)");
+    return items;
+  }
+};
 
 void add_training_flags(CLI::App& app, TrainingConfig& c) {
   auto opt = [&](const char* flag, auto& field, const char* help, const char* group) {
@@ -93,6 +102,13 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   app.add_flag("--overlap-param-gather", c.overlap_param_gather,
                "distributed optimizer: all-gather updated parameters bucket by bucket during the "
                "next forward")
+      ->group("Parallelism");
+  opt("--distributed-timeout-minutes", c.distributed_timeout_minutes,
+      "a wait on other ranks longer than this ends the job, naming the operation, group, "
+      "iteration and the ranks that never arrived (fractions allowed; 0: off)",
+      "Parallelism");
+  app.add_flag("--allow-tensor-parallel-across-nodes", c.allow_tensor_parallel_across_nodes,
+               "let a tensor-parallel group span nodes (refused by default)")
       ->group("Parallelism");
   opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
       "Parallelism");
@@ -175,6 +191,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "testing: this rank's forward compute is slowed by --inject-slow-forward-ms", "Testing");
   opt("--inject-slow-forward-ms", c.inject_slow_forward_ms,
       "testing: added to each forward of --inject-slow-rank", "Testing");
+  opt("--inject-fault-kind", c.inject_fault_kind,
+      "testing: error (throws), stop (SIGSTOP itself) or spin (loops forever)", "Testing");
   opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
       "testing: make one gradient inf at this iteration", "Testing");
   opt("--inject-fault-save", c.inject_fault_save,
@@ -254,22 +272,7 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
   if (!parse_args(app, args, exit_code)) return false;
   std::vector<std::string> errors;
   try {
-    if (!c.model_preset.empty()) {
-      ModelConfig preset = preset_model(c.model_preset), explicit_values = c.model;
-      c.model = preset;
-      auto keep = [&](const char* flag, auto& field, const auto& value) {
-        if (flags.was_given(flag)) field = value;
-      };
-      keep("--num-layers", c.model.num_layers, explicit_values.num_layers);
-      keep("--hidden-size", c.model.hidden_size, explicit_values.hidden_size);
-      keep("--num-attention-heads", c.model.num_attention_heads,
-           explicit_values.num_attention_heads);
-      keep("--ffn-hidden-size", c.model.ffn_hidden_size, explicit_values.ffn_hidden_size);
-      keep("--seq-length", c.model.seq_length, explicit_values.seq_length);
-      keep("--max-position-embeddings", c.model.max_position_embeddings,
-           explicit_values.max_position_embeddings);
-      keep("--vocab-size", c.model.vocab_size, explicit_values.vocab_size);
-    }
+    apply_model_preset(c.model_preset, flags, c.model);
     if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
     if (!c.vocab_file.empty() && !c.merge_file.empty()) {
       tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);  // checks both files

@@ -29,7 +29,12 @@ int train_main(const std::vector<std::string>& args) {
   if (!parse_quietly_off_rank_0(mpi, [&] { return parse_train_args(args, &config, &code); }))
     return code;
   try {
-    RankSetup setup(mpi, config.tensor_model_parallel_size, config.pipeline_model_parallel_size);
+    LaunchOptions launch;
+    launch.command = "trident train";
+    launch.distributed_timeout_minutes = config.distributed_timeout_minutes;
+    launch.allow_tensor_parallel_across_nodes = config.allow_tensor_parallel_across_nodes;
+    RankSetup setup(mpi, config.tensor_model_parallel_size, config.pipeline_model_parallel_size,
+                    launch);
     if (config.threads == 0)
       config.threads = default_threads(setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
@@ -37,6 +42,9 @@ int train_main(const std::vector<std::string>& args) {
     code = run_training(config, setup.context, log);
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;
+  } catch (const LayoutError& e) {
+    if (mpi.world_rank() == 0) std::cerr << "trident train: " << e.what() << std::endl;
+    return 2;
   } catch (const io::FormatError& e) {
     return fail(mpi, 2, e.what());
   } catch (const data::DatasetError& e) {

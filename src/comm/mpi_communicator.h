@@ -3,17 +3,21 @@
 // engine: it launches the ranks (mpirun, Slurm) and picks the transport.
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/watchdog.h"
 
 namespace trident::comm {
 
 class MpiCommunicator final : public Communicator {
  public:
-  // Takes ownership of comm (freed on destruction unless it is MPI_COMM_WORLD).
-  MpiCommunicator(MPI_Comm comm, std::string name);
+  // Takes ownership of comm (freed on destruction unless it is MPI_COMM_WORLD). With a
+  // watchdog, every wait has its deadline (blocking operations become non-blocking ones and
+  // a watched wait); without, they are the plain blocking MPI calls.
+  MpiCommunicator(MPI_Comm comm, std::string name, std::shared_ptr<Watchdog> watchdog = nullptr);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -40,9 +44,15 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm handle() const { return comm_; }
 
  private:
+  PendingOp collective(OpKind kind);
+  PendingOp point_to_point(OpKind kind, int peer) const;
+
   MPI_Comm comm_;
   std::string name_;
   int rank_ = 0, size_ = 1;
+  std::shared_ptr<Watchdog> watchdog_;
+  int group_ = -1;                // the watchdog's index of this group
+  std::vector<int> world_ranks_;  // of every member, in group order
 };
 
 // MPI_Init_thread / MPI_Finalize for the process, and the world's facts.

@@ -311,6 +311,11 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   require(!(c.finetune && c.override_checkpoint_config),
           "give --finetune (weights only, run settings free) or --override-checkpoint-config "
           "(resume everything despite changed settings), not both");
+  require(c.distributed_timeout_minutes >= 0,
+          "--distributed-timeout-minutes must be >= 0 (0 turns the watchdog off)");
+  require(c.inject_fault_kind == "error" || c.inject_fault_kind == "stop" ||
+              c.inject_fault_kind == "spin",
+          "--inject-fault-kind must be error, stop or spin");
   require(c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit",
           "--inject-fault-save-point must be before-commit or mid-commit");
   const bool uneven =

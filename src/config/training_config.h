@@ -106,10 +106,18 @@ struct TrainingConfig {
   int keep_checkpoints = 0;  // 0: keep all
   std::string save_hf;
   int threads = 0;  // 0: OpenMP's default
+  // Megatron's flag and default: a wait on other ranks longer than this ends the job with a
+  // diagnosis (comm/watchdog.h); fractions allowed, 0 turns the watchdog off.
+  double distributed_timeout_minutes = 10;
+  // Tensor groups that span nodes are refused unless this is set (they would all-reduce over
+  // the network 4 times per layer).
+  bool allow_tensor_parallel_across_nodes = false;
   // Testing: this rank throws at the start of that iteration (the job must end cleanly).
   long inject_fault_iteration = 0;
   long inject_fault_save = 0;  // testing: world rank 0 dies inside its N-th save, before commit
   int inject_fault_rank = 0;
+  // Testing: what the failing rank does: error (throws), stop (SIGSTOP), spin (loops forever).
+  std::string inject_fault_kind = "error";
   long inject_grad_overflow_iteration = 0;  // testing: an inf gradient at this iteration
   // Testing: this rank's forward compute takes this much longer (a straggler).
   int inject_slow_rank = -1;

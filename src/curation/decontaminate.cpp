@@ -77,7 +77,11 @@ void NgramIndex::add_text(std::string_view text) {
   if ((int)words.size() < n_) return;
   std::vector<std::uint64_t> h(words.size());
   for (size_t i = 0; i < words.size(); ++i) h[i] = words[i].hash;
-  for (size_t i = 0; i + n_ <= h.size(); ++i) set_.insert(ngram_hash(h.data() + i, n_));
+  for (size_t i = 0; i + n_ <= h.size(); ++i) {
+    set_.insert(ngram_hash(h.data() + i, n_));
+    const std::uint64_t bit = h[i] & (kStartBits - 1);
+    starts_[bit / 64] |= 1ULL << (bit % 64);
+  }
 }
 
 Decontaminated decontaminate(std::string_view text, const NgramIndex& index,
@@ -89,8 +93,10 @@ Decontaminated decontaminate(std::string_view text, const NgramIndex& index,
   std::vector<std::uint64_t> h(words.size());
   for (size_t i = 0; i < words.size(); ++i) h[i] = words[i].hash;
   std::vector<std::pair<size_t, size_t>> spans;  // matched byte ranges
+  // Positions whose first word starts no task n-gram are skipped: they could match only
+  // through a 64-bit collision of n-gram hashes, which would be a false match anyway.
   for (size_t i = 0; i + n <= h.size(); ++i)
-    if (index.contains(ngram_hash(h.data() + i, n))) {
+    if (index.may_start(h[i]) && index.contains(ngram_hash(h.data() + i, n))) {
       spans.emplace_back(words[i].begin, words[i + n - 1].end);
       if (r.matches.size() < 5)
         r.matches.emplace_back(text.substr(words[i].begin, words[i + n - 1].end - words[i].begin));

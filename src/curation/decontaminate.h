@@ -28,10 +28,19 @@ class NgramIndex {
   void add_text(std::string_view text);
   bool contains(std::uint64_t h) const { return set_.count(h) > 0; }
   size_t size() const { return set_.size(); }
+  // False when no indexed n-gram starts with this word (by its hash): most of a document's
+  // positions, which then need neither their n-gram hash nor a set lookup. A filter: true
+  // may still be no match.
+  bool may_start(std::uint64_t word_hash) const {
+    const std::uint64_t bit = word_hash & (kStartBits - 1);
+    return (starts_[bit / 64] >> (bit % 64)) & 1;
+  }
 
  private:
+  static constexpr std::uint64_t kStartBits = 1 << 18;  // 32 KB, in L1/L2
   int n_;
   std::unordered_set<std::uint64_t> set_;
+  std::vector<std::uint64_t> starts_ = std::vector<std::uint64_t>(kStartBits / 64);
 };
 
 struct DecontaminationRules {

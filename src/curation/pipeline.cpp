@@ -154,6 +154,7 @@ class Curator {
       quality_ = std::make_unique<QualityModel>(o.quality_model);
     if (o.has("decontaminate")) build_ngram_index();
     rules_ = {o.context_chars, o.min_piece_chars, o.max_pieces};
+    language_filter_ = {o.langs, o.lang_threshold};
   }
 
   CurateResult run();
@@ -179,6 +180,7 @@ class Curator {
   std::unique_ptr<QualityModel> quality_;
   NgramIndex ngrams_;
   DecontaminationRules rules_;
+  LanguageFilter language_filter_;
   std::string token_;
   std::string spool_path_, out_part_, removed_part_;
   std::vector<std::string> temp_files_;
@@ -285,11 +287,11 @@ Phase1Result Curator::phase1_batch(const Phase1Job& job) const {
     if (o_.has("langid")) {
       StageReport& s = r.stages[kLangid];
       enter(s);
-      LanguageGuess g = identify_language(text);
+      LanguageGuess g = identify_language(text, language_filter_, o_.langid_sample_bytes);
       lap(s);
       ++s.languages[g.code];
-      const bool wanted = std::find(o_.langs.begin(), o_.langs.end(), g.code) != o_.langs.end();
-      if (!wanted || g.confidence < o_.lang_threshold) {
+      const bool wanted = language_filter_.wanted(g.code);
+      if (!language_filter_.keeps(g)) {
         const std::string why =
             wanted ? "language confidence below --lang-threshold" : "language not in --langs";
         s.remove(why);

@@ -41,6 +41,7 @@ struct CurateOptions {
   // langid
   std::vector<std::string> langs = {"en"};
   double lang_threshold = 0.5;
+  long langid_sample_bytes = 2048;  // 0: CLD2 on whole documents always (see langid.h)
   // quality
   std::string quality_model;      // fastText model from train-quality
   std::string quality_score_key;  // or a precomputed score in [0, 1] read from this field

@@ -1,10 +1,12 @@
 #include "curation/quality.h"
 
 #include <fasttext/fasttext.h>
+#include <fasttext/loss.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <ostream>
@@ -13,6 +15,7 @@
 #include <stdexcept>
 
 #include "curation/document.h"
+#include "curation/fasttext_features.h"
 #include "curation/normalize.h"
 
 namespace trident::curation {
@@ -20,6 +23,38 @@ namespace trident::curation {
 namespace {
 const char* kHq = "__label__hq";
 const char* kLq = "__label__lq";
+
+// Adds rows ids of the dim-wide matrix m to h, in order: each element's additions come in
+// Model::computeHidden's order, so h is bit for bit the library's. The rows of word n-grams
+// are scattered over the ~25 MB of buckets; prefetching ids ahead overlaps their cache
+// misses, which the library's loop takes one at a time. Dim is a template argument where it
+// can be, so that h stays in registers.
+template <int kDim>
+void add_rows(const float* m, std::int64_t dim, const std::vector<std::int32_t>& ids, float* h) {
+  constexpr size_t kAhead = 16;
+  const std::int64_t d = kDim > 0 ? kDim : dim;
+  float acc[kDim > 0 ? kDim : 1];
+  float* sum = kDim > 0 ? acc : h;
+  for (std::int64_t j = 0; j < d; ++j) sum[j] = h[j];
+  const size_t n = ids.size();
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) {
+      const char* p = (const char*)(m + (std::int64_t)ids[k + kAhead] * d);
+      for (std::int64_t b = 0; b < d * (std::int64_t)sizeof(float); b += 64)
+        __builtin_prefetch(p + b);
+    }
+    const float* row = m + (std::int64_t)ids[k] * d;
+    for (std::int64_t j = 0; j < d; ++j) sum[j] += row[j];
+  }
+  for (std::int64_t j = 0; j < d; ++j) h[j] = sum[j];
+}
+
+void add_rows(const float* m, std::int64_t dim, const std::vector<std::int32_t>& ids, float* h) {
+  if (dim == 32) return add_rows<32>(m, dim, ids, h);
+  if (dim == 16) return add_rows<16>(m, dim, ids, h);
+  add_rows<0>(m, dim, ids, h);
+}
+
 }  // namespace
 
 std::string quality_text(std::string_view text) {
@@ -45,13 +80,49 @@ QualityModel::QualityModel(const std::string& path) : model_(new fasttext::FastT
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not a fastText model (" + e.what() + ")");
   }
-  if (model_->getDictionary()->nlabels() < 2)
+  auto dict = model_->getDictionary();
+  if (dict->nlabels() < 2)
     throw std::runtime_error(path + ": not a classifier with labels hq and lq");
+  for (std::int32_t i = 0; i < dict->nlabels(); ++i)
+    if (dict->getLabel(i) == kHq) hq_ = i;
+  const fasttext::Args args = model_->getArgs();
+  if (args.model == fasttext::model_name::sup && args.loss == fasttext::loss_name::softmax)
+    features_ = FastTextFeatures::create(*model_);
+  if (features_) {
+    output_ = std::const_pointer_cast<fasttext::DenseMatrix>(model_->getOutputMatrix());
+    softmax_ = std::make_shared<fasttext::SoftmaxLoss>(output_);
+  }
 }
 
 QualityModel::~QualityModel() = default;
 
 double QualityModel::score(std::string_view text) const {
+  if (!features_) return score_reference(text);
+  thread_local std::vector<std::int32_t> ids;
+  thread_local FastTextFeatures::Scratch scratch;
+  features_->line_ids(text, &ids, &scratch);
+  return score_softmax(ids);
+}
+
+// FastText::predict from the ids on: Model::computeHidden (here, with prefetching), then the
+// library's softmax and top-k, then predictLine's exp.
+double QualityModel::score_softmax(const std::vector<std::int32_t>& ids) const {
+  if (ids.empty() || hq_ < 0) return 0.0;  // FastText::predict predicts nothing
+  const auto input = model_->getInputMatrix();
+  const std::int32_t nlabels = model_->getDictionary()->nlabels();
+  fasttext::Model::State state((std::int32_t)input->cols(), nlabels, 0);
+  state.hidden.zero();
+  add_rows(input->data(), input->cols(), ids, state.hidden.data());
+  state.hidden.mul(1.0 / ids.size());
+  fasttext::Predictions heap;
+  heap.reserve(nlabels + 1);
+  softmax_->predict(nlabels, 0.0, heap, state);
+  for (const auto& [log_p, label] : heap)
+    if (label == hq_) return std::clamp((double)std::exp(log_p), 0.0, 1.0);
+  return 0.0;
+}
+
+double QualityModel::score_reference(std::string_view text) const {
   std::istringstream in(quality_text(text) + "\n");
   std::vector<std::pair<fasttext::real, std::string>> predictions;
   model_->predictLine(in, predictions, -1, 0.0);  // every label, so hq is always there

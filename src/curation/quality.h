@@ -3,6 +3,7 @@
 // word 2-grams, trained to tell reference text (label hq) from raw text (label lq). Uses
 // Debian's libfasttext rather than a re-implementation, so models are interchangeable with
 // the `fasttext` command line tool.
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -11,9 +12,13 @@
 
 namespace fasttext {
 class FastText;
-}
+class Loss;
+class Matrix;
+}  // namespace fasttext
 
 namespace trident::curation {
+
+class FastTextFeatures;
 
 // The text as the classifier sees it, at training and scoring time alike: one line (fastText
 // reads a newline as the end of an example), ASCII lower-cased, whitespace runs as one space.
@@ -25,9 +30,21 @@ class QualityModel {
   ~QualityModel();
   // P(hq | text) in [0, 1]. Thread-safe (fastText's prediction is const).
   double score(std::string_view text) const;
+  // The same through the library's own predictLine on quality_text(text) + "\n": what
+  // score() must equal, bit for bit (the test compares them).
+  double score_reference(std::string_view text) const;
+  bool uses_fast_path() const { return features_ != nullptr; }
 
  private:
+  double score_softmax(const std::vector<std::int32_t>& ids) const;
+
   std::unique_ptr<fasttext::FastText> model_;
+  // The fast path (null for models it does not mirror): input ids computed here, the hidden
+  // vector summed here, the output through the library's own softmax loss.
+  std::unique_ptr<FastTextFeatures> features_;
+  std::shared_ptr<fasttext::Matrix> output_;  // the loss keeps a reference to this pointer
+  std::shared_ptr<fasttext::Loss> softmax_;
+  std::int32_t hq_ = -1;  // the label id of hq
 };
 
 struct TrainQualityOptions {

@@ -76,12 +76,23 @@ void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_o
     os << "  nodes:";
     for (int r = 0; r < world_; ++r) os << " " << r << "@" << node_of_rank[r];
     os << "\n";
-    for (const auto& g : tensor)
-      for (int r : g)
-        if (node_of_rank[r] != node_of_rank[g[0]])
-          os << "  warning: tensor group starting at rank " << g[0]
-             << " spans nodes; tensor parallelism wants one node\n";
+    const std::string across = tensor_group_across_nodes(node_of_rank);
+    if (!across.empty()) os << "  warning: " << across << "; tensor parallelism wants one node\n";
   }
+}
+
+std::string ProcessGrid::tensor_group_across_nodes(
+    const std::vector<std::string>& node_of_rank) const {
+  if (node_of_rank.size() != (size_t)world_) return "";
+  for (int first = 0; first < world_; first += t_) {
+    const std::vector<int> g = tensor_group(first);
+    for (int r : g)
+      if (node_of_rank[r] != node_of_rank[first])
+        return "tensor group starting at rank " + std::to_string(first) + " spans nodes (rank " +
+               std::to_string(first) + " on " + node_of_rank[first] + ", rank " +
+               std::to_string(r) + " on " + node_of_rank[r] + ")";
+  }
+  return "";
 }
 
 }  // namespace trident::distributed

@@ -34,6 +34,10 @@ class ProcessGrid {
   int model_group_index(int rank) const { return coords(rank).dp; }
   // Ranks per group kind, with node names; warns when a tensor group spans nodes.
   void print(std::ostream& os, const std::vector<std::string>& node_of_rank) const;
+  // The first tensor group whose ranks sit on more than one node, described for an error
+  // message; empty when every tensor group stays on one node (MT-NLG's mapping: t inside a
+  // node, where its all-reduces run over shared memory, d and p across).
+  std::string tensor_group_across_nodes(const std::vector<std::string>& node_of_rank) const;
 
  private:
   int world_, t_, p_, d_;

@@ -5,22 +5,27 @@
 namespace trident::distributed {
 
 namespace {
-std::unique_ptr<comm::Communicator> split(int colour, int key, const char* name) {
+std::unique_ptr<comm::Communicator> split(int colour, int key, const char* name,
+                                          const std::shared_ptr<comm::Watchdog>& watchdog) {
   MPI_Comm c;
   MPI_Comm_split(MPI_COMM_WORLD, colour, key, &c);
   MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-  return std::make_unique<comm::MpiCommunicator>(c, name);
+  return std::make_unique<comm::MpiCommunicator>(c, name, watchdog);
 }
 }  // namespace
 
-ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank) {
+ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank,
+                              std::shared_ptr<comm::Watchdog> watchdog) {
   GridCoords c = grid.coords(rank);
   ProcessGroups g;
-  g.world = split(0, rank, "world");
-  g.tensor = split(grid.tensor_group_index(rank), c.tp, "tensor");
-  g.data = split(grid.data_group_index(rank), c.dp, "data");
-  g.pipeline = split(grid.pipeline_group_index(rank), c.pp, "pipeline");
-  g.model = split(grid.model_group_index(rank), c.tp + grid.tensor_size() * c.pp, "model");
+  // The same order on every rank: the watchdog numbers groups by it.
+  g.world = split(0, rank, "world", watchdog);
+  g.tensor = split(grid.tensor_group_index(rank), c.tp, "tensor", watchdog);
+  g.data = split(grid.data_group_index(rank), c.dp, "data", watchdog);
+  g.pipeline = split(grid.pipeline_group_index(rank), c.pp, "pipeline", watchdog);
+  g.model =
+      split(grid.model_group_index(rank), c.tp + grid.tensor_size() * c.pp, "model", watchdog);
+  g.watchdog = std::move(watchdog);
   return g;
 }
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "comm/communicator.h"
+#include "comm/watchdog.h"
 #include "distributed/process_grid.h"
 
 namespace trident::distributed {
@@ -15,10 +16,13 @@ struct ProcessGroups {
   // The t x p ranks of this rank's data-parallel replica, ranked pipeline-major then tensor
   // (so its rank 0 is (tensor 0, pipeline 0)): inference commands go over it.
   std::unique_ptr<comm::Communicator> model;
+  // Watches every wait on the groups above (--distributed-timeout-minutes); null: none.
+  std::shared_ptr<comm::Watchdog> watchdog;
 };
 
-// Over MPI_COMM_WORLD (MPI must be initialised).
-ProcessGroups make_mpi_groups(const ProcessGrid& grid, int world_rank);
+// Over MPI_COMM_WORLD (MPI must be initialised). A watchdog, when given, watches every group.
+ProcessGroups make_mpi_groups(const ProcessGrid& grid, int world_rank,
+                              std::shared_ptr<comm::Watchdog> watchdog = nullptr);
 // One-rank groups, for one process without MPI.
 ProcessGroups make_single_rank_groups();
 

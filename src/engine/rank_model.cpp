@@ -46,7 +46,7 @@ std::vector<const Parameters*> RankModel::parameters() const {
 long RankModel::planned_bytes() const {
   long total = 0;
   for (const auto& c : chunks) total += c->memory_plan().total_bytes();
-  return total;
+  return total + buffers.total_bytes();
 }
 
 void RankModel::finish_param_gather() {
@@ -116,6 +116,17 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
                                           m.optimizers.back()->moment_bytes() / 4);
   }
+  RankBufferShape buffers;
+  buffers.stages = pp.size(), buffers.chunks = m.schedule.chunks, buffers.stage = pp.rank();
+  for (long gbs : c.batch_schedule().sizes())
+    buffers.microbatches = std::max(buffers.microbatches, (int)(gbs / unit));
+  buffers.boundary_floats = (long)c.micro_batch_size * c.model.seq_length * c.model.hidden_size;
+  buffers.tied_embedding_floats =
+      (long)c.model.padded_vocab_size(tp.size()) / tp.size() * c.model.hidden_size;
+  for (const auto& chunk : m.chunks) buffers.gradient_floats += chunk->parameters().size();
+  buffers.data = dp.size();
+  buffers.overlap_grad_reduce = c.overlap_grad_reduce;
+  m.buffers = plan_rank_buffers(buffers);
   return m;
 }
 

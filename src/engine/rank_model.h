@@ -10,6 +10,7 @@
 #include "config/training_config.h"
 #include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
+#include "engine/rank_buffers.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -23,6 +24,7 @@ struct RankModel {
   std::vector<std::unique_ptr<data_parallel::GradientReducer>> reducers;
   std::vector<std::unique_ptr<AdamW>> optimizers;
   LossScaler scaler = LossScaler::none();
+  MemoryPlan buffers;  // besides the chunks' plans (engine/rank_buffers.h)
 
   std::vector<GPTModel*> chunk_pointers() const;
   std::vector<const Parameters*> parameters() const;

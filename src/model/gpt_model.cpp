@@ -35,11 +35,12 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       seq_(seq),
       padded_vocab_(config.padded_vocab_size(tp.size())),
       options_(options),
+      shape_(chunk_shape(config, {tp.rank(), tp.size()}, micro_batch, seq, options)),
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
               options.pad_multiple, !options.inference) {
   const int t = tp.size();
   options_.slots = std::max(1, options.slots);
-  sequence_parallel_ = options.sequence_parallel && t > 1 && !options.inference;
+  sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
   if (sequence_parallel_ && (long)micro_batch * seq % t != 0)
     throw std::invalid_argument("--sequence-parallel: --micro-batch-size x --seq-length (" +
                                 std::to_string(micro_batch) + " x " + std::to_string(seq) +
@@ -53,7 +54,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   LayerDims dims{config.hidden_size,       heads_local,
                  config.head_dim(),        config.ffn() / t,
                  config.layernorm_epsilon, tp.rank() * heads_local};
-  const int first = placement.first_layer, count = chunk_layers(config, placement);
+  const int first = placement.first_layer, count = shape_.layers;
   for (int l = first; l < first + count; ++l) {
     layers_.emplace_back(dims, params_, l, tp, &precision_, sequence_parallel_);
     const auto& specs = params_.layout().specs();
@@ -78,16 +79,12 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp};
   lm_head_.sequence_parallel = sequence_parallel_;
-  const long tokens = (long)micro_batch * seq;
-  lm_head_.chunk_rows = options.logits_chunk_rows > 0
-                            ? (int)std::min<long>(options.logits_chunk_rows, tokens)
-                            : tensor_parallel::lm_head_chunk_rows(tokens, vocab_local);
+  lm_head_.chunk_rows = shape_.logits_chunk_rows;
   if (placement.post_process) {
     final_ln_weight_ = params_.get("final_layernorm.weight");
     final_ln_bias_ = params_.get("final_layernorm.bias");
   }
-  const int recomputed = std::clamp(options.recompute_layers, 0, count);
-  recompute_ = {recomputed, std::clamp(options.recompute_group, 1, std::max(1, recomputed))};
+  recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
   plan_and_allocate();
 }
 
@@ -99,9 +96,8 @@ long GPTModel::first_local_row(long tokens) const {
   return sequence_parallel_ ? local_rows(tokens) * tp_.rank() : 0;
 }
 
-// With sequence parallelism every [tokens, h] tensor outside the tensor-parallel region
-// (LayerNorm outputs and statistics, residuals, layer outputs, boundary tensors) is planned
-// at `local` = tokens / t rows; qkv, attention and MLP tensors are [tokens, * / t] anyway.
+// Carves the arena as plan_chunk_memory plans it: with sequence parallelism the [tokens, h]
+// tensors outside the tensor-parallel region hold `local` = tokens / t rows.
 void GPTModel::plan_and_allocate() {
   const long tokens = (long)micro_batch_ * seq_, h = config_.hidden_size;
   const long local = local_rows(tokens);
@@ -109,75 +105,18 @@ void GPTModel::plan_and_allocate() {
   const long attn_local = h / t, ffn_local = config_.ffn() / t;
   const long heads_local = config_.num_attention_heads / t;
   const bool post = options_.placement.post_process;
-  plan_.add("parameters", "weights", params_.size());
+  if (shape_.parameter_floats != params_.size())
+    throw std::logic_error("memory plan: parameter buffer size differs from its layout's");
+  plan_ = plan_chunk_memory(shape_);
   if (params_.decode_panel_floats() > 0)
     plan_.add("parameters", "decode copies (panel layout)", params_.decode_panel_floats());
-  if (!options_.inference) {
-    plan_.add("parameters", "gradients", params_.size());
-    plan_.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * params_.size());
-  }
   const char* A = "activations";
+  const char* S = "scratch";
   const int recomputed = recompute_.layers, group = recompute_.size;
-  const int per_layer = (layers - recomputed) * n;  // layers that keep their activations
-  // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
+  const int per_layer = (layers - recomputed) * n;
   const bool selective = options_.recompute_attention;
-  const int core_copies = selective ? 0 : per_layer;
-  plan_.add(A, options_.placement.pre_process ? "embedding output" : "received input", local * h,
-            n);
-  // Activations only matrix products read are bf16 in bf16 runs (two to a float).
   const bool bf16 = options_.precision == kernels::Precision::kBf16;
   auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
-  const std::string gemm_only = bf16 ? " (bf16)" : "";
-  auto add_layer_buffers = [&](const std::string& prefix, int copies) {
-    plan_.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(local * h), copies);
-    plan_.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
-    plan_.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
-    const int core = prefix.empty() ? core_copies : copies;
-    if (core > 0) {
-      plan_.add(A, prefix + "attention out", tokens * attn_local, core);
-      plan_.add(A, prefix + "attention log-sum-exp", micro_batch_ * heads_local * seq_, core);
-    }
-    plan_.add(A, prefix + "residual after attention", local * h, copies);
-    plan_.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(local * h), copies);
-    plan_.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
-    plan_.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
-  };
-  if (per_layer > 0) add_layer_buffers("", per_layer);
-  // Kept per slot: the outputs of the layers that are not recomputed and of each group's
-  // last layer (the next group's input; the last group's is the chunk's output).
-  plan_.add(A, "layer output", local * h, (layers - recomputed + recompute_.count()) * n);
-  if (recomputed > 0) {
-    // Backward recomputes a whole group before the group's backward runs through it, so
-    // all its layers' activations exist at once, with the outputs inside the group (the
-    // next layer's input). The group's last output is rewritten into a spare buffer
-    // instead (see recompute_group), so one group needs no more than this.
-    add_layer_buffers("recompute: ", group);
-    if (group > 1) plan_.add(A, "recompute: outputs within a group", local * h, group - 1);
-  }
-  if (selective && per_layer > 0) {
-    plan_.add(A, "recompute: attention out", tokens * attn_local);
-    plan_.add(A, "recompute: attention log-sum-exp", micro_batch_ * heads_local * seq_);
-  }
-  if (post) {
-    plan_.add(A, "final ln out" + gemm_only, gemm_input_floats(local * h), n);
-    plan_.add(A, "final ln mean + rstd", 2 * local, n);
-    plan_.add(A, "d(final ln out) from the fused output layer + loss", local * h, n);
-    plan_.add(A, "per-token loss", tokens, n);
-  } else {
-    plan_.add(A, "received output gradient", local * h, n);
-  }
-  const char* S = "scratch";
-  plan_.add(S, "residual gradient", local * h);
-  if (sequence_parallel_)
-    plan_.add(S, "all-gathered LayerNorm output" + gemm_only, gemm_input_floats(tokens * h));
-  plan_.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
-  plan_.add(S, "d_ffn", tokens * ffn_local);
-  plan_.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
-  if (post) {
-    plan_.add(S, "logits / dlogits of one row chunk", logits_chunk_floats());
-    if (bf16) plan_.add(S, "bf16 dlogits of one row chunk", (logits_chunk_floats() + 1) / 2);
-  }
-  plan_low_precision(tokens);
 
   long arena_floats = 0;
   for (const PlannedBuffer& b : plan_.buffers())
@@ -244,71 +183,24 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
   scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
-  if (post) lm_head_.logits = ar.take(logits_chunk_floats());
+  if (post) lm_head_.logits = ar.take(shape_.logits_chunk_floats());
   if (post && bf16)
     lm_head_.dlogits16 =
-        reinterpret_cast<kernels::bf16_t*>(ar.take((logits_chunk_floats() + 1) / 2));
+        reinterpret_cast<kernels::bf16_t*>(ar.take((shape_.logits_chunk_floats() + 1) / 2));
   // 16-bit operands: bf16 pairs are packed two to a float of the arena.
   kernels::LinearScratch& ls = precision_.scratch;
-  const auto [act, in] = operand_sizes(tokens);
+  const auto [act, in] = shape_.operand_sizes();
   if (options_.precision == kernels::Precision::kBf16) {
     ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((act + 1) / 2));
     ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((in + 1) / 2));
     if (!layers_.empty() && !options_.inference) {
-      ls.weight_grad32_floats = largest_layer_weight();
+      ls.weight_grad32_floats = shape_.largest_layer_weight();
       ls.weight_grad32 = ar.take(ls.weight_grad32_floats);
     }
   } else if (options_.precision == kernels::Precision::kFp16) {
     ls.act32 = ar.take(act);
     ls.in32 = ar.take(in);
-    ls.weight32 = ar.take(largest_weight());
-  }
-}
-
-long GPTModel::logits_chunk_floats() const {
-  return (long)lm_head_.chunk_rows * (padded_vocab_ / tp_.size());
-}
-
-std::pair<long, long> GPTModel::operand_sizes(long tokens) const {
-  const long h = config_.hidden_size, t = tp_.size();
-  const long widest = std::max({h, 3 * h / t, (long)config_.ffn() / t});
-  // In bf16 runs the only linear input stored in fp32 is the attention output, and the
-  // cross-entropy writes the output layer's d(logits) in bf16 itself.
-  const bool bf16 = options_.precision == kernels::Precision::kBf16;
-  const long head = options_.placement.post_process && !bf16 ? logits_chunk_floats() : 0L;
-  const long widest_in = bf16 ? h / t : std::max(h, (long)config_.ffn() / t);
-  return {std::max(tokens * widest, head), tokens * widest_in};
-}
-
-long GPTModel::largest_layer_weight() const {
-  const long h = config_.hidden_size, t = tp_.size();
-  return std::max(3 * h / t * h, (long)config_.ffn() / t * h);  // qkv or fc1 / fc2
-}
-
-long GPTModel::largest_weight() const {
-  long largest = 0;
-  for (const ParamSpec& s : params_.layout().specs())
-    if (s.local_shape.size() == 2) largest = std::max(largest, s.numel());
-  return largest;
-}
-
-void GPTModel::plan_low_precision(long tokens) {
-  const auto [act, in] = operand_sizes(tokens);
-  const char* P = "parameters";
-  const char* S = "scratch";
-  switch (options_.precision) {
-    case kernels::Precision::kFp32:
-      return;
-    case kernels::Precision::kBf16:
-      plan_.add(P, "bf16 weight copy", (params_.size() + 1) / 2);
-      plan_.add(S, "bf16 GEMM operands", (act + 1) / 2 + (in + 1) / 2);
-      if (!layers_.empty() && !options_.inference)
-        plan_.add(S, "bf16: one layer's fresh weight gradient", largest_layer_weight());
-      return;
-    case kernels::Precision::kFp16:
-      plan_.add(P, "fp16 weight copy", (params_.size() + 1) / 2);
-      plan_.add(S, "fp16-rounded GEMM operands", act + in + largest_weight());
-      return;
+    ls.weight32 = ar.take(shape_.largest_weight);
   }
 }
 

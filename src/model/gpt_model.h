@@ -11,6 +11,7 @@
 #include "config/model_config.h"
 #include "kernels/dropout.h"
 #include "kernels/mixed_linear.h"
+#include "model/chunk_memory.h"
 #include "model/memory_plan.h"
 #include "model/parameters.h"
 #include "model/transformer_layer.h"
@@ -18,40 +19,6 @@
 #include "tensor_parallel/lm_head_loss.h"
 
 namespace trident {
-
-// How one chunk is built, beyond the model's shape.
-struct ChunkOptions {
-  ChunkPlacement placement{};
-  int slots = 1;  // micro-batches in flight (the schedule's maximum)
-  // How many of this chunk's first layers keep only their input in forward and recompute
-  // the rest in backward (--recompute-granularity full), and how many consecutive ones share
-  // one kept input: --recompute-method uniform groups every layer N at a time (Megatron's
-  // meaning of --recompute-num-layers), block recomputes its first N layers one by one (1).
-  // A group larger than the recomputed layers is one group of all of them.
-  int recompute_layers = 0;
-  int recompute_group = 1;
-  // Keep q, k, v but not the attention core's output; recompute it in backward
-  // (--recompute-granularity selective).
-  bool recompute_attention = false;
-  kernels::Precision precision = kernels::Precision::kFp32;
-  kernels::DropoutConfig dropout{};
-  long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
-  // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
-  // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
-  int logits_chunk_rows = 0;
-  // --sequence-parallel (Korthikanti et al. 2022): with t > 1, LayerNorms, dropout,
-  // biases and the residual stream run on this rank's 1/t of the micro-batch's b * s rows
-  // (contiguous blocks of the batch-major rows), which must divide by t. The embedding
-  // output, boundary tensors and their gradients are then that block too. Ignored at t = 1
-  // and for inference.
-  bool sequence_parallel = false;
-  // Generation: no gradients or optimizer state (generation/ runs the layers on its own
-  // cache and activations; micro_batch x seq should then be 1 x 1).
-  bool inference = false;
-  // Generation: the linear weights also in the decode products' panel layout (twice their
-  // memory; see kernels/skinny_linear.h for what it buys).
-  bool decode_panels = false;
-};
 
 class GPTModel : public pipeline_parallel::PipelineStage {
  public:
@@ -137,13 +104,6 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   long local_rows(long tokens) const;
   long first_local_row(long tokens) const;
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
-  void plan_low_precision(long tokens);
-  long largest_weight() const;
-  long largest_layer_weight() const;
-  // Largest output-or-gradient operand and largest input operand of any linear layer
-  // (the output layer's counted per row chunk): the rounded-operand scratch sizes.
-  std::pair<long, long> operand_sizes(long tokens) const;
-  long logits_chunk_floats() const;
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
   const float* layer_input(const Activations& a, int l) const;
   void recompute_group(Activations& a, int last, const LayerCall& call);
@@ -162,6 +122,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   int micro_batch_, seq_, padded_vocab_;
   ChunkOptions options_;  // slots normalised to >= 1
   bool sequence_parallel_ = false;
+  ChunkShape shape_;  // what the memory plan is computed from
   RecomputeGroups recompute_;
   // One group's activations, shared by every recomputed group of every slot.
   std::vector<LayerActivations> recompute_act_;

@@ -40,8 +40,8 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
-void MemoryPlan::print(std::ostream& os) const {
-  os << "memory plan (fp32, this rank):\n";
+void MemoryPlan::print(std::ostream& os, const std::string& title) const {
+  os << title << ":\n";
   std::string last_group;
   for (const PlannedBuffer& b : buffers_) {
     if (b.group != last_group)

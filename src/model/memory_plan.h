@@ -25,7 +25,7 @@ class MemoryPlan {
   const std::vector<PlannedBuffer>& buffers() const { return buffers_; }
   long total_bytes() const;
   long group_bytes(const std::string& group) const;
-  void print(std::ostream& os) const;
+  void print(std::ostream& os, const std::string& title = "memory plan (fp32, this rank)") const;
 
  private:
   std::vector<PlannedBuffer> buffers_;

@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
+#include "distributed/fault_injection.h"
 #include "engine/optimizer_step.h"
 #include "engine/rank_model.h"
 #include "io/hf_gpt2.h"
@@ -259,6 +260,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
   for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
+  if (!model.buffers.buffers().empty())
+    model.buffers.print(log, "memory plan, besides the chunks (this rank)");
   for (const auto& reducer : model.reducers) reducer->print(log);
   {
     const int d = dp.size();
@@ -369,8 +372,9 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   long last_saved = -1;
   startup.finish();
   for (long it = first_iteration; it <= train_iters; ++it) {
+    if (rank.groups->watchdog) rank.groups->watchdog->set_iteration(it);
     if (it == c.inject_fault_iteration && rank.world_rank == c.inject_fault_rank)
-      throw std::runtime_error("injected fault at iteration " + std::to_string(it));
+      distributed::inject_fault(c.inject_fault_kind, it);
     auto start = std::chrono::steady_clock::now();
     // The global batch of this iteration (batch-size ramp-up: it grows with consumed samples).
     const long global_batch = batches.at(consumed);

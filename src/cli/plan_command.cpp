@@ -1,0 +1,233 @@
+#include "cli/plan_command.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "cli/mpi_job.h"
+#include "cli/parse_args.h"
+#include "cli/train_args.h"
+#include "io/safetensors.h"
+#include "planner/calibrate.h"
+#include "planner/launch.h"
+#include "planner/report.h"
+#include "planner/search.h"
+#include "tokenizer/gpt2_tokenizer.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::string cluster;
+  planner::Workload workload;
+  planner::SearchOptions search;
+  std::string recompute;  // --recompute-granularity: fixes it when given
+  bool use_distributed_optimizer = false, no_distributed_optimizer = false;  // else searched
+  bool bf16 = false, fp16 = false;
+  double train_tokens = 0;
+  bool json = false, launch = false;
+  bool calibrate = false;
+  std::string output;
+  size_t top = 10;
+  std::vector<std::string> train_args;  // after `--`, for --launch
+};
+
+void add_plan_flags(CLI::App& app, PlanArgs& a) {
+  app.add_option("--cluster", a.cluster, "cluster description (TOML; see clusters/)")
+      ->group("Cluster");
+  app.add_option("--num-devices", a.search.num_devices, "devices to plan for (default: all)")
+      ->group("Cluster");
+  app.add_option("--global-batch-size", a.workload.global_batch, "B")->group("Batch");
+  app.add_option("--tensor-model-parallel-size", a.search.tensor, "fix t")->group("Layout");
+  app.add_option("--pipeline-model-parallel-size", a.search.pipeline, "fix p")->group("Layout");
+  app.add_option("--micro-batch-size", a.search.micro_batch, "fix b")->group("Layout");
+  app.add_option("--num-layers-per-virtual-pipeline-stage", a.search.layers_per_virtual_stage,
+                 "fix the layers per model chunk (v = layers / (p x this))")
+      ->group("Layout");
+  app.add_option("--recompute-granularity", a.recompute,
+                 "fix recomputation: full, selective, or none (planner only: no recomputation)")
+      ->check(CLI::IsMember({"full", "selective", "none"}))
+      ->group("Layout");
+  app.add_flag("--use-distributed-optimizer", a.use_distributed_optimizer,
+               "fix the distributed optimizer on")
+      ->group("Layout");
+  app.add_flag("--no-distributed-optimizer", a.no_distributed_optimizer,
+               "fix it off (planner only)")
+      ->group("Layout");
+  app.add_option("--max-micro-batch-size", a.search.max_micro_batch, "largest b searched")
+      ->capture_default_str()
+      ->group("Layout");
+  app.add_flag("--bf16", a.bf16, "bf16 training (the cluster's peak is of this precision)")
+      ->group("Precision");
+  app.add_flag("--fp16", a.fp16, "fp16 training")->group("Precision");
+  app.add_option("--train-tokens", a.train_tokens, "estimate the time to train this many tokens")
+      ->group("Output");
+  app.add_flag("--json", a.json, "print the ranked plans as JSON")->group("Output");
+  app.add_option("--top", a.top, "plans shown")->capture_default_str()->group("Output");
+  app.add_flag("--launch", a.launch,
+               "run the best plan here: mpirun (srun under Slurm) trident train with its flags; "
+               "flags after -- go to trident train")
+      ->group("Output");
+  app.add_flag("--calibrate", a.calibrate,
+               "measure this machine (run under mpirun, one rank per device) and write the "
+               "cluster description to --output")
+      ->group("Calibration");
+  app.add_option("--output", a.output, "where --calibrate writes (TOML)")->group("Calibration");
+}
+
+kernels::Precision precision_of(const PlanArgs& a) {
+  return a.bf16   ? kernels::Precision::kBf16
+         : a.fp16 ? kernels::Precision::kFp16
+                  : kernels::Precision::kFp32;
+}
+
+int run_calibration(const PlanArgs& a) {
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  return run_job(mpi, "trident plan --calibrate", [&] {
+    const std::vector<std::string> nodes = mpi.node_names();
+    omp_set_num_threads(default_threads(nodes, mpi.world_rank()));
+    comm::MpiCommunicator world(MPI_COMM_WORLD, "world");
+    planner::CalibrationOptions o;
+    o.precision = precision_of(a);
+    o.ranks_on_node = (int)std::count(nodes.begin(), nodes.end(), nodes[mpi.world_rank()]);
+    std::ostringstream discard;
+    std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
+    planner::Cluster c = planner::calibrate_this_machine(world, o, log);
+    if (std::set<std::string>(nodes.begin(), nodes.end()).size() > 1)
+      throw std::invalid_argument("--calibrate measures one node: run it with the ranks of one");
+    if (mpi.world_rank() == 0) {
+      io::write_file_atomically(
+          a.output, "# This machine, measured by `trident plan --calibrate` (" +
+                        std::to_string(mpi.world_size()) + " ranks, one per device).\n" +
+                        planner::cluster_to_toml(c));
+      log << "wrote " << a.output << "\n";
+    }
+    return 0;
+  });
+}
+
+// Splits `trident plan ... -- <trident train flags>`.
+std::vector<std::string> split_train_args(std::vector<std::string> args, PlanArgs& a) {
+  auto dash = std::find(args.begin(), args.end(), "--");
+  if (dash != args.end()) {
+    a.train_args.assign(dash + 1, args.end());
+    args.erase(dash, args.end());
+  }
+  return args;
+}
+
+int run_plan(PlanArgs& a) {
+  planner::Cluster cluster = planner::load_cluster(a.cluster);
+  // Inside a Slurm allocation, --launch runs on its tasks.
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  if (a.search.num_devices == 0 && a.launch && tasks) a.search.num_devices = std::atol(tasks);
+  if (a.search.num_devices == 0) a.search.num_devices = cluster.num_devices();
+  if (!a.recompute.empty())
+    a.search.recompute = a.recompute == "full"        ? planner::Recompute::kFull
+                         : a.recompute == "selective" ? planner::Recompute::kSelective
+                                                      : planner::Recompute::kNone;
+  if (a.use_distributed_optimizer) a.search.distributed_optimizer = true;
+  if (a.no_distributed_optimizer) a.search.distributed_optimizer = false;
+  a.workload.precision = precision_of(a);
+  planner::IterationModel model(cluster, a.workload);
+  std::vector<std::string> errors = planner::request_violations(model, a.search);
+  if (!errors.empty()) {
+    std::cerr << "trident plan: " << errors.size() << " invalid argument"
+              << (errors.size() > 1 ? "s" : "") << ":\n";
+    for (const std::string& e : errors) std::cerr << "  - " << e << "\n";
+    return 2;
+  }
+  planner::SearchResult result = planner::search_layouts(model, a.search);
+  if (result.fitting.empty()) {
+    std::cerr << "trident plan: " << planner::explain_no_fit(model, a.search, result) << "\n";
+    return 1;
+  }
+  if (a.json) {
+    std::cout << planner::plans_json(result.fitting, a.top) << "\n";
+  } else {
+    std::cout << "trident plan: " << a.workload.model.num_layers << " layers, hidden "
+              << a.workload.model.hidden_size << ", " << a.workload.model.num_attention_heads
+              << " heads, seq " << a.workload.model.seq_length << ", global batch "
+              << a.workload.global_batch << " on " << a.search.num_devices << " x "
+              << cluster.device.name << " (" << cluster.source << "): " << result.evaluated
+              << " valid layouts, " << result.fitting.size() << " fit in memory\n";
+    planner::print_plan_table(std::cout, result.fitting, a.top);
+    planner::print_breakdown(std::cout, result.fitting.front());
+    planner::print_rank_mapping(std::cout, result.fitting.front().layout, cluster);
+    if (a.train_tokens > 0)
+      planner::print_training_time(std::cout, result.fitting.front(), a.workload, a.train_tokens);
+  }
+  if (!a.launch) return 0;
+  planner::LaunchContext context;
+  context.binary = std::filesystem::read_symlink("/proc/self/exe").string();
+  context.train_args = a.train_args;
+  context.slurm = std::getenv("SLURM_JOB_ID") != nullptr;
+  context.root = geteuid() == 0;
+  std::vector<std::string> argv =
+      planner::launch_command(result.fitting.front().layout, a.workload, context);
+  std::cout << "launch: " << planner::shell_line(argv) << std::endl;
+  std::vector<char*> c_argv;
+  for (std::string& s : argv) c_argv.push_back(s.data());
+  c_argv.push_back(nullptr);
+  execvp(c_argv[0], c_argv.data());
+  std::cerr << "trident plan: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int plan_main(const std::vector<std::string>& all_args) {
+  CLI::App app("trident plan: pick (t, p, d, b, v) for a GPT on a cluster (PTD-P model)",
+               "trident plan");
+  PlanArgs a;
+  std::vector<std::string> args = split_train_args(all_args, a);
+  std::string preset, vocab_file, merge_file;
+  ModelFlags flags = add_model_flags(app, a.workload.model, preset);
+  app.add_option("--vocab-file", vocab_file, "GPT-2 vocabulary (sets --vocab-size)")
+      ->group("Model");
+  app.add_option("--merge-file", merge_file, "GPT-2 merges")->group("Model");
+  add_plan_flags(app, a);
+  int code = 0;
+  if (!parse_args(app, args, &code)) return code;
+  try {
+    if (a.calibrate) {
+      if (a.output.empty()) {
+        std::cerr << "trident plan: --calibrate needs --output FILE\n";
+        return 2;
+      }
+      return run_calibration(a);
+    }
+    apply_model_preset(preset, flags, a.workload.model);
+    if (!vocab_file.empty() && !merge_file.empty() && !flags.was_given("--vocab-size"))
+      a.workload.model.vocab_size = tokenizer::GPT2Tokenizer(vocab_file, merge_file).vocab_size();
+    std::vector<std::string> errors = validate_model_config(a.workload.model, 1);
+    if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
+    if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");
+    if (a.bf16 && a.fp16) errors.push_back("--bf16 and --fp16 exclude each other");
+    if (a.use_distributed_optimizer && a.no_distributed_optimizer)
+      errors.push_back(
+          "--use-distributed-optimizer and --no-distributed-optimizer exclude each other");
+    if (!errors.empty()) {
+      std::cerr << "trident plan: " << errors.size() << " invalid argument"
+                << (errors.size() > 1 ? "s" : "") << ":\n";
+      for (const std::string& e : errors) std::cerr << "  - " << e << "\n";
+      return 2;
+    }
+    return run_plan(a);
+  } catch (const std::exception& e) {
+    std::cerr << "trident plan: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,24 @@
+#include "engine/rank_buffers.h"
+
+namespace trident {
+
+MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
+  MemoryPlan plan;
+  const char* C = "communication";
+  if (s.stages > 1) {
+    // Every chunk but the very first virtual stage sends d(input) backward, from a copy.
+    const int sending_chunks = s.stage == 0 ? s.chunks - 1 : s.chunks;
+    if (sending_chunks > 0)
+      plan.add(C, "pipeline: copies of sent input gradients", s.boundary_floats,
+               s.microbatches * sending_chunks);
+    if (s.stage == 0 || s.stage == s.stages - 1)
+      plan.add(C, "pipeline: tied embedding gradient from the other end", s.tied_embedding_floats);
+  }
+  // Open MPI's libnbc stages each non-blocking reduction in a temporary of its size; at the
+  // end of the last backward every bucket can be in flight.
+  if (s.data > 1 && s.overlap_grad_reduce)
+    plan.add(C, "data parallel: MPI temporaries of in-flight buckets", s.gradient_floats);
+  return plan;
+}
+
+}  // namespace trident

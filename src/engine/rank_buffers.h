@@ -1,0 +1,24 @@
+#pragma once
+// Buffers a rank holds besides its chunks' memory plans, sized before step 1 like them and
+// printed with them: the pipeline executor's private copies of the input gradients it sends
+// (one per micro-batch and chunk, kept between steps), the tied word embedding's gradient
+// received from the other end of the pipeline, and the temporaries Open MPI's non-blocking
+// reductions allocate while overlapped gradient buckets are in flight. The planner sizes
+// layouts with the same function.
+#include "model/memory_plan.h"
+
+namespace trident {
+
+struct RankBufferShape {
+  int stages = 1, chunks = 1, microbatches = 1;  // p, v, and the largest m of the run
+  int stage = 0;
+  long boundary_floats = 0;        // b x s x h: one micro-batch's activations between stages
+  long tied_embedding_floats = 0;  // V / t x h: the word embedding's shard
+  long gradient_floats = 0;        // this rank's gradient buffers, all chunks
+  int data = 1;
+  bool overlap_grad_reduce = false;
+};
+
+MemoryPlan plan_rank_buffers(const RankBufferShape& s);
+
+}  // namespace trident

@@ -1,0 +1,172 @@
+#include "model/chunk_memory.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tensor_parallel/lm_head_loss.h"
+
+namespace trident {
+
+long ChunkShape::logits_chunk_floats() const {
+  const int t = tensor_parallel_size;
+  return (long)logits_chunk_rows * (config.padded_vocab_size(t) / t);
+}
+
+std::pair<long, long> ChunkShape::operand_sizes() const {
+  const long h = config.hidden_size, t = tensor_parallel_size;
+  const long widest = std::max({h, 3 * h / t, (long)config.ffn() / t});
+  // In bf16 runs the only linear input stored in fp32 is the attention output, and the
+  // cross-entropy writes the output layer's d(logits) in bf16 itself.
+  const bool bf16 = options.precision == kernels::Precision::kBf16;
+  const long head = options.placement.post_process && !bf16 ? logits_chunk_floats() : 0L;
+  const long widest_in = bf16 ? h / t : std::max(h, (long)config.ffn() / t);
+  return {std::max(tokens() * widest, head), tokens() * widest_in};
+}
+
+long ChunkShape::largest_layer_weight() const {
+  const long h = config.hidden_size, t = tensor_parallel_size;
+  return std::max(3 * h / t * h, (long)config.ffn() / t * h);
+}
+
+ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
+                       const ChunkOptions& options) {
+  ChunkShape s;
+  s.config = config;
+  s.tensor_parallel_size = tp.size;
+  s.micro_batch = micro_batch, s.seq = seq;
+  s.options = options;
+  s.options.slots = std::max(1, options.slots);
+  s.sequence_parallel = options.sequence_parallel && tp.size > 1 && !options.inference;
+  const ChunkPlacement& p = options.placement;
+  s.layers = p.num_layers < 0 ? config.num_layers - p.first_layer : p.num_layers;
+  s.recomputed_layers = std::clamp(options.recompute_layers, 0, s.layers);
+  s.recompute_group = std::clamp(options.recompute_group, 1, std::max(1, s.recomputed_layers));
+  ParameterLayout layout(config, tp, p);
+  const long pad = options.pad_multiple;
+  s.parameter_floats = (layout.total() + pad - 1) / pad * pad;
+  for (const ParamSpec& spec : layout.specs())
+    if (spec.local_shape.size() == 2) s.largest_weight = std::max(s.largest_weight, spec.numel());
+  const int vocab_local = config.padded_vocab_size(tp.size) / tp.size;
+  s.logits_chunk_rows = options.logits_chunk_rows > 0
+                            ? (int)std::min<long>(options.logits_chunk_rows, s.tokens())
+                            : tensor_parallel::lm_head_chunk_rows(s.tokens(), vocab_local);
+  return s;
+}
+
+namespace {
+
+// With sequence parallelism every [tokens, h] tensor outside the tensor-parallel region
+// (LayerNorm outputs and statistics, residuals, layer outputs, boundary tensors) is planned
+// at `local` = tokens / t rows; qkv, attention and MLP tensors are [tokens, * / t] anyway.
+void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
+  const long tokens = s.tokens(), h = s.config.hidden_size, t = s.tensor_parallel_size;
+  const long local = s.local_tokens();
+  const long attn_local = h / t, ffn_local = s.config.ffn() / t;
+  const long heads_local = s.config.num_attention_heads / t;
+  const int n = s.options.slots, recomputed = s.recomputed_layers, group = s.recompute_group;
+  const int per_layer = (s.layers - recomputed) * n;  // layers that keep their activations
+  // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
+  const bool selective = s.options.recompute_attention;
+  const int core_copies = selective ? 0 : per_layer;
+  const char* A = "activations";
+  // Activations only matrix products read are bf16 in bf16 runs (two to a float).
+  const bool bf16 = s.options.precision == kernels::Precision::kBf16;
+  auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
+  const std::string gemm_only = bf16 ? " (bf16)" : "";
+  auto add_layer_buffers = [&](const std::string& prefix, int copies) {
+    plan.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(local * h), copies);
+    plan.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
+    plan.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
+    const int core = prefix.empty() ? core_copies : copies;
+    if (core > 0) {
+      plan.add(A, prefix + "attention out", tokens * attn_local, core);
+      plan.add(A, prefix + "attention log-sum-exp", s.micro_batch * heads_local * s.seq, core);
+    }
+    plan.add(A, prefix + "residual after attention", local * h, copies);
+    plan.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(local * h), copies);
+    plan.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
+    plan.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
+  };
+  plan.add(A, s.options.placement.pre_process ? "embedding output" : "received input", local * h,
+           n);
+  if (per_layer > 0) add_layer_buffers("", per_layer);
+  // Kept per slot: the outputs of the layers that are not recomputed and of each group's
+  // last layer (the next group's input; the last group's is the chunk's output).
+  const int groups = (recomputed + group - 1) / group;
+  plan.add(A, "layer output", local * h, (s.layers - recomputed + groups) * n);
+  if (recomputed > 0) {
+    // Backward recomputes a whole group before the group's backward runs through it, so
+    // all its layers' activations exist at once, with the outputs inside the group (the
+    // next layer's input). The group's last output is rewritten into a spare buffer
+    // instead (see GPTModel::recompute_group), so one group needs no more than this.
+    add_layer_buffers("recompute: ", group);
+    if (group > 1) plan.add(A, "recompute: outputs within a group", local * h, group - 1);
+  }
+  if (selective && per_layer > 0) {
+    plan.add(A, "recompute: attention out", tokens * attn_local);
+    plan.add(A, "recompute: attention log-sum-exp", s.micro_batch * heads_local * s.seq);
+  }
+  if (s.options.placement.post_process) {
+    plan.add(A, "final ln out" + gemm_only, gemm_input_floats(local * h), n);
+    plan.add(A, "final ln mean + rstd", 2 * local, n);
+    plan.add(A, "d(final ln out) from the fused output layer + loss", local * h, n);
+    plan.add(A, "per-token loss", tokens, n);
+  } else {
+    plan.add(A, "received output gradient", local * h, n);
+  }
+}
+
+void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
+  const long tokens = s.tokens(), h = s.config.hidden_size, t = s.tensor_parallel_size;
+  const long attn_local = h / t, ffn_local = s.config.ffn() / t;
+  const bool bf16 = s.options.precision == kernels::Precision::kBf16;
+  const char* S = "scratch";
+  plan.add(S, "residual gradient", s.local_tokens() * h);
+  if (s.sequence_parallel)  // the LayerNorm output all-gathered for qkv / fc1 and the head
+    plan.add(S, std::string("all-gathered LayerNorm output") + (bf16 ? " (bf16)" : ""),
+             bf16 ? (tokens * h + 1) / 2 : tokens * h);
+  plan.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
+  plan.add(S, "d_ffn", tokens * ffn_local);
+  plan.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
+  if (s.options.placement.post_process) {
+    plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
+    if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);
+  }
+}
+
+void plan_low_precision(const ChunkShape& s, MemoryPlan& plan) {
+  const auto [act, in] = s.operand_sizes();
+  const char* P = "parameters";
+  const char* S = "scratch";
+  switch (s.options.precision) {
+    case kernels::Precision::kFp32:
+      return;
+    case kernels::Precision::kBf16:
+      plan.add(P, "bf16 weight copy", (s.parameter_floats + 1) / 2);
+      plan.add(S, "bf16 GEMM operands", (act + 1) / 2 + (in + 1) / 2);
+      if (s.layers > 0 && !s.options.inference)
+        plan.add(S, "bf16: one layer's fresh weight gradient", s.largest_layer_weight());
+      return;
+    case kernels::Precision::kFp16:
+      plan.add(P, "fp16 weight copy", (s.parameter_floats + 1) / 2);
+      plan.add(S, "fp16-rounded GEMM operands", act + in + s.largest_weight);
+      return;
+  }
+}
+
+}  // namespace
+
+MemoryPlan plan_chunk_memory(const ChunkShape& s) {
+  MemoryPlan plan;
+  plan.add("parameters", "weights", s.parameter_floats);
+  if (!s.options.inference) {
+    plan.add("parameters", "gradients", s.parameter_floats);
+    plan.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * s.parameter_floats);
+  }
+  plan_layer_activations(s, plan);
+  plan_scratch(s, plan);
+  plan_low_precision(s, plan);
+  return plan;
+}
+
+}  // namespace trident

@@ -1,0 +1,86 @@
+#pragma once
+// The memory plan of one model chunk as a pure function of its shape: GPTModel builds its
+// plan (and then its arena) from it, and the planner (src/planner) sizes layouts it never
+// builds with the same function, so the plan `trident plan` prints is the one training
+// prints.
+#include <utility>
+
+#include "config/model_config.h"
+#include "kernels/dropout.h"
+#include "kernels/low_precision.h"
+#include "model/memory_plan.h"
+#include "model/parameter_layout.h"
+
+namespace trident {
+
+// How one chunk is built, beyond the model's shape.
+struct ChunkOptions {
+  ChunkPlacement placement{};
+  int slots = 1;  // micro-batches in flight (the schedule's maximum)
+  // How many of this chunk's first layers keep only their input in forward and recompute
+  // the rest in backward (--recompute-granularity full), and how many consecutive ones share
+  // one kept input: --recompute-method uniform groups every layer N at a time (Megatron's
+  // meaning of --recompute-num-layers), block recomputes its first N layers one by one (1).
+  // A group larger than the recomputed layers is one group of all of them.
+  int recompute_layers = 0;
+  int recompute_group = 1;
+  // Keep q, k, v but not the attention core's output; recompute it in backward
+  // (--recompute-granularity selective).
+  bool recompute_attention = false;
+  kernels::Precision precision = kernels::Precision::kFp32;
+  kernels::DropoutConfig dropout{};
+  long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
+  // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
+  // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
+  int logits_chunk_rows = 0;
+  // --sequence-parallel (Korthikanti et al. 2022): with t > 1, LayerNorms, dropout,
+  // biases and the residual stream run on this rank's 1/t of the micro-batch's b * s rows
+  // (contiguous blocks of the batch-major rows), which must divide by t. The embedding
+  // output, boundary tensors and their gradients are then that block too. Ignored at t = 1
+  // and for inference.
+  bool sequence_parallel = false;
+  // Generation: no gradients or optimizer state (generation/ runs the layers on its own
+  // cache and activations; micro_batch x seq should then be 1 x 1).
+  bool inference = false;
+  // Generation: the linear weights also in the decode products' panel layout (twice their
+  // memory; see kernels/skinny_linear.h for what it buys).
+  bool decode_panels = false;
+};
+
+// Everything a chunk's memory plan depends on, resolved (slots >= 1, recompute clamped to
+// the chunk's layers, logits rows chosen).
+struct ChunkShape {
+  ModelConfig config;
+  int tensor_parallel_size = 1;
+  int micro_batch = 1, seq = 1;
+  int layers = 0;
+  int recomputed_layers = 0, recompute_group = 1;
+  ChunkOptions options;
+  long parameter_floats = 0;  // this rank's flat buffer, padding included
+  long largest_weight = 0;    // the largest 2-D tensor this rank holds
+  int logits_chunk_rows = 0;
+  bool sequence_parallel = false;  // options.sequence_parallel, in effect (t > 1, training)
+
+  long tokens() const { return (long)micro_batch * seq; }
+  // Rows of a [tokens, h] tensor outside the tensor-parallel region: tokens / t with
+  // sequence parallelism.
+  long local_tokens() const {
+    return sequence_parallel ? tokens() / tensor_parallel_size : tokens();
+  }
+  long logits_chunk_floats() const;
+  // Largest output-or-gradient operand and largest input operand of any linear layer
+  // (the output layer's counted per row chunk): the rounded-operand scratch sizes.
+  std::pair<long, long> operand_sizes() const;
+  long largest_layer_weight() const;  // qkv or fc1 / fc2, this rank's slice
+};
+
+// The shape of chunk `options.placement` of a model on tensor-parallel rank `tp`,
+// from its parameter layout.
+ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
+                       const ChunkOptions& options);
+
+// Every buffer the chunk holds: parameters, gradients, Adam moments (unsharded; the
+// distributed optimizer resizes them), activations for `slots` micro-batches, scratch.
+MemoryPlan plan_chunk_memory(const ChunkShape& shape);
+
+}  // namespace trident

@@ -1,0 +1,225 @@
+#include "planner/iteration_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/rank_buffers.h"
+#include "model/chunk_memory.h"
+#include "pipeline_parallel/schedules.h"
+#include "pipeline_parallel/simulator.h"
+#include "planner/collectives.h"
+#include "planner/layer_costs.h"
+#include "planner/paper_model.h"
+
+namespace trident::planner {
+
+namespace pp = pipeline_parallel;
+
+namespace {
+
+// trident moves activations and gradients between ranks as fp32, whatever the precision.
+constexpr double kCommBytes = 4;
+// AdamW per parameter of its shard: reads value, gradient and two moments, writes value,
+// moments and the 16-bit copy (4 * 7 + 2); the gradient-norm pass reads the gradient again.
+constexpr double kOptimizerBytesPerParameter = 34;
+
+pp::ScheduleConfig schedule_of(int p, int v, int m) {
+  return {v > 1 ? pp::ScheduleKind::kInterleaved : pp::ScheduleKind::kOneFOneB, p, v, m};
+}
+
+// trident's default --ddp-bucket-size: max(40M, 1M x d) floats (src/engine/rank_model.cpp).
+double bucket_floats(int d) {
+  return std::max(40e6, 1e6 * d);
+}
+
+}  // namespace
+
+IterationModel::IterationModel(Cluster cluster, Workload workload)
+    : cluster_(std::move(cluster)), workload_(std::move(workload)) {}
+
+IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
+  const ModelConfig& m = workload_.model;
+  const double t = l.tensor, T = (double)l.micro_batch * m.seq_length, h = m.hidden_size;
+  const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch);
+  const PassSeconds forward = layer_forward_seconds(cluster_, work);
+  PassSeconds backward = layer_backward_seconds(cluster_, work);
+  if (l.recompute == Recompute::kFull)
+    backward.gemm += forward.gemm, backward.other += forward.other;
+  if (l.recompute == Recompute::kSelective)
+    backward.other += attention_seconds(cluster_, work.attention_flops);
+  // The last stage also runs the output layer: the pipeline moves at the pace of its
+  // slowest stage.
+  const HeadWork head = output_layer_work(m, l.tensor, l.micro_batch);
+  const PassSeconds head_forward = head_forward_seconds(cluster_, head);
+  const PassSeconds head_backward = head_backward_seconds(cluster_, head);
+  const double layers = (double)m.num_layers / l.pipeline;
+  StageTime st;
+  st.forward = layers * forward.gemm + head_forward.gemm;
+  st.backward = layers * backward.gemm + head_backward.gemm;
+  st.other_forward = layers * forward.other + head_forward.other;
+  st.other_backward = layers * backward.other + head_backward.other;
+  const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
+  const double all_reduce = ring_all_reduce_seconds(T * h * kCommBytes, l.tensor, tp_link);
+  // The output layer on the last stage: the vocabulary-parallel cross-entropy's three
+  // all-reduces of one number per token, and f's backward all-reduce of d(input), which the
+  // fused output layer does in its forward pass.
+  const double head_comm =
+      3 * ring_all_reduce_seconds(T * kCommBytes, l.tensor, tp_link) + all_reduce;
+  st.tensor_forward = layers * 2 * all_reduce + head_comm;
+  st.tensor_backward = layers * (l.recompute == Recompute::kFull ? 4 : 2) * all_reduce;
+  if (l.pipeline > 1) {
+    // Scatter/gather: each tensor rank sends 1/t of the boundary tensor, then the tensor
+    // group all-gathers it; once per chunk and micro-batch in each direction.
+    const LinkSpec& pp_link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
+    const double bytes = T * h * kCommBytes;
+    st.pipeline = l.virtual_stages * (point_to_point_seconds(bytes / t, pp_link) +
+                                      ring_all_gather_seconds(bytes, l.tensor, tp_link));
+  }
+  return st;
+}
+
+double IterationModel::simulated_bubble(int p, int v, int m, double backward_ratio) {
+  if (p <= 1) return 0;
+  const long ratio_key = std::lround(backward_ratio * 100);
+  auto key = std::make_tuple(p, v, m, ratio_key);
+  auto it = bubbles_.find(key);
+  if (it != bubbles_.end()) return it->second;
+  pp::Simulation sim = pp::simulate(schedule_of(p, v, m), 1.0, ratio_key / 100.0);
+  double bubble = 0;
+  for (int s = 0; s < p; ++s) bubble = std::max(bubble, sim.bubble_fraction(s));
+  return bubbles_[key] = bubble;
+}
+
+const std::vector<int>& IterationModel::in_flight(int p, int v, int m, int stage) {
+  auto key = std::make_tuple(p, v, m, stage);
+  auto it = in_flight_.find(key);
+  if (it != in_flight_.end()) return it->second;
+  pp::ScheduleConfig s = schedule_of(p, v, m);
+  return in_flight_[key] = pp::max_in_flight(pp::build_schedule(s, stage), v);
+}
+
+namespace {
+
+void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
+  for (const PlannedBuffer& b : plan.buffers()) {
+    const double bytes = b.total_floats() * 4.0;
+    if (b.name == "gradients")
+      out.gradients += bytes;
+    else if (b.group == "parameters")
+      out.weights += bytes;
+    else if (b.group == "optimizer")
+      out.optimizer += bytes;
+    else if (b.group == "activations")
+      out.activations += bytes;
+    else if (b.group == "communication")
+      out.communication += bytes;
+    else
+      out.scratch += bytes;
+  }
+}
+
+}  // namespace
+
+MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
+  const ModelConfig& m = workload_.model;
+  const int p = l.pipeline, v = l.virtual_stages, per_chunk = l.layers_per_chunk(m.num_layers);
+  const std::vector<int>& slots = in_flight(p, v, l.microbatches(workload_.global_batch), stage);
+  MemoryBreakdown out;
+  out.stage = stage;
+  long gradient_floats = 0;
+  for (int j = 0; j < v; ++j) {
+    const int vs = j * p + stage;
+    ChunkOptions o;
+    o.placement = {vs * per_chunk, per_chunk, vs == 0, vs == p * v - 1};
+    o.slots = slots[j];
+    o.recompute_layers = l.recompute == Recompute::kFull ? per_chunk : 0;
+    o.recompute_group = 1;  // --recompute-method uniform --recompute-num-layers 1
+    o.recompute_attention = l.recompute == Recompute::kSelective;
+    o.precision = workload_.precision;
+    o.pad_multiple = l.distributed_optimizer ? 16L * l.data : 16;
+    const ChunkShape shape = chunk_shape(m, {0, l.tensor}, l.micro_batch, m.seq_length, o);
+    MemoryPlan plan = plan_chunk_memory(shape);
+    // Each data-parallel rank keeps the moments of its 1/d of the (padded) buffer.
+    if (l.distributed_optimizer)
+      plan.resize("adam exp_avg + exp_avg_sq", 2 * shape.parameter_floats / l.data);
+    add_plan(plan, out);
+    gradient_floats += shape.parameter_floats;
+  }
+  RankBufferShape buffers;
+  buffers.stages = p, buffers.chunks = v, buffers.stage = stage;
+  buffers.microbatches = l.microbatches(workload_.global_batch);
+  buffers.boundary_floats = (long)l.micro_batch * m.seq_length * m.hidden_size;
+  buffers.tied_embedding_floats = (long)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size;
+  buffers.gradient_floats = gradient_floats;
+  buffers.data = l.data;
+  buffers.overlap_grad_reduce = l.data > 1;  // --launch turns it on
+  add_plan(plan_rank_buffers(buffers), out);
+  out.runtime = cluster_.device.runtime_memory_gib * (1L << 30);
+  return out;
+}
+
+MemoryBreakdown IterationModel::device_memory(const Layout& l) {
+  MemoryBreakdown first = stage_memory(l, 0);
+  if (l.pipeline == 1) return first;
+  MemoryBreakdown last = stage_memory(l, l.pipeline - 1);
+  return last.total() > first.total() ? last : first;
+}
+
+Prediction IterationModel::predict(const Layout& l) {
+  const ModelConfig& m = workload_.model;
+  const int mb = l.microbatches(workload_.global_batch);
+  Prediction out;
+  out.layout = l;
+  const StageTime st = stage_time(l);
+  const double forward = st.forward + st.other_forward + st.tensor_forward + st.pipeline;
+  const double backward = st.backward + st.other_backward + st.tensor_backward + st.pipeline;
+  TimeBreakdown& time = out.time;
+  time.compute = mb * (st.forward + st.backward);
+  time.other_kernels = mb * (st.other_forward + st.other_backward);
+  time.tensor_comm = mb * (st.tensor_forward + st.tensor_backward);
+  time.pipeline_comm = mb * 2 * st.pipeline;
+  if (l.pipeline > 1) {
+    // After the last backward the first and last stage swap their tied word embedding's
+    // gradient (V / t x h), before the data-parallel reduction and the step.
+    const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
+    time.pipeline_comm += point_to_point_seconds(
+        (double)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size * kCommBytes, link);
+  }
+  out.bubble_fraction = simulated_bubble(l.pipeline, l.virtual_stages, mb, backward / forward);
+  time.bubble = out.bubble_fraction * mb * (forward + backward);
+
+  out.memory = device_memory(l);
+  const double params = out.memory.gradients / 4;  // this device's gradient floats
+  const LinkSpec& dp_link = group_link(cluster_, l.data, l.tensor);
+  const double grad_bytes = params * kCommBytes;
+  double reduce = 0, hide = 0;
+  if (l.distributed_optimizer) {
+    // Reduce-scatter the gradients during the last backward, all-gather the updated values
+    // during the next forward (--overlap-grad-reduce --overlap-param-gather).
+    reduce = ring_reduce_scatter_seconds(grad_bytes, l.data, dp_link) +
+             ring_all_gather_seconds(grad_bytes, l.data, dp_link);
+    hide = backward + forward;
+  } else {
+    reduce = ring_all_reduce_seconds(grad_bytes, l.data, dp_link);
+    hide = backward;
+  }
+  // The last bucket to fill cannot overlap anything.
+  const double last_bucket = reduce * std::min(1.0, bucket_floats(l.data) / std::max(params, 1.0));
+  time.data_comm = std::max(reduce - hide, l.data > 1 ? last_bucket : 0.0);
+  time.data_comm_hidden = reduce - time.data_comm;
+  if (cluster_.device.memory_bandwidth_gbs > 0) {
+    const double shard = l.distributed_optimizer ? params / l.data : params;
+    time.optimizer =
+        shard * kOptimizerBytesPerParameter / (cluster_.device.memory_bandwidth_gbs * 1e9);
+  }
+
+  GptShape shape{m.num_layers, m.hidden_size, m.padded_vocab_size(l.tensor), m.seq_length};
+  out.model_flops = paper_flops_per_iteration(shape, (double)workload_.global_batch,
+                                              l.recompute == Recompute::kFull);
+  out.tflops_per_device = out.model_flops / (time.total() * l.devices()) / 1e12;
+  out.peak_fraction = out.tflops_per_device / cluster_.device.peak_tflops;
+  out.fits = out.memory.total() <= cluster_.device.memory_gib * (1L << 30);
+  return out;
+}
+
+}  // namespace trident::planner

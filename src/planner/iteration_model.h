@@ -1,0 +1,91 @@
+#pragma once
+// The time and memory of one training iteration of a layout, from first principles and the
+// cluster file only (no per-configuration constants):
+// - compute: each GEMM's FLOPs on one device at the cluster's size-dependent efficiency,
+//   the attention core and the element-wise kernels (src/planner/layer_costs.h);
+// - tensor parallelism: the layers' all-reduces (2 forward, 2 backward, 2 more when a
+//   layer is recomputed) on the ring model over the node's links;
+// - pipeline parallelism: the boundary sends (1/t of the tensor with scatter/gather, then an
+//   all-gather inside the tensor group), and the bubble from simulating trident's own
+//   schedule lists (src/pipeline_parallel), not from a formula;
+// - data parallelism: the gradient all-reduce (or reduce-scatter + all-gather with the
+//   distributed optimizer), less what overlaps with the last backward / first forward;
+// - the optimizer: AdamW streams its state through memory once per step;
+// - memory: the chunk memory plans trident prints before step 1 (src/model/chunk_memory),
+//   with the micro-batches in flight taken from the same schedule lists.
+#include <map>
+#include <tuple>
+
+#include "planner/cluster.h"
+#include "planner/layout.h"
+
+namespace trident::planner {
+
+struct TimeBreakdown {       // seconds per iteration on the critical (slowest) pipeline stage
+  double compute = 0;        // matrix products
+  double other_kernels = 0;  // the attention core and the element-wise kernels
+  double tensor_comm = 0;
+  double pipeline_comm = 0;
+  double bubble = 0;
+  double data_comm = 0;         // exposed
+  double data_comm_hidden = 0;  // overlapped with backward / forward (not in total)
+  double optimizer = 0;
+  double total() const {
+    return compute + other_kernels + tensor_comm + pipeline_comm + bubble + data_comm + optimizer;
+  }
+};
+
+struct MemoryBreakdown {  // bytes on the fullest device (first or last pipeline stage)
+  double weights = 0;     // fp32 values and the 16-bit copy
+  double gradients = 0;
+  double optimizer = 0;  // Adam moments (sharded with the distributed optimizer)
+  double activations = 0;
+  double scratch = 0;
+  double communication = 0;  // pipeline send copies, MPI temporaries (engine/rank_buffers.h)
+  double runtime = 0;        // the process itself: code, MPI, the allocator (calibrated)
+  int stage = 0;
+  double total() const {
+    return weights + gradients + optimizer + activations + scratch + communication + runtime;
+  }
+};
+
+struct Prediction {
+  Layout layout;
+  TimeBreakdown time;
+  MemoryBreakdown memory;
+  double bubble_fraction = 0;  // simulated idle / busy time of the schedule
+  double model_flops = 0;      // the paper's FLOPs of one iteration
+  double tflops_per_device = 0;
+  double peak_fraction = 0;
+  bool fits = false;
+};
+
+class IterationModel {
+ public:
+  IterationModel(Cluster cluster, Workload workload);
+  // The layout must be valid (layout_violations empty).
+  Prediction predict(const Layout& layout);
+  MemoryBreakdown device_memory(const Layout& layout);
+  // Idle over busy time of the schedule's first rank, simulated with backward = ratio x forward.
+  double simulated_bubble(int p, int v, int m, double backward_ratio);
+  const Cluster& cluster() const { return cluster_; }
+  const Workload& workload() const { return workload_; }
+
+ private:
+  struct StageTime {                   // one micro-batch through one whole stage (all its chunks)
+    double forward = 0, backward = 0;  // matrix products
+    double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels
+    double tensor_forward = 0, tensor_backward = 0;
+    double pipeline = 0;  // per direction
+  };
+  StageTime stage_time(const Layout& l) const;
+  MemoryBreakdown stage_memory(const Layout& l, int stage);
+  const std::vector<int>& in_flight(int p, int v, int m, int stage);
+
+  Cluster cluster_;
+  Workload workload_;
+  std::map<std::tuple<int, int, int, long>, double> bubbles_;
+  std::map<std::tuple<int, int, int, int>, std::vector<int>> in_flight_;
+};
+
+}  // namespace trident::planner

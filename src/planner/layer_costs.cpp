@@ -1,0 +1,82 @@
+#include "planner/layer_costs.h"
+
+#include <algorithm>
+
+#include "tensor_parallel/lm_head_loss.h"
+
+namespace trident::planner {
+
+LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch) {
+  const double t = tensor, s = m.seq_length, T = micro_batch * s, h = m.hidden_size;
+  const double ffn = m.ffn(), heads = m.num_attention_heads / t, d = m.head_dim();
+  LayerWork w;
+  w.gemms = {{T, 3 * h / t, h}, {T, h, h / t}, {T, ffn / t, h}, {T, h, ffn / t}};
+  w.attention_flops = 2 * (2 * micro_batch * heads * s * s * d);
+  // Element accesses of trident's kernels, forward: LayerNorms read and write h (2 x 2h);
+  // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
+  // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h); bias +
+  // GeLU reads the pre-activation and writes it and the activation (3 ffn/t).
+  w.elementwise = T * (10 * h + 10 * h / t + 3 * ffn / t);
+  return w;
+}
+
+HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch) {
+  const long T = (long)micro_batch * m.seq_length;
+  const int vocab_local = m.padded_vocab_size(tensor) / tensor;
+  const double rows = tensor_parallel::lm_head_chunk_rows(T, vocab_local);
+  HeadWork w;
+  w.logits = {rows, (double)vocab_local, (double)m.hidden_size};
+  w.chunks = T / rows;
+  w.logits_elements = (double)T * vocab_local;
+  w.elementwise = 2.0 * T * m.hidden_size;
+  return w;
+}
+
+double gemm_seconds(const Cluster& c, const Gemm& g) {
+  const double flops = g.flops();
+  if (flops <= 0) return 0;
+  return flops / (c.device.peak_tflops * 1e12 * c.gemm.at(flops));
+}
+
+double attention_seconds(const Cluster& c, double flops) {
+  if (flops <= 0) return 0;
+  // Without a measured efficiency the core runs like the products of its size (on GPUs a
+  // fused attention kernel is close to its GEMMs).
+  const double efficiency =
+      c.kernels.attention_efficiency > 0 ? c.kernels.attention_efficiency : c.gemm.at(flops / 2);
+  return flops / (c.device.peak_tflops * 1e12 * efficiency);
+}
+
+double elementwise_seconds(const Cluster& c, double accesses) {
+  return accesses * c.kernels.elementwise_ns(c.device) * 1e-9;
+}
+
+double cross_entropy_seconds(const Cluster& c, double logits) {
+  return logits * c.kernels.cross_entropy_ns(c.device) * 1e-9;
+}
+
+PassSeconds layer_forward_seconds(const Cluster& c, const LayerWork& w) {
+  PassSeconds p;
+  for (const Gemm& g : w.gemms) p.gemm += gemm_seconds(c, g);
+  p.other = attention_seconds(c, w.attention_flops) + elementwise_seconds(c, w.elementwise);
+  return p;
+}
+
+PassSeconds layer_backward_seconds(const Cluster& c, const LayerWork& w) {
+  PassSeconds f = layer_forward_seconds(c, w);
+  return {2 * f.gemm, 2 * f.other};
+}
+
+// trident's fused output layer does all its work in the forward pass when training: per row
+// chunk the logits, the cross-entropy and d(logits), then d(input) and the weight gradient
+// (two more products of the same size); backward is only the final LayerNorm's.
+PassSeconds head_forward_seconds(const Cluster& c, const HeadWork& w) {
+  return {3 * w.chunks * gemm_seconds(c, w.logits),
+          cross_entropy_seconds(c, w.logits_elements) + elementwise_seconds(c, w.elementwise)};
+}
+
+PassSeconds head_backward_seconds(const Cluster& c, const HeadWork& w) {
+  return {0, elementwise_seconds(c, 2 * w.elementwise)};
+}
+
+}  // namespace trident::planner

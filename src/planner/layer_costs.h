@@ -1,0 +1,54 @@
+#pragma once
+// The work of one micro-batch through one transformer layer and through the output layer on
+// one device, split the way the planner times it: matrix products (at the cluster's GEMM
+// efficiency), the attention core (its products, at the attention efficiency), and the
+// element-wise kernels (LayerNorm, bias, GeLU, residual adds, softmax/cross-entropy) at a
+// time per element. The model and the calibration share these counts, so what calibration
+// measures is exactly what the model multiplies.
+#include <vector>
+
+#include "config/model_config.h"
+#include "planner/cluster.h"
+
+namespace trident::planner {
+
+struct Gemm {
+  double m, n, k;
+  double flops() const { return 2 * m * n * k; }
+};
+
+struct LayerWork {
+  std::vector<Gemm> gemms;     // forward; backward runs two products of each one's size
+  double attention_flops = 0;  // forward: Q K^T and P V over this device's heads
+  double elementwise = 0;      // forward element accesses of the other kernels
+};
+
+struct HeadWork {
+  Gemm logits;                 // forward, one row chunk of the fused output layer at a time
+  double chunks = 1;           // row chunks per micro-batch
+  double logits_elements = 0;  // T x V / t: the softmax and cross-entropy pass over them
+  double elementwise = 0;      // the final LayerNorm
+};
+
+LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch);
+HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch);
+
+// Seconds on one device of the cluster.
+double gemm_seconds(const Cluster& c, const Gemm& g);
+double attention_seconds(const Cluster& c, double flops);
+double elementwise_seconds(const Cluster& c, double accesses);
+double cross_entropy_seconds(const Cluster& c, double logits);
+
+// Forward and backward of one layer (backward: two products per forward product, the
+// attention core's backward and element-wise work counted as twice the forward's) and of
+// the output layer.
+struct PassSeconds {
+  double gemm = 0, other = 0;  // other: attention core and element-wise kernels
+  double total() const { return gemm + other; }
+};
+PassSeconds layer_forward_seconds(const Cluster& c, const LayerWork& w);
+PassSeconds layer_backward_seconds(const Cluster& c, const LayerWork& w);
+PassSeconds head_forward_seconds(const Cluster& c, const HeadWork& w);
+PassSeconds head_backward_seconds(const Cluster& c, const HeadWork& w);
+
+}  // namespace trident::planner

@@ -1,0 +1,55 @@
+#include "planner/layout.h"
+
+#include "pipeline_parallel/schedules.h"
+
+namespace trident::planner {
+
+std::string recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+std::string Layout::describe() const {
+  std::string s = "t=" + std::to_string(tensor) + " p=" + std::to_string(pipeline) +
+                  " d=" + std::to_string(data) + " b=" + std::to_string(micro_batch) +
+                  " v=" + std::to_string(virtual_stages);
+  if (recompute != Recompute::kNone) s += " recompute=" + recompute_name(recompute);
+  if (distributed_optimizer) s += " dist-opt";
+  return s;
+}
+
+std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
+  std::vector<std::string> errors = validate_model_config(w.model, l.tensor);
+  const ModelConfig& m = w.model;
+  const std::string layers = "--num-layers (" + std::to_string(m.num_layers) + ")";
+  if (m.num_layers % l.pipeline)
+    errors.push_back(layers + " must be divisible by --pipeline-model-parallel-size (" +
+                     std::to_string(l.pipeline) + ")");
+  else if ((m.num_layers / l.pipeline) % l.virtual_stages)
+    errors.push_back(layers + " / p must be divisible by v (" + std::to_string(l.virtual_stages) +
+                     ")");
+  const long unit = (long)l.micro_batch * l.data;
+  if (w.global_batch % unit) {
+    errors.push_back("--global-batch-size (" + std::to_string(w.global_batch) +
+                     ") must be divisible by --micro-batch-size x d (" + std::to_string(unit) +
+                     ")");
+    return errors;
+  }
+  if (l.distributed_optimizer && l.data < 2)
+    errors.push_back("--use-distributed-optimizer needs d >= 2 to shard anything");
+  pipeline_parallel::ScheduleConfig s{l.virtual_stages > 1
+                                          ? pipeline_parallel::ScheduleKind::kInterleaved
+                                          : pipeline_parallel::ScheduleKind::kOneFOneB,
+                                      l.pipeline, l.virtual_stages, l.microbatches(w.global_batch)};
+  for (const std::string& e : pipeline_parallel::validate_schedule(s)) errors.push_back(e);
+  return errors;
+}
+
+}  // namespace trident::planner

@@ -1,0 +1,41 @@
+#pragma once
+// One candidate layout (t, p, d, b, v, recomputation, distributed optimizer) and the
+// workload it runs: the model's shape, the global batch and the training precision.
+#include <string>
+
+#include "config/model_config.h"
+#include "kernels/low_precision.h"
+
+namespace trident::planner {
+
+enum class Recompute { kNone, kSelective, kFull };
+std::string recompute_name(Recompute r);  // none, selective, full
+
+struct Layout {
+  int tensor = 1;    // t
+  int pipeline = 1;  // p
+  int data = 1;      // d
+  int micro_batch = 1;
+  int virtual_stages = 1;  // v (model chunks per pipeline rank)
+  Recompute recompute = Recompute::kNone;
+  bool distributed_optimizer = false;
+
+  long devices() const { return (long)tensor * pipeline * data; }
+  int microbatches(long global_batch) const {
+    return (int)(global_batch / ((long)micro_batch * data));
+  }
+  int layers_per_chunk(int num_layers) const { return num_layers / (pipeline * virtual_stages); }
+  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=2 recompute=full dist-opt"
+};
+
+struct Workload {
+  ModelConfig model;
+  long global_batch = 0;
+  kernels::Precision precision = kernels::Precision::kBf16;
+};
+
+// Every rule the layout breaks for this workload (Megatron's divisibility rules and the
+// schedule's), each naming the flag; empty when trident can run it.
+std::vector<std::string> layout_violations(const Layout& layout, const Workload& w);
+
+}  // namespace trident::planner

@@ -1,0 +1,43 @@
+#pragma once
+// The layout search: every valid (t, p, d, b, v, recomputation, distributed optimizer) for n
+// devices, with t inside a node (Megatron's and MT-NLG's placement), the ones over memory
+// set aside, the rest ranked by predicted time per iteration. A dimension the user gave is
+// fixed.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/iteration_model.h"
+
+namespace trident::planner {
+
+struct SearchOptions {
+  long num_devices = 0;
+  // 0 / nullopt: searched.
+  int tensor = 0, pipeline = 0, micro_batch = 0;
+  int layers_per_virtual_stage = 0;  // --num-layers-per-virtual-pipeline-stage: v = l / (p x it)
+  std::optional<Recompute> recompute;
+  std::optional<bool> distributed_optimizer;
+  int max_micro_batch = 64;
+};
+
+struct SearchResult {
+  std::vector<Prediction> fitting;      // fastest first
+  std::vector<Prediction> over_memory;  // smallest memory first
+  long evaluated = 0;                   // valid layouts whose memory was modelled
+  long timed = 0;                       // ... and whose time was modelled (the fitting ones)
+};
+
+SearchResult search_layouts(IterationModel& model, const SearchOptions& options);
+
+// Why nothing fits, in one message naming the flags, with the closest thing that would
+// (the smallest device count with a fitting layout, or the layout nearest to fitting).
+std::string explain_no_fit(IterationModel& model, const SearchOptions& options,
+                           const SearchResult& result);
+
+// Rules the request breaks before any search (t beyond a node, heads not divisible by any
+// t, fixed dimensions that do not divide the devices); empty when none.
+std::vector<std::string> request_violations(const IterationModel& model,
+                                            const SearchOptions& options);
+
+}  // namespace trident::planner

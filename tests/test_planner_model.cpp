@@ -1,0 +1,190 @@
+// The planner's model of one iteration against independent numbers: the PTD-P paper's
+// parameter counts (its Table 1), FLOPs and training-time examples, the paper's bubble
+// (p - 1) / (v m) for the simulated schedules, ring collectives worked by hand, and the
+// memory plan of a chunk trident actually builds.
+#include <gtest/gtest.h>
+
+#include "comm/communicator.h"
+#include "engine/rank_buffers.h"
+#include "model/gpt_model.h"
+#include "planner/collectives.h"
+#include "planner/iteration_model.h"
+#include "planner/layer_costs.h"
+#include "planner/paper_model.h"
+
+namespace trident::planner {
+namespace {
+
+struct PaperRow {
+  long heads, hidden, layers;
+  double billions;  // the paper's "Number of parameters (billion)"
+};
+
+// Narayanan et al. 2021, Table 1 (s = 2048, V = 51,200).
+const PaperRow kTable1[] = {{24, 2304, 24, 1.7},      {32, 3072, 30, 3.6},
+                            {32, 4096, 36, 7.5},      {48, 6144, 40, 18.4},
+                            {64, 8192, 48, 39.1},     {80, 10240, 60, 76.1},
+                            {96, 12288, 80, 145.6},   {128, 16384, 96, 310.1},
+                            {128, 20480, 105, 529.6}, {160, 25600, 128, 1008.0}};
+
+TEST(PlannerPaperModel, ParameterCountsOfTable1) {
+  for (const PaperRow& r : kTable1) {
+    double p = paper_parameter_count({r.layers, r.hidden, 51200, 2048});
+    EXPECT_NEAR(p / 1e9, r.billions, 0.05) << "h = " << r.hidden;
+  }
+}
+
+TEST(PlannerPaperModel, FlopsPerIteration) {
+  // 1.7B model, B = 512: 96 B s l h^2 (1 + s/6h + V/16lh) worked by hand = 1.546683e16.
+  GptShape small{24, 2304, 51200, 2048};
+  EXPECT_NEAR(paper_flops_per_iteration(small, 512, true) / 1.546683e16, 1, 1e-6);
+  EXPECT_NEAR(paper_flops_per_iteration(small, 512, false) / 1.178567e16, 1, 1e-6);
+  // For the 1T model the paper approximates F by 8 B s P (6h >> s, 16lh >> V, 12lh >> V + s).
+  GptShape large{128, 25600, 51200, 2048};
+  double P = paper_parameter_count(large);
+  EXPECT_NEAR(paper_flops_per_iteration(large, 3072, true) / (8.0 * 3072 * 2048 * P), 1, 0.02);
+}
+
+TEST(PlannerPaperModel, TrainingTimeExamplesOfSection5) {
+  const double day = 86400;
+  // GPT-3: 175B parameters, 300B tokens, 1024 A100s at 140 TFLOP/s: "about 34 days".
+  EXPECT_NEAR(paper_training_seconds(300e9, 175e9, 1024, 140e12) / day, 34, 0.5);
+  // 1T: 450B tokens, 3072 A100s at 163 TFLOP/s: "about 84 days".
+  EXPECT_NEAR(paper_training_seconds(450e9, 1008e9, 3072, 163e12) / day, 84, 0.5);
+}
+
+TEST(PlannerCollectives, RingCostsWorkedByHand) {
+  LinkSpec link{100, 10};  // 100 GB/s, 10 us
+  // 1 GB over 8 ranks: 2 * 7/8 GB at 100 GB/s = 17.5 ms, plus 14 steps of 10 us.
+  EXPECT_NEAR(ring_all_reduce_seconds(1e9, 8, link), 17.5e-3 + 140e-6, 1e-12);
+  EXPECT_NEAR(ring_reduce_scatter_seconds(1e9, 8, link), 8.75e-3 + 70e-6, 1e-12);
+  EXPECT_NEAR(point_to_point_seconds(1e6, link), 10e-6 + 10e-6, 1e-15);
+  EXPECT_EQ(ring_all_reduce_seconds(1e9, 1, link), 0);
+}
+
+Cluster a100_node(int nodes) {
+  Cluster c;
+  c.nodes = nodes;
+  c.device = {"A100", 312, 80, 2039};
+  c.devices_per_node = 8;
+  c.intra_node = {300, 5};
+  c.inter_node = {25, 10};
+  return c;
+}
+
+TEST(PlannerCollectives, GroupsInsideANodeUseItsLinks) {
+  Cluster c = a100_node(4);
+  EXPECT_EQ(&group_link(c, 8, 1), &c.intra_node);  // t = 8
+  EXPECT_EQ(&group_link(c, 2, 4), &c.intra_node);  // d = 2 at stride t = 4
+  EXPECT_EQ(&group_link(c, 4, 4), &c.inter_node);  // d = 4 at stride 4 spans two nodes
+  EXPECT_EQ(&group_link(c, 2, 8), &c.inter_node);  // pipeline neighbours a node apart
+}
+
+Workload gpt(int layers, int hidden, int heads, int seq, long batch) {
+  Workload w;
+  w.model.num_layers = layers, w.model.hidden_size = hidden;
+  w.model.num_attention_heads = heads, w.model.seq_length = seq;
+  w.model.vocab_size = 51200;
+  w.global_batch = batch;
+  return w;
+}
+
+TEST(PlannerLayerCosts, ForwardFlopsPerLayerAreThePapers) {
+  // One layer's forward: 24 b s h^2 (1 + s / (6h)) FLOPs, split over t; the output layer
+  // 2 b s h V, run three times (logits, d(input), weight gradient).
+  ModelConfig m;
+  m.hidden_size = 1024, m.num_attention_heads = 16, m.seq_length = 512, m.vocab_size = 51200;
+  for (int t : {1, 2, 8}) {
+    LayerWork w = transformer_layer_work(m, t, 4);
+    double flops = w.attention_flops;
+    for (const Gemm& g : w.gemms) flops += g.flops();
+    const double b = 4, s = 512, h = 1024;
+    EXPECT_NEAR(flops / (24 * b * s * h * h * (1 + s / (6 * h)) / t), 1, 1e-12);
+    HeadWork head = output_layer_work(m, t, 4);
+    EXPECT_NEAR(head.chunks * head.logits.flops() / (2 * b * s * h * 51200 / t), 1, 1e-12);
+    EXPECT_NEAR(head.logits_elements, b * s * 51200 / t, 1e-6);
+  }
+}
+
+TEST(PlannerIterationModel, SimulatedBubbleIsThePapers) {
+  IterationModel model(a100_node(1), gpt(8, 256, 4, 64, 64));
+  for (int p : {2, 4, 8})
+    for (int m : {p, 2 * p, 4 * p}) {
+      EXPECT_NEAR(model.simulated_bubble(p, 1, m, 2.0), (p - 1.0) / m, 1e-9);  // 1F1B
+      for (int v : {2, 4})
+        EXPECT_NEAR(model.simulated_bubble(p, v, m, 2.0), (p - 1.0) / (v * m), 1e-9);
+    }
+  EXPECT_EQ(model.simulated_bubble(1, 1, 8, 2.0), 0);
+}
+
+TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
+  Cluster c = a100_node(1);
+  c.gemm.table = {{1, 0.5}, {2, 0.5}};  // flat: every GEMM at half of peak
+  c.device.memory_bandwidth_gbs = 0;    // element-wise kernels and the optimizer take no time
+  Workload w = gpt(4, 1024, 16, 512, 8);
+  IterationModel model(c, w);
+  GptShape shape{4, 1024, 51200, 512};
+  for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+    Layout l{1, 1, 1, 2, 1, r, false};
+    Prediction p = model.predict(l);
+    double flops = paper_flops_per_iteration(shape, 8, r == Recompute::kFull);
+    EXPECT_NEAR((p.time.compute + p.time.other_kernels) * 312e12 * 0.5 / flops, 1, 1e-9);
+    EXPECT_EQ(p.time.tensor_comm + p.time.pipeline_comm + p.time.bubble + p.time.data_comm, 0);
+  }
+}
+
+TEST(PlannerIterationModel, MemoryIsThePlanOfTheChunkTridentBuilds) {
+  Workload w = gpt(2, 128, 4, 32, 4);
+  w.model.vocab_size = 1000;
+  w.precision = kernels::Precision::kBf16;
+  IterationModel model(a100_node(1), w);
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    Layout l{1, 1, 1, 2, 1, r, false};
+    ChunkOptions o;
+    o.precision = kernels::Precision::kBf16;
+    o.recompute_layers = r == Recompute::kFull ? 2 : 0;
+    o.recompute_attention = r == Recompute::kSelective;
+    comm::SingleRankCommunicator tp("tensor");
+    GPTModel built(w.model, tp, 2, 32, o);
+    EXPECT_DOUBLE_EQ(model.device_memory(l).total(), (double)built.memory_plan().total_bytes());
+  }
+}
+
+TEST(PlannerIterationModel, DistributedOptimizerShardsTheMoments) {
+  Workload w = gpt(8, 1024, 16, 512, 64);
+  IterationModel model(a100_node(1), w);
+  Layout plain{1, 1, 8, 1, 1, Recompute::kNone, false}, sharded = plain;
+  sharded.distributed_optimizer = true;
+  MemoryBreakdown a = model.device_memory(plain), b = model.device_memory(sharded);
+  EXPECT_NEAR(b.optimizer / a.optimizer, 1.0 / 8, 1e-4);  // 8 bytes per parameter -> 1 + 1/d
+  EXPECT_NEAR(a.optimizer, 2 * a.gradients, 64);
+  EXPECT_EQ(a.activations, b.activations);
+}
+
+TEST(PlannerIterationModel, OneFOneBHoldsPMicroBatchesOnTheFirstStage) {
+  Workload w = gpt(8, 256, 4, 64, 8);
+  w.model.vocab_size = 1000;  // the layers, not the output layer, dominate
+  IterationModel model(a100_node(1), w);
+  Layout l1{1, 4, 1, 1, 1, Recompute::kNone, false}, l2 = l1;
+  l2.pipeline = 2;  // half the stages: half the micro-batches in flight, twice the layers
+  MemoryBreakdown a = model.device_memory(l1), b = model.device_memory(l2);
+  EXPECT_EQ(a.stage, 0);
+  // Layer activations per device: in flight (p) x layers per stage (8 / p) is the same.
+  EXPECT_NEAR(a.activations / b.activations, 1.0, 0.1);
+}
+
+TEST(RankBuffers, SendCopiesTiedEmbeddingAndMpiTemporaries) {
+  RankBufferShape s;
+  s.stages = 2, s.chunks = 2, s.microbatches = 4;
+  s.boundary_floats = 100, s.tied_embedding_floats = 1000, s.gradient_floats = 5000;
+  s.data = 2, s.overlap_grad_reduce = true;
+  // Stage 0 sends backward from its second chunk only (virtual stage 2), 4 micro-batches.
+  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 4L * (4 * 100 + 1000 + 5000));
+  s.stage = 1;  // both chunks send backward
+  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 4L * (8 * 100 + 1000 + 5000));
+  s.stages = 1, s.chunks = 1, s.stage = 0, s.overlap_grad_reduce = false;
+  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace trident::planner

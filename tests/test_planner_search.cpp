@@ -1,0 +1,262 @@
+// The layout search and `trident plan` end to end: given dimensions stay fixed, tensor
+// groups stay inside a node, layouts over memory are set aside, plans come fastest first,
+// the JSON has exactly the issue's keys, and impossible requests say why with the closest
+// thing that fits.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "planner/report.h"
+#include "planner/search.h"
+
+namespace trident::planner {
+namespace {
+
+Cluster cluster(int nodes, int per_node, double memory_gib) {
+  Cluster c;
+  c.source = "test.toml";
+  c.nodes = nodes;
+  c.device = {"X", 100, memory_gib, 1000};
+  c.devices_per_node = per_node;
+  c.intra_node = {100, 5};
+  c.inter_node = {10, 10};
+  return c;
+}
+
+Workload small_gpt(long batch = 32) {
+  Workload w;
+  w.model.num_layers = 8, w.model.hidden_size = 512, w.model.num_attention_heads = 8;
+  w.model.seq_length = 256, w.model.vocab_size = 1000;
+  w.global_batch = batch;
+  return w;
+}
+
+TEST(PlannerSearch, FastestFirstAllWithinMemoryAndTensorInsideANode) {
+  IterationModel model(cluster(4, 4, 80), small_gpt());
+  SearchResult r = search_layouts(model, {16});
+  ASSERT_GT(r.fitting.size(), 10u);
+  EXPECT_EQ(r.timed, (long)r.fitting.size());
+  EXPECT_EQ(r.evaluated, (long)(r.fitting.size() + r.over_memory.size()));
+  for (size_t i = 0; i < r.fitting.size(); ++i) {
+    const Prediction& p = r.fitting[i];
+    EXPECT_EQ(p.layout.devices(), 16);
+    EXPECT_LE(p.layout.tensor, 4);
+    EXPECT_TRUE(p.fits);
+    if (i) EXPECT_LE(r.fitting[i - 1].time.total(), p.time.total());
+  }
+}
+
+TEST(PlannerSearch, GivenDimensionsAreFixed) {
+  IterationModel model(cluster(2, 8, 80), small_gpt());
+  SearchOptions o{16};
+  o.tensor = 2, o.pipeline = 2, o.micro_batch = 2, o.layers_per_virtual_stage = 2;
+  o.recompute = Recompute::kFull;
+  SearchResult r = search_layouts(model, o);
+  ASSERT_FALSE(r.fitting.empty());
+  for (const Prediction& p : r.fitting) {
+    EXPECT_EQ(p.layout.tensor, 2);
+    EXPECT_EQ(p.layout.pipeline, 2);
+    EXPECT_EQ(p.layout.data, 4);
+    EXPECT_EQ(p.layout.micro_batch, 2);
+    EXPECT_EQ(p.layout.virtual_stages, 2);  // 8 layers / (p = 2 x 2 layers per chunk)
+    EXPECT_EQ(p.layout.recompute, Recompute::kFull);
+  }
+}
+
+TEST(PlannerSearch, OverMemoryIsSetAsideAndRecomputationMakesRoom) {
+  Workload w = small_gpt(64);
+  w.model.seq_length = 2048;
+  IterationModel roomy(cluster(1, 4, 80), w);
+  SearchResult all = search_layouts(roomy, {4});
+  // Capacity between the smallest and the largest layout's memory.
+  const double gib = 1L << 30;
+  double smallest = 1e300, largest = 0;
+  for (const Prediction& p : all.fitting) {
+    smallest = std::min(smallest, p.memory.total());
+    largest = std::max(largest, p.memory.total());
+  }
+  const double capacity = (smallest + largest) / 2;
+  IterationModel tight(cluster(1, 4, capacity / gib), w);
+  SearchResult r = search_layouts(tight, {4});
+  ASSERT_FALSE(r.fitting.empty());
+  ASSERT_FALSE(r.over_memory.empty());
+  for (const Prediction& p : r.fitting) EXPECT_LE(p.memory.total(), capacity);
+  for (const Prediction& p : r.over_memory) EXPECT_GT(p.memory.total(), capacity);
+  EXPECT_EQ(r.fitting.size() + r.over_memory.size(), all.fitting.size());
+}
+
+TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
+  IterationModel model(cluster(1, 4, 80), small_gpt());
+  SearchResult r = search_layouts(model, {4});
+  nlohmann::json j = nlohmann::json::parse(plans_json(r.fitting, 3));
+  ASSERT_EQ(j.size(), 1u);
+  ASSERT_EQ(j["plans"].size(), 3u);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : j["plans"][0].items()) keys.insert(key);
+  EXPECT_EQ(keys,
+            (std::set<std::string>{"tensor", "pipeline", "data", "micro_batch", "virtual",
+                                   "recompute", "distributed_optimizer", "time_per_iteration_s",
+                                   "tflops_per_device", "memory_per_device_gib", "bubble"}));
+  EXPECT_DOUBLE_EQ(j["plans"][0]["time_per_iteration_s"], r.fitting[0].time.total());
+}
+
+TEST(PlannerSearch, ImpossibleRequestsSayWhy) {
+  Workload w = small_gpt();
+  w.model.num_attention_heads = 6;
+  w.model.hidden_size = 384;
+  IterationModel model(cluster(2, 8, 80), w);
+  SearchOptions o{16};
+  o.tensor = 4;
+  std::vector<std::string> errors = request_violations(model, o);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("--num-attention-heads (6) is not divisible by "
+                           "--tensor-model-parallel-size (4); sizes that divide both the heads "
+                           "and a node: 1, 2"),
+            std::string::npos)
+      << errors[0];
+  o.tensor = 16;
+  EXPECT_NE(request_violations(model, o)[0].find("must fit one node (8 devices)"),
+            std::string::npos);
+  o.tensor = 0, o.pipeline = -2, o.max_micro_batch = 0;
+  errors = request_violations(model, o);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "--pipeline-model-parallel-size must be >= 1 (got -2)");
+  EXPECT_EQ(errors[1], "--max-micro-batch-size must be >= 1 (got 0)");
+}
+
+TEST(PlannerSearch, FewerDevicesThanOneReplicaNeedsNamesTheCountThatFits) {
+  Workload w = small_gpt();
+  IterationModel roomy(cluster(1, 8, 80), w);
+  Layout one{1, 1, 1, 1, 1, Recompute::kFull, false};
+  // One device holds a little less than the whole model with its smallest activations.
+  const double gib = 1L << 30, need = roomy.device_memory(one).total();
+  IterationModel model(cluster(1, 8, 0.9 * need / gib), w);
+  SearchOptions o{1};
+  SearchResult r = search_layouts(model, o);
+  EXPECT_TRUE(r.fitting.empty());
+  std::string why = explain_no_fit(model, o, r);
+  EXPECT_NE(why.find("nothing fits in"), std::string::npos) << why;
+  EXPECT_NE(why.find("it would fit on 2 devices (--num-devices 2)"), std::string::npos) << why;
+}
+
+TEST(PlannerSearch, HeadsThatAllowNoTensorSplitAreNamed) {
+  Workload w = small_gpt();
+  w.model.num_attention_heads = 7, w.model.hidden_size = 448;
+  IterationModel roomy(cluster(1, 8, 80), w);
+  Layout one{1, 1, 1, 1, 1, Recompute::kFull, false};
+  const double gib = 1L << 30, need = roomy.device_memory(one).total();
+  IterationModel model(cluster(1, 8, 0.9 * need / gib), w);
+  SearchOptions o{1};
+  SearchResult r = search_layouts(model, o);
+  EXPECT_TRUE(r.fitting.empty());
+  std::string why = explain_no_fit(model, o, r);
+  EXPECT_NE(why.find("--num-attention-heads (7) allows only t = 1 of a node's 8 devices"),
+            std::string::npos)
+      << why;
+}
+
+TEST(PlannerSearch, AFixedDimensionThatRulesEverythingOutIsNamed) {
+  IterationModel model(cluster(1, 8, 80), small_gpt());
+  SearchOptions o{8};
+  o.micro_batch = 64;  // b x d must divide the global batch of 32
+  SearchResult r = search_layouts(model, o);
+  EXPECT_EQ(r.evaluated, 0);
+  std::string why = explain_no_fit(model, o, r);
+  EXPECT_NE(why.find("no layout of 8 devices satisfies the divisibility rules"), std::string::npos);
+  EXPECT_NE(why.find("without the layout flags given, it would fit on 8 devices"),
+            std::string::npos)
+      << why;
+}
+
+TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTakesUnderTenSeconds) {
+  Cluster c = load_cluster(TRIDENT_SOURCE_DIR "/clusters/dgx-a100.toml");
+  c.device.memory_gib = 1e9;  // every layout fits, so every one is simulated and timed
+  Workload w;
+  w.model.num_layers = 128, w.model.hidden_size = 25600, w.model.num_attention_heads = 160;
+  w.model.seq_length = 2048, w.model.vocab_size = 51200;
+  w.global_batch = 3072;
+  const auto start = std::chrono::steady_clock::now();
+  IterationModel model(c, w);
+  SearchResult r = search_layouts(model, {3072});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(r.timed, 1000);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LT(seconds, 10);  // the issue's bound; sanitized builds run several times slower
+#endif
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+
+CommandResult run(const std::string& args) {
+  std::string cmd = std::string(TRIDENT_BINARY) + " plan " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kGpt3 =
+    "--cluster " TRIDENT_SOURCE_DIR
+    "/clusters/dgx-a100.toml --num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
+    "--seq-length 2048 --vocab-size 51200 --global-batch-size 1536 --bf16";
+
+TEST(PlanCommand, RanksExplainsAndEstimates) {
+  CommandResult r = run(kGpt3 + " --num-devices 1024 --train-tokens 300e9 --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* part : {"time/iter", "where the time goes",
+                           "best plan, t=", "rank-to-node mapping", "days by the paper's 8TP/(nX)"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  CommandResult j = run(kGpt3 + " --num-devices 1024 --json --top 2");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  nlohmann::json plans = nlohmann::json::parse(j.output)["plans"];
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(
+      plans[0]["tensor"].get<int>() * plans[0]["pipeline"].get<int>() * plans[0]["data"].get<int>(),
+      1024);
+}
+
+TEST(PlanCommand, DistributedOptimizerIsSearchedUnlessFixed) {
+  const std::string gpt = kGpt3 + " --num-devices 1024 --json --top 1000";
+  auto count = [](const std::string& out, const std::string& text) {
+    size_t n = 0;
+    for (size_t at = out.find(text); at != std::string::npos; at = out.find(text, at + 1)) ++n;
+    return n;
+  };
+  CommandResult searched = run(gpt);
+  EXPECT_GT(count(searched.output, "\"distributed_optimizer\": true"), 0u);
+  EXPECT_GT(count(searched.output, "\"distributed_optimizer\": false"), 0u);
+  CommandResult off = run(gpt + " --no-distributed-optimizer --recompute-granularity none");
+  EXPECT_EQ(count(off.output, "\"distributed_optimizer\": true"), 0u) << off.output;
+  EXPECT_EQ(count(off.output, "\"recompute\": \"full\""), 0u);
+  CommandResult on = run(gpt + " --use-distributed-optimizer");
+  EXPECT_EQ(count(on.output, "\"distributed_optimizer\": false"), 0u);
+}
+
+TEST(PlanCommand, BadInputExitsNonZeroWithTheReason) {
+  CommandResult missing = run("--cluster /nonexistent.toml --global-batch-size 8");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("/nonexistent.toml: cannot be read (--cluster)"),
+            std::string::npos);
+  CommandResult heads = run(kGpt3 + " --tensor-model-parallel-size 16");
+  EXPECT_EQ(heads.exit_code, 2);
+  EXPECT_NE(heads.output.find("must fit one node (8 devices)"), std::string::npos) << heads.output;
+  // 175B parameters at 18 bytes each do not fit 8 devices of 80 GiB.
+  CommandResult small = run(kGpt3 + " --num-devices 8");
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_NE(small.output.find("nothing fits in 80.0 GiB per device"), std::string::npos)
+      << small.output;
+  EXPECT_NE(small.output.find("it would fit on"), std::string::npos) << small.output;
+}
+
+}  // namespace
+}  // namespace trident::planner
