@@ -40,8 +40,12 @@ def main():
     if os.geteuid() != 0 or shutil.which("slurmctld") is None:
         print("needs root and Debian's slurmctld/slurmd/munge (scripts/setup.sh installs them)")
         return 77
-    # Each host has its own /tmp: the job writes next to the binary, as on a shared file system.
-    work = tempfile.mkdtemp(prefix="slurm_test_", dir=os.path.dirname(trident))
+    # Each host has its own /tmp (a checkout may live there, as CI's does): the job runs a
+    # copy of the binary and writes under /var/tmp, shared by the hosts as a cluster's file
+    # system would be.
+    work = tempfile.mkdtemp(prefix="slurm_test_", dir="/var/tmp")
+    job_binary = os.path.join(work, "trident")
+    shutil.copy2(trident, job_binary)
     try:
         started = subprocess.run(["bash", slurm, "start", "2", "4"], capture_output=True, text=True)
         check(started.returncode == 0, "Slurm starts on 2 namespace hosts" +
@@ -51,7 +55,7 @@ def main():
         env = dict(os.environ, SLURM_CONF=subprocess.check_output(["bash", slurm, "env"], text=True)
                    .split("=", 1)[1].strip(), OMPI_MCA_btl_tcp_if_include="198.18.0.0/24",
                    OMPI_MCA_oob_tcp_if_include="198.18.0.0/24")
-        code, log, metrics, model = submit(trident, work, env)
+        code, log, metrics, model = submit(job_binary, work, env)
         check(code == 0, f"sbatch --wait: job exit {code}" + ("" if code == 0 else "\n" + log[-3000:]))
         grid = [l for l in log.splitlines() if "nodes:" in l]
         check(grid and "0@trident-h0" in grid[0] and "7@trident-h1" in grid[0],
