@@ -28,8 +28,18 @@ long ChunkShape::largest_layer_weight() const {
   return std::max(3 * h / t * h, (long)config.ffn() / t * h);
 }
 
+LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
+                         const ChunkPlacement& placement) {
+  ParameterLayout layout(config, tp, placement);
+  LayoutSizes sizes{layout.total(), 0};
+  for (const ParamSpec& spec : layout.specs())
+    if (spec.local_shape.size() == 2)
+      sizes.largest_weight = std::max(sizes.largest_weight, spec.numel());
+  return sizes;
+}
+
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
-                       const ChunkOptions& options) {
+                       const ChunkOptions& options, const LayoutSizes& sizes) {
   ChunkShape s;
   s.config = config;
   s.tensor_parallel_size = tp.size;
@@ -41,16 +51,20 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
   s.layers = p.num_layers < 0 ? config.num_layers - p.first_layer : p.num_layers;
   s.recomputed_layers = std::clamp(options.recompute_layers, 0, s.layers);
   s.recompute_group = std::clamp(options.recompute_group, 1, std::max(1, s.recomputed_layers));
-  ParameterLayout layout(config, tp, p);
   const long pad = options.pad_multiple;
-  s.parameter_floats = (layout.total() + pad - 1) / pad * pad;
-  for (const ParamSpec& spec : layout.specs())
-    if (spec.local_shape.size() == 2) s.largest_weight = std::max(s.largest_weight, spec.numel());
+  s.parameter_floats = (sizes.parameters + pad - 1) / pad * pad;
+  s.largest_weight = sizes.largest_weight;
   const int vocab_local = config.padded_vocab_size(tp.size) / tp.size;
   s.logits_chunk_rows = options.logits_chunk_rows > 0
                             ? (int)std::min<long>(options.logits_chunk_rows, s.tokens())
                             : tensor_parallel::lm_head_chunk_rows(s.tokens(), vocab_local);
   return s;
+}
+
+ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
+                       const ChunkOptions& options) {
+  return chunk_shape(config, tp, micro_batch, seq, options,
+                     layout_sizes(config, tp, options.placement));
 }
 
 namespace {

@@ -74,10 +74,22 @@ struct ChunkShape {
   long largest_layer_weight() const;  // qkv or fc1 / fc2, this rank's slice
 };
 
+// What the chunk's parameter layout contributes: its parameters (unpadded) and its largest
+// 2-D tensor. Building the layout names every tensor; the planner, which sizes thousands of
+// layouts, computes this once per distinct chunk.
+struct LayoutSizes {
+  long parameters = 0;
+  long largest_weight = 0;
+};
+LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
+                         const ChunkPlacement& placement);
+
 // The shape of chunk `options.placement` of a model on tensor-parallel rank `tp`,
-// from its parameter layout.
+// from its parameter layout (or its sizes, computed before).
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
                        const ChunkOptions& options);
+ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
+                       const ChunkOptions& options, const LayoutSizes& sizes);
 
 // Every buffer the chunk holds: parameters, gradients, Adam moments (unsharded; the
 // distributed optimizer resizes them), activations for `slots` micro-batches, scratch.

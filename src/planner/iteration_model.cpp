@@ -90,6 +90,14 @@ double IterationModel::simulated_bubble(int p, int v, int m, double backward_rat
   return bubbles_[key] = bubble;
 }
 
+const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p) {
+  // Sizes depend on the layers a chunk holds, not on which: the key leaves first_layer out.
+  auto key = std::make_tuple(tensor, p.num_layers, p.pre_process, p.post_process);
+  auto it = layout_sizes_.find(key);
+  if (it != layout_sizes_.end()) return it->second;
+  return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p);
+}
+
 const std::vector<int>& IterationModel::in_flight(int p, int v, int m, int stage) {
   auto key = std::make_tuple(p, v, m, stage);
   auto it = in_flight_.find(key);
@@ -137,7 +145,8 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
     o.recompute_attention = l.recompute == Recompute::kSelective;
     o.precision = workload_.precision;
     o.pad_multiple = l.distributed_optimizer ? 16L * l.data : 16;
-    const ChunkShape shape = chunk_shape(m, {0, l.tensor}, l.micro_batch, m.seq_length, o);
+    const ChunkShape shape = chunk_shape(m, {0, l.tensor}, l.micro_batch, m.seq_length, o,
+                                         sizes_of(l.tensor, o.placement));
     MemoryPlan plan = plan_chunk_memory(shape);
     // Each data-parallel rank keeps the moments of its 1/d of the (padded) buffer.
     if (l.distributed_optimizer)

@@ -16,6 +16,7 @@
 #include <map>
 #include <tuple>
 
+#include "model/chunk_memory.h"
 #include "planner/cluster.h"
 #include "planner/layout.h"
 
@@ -81,11 +82,13 @@ class IterationModel {
   StageTime stage_time(const Layout& l) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
   const std::vector<int>& in_flight(int p, int v, int m, int stage);
+  const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);
 
   Cluster cluster_;
   Workload workload_;
   std::map<std::tuple<int, int, int, long>, double> bubbles_;
   std::map<std::tuple<int, int, int, int>, std::vector<int>> in_flight_;
+  std::map<std::tuple<int, int, bool, bool>, LayoutSizes> layout_sizes_;
 };
 
 }  // namespace trident::planner
