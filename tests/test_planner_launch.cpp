@@ -6,6 +6,7 @@
 
 #include "cli/train_args.h"
 #include "planner/launch.h"
+#include "test_util.h"
 
 namespace trident::planner {
 namespace {
@@ -71,13 +72,8 @@ TEST(PlanCommand, LaunchRunsTheBestPlanHere) {
                     "--hidden-size 64 --num-attention-heads 2 --seq-length 32 --vocab-size 500 "
                     "--global-batch-size 4 --launch -- --mock-data --train-iters 2 "
                     "--log-interval 1 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  const auto [exit_code, out] = trident::testing::run_shell(cmd);
+  EXPECT_EQ(exit_code, 0) << out;
   EXPECT_NE(out.find("launch: mpirun -np 1"), std::string::npos) << out;
   EXPECT_NE(out.find("iteration        2/       2"), std::string::npos) << out;
 }

@@ -11,6 +11,7 @@
 
 #include "planner/report.h"
 #include "planner/search.h"
+#include "test_util.h"
 
 namespace trident::planner {
 namespace {
@@ -196,14 +197,9 @@ struct CommandResult {
 };
 
 CommandResult run(const std::string& args) {
-  std::string cmd = std::string(TRIDENT_BINARY) + " plan " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const trident::testing::ShellResult r =
+      trident::testing::run_shell(std::string(TRIDENT_BINARY) + " plan " + args + " 2>&1");
+  return {r.exit_code, r.output};
 }
 
 // Small enough that the tests stay quick under the sanitizers: 8 layers, h = 2048, on 16 A100s.

@@ -1,11 +1,30 @@
 #pragma once
+#include <sys/wait.h>
+
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/random.h"
 
 namespace trident::testing {
+
+struct ShellResult {
+  int exit_code;       // -1 when the command did not exit normally
+  std::string output;  // what it printed (the command redirects stderr if it wants it)
+};
+
+inline ShellResult run_shell(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 inline std::vector<float> random_vector(long n, std::uint64_t seed, float scale = 1.f) {
   std::vector<float> v(n);
