@@ -126,7 +126,11 @@ std::string normalize_text(std::string_view input) {
     }
     out.append(text, at, i - at);
   }
-  return out;
+  // Dropping a control character can bring a base and a combining mark together
+  // ("a\x17\u0301"): compose again so that normalising twice changes nothing.
+  std::string recomposed;
+  const std::string_view result = nfc(out, &recomposed);
+  return result.data() == out.data() ? out : std::string(result);
 }
 
 }  // namespace trident::curation
