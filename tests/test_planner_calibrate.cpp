@@ -16,6 +16,7 @@ TEST(PlannerCalibrate, OneRankGivesAValidDescription) {
   o.seconds_per_point = 0.005;
   o.bandwidth_seconds = 0.05;
   o.repeats = 1;
+  o.long_sequence = 512, o.vocabulary = 4096;  // small, so the test stays quick under ASan
   std::ostringstream log;
   Cluster c = calibrate_this_machine(world, o, log);
   EXPECT_EQ(c.nodes, 1);

@@ -172,7 +172,8 @@ void calibrate_layer_kernels(comm::Communicator& world, Cluster& c, const Calibr
   ModelConfig m;
   m.num_layers = 2, m.hidden_size = 256, m.num_attention_heads = 4, m.vocab_size = 1000;
   double residual[2], attention[2], elementwise = 0;
-  const int batches[2] = {8, 1}, seqs[2] = {128, 1024};
+  // Same tokens (b x s), attention FLOPs 8x apart at the default long sequence of 1024.
+  const int seqs[2] = {128, o.long_sequence}, batches[2] = {o.long_sequence / 128, 1};
   for (int i = 0; i < 2; ++i) {
     m.seq_length = seqs[i];
     const double measured =
@@ -201,7 +202,7 @@ void calibrate_cross_entropy(comm::Communicator& world, Cluster& c, const Calibr
                              std::ostream& log) {
   ModelConfig m;
   m.num_layers = 1, m.hidden_size = 256, m.num_attention_heads = 4, m.seq_length = 128;
-  m.vocab_size = 50257;
+  m.vocab_size = o.vocabulary;
   const int b = 8;
   const double measured = chunk_seconds(world, m, b, {0, 0, false, true}, o.precision, o.repeats);
   const HeadWork w = output_layer_work(m, 1, b);

@@ -25,7 +25,9 @@ struct CalibrationOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   double seconds_per_point = 0.25;  // each GEMM shape
   double bandwidth_seconds = 1.0;
-  int repeats = 5;  // forward + backward runs of each calibration chunk (the best counts)
+  int repeats = 5;           // forward + backward runs of each calibration chunk (the best counts)
+  int long_sequence = 1024;  // of the attention-heavy layer (a multiple of 128 above it)
+  int vocabulary = 50257;    // of the cross-entropy's output layer (GPT-2's)
   int ranks_on_node = 1;
 };
 
