@@ -4,7 +4,8 @@
 python3-protobuf from descriptors declared here), every scalar at every logged step equal to
 the metrics file; a resumed run appends to the metrics file and to the TensorBoard directory;
 --timing-log-level prints min/max timers across ranks; an injected slow rank is named as a
-straggler.
+straggler; the collectives summary times each kind of collective (an injected delay on one
+tensor-parallel rank shows up as its peer's all-reduce time).
 Usage: training_log_test.py /path/to/trident /path/to/source
 """
 import glob
@@ -153,6 +154,36 @@ def check_timers(check, trident):
           "--timing-log-level 3 is refused by name")
 
 
+def tensor_all_reduce_ms(trident, work, extra):
+    metrics = os.path.join(work, "collectives.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    out = train(trident, 2, ["--train-iters", "3", "--tensor-model-parallel-size", "2",
+                             "--eval-iters", "0", "--metrics-file", metrics] + extra)
+    if out.returncode != 0:
+        return None, out.stdout + out.stderr
+    rows = [json.loads(line) for line in open(metrics)]
+    last = [r for r in rows if "collectives" in r][-1]
+    entry = last["collectives"]["tensor"]["all-reduce"]
+    return entry["seconds"] * 1e3 / last["iterations"], out.stdout
+
+
+def check_collective_times(check, trident, work):
+    # Rank 1 sleeps 30 ms before each of its 4 forwards per iteration, so rank 0 (whose
+    # summary is printed) waits at least that long in the forward's first all-reduce.
+    delay_ms, forwards = 30, 4
+    slowed, log = tensor_all_reduce_ms(trident, work, ["--inject-slow-rank", "1",
+                                                       "--inject-slow-forward-ms", str(delay_ms)])
+    check(slowed is not None and "ms in MPI" in log,
+          f"t = 2 trains and prints collective times ({log[-300:] if slowed is None else 'ok'})")
+    plain, _ = tensor_all_reduce_ms(trident, work, [])
+    if slowed is None or plain is None:
+        return
+    check(slowed >= 0.8 * delay_ms * forwards and plain < 0.5 * delay_ms * forwards,
+          f"rank 0's tensor all-reduce time per iteration holds the peer's injected delay: "
+          f"{slowed:.1f} ms with {forwards} x {delay_ms} ms injected, {plain:.1f} ms without")
+
+
 def main():
     trident = os.path.abspath(sys.argv[1])
     os.chdir(sys.argv[2])
@@ -160,6 +191,7 @@ def main():
     Event = event_class()
     with tempfile.TemporaryDirectory() as work:
         check_tensorboard(check, trident, work, Event)
+        check_collective_times(check, trident, work)
     check_timers(check, trident)
     return check.summary()
 

@@ -32,12 +32,16 @@ void each_entry(CollectiveCounters& a, const CollectiveCounters& b, Op op) {
 }  // namespace
 
 CollectiveCounters& CollectiveCounters::operator+=(const CollectiveCounters& o) {
-  each_entry(*this, o, [](Entry& a, const Entry& b) { a.calls += b.calls, a.bytes += b.bytes; });
+  each_entry(*this, o, [](Entry& a, const Entry& b) {
+    a.calls += b.calls, a.bytes += b.bytes, a.seconds += b.seconds;
+  });
   return *this;
 }
 
 CollectiveCounters& CollectiveCounters::operator-=(const CollectiveCounters& o) {
-  each_entry(*this, o, [](Entry& a, const Entry& b) { a.calls -= b.calls, a.bytes -= b.bytes; });
+  each_entry(*this, o, [](Entry& a, const Entry& b) {
+    a.calls -= b.calls, a.bytes -= b.bytes, a.seconds -= b.seconds;
+  });
   return *this;
 }
 

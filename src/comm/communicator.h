@@ -17,6 +17,9 @@ struct CollectiveCounters {
   struct Entry {
     std::int64_t calls = 0;
     std::int64_t bytes = 0;
+    // Wall time inside the MPI library: the whole call when blocking, the wait when not
+    // (what a non-blocking operation costs beyond the work it overlapped).
+    double seconds = 0;
   };
   Entry all_reduce, all_gather, reduce_scatter, broadcast, send, recv;
   std::int64_t total_calls() const;

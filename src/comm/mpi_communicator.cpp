@@ -2,8 +2,10 @@
 
 #include <malloc.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -27,13 +29,33 @@ MPI_Op mpi_op(ReduceOp op) {
 // MPI counts are int; split larger payloads.
 constexpr long kMaxChunk = 1L << 30;
 
+// Adds the wall time of its scope to a counter's seconds (nothing when `into` is null).
+class ScopedSeconds {
+ public:
+  explicit ScopedSeconds(double* into) : into_(into) {
+    if (into_) start_ = std::chrono::steady_clock::now();
+  }
+  ScopedSeconds(const ScopedSeconds&) = delete;
+  ScopedSeconds& operator=(const ScopedSeconds&) = delete;
+  ~ScopedSeconds() {
+    if (into_)
+      *into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double* into_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // A pending operation: the MPI requests that complete together.
 struct MpiRequest final : Request {
   std::vector<MPI_Request> requests;
   std::shared_ptr<Watchdog> watchdog;
   PendingOp op;
+  double* seconds = nullptr;  // the issuing communicator's counter for this kind
   void wait() override {
     if (requests.empty()) return;
+    ScopedSeconds timed(seconds);
     if (watchdog) return watchdog->wait(requests.data(), (int)requests.size(), op);
     check(MPI_Waitall((int)requests.size(), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
@@ -45,6 +67,7 @@ struct MpiRequest final : Request {
   }
   MPI_Request* add() { return &requests.emplace_back(MPI_REQUEST_NULL); }
   ~MpiRequest() override {
+    seconds = nullptr;  // the communicator may be gone already
     try {
       wait();  // a request dropped unfinished is still waited for, with its deadline
     } catch (const std::exception&) {
@@ -72,10 +95,22 @@ void count(CollectiveCounters::Entry& e, long floats) {
   e.bytes += floats * (long)sizeof(float);
 }
 
-std::unique_ptr<MpiRequest> pending(std::shared_ptr<Watchdog> watchdog, const PendingOp& op) {
+// A blocking call: counts it and times the caller's scope into the entry; nothing when no
+// data moves (a one-rank group).
+[[nodiscard]] std::optional<ScopedSeconds> count_blocking(CollectiveCounters::Entry& e, long floats,
+                                                          bool moves) {
+  if (!moves) return std::nullopt;
+  count(e, floats);
+  return std::optional<ScopedSeconds>(std::in_place, &e.seconds);
+}
+
+// entry: whose seconds the wait adds to (null when nothing moves).
+std::unique_ptr<MpiRequest> pending(std::shared_ptr<Watchdog> watchdog, const PendingOp& op,
+                                    CollectiveCounters::Entry* entry = nullptr) {
   auto r = std::make_unique<MpiRequest>();
   r->watchdog = std::move(watchdog);
   r->op = op;
+  r->seconds = entry ? &entry->seconds : nullptr;
   return r;
 }
 
@@ -118,7 +153,7 @@ PendingOp MpiCommunicator::point_to_point(OpKind kind, int peer) const {
 
 void MpiCommunicator::all_reduce(float* data, long n, ReduceOp op) {
   if (size_ == 1) return;
-  count(counters_.all_reduce, n);
+  const auto timed = count_blocking(counters_.all_reduce, n, true);
   const PendingOp p = collective(OpKind::kAllReduce);
   for (long off = 0; off < n; off += kMaxChunk) {
     float* d = data + off;
@@ -134,8 +169,8 @@ void MpiCommunicator::all_reduce(float* data, long n, ReduceOp op) {
 
 void MpiCommunicator::all_reduce(double* data, long n, ReduceOp op) {
   if (size_ == 1) return;  // nothing moves in a one-rank group: nothing is counted
-  ++counters_.all_reduce.calls;
-  counters_.all_reduce.bytes += n * (long)sizeof(double);
+  // Counted in floats' bytes: a double is two.
+  const auto timed = count_blocking(counters_.all_reduce, 2 * n, true);
   run_blocking(
       watchdog_.get(), collective(OpKind::kAllReduce), name_ + " all-reduce",
       [&] { return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, mpi_op(op), comm_); },
@@ -145,7 +180,7 @@ void MpiCommunicator::all_reduce(double* data, long n, ReduceOp op) {
 }
 
 void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
-  if (size_ > 1) count(counters_.all_gather, n);
+  const auto timed = count_blocking(counters_.all_gather, n, size_ > 1);
   if (n > kMaxChunk) throw std::length_error(name_ + ": all-gather over 2^30 floats");
   const void* source = send == recv + (long)rank_ * n ? MPI_IN_PLACE : send;
   run_blocking(
@@ -157,7 +192,7 @@ void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
 }
 
 void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
-  if (size_ > 1) count(counters_.reduce_scatter, n * size_);
+  const auto timed = count_blocking(counters_.reduce_scatter, n * size_, size_ > 1);
   const PendingOp p = collective(OpKind::kReduceScatter);
   if (send == recv) {
     // In place as one reduce per block, in slices: OpenMPI's reduce_scatter_block stages the
@@ -201,19 +236,19 @@ void broadcast_chunks(Watchdog* w, const PendingOp& p, const std::string& what, 
 }  // namespace
 
 void MpiCommunicator::broadcast(float* data, long n, int root) {
-  if (size_ > 1) count(counters_.broadcast, n);
+  const auto timed = count_blocking(counters_.broadcast, n, size_ > 1);
   broadcast_chunks(watchdog_.get(), collective(OpKind::kBroadcast), name_ + " broadcast", data, n,
                    MPI_FLOAT, root, comm_);
 }
 
 void MpiCommunicator::broadcast(int* data, long n, int root) {
-  if (size_ > 1) count(counters_.broadcast, n);
+  const auto timed = count_blocking(counters_.broadcast, n, size_ > 1);
   broadcast_chunks(watchdog_.get(), collective(OpKind::kBroadcast), name_ + " broadcast", data, n,
                    MPI_INT, root, comm_);
 }
 
 void MpiCommunicator::send(const float* data, long n, int dest, int tag) {
-  if (size_ > 1) count(counters_.send, n);
+  const auto timed = count_blocking(counters_.send, n, size_ > 1);
   run_blocking(
       watchdog_.get(), point_to_point(OpKind::kSend, dest), name_ + " send",
       [&] { return MPI_Send(data, (int)n, MPI_FLOAT, dest, tag, comm_); },
@@ -221,7 +256,7 @@ void MpiCommunicator::send(const float* data, long n, int dest, int tag) {
 }
 
 void MpiCommunicator::recv(float* data, long n, int source, int tag) {
-  if (size_ > 1) count(counters_.recv, n);
+  const auto timed = count_blocking(counters_.recv, n, size_ > 1);
   run_blocking(
       watchdog_.get(), point_to_point(OpKind::kRecv, source), name_ + " recv",
       [&] { return MPI_Recv(data, (int)n, MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE); },
@@ -230,7 +265,7 @@ void MpiCommunicator::recv(float* data, long n, int source, int tag) {
 
 std::unique_ptr<Request> MpiCommunicator::iall_reduce(float* data, long n, ReduceOp op) {
   if (size_ > 1) count(counters_.all_reduce, n);
-  auto r = pending(watchdog_, collective(OpKind::kAllReduce));
+  auto r = pending(watchdog_, collective(OpKind::kAllReduce), &counters_.all_reduce);
   if (size_ > 1)
     check(MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, MPI_FLOAT, mpi_op(op), comm_, r->add()),
           name_ + " non-blocking all-reduce");
@@ -239,7 +274,7 @@ std::unique_ptr<Request> MpiCommunicator::iall_reduce(float* data, long n, Reduc
 
 std::unique_ptr<Request> MpiCommunicator::iall_gather(const float* send, float* recv, long n) {
   if (size_ > 1) count(counters_.all_gather, n);
-  auto r = pending(watchdog_, collective(OpKind::kAllGather));
+  auto r = pending(watchdog_, collective(OpKind::kAllGather), &counters_.all_gather);
   check(MPI_Iallgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, comm_, r->add()),
         name_ + " non-blocking all-gather");
   return r;
@@ -251,7 +286,7 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, flo
     return pending(watchdog_, {});
   }
   if (size_ > 1) count(counters_.reduce_scatter, n * size_);
-  auto r = pending(watchdog_, collective(OpKind::kReduceScatter));
+  auto r = pending(watchdog_, collective(OpKind::kReduceScatter), &counters_.reduce_scatter);
   check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, r->add()),
         name_ + " non-blocking reduce-scatter");
   return r;
@@ -260,7 +295,7 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, flo
 std::unique_ptr<Request> MpiCommunicator::ireduce_scatter_v(float* data,
                                                             const std::vector<long>& counts) {
   if (size_ == 1) return pending(watchdog_, {});
-  auto r = pending(watchdog_, collective(OpKind::kReduceScatter));
+  auto r = pending(watchdog_, collective(OpKind::kReduceScatter), &counters_.reduce_scatter);
   long total = 0;
   for (long c : counts) total += c;
   count(counters_.reduce_scatter, total);
@@ -281,7 +316,7 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter_v(float* data,
 std::unique_ptr<Request> MpiCommunicator::iall_gather_v(float* data,
                                                         const std::vector<long>& counts) {
   if (size_ == 1) return pending(watchdog_, {});
-  auto r = pending(watchdog_, collective(OpKind::kAllGather));
+  auto r = pending(watchdog_, collective(OpKind::kAllGather), &counters_.all_gather);
   count(counters_.all_gather, counts[rank_]);
   float* block = data;
   for (int owner = 0; owner < size_; ++owner) {
@@ -296,21 +331,21 @@ std::unique_ptr<Request> MpiCommunicator::iall_gather_v(float* data,
 
 std::unique_ptr<Request> MpiCommunicator::ibroadcast(int* data, long n, int root) {
   if (size_ > 1) count(counters_.broadcast, n);
-  auto r = pending(watchdog_, collective(OpKind::kBroadcast));
+  auto r = pending(watchdog_, collective(OpKind::kBroadcast), &counters_.broadcast);
   check(MPI_Ibcast(data, (int)n, MPI_INT, root, comm_, r->add()), name_ + " ibroadcast");
   return r;
 }
 
 std::unique_ptr<Request> MpiCommunicator::isend(const float* data, long n, int dest, int tag) {
   if (size_ > 1) count(counters_.send, n);
-  auto r = pending(watchdog_, point_to_point(OpKind::kSend, dest));
+  auto r = pending(watchdog_, point_to_point(OpKind::kSend, dest), &counters_.send);
   check(MPI_Isend(data, (int)n, MPI_FLOAT, dest, tag, comm_, r->add()), name_ + " isend");
   return r;
 }
 
 std::unique_ptr<Request> MpiCommunicator::irecv(float* data, long n, int source, int tag) {
   if (size_ > 1) count(counters_.recv, n);
-  auto r = pending(watchdog_, point_to_point(OpKind::kRecv, source));
+  auto r = pending(watchdog_, point_to_point(OpKind::kRecv, source), &counters_.recv);
   check(MPI_Irecv(data, (int)n, MPI_FLOAT, source, tag, comm_, r->add()), name_ + " irecv");
   return r;
 }

@@ -57,14 +57,17 @@ GroupCounters snapshot_counters(const distributed::ProcessGroups& g) {
 void print_collectives(const GroupCounters& groups, long iterations, std::ostream& log,
                        MetricsWriter& metrics) {
   nlohmann::ordered_json summary;
-  log << "collectives of rank 0 per training iteration (calls, MiB):\n";
+  // ms: time inside MPI (the whole blocking call, or the wait on a non-blocking one), so
+  // it shows what each kind of collective costs this rank, waiting for slower peers included.
+  log << "collectives of rank 0 per training iteration (calls, MiB, ms in MPI):\n";
   for (const auto& [name, k] : groups) {
     auto row = [&](const char* op, const comm::CollectiveCounters::Entry& e) {
       if (!e.calls) return;
       log << "  " << std::left << std::setw(9) << name << std::setw(15) << op << std::right
           << std::setw(10) << std::fixed << std::setprecision(1) << (double)e.calls / iterations
-          << std::setw(12) << std::setprecision(3) << e.bytes / 1048576.0 / iterations << "\n";
-      summary[name][op] = {{"calls", e.calls}, {"bytes", e.bytes}};
+          << std::setw(12) << std::setprecision(3) << e.bytes / 1048576.0 / iterations
+          << std::setw(10) << std::setprecision(2) << e.seconds * 1e3 / iterations << "\n";
+      summary[name][op] = {{"calls", e.calls}, {"bytes", e.bytes}, {"seconds", e.seconds}};
     };
     row("all-reduce", k.all_reduce);
     row("all-gather", k.all_gather);
