@@ -191,34 +191,28 @@ void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
       });
 }
 
+// One reduce per block (to the rank that keeps it), in slices: Open MPI's
+// MPI_Reduce_scatter_block took 2.7 ms for 4 MiB over 2 ranks here against 0.32 ms for this
+// (0.35 ms non-blocking, as the watchdog runs it) and 0.40 ms for MPI_Reduce_scatter; its
+// in-place form also stages the whole buffer in a temporary on one rank, which would break
+// the memory plan. Slices bound the temporaries MPI stages for a reduction.
 void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
   const auto timed = count_blocking(counters_.reduce_scatter, n * size_, size_ > 1);
   const PendingOp p = collective(OpKind::kReduceScatter);
-  if (send == recv) {
-    // In place as one reduce per block, in slices: OpenMPI's reduce_scatter_block stages the
-    // whole buffer in a temporary on one rank, which would break the memory plan.
-    constexpr long kSlice = 1L << 22;
-    for (int root = 0; root < size_; ++root)
-      for (long off = 0; off < n; off += kSlice) {
-        float* block = recv + (long)root * n + off;
-        const void* source = rank_ == root ? MPI_IN_PLACE : block;
-        const int len = (int)std::min(kSlice, n - off);
-        run_blocking(
-            watchdog_.get(), p, name_ + " reduce-scatter",
-            [&] { return MPI_Reduce(source, block, len, MPI_FLOAT, MPI_SUM, root, comm_); },
-            [&](MPI_Request* r) {
-              return MPI_Ireduce(source, block, len, MPI_FLOAT, MPI_SUM, root, comm_, r);
-            });
-      }
-    return;
-  }
-  if (n > kMaxChunk) throw std::length_error(name_ + ": reduce-scatter over 2^30 floats");
-  run_blocking(
-      watchdog_.get(), p, name_ + " reduce-scatter",
-      [&] { return MPI_Reduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_); },
-      [&](MPI_Request* r) {
-        return MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, r);
-      });
+  const bool in_place = send == recv;
+  for (int root = 0; root < size_; ++root)
+    for (long off = 0; off < n; off += kOwnerSlice) {
+      const float* block = send + (long)root * n + off;
+      float* result = in_place ? recv + (long)root * n + off : recv + off;
+      const void* source = in_place && rank_ == root ? MPI_IN_PLACE : block;
+      const int len = (int)std::min(kOwnerSlice, n - off);
+      run_blocking(
+          watchdog_.get(), p, name_ + " reduce-scatter",
+          [&] { return MPI_Reduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_); },
+          [&](MPI_Request* r) {
+            return MPI_Ireduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_, r);
+          });
+    }
 }
 
 namespace {
@@ -281,14 +275,22 @@ std::unique_ptr<Request> MpiCommunicator::iall_gather(const float* send, float* 
 }
 
 std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, float* recv, long n) {
-  if (send == recv) {  // the in-place form runs to completion (see reduce_scatter)
-    reduce_scatter(send, recv, n);
+  if (size_ == 1) {
+    if (send != recv) std::copy(send, send + n, recv);
     return pending(watchdog_, {});
   }
-  if (size_ > 1) count(counters_.reduce_scatter, n * size_);
+  count(counters_.reduce_scatter, n * size_);
   auto r = pending(watchdog_, collective(OpKind::kReduceScatter), &counters_.reduce_scatter);
-  check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, comm_, r->add()),
-        name_ + " non-blocking reduce-scatter");
+  const bool in_place = send == recv;
+  for (int root = 0; root < size_; ++root)  // as reduce_scatter
+    for (long off = 0; off < n; off += kOwnerSlice) {
+      const float* block = send + (long)root * n + off;
+      float* result = in_place ? recv + (long)root * n + off : recv + off;
+      check(MPI_Ireduce(in_place && rank_ == root ? MPI_IN_PLACE : block, result,
+                        (int)std::min(kOwnerSlice, n - off), MPI_FLOAT, MPI_SUM, root, comm_,
+                        r->add()),
+            name_ + " non-blocking reduce-scatter");
+    }
   return r;
 }
 
