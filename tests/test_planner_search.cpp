@@ -89,6 +89,47 @@ TEST(PlannerSearch, OverMemoryIsSetAsideAndRecomputationMakesRoom) {
   EXPECT_EQ(r.fitting.size() + r.over_memory.size(), all.fitting.size());
 }
 
+TEST(PlannerSearch, SequenceParallelIsSearchedOnlyWithTensorParallelism) {
+  IterationModel model(cluster(1, 4, 80), small_gpt());
+  SearchOptions o{4};
+  SearchResult r = search_layouts(model, o);
+  long with_sp = 0;
+  for (const Prediction& p : r.fitting) {
+    if (p.layout.sequence_parallel) EXPECT_GT(p.layout.tensor, 1) << p.layout.describe();
+    with_sp += p.layout.sequence_parallel;
+  }
+  EXPECT_GT(with_sp, 0);
+  o.sequence_parallel = false;
+  for (const Prediction& p : search_layouts(model, o).fitting)
+    EXPECT_FALSE(p.layout.sequence_parallel);
+  o.sequence_parallel = true;
+  for (const Prediction& p : search_layouts(model, o).fitting)
+    EXPECT_TRUE(p.layout.sequence_parallel && p.layout.tensor > 1);
+}
+
+// Where only the sequence-parallel form of a layout fits, that is what the search returns.
+TEST(PlannerSearch, SequenceParallelFitsWhereTheSameLayoutWithoutDoesNot) {
+  Workload w = small_gpt(8);
+  w.model.seq_length = 2048;  // activations dominate
+  const Layout plain{4, 1, 1, 2, 1, Recompute::kNone, false, false};
+  Layout split = plain;
+  split.sequence_parallel = true;
+  IterationModel probe(cluster(1, 4, 80), w);
+  const double a = probe.device_memory(plain).total(), b = probe.device_memory(split).total();
+  ASSERT_LT(b, a);
+  // The parts of [tokens, h] outside attention and the MLP shrink by t; the rest does not.
+  EXPECT_GT(a - b, 0.1 * a);
+  IterationModel model(cluster(1, 4, (a + b) / 2 / (1L << 30)), w);
+  SearchOptions o{4};
+  o.tensor = 4, o.pipeline = 1, o.micro_batch = 2, o.recompute = Recompute::kNone;
+  SearchResult r = search_layouts(model, o);
+  ASSERT_EQ(r.fitting.size(), 1u);
+  EXPECT_TRUE(r.fitting[0].layout.sequence_parallel);
+  ASSERT_EQ(r.over_memory.size(), 1u);
+  EXPECT_FALSE(r.over_memory[0].layout.sequence_parallel);
+}
+
+// Issue 16's keys, plus sequence_parallel (issue 19: the planner searches it too).
 TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   IterationModel model(cluster(1, 4, 80), small_gpt());
   SearchResult r = search_layouts(model, {4});
@@ -97,10 +138,10 @@ TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   ASSERT_EQ(j["plans"].size(), 3u);
   std::set<std::string> keys;
   for (const auto& [key, value] : j["plans"][0].items()) keys.insert(key);
-  EXPECT_EQ(keys,
-            (std::set<std::string>{"tensor", "pipeline", "data", "micro_batch", "virtual",
-                                   "recompute", "distributed_optimizer", "time_per_iteration_s",
-                                   "tflops_per_device", "memory_per_device_gib", "bubble"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"tensor", "pipeline", "data", "micro_batch", "virtual",
+                                         "recompute", "distributed_optimizer",
+                                         "time_per_iteration_s", "tflops_per_device",
+                                         "memory_per_device_gib", "bubble", "sequence_parallel"}));
   EXPECT_DOUBLE_EQ(j["plans"][0]["time_per_iteration_s"], r.fitting[0].time.total());
 }
 

@@ -33,6 +33,7 @@ struct PlanArgs {
   planner::SearchOptions search;
   std::string recompute;  // --recompute-granularity: fixes it when given
   bool use_distributed_optimizer = false, no_distributed_optimizer = false;  // else searched
+  bool sequence_parallel = false, no_sequence_parallel = false;              // else searched
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
   bool json = false, launch = false;
@@ -63,6 +64,10 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
       ->group("Layout");
   app.add_flag("--no-distributed-optimizer", a.no_distributed_optimizer,
                "fix it off (planner only)")
+      ->group("Layout");
+  app.add_flag("--sequence-parallel", a.sequence_parallel, "fix sequence parallelism on (t > 1)")
+      ->group("Layout");
+  app.add_flag("--no-sequence-parallel", a.no_sequence_parallel, "fix it off (planner only)")
       ->group("Layout");
   app.add_option("--max-micro-batch-size", a.search.max_micro_batch, "largest b searched")
       ->capture_default_str()
@@ -138,6 +143,8 @@ int run_plan(PlanArgs& a) {
                                                       : planner::Recompute::kNone;
   if (a.use_distributed_optimizer) a.search.distributed_optimizer = true;
   if (a.no_distributed_optimizer) a.search.distributed_optimizer = false;
+  if (a.sequence_parallel) a.search.sequence_parallel = true;
+  if (a.no_sequence_parallel) a.search.sequence_parallel = false;
   a.workload.precision = precision_of(a);
   planner::IterationModel model(cluster, a.workload);
   std::vector<std::string> errors = planner::request_violations(model, a.search);
@@ -217,6 +224,8 @@ int plan_main(const std::vector<std::string>& all_args) {
     if (a.use_distributed_optimizer && a.no_distributed_optimizer)
       errors.push_back(
           "--use-distributed-optimizer and --no-distributed-optimizer exclude each other");
+    if (a.sequence_parallel && a.no_sequence_parallel)
+      errors.push_back("--sequence-parallel and --no-sequence-parallel exclude each other");
     if (!errors.empty()) {
       std::cerr << "trident plan: " << errors.size() << " invalid argument"
                 << (errors.size() > 1 ? "s" : "") << ":\n";

@@ -120,7 +120,9 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
   buffers.stages = pp.size(), buffers.chunks = m.schedule.chunks, buffers.stage = pp.rank();
   for (long gbs : c.batch_schedule().sizes())
     buffers.microbatches = std::max(buffers.microbatches, (int)(gbs / unit));
-  buffers.boundary_floats = (long)c.micro_batch_size * c.model.seq_length * c.model.hidden_size;
+  // With sequence parallelism a stage sends only its own 1/t of the rows.
+  buffers.boundary_floats = (long)c.micro_batch_size * c.model.seq_length * c.model.hidden_size /
+                            (c.sequence_parallel_active() ? tp.size() : 1);
   buffers.tied_embedding_floats =
       (long)c.model.padded_vocab_size(tp.size()) / tp.size() * c.model.hidden_size;
   for (const auto& chunk : m.chunks) buffers.gradient_floats += chunk->parameters().size();

@@ -40,7 +40,7 @@ IterationModel::IterationModel(Cluster cluster, Workload workload)
 IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   const ModelConfig& m = workload_.model;
   const double t = l.tensor, T = (double)l.micro_batch * m.seq_length, h = m.hidden_size;
-  const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch);
+  const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel);
   const PassSeconds forward = layer_forward_seconds(cluster_, work);
   PassSeconds backward = layer_backward_seconds(cluster_, work);
   if (l.recompute == Recompute::kFull)
@@ -59,21 +59,31 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   st.other_forward = layers * forward.other + head_forward.other;
   st.other_backward = layers * backward.other + head_backward.other;
   const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
-  const double all_reduce = ring_all_reduce_seconds(T * h * kCommBytes, l.tensor, tp_link);
+  const double bytes = T * h * kCommBytes;
+  const double all_reduce = ring_all_reduce_seconds(bytes, l.tensor, tp_link);
+  // Sequence parallelism: each all-reduce becomes a reduce-scatter + all-gather pair (the
+  // same ring time); backward also re-gathers both LayerNorm outputs: per layer 2 of each
+  // forward, 4 all-gathers + 2 reduce-scatters backward (trident's counts).
+  const double gather = ring_all_gather_seconds(bytes, l.tensor, tp_link);
+  const double scatter = ring_reduce_scatter_seconds(bytes, l.tensor, tp_link);
+  const double layer_forward = l.sequence_parallel ? 2 * (gather + scatter) : 2 * all_reduce;
+  const double layer_backward = l.sequence_parallel ? 4 * gather + 2 * scatter : 2 * all_reduce;
   // The output layer on the last stage: the vocabulary-parallel cross-entropy's three
   // all-reduces of one number per token, and f's backward all-reduce of d(input), which the
-  // fused output layer does in its forward pass.
-  const double head_comm =
-      3 * ring_all_reduce_seconds(T * kCommBytes, l.tensor, tp_link) + all_reduce;
-  st.tensor_forward = layers * 2 * all_reduce + head_comm;
-  st.tensor_backward = layers * (l.recompute == Recompute::kFull ? 4 : 2) * all_reduce;
+  // fused output layer does in its forward pass (with sequence parallelism: the final
+  // LayerNorm's output all-gathered, d(input) reduce-scattered).
+  const double head_comm = 3 * ring_all_reduce_seconds(T * kCommBytes, l.tensor, tp_link) +
+                           (l.sequence_parallel ? gather + scatter : all_reduce);
+  st.tensor_forward = layers * layer_forward + head_comm;
+  st.tensor_backward =
+      layers * (layer_backward + (l.recompute == Recompute::kFull ? layer_forward : 0));
   if (l.pipeline > 1) {
     // Scatter/gather: each tensor rank sends 1/t of the boundary tensor, then the tensor
-    // group all-gathers it; once per chunk and micro-batch in each direction.
+    // group all-gathers it; once per chunk and micro-batch in each direction. With sequence
+    // parallelism the 1/t is all a stage needs: no all-gather.
     const LinkSpec& pp_link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
-    const double bytes = T * h * kCommBytes;
-    st.pipeline = l.virtual_stages * (point_to_point_seconds(bytes / t, pp_link) +
-                                      ring_all_gather_seconds(bytes, l.tensor, tp_link));
+    st.pipeline = l.virtual_stages *
+                  (point_to_point_seconds(bytes / t, pp_link) + (l.sequence_parallel ? 0 : gather));
   }
   return st;
 }
@@ -145,6 +155,7 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
     o.recompute_attention = l.recompute == Recompute::kSelective;
     o.precision = workload_.precision;
     o.pad_multiple = l.distributed_optimizer ? 16L * l.data : 16;
+    o.sequence_parallel = l.sequence_parallel;
     const ChunkShape shape = chunk_shape(m, {0, l.tensor}, l.micro_batch, m.seq_length, o,
                                          sizes_of(l.tensor, o.placement));
     MemoryPlan plan = plan_chunk_memory(shape);
@@ -157,7 +168,8 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
   RankBufferShape buffers;
   buffers.stages = p, buffers.chunks = v, buffers.stage = stage;
   buffers.microbatches = l.microbatches(workload_.global_batch);
-  buffers.boundary_floats = (long)l.micro_batch * m.seq_length * m.hidden_size;
+  buffers.boundary_floats =
+      (long)l.micro_batch * m.seq_length * m.hidden_size / (l.sequence_parallel ? l.tensor : 1);
   buffers.tied_embedding_floats = (long)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size;
   buffers.gradient_floats = gradient_floats;
   buffers.data = l.data;

@@ -6,7 +6,8 @@
 
 namespace trident::planner {
 
-LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch) {
+LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
+                                 bool sequence_parallel) {
   const double t = tensor, s = m.seq_length, T = micro_batch * s, h = m.hidden_size;
   const double ffn = m.ffn(), heads = m.num_attention_heads / t, d = m.head_dim();
   LayerWork w;
@@ -16,7 +17,7 @@ LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_bat
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
   // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h); bias +
   // GeLU reads the pre-activation and writes it and the activation (3 ffn/t).
-  w.elementwise = T * (10 * h + 10 * h / t + 3 * ffn / t);
+  w.elementwise = T * (10 * h / (sequence_parallel ? t : 1) + 10 * h / t + 3 * ffn / t);
   return w;
 }
 

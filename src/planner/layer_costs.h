@@ -30,7 +30,10 @@ struct HeadWork {
   double elementwise = 0;      // the final LayerNorm
 };
 
-LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch);
+// sequence_parallel: the LayerNorms, residual adds and bias + dropout of [tokens, h] run on
+// 1/t of the tokens.
+LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
+                                 bool sequence_parallel = false);
 HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch);
 
 // Seconds on one device of the cluster.

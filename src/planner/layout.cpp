@@ -22,6 +22,7 @@ std::string Layout::describe() const {
                   " v=" + std::to_string(virtual_stages);
   if (recompute != Recompute::kNone) s += " recompute=" + recompute_name(recompute);
   if (distributed_optimizer) s += " dist-opt";
+  if (sequence_parallel) s += " sp";
   return s;
 }
 
@@ -44,6 +45,12 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
   }
   if (l.distributed_optimizer && l.data < 2)
     errors.push_back("--use-distributed-optimizer needs d >= 2 to shard anything");
+  if (l.sequence_parallel && l.tensor < 2)
+    errors.push_back("--sequence-parallel needs t >= 2 (it splits the sequence over t)");
+  if (l.sequence_parallel && (long)l.micro_batch * m.seq_length % l.tensor)
+    errors.push_back("--sequence-parallel needs --micro-batch-size x --seq-length divisible by t");
+  if (l.sequence_parallel && w.precision != kernels::Precision::kFp32 && m.hidden_size % 2)
+    errors.push_back("--sequence-parallel with --bf16 needs an even --hidden-size");
   pipeline_parallel::ScheduleConfig s{l.virtual_stages > 1
                                           ? pipeline_parallel::ScheduleKind::kInterleaved
                                           : pipeline_parallel::ScheduleKind::kOneFOneB,

@@ -1,5 +1,6 @@
 #pragma once
-// One candidate layout (t, p, d, b, v, recomputation, distributed optimizer) and the
+// One candidate layout (t, p, d, b, v, recomputation, distributed optimizer, sequence
+// parallelism) and the
 // workload it runs: the model's shape, the global batch and the training precision.
 #include <string>
 
@@ -19,13 +20,15 @@ struct Layout {
   int virtual_stages = 1;  // v (model chunks per pipeline rank)
   Recompute recompute = Recompute::kNone;
   bool distributed_optimizer = false;
+  // Korthikanti et al. 2022: LayerNorms, dropout and the residual stream split over t.
+  bool sequence_parallel = false;
 
   long devices() const { return (long)tensor * pipeline * data; }
   int microbatches(long global_batch) const {
     return (int)(global_batch / ((long)micro_batch * data));
   }
   int layers_per_chunk(int num_layers) const { return num_layers / (pipeline * virtual_stages); }
-  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=2 recompute=full dist-opt"
+  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=2 recompute=full dist-opt sp"
 };
 
 struct Workload {

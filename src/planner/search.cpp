@@ -48,8 +48,12 @@ void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit 
             for (bool dist : {false, true}) {
               if (o.distributed_optimizer && *o.distributed_optimizer != dist) continue;
               if (dist && d == 1 && !o.distributed_optimizer) continue;
-              Layout l{t, p, d, b, v, r, dist};
-              if (layout_violations(l, w).empty()) visit(l);
+              for (bool sp : {false, true}) {
+                if (o.sequence_parallel && *o.sequence_parallel != sp) continue;
+                if (sp && t == 1 && !o.sequence_parallel) continue;
+                Layout l{t, p, d, b, v, r, dist, sp};
+                if (layout_violations(l, w).empty()) visit(l);
+              }
             }
           }
         }

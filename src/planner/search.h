@@ -1,5 +1,6 @@
 #pragma once
-// The layout search: every valid (t, p, d, b, v, recomputation, distributed optimizer) for n
+// The layout search: every valid (t, p, d, b, v, recomputation, distributed optimizer,
+// sequence parallelism) for n
 // devices, with t inside a node (Megatron's and MT-NLG's placement), the ones over memory
 // set aside, the rest ranked by predicted time per iteration. A dimension the user gave is
 // fixed.
@@ -18,6 +19,7 @@ struct SearchOptions {
   int layers_per_virtual_stage = 0;  // --num-layers-per-virtual-pipeline-stage: v = l / (p x it)
   std::optional<Recompute> recompute;
   std::optional<bool> distributed_optimizer;
+  std::optional<bool> sequence_parallel;  // searched over t > 1 when not given
   int max_micro_batch = 64;
 };
 
