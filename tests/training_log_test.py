@@ -11,6 +11,7 @@ Usage: training_log_test.py /path/to/trident /path/to/source
 import glob
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -173,9 +174,18 @@ def check_collective_times(check, trident, work):
     # summary is printed) waits at least that long in the forward's first all-reduce.
     delay_ms, forwards = 30, 4
     slowed, log = tensor_all_reduce_ms(trident, work, ["--inject-slow-rank", "1",
-                                                       "--inject-slow-forward-ms", str(delay_ms)])
+                                                       "--inject-slow-forward-ms", str(delay_ms),
+                                                       "--timing-log-level", "2",
+                                                       "--log-interval", "3"])
     check(slowed is not None and "ms in MPI" in log,
           f"t = 2 trains and prints collective times ({log[-300:] if slowed is None else 'ok'})")
+    # The interval timers (--timing-log-level 2) show the same wait, on rank 0, as the
+    # maximum of "tensor-all-reduce" across ranks.
+    rows = re.findall(r"tensor-all-reduce\s*: \(([0-9.]+), ([0-9.]+)\) max on rank (\d+)",
+                      log or "")
+    check(len(rows) == 1 and float(rows[0][1]) >= 0.8 * delay_ms * forwards and rows[0][2] == "0",
+          f"the log interval's tensor-all-reduce timer is longest on rank 0 and holds the delay: "
+          f"{rows}")
     plain, _ = tensor_all_reduce_ms(trident, work, [])
     if slowed is None or plain is None:
         return

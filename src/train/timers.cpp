@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace trident {
 
@@ -38,12 +39,34 @@ int timer_of(const pipeline_parallel::TraceEvent& e) {
   return -1;
 }
 
+// The collective kinds timed per group, in CollectiveCounters' order.
+constexpr const char* kCollectiveKinds[] = {"all-reduce", "all-gather", "reduce-scatter",
+                                            "broadcast",  "send",       "recv"};
+constexpr int kKinds = sizeof kCollectiveKinds / sizeof kCollectiveKinds[0];
+constexpr const char* kGroups[] = {"tensor", "data", "pipeline"};
+
+const comm::CollectiveCounters::Entry& entry_of(const comm::CollectiveCounters& k, int kind) {
+  const comm::CollectiveCounters::Entry* entries[kKinds] = {
+      &k.all_reduce, &k.all_gather, &k.reduce_scatter, &k.broadcast, &k.send, &k.recv};
+  return *entries[kind];
+}
+
 }  // namespace
 
 IntervalTimers::IntervalTimers(int level, double straggler_threshold)
-    : level_(level), threshold_(straggler_threshold), sums_ms_(kTimerCount, 0.0) {}
+    : level_(level), threshold_(straggler_threshold) {
+  for (const TimerSpec& t : kTimers) names_.push_back(t.name), levels_.push_back(t.level);
+  for (const char* group : kGroups)
+    for (const char* kind : kCollectiveKinds)
+      names_.push_back(std::string(group) + "-" + kind), levels_.push_back(2);
+  sums_ms_.assign(names_.size(), 0.0);
+}
 
-void IntervalTimers::add_step(const std::vector<pipeline_parallel::TraceEvent>& events) {
+void IntervalTimers::add_step(const std::vector<pipeline_parallel::TraceEvent>& events,
+                              const GroupCollectives& groups) {
+  for (size_t g = 0; g < std::min(groups.size(), std::size(kGroups)); ++g)
+    for (int kind = 0; kind < kKinds; ++kind)
+      sums_ms_[kTimerCount + g * kKinds + kind] += entry_of(groups[g].second, kind).seconds * 1e3;
   double begin = -1, end = -1;  // the schedule: from "train step" to the end of the send wait
   double step[kTimerCount] = {};
   for (const auto& e : events) {
@@ -88,18 +111,19 @@ StragglerReport find_straggler(const std::vector<double>& compute, const std::ve
 }  // namespace
 
 TimerReport IntervalTimers::reduce(comm::Communicator& world, int pipeline_stage) {
-  const int n = world.size(), width = kTimerCount + 1;  // the timers and the rank's stage
+  const int timers = (int)names_.size();
+  const int n = world.size(), width = timers + 1;  // the timers and the rank's stage
   std::vector<float> mine(width), all((size_t)width * n);
-  for (int t = 0; t < kTimerCount; ++t) mine[t] = (float)(sums_ms_[t] / std::max(1, steps_));
-  mine[kTimerCount] = (float)pipeline_stage;
+  for (int t = 0; t < timers; ++t) mine[t] = (float)(sums_ms_[t] / std::max(1, steps_));
+  mine[timers] = (float)pipeline_stage;
   world.all_gather(mine.data(), all.data(), width);
   std::fill(sums_ms_.begin(), sums_ms_.end(), 0.0);
   steps_ = 0;
   auto at = [&](int rank, int t) { return (double)all[(size_t)rank * width + t]; };
   TimerReport report;
-  for (int t = 0; t < kTimerCount; ++t) {
-    if (kTimers[t].level > level_) continue;
-    TimerRow row{kTimers[t].name, at(0, t), at(0, t), 0};
+  for (int t = 0; t < timers; ++t) {
+    if (levels_[t] > level_) continue;
+    TimerRow row{names_[t], at(0, t), at(0, t), 0};
     for (int r = 1; r < n; ++r) {
       row.min_ms = std::min(row.min_ms, at(r, t));
       if (at(r, t) > row.max_ms) row.max_ms = at(r, t), row.max_rank = r;
@@ -110,7 +134,7 @@ TimerReport IntervalTimers::reduce(comm::Communicator& world, int pipeline_stage
   std::vector<int> stage(n);
   for (int r = 0; r < n; ++r) {
     for (int t : kComputeTimers) compute[r] += at(r, t);
-    stage[r] = (int)at(r, kTimerCount);
+    stage[r] = (int)at(r, timers);
   }
   report.straggler = find_straggler(compute, stage, threshold_);
   return report;

@@ -6,6 +6,7 @@
 // timer (Megatron's "(min, max) time across ranks"), and a straggler line when a rank's
 // compute exceeds the median of its pipeline stage's ranks by more than a threshold.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -30,14 +31,20 @@ struct TimerReport {
   StragglerReport straggler;
 };
 
+// What each process group's collectives did during one step (the counters' difference).
+using GroupCollectives = std::vector<std::pair<std::string, comm::CollectiveCounters>>;
+
 class IntervalTimers {
  public:
   // level: --timing-log-level (0 none, 1 coarse: forward-backward, optimizer, gradient sync;
-  // 2 also compute, send and receive); threshold: straggler when max > (1 + threshold) x
-  // median of the ranks' compute.
+  // 2 also compute, send and receive, and each process group's collectives by kind, as
+  // "<group>-<kind>": the time inside MPI, waiting for peers included); threshold: straggler when
+  // max > (1 + threshold) x median of the ranks' compute.
   IntervalTimers(int level, double straggler_threshold);
   int level() const { return level_; }
-  void add_step(const std::vector<pipeline_parallel::TraceEvent>& events);
+  // groups: the tensor, data and pipeline groups' collectives of the step, in that order.
+  void add_step(const std::vector<pipeline_parallel::TraceEvent>& events,
+                const GroupCollectives& groups);
   // Collective over `world` (every rank calls it at the same iteration); resets the interval.
   // pipeline_stage: this rank's, so a straggler is judged against ranks doing the same work.
   TimerReport reduce(comm::Communicator& world, int pipeline_stage);
@@ -45,6 +52,8 @@ class IntervalTimers {
  private:
   int level_;
   double threshold_;
+  std::vector<std::string> names_;  // the fixed timers, then <group>-<kind>
+  std::vector<int> levels_;
   std::vector<double> sums_ms_;  // per timer, this interval
   int steps_ = 0;
 };

@@ -45,16 +45,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-using GroupCounters = std::vector<std::pair<std::string, comm::CollectiveCounters>>;
-
-GroupCounters snapshot_counters(const distributed::ProcessGroups& g) {
-  return {{g.tensor->name(), g.tensor->counters()},
-          {g.data->name(), g.data->counters()},
-          {g.pipeline->name(), g.pipeline->counters()}};
-}
-
 // What the training iterations sent over each group (validation excluded).
-void print_collectives(const GroupCounters& groups, long iterations, std::ostream& log,
+void print_collectives(const GroupCollectives& groups, long iterations, std::ostream& log,
                        MetricsWriter& metrics) {
   nlohmann::ordered_json summary;
   // ms: time inside MPI (the whole blocking call, or the wait on a non-blocking one), so
@@ -334,17 +326,17 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   int interval_count = 0, interval_stepped = 0;
   long evaluations = 0;
   // What evaluations send is not training traffic: it is subtracted from the totals.
-  GroupCounters eval_counters = snapshot_counters(*rank.groups);
+  GroupCollectives eval_counters = snapshot_collectives(*rank.groups);
   for (auto& entry : eval_counters) entry.second = {};
   auto run_validation = [&](long iteration) {
     if (c.eval_iters == 0 || !data.valid) return;
     model.finish_param_gather();
     announce_evaluation("validation", c, seconds_per_sample, log);
-    GroupCounters before = snapshot_counters(*rank.groups);
+    GroupCollectives before = snapshot_collectives(*rank.groups);
     long n = 0, first = evaluations++ * (long)c.eval_iters * c.effective_global_batch();
     double loss = evaluate(executor, *data.valid, c, dp, first, &n);
     training_log.validation({iteration, consumed, loss, n});
-    GroupCounters after = snapshot_counters(*rank.groups);
+    GroupCollectives after = snapshot_collectives(*rank.groups);
     for (size_t i = 0; i < after.size(); ++i)
       eval_counters[i].second += (after[i].second -= before[i].second);
   };
@@ -384,6 +376,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     const int m = (int)(global_batch / ((long)micro * dp.size()));
     const float grad_scale = 1.f / ((float)global_batch * seq);  // mean over the global batch
     executor.set_microbatches(m);
+    training_log.begin_step();
     model.zero_grads();
     fill_replica_batch(*data.train, consumed, c, m, dp.rank(), dp.size(), tokens);
     const float loss_scale = model.scaler.scale();
@@ -450,7 +443,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   }
   if (!c.save.empty() && last_saved != train_iters) save_checkpoint(train_iters);
   model.finish_param_gather();
-  GroupCounters training_counters = snapshot_counters(*rank.groups);
+  GroupCollectives training_counters = snapshot_collectives(*rank.groups);
   for (size_t i = 0; i < training_counters.size(); ++i)
     training_counters[i].second -= eval_counters[i].second;
   if (dp.size() > 1) dp_waits.print(model, c, log);

@@ -6,6 +6,12 @@
 
 namespace trident {
 
+GroupCollectives snapshot_collectives(const distributed::ProcessGroups& g) {
+  return {{g.tensor->name(), g.tensor->counters()},
+          {g.data->name(), g.data->counters()},
+          {g.pipeline->name(), g.pipeline->counters()}};
+}
+
 TrainingLog::TrainingLog(const TrainingConfig& c, const RankContext& rank, bool resumed,
                          std::ostream& log)
     : rank_(rank),
@@ -17,8 +23,16 @@ TrainingLog::TrainingLog(const TrainingConfig& c, const RankContext& rank, bool 
   if (tensorboard_.enabled()) log_ << "tensorboard: " << tensorboard_.path() << "\n";
 }
 
+void TrainingLog::begin_step() {
+  if (timers_.level() > 0) step_start_ = snapshot_collectives(*rank_.groups);
+}
+
 void TrainingLog::step(const std::vector<pipeline_parallel::TraceEvent>& events) {
-  if (timers_.level() > 0) timers_.add_step(events);
+  if (timers_.level() == 0) return;
+  GroupCollectives during = snapshot_collectives(*rank_.groups);
+  for (size_t g = 0; g < during.size() && g < step_start_.size(); ++g)
+    during[g].second -= step_start_[g].second;
+  timers_.add_step(events, during);
 }
 
 void TrainingLog::interval(const IterationStats& s) {

@@ -15,12 +15,22 @@
 
 namespace trident {
 
+namespace distributed {
+struct ProcessGroups;
+}
+
+// The tensor, data and pipeline groups' counters, in that order.
+GroupCollectives snapshot_collectives(const distributed::ProcessGroups& groups);
+
 class TrainingLog {
  public:
   // resumed: the run continues a checkpoint's iterations (the metrics file is appended to).
   TrainingLog(const TrainingConfig& c, const RankContext& rank, bool resumed, std::ostream& log);
   MetricsWriter& metrics() { return metrics_; }
-  // Every rank, every iteration: the step's executed events feed the timers.
+  // Every rank, every iteration: where the step begins (what validation or checkpoints sent
+  // before it stays out of the step's collective timers) ...
+  void begin_step();
+  // ... and its end: the executed events and the collectives since begin_step feed the timers.
   void step(const std::vector<pipeline_parallel::TraceEvent>& events);
   // Every rank at each log interval (the timers are collective).
   void interval(const IterationStats& s);
@@ -33,6 +43,7 @@ class TrainingLog {
   MetricsWriter metrics_;
   TensorBoardWriter tensorboard_;
   IntervalTimers timers_;
+  GroupCollectives step_start_;
   int pipeline_stage_;
 };
 
