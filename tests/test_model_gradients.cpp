@@ -173,6 +173,54 @@ TEST(GPTModel, GradientAccumulationEqualsOneBigBatch) {
     ASSERT_NEAR(big.parameters().grads()[i], small.parameters().grads()[i], 1e-6);
 }
 
+// Zero-bubble schedules: B (input gradients, weight-gradient operands kept) of two
+// micro-batches, then W of each, gives exactly the gradients of the plain backward — the
+// same products in the same order — in fp32 and bf16, with recomputation (whose buffers B
+// overwrites before W); B reports no tensor final, each W reports every tensor once.
+TEST(GPTModel, DeferredWeightGradientsEqualThePlainBackward) {
+  ModelConfig c = tiny_config();
+  comm::SingleRankCommunicator tp("tensor");
+  const int batch = 2, seq = c.seq_length;
+  MockGPTDataset data(c.vocab_size, seq, 1);
+  std::vector<int> tokens(2 * batch * (seq + 1));
+  for (int i = 0; i < 2 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
+  const int* micro[2] = {tokens.data(), tokens.data() + batch * (seq + 1)};
+  const float scale = 1.f / (2 * batch * seq);
+  for (kernels::Precision precision : {kernels::Precision::kFp32, kernels::Precision::kBf16})
+    for (int recompute : {0, 1}) {
+      ChunkOptions plain, split;
+      plain.precision = split.precision = precision;
+      plain.slots = split.slots = 2;
+      split.recompute_layers = recompute;
+      split.deferred_weight_grads = 2;
+      GPTModel a(c, tp, batch, seq, plain), b(c, tp, batch, seq, split);
+      a.parameters().initialize(7, 0.1f, c.num_layers);
+      b.parameters().initialize(7, 0.1f, c.num_layers);
+      a.parameters().zero_grads();
+      b.parameters().zero_grads();
+      std::vector<int> reported(b.parameters().layout().specs().size(), 0);
+      b.set_grad_ready_hook([&](int begin, int end) {
+        for (int k = begin; k < end; ++k) ++reported[k];
+      });
+      for (int i = 0; i < 2; ++i) {
+        a.forward_chunk(i, micro[i], batch, seq, scale);
+        b.forward_chunk(i, micro[i], batch, seq, scale);
+      }
+      for (int i = 0; i < 2; ++i) {
+        a.backward_chunk(i, batch, seq);
+        b.backward_input_chunk(i, batch, seq, /*key=*/10 + i);
+      }
+      for (int r : reported) ASSERT_EQ(r, 0);
+      b.weight_chunk(10);
+      b.weight_chunk(11);
+      for (int r : reported) ASSERT_EQ(r, 2);
+      for (long k = 0; k < a.parameters().size(); ++k)
+        ASSERT_EQ(a.parameters().grads()[k], b.parameters().grads()[k])
+            << "float " << k << " precision " << (int)precision << " recompute " << recompute;
+      EXPECT_THROW(b.weight_chunk(10), std::logic_error);  // its W ran already
+    }
+}
+
 TEST(MockData, DeterministicAndLearnable) {
   MockGPTDataset a(50257, 64, 7), b(50257, 64, 7), other(50257, 64, 8);
   std::vector<int> x(65), y(65), z(65);

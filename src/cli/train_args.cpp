@@ -84,8 +84,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "layers of the first pipeline stage (uneven split; others share the rest)", "Parallelism");
   opt("--decoder-last-pipeline-num-layers", c.decoder_last_pipeline_num_layers,
       "layers of the last pipeline stage (uneven split)", "Parallelism");
-  opt("--pipeline-schedule", c.pipeline_schedule, "gpipe, 1f1b or interleaved (default by v)",
-      "Parallelism");
+  opt("--pipeline-schedule", c.pipeline_schedule,
+      "gpipe, 1f1b, interleaved or zb-h1 (default by v)", "Parallelism");
   app.add_flag("--no-scatter-gather{false}", c.scatter_gather,
                "send whole boundary tensors between stages instead of 1/t slices")
       ->group("Parallelism");

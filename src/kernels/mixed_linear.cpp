@@ -5,6 +5,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/linear_bf16.h"
 #include "kernels/skinny_linear.h"
+#include "kernels/weight_grad_store.h"
 
 namespace trident::kernels {
 
@@ -77,25 +78,46 @@ void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOpe
   }
 }
 
+void mixed_linear_backward_weight(const LinearPrecision& p, GemmOperand dy, GemmOperand input,
+                                  float* dw, int rows, int in, int out) {
+  if (!dy.bf16) {
+    linear_backward_weight(fp32_operand(dy), fp32_operand(input), dw, rows, in, out);
+    return;
+  }
+  if (!input.bf16) throw std::logic_error("bf16 weight gradient with an fp32 input");
+  const long weight = (long)out * in;
+  if (weight <= p.scratch.weight_grad32_floats) {
+    linear_backward_weight_bf16(dy.bf16, input.bf16, p.scratch.weight_grad32, rows, in, out);
+    accumulate(dw, p.scratch.weight_grad32, weight);
+  } else {
+    gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy.bf16, out, input.bf16, in, 1.f, dw, in);
+  }
+}
+
+namespace {
+// The weight gradient now, or kept for the micro-batch's W.
+void weight_grad(const LinearPrecision& p, GemmOperand dy, GemmOperand input, float* dw, int rows,
+                 int in, int out) {
+  if (p.deferred && p.deferred->recording())
+    p.deferred->record(p, dy, input, dw, rows, in, out);
+  else
+    mixed_linear_backward_weight(p, dy, input, dw, rows, in, out);
+}
+}  // namespace
+
 void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand input,
                            WeightOperand w, float* dx, float* dw, int rows, int in, int out) {
   const long n_in = (long)rows * in, n_out = (long)rows * out;
   switch (p.precision) {
     case Precision::kFp32:
       linear_backward_input(fp32_operand(dy), w.fp32, dx, rows, in, out, false);
-      linear_backward_weight(fp32_operand(dy), fp32_operand(input), dw, rows, in, out);
+      weight_grad(p, dy, input, dw, rows, in, out);
       return;
     case Precision::kBf16: {
       const bf16_t* dy16 = bf16_operand(dy, p.scratch.act16, n_out);
       const bf16_t* x16 = bf16_operand(input, p.scratch.in16, n_in);
       linear_backward_input_bf16(dy16, w.low, dx, rows, in, out);
-      const long weight = (long)out * in;
-      if (weight <= p.scratch.weight_grad32_floats) {
-        linear_backward_weight_bf16(dy16, x16, p.scratch.weight_grad32, rows, in, out);
-        accumulate(dw, p.scratch.weight_grad32, weight);
-      } else {
-        gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy16, out, x16, in, 1.f, dw, in);
-      }
+      weight_grad(p, dy16, x16, dw, rows, in, out);
       return;
     }
     case Precision::kFp16: {
@@ -104,7 +126,7 @@ void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand
       round_through_fp16(fp32_operand(input), x_r, n_in);
       from_fp16(w.low, w_r, (long)out * in);
       linear_backward_input(dy_r, w_r, dx, rows, in, out, false);
-      linear_backward_weight(dy_r, x_r, dw, rows, in, out);
+      weight_grad(p, dy_r, x_r, dw, rows, in, out);
       return;
     }
   }

@@ -11,6 +11,8 @@
 
 namespace trident::kernels {
 
+class WeightGradStore;  // kernels/weight_grad_store.h
+
 // Where the rounded operands go; sized by the model's memory plan.
 struct LinearScratch {
   std::uint16_t* act16 = nullptr;  // bf16 activation operand (x or dy) of the largest layer
@@ -31,6 +33,9 @@ struct LinearPrecision {
   // Generation: forward products of at most kSkinnyMaxRows rows stream the weight once
   // (skinny_linear.h) instead of going through the GEMM library.
   bool skinny_forward = false;
+  // Zero-bubble schedules: while this store records (a micro-batch's B), backward products
+  // leave dW to the store's replay (its W).
+  WeightGradStore* deferred = nullptr;
 };
 
 // The fp32 pointer of an operand that must be fp32; throws for a bf16 one.
@@ -57,8 +62,12 @@ struct WeightOperand {
 // y[rows, out] = x[rows, in] * w^T
 void mixed_linear_forward(const LinearPrecision& p, GemmOperand x, WeightOperand w, float* y,
                           int rows, int in, int out);
-// dx[rows, in] = dy * w; dw[out, in] += dy^T * x
+// dx[rows, in] = dy * w; dw[out, in] += dy^T * x (deferred while p.deferred records)
 void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand x, WeightOperand w,
                            float* dx, float* dw, int rows, int in, int out);
+// dw[out, in] += dy^T * x alone, with dy and x as that product takes them: bf16 (both) in
+// bf16 runs, fp32 (fp16-rounded in fp16 runs) otherwise.
+void mixed_linear_backward_weight(const LinearPrecision& p, GemmOperand dy, GemmOperand x,
+                                  float* dw, int rows, int in, int out);
 
 }  // namespace trident::kernels

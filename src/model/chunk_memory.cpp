@@ -28,6 +28,17 @@ long ChunkShape::largest_layer_weight() const {
   return std::max(3 * h / t * h, (long)config.ffn() / t * h);
 }
 
+long ChunkShape::deferred_weight_grad_floats() const {
+  const long h = config.hidden_size, t = tensor_parallel_size, n = tokens();
+  const long attn = h / t, ffn = config.ffn() / t;
+  const bool bf16 = options.precision == kernels::Precision::kBf16;
+  auto operand = [&](long width) { return bf16 ? (n * width + 1) / 2 : n * width; };
+  // (in, out) of qkv, proj, fc1 and fc2: every product keeps its x [n, in] and dy [n, out].
+  const long per_layer = operand(h) + operand(3 * attn) + operand(attn) + operand(h) + operand(h) +
+                         operand(ffn) + operand(ffn) + operand(h);
+  return layers * per_layer;
+}
+
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement) {
   ParameterLayout layout(config, tp, placement);
@@ -128,6 +139,9 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
   } else {
     plan.add(A, "received output gradient", local * h, n);
   }
+  if (s.options.deferred_weight_grads > 0 && s.layers > 0)
+    plan.add(A, "zb-h1: dY and X of every linear, kept from B to W",
+             s.deferred_weight_grad_floats(), s.options.deferred_weight_grads);
 }
 
 void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {

@@ -17,6 +17,10 @@ namespace trident {
 struct ChunkOptions {
   ChunkPlacement placement{};
   int slots = 1;  // micro-batches in flight (the schedule's maximum)
+  // Zero-bubble schedules (zb-h1): micro-batches whose weight-gradient operands (dY and X of
+  // every linear) are kept from their B to their W at once (the schedule's maximum); 0:
+  // backward computes weight gradients at once.
+  int deferred_weight_grads = 0;
   // How many of this chunk's first layers keep only their input in forward and recompute
   // the rest in backward (--recompute-granularity full), and how many consecutive ones share
   // one kept input: --recompute-method uniform groups every layer N at a time (Megatron's
@@ -72,6 +76,9 @@ struct ChunkShape {
   // (the output layer's counted per row chunk): the rounded-operand scratch sizes.
   std::pair<long, long> operand_sizes() const;
   long largest_layer_weight() const;  // qkv or fc1 / fc2, this rank's slice
+  // One micro-batch's deferred weight-gradient operands: dY and X of the layers' four
+  // linears as their weight-gradient products take them (bf16 in bf16 runs).
+  long deferred_weight_grad_floats() const;
 };
 
 // What the chunk's parameter layout contributes: its parameters (unpadded) and its largest

@@ -183,6 +183,12 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
   scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
+  if (!layers_.empty())
+    for (int k = 0; k < options_.deferred_weight_grads; ++k) {
+      const long floats = shape_.deferred_weight_grad_floats();
+      deferred_.add_entry(ar.take(floats), floats);
+    }
+  if (deferred_.entries() > 0) precision_.deferred = &deferred_;
   if (post) lm_head_.logits = ar.take(shape_.logits_chunk_floats());
   if (post && bf16)
     lm_head_.dlogits16 =
@@ -308,12 +314,57 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   return total;
 }
 
+void GPTModel::grad_ready(int spec_begin, int spec_end) const {
+  if (grad_ready_ && spec_begin < spec_end) grad_ready_(spec_begin, spec_end);
+}
+
+void GPTModel::non_layer_grads_ready() const {
+  const int specs = (int)params_.layout().specs().size();
+  if (options_.placement.post_process) {
+    grad_ready(specs - 2, specs);                           // final LayerNorm
+    if (!options_.placement.pre_process) grad_ready(0, 1);  // the tied embedding copy
+  }
+  if (options_.placement.pre_process) grad_ready(0, 2);  // word and position embeddings
+}
+
 void GPTModel::backward_chunk(int slot, int batch, int seq) {
+  backward(slot, batch, seq, false);
+}
+
+void GPTModel::backward_input_chunk(int slot, int batch, int seq, int key) {
+  if (layers_.empty()) return backward(slot, batch, seq, true);  // no linears to defer
+  if (deferred_.entries() == 0)
+    throw std::logic_error(
+        "backward_input_chunk: the chunk was planned without deferred weight "
+        "gradients (ChunkOptions::deferred_weight_grads)");
+  deferred_.begin(key);
+  try {
+    backward(slot, batch, seq, true);
+  } catch (...) {
+    deferred_.end();
+    throw;
+  }
+  deferred_.end();
+}
+
+// The products replay in the order B recorded them, layer by layer from the last, so each
+// layer's weights are final (for this micro-batch) at its mark.
+void GPTModel::weight_chunk(int key) {
+  if (!layers_.empty())
+    deferred_.replay(key, [&](int l) {
+      grad_ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
+      if (progress_) progress_();
+    });
+  non_layer_grads_ready();
+}
+
+void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
   Activations& a = act_[slot];
   const int n = (int)local_rows((long)batch * seq), h = config_.hidden_size;
   const int specs = (int)params_.layout().specs().size();
+  // Deferred: nothing is final before W, which reports every tensor.
   auto ready = [&](int begin, int end) {
-    if (grad_ready_ && begin < end) grad_ready_(begin, end);
+    if (!defer_weight_grads) grad_ready(begin, end);
   };
   const float* last = output_buffer(slot);
   const LayerCall call = layer_call(a, batch, seq);
@@ -333,6 +384,7 @@ void GPTModel::backward_chunk(int slot, int batch, int seq) {
     else if (l >= recompute_.layers && options_.recompute_attention)
       layers_[l].attention_core(a.layers[l], call);
     layers_[l].backward(layer_input(a, l), a.layers[l], d_residual_, scratch_, call);
+    if (defer_weight_grads) deferred_.mark(l);
     ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
   }
   if (options_.placement.pre_process) {

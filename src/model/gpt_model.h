@@ -11,6 +11,7 @@
 #include "config/model_config.h"
 #include "kernels/dropout.h"
 #include "kernels/mixed_linear.h"
+#include "kernels/weight_grad_store.h"
 #include "model/chunk_memory.h"
 #include "model/memory_plan.h"
 #include "model/parameters.h"
@@ -46,6 +47,12 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   double forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
                        float* per_token_loss = nullptr, long first_sample = -1) override;
   void backward_chunk(int slot, int batch, int seq) override;
+  // Zero-bubble schedules (ChunkOptions::deferred_weight_grads > 0): backward_chunk without
+  // the linears' weight gradients, whose operands are kept under `key` for weight_chunk(key).
+  // The grad-ready hook is then called by weight_chunk, for every tensor (biases, LayerNorms
+  // and the embedding are final after B, the linears' weights after W).
+  void backward_input_chunk(int slot, int batch, int seq, int key) override;
+  void weight_chunk(int key) override;
   float* input_buffer(int slot) override { return act_[slot].input; }
   const float* output_buffer(int slot) const override;
   float* output_grad_buffer(int slot) override { return act_[slot].output_grad; }
@@ -107,6 +114,10 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
   const float* layer_input(const Activations& a, int l) const;
   void recompute_group(Activations& a, int last, const LayerCall& call);
+  void backward(int slot, int batch, int seq, bool defer_weight_grads);
+  void grad_ready(int spec_begin, int spec_end) const;
+  // After B: the final LayerNorm and the embedding (or the tied copy on the last stage).
+  void non_layer_grads_ready() const;
 
   // The recomputed layers [0, layers) in groups of `size` consecutive layers (the last
   // group smaller when size does not divide layers); a group keeps only its input.
@@ -137,6 +148,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<Activations> act_;
   float* d_residual_ = nullptr;
   LayerScratch scratch_{};
+  kernels::WeightGradStore deferred_;  // zero-bubble schedules: the W ops' operands
   GradReadyHook grad_ready_;
   ParamsNeededHook params_needed_;
   std::function<void()> progress_;

@@ -127,14 +127,25 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         break;
       case OpType::kBackward: {
         int slot = slot_of_[op.chunk].at(op.microbatch);
-        if (before_backward_)
-          before_backward_(op.chunk, ++backwards_done[op.chunk] == schedule_.microbatches);
-        chunk.backward_chunk(slot, micro_batch_, seq_);
+        if (schedule_.splits_backward()) {  // B: its W finishes the gradients
+          chunk.backward_input_chunk(slot, micro_batch_, seq_, op.microbatch);
+        } else {
+          if (before_backward_)
+            before_backward_(op.chunk, ++backwards_done[op.chunk] == schedule_.microbatches);
+          chunk.backward_chunk(slot, micro_batch_, seq_);
+        }
+        // W reads only what B kept apart: the activations can go to the next forward.
         slot_of_[op.chunk].erase(op.microbatch);
         free_slots_[op.chunk].push_back(slot);
         record(name, "backward", start, now_us());
         break;
       }
+      case OpType::kWeight:
+        if (before_backward_)
+          before_backward_(op.chunk, ++backwards_done[op.chunk] == schedule_.microbatches);
+        chunk.weight_chunk(op.microbatch);
+        record(name, "weight", start, now_us());
+        break;
       case OpType::kSendBackward: {
         // input_grad() is scratch reused by the next backward: send from a private copy.
         std::vector<float>& buf = send_buffers_[op.microbatch * schedule_.chunks + op.chunk];

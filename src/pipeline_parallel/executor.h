@@ -1,7 +1,8 @@
 #pragma once
 // Runs a rank's pipeline schedule on its model chunks: non-blocking sends (completed at the
 // end of the step), receives matched by tag, activation slots taken at a micro-batch's
-// forward and returned at its backward, and — with tensor parallelism — the scatter/gather
+// forward and returned at its backward (B; W of a zero-bubble schedule reads copies the
+// model kept), and — with tensor parallelism — the scatter/gather
 // optimisation (each tensor-parallel rank sends 1/t of a boundary tensor; the receivers
 // all-gather it); with sequence parallelism that 1/t is all a rank holds and it is sent
 // directly. Every operation can be recorded for the timeline.
@@ -42,7 +43,9 @@ class PipelineExecutor {
   // every rank.
   double train_step(const std::function<const int*(int)>& tokens_of, float grad_scale,
                     const std::function<long(int)>& first_sample_of = {});
-  // Called before every backward with (chunk, whether it is that chunk's last in the step).
+  // Called before every op that finishes gradients — each backward, or each W of a
+  // zero-bubble schedule (whose B only records) — with (chunk, whether it is that chunk's
+  // last such op in the step): data parallelism arms its reducer for the last.
   void set_before_backward(std::function<void(int chunk, bool last)> f) {
     before_backward_ = std::move(f);
   }

@@ -10,7 +10,7 @@ namespace trident::pipeline_parallel {
 namespace {
 
 struct Compute {
-  bool forward;
+  OpType type;  // kForward, kBackward or kWeight
   int microbatch, chunk;
 };
 
@@ -21,27 +21,51 @@ Compute interleaved_compute(const ScheduleConfig& c, int k, bool forward) {
   int group = k % (p * v);
   int chunk = group / p;
   if (!forward) chunk = v - 1 - chunk;
-  return {forward, (k / (p * v)) * p + k % p, chunk};
+  return {forward ? OpType::kForward : OpType::kBackward, (k / (p * v)) * p + k % p, chunk};
+}
+
+// ZB-H1 (Qi et al. 2023, section 3.1 and figure 3): the F and B order of 1F1B — p - s - 1
+// warm-up forwards, then F/B pairs, then the cool-down's B — with each W placed after a B:
+// rank s runs W of micro-batch i right after B of micro-batch i + s, and its last s W ops
+// after its last B. Why s: B alone now forms the critical path back through the stages, so
+// a later rank, which finishes early in 1F1B, can hold W back to send the next B upstream
+// sooner, and the held-back W ops fill the end of its step. A micro-batch is in flight
+// from F to W: the p - s of 1F1B plus the s held back give p on every rank, the most any
+// rank holds in 1F1B (the paper's memory bound for ZB-H1). With tf = tb = tw the bubble is
+// (p - 1)(tf + tb - tw) per rank, a third of 1F1B's (p - 1)(tf + tb + tw).
+std::vector<Compute> zero_bubble_h1_order(const ScheduleConfig& c, int stage) {
+  const int m = c.microbatches, warmup = warmup_forwards(c, stage);
+  const int deferral = deferred_weight_ops(c, stage);
+  std::vector<Compute> order;
+  for (int i = 0; i < warmup; ++i) order.push_back({OpType::kForward, i, 0});
+  for (int i = 0; i < m; ++i) {
+    if (warmup + i < m) order.push_back({OpType::kForward, warmup + i, 0});
+    order.push_back({OpType::kBackward, i, 0});
+    if (i >= deferral) order.push_back({OpType::kWeight, i - deferral, 0});
+  }
+  for (int i = std::max(0, m - deferral); i < m; ++i) order.push_back({OpType::kWeight, i, 0});
+  return order;
 }
 
 std::vector<Compute> compute_order(const ScheduleConfig& c, int stage) {
   const int m = c.microbatches, total = m * c.chunks;
   std::vector<Compute> order;
+  if (c.kind == ScheduleKind::kZeroBubbleH1) return zero_bubble_h1_order(c, stage);
   if (c.kind == ScheduleKind::kGPipe) {
     for (int chunk = 0; chunk < c.chunks; ++chunk)
-      for (int i = 0; i < m; ++i) order.push_back({true, i, chunk});
+      for (int i = 0; i < m; ++i) order.push_back({OpType::kForward, i, chunk});
     for (int chunk = c.chunks - 1; chunk >= 0; --chunk)
-      for (int i = 0; i < m; ++i) order.push_back({false, i, chunk});
+      for (int i = 0; i < m; ++i) order.push_back({OpType::kBackward, i, chunk});
     return order;
   }
   const int warmup = warmup_forwards(c, stage);
   auto forward = [&](int k) {
     return c.kind == ScheduleKind::kInterleaved ? interleaved_compute(c, k, true)
-                                                : Compute{true, k, 0};
+                                                : Compute{OpType::kForward, k, 0};
   };
   auto backward = [&](int k) {
     return c.kind == ScheduleKind::kInterleaved ? interleaved_compute(c, k, false)
-                                                : Compute{false, k, 0};
+                                                : Compute{OpType::kBackward, k, 0};
   };
   for (int k = 0; k < warmup; ++k) order.push_back(forward(k));
   for (int k = 0; k < total - warmup; ++k) {  // steady state: one forward, one backward
@@ -52,13 +76,31 @@ std::vector<Compute> compute_order(const ScheduleConfig& c, int stage) {
   return order;
 }
 
+bool has_weight_ops(const std::vector<PipelineOp>& ops) {
+  return std::any_of(ops.begin(), ops.end(),
+                     [](const PipelineOp& op) { return op.type == OpType::kWeight; });
+}
+
+// Per chunk, the most micro-batches at once that have passed `from` and not yet `to`.
+std::vector<int> max_between(const std::vector<PipelineOp>& ops, int chunks, OpType from,
+                             OpType to) {
+  std::vector<int> live(chunks, 0), peak(chunks, 0);
+  for (const PipelineOp& op : ops) {
+    if (op.type == from) peak[op.chunk] = std::max(peak[op.chunk], ++live[op.chunk]);
+    if (op.type == to) --live[op.chunk];
+  }
+  return peak;
+}
+
 }  // namespace
 
 ScheduleKind parse_schedule_kind(const std::string& name) {
   if (name == "gpipe") return ScheduleKind::kGPipe;
   if (name == "1f1b") return ScheduleKind::kOneFOneB;
   if (name == "interleaved") return ScheduleKind::kInterleaved;
-  throw std::invalid_argument("schedule must be gpipe, 1f1b or interleaved (got '" + name + "')");
+  if (name == "zb-h1") return ScheduleKind::kZeroBubbleH1;
+  throw std::invalid_argument("schedule must be gpipe, 1f1b, interleaved or zb-h1 (got '" + name +
+                              "')");
 }
 
 std::string schedule_name(ScheduleKind kind) {
@@ -69,6 +111,8 @@ std::string schedule_name(ScheduleKind kind) {
       return "1f1b";
     case ScheduleKind::kInterleaved:
       return "interleaved";
+    case ScheduleKind::kZeroBubbleH1:
+      return "zb-h1";
   }
   return "?";
 }
@@ -89,6 +133,10 @@ std::vector<std::string> validate_schedule(const ScheduleConfig& c) {
                        std::to_string(c.stages) + ")");
   } else if (c.kind == ScheduleKind::kOneFOneB && c.chunks != 1) {
     errors.push_back("1F1B runs one model chunk per rank; use the interleaved schedule for v > 1");
+  } else if (c.kind == ScheduleKind::kZeroBubbleH1 && c.chunks != 1) {
+    errors.push_back(
+        "zb-h1 runs one model chunk per rank (--num-layers-per-virtual-pipeline-stage must be "
+        "unset)");
   }
   return errors;
 }
@@ -99,6 +147,7 @@ int warmup_forwards(const ScheduleConfig& c, int stage) {
     case ScheduleKind::kGPipe:
       return m * v;
     case ScheduleKind::kOneFOneB:
+    case ScheduleKind::kZeroBubbleH1:
       return std::min(p - stage - 1, m);
     case ScheduleKind::kInterleaved: {
       if (m == p) return m * v;  // Megatron: with m == p every forward precedes every backward
@@ -106,6 +155,10 @@ int warmup_forwards(const ScheduleConfig& c, int stage) {
     }
   }
   return 0;
+}
+
+int deferred_weight_ops(const ScheduleConfig& c, int stage) {
+  return c.kind == ScheduleKind::kZeroBubbleH1 ? stage : 0;
 }
 
 std::vector<PipelineOp> build_schedule(const ScheduleConfig& c, int stage) {
@@ -116,7 +169,9 @@ std::vector<PipelineOp> build_schedule(const ScheduleConfig& c, int stage) {
   for (const Compute& step : compute_order(c, stage)) {
     const int vs = step.chunk * p + stage;
     const int i = step.microbatch, j = step.chunk;
-    if (step.forward) {
+    if (step.type == OpType::kWeight) {
+      ops.push_back({OpType::kWeight, i, j});
+    } else if (step.type == OpType::kForward) {
       if (vs > 0 && p > 1) ops.push_back({OpType::kRecvForward, i, j, (stage + p - 1) % p});
       ops.push_back({OpType::kForward, i, j});
       if (vs < last && p > 1) ops.push_back({OpType::kSendForward, i, j, (stage + 1) % p});
@@ -130,12 +185,17 @@ std::vector<PipelineOp> build_schedule(const ScheduleConfig& c, int stage) {
 }
 
 std::vector<int> max_in_flight(const std::vector<PipelineOp>& ops, int chunks) {
-  std::vector<int> live(chunks, 0), peak(chunks, 0);
-  for (const PipelineOp& op : ops) {
-    if (op.type == OpType::kForward) peak[op.chunk] = std::max(peak[op.chunk], ++live[op.chunk]);
-    if (op.type == OpType::kBackward) --live[op.chunk];
-  }
-  return peak;
+  return max_between(ops, chunks, OpType::kForward, OpType::kBackward);
+}
+
+std::vector<int> max_deferred_weight_grads(const std::vector<PipelineOp>& ops, int chunks) {
+  if (!has_weight_ops(ops)) return std::vector<int>(chunks, 0);
+  return max_between(ops, chunks, OpType::kBackward, OpType::kWeight);
+}
+
+std::vector<int> max_unfinished(const std::vector<PipelineOp>& ops, int chunks) {
+  return max_between(ops, chunks, OpType::kForward,
+                     has_weight_ops(ops) ? OpType::kWeight : OpType::kBackward);
 }
 
 int message_tag(const ScheduleConfig& c, const PipelineOp& op, int stage) {
@@ -164,7 +224,7 @@ int message_tag(const ScheduleConfig& c, const PipelineOp& op, int stage) {
 }
 
 std::string to_string(const PipelineOp& op) {
-  static const char* names[] = {"recv-fwd", "F", "send-fwd", "recv-bwd", "B", "send-bwd"};
+  static const char* names[] = {"recv-fwd", "F", "send-fwd", "recv-bwd", "B", "send-bwd", "W"};
   char buf[64];
   if (op.peer >= 0)
     std::snprintf(buf, sizeof buf, "%s %d.%d %s %d", names[(int)op.type], op.microbatch, op.chunk,
@@ -174,9 +234,26 @@ std::string to_string(const PipelineOp& op) {
   return buf;
 }
 
+const char* op_category(const PipelineOp& op) {
+  switch (op.type) {
+    case OpType::kForward:
+      return "forward";
+    case OpType::kBackward:
+      return "backward";
+    case OpType::kWeight:
+      return "weight";
+    case OpType::kSendForward:
+    case OpType::kSendBackward:
+      return "send";
+    default:
+      return "recv";
+  }
+}
+
 void print_schedule(std::ostream& os, const ScheduleConfig& c) {
   os << schedule_name(c.kind) << " schedule: p=" << c.stages << " v=" << c.chunks
-     << " m=" << c.microbatches << " (op micro-batch.chunk)\n";
+     << " m=" << c.microbatches << " (op micro-batch.chunk"
+     << (c.splits_backward() ? "; B input gradient, W weight gradient)\n" : ")\n");
   for (int s = 0; s < c.stages; ++s) {
     os << "  rank " << s << " (warm-up " << warmup_forwards(c, s) << "):";
     for (const PipelineOp& op : build_schedule(c, s))

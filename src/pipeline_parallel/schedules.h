@@ -13,9 +13,22 @@
 
 namespace trident::pipeline_parallel {
 
-enum class ScheduleKind { kGPipe, kOneFOneB, kInterleaved };
+// kZeroBubbleH1: Qi et al. 2023, "Zero Bubble Pipeline Parallelism", the ZB-H1 schedule:
+// backward split into B (input gradient, on the critical path) and W (weight gradient,
+// deferred to fill the bubble).
+enum class ScheduleKind { kGPipe, kOneFOneB, kInterleaved, kZeroBubbleH1 };
 
-enum class OpType { kRecvForward, kForward, kSendForward, kRecvBackward, kBackward, kSendBackward };
+// kBackward is the whole backward, or only its input-gradient part (B) in a schedule with
+// kWeight ops (W: the weight gradients of that micro-batch on that chunk).
+enum class OpType {
+  kRecvForward,
+  kForward,
+  kSendForward,
+  kRecvBackward,
+  kBackward,
+  kSendBackward,
+  kWeight
+};
 
 struct PipelineOp {
   OpType type;
@@ -23,7 +36,9 @@ struct PipelineOp {
   int chunk;
   int peer = -1;  // pipeline rank on the other end of a send/recv
 
-  bool is_compute() const { return type == OpType::kForward || type == OpType::kBackward; }
+  bool is_compute() const {
+    return type == OpType::kForward || type == OpType::kBackward || type == OpType::kWeight;
+  }
   bool is_send() const { return type == OpType::kSendForward || type == OpType::kSendBackward; }
   bool is_recv() const { return type == OpType::kRecvForward || type == OpType::kRecvBackward; }
   bool operator==(const PipelineOp&) const = default;
@@ -34,9 +49,12 @@ struct ScheduleConfig {
   int stages = 1;        // p
   int chunks = 1;        // v (model chunks per rank; > 1 only for interleaved)
   int microbatches = 1;  // m
+
+  // Whether backward is split into B and W ops (a zero-bubble schedule).
+  bool splits_backward() const { return kind == ScheduleKind::kZeroBubbleH1; }
 };
 
-ScheduleKind parse_schedule_kind(const std::string& name);  // gpipe, 1f1b, interleaved
+ScheduleKind parse_schedule_kind(const std::string& name);  // gpipe, 1f1b, interleaved, zb-h1
 std::string schedule_name(ScheduleKind kind);
 
 // Every violated rule (Megatron's, minus its p > 2 restriction for interleaving), with the
@@ -47,16 +65,29 @@ std::vector<std::string> validate_schedule(const ScheduleConfig& c);
 std::vector<PipelineOp> build_schedule(const ScheduleConfig& c, int stage);
 
 // Forward passes a rank runs before its first backward (the warm-up), as the paper gives it:
-// 1F1B: min(p - s - 1, m); interleaved: min((p - s - 1) * 2 + (v - 1) * p, m * v); GPipe: m * v.
+// 1F1B and ZB-H1: min(p - s - 1, m); interleaved: min((p - s - 1) * 2 + (v - 1) * p, m * v); GPipe:
+// m * v.
 int warmup_forwards(const ScheduleConfig& c, int stage);
 
-// Most micro-batches whose activations a rank holds at once, per chunk.
+// ZB-H1: how many W ops rank `stage` holds back behind their B (its W of micro-batch i
+// runs after its B of micro-batch i + deferral); 0 for the other schedules.
+int deferred_weight_ops(const ScheduleConfig& c, int stage);
+
+// Most micro-batches whose activations a rank holds at once, per chunk: from F to B (the
+// model keeps what W needs apart, see max_deferred_weight_grads).
 std::vector<int> max_in_flight(const std::vector<PipelineOp>& ops, int chunks);
+// Most micro-batches between their B and their W at once, per chunk (0 without W ops):
+// how many sets of weight-gradient operands the model keeps.
+std::vector<int> max_deferred_weight_grads(const std::vector<PipelineOp>& ops, int chunks);
+// Most micro-batches between their F and their last backward op (W when there is one).
+std::vector<int> max_unfinished(const std::vector<PipelineOp>& ops, int chunks);
 
 // Message tag shared by a send and its receive: direction, micro-batch, receiving stage.
 int message_tag(const ScheduleConfig& c, const PipelineOp& op, int stage);
 
 std::string to_string(const PipelineOp& op);
+// The timeline category of an op: forward, backward, weight (W), send or recv.
+const char* op_category(const PipelineOp& op);
 void print_schedule(std::ostream& os, const ScheduleConfig& c);
 
 }  // namespace trident::pipeline_parallel

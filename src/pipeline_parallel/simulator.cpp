@@ -12,22 +12,31 @@ double Simulation::bubble_fraction(int rank) const {
 }
 
 double analytic_bubble_fraction(const ScheduleConfig& c) {
+  return analytic_bubble_fraction(c, 1.0, 1.0, 1.0);
+}
+
+double analytic_bubble_fraction(const ScheduleConfig& c, double tf, double tb, double tw) {
+  if (c.kind == ScheduleKind::kZeroBubbleH1)
+    return (c.stages - 1) * (tf + tb - tw) / (c.microbatches * (tf + tb + tw));
   double v = c.kind == ScheduleKind::kInterleaved ? c.chunks : 1;
   return (c.stages - 1) / (v * c.microbatches);
 }
 
 Simulation simulate(const ScheduleConfig& c, double forward_time, double backward_time,
-                    double comm_time) {
+                    double comm_time, double weight_time) {
   const int p = c.stages;
   std::vector<std::vector<PipelineOp>> lists(p);
   for (int s = 0; s < p; ++s) lists[s] = build_schedule(c, s);
   Simulation sim;
   sim.ranks.resize(p);
   sim.busy.assign(p, 0.0);
+  sim.forward_time = forward_time, sim.backward_time = backward_time;
+  sim.weight_time = weight_time;
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0.0);
   std::map<std::tuple<int, int, int>, double> sent;  // (from, to, tag) -> arrival time
-  const double f = forward_time / c.chunks, b = backward_time / c.chunks;
+  const double f = forward_time / c.chunks, w = weight_time / c.chunks;
+  const double b = (c.splits_backward() ? backward_time : backward_time + weight_time) / c.chunks;
   bool progress = true;
   while (progress) {
     progress = false;
@@ -36,7 +45,7 @@ Simulation simulate(const ScheduleConfig& c, double forward_time, double backwar
         const PipelineOp& op = lists[s][next[s]];
         double start = clock[s], end = clock[s];
         if (op.is_compute()) {
-          end = start + (op.type == OpType::kForward ? f : b);
+          end = start + (op.type == OpType::kForward ? f : op.type == OpType::kBackward ? b : w);
           sim.busy[s] += end - start;
         } else if (op.is_send()) {
           sent[{s, op.peer, message_tag(c, op, s)}] = start + comm_time;
@@ -80,18 +89,22 @@ std::string render_svg(const ScheduleConfig& c, const Simulation& sim) {
       "fill=\"white\"/>\n<text x=\"%.0f\" y=\"18\">%s p=%d v=%d m=%d: bubble %.3f "
       "(analytic %.3f)</text>\n",
       width, height, left, schedule_name(c.kind).c_str(), c.stages, c.chunks, c.microbatches,
-      sim.bubble_fraction(0), analytic_bubble_fraction(c));
+      sim.bubble_fraction(0),
+      analytic_bubble_fraction(c, sim.forward_time, sim.backward_time, sim.weight_time));
   svg += buf;
   static const char* forward_colours[] = {"#9ecae1", "#c6dbef", "#6baed6", "#deebf7"};
   static const char* backward_colours[] = {"#fdae6b", "#fdd0a2", "#fd8d3c", "#feedde"};
+  static const char* weight_colours[] = {"#a1d99b", "#c7e9c0", "#74c476", "#e5f5e0"};
   for (int s = 0; s < c.stages; ++s) {
     double y = top + s * row;
     std::snprintf(buf, sizeof buf, "<text x=\"8\" y=\"%.0f\">rank %d</text>\n", y + row / 2 + 4, s);
     svg += buf;
     for (const TimedOp& t : sim.ranks[s]) {
       if (!t.op.is_compute()) continue;
-      bool fwd = t.op.type == OpType::kForward;
-      const char* colour = (fwd ? forward_colours : backward_colours)[t.op.chunk % 4];
+      const char* const* colours = t.op.type == OpType::kForward    ? forward_colours
+                                   : t.op.type == OpType::kBackward ? backward_colours
+                                                                    : weight_colours;
+      const char* colour = colours[t.op.chunk % 4];
       double x = left + t.start * unit, w = (t.end - t.start) * unit;
       std::snprintf(buf, sizeof buf,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
@@ -102,9 +115,11 @@ std::string render_svg(const ScheduleConfig& c, const Simulation& sim) {
     }
   }
   std::snprintf(buf, sizeof buf,
-                "<text x=\"%.0f\" y=\"%.0f\">blue: forward, orange: backward (shade = model "
-                "chunk); numbers are micro-batches; white gaps are the bubble</text>\n</svg>\n",
-                left, top + c.stages * row + 24);
+                "<text x=\"%.0f\" y=\"%.0f\">blue: forward, orange: backward%s (shade = "
+                "model chunk); numbers are micro-batches; white gaps are the bubble</text>\n"
+                "</svg>\n",
+                left, top + c.stages * row + 24,
+                c.splits_backward() ? " (input gradient), green: weight gradient" : "");
   svg += buf;
   return svg;
 }

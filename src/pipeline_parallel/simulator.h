@@ -19,22 +19,30 @@ struct Simulation {
   bool deadlock = false;
   std::string deadlock_at;  // the first stuck operation of each rank
   double makespan = 0;
-  std::vector<double> busy;  // compute time per rank
+  std::vector<double> busy;                                     // compute time per rank
+  double forward_time = 0, backward_time = 0, weight_time = 0;  // as simulate() was given
 
   // Idle time over compute time on one rank: the paper's bubble fraction t_pb / t_id.
   double bubble_fraction(int rank) const;
 };
 
-// forward_time / backward_time are one micro-batch through a whole stage (all its chunks);
-// a chunk takes 1/v of it. comm_time is the latency of one message.
+// forward_time / backward_time / weight_time are one micro-batch through a whole stage
+// (all its chunks); a chunk takes 1/v of it. backward_time is the input gradient (B) and
+// weight_time the weight gradient (W): a schedule without W ops runs both in its backward.
+// comm_time is the latency of one message.
 Simulation simulate(const ScheduleConfig& c, double forward_time, double backward_time,
-                    double comm_time = 0.0);
+                    double comm_time = 0.0, double weight_time = 0.0);
 
-// (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) interleaved.
+// (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) interleaved, whatever the times.
+// ZB-H1 (Qi et al. 2023): idle (p - 1)(tf + tb - tw) per rank over m (tf + tb + tw) of
+// compute, for tw <= tf (W fills the cool-down's waits); the one-argument form takes
+// tf = tb = tw, (p - 1) / (3 m).
 double analytic_bubble_fraction(const ScheduleConfig& c);
+double analytic_bubble_fraction(const ScheduleConfig& c, double forward_time, double backward_time,
+                                double weight_time);
 
 // The schedule drawn as the paper's figures: one row per rank, boxes labelled with the
-// micro-batch (forward light, backward dark, chunks shaded), idle gaps left white.
+// micro-batch (forward blue, backward orange, W green, chunks shaded), idle gaps white.
 std::string render_svg(const ScheduleConfig& c, const Simulation& sim);
 
 }  // namespace trident::pipeline_parallel

@@ -39,7 +39,7 @@ std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
   double start = 1e300, last = -1e300;
   for (const TraceEvent& e : step_events) {
     if (e.category == "step") start = std::min(start, e.start_us);
-    if (e.category != "forward" && e.category != "backward") continue;
+    if (e.category != "forward" && e.category != "backward" && e.category != "weight") continue;
     busy[me] += e.duration_us;
     start = std::min(start, e.start_us);
     last = std::max(last, e.start_us + e.duration_us);

@@ -30,7 +30,7 @@ bool starts_with(const std::string& s, const char* prefix) {
 // Which timer an event adds to (-1: none).
 int timer_of(const pipeline_parallel::TraceEvent& e) {
   if (e.category == "forward") return 3;
-  if (e.category == "backward") return 4;
+  if (e.category == "backward" || e.category == "weight") return 4;  // W: zero-bubble
   if (e.category == "recv") return starts_with(e.name, "recv-fwd") ? 5 : 6;
   if (e.category == "send") return starts_with(e.name, "send-fwd") ? 7 : 8;
   if (e.category == "wait" && e.name == "wait for sends") return 9;

@@ -159,8 +159,9 @@ void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
   std::vector<double> bubble = pipeline_parallel::pipeline_bubble(events, pp);
   log << "pipeline bubble of the last iteration (idle / compute) per stage:";
   for (double b : bubble) log << " " << std::fixed << std::setprecision(3) << b;
-  log << "; analytic (p-1)/(v*m) = " << pipeline_parallel::analytic_bubble_fraction(schedule)
-      << "\n";
+  log << "; analytic "
+      << (schedule.splits_backward() ? "(p-1)/(3m) (zb-h1 at tf = tb = tw)" : "(p-1)/(v*m)")
+      << " = " << pipeline_parallel::analytic_bubble_fraction(schedule) << "\n";
   log.unsetf(std::ios::fixed);
 }
 
