@@ -37,7 +37,7 @@ TEST(PlannerLaunch, MpirunOrSrunWithRootFlag) {
 TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
   const Workload w = workload();
   for (Layout l : {Layout{2, 2, 2, 2, 2, Recompute::kFull, true, true},
-                   Layout{1, 4, 1, 1, 1, Recompute::kSelective, false},
+                   Layout{1, 4, 1, 1, 1, Recompute::kSelective, false, false, true},
                    Layout{4, 1, 2, 4, 1, Recompute::kNone, true}}) {
     LaunchContext c{"trident", {"--mock-data"}, false, false};
     std::vector<std::string> argv = launch_command(l, w, c);
@@ -54,6 +54,7 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
     EXPECT_EQ(config.global_batch_size, w.global_batch);
     EXPECT_EQ(config.use_distributed_optimizer, l.distributed_optimizer);
     EXPECT_EQ(config.sequence_parallel, l.sequence_parallel);
+    EXPECT_EQ(config.pipeline_schedule, l.zero_bubble ? "zb-h1" : "");
     EXPECT_EQ(config.recompute_granularity, l.recompute == Recompute::kFull        ? "full"
                                             : l.recompute == Recompute::kSelective ? "selective"
                                                                                    : "");

@@ -117,6 +117,32 @@ TEST(PlannerIterationModel, SimulatedBubbleIsThePapers) {
   EXPECT_EQ(model.simulated_bubble(1, 1, 8, 2.0), 0);
 }
 
+// ZB-H1 (Qi et al. 2023) with F, B and W of equal length: (p - 1) idle units per rank over
+// 3m units of work, a third of 1F1B's (p - 1)(tf + tb + tw) idle.
+TEST(PlannerIterationModel, ZeroBubbleBubbleIsAThirdOfOneFOneBs) {
+  IterationModel model(a100_node(1), gpt(8, 256, 4, 64, 64));
+  for (int p : {2, 4, 8})
+    for (int m : {p, 2 * p, 3 * p}) {
+      pipeline_parallel::ScheduleConfig zb{pipeline_parallel::ScheduleKind::kZeroBubbleH1, p, 1, m};
+      EXPECT_NEAR(model.simulated_bubble(zb, 1.0, 1.0), (p - 1.0) / (3 * m), 1e-9) << p << " " << m;
+    }
+}
+
+// The same layout on ZB-H1: less bubble, so less time; the weight-gradient operands it keeps
+// from B to W cost memory.
+TEST(PlannerIterationModel, ZeroBubbleTradesMemoryForTheBubble) {
+  Workload w = gpt(8, 512, 8, 256, 16);
+  w.model.vocab_size = 1000;
+  IterationModel model(a100_node(1), w);
+  Layout one{1, 4, 1, 1, 1, Recompute::kNone, false}, zb = one;
+  zb.zero_bubble = true;
+  const Prediction a = model.predict(one), b = model.predict(zb);
+  EXPECT_LT(b.bubble_fraction, 0.7 * a.bubble_fraction);  // W is under a third of the work here
+  EXPECT_LT(b.time.total(), a.time.total());
+  EXPECT_NEAR(b.time.compute, a.time.compute, 1e-12 * a.time.compute);
+  EXPECT_GT(b.memory.total(), a.memory.total());
+}
+
 TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
   Cluster c = a100_node(1);
   c.gemm.table = {{1, 0.5}, {2, 0.5}};  // flat: every GEMM at half of peak

@@ -107,6 +107,22 @@ TEST(PlannerSearch, SequenceParallelIsSearchedOnlyWithTensorParallelism) {
     EXPECT_TRUE(p.layout.sequence_parallel && p.layout.tensor > 1);
 }
 
+TEST(PlannerSearch, ZeroBubbleOnlyWithAPipelineOfOneChunkPerRank) {
+  IterationModel model(cluster(1, 4, 80), small_gpt());
+  SearchOptions o{4};
+  long zb = 0;
+  for (const Prediction& p : search_layouts(model, o).fitting) {
+    if (p.layout.zero_bubble)
+      EXPECT_TRUE(p.layout.pipeline > 1 && p.layout.virtual_stages == 1) << p.layout.describe();
+    zb += p.layout.zero_bubble;
+  }
+  EXPECT_GT(zb, 0);
+  o.zero_bubble = true;
+  SearchResult fixed = search_layouts(model, o);
+  ASSERT_FALSE(fixed.fitting.empty());
+  for (const Prediction& p : fixed.fitting) EXPECT_TRUE(p.layout.zero_bubble);
+}
+
 // Where only the sequence-parallel form of a layout fits, that is what the search returns.
 TEST(PlannerSearch, SequenceParallelFitsWhereTheSameLayoutWithoutDoesNot) {
   Workload w = small_gpt(8);
@@ -129,7 +145,8 @@ TEST(PlannerSearch, SequenceParallelFitsWhereTheSameLayoutWithoutDoesNot) {
   EXPECT_FALSE(r.over_memory[0].layout.sequence_parallel);
 }
 
-// Issue 16's keys, plus sequence_parallel (issue 19: the planner searches it too).
+// Issue 16's keys, plus sequence_parallel and pipeline_schedule (issue 19: the planner
+// searches sequence parallelism and ZB-H1 too).
 TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   IterationModel model(cluster(1, 4, 80), small_gpt());
   SearchResult r = search_layouts(model, {4});
@@ -138,10 +155,11 @@ TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   ASSERT_EQ(j["plans"].size(), 3u);
   std::set<std::string> keys;
   for (const auto& [key, value] : j["plans"][0].items()) keys.insert(key);
-  EXPECT_EQ(keys, (std::set<std::string>{"tensor", "pipeline", "data", "micro_batch", "virtual",
-                                         "recompute", "distributed_optimizer",
-                                         "time_per_iteration_s", "tflops_per_device",
-                                         "memory_per_device_gib", "bubble", "sequence_parallel"}));
+  EXPECT_EQ(keys,
+            (std::set<std::string>{"tensor", "pipeline", "data", "micro_batch", "virtual",
+                                   "recompute", "distributed_optimizer", "time_per_iteration_s",
+                                   "tflops_per_device", "memory_per_device_gib", "bubble",
+                                   "sequence_parallel", "pipeline_schedule"}));
   EXPECT_DOUBLE_EQ(j["plans"][0]["time_per_iteration_s"], r.fitting[0].time.total());
 }
 

@@ -34,6 +34,7 @@ struct PlanArgs {
   std::string recompute;  // --recompute-granularity: fixes it when given
   bool use_distributed_optimizer = false, no_distributed_optimizer = false;  // else searched
   bool sequence_parallel = false, no_sequence_parallel = false;              // else searched
+  std::string pipeline_schedule;  // zb-h1 fixes the zero-bubble schedule; 1f1b excludes it
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
   bool json = false, launch = false;
@@ -68,6 +69,11 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_flag("--sequence-parallel", a.sequence_parallel, "fix sequence parallelism on (t > 1)")
       ->group("Layout");
   app.add_flag("--no-sequence-parallel", a.no_sequence_parallel, "fix it off (planner only)")
+      ->group("Layout");
+  app.add_option("--pipeline-schedule", a.pipeline_schedule,
+                 "zb-h1: fix the zero-bubble schedule (p > 1, v = 1); 1f1b or interleaved: leave "
+                 "it out (default: searched)")
+      ->check(CLI::IsMember({"1f1b", "interleaved", "zb-h1"}))
       ->group("Layout");
   app.add_option("--max-micro-batch-size", a.search.max_micro_batch, "largest b searched")
       ->capture_default_str()
@@ -145,6 +151,7 @@ int run_plan(PlanArgs& a) {
   if (a.no_distributed_optimizer) a.search.distributed_optimizer = false;
   if (a.sequence_parallel) a.search.sequence_parallel = true;
   if (a.no_sequence_parallel) a.search.sequence_parallel = false;
+  if (!a.pipeline_schedule.empty()) a.search.zero_bubble = a.pipeline_schedule == "zb-h1";
   a.workload.precision = precision_of(a);
   planner::IterationModel model(cluster, a.workload);
   std::vector<std::string> errors = planner::request_violations(model, a.search);

@@ -23,8 +23,8 @@ constexpr double kCommBytes = 4;
 // moments and the 16-bit copy (4 * 7 + 2); the gradient-norm pass reads the gradient again.
 constexpr double kOptimizerBytesPerParameter = 34;
 
-pp::ScheduleConfig schedule_of(int p, int v, int m) {
-  return {v > 1 ? pp::ScheduleKind::kInterleaved : pp::ScheduleKind::kOneFOneB, p, v, m};
+pp::ScheduleConfig schedule_of(const Layout& l, int m) {
+  return {l.schedule(), l.pipeline, l.virtual_stages, m};
 }
 
 // trident's default --ddp-bucket-size: max(40M, 1M x d) floats (src/engine/rank_model.cpp).
@@ -43,6 +43,8 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel);
   const PassSeconds forward = layer_forward_seconds(cluster_, work);
   PassSeconds backward = layer_backward_seconds(cluster_, work);
+  // Half of backward's products are the weight gradients (dW = dY^T X next to dX = dY W).
+  const double weight_gemm = backward.gemm / 2;
   if (l.recompute == Recompute::kFull)
     backward.gemm += forward.gemm, backward.other += forward.other;
   if (l.recompute == Recompute::kSelective)
@@ -58,6 +60,7 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   st.backward = layers * backward.gemm + head_backward.gemm;
   st.other_forward = layers * forward.other + head_forward.other;
   st.other_backward = layers * backward.other + head_backward.other;
+  st.weight = layers * weight_gemm;
   const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
   const double bytes = T * h * kCommBytes;
   const double all_reduce = ring_all_reduce_seconds(bytes, l.tensor, tp_link);
@@ -89,14 +92,21 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
 }
 
 double IterationModel::simulated_bubble(int p, int v, int m, double backward_ratio) {
-  if (p <= 1) return 0;
-  const long ratio_key = std::lround(backward_ratio * 100);
-  auto key = std::make_tuple(p, v, m, ratio_key);
+  const pp::ScheduleKind kind =
+      v > 1 ? pp::ScheduleKind::kInterleaved : pp::ScheduleKind::kOneFOneB;
+  return simulated_bubble({kind, p, v, m}, backward_ratio, 0);
+}
+
+double IterationModel::simulated_bubble(const pp::ScheduleConfig& s, double backward_ratio,
+                                        double weight_ratio) {
+  if (s.stages <= 1) return 0;
+  const long b_key = std::lround(backward_ratio * 100), w_key = std::lround(weight_ratio * 100);
+  auto key = std::make_tuple((int)s.kind, s.stages, s.chunks, s.microbatches, b_key, w_key);
   auto it = bubbles_.find(key);
   if (it != bubbles_.end()) return it->second;
-  pp::Simulation sim = pp::simulate(schedule_of(p, v, m), 1.0, ratio_key / 100.0);
+  pp::Simulation sim = pp::simulate(s, 1.0, b_key / 100.0, 0.0, w_key / 100.0);
   double bubble = 0;
-  for (int s = 0; s < p; ++s) bubble = std::max(bubble, sim.bubble_fraction(s));
+  for (int r = 0; r < s.stages; ++r) bubble = std::max(bubble, sim.bubble_fraction(r));
   return bubbles_[key] = bubble;
 }
 
@@ -108,12 +118,14 @@ const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p)
   return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p);
 }
 
-const std::vector<int>& IterationModel::in_flight(int p, int v, int m, int stage) {
-  auto key = std::make_tuple(p, v, m, stage);
-  auto it = in_flight_.find(key);
-  if (it != in_flight_.end()) return it->second;
-  pp::ScheduleConfig s = schedule_of(p, v, m);
-  return in_flight_[key] = pp::max_in_flight(pp::build_schedule(s, stage), v);
+const IterationModel::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s,
+                                                                    int stage) {
+  auto key = std::make_tuple((int)s.kind, s.stages, s.chunks, s.microbatches, stage);
+  auto it = needs_.find(key);
+  if (it != needs_.end()) return it->second;
+  const std::vector<pp::PipelineOp> ops = pp::build_schedule(s, stage);
+  return needs_[key] = {pp::max_in_flight(ops, s.chunks),
+                        pp::max_deferred_weight_grads(ops, s.chunks)};
 }
 
 namespace {
@@ -141,7 +153,8 @@ void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
 MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
   const ModelConfig& m = workload_.model;
   const int p = l.pipeline, v = l.virtual_stages, per_chunk = l.layers_per_chunk(m.num_layers);
-  const std::vector<int>& slots = in_flight(p, v, l.microbatches(workload_.global_batch), stage);
+  const ScheduleNeeds& needs =
+      schedule_needs(schedule_of(l, l.microbatches(workload_.global_batch)), stage);
   MemoryBreakdown out;
   out.stage = stage;
   long gradient_floats = 0;
@@ -149,7 +162,8 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
     const int vs = j * p + stage;
     ChunkOptions o;
     o.placement = {vs * per_chunk, per_chunk, vs == 0, vs == p * v - 1};
-    o.slots = slots[j];
+    o.slots = needs.slots[j];
+    o.deferred_weight_grads = needs.deferred[j];
     o.recompute_layers = l.recompute == Recompute::kFull ? per_chunk : 0;
     o.recompute_group = 1;  // --recompute-method uniform --recompute-num-layers 1
     o.recompute_attention = l.recompute == Recompute::kSelective;
@@ -206,7 +220,10 @@ Prediction IterationModel::predict(const Layout& l) {
     time.pipeline_comm += point_to_point_seconds(
         (double)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size * kCommBytes, link);
   }
-  out.bubble_fraction = simulated_bubble(l.pipeline, l.virtual_stages, mb, backward / forward);
+  // A zero-bubble schedule runs backward as B and W: W is the weight-gradient products.
+  const double weight = l.zero_bubble ? st.weight : 0;
+  out.bubble_fraction =
+      simulated_bubble(schedule_of(l, mb), (backward - weight) / forward, weight / forward);
   time.bubble = out.bubble_fraction * mb * (forward + backward);
 
   out.memory = device_memory(l);

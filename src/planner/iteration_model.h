@@ -15,6 +15,7 @@
 //   with the micro-batches in flight taken from the same schedule lists.
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "model/chunk_memory.h"
 #include "planner/cluster.h"
@@ -67,8 +68,13 @@ class IterationModel {
   // The layout must be valid (layout_violations empty).
   Prediction predict(const Layout& layout);
   MemoryBreakdown device_memory(const Layout& layout);
-  // Idle over busy time of the schedule's first rank, simulated with backward = ratio x forward.
+  // Idle over busy time of the schedule's slowest rank, simulated with backward = ratio x
+  // forward (1F1B, or interleaved when v > 1) ...
   double simulated_bubble(int p, int v, int m, double backward_ratio);
+  // ... or for any schedule, with its B and W apart for a zero-bubble one (W: weight_ratio x
+  // forward, B: backward_ratio x forward).
+  double simulated_bubble(const pipeline_parallel::ScheduleConfig& s, double backward_ratio,
+                          double weight_ratio);
   const Cluster& cluster() const { return cluster_; }
   const Workload& workload() const { return workload_; }
 
@@ -78,16 +84,22 @@ class IterationModel {
     double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels
     double tensor_forward = 0, tensor_backward = 0;
     double pipeline = 0;  // per direction
+    double weight = 0;    // the layers' weight-gradient products (W of a zero-bubble schedule)
+  };
+  // What a rank of a schedule holds at once, per chunk: micro-batches' activations, and
+  // (zero-bubble) micro-batches' weight-gradient operands kept from B to W.
+  struct ScheduleNeeds {
+    std::vector<int> slots, deferred;
   };
   StageTime stage_time(const Layout& l) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
-  const std::vector<int>& in_flight(int p, int v, int m, int stage);
+  const ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s, int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);
 
   Cluster cluster_;
   Workload workload_;
-  std::map<std::tuple<int, int, int, long>, double> bubbles_;
-  std::map<std::tuple<int, int, int, int>, std::vector<int>> in_flight_;
+  std::map<std::tuple<int, int, int, int, long, long>, double> bubbles_;
+  std::map<std::tuple<int, int, int, int, int>, ScheduleNeeds> needs_;
   std::map<std::tuple<int, int, bool, bool>, LayoutSizes> layout_sizes_;
 };
 

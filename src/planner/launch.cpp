@@ -22,6 +22,7 @@ void add_layout_flags(std::vector<std::string>& argv, const Layout& l, const Wor
     argv.push_back("--overlap-param-gather");
   }
   if (l.sequence_parallel) argv.push_back("--sequence-parallel");
+  if (l.zero_bubble) argv.insert(argv.end(), {"--pipeline-schedule", "zb-h1"});
   if (l.recompute == Recompute::kFull) {
     argv.insert(argv.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform"});
     add(argv, "--recompute-num-layers", 1);

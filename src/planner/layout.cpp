@@ -16,6 +16,12 @@ std::string recompute_name(Recompute r) {
   return "?";
 }
 
+pipeline_parallel::ScheduleKind Layout::schedule() const {
+  if (zero_bubble) return pipeline_parallel::ScheduleKind::kZeroBubbleH1;
+  return virtual_stages > 1 ? pipeline_parallel::ScheduleKind::kInterleaved
+                            : pipeline_parallel::ScheduleKind::kOneFOneB;
+}
+
 std::string Layout::describe() const {
   std::string s = "t=" + std::to_string(tensor) + " p=" + std::to_string(pipeline) +
                   " d=" + std::to_string(data) + " b=" + std::to_string(micro_batch) +
@@ -23,6 +29,7 @@ std::string Layout::describe() const {
   if (recompute != Recompute::kNone) s += " recompute=" + recompute_name(recompute);
   if (distributed_optimizer) s += " dist-opt";
   if (sequence_parallel) s += " sp";
+  if (zero_bubble) s += " zb-h1";
   return s;
 }
 
@@ -51,10 +58,10 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
     errors.push_back("--sequence-parallel needs --micro-batch-size x --seq-length divisible by t");
   if (l.sequence_parallel && w.precision != kernels::Precision::kFp32 && m.hidden_size % 2)
     errors.push_back("--sequence-parallel with --bf16 needs an even --hidden-size");
-  pipeline_parallel::ScheduleConfig s{l.virtual_stages > 1
-                                          ? pipeline_parallel::ScheduleKind::kInterleaved
-                                          : pipeline_parallel::ScheduleKind::kOneFOneB,
-                                      l.pipeline, l.virtual_stages, l.microbatches(w.global_batch)};
+  if (l.zero_bubble && l.pipeline < 2)
+    errors.push_back("--pipeline-schedule zb-h1 needs p >= 2 (it fills a pipeline's bubble)");
+  pipeline_parallel::ScheduleConfig s{l.schedule(), l.pipeline, l.virtual_stages,
+                                      l.microbatches(w.global_batch)};
   for (const std::string& e : pipeline_parallel::validate_schedule(s)) errors.push_back(e);
   return errors;
 }

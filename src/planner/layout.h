@@ -1,11 +1,12 @@
 #pragma once
 // One candidate layout (t, p, d, b, v, recomputation, distributed optimizer, sequence
-// parallelism) and the
+// parallelism, zero-bubble schedule) and the
 // workload it runs: the model's shape, the global batch and the training precision.
 #include <string>
 
 #include "config/model_config.h"
 #include "kernels/low_precision.h"
+#include "pipeline_parallel/schedules.h"
 
 namespace trident::planner {
 
@@ -22,13 +23,18 @@ struct Layout {
   bool distributed_optimizer = false;
   // Korthikanti et al. 2022: LayerNorms, dropout and the residual stream split over t.
   bool sequence_parallel = false;
+  // Qi et al. 2023's ZB-H1 (--pipeline-schedule zb-h1): weight gradients deferred into the
+  // bubble; p > 1 and v = 1 only.
+  bool zero_bubble = false;
 
+  // The pipeline schedule this layout runs: zb-h1, interleaved 1F1B (v > 1) or 1F1B.
+  pipeline_parallel::ScheduleKind schedule() const;
   long devices() const { return (long)tensor * pipeline * data; }
   int microbatches(long global_batch) const {
     return (int)(global_batch / ((long)micro_batch * data));
   }
   int layers_per_chunk(int num_layers) const { return num_layers / (pipeline * virtual_stages); }
-  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=2 recompute=full dist-opt sp"
+  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=1 recompute=full dist-opt sp zb-h1"
 };
 
 struct Workload {

@@ -43,21 +43,21 @@ std::string where_time_goes(const TimeBreakdown& t) {
 void print_plan_table(std::ostream& os, const std::vector<Prediction>& plans, size_t top) {
   char line[512];
   std::snprintf(line, sizeof line,
-                "%4s  %3s %3s %4s %3s %3s %-9s %-4s %-3s  %10s %8s %6s %10s %7s  %s\n", "#", "t",
-                "p", "d", "b", "v", "recompute", "dopt", "sp", "time/iter", "TFLOP/s", "%peak",
-                "mem/dev", "bubble", "where the time goes");
+                "%4s  %3s %3s %4s %3s %3s %-9s %-4s %-3s %-3s  %10s %8s %6s %10s %7s  %s\n", "#",
+                "t", "p", "d", "b", "v", "recompute", "dopt", "sp", "zb", "time/iter", "TFLOP/s",
+                "%peak", "mem/dev", "bubble", "where the time goes");
   os << line;
   for (size_t i = 0; i < std::min(top, plans.size()); ++i) {
     const Prediction& p = plans[i];
     const Layout& l = p.layout;
     std::snprintf(
         line, sizeof line,
-        "%4zu  %3d %3d %4d %3d %3d %-9s %-4s %-3s  %10s %8.3g %5.1f%% %6.2f GiB %6.1f%%  %s\n",
+        "%4zu  %3d %3d %4d %3d %3d %-9s %-4s %-3s %-3s  %10s %8.3g %5.1f%% %6.2f GiB %6.1f%%  %s\n",
         i + 1, l.tensor, l.pipeline, l.data, l.micro_batch, l.virtual_stages,
         recompute_name(l.recompute).c_str(), l.distributed_optimizer ? "yes" : "no",
-        l.sequence_parallel ? "yes" : "no", seconds_text(p.time.total()).c_str(),
-        p.tflops_per_device, 100 * p.peak_fraction, p.memory.total() / (1L << 30),
-        100 * p.bubble_fraction, where_time_goes(p.time).c_str());
+        l.sequence_parallel ? "yes" : "no", l.zero_bubble ? "yes" : "no",
+        seconds_text(p.time.total()).c_str(), p.tflops_per_device, 100 * p.peak_fraction,
+        p.memory.total() / (1L << 30), 100 * p.bubble_fraction, where_time_goes(p.time).c_str());
     os << line;
   }
 }
@@ -150,18 +150,20 @@ std::string plans_json(const std::vector<Prediction>& plans, size_t top) {
   nlohmann::json out = {{"plans", nlohmann::json::array()}};
   for (size_t i = 0; i < std::min(top, plans.size()); ++i) {
     const Prediction& p = plans[i];
-    out["plans"].push_back({{"tensor", p.layout.tensor},
-                            {"pipeline", p.layout.pipeline},
-                            {"data", p.layout.data},
-                            {"micro_batch", p.layout.micro_batch},
-                            {"virtual", p.layout.virtual_stages},
-                            {"recompute", recompute_name(p.layout.recompute)},
-                            {"distributed_optimizer", p.layout.distributed_optimizer},
-                            {"sequence_parallel", p.layout.sequence_parallel},
-                            {"time_per_iteration_s", p.time.total()},
-                            {"tflops_per_device", p.tflops_per_device},
-                            {"memory_per_device_gib", p.memory.total() / (1L << 30)},
-                            {"bubble", p.bubble_fraction}});
+    out["plans"].push_back(
+        {{"tensor", p.layout.tensor},
+         {"pipeline", p.layout.pipeline},
+         {"data", p.layout.data},
+         {"micro_batch", p.layout.micro_batch},
+         {"virtual", p.layout.virtual_stages},
+         {"recompute", recompute_name(p.layout.recompute)},
+         {"distributed_optimizer", p.layout.distributed_optimizer},
+         {"sequence_parallel", p.layout.sequence_parallel},
+         {"pipeline_schedule", pipeline_parallel::schedule_name(p.layout.schedule())},
+         {"time_per_iteration_s", p.time.total()},
+         {"tflops_per_device", p.tflops_per_device},
+         {"memory_per_device_gib", p.memory.total() / (1L << 30)},
+         {"bubble", p.bubble_fraction}});
   }
   return out.dump(2);
 }

@@ -51,8 +51,12 @@ void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit 
               for (bool sp : {false, true}) {
                 if (o.sequence_parallel && *o.sequence_parallel != sp) continue;
                 if (sp && t == 1 && !o.sequence_parallel) continue;
-                Layout l{t, p, d, b, v, r, dist, sp};
-                if (layout_violations(l, w).empty()) visit(l);
+                for (bool zb : {false, true}) {
+                  if (o.zero_bubble && *o.zero_bubble != zb) continue;
+                  if (zb && (p == 1 || v > 1) && !o.zero_bubble) continue;
+                  Layout l{t, p, d, b, v, r, dist, sp, zb};
+                  if (layout_violations(l, w).empty()) visit(l);
+                }
               }
             }
           }
