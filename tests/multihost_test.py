@@ -4,12 +4,15 @@
 (every step's loss and grad norm and the final weights within 1e-5), the process grid names
 each rank's host, shared memory cannot join ranks on different hosts (a run allowed only
 shared memory fails to connect them), and a tensor group that would span hosts is refused
-unless --allow-tensor-parallel-across-nodes. The hosts are removed even when the test fails.
+unless --allow-tensor-parallel-across-nodes; `trident plan --calibrate` over both hosts measures
+a node's ranks and the hosts' link apart (a cluster file of 2 nodes of 2, read back by Python's
+tomllib). The hosts are removed even when the test fails.
 Usage: multihost_test.py TRIDENT"""
 import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 from parity import MPI_ENV, Checks, compare, train
 
@@ -58,6 +61,26 @@ def refusals(trident):
           "--allow-tensor-parallel-across-nodes runs it, with a warning")
 
 
+def calibration(trident, tmp):
+    out = os.path.join(tmp, "calibrated.toml")
+    run = subprocess.run(LAUNCH + ["-np", "4", trident, "plan", "--calibrate", "--calibration-quick",
+                                   "--output", out], capture_output=True, text=True, timeout=300,
+                         env=MPI_ENV)
+    check(run.returncode == 0 and os.path.exists(out),
+          f"plan --calibrate runs over 2 hosts ({run.returncode}: {run.stderr.strip()[-300:]})")
+    if run.returncode != 0 or not os.path.exists(out):
+        return
+    with open(out, "rb") as f:
+        c = tomllib.load(f)
+    node, net = c.get("node", {}), c.get("network", {})
+    check(c.get("nodes") == 2 and node.get("devices") == 2,
+          f"the cluster file has 2 nodes of 2 devices: nodes {c.get('nodes')}, {node}")
+    intra = (node.get("intra_node_latency_us", 0), node.get("intra_node_bandwidth_gbs", 0))
+    inter = (net.get("inter_node_latency_us", 0), net.get("inter_node_bandwidth_gbs", 0))
+    check(min(intra + inter) > 0 and intra != inter,
+          f"intra-node {intra} and inter-node {inter} links (latency us, GB/s) are measured apart")
+
+
 def main():
     trident = sys.argv[1]
     hosts = os.path.join(CLUSTER, "hosts.sh")
@@ -67,6 +90,7 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as tmp:
             parity(trident, tmp)
+            calibration(trident, tmp)
         refusals(trident)
     finally:
         subprocess.run(["bash", hosts, "destroy"])

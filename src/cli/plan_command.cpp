@@ -39,6 +39,7 @@ struct PlanArgs {
   double train_tokens = 0;
   bool json = false, launch = false;
   bool calibrate = false;
+  bool calibration_quick = false;  // short, noisy timings (smoke tests)
   std::string output;
   size_t top = 10;
   std::vector<std::string> train_args;  // after `--`, for --launch
@@ -94,6 +95,9 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
                "cluster description to --output")
       ->group("Calibration");
   app.add_option("--output", a.output, "where --calibrate writes (TOML)")->group("Calibration");
+  app.add_flag("--calibration-quick", a.calibration_quick,
+               "time each point briefly on small shapes (a smoke test; the figures are noisy)")
+      ->group("Calibration");
 }
 
 kernels::Precision precision_of(const PlanArgs& a) {
@@ -102,25 +106,60 @@ kernels::Precision precision_of(const PlanArgs& a) {
                   : kernels::Precision::kFp32;
 }
 
+// The node of each rank as an index (the order nodes first appear in), and the ranks per node.
+std::vector<int> node_indices(const std::vector<std::string>& nodes, int* per_node) {
+  std::vector<std::string> seen;
+  std::vector<int> index;
+  for (const std::string& n : nodes) {
+    auto it = std::find(seen.begin(), seen.end(), n);
+    index.push_back((int)(it - seen.begin()));
+    if (it == seen.end()) seen.push_back(n);
+  }
+  *per_node = (int)std::count(index.begin(), index.end(), 0);
+  for (size_t k = 0; k < seen.size(); ++k)
+    if (std::count(index.begin(), index.end(), (int)k) != *per_node)
+      throw std::invalid_argument(
+          "--calibrate needs the same number of ranks on every node (" + seen[0] + " has " +
+          std::to_string(*per_node) + ", " + seen[k] + " has " +
+          std::to_string(std::count(index.begin(), index.end(), (int)k)) + ")");
+  return index;
+}
+
 int run_calibration(const PlanArgs& a) {
   comm::MpiRuntime mpi(nullptr, nullptr);
   return run_job(mpi, "trident plan --calibrate", [&] {
     const std::vector<std::string> nodes = mpi.node_names();
     omp_set_num_threads(default_threads(nodes, mpi.world_rank()));
-    comm::MpiCommunicator world(MPI_COMM_WORLD, "world");
+    int per_node = 0;
+    const std::vector<int> node = node_indices(nodes, &per_node);
+    const int me = mpi.world_rank();
+    // This rank's node, and the first rank of every node (MPI_COMM_NULL elsewhere).
+    MPI_Comm node_comm, leader_comm;
+    MPI_Comm_split(MPI_COMM_WORLD, node[me], me, &node_comm);
+    const bool leader = std::find(node.begin(), node.end(), node[me]) - node.begin() == me;
+    MPI_Comm_split(MPI_COMM_WORLD, leader ? 0 : MPI_UNDEFINED, me, &leader_comm);
+    comm::MpiCommunicator world(MPI_COMM_WORLD, "world"), on_node(node_comm, "node");
+    std::unique_ptr<comm::MpiCommunicator> leaders;
+    if (leader) leaders = std::make_unique<comm::MpiCommunicator>(leader_comm, "leaders");
+    const int node_count = *std::max_element(node.begin(), node.end()) + 1;
+    planner::NodeGroups groups;
+    if (node_count > 1) groups = {&on_node, leaders.get(), node_count};
     planner::CalibrationOptions o;
     o.precision = precision_of(a);
-    o.ranks_on_node = (int)std::count(nodes.begin(), nodes.end(), nodes[mpi.world_rank()]);
+    o.ranks_on_node = per_node;
+    if (a.calibration_quick) {
+      o.seconds_per_point = 0.005, o.bandwidth_seconds = 0.05, o.repeats = 1;
+      o.long_sequence = 512, o.vocabulary = 4096;
+    }
     std::ostringstream discard;
-    std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
-    planner::Cluster c = planner::calibrate_this_machine(world, o, log);
-    if (std::set<std::string>(nodes.begin(), nodes.end()).size() > 1)
-      throw std::invalid_argument("--calibrate measures one node: run it with the ranks of one");
-    if (mpi.world_rank() == 0) {
+    std::ostream& log = me == 0 ? std::cout : discard;
+    planner::Cluster c = planner::calibrate_this_machine(world, o, log, groups);
+    if (me == 0) {
       io::write_file_atomically(
           a.output, "# This machine, measured by `trident plan --calibrate` (" +
-                        std::to_string(mpi.world_size()) + " ranks, one per device).\n" +
-                        planner::cluster_to_toml(c));
+                        std::to_string(mpi.world_size()) + " ranks, one per device" +
+                        (node_count > 1 ? ", on " + std::to_string(node_count) + " nodes" : "") +
+                        ").\n" + planner::cluster_to_toml(c));
       log << "wrote " << a.output << "\n";
     }
     return 0;

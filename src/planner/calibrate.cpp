@@ -227,13 +227,38 @@ double resident_gib() {
 
 }  // namespace
 
+namespace {
+
+// Intra-node: every node's ranks at once (as tensor-parallel groups run side by side);
+// inter-node: one rank per node, the others waiting.
+void measure_links(comm::Communicator& world, const NodeGroups& g, Cluster& c, std::ostream& log) {
+  if (!g.node) {
+    c.intra_node = c.inter_node = measure_link(world, log);
+    return;
+  }
+  log << "  inside each node (" << g.node->size() << " ranks):\n";
+  if (g.node->size() > 1) c.intra_node = measure_link(*g.node, log);
+  barrier(world);
+  log << "  between nodes (" << g.nodes << ", one rank each):\n";
+  if (g.leaders) c.inter_node = measure_link(*g.leaders, log);
+  // Every rank returns the same cluster: the first rank's figures.
+  float links[4] = {(float)c.intra_node.latency_us, (float)c.intra_node.bandwidth_gbs,
+                    (float)c.inter_node.latency_us, (float)c.inter_node.bandwidth_gbs};
+  world.broadcast(links, 4, 0);
+  c.intra_node = {links[1], links[0]};
+  c.inter_node = {links[3], links[2]};
+  if (g.node->size() == 1) c.intra_node = c.inter_node;
+}
+
+}  // namespace
+
 Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptions& o,
-                               std::ostream& log) {
+                               std::ostream& log, const NodeGroups& groups) {
   Cluster c;
   c.device.runtime_memory_gib = mean_over_ranks(world, resident_gib());
   c.source = "calibration";
-  c.nodes = 1;
-  c.devices_per_node = world.size();
+  c.nodes = groups.node ? groups.nodes : 1;
+  c.devices_per_node = groups.node ? groups.node->size() : world.size();
   // The loop runs on every rank's threads at once, so ranks that share a core (SMT siblings)
   // measure the rate they really get together.
   const int threads = omp_get_max_threads();
@@ -253,8 +278,7 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   c.gemm.table = gemm_table(world, c.device.peak_tflops, o, log);
   calibrate_layer_kernels(world, c, o, log);
   calibrate_cross_entropy(world, c, o, log);
-  c.intra_node = measure_link(world, log);
-  c.inter_node = c.intra_node;
+  measure_links(world, groups, c, log);
   return c;
 }
 

@@ -12,7 +12,9 @@
 // - links: point-to-point latency (ping-pong of 8 bytes) and the bandwidth that makes the
 //   ring model reproduce a measured all-reduce of 64 MiB over all ranks.
 // Each timing is the best of several runs, so neighbours on a shared machine lower it less.
-// The result describes one node; inter-node numbers are copied from the intra-node ones.
+// Across several nodes (the same number of ranks on each), the links are measured twice:
+// among the ranks of each node at once (intra-node) and among one rank per node (inter-node);
+// on one node the inter-node link is a copy of the intra-node one.
 #include <iosfwd>
 
 #include "comm/communicator.h"
@@ -31,8 +33,16 @@ struct CalibrationOptions {
   int ranks_on_node = 1;
 };
 
+// How the ranks sit on nodes: this rank's node's ranks, and one rank per node (null on the
+// ranks that are not their node's first). Both null: every rank on one node.
+struct NodeGroups {
+  comm::Communicator* node = nullptr;
+  comm::Communicator* leaders = nullptr;
+  int nodes = 1;
+};
+
 // Collective over `world`; every rank returns the same cluster. Progress goes to `log`.
 Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptions& options,
-                               std::ostream& log);
+                               std::ostream& log, const NodeGroups& groups = {});
 
 }  // namespace trident::planner
