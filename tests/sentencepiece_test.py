@@ -8,7 +8,9 @@
      (code 8) for a 2,000-piece model, int32 (code 4) for a 68,000-piece one whose ids
      are above 65,535;
   3. trident train runs on both datasets with its vocabulary taken from the model, saves
-     an HF directory, and score / generate read text through the same tokenizer;
+     an HF directory, and score / eval / generate read text through the same tokenizer
+     (eval's ids and log-likelihood equal score's on spm_encode's ids; generated text
+     equals spm_decode's);
   4. bad tokenizer flags are refused with the flag named.
 Usage: sentencepiece_test.py TRIDENT SOURCE_DIR
 """
@@ -157,7 +159,7 @@ def check_train(trident, work, name, model, vocab, data, hf=None):
           f"{name}: first loss {losses[:1]} near ln({padded}) = {np.log(padded):.3f}")
 
 
-def check_inference(trident, work, model, hf):
+def check_inference(trident, work, model, hf, eos):
     with open(f"{work}/score.txt", "w", encoding="utf-8") as f:
         f.write("And God said, Let there be light: and there was light.")
     ids = spm_ids(model, f"{work}/score.txt")[0]
@@ -165,6 +167,7 @@ def check_inference(trident, work, model, hf):
     got = json.loads(out.stdout) if out.returncode == 0 else {}
     check(got.get("tokens") == len(ids) - 1,
           f"score --text predicts {len(ids) - 1} tokens (spm_encode's count - 1)", out.stderr)
+    check_eval(trident, work, model, hf, ids, eos)
     prompt = "In the beginning God"
     out = run([trident, "generate", "--load-hf", hf, "--prompt", prompt, "--tokens-to-generate",
                "8", "--json", "--threads", "2"] + sp_flags(model))
@@ -182,6 +185,26 @@ def check_inference(trident, work, model, hf):
     check(prompt + result["text"] == whole,
           "generate: prompt + streamed text equals spm_decode of prompt and generated ids",
           f"{prompt + result['text']!r} vs {whole!r}")
+
+
+def check_eval(trident, work, model, hf, ids, eos):
+    """A text task is scored after </s> (the end-of-document token) on spm_encode's ids; its
+    log-likelihood equals score's on the same ids."""
+    with open(f"{work}/eos_ids.json", "w") as f:
+        json.dump([eos] + ids, f)
+    out = run([trident, "score", "--model", hf, "--tokens", f"{work}/eos_ids.json"])
+    scored = json.loads(out.stdout) if out.returncode == 0 else {}
+    out = run([trident, "eval", "--load-hf", hf, "--tasks", f"text:{work}/score.txt",
+               "--threads", "2", "--log-samples", f"{work}/samples.jsonl"] + sp_flags(model))
+    check(out.returncode == 0, "eval runs a text task", out.stderr[-1000:])
+    if out.returncode or not scored:
+        return
+    sample = json.loads(open(f"{work}/samples.jsonl").readline())
+    check(sample["context_tokens"] == [eos] and sample["continuation_tokens"] == ids,
+          "eval: context </s>, continuation spm_encode's ids")
+    nll = scored["loss"] * scored["tokens"]
+    check(abs(-sample["logprob"] - nll) < 1e-3 * nll,
+          f"eval: log-likelihood {sample['logprob']:.4f} equals score's {-nll:.4f}")
 
 
 def check_refusals(trident, work, model):
@@ -239,7 +262,7 @@ def main():
         if small_data:
             check_train(trident, work, "unigram", unigram, len(pieces), small_data, hf)
             if os.path.exists(f"{hf}/config.json"):
-                check_inference(trident, work, unigram, hf)
+                check_inference(trident, work, unigram, hf, pieces.index("</s>"))
         if big_data:
             check_train(trident, work, "big (int32)", big, len(big_pieces), big_data)
         check_refusals(trident, work, unigram)
