@@ -10,7 +10,7 @@
   3. trident train runs on both datasets with its vocabulary taken from the model, saves
      an HF directory, and score / eval / generate read text through the same tokenizer
      (eval's ids and log-likelihood equal score's on spm_encode's ids; generated text
-     equals spm_decode's);
+     equals spm_decode's); serve's completion equals generate's;
   4. bad tokenizer flags are refused with the flag named.
 Usage: sentencepiece_test.py TRIDENT SOURCE_DIR
 """
@@ -207,6 +207,25 @@ def check_eval(trident, work, model, hf, ids, eos):
           f"eval: log-likelihood {sample['logprob']:.4f} equals score's {-nll:.4f}")
 
 
+def check_serve(trident, work, model, hf):
+    """serve's completion is generate's greedy text (itself checked against spm_decode)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from serve_client import Server
+    prompt, tokens = "And God said", 6
+    out = run([trident, "generate", "--load-hf", hf, "--prompt", prompt, "--greedy", "--json",
+               "--tokens-to-generate", str(tokens), "--threads", "2"] + sp_flags(model))
+    offline = json.loads(out.stdout.splitlines()[0])["text"] if out.returncode == 0 else None
+    server = Server(trident, ["--load-hf", hf, "--threads", "2"] + sp_flags(model))
+    try:
+        status, body = server.request("POST", "/v1/completions", dict(
+            prompt=prompt, max_tokens=tokens, temperature=0))
+    finally:
+        server.stop()
+    text = body["choices"][0]["text"] if status == 200 else None
+    check(offline is not None and text == offline,
+          f"serve: /v1/completions text {text!r} equals generate --greedy's {offline!r}")
+
+
 def check_refusals(trident, work, model):
     garbage = f"{work}/garbage.model"
     with open(garbage, "wb") as f:
@@ -263,6 +282,7 @@ def main():
             check_train(trident, work, "unigram", unigram, len(pieces), small_data, hf)
             if os.path.exists(f"{hf}/config.json"):
                 check_inference(trident, work, unigram, hf, pieces.index("</s>"))
+                check_serve(trident, work, unigram, hf)
         if big_data:
             check_train(trident, work, "big (int32)", big, len(big_pieces), big_data)
         check_refusals(trident, work, unigram)
