@@ -241,6 +241,8 @@ def check_refusals(trident, work, model):
         (base + ["--tokenizer-type", "Llama9Tokenizer"], "--tokenizer-type Llama9Tokenizer"),
         ([trident, "train", "--mock-data", "--train-iters", "1"] + sp_flags(f"{work}/missing.model"),
          "--tokenizer-model " + f"{work}/missing.model"),
+        ([trident, "train", "--mock-data", "--train-iters", "1", "--vocab-size", "100"] +
+         sp_flags(model), "--vocab-size 100 is smaller than the tokenizer's 2000 tokens"),
         ([trident, "tokenize", "--input", f"{work}/held.txt", "--tokenizer-type",
           "SentencePieceTokenizer", "--vocab-file", "v.json", "--merge-file", "m.bpe"],
          "--tokenizer-model"),

@@ -267,6 +267,11 @@ void set_vocab_size_from_tokenizer(TrainingConfig& c, const ModelFlags& flags,
   try {
     const int vocab = tokenizer::build_tokenizer(c.tokenizer)->vocab_size();
     if (c.load_hf.empty() && !flags.was_given("--vocab-size")) c.model.vocab_size = vocab;
+    // Ids past the embedding would index outside it.
+    if (c.model.vocab_size < vocab)
+      errors.push_back((c.load_hf.empty() ? "--vocab-size " : "--load-hf's vocab_size ") +
+                       std::to_string(c.model.vocab_size) + " is smaller than the tokenizer's " +
+                       std::to_string(vocab) + " tokens (" + c.tokenizer.source() + ")");
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
