@@ -12,6 +12,7 @@
 #include "serve/completion_request.h"
 #include "serve/megatron_request.h"
 #include "serve/sequences.h"
+#include "tokenizer/gpt2_tokenizer.h"
 
 namespace {
 

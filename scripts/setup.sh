@@ -21,11 +21,13 @@ done
 # data in fortunes of five languages. TensorBoard files are read back in the tests with
 # python3-protobuf and python3-crc32c. trident plan: cpptoml (header-only) reads cluster
 # files. Multi-host tests (network-namespace hosts, Slurm): iproute2, util-linux's
-# unshare/nsenter, Slurm's daemons and client, munge.
+# unshare/nsenter, Slurm's daemons and client, munge. SentencePiece tokenizers: the library,
+# and its spm_train / spm_encode tools, which the tests train and check models with.
 PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin python3-torch python3-numpy python3-regex
           libxxhash-dev bible-kjv procps clang libclang-rt-14-dev libopenblas0-pthread
           libcpp-httplib-dev chromium libfasttext-dev libcld2-dev libcpptoml-dev
+          libsentencepiece-dev sentencepiece
           fortunes fortunes-de fortunes-es fortunes-it fortunes-ru
           python3-protobuf python3-crc32c iproute2 util-linux slurmctld slurmd slurm-client munge)
 command -v npm > /dev/null || PACKAGES+=(npm)

@@ -235,8 +235,8 @@ PreprocessOptions options(const std::string& input, const std::string& dir) {
   PreprocessOptions o;
   o.input = input;
   o.output_prefix = dir + "/out";
-  o.vocab_file = kVocab;
-  o.merge_file = kMerges;
+  o.tokenizer.vocab_file = kVocab;
+  o.tokenizer.merge_file = kMerges;
   o.append_eod = true;
   return o;
 }

@@ -8,6 +8,7 @@
 
 #include "serve/engine.h"
 #include "serve/responses.h"
+#include "tokenizer/gpt2_tokenizer.h"
 
 namespace trident::serve {
 namespace {

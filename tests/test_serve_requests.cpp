@@ -9,6 +9,7 @@
 #include "serve/completion_request.h"
 #include "serve/megatron_request.h"
 #include "serve/sequences.h"
+#include "tokenizer/gpt2_tokenizer.h"
 
 namespace trident::serve {
 namespace {

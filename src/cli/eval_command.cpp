@@ -14,7 +14,7 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/report.h"
 #include "io/safetensors.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace trident::cli {
 
@@ -96,10 +96,9 @@ std::vector<std::string> split_tasks(const std::string& list) {
 
 int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& setup,
                bool reporter) {
-  const TokenizerFiles files = tokenizer_files(a.inference);
-  tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
-  if (tok.vocab_size() > model.vocab())
-    throw io::FormatError(files.vocab + ": the tokenizer has more tokens than the model");
+  const std::unique_ptr<tokenizer::Tokenizer> built =
+      build_inference_tokenizer(a.inference, model.vocab());
+  const tokenizer::Tokenizer& tok = *built;
   evaluation::EvalPlan plan = evaluation::plan_evaluation(
       a.config, [&](const std::string& s) { return tok.encode(s); }, tok.eod(),
       model.max_sequence());

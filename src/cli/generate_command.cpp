@@ -13,7 +13,7 @@
 #include "cli/parse_args.h"
 #include "generation/generator.h"
 #include "io/safetensors.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::cli {
@@ -120,8 +120,9 @@ void print_timing(const generation::GeneratorStats& s) {
 }
 
 int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
-  const TokenizerFiles files = tokenizer_files(a.inference);
-  tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
+  const std::unique_ptr<tokenizer::Tokenizer> built =
+      build_inference_tokenizer(a.inference, model.vocab());
+  const tokenizer::Tokenizer& tok = *built;
   std::vector<std::string> prompts = a.prompts;
   if (!a.prompt_file.empty())
     for (std::string& p : read_prompt_file(a.prompt_file)) prompts.push_back(std::move(p));

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "cli/tokenizer_args.h"
+
 namespace trident::cli {
 
 void add_inference_args(CLI::App& app, InferenceArgs* a) {
@@ -37,10 +39,7 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
   app.add_option("--max-sequence-length", m.max_sequence_length,
                  "positions per slot, prompt included (default: the model's)")
       ->group(C);
-  const char* T = "Tokenizer";
-  app.add_option("--vocab-file", a->vocab_file, "GPT-2 encoder.json (default data/gpt2/)")
-      ->group(T);
-  app.add_option("--merge-file", a->merge_file, "GPT-2 vocab.bpe (default data/gpt2/)")->group(T);
+  add_tokenizer_args(app, &a->tokenizer, "Tokenizer", "the --load-hf directory's, or data/gpt2/");
   app.add_option("--threads", a->threads, "OpenMP threads per rank (0: cores / ranks)");
 }
 
@@ -66,8 +65,7 @@ std::string check_inference_args(const InferenceArgs& a, int world_size, bool da
                 std::to_string(world_size) + "): generation has no data parallelism");
   require(m.max_batch >= 1 && m.max_batch <= 4096, "--max-batch must be in [1, 4096]");
   require(m.max_sequence_length >= 0, "--max-sequence-length must be >= 0");
-  require(a.vocab_file.empty() == a.merge_file.empty(),
-          "--vocab-file and --merge-file go together");
+  for (const std::string& e : tokenizer::check_tokenizer_options(a.tokenizer)) require(false, e);
   require(a.threads >= 0, "--threads must be >= 0");
   require(a.distributed_timeout_minutes >= 0,
           "--distributed-timeout-minutes must be >= 0 (0 turns the watchdog off)");
@@ -82,18 +80,34 @@ LaunchOptions launch_options(const InferenceArgs& a, const std::string& command)
   return o;
 }
 
-TokenizerFiles tokenizer_files(const InferenceArgs& a) {
+tokenizer::TokenizerOptions tokenizer_options(const InferenceArgs& a) {
   namespace fs = std::filesystem;
-  if (!a.vocab_file.empty()) return {a.vocab_file, a.merge_file};
-  const std::string& hf = a.model.load_hf;
-  if (!hf.empty() && fs::exists(fs::path(hf) / "vocab.json") &&
-      fs::exists(fs::path(hf) / "merges.txt"))
-    return {(fs::path(hf) / "vocab.json").string(), (fs::path(hf) / "merges.txt").string()};
-  if (fs::exists("data/gpt2/encoder.json") && fs::exists("data/gpt2/vocab.bpe"))
-    return {"data/gpt2/encoder.json", "data/gpt2/vocab.bpe"};
-  throw std::invalid_argument(
-      "no GPT-2 tokenizer: give --vocab-file and --merge-file (scripts/setup.sh puts them in "
-      "data/gpt2/)");
+  tokenizer::TokenizerOptions o = a.tokenizer;
+  if (o.sentencepiece() || o.given()) return o;
+  const fs::path hf = a.model.load_hf;
+  if (!hf.empty() && fs::exists(hf / "vocab.json") && fs::exists(hf / "merges.txt")) {
+    o.vocab_file = (hf / "vocab.json").string();
+    o.merge_file = (hf / "merges.txt").string();
+  } else if (fs::exists("data/gpt2/encoder.json") && fs::exists("data/gpt2/vocab.bpe")) {
+    o.vocab_file = "data/gpt2/encoder.json";
+    o.merge_file = "data/gpt2/vocab.bpe";
+  }
+  return o;
+}
+
+std::unique_ptr<tokenizer::Tokenizer> build_inference_tokenizer(const InferenceArgs& a,
+                                                                int model_vocab) {
+  const tokenizer::TokenizerOptions o = tokenizer_options(a);
+  if (!o.given() && !o.sentencepiece())
+    throw std::invalid_argument(
+        "no tokenizer: give --vocab-file and --merge-file (scripts/setup.sh puts GPT-2's in "
+        "data/gpt2/), or --tokenizer-type SentencePieceTokenizer --tokenizer-model M");
+  std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::build_tokenizer(o);
+  if (tok->vocab_size() > model_vocab)
+    throw std::invalid_argument(o.source() + ": the tokenizer has " +
+                                std::to_string(tok->vocab_size()) + " tokens, the model only " +
+                                std::to_string(model_vocab));
+  return tok;
 }
 
 }  // namespace trident::cli

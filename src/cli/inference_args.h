@@ -2,16 +2,18 @@
 // The flags `generate` and `serve` share: where the model comes from, its layout, the KV
 // cache plan, precision, the tokenizer and threads. Checked once by check_inference_args.
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 
 #include "cli/mpi_job.h"
 #include "generation/inference_model.h"
+#include "tokenizer/build_tokenizer.h"
 
 namespace trident::cli {
 
 struct InferenceArgs {
   generation::InferenceOptions model;
-  std::string vocab_file, merge_file;       // GPT-2 tokenizer (default: data/gpt2 when present)
+  tokenizer::TokenizerOptions tokenizer;    // GPT-2's files default as tokenizer_options says
   int threads = 0;                          // OpenMP threads per rank (0: the node's cores / ranks)
   double distributed_timeout_minutes = 10;  // a step's wait on other ranks (0: unwatched)
   bool allow_tensor_parallel_across_nodes = false;
@@ -27,12 +29,12 @@ void add_inference_args(CLI::App& app, InferenceArgs* a);
 std::string check_inference_args(const InferenceArgs& a, int world_size,
                                  bool data_parallel = false);
 
-struct TokenizerFiles {
-  std::string vocab, merges;
-};
-// The GPT-2 tokenizer: --vocab-file/--merge-file, else the --load-hf directory's vocab.json
-// and merges.txt, else data/gpt2/encoder.json and vocab.bpe. Throws std::invalid_argument
-// when there is none.
-TokenizerFiles tokenizer_files(const InferenceArgs& a);
+// The tokenizer flags with GPT-2's files filled in when not given: the --load-hf directory's
+// vocab.json and merges.txt, else data/gpt2/encoder.json and vocab.bpe (when present).
+tokenizer::TokenizerOptions tokenizer_options(const InferenceArgs& a);
+// build_tokenizer(tokenizer_options(a)), refused when it has more tokens than the model's
+// vocabulary (std::invalid_argument, naming the tokenizer's file).
+std::unique_ptr<tokenizer::Tokenizer> build_inference_tokenizer(const InferenceArgs& a,
+                                                                int model_vocab);
 
 }  // namespace trident::cli

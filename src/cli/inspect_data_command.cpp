@@ -6,21 +6,22 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/parse_args.h"
+#include "cli/tokenizer_args.h"
 #include "data/indexed_dataset.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/build_tokenizer.h"
 
 namespace trident::cli {
 
 int inspect_data_main(const std::vector<std::string>& args) {
   CLI::App app("trident inspect-data: summary and contents of a .bin/.idx dataset",
                "trident inspect-data");
-  std::string prefix, vocab, merges;
+  std::string prefix;
+  tokenizer::TokenizerOptions tokenizer_options;
   long first = 0, count = 0;
   app.add_option("--data-path", prefix, "dataset prefix (without .bin/.idx)")->required();
   app.add_option("--first", first, "first sequence to print")->capture_default_str();
   app.add_option("--count", count, "sequences to print (-1: all)")->capture_default_str();
-  app.add_option("--vocab-file", vocab, "decode printed sequences with GPT-2 BPE");
-  app.add_option("--merge-file", merges, "GPT-2 merges (with --vocab-file)");
+  add_tokenizer_args(app, &tokenizer_options, "Tokenizer (decodes printed sequences)");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   try {
@@ -32,8 +33,9 @@ int inspect_data_main(const std::vector<std::string>& args) {
                                       {"tokens", tokens},
                                       {"dtype_code", (int)d.dtype()}};
     std::cout << summary.dump() << "\n";
-    std::unique_ptr<tokenizer::GPT2Tokenizer> tok;
-    if (!vocab.empty()) tok = std::make_unique<tokenizer::GPT2Tokenizer>(vocab, merges);
+    std::unique_ptr<tokenizer::Tokenizer> tok;
+    if (tokenizer_options.given() || !tokenizer::check_tokenizer_options(tokenizer_options).empty())
+      tok = tokenizer::build_tokenizer(tokenizer_options);  // throws the flags' errors
     long end = count < 0 ? d.sequences() : std::min(d.sequences(), first + count);
     std::vector<int> ids;
     for (long i = std::max(0L, first); i < end; ++i) {

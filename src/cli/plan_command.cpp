@@ -15,13 +15,14 @@
 
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
+#include "cli/tokenizer_args.h"
 #include "cli/train_args.h"
 #include "io/safetensors.h"
 #include "planner/calibrate.h"
 #include "planner/launch.h"
 #include "planner/report.h"
 #include "planner/search.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/build_tokenizer.h"
 
 namespace trident::cli {
 
@@ -244,11 +245,10 @@ int plan_main(const std::vector<std::string>& all_args) {
                "trident plan");
   PlanArgs a;
   std::vector<std::string> args = split_train_args(all_args, a);
-  std::string preset, vocab_file, merge_file;
+  std::string preset;
+  tokenizer::TokenizerOptions tokenizer_options;
   ModelFlags flags = add_model_flags(app, a.workload.model, preset);
-  app.add_option("--vocab-file", vocab_file, "GPT-2 vocabulary (sets --vocab-size)")
-      ->group("Model");
-  app.add_option("--merge-file", merge_file, "GPT-2 merges")->group("Model");
+  add_tokenizer_args(app, &tokenizer_options, "Model (the tokenizer sets --vocab-size)");
   add_plan_flags(app, a);
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
@@ -261,9 +261,10 @@ int plan_main(const std::vector<std::string>& all_args) {
       return run_calibration(a);
     }
     apply_model_preset(preset, flags, a.workload.model);
-    if (!vocab_file.empty() && !merge_file.empty() && !flags.was_given("--vocab-size"))
-      a.workload.model.vocab_size = tokenizer::GPT2Tokenizer(vocab_file, merge_file).vocab_size();
-    std::vector<std::string> errors = validate_model_config(a.workload.model, 1);
+    std::vector<std::string> errors = tokenizer::check_tokenizer_options(tokenizer_options);
+    if (errors.empty() && tokenizer_options.given() && !flags.was_given("--vocab-size"))
+      a.workload.model.vocab_size = tokenizer::build_tokenizer(tokenizer_options)->vocab_size();
+    for (const std::string& e : validate_model_config(a.workload.model, 1)) errors.push_back(e);
     if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
     if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");
     if (a.bf16 && a.fp16) errors.push_back("--bf16 and --fp16 exclude each other");

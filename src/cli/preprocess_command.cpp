@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/parse_args.h"
+#include "cli/tokenizer_args.h"
 #include "data/indexed_dataset.h"
 #include "data/preprocess.h"
 
@@ -19,9 +20,10 @@ int preprocess_main(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--output-prefix", o.output_prefix, "writes <prefix>_<key>_document.bin/.idx")
       ->required();
-  app.add_option("--vocab-file", o.vocab_file, "GPT-2 vocab.json / encoder.json")->required();
-  app.add_option("--merge-file", o.merge_file, "GPT-2 merges.txt / vocab.bpe")->required();
-  app.add_flag("--append-eod", o.append_eod, "append <|endoftext|> to every document");
+  add_tokenizer_args(app, &o.tokenizer, "Tokenizer");
+  app.add_flag("--append-eod", o.append_eod,
+               "append the end-of-document token (<|endoftext|>, SentencePiece's </s>) to every "
+               "document");
   app.add_option("--workers", o.workers, "tokenizer threads")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -30,9 +32,6 @@ int preprocess_main(const std::vector<std::string>& args) {
                  "skip: count, report and skip them")
       ->capture_default_str()
       ->check(CLI::IsMember({"fail", "skip"}));
-  app.add_option(
-      "--tokenizer-type", [](const CLI::results_t& r) { return r[0] == "GPT2BPETokenizer"; },
-      "only GPT2BPETokenizer (accepted for Megatron command lines)");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   o.skip_bad_lines = on_bad_line == "skip";

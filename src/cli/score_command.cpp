@@ -9,11 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/parse_args.h"
+#include "cli/tokenizer_args.h"
 #include "comm/communicator.h"
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
 #include "model/gpt_model.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/build_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::cli {
@@ -51,31 +52,35 @@ std::vector<std::vector<int>> read_token_file(const std::string& path, int vocab
   return sequences;
 }
 
-std::vector<std::vector<int>> read_text_file(const std::string& path, const std::string& vocab,
-                                             const std::string& merges, int vocab_size) {
+std::vector<std::vector<int>> read_text_file(const std::string& path,
+                                             const tokenizer::TokenizerOptions& options,
+                                             int vocab_size) {
   std::string text;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
   try {
     text = tokenizer::read_utf8_file(path);
-  } catch (const std::runtime_error& e) {
+    tok = tokenizer::build_tokenizer(options);
+  } catch (const std::exception& e) {
     throw io::FormatError(e.what());  // bad input: exit code 2
   }
-  tokenizer::GPT2Tokenizer tok(vocab, merges);
-  if (tok.vocab_size() > vocab_size)
-    throw io::FormatError(vocab + ": tokenizer has " + std::to_string(tok.vocab_size()) +
-                          " tokens, the model only " + std::to_string(vocab_size));
-  return {tok.encode(text)};
+  if (tok->vocab_size() > vocab_size)
+    throw io::FormatError(options.source() + ": tokenizer has " +
+                          std::to_string(tok->vocab_size()) + " tokens, the model only " +
+                          std::to_string(vocab_size));
+  return {tok->encode(text)};
 }
 
 int score_main(const std::vector<std::string>& args) {
   CLI::App app("trident score: mean next-token loss of token ids under a model", "trident score");
-  std::string model_dir, tokens_path, text_path, vocab_file, merge_file, grads_path;
+  std::string model_dir, tokens_path, text_path, grads_path;
+  tokenizer::TokenizerOptions tokenizer_options;
   int threads = 0;
   app.add_option("--model", model_dir, "HuggingFace GPT-2 model directory")->required();
   auto* tokens_opt = app.add_option("--tokens", tokens_path, "JSON list of ids, or list of lists");
-  auto* text_opt = app.add_option("--text", text_path, "UTF-8 text file, tokenized with GPT-2 BPE");
+  auto* text_opt =
+      app.add_option("--text", text_path, "UTF-8 text file, tokenized by the tokenizer flags");
   tokens_opt->excludes(text_opt);
-  app.add_option("--vocab-file", vocab_file, "GPT-2 vocab.json / encoder.json (with --text)");
-  app.add_option("--merge-file", merge_file, "GPT-2 merges.txt / vocab.bpe (with --text)");
+  add_tokenizer_args(app, &tokenizer_options, "Tokenizer (with --text)");
   app.add_option("--threads", threads, "OpenMP threads (0: all cores)");
   app.add_option("--save-grads", grads_path,
                  "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
@@ -85,16 +90,19 @@ int score_main(const std::vector<std::string>& args) {
     std::cerr << "trident score: give exactly one of --tokens and --text\n";
     return 2;
   }
-  if (!text_path.empty() && (vocab_file.empty() || merge_file.empty())) {
-    std::cerr << "trident score: --text needs --vocab-file and --merge-file\n";
-    return 2;
-  }
+  std::vector<std::string> errors = tokenizer::check_tokenizer_options(tokenizer_options);
+  if (!text_path.empty() && errors.empty() && !tokenizer_options.given())
+    errors.push_back(tokenizer_options.sentencepiece()
+                         ? "--text needs --tokenizer-model"
+                         : "--text needs --vocab-file and --merge-file");
+  for (const std::string& e : errors) std::cerr << "trident score: " << e << "\n";
+  if (!errors.empty()) return 2;
   if (threads > 0) omp_set_num_threads(threads);
   try {
     ModelConfig config = io::read_hf_config(model_dir);
     std::vector<std::vector<int>> sequences =
         text_path.empty() ? read_token_file(tokens_path, config.vocab_size)
-                          : read_text_file(text_path, vocab_file, merge_file, config.vocab_size);
+                          : read_text_file(text_path, tokenizer_options, config.vocab_size);
     long predicted = 0;
     for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
     if (predicted == 0)

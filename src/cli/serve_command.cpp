@@ -72,11 +72,9 @@ std::string default_model_name(const generation::InferenceOptions& o) {
 // SIGINT / SIGTERM. Returns the exit code.
 int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
                    const comm::MpiRuntime& mpi) {
-  const TokenizerFiles files = tokenizer_files(a.inference);
-  tokenizer::GPT2Tokenizer tok(files.vocab, files.merges);
-  if (tok.vocab_size() > model.vocab())
-    throw io::FormatError(files.vocab + ": the tokenizer has " + std::to_string(tok.vocab_size()) +
-                          " tokens, the model only " + std::to_string(model.vocab()));
+  const std::unique_ptr<tokenizer::Tokenizer> built =
+      build_inference_tokenizer(a.inference, model.vocab());
+  const tokenizer::Tokenizer& tok = *built;
   generation::Generator generator(model, &tok);
   serve::GeneratorBatcher batcher(generator);
   serve::Engine engine(batcher, a.max_queue);

@@ -7,7 +7,8 @@
 #include <sstream>
 
 #include "cli/parse_args.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "cli/tokenizer_args.h"
+#include "tokenizer/build_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::cli {
@@ -23,24 +24,28 @@ void print_ids(const std::vector<int>& ids) {
 }  // namespace
 
 int tokenize_main(const std::vector<std::string>& args) {
-  CLI::App app("trident tokenize: GPT-2 BPE encode or decode", "trident tokenize");
-  std::string vocab, merges, input, json_key = "text";
-  bool jsonl = false, decode = false, js_whitespace = false, json_output = false;
-  app.add_option("--vocab-file", vocab, "vocab.json / encoder.json")->required();
-  app.add_option("--merge-file", merges, "merges.txt / vocab.bpe")->required();
+  CLI::App app("trident tokenize: encode or decode with GPT-2 BPE or SentencePiece",
+               "trident tokenize");
+  tokenizer::TokenizerOptions options;
+  std::string input, json_key = "text";
+  bool jsonl = false, lines = false, decode = false, json_output = false;
+  add_tokenizer_args(app, &options, "Tokenizer");
   app.add_option("--input", input, "text file (or JSONL with --jsonl, ids with --decode)")
       ->required();
   app.add_flag("--jsonl", jsonl, "input is JSONL; print the ids of each document per line");
+  app.add_flag("--lines", lines,
+               "print the ids of each line of the text file (as spm_encode does); else of the "
+               "whole file");
   app.add_option("--json-key", json_key, "JSONL key holding the text")->capture_default_str();
   app.add_flag("--decode", decode, "input holds JSON lists of ids; print their text");
   app.add_flag("--json-output", json_output, "with --decode: print each text as a JSON string");
-  app.add_flag("--js-whitespace", js_whitespace,
+  app.add_flag("--js-whitespace", options.js_whitespace,
                "ECMAScript \\s (the npm encoders) instead of Unicode White_Space (GPT-2)");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   try {
-    tokenizer::GPT2Tokenizer tok(vocab, merges);
-    tok.set_js_whitespace(js_whitespace);
+    const std::unique_ptr<tokenizer::Tokenizer> built = tokenizer::build_tokenizer(options);
+    const tokenizer::Tokenizer& tok = *built;
     std::ifstream in(input, std::ios::binary);
     if (!in) throw std::runtime_error(input + ": cannot open");
     if (decode) {
@@ -50,6 +55,11 @@ int tokenize_main(const std::vector<std::string>& args) {
         std::string text = tok.decode(nlohmann::json::parse(line).get<std::vector<int>>());
         std::cout << (json_output ? nlohmann::json(text).dump() : text) << "\n";
       }
+      return 0;
+    }
+    if (lines) {
+      std::istringstream text(tokenizer::read_utf8_file(input));
+      for (std::string line; std::getline(text, line);) print_ids(tok.encode(line));
       return 0;
     }
     if (!jsonl) {

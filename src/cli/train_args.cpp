@@ -5,8 +5,9 @@
 #include <map>
 
 #include "cli/parse_args.h"
+#include "cli/tokenizer_args.h"
 #include "io/hf_gpt2.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/build_tokenizer.h"
 
 namespace trident::cli {
 
@@ -209,8 +210,7 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--split", c.split, "train,valid,test weights over documents", "Data");
   opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)",
       "Data");
-  opt("--vocab-file", c.vocab_file, "GPT-2 vocab.json / encoder.json", "Data");
-  opt("--merge-file", c.merge_file, "GPT-2 merges.txt / vocab.bpe", "Data");
+  add_tokenizer_args(app, &c.tokenizer, "Data");
   opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
@@ -259,6 +259,24 @@ void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std
   if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
 }
 
+// The model's vocabulary is the tokenizer's unless --vocab-size or --load-hf sets it (the
+// GPT-2 files, or a SentencePiece model, are read here, so a bad one is an argument error).
+void set_vocab_size_from_tokenizer(TrainingConfig& c, const ModelFlags& flags,
+                                   std::vector<std::string>& errors) {
+  if (!tokenizer::check_tokenizer_options(c.tokenizer).empty() || !c.tokenizer.given()) return;
+  try {
+    const int vocab = tokenizer::build_tokenizer(c.tokenizer)->vocab_size();
+    if (c.load_hf.empty() && !flags.was_given("--vocab-size")) c.model.vocab_size = vocab;
+    // Ids past the embedding would index outside it.
+    if (c.model.vocab_size < vocab)
+      errors.push_back((c.load_hf.empty() ? "--vocab-size " : "--load-hf's vocab_size ") +
+                       std::to_string(c.model.vocab_size) + " is smaller than the tokenizer's " +
+                       std::to_string(vocab) + " tokens (" + c.tokenizer.source() + ")");
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+}
+
 }  // namespace
 
 bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* config,
@@ -274,14 +292,10 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
   try {
     apply_model_preset(c.model_preset, flags, c.model);
     if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
-    if (!c.vocab_file.empty() && !c.merge_file.empty()) {
-      tokenizer::GPT2Tokenizer tok(c.vocab_file, c.merge_file);  // checks both files
-      if (c.load_hf.empty() && !flags.was_given("--vocab-size"))
-        c.model.vocab_size = tok.vocab_size();
-    }
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
+  set_vocab_size_from_tokenizer(c, flags, errors);
   for (const std::string& e : validate_training_config(c)) errors.push_back(e);
   if (!errors.empty()) {
     std::cerr << "trident train: " << errors.size() << " invalid argument"

@@ -430,8 +430,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
-  require(c.vocab_file.empty() == c.merge_file.empty(),
-          "--vocab-file and --merge-file go together (the GPT-2 tokenizer needs both)");
+  for (const std::string& e : tokenizer::check_tokenizer_options(c.tokenizer)) errors.push_back(e);
   return errors;
 }
 

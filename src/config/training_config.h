@@ -12,6 +12,7 @@
 #include "optim/adamw.h"
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
+#include "tokenizer/build_tokenizer.h"
 
 namespace trident {
 
@@ -64,8 +65,8 @@ struct TrainingConfig {
   std::vector<std::string> data_path;  // "prefix" or "w1 prefix1 w2 prefix2 ..."
   std::string split = "969,30,1";
   std::string data_cache_path;  // empty: <data dir>/cache
-  std::string vocab_file;       // GPT-2 tokenizer (text data and scoring)
-  std::string merge_file;
+  // Optional: when given, the model's --vocab-size defaults to the tokenizer's.
+  tokenizer::TokenizerOptions tokenizer;
 
   // Mixed precision (Megatron's flags; fp16's scaler defaults are Megatron's too).
   bool bf16 = false;

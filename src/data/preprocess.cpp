@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "data/indexed_dataset.h"
-#include "tokenizer/gpt2_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::data {
@@ -36,7 +35,7 @@ struct BatchResult {
 };
 
 BatchResult process_batch(const Batch& b, const PreprocessOptions& o,
-                          const tokenizer::GPT2Tokenizer& tok) {
+                          const tokenizer::Tokenizer& tok) {
   BatchResult r;
   r.documents.resize(o.json_keys.size());
   std::vector<std::vector<int>> per_key;
@@ -54,7 +53,7 @@ BatchResult process_batch(const Batch& b, const PreprocessOptions& o,
 // A fixed pool of workers over a queue of batches; results are collected by index.
 class BatchPipeline {
  public:
-  BatchPipeline(const PreprocessOptions& o, const tokenizer::GPT2Tokenizer& tok)
+  BatchPipeline(const PreprocessOptions& o, const tokenizer::Tokenizer& tok)
       : options_(o), tok_(tok) {
     for (int w = 0; w < std::max(1, o.workers); ++w) threads_.emplace_back([this] { work(); });
   }
@@ -112,7 +111,7 @@ class BatchPipeline {
   }
 
   const PreprocessOptions& options_;
-  const tokenizer::GPT2Tokenizer& tok_;
+  const tokenizer::Tokenizer& tok_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_, done_;
@@ -126,7 +125,7 @@ class BatchPipeline {
 }  // namespace
 
 std::string preprocess_line(const std::string& line, const PreprocessOptions& o,
-                            const tokenizer::GPT2Tokenizer& tok,
+                            const tokenizer::Tokenizer& tok,
                             std::vector<std::vector<int>>* per_key) {
   size_t bad_byte;
   if (!tokenizer::is_valid_utf8(line, &bad_byte))
@@ -154,7 +153,8 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  tokenizer::GPT2Tokenizer tok(o.vocab_file, o.merge_file);
+  const std::unique_ptr<tokenizer::Tokenizer> built = tokenizer::build_tokenizer(o.tokenizer);
+  const tokenizer::Tokenizer& tok = *built;
   std::ifstream in(o.input, std::ios::binary);
   if (!in) throw DatasetError(o.input + ": cannot open");
   std::vector<std::unique_ptr<IndexedDatasetBuilder>> builders;

@@ -8,9 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace trident::tokenizer {
-class GPT2Tokenizer;
-}
+#include "tokenizer/build_tokenizer.h"
 
 namespace trident::data {
 
@@ -18,8 +16,7 @@ struct PreprocessOptions {
   std::string input;
   std::vector<std::string> json_keys = {"text"};
   std::string output_prefix;
-  std::string vocab_file;
-  std::string merge_file;
+  tokenizer::TokenizerOptions tokenizer;
   bool append_eod = false;
   int workers = 1;
   bool skip_bad_lines = false;  // false: the first bad line fails the run
@@ -51,7 +48,7 @@ PreprocessReport preprocess(const PreprocessOptions& options, std::ostream& prog
 // options.json_keys tokenized into (*per_key)[k], with the end-of-document token when
 // options.append_eod. Returns "" or why the line is bad ("invalid JSON", "missing key ...").
 std::string preprocess_line(const std::string& line, const PreprocessOptions& options,
-                            const tokenizer::GPT2Tokenizer& tok,
+                            const tokenizer::Tokenizer& tok,
                             std::vector<std::vector<int>>* per_key);
 
 std::string output_prefix_for_key(const std::string& prefix, const std::string& key);

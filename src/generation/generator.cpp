@@ -4,6 +4,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "tokenizer/gpt2_tokenizer.h"  // kEndOfText, sanitize_utf8
+
 namespace trident::generation {
 
 struct Generator::Sequence {
@@ -40,7 +42,7 @@ std::string validate(const GenerationRequest& r, const InferenceModel& model) {
   return "";
 }
 
-Generator::Generator(InferenceModel& model, const tokenizer::GPT2Tokenizer* tokenizer)
+Generator::Generator(InferenceModel& model, const tokenizer::Tokenizer* tokenizer)
     : model_(model),
       tokenizer_(tokenizer),
       slot_used_(model.max_batch(), false),

@@ -13,7 +13,7 @@
 
 #include "generation/inference_model.h"
 #include "generation/sampling.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace trident::generation {
 
@@ -64,7 +64,7 @@ class Generator {
  public:
   using Callback = std::function<void(const TokenEvent&)>;
   // tokenizer: for stop strings, EOL and the text of events; may be null (no text, no stops).
-  Generator(InferenceModel& model, const tokenizer::GPT2Tokenizer* tokenizer);
+  Generator(InferenceModel& model, const tokenizer::Tokenizer* tokenizer);
   ~Generator();
 
   int free_slots() const;
@@ -95,7 +95,7 @@ class Generator {
   void retire_finished();
 
   InferenceModel& model_;
-  const tokenizer::GPT2Tokenizer* tokenizer_;
+  const tokenizer::Tokenizer* tokenizer_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in the order they joined
   std::vector<bool> slot_used_;
   std::vector<std::pair<long, GenerationResult>> done_;

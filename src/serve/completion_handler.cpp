@@ -43,7 +43,7 @@ struct Stream {
 
 // One call: writes the events that arrived (waiting up to 1 s for one); a comment line when
 // none did, so a client that went away is noticed while its request still waits for a slot.
-bool write_events(Stream& st, const tokenizer::GPT2Tokenizer& tok, httplib::DataSink& sink) {
+bool write_events(Stream& st, const tokenizer::Tokenizer& tok, httplib::DataSink& sink) {
   std::vector<SequenceEvent> events;
   ApiError error;
   bool more = st.job->next_events(std::chrono::milliseconds(1000), &events, &error);

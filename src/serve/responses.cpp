@@ -13,7 +13,7 @@ std::string dump(const OJson& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string token_text(const tokenizer::GPT2Tokenizer& tok, int id) {
+std::string token_text(const tokenizer::Tokenizer& tok, int id) {
   return tok.decode({id});
 }
 
@@ -23,7 +23,7 @@ using TopLogprobs = std::vector<std::pair<int, float>>;
 // object per token, the request's `logprobs` likeliest) is null when it asked for 0.
 OJson logprobs_object(const std::vector<int>& tokens, const std::vector<float>& logprobs,
                       const std::vector<TopLogprobs>& top, std::int64_t start_chars,
-                      const tokenizer::GPT2Tokenizer& tok) {
+                      const tokenizer::Tokenizer& tok) {
   OJson strings = OJson::array(), values = OJson::array(), offsets = OJson::array();
   OJson tops = top.empty() ? OJson() : OJson::array();
   for (const TopLogprobs& t : top) {
@@ -53,7 +53,7 @@ std::int64_t chars_started(const std::string& bytes) {
 }
 
 std::string megatron_response(const std::vector<generation::GenerationResult>& results,
-                              const tokenizer::GPT2Tokenizer& tok, bool logprobs) {
+                              const tokenizer::Tokenizer& tok, bool logprobs) {
   OJson text = OJson::array(), segments = OJson::array(), lps = OJson::array(),
         tokens = OJson::array();
   for (const auto& r : results) {
@@ -81,7 +81,7 @@ std::string openai_finish_reason(const std::string& reason) {
 
 std::string completion_response(const CompletionMeta& meta,
                                 const std::vector<generation::GenerationResult>& results,
-                                const tokenizer::GPT2Tokenizer& tok, int n) {
+                                const tokenizer::Tokenizer& tok, int n) {
   OJson choices = OJson::array();
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -109,8 +109,8 @@ std::string completion_response(const CompletionMeta& meta,
 }
 
 std::string completion_chunk(const CompletionMeta& meta, int index,
-                             const generation::TokenEvent& event,
-                             const tokenizer::GPT2Tokenizer& tok, StreamCursor* cursor) {
+                             const generation::TokenEvent& event, const tokenizer::Tokenizer& tok,
+                             StreamCursor* cursor) {
   OJson lp;
   if (meta.logprobs && event.token >= 0)
     lp = logprobs_object({event.token}, {event.logprob},

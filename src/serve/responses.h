@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "generation/generator.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace trident::serve {
 
@@ -14,7 +14,7 @@ namespace trident::serve {
 // token of prompt and generation detokenized on its own), "logprobs" (of every token after the
 // first: prompt then generation; null unless asked for) and "tokens" (the ids).
 std::string megatron_response(const std::vector<generation::GenerationResult>& results,
-                              const tokenizer::GPT2Tokenizer& tok, bool logprobs);
+                              const tokenizer::Tokenizer& tok, bool logprobs);
 
 // What every completion object and chunk carries.
 struct CompletionMeta {
@@ -31,7 +31,7 @@ std::string openai_finish_reason(const std::string& generator_reason);
 // counted once per prompt, as OpenAI does; `n` = sequences per prompt).
 std::string completion_response(const CompletionMeta& meta,
                                 const std::vector<generation::GenerationResult>& results,
-                                const tokenizer::GPT2Tokenizer& tok, int n);
+                                const tokenizer::Tokenizer& tok, int n);
 
 // Where a streamed choice stands: characters before its next token (for text_offset).
 struct StreamCursor {
@@ -40,8 +40,8 @@ struct StreamCursor {
 
 // One server-sent event of a stream ("data: {...}\n\n") for one token event of choice `index`.
 std::string completion_chunk(const CompletionMeta& meta, int index,
-                             const generation::TokenEvent& event,
-                             const tokenizer::GPT2Tokenizer& tok, StreamCursor* cursor);
+                             const generation::TokenEvent& event, const tokenizer::Tokenizer& tok,
+                             StreamCursor* cursor);
 inline const char* kStreamDone = "data: [DONE]\n\n";
 
 // Characters (code points) that start in these UTF-8 bytes: a token that ends inside a

@@ -20,7 +20,7 @@ ApiError check_context(const std::string& prompt_field, const char* count_field,
   return e;
 }
 
-std::vector<int> tokenize(const std::string& text, bool bos, const tokenizer::GPT2Tokenizer& tok) {
+std::vector<int> tokenize(const std::string& text, bool bos, const tokenizer::Tokenizer& tok) {
   std::vector<int> ids;
   if (bos) ids.push_back(tok.eod());
   tok.encode(text, &ids);
@@ -56,7 +56,7 @@ std::uint64_t sequence_seed(std::uint64_t base, std::uint64_t index) {
   return z ^ (z >> 31);
 }
 
-ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::GPT2Tokenizer& tok,
+ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::Tokenizer& tok,
                             const ModelLimits& limits, std::uint64_t fresh_seed,
                             std::vector<generation::GenerationRequest>* out) {
   const std::uint64_t base = r.random_seed >= 0 ? (std::uint64_t)r.random_seed : fresh_seed;
@@ -77,7 +77,7 @@ ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::GPT2Token
   return {};
 }
 
-ApiError completion_sequences(const CompletionRequest& r, const tokenizer::GPT2Tokenizer& tok,
+ApiError completion_sequences(const CompletionRequest& r, const tokenizer::Tokenizer& tok,
                               const ModelLimits& limits, std::uint64_t fresh_seed,
                               std::vector<generation::GenerationRequest>* out) {
   const std::uint64_t base = r.seed ? *r.seed : fresh_seed;

@@ -9,7 +9,7 @@
 #include "serve/api_error.h"
 #include "serve/completion_request.h"
 #include "serve/megatron_request.h"
-#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace trident::serve {
 
@@ -23,12 +23,12 @@ struct ModelLimits {
 std::uint64_t sequence_seed(std::uint64_t base, std::uint64_t index);
 
 // One sequence per prompt, in prompt order. `fresh_seed` is used when random_seed is -1.
-ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::GPT2Tokenizer& tok,
+ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::Tokenizer& tok,
                             const ModelLimits& limits, std::uint64_t fresh_seed,
                             std::vector<generation::GenerationRequest>* out);
 
 // n sequences per prompt, prompt-major (choice index = prompt * n + j), as OpenAI numbers them.
-ApiError completion_sequences(const CompletionRequest& r, const tokenizer::GPT2Tokenizer& tok,
+ApiError completion_sequences(const CompletionRequest& r, const tokenizer::Tokenizer& tok,
                               const ModelLimits& limits, std::uint64_t fresh_seed,
                               std::vector<generation::GenerationRequest>* out);
 

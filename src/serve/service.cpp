@@ -5,7 +5,7 @@
 
 namespace trident::serve {
 
-Service::Service(Engine& engine, const tokenizer::GPT2Tokenizer& tok, ModelLimits limits,
+Service::Service(Engine& engine, const tokenizer::Tokenizer& tok, ModelLimits limits,
                  std::string model_name)
     : engine(engine),
       tok(tok),

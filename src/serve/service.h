@@ -16,11 +16,11 @@ namespace trident::serve {
 
 class Service {
  public:
-  Service(Engine& engine, const tokenizer::GPT2Tokenizer& tok, ModelLimits limits,
+  Service(Engine& engine, const tokenizer::Tokenizer& tok, ModelLimits limits,
           std::string model_name);
 
   Engine& engine;
-  const tokenizer::GPT2Tokenizer& tok;
+  const tokenizer::Tokenizer& tok;
   const ModelLimits limits;
   const std::string model_name;
   const std::int64_t started;  // unix seconds, the models' "created"

@@ -222,12 +222,6 @@ void GPT2Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {
   }
 }
 
-std::vector<int> GPT2Tokenizer::encode(std::string_view text) const {
-  std::vector<int> ids;
-  encode(text, &ids);
-  return ids;
-}
-
 std::string GPT2Tokenizer::decode_bytes(const std::vector<int>& ids) const {
   std::string out;
   for (int id : ids) {

@@ -9,9 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
+
 namespace trident::tokenizer {
 
-class GPT2Tokenizer {
+class GPT2Tokenizer : public Tokenizer {
  public:
   static constexpr int kEndOfText = 50256;
 
@@ -20,15 +22,15 @@ class GPT2Tokenizer {
 
   // text must be valid UTF-8 (see is_valid_utf8). `<|endoftext|>` in text is plain text,
   // as in GPT-2's encoder.py; append eod() explicitly.
-  void encode(std::string_view text, std::vector<int>* ids) const;
-  std::vector<int> encode(std::string_view text) const;
+  using Tokenizer::encode;
+  void encode(std::string_view text, std::vector<int>* ids) const override;
   // Raw bytes; invalid UTF-8 (a token boundary inside a character) is left to the caller.
-  std::string decode_bytes(const std::vector<int>& ids) const;
+  std::string decode_bytes(const std::vector<int>& ids) const override;
   // UTF-8 with invalid sequences replaced by U+FFFD, as the reference decoders do.
-  std::string decode(const std::vector<int>& ids) const;
+  std::string decode(const std::vector<int>& ids) const override;
 
-  int vocab_size() const { return (int)id_to_bytes_.size(); }
-  int eod() const { return eod_; }
+  int vocab_size() const override { return (int)id_to_bytes_.size(); }
+  int eod() const override { return eod_; }
   void set_js_whitespace(bool on) { js_whitespace_ = on; }
 
  private:
