@@ -18,7 +18,11 @@
 #   shares this machine's cores, and the kernel delivers a packet between them in a softirq
 #   thread that a rank spinning in MPI starves until the next scheduler tick. Measured with
 #   2 hosts on 2 cores: 8 B ping-pong 4.0 ms -> 20 us, 512 KiB 0.044 -> 2.5 GB/s. Real hosts
-#   with their own NICs and cores do not need it.
+#   with their own NICs and cores do not need it;
+# - no binding of ranks to cores (--bind-to none): each host's daemon binds its first rank
+#   to "its" core 0, which on namespace hosts is the same core for every host (measured:
+#   gpt2-small d = 2 across 2 hosts 7.75 -> 4.42 s per iteration, both ranks had shared
+#   core 0). A --bind-to of your own conflicts with it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 [[ -f $here/hostfile ]] || { echo "launch.sh: no $here/hostfile: run hosts.sh create N first" >&2; exit 2; }
@@ -27,6 +31,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec ip netns exec trident-login mpirun --hostfile "$here/hostfile" --map-by slot \
   --mca plm_rsh_agent "$here/ns_agent.sh" \
   --mca oob_tcp_if_include 198.18.0.0/24 --mca btl_tcp_if_include 198.18.0.0/24 --mca btl "$btl" \
-  --mca mpi_yield_when_idle 1 \
+  --mca mpi_yield_when_idle 1 --bind-to none \
   --mca oob_tcp_keepalive_time 3 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 \
   "$@"
