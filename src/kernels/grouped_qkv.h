@@ -1,0 +1,24 @@
+#pragma once
+// Grouped-query attention on the multi-head kernels: the query projection [rows, heads * d]
+// and the key/value projection [rows, k of G groups | v of G groups] are expanded into
+// attention's [rows, 3, heads, d] layout, each query head reading its group's key and value.
+// Backward sums the heads' key/value gradients back into their group. The expanded copy
+// costs memory traffic of 2 * heads * d per row; the attention kernels stay as they are.
+namespace trident::kernels {
+
+struct QueryGroups {
+  int heads = 0;            // query heads held (this rank's)
+  int groups = 0;           // key/value groups in the kv tensor (held or replicated)
+  int heads_per_group = 1;  // of the whole model: heads / G
+  int first_group = 0;      // the kv tensor's group of this rank's first head
+  int head_dim = 0;
+  int group_of(int head) const { return first_group + head / heads_per_group; }
+};
+
+void expand_grouped_qkv(const float* q, const float* kv, float* qkv, long rows,
+                        const QueryGroups& g);
+// dq [rows, heads * d] and dkv [rows, 2 * groups * d] (groups no head reads get 0).
+void reduce_grouped_qkv_grad(const float* dqkv, float* dq, float* dkv, long rows,
+                             const QueryGroups& g);
+
+}  // namespace trident::kernels
