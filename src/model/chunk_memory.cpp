@@ -14,18 +14,20 @@ long ChunkShape::logits_chunk_floats() const {
 
 std::pair<long, long> ChunkShape::operand_sizes() const {
   const long h = config.hidden_size, t = tensor_parallel_size;
-  const long widest = std::max({h, 3 * h / t, (long)config.ffn() / t});
+  const long widest =
+      std::max({h, config.qkv_projection_local((int)t), (long)config.fc1_rows() / t});
   // In bf16 runs the only linear input stored in fp32 is the attention output, and the
   // cross-entropy writes the output layer's d(logits) in bf16 itself.
   const bool bf16 = options.precision == kernels::Precision::kBf16;
   const long head = options.placement.post_process && !bf16 ? logits_chunk_floats() : 0L;
   const long widest_in = bf16 ? h / t : std::max(h, (long)config.ffn() / t);
+  // (SwiGLU's fc1 pre-activation gradient is an output operand, counted in widest.)
   return {std::max(tokens() * widest, head), tokens() * widest_in};
 }
 
 long ChunkShape::largest_layer_weight() const {
   const long h = config.hidden_size, t = tensor_parallel_size;
-  return std::max(3 * h / t * h, (long)config.ffn() / t * h);
+  return std::max(config.qkv_projection_local((int)t) * h, (long)config.fc1_rows() / t * h);
 }
 
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
@@ -77,6 +79,8 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
   const long local = s.local_tokens();
   const long attn_local = h / t, ffn_local = s.config.ffn() / t;
   const long heads_local = s.config.num_attention_heads / t;
+  const long fc1_local = s.config.fc1_rows() / t;
+  const bool swiglu = s.config.swiglu;
   const int n = s.options.slots, recomputed = s.recomputed_layers, group = s.recompute_group;
   const int per_layer = (s.layers - recomputed) * n;  // layers that keep their activations
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
@@ -98,8 +102,10 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
     }
     plan.add(A, prefix + "residual after attention", local * h, copies);
     plan.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(local * h), copies);
-    plan.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
-    plan.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
+    plan.add(A, prefix + (swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)"),
+             tokens * fc1_local, copies);
+    plan.add(A, prefix + (swiglu ? "SwiGLU out" : "GeLU out") + gemm_only,
+             gemm_input_floats(tokens * ffn_local), copies);
   };
   plan.add(A, s.options.placement.pre_process ? "embedding output" : "received input", local * h,
            n);
@@ -141,7 +147,10 @@ void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
              bf16 ? (tokens * h + 1) / 2 : tokens * h);
   plan.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan.add(S, "d_ffn", tokens * ffn_local);
-  plan.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
+  const ModelConfig& c = s.config;
+  plan.add(S, "d_attn + d_qkv",
+           tokens * (attn_local + std::max(3 * attn_local, c.qkv_projection_local((int)t))));
+  if (c.group_query_attention) plan.add(S, "d_kv (grouped)", tokens * c.kv_rows_local((int)t));
   if (s.options.placement.post_process) {
     plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
     if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);
