@@ -32,7 +32,7 @@ def main():
                 ["--use-distributed-optimizer", "--recompute-granularity", "full",
                  "--recompute-method", "uniform", "--recompute-num-layers", "1"], 2)]
     check.add_parity(run_parity(trident, LLAMA + ["--num-query-groups", "2"], layouts), len(layouts))
-    layouts = [("G=1 (replicated K/V), t=2", T2, 2),
+    layouts = [("G=1 (replicated keys and values), t=2", T2, 2),
                ("G=1, t=2 sequence parallel, selective recompute",
                 T2 + ["--sequence-parallel", "--recompute-granularity", "selective"], 2)]
     check.add_parity(run_parity(trident, LLAMA + ["--num-query-groups", "1"],
