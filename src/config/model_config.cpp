@@ -88,7 +88,7 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
   if (!(c.init_method_std > 0.f && std::isfinite(c.init_method_std)))
     errors.push_back("--init-method-std must be > 0 and finite");
   if (!(c.layernorm_epsilon > 0.f && std::isfinite(c.layernorm_epsilon)))
-    errors.push_back("--norm-epsilon must be > 0 and finite");
+    errors.push_back("--norm-epsilon (--layernorm-epsilon) must be > 0 and finite");
   // Sizes whose products the model's shapes take must fit an int.
   if (c.ffn_hidden_size == 0 && c.hidden_size > INT_MAX / 4)
     errors.push_back("--hidden-size (" + std::to_string(c.hidden_size) +

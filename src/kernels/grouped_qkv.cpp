@@ -4,15 +4,15 @@
 
 namespace trident::kernels {
 
-void expand_grouped_qkv(const float* q, const float* kv, float* qkv, long rows,
-                        const QueryGroups& g) {
-  const long d = g.head_dim, hd = g.heads * d, kvd = 2L * g.groups * d;
+void expand_grouped_qkv(const float* q, long q_stride, const float* kv, long kv_stride, float* qkv,
+                        long rows, const QueryGroups& g) {
+  const long d = g.head_dim, hd = g.heads * d;
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < rows; ++r) {
     float* out = qkv + r * 3 * hd;
-    const float* k = kv + r * kvd;
+    const float* k = kv + r * kv_stride;
     const float* v = k + g.groups * d;
-    std::copy_n(q + r * hd, hd, out);
+    std::copy_n(q + r * q_stride, hd, out);
     for (int h = 0; h < g.heads; ++h) {
       std::copy_n(k + g.group_of(h) * d, d, out + hd + h * d);
       std::copy_n(v + g.group_of(h) * d, d, out + 2 * hd + h * d);
@@ -20,15 +20,15 @@ void expand_grouped_qkv(const float* q, const float* kv, float* qkv, long rows,
   }
 }
 
-void reduce_grouped_qkv_grad(const float* dqkv, float* dq, float* dkv, long rows,
-                             const QueryGroups& g) {
+void reduce_grouped_qkv_grad(const float* dqkv, float* dq, long q_stride, float* dkv,
+                             long kv_stride, long rows, const QueryGroups& g) {
   const long d = g.head_dim, hd = g.heads * d, kvd = 2L * g.groups * d;
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < rows; ++r) {
     const float* in = dqkv + r * 3 * hd;
-    float* dk = dkv + r * kvd;
+    float* dk = dkv + r * kv_stride;
     float* dv = dk + g.groups * d;
-    std::copy_n(in, hd, dq + r * hd);
+    std::copy_n(in, hd, dq + r * q_stride);
     std::fill_n(dk, kvd, 0.f);
     for (int h = 0; h < g.heads; ++h) {
       const float* ik = in + hd + h * d;

@@ -150,7 +150,8 @@ void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
   const ModelConfig& c = s.config;
   plan.add(S, "d_attn + d_qkv",
            tokens * (attn_local + std::max(3 * attn_local, c.qkv_projection_local((int)t))));
-  if (c.group_query_attention) plan.add(S, "d_kv (grouped)", tokens * c.kv_rows_local((int)t));
+  if (c.group_query_attention)  // d(k, v), or [dq | dkv] of the fused q|kv GEMM
+    plan.add(S, "d_kv (grouped)", tokens * c.qkv_projection_local((int)t));
   if (s.options.placement.post_process) {
     plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
     if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);

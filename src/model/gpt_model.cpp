@@ -201,7 +201,9 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
   scratch_.d_qkv = ar.take(tokens * std::max(3 * attn_local, qkv_proj));
-  if (config_.group_query_attention) scratch_.d_kv = ar.take(tokens * config_.kv_rows_local(t));
+  // Grouped-query attention: d(k, v) of the groups, or with the fused q|kv GEMM (no biases)
+  // the rows of [dq | dkv]; sized for the latter.
+  if (config_.group_query_attention) scratch_.d_kv = ar.take(tokens * qkv_proj);
   if (post) lm_head_.logits = ar.take(shape_.logits_chunk_floats());
   if (post && bf16)
     lm_head_.dlogits16 =

@@ -66,9 +66,24 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
   ln1_ = norm("input_layernorm");
   ln2_ = norm("post_attention_layernorm");
   const int attn_local = d.heads_local * d.head_dim;
+  // Null until set: which of qkv_, q_ and kv_ are in use is read from their weights.
+  qkv_ = {}, q_ = {}, kv_ = {};
   if (d.grouped) {
     q_ = column("self_attention.linear_q", attn_local);
     kv_ = column("self_attention.linear_kv", d.kv_local);
+    // Without biases linear_kv's shard follows linear_q's in the parameter buffers (values,
+    // gradients, 16-bit copies alike): one GEMM of h + 2 G d rows (this rank's share) then
+    // forms q, k and v, as Megatron's fused linear_qkv does. qkv_ holds that view.
+    const long q_floats = (long)attn_local * d.hidden;
+    const bool adjacent = kv_.weight.value == q_.weight.value + q_floats &&
+                          (!q_.weight.grad || kv_.weight.grad == q_.weight.grad + q_floats) &&
+                          (!q_.weight.low || kv_.weight.low == q_.weight.low + q_floats);
+    if (!q_.bias.numel && adjacent) {
+      ParamRef both = q_.weight;
+      both.numel = q_.weight.numel + kv_.weight.numel, both.panels = nullptr;
+      qkv_ = {both,     ParamRef{nullptr, nullptr, 0}, d.hidden, attn_local + d.kv_local, &tp,
+              precision};
+    }
   } else {
     qkv_ = column("self_attention.linear_qkv", 3 * attn_local);
   }
@@ -153,6 +168,12 @@ void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, float* s
     kernels::add_bias(qkv, qkv_.bias.value, rows, qkv_.out_local);
     return;
   }
+  if (qkv_.weight.value) {  // one GEMM: rows of [q | kv]
+    qkv_.forward(in, scratch, rows);
+    kernels::expand_grouped_qkv(scratch, qkv_.out_local, scratch + q_.out_local, qkv_.out_local,
+                                qkv, rows, dims_.groups);
+    return;
+  }
   float* q = scratch;
   float* kv = scratch + (long)rows * q_.out_local;
   q_.forward(in, q, rows);
@@ -197,6 +218,12 @@ void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch&
                                     int rows) const {
   if (!dims_.grouped) {
     qkv_.backward(w.d_qkv, in, w.d_hidden, rows);
+    return;
+  }
+  if (qkv_.weight.value) {  // the fused GEMM's gradient: rows of [dq | dkv] in d_kv
+    kernels::reduce_grouped_qkv_grad(w.d_qkv, w.d_kv, qkv_.out_local, w.d_kv + q_.out_local,
+                                     qkv_.out_local, rows, dims_.groups);
+    qkv_.backward(w.d_kv, in, w.d_hidden, rows);
     return;
   }
   float* dq = w.d_attn;  // free once the attention core's backward has read it
