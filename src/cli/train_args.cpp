@@ -53,8 +53,18 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   return f;
 }
 
+namespace {
+// Megatron's default MLP width with SwiGLU: 2/3 of 4h (the two fc1 halves keep the
+// parameter count near the GeLU MLP's), rounded down to a multiple of 64 (at least 64).
+void default_swiglu_ffn(const ModelFlags& flags, ModelConfig& model) {
+  if (model.swiglu && !flags.was_given("--ffn-hidden-size") && model.hidden_size > 0 &&
+      model.hidden_size <= INT_MAX / 4)
+    model.ffn_hidden_size = std::max(64, (int)(4L * model.hidden_size * 2 / 3 / 64 * 64));
+}
+}  // namespace
+
 void apply_model_preset(const std::string& preset, const ModelFlags& flags, ModelConfig& model) {
-  if (preset.empty()) return;
+  if (preset.empty()) return default_swiglu_ffn(flags, model);
   ModelConfig explicit_values = model;
   model = preset_model(preset);
   auto keep = [&](const char* flag, auto& field, const auto& value) {
@@ -82,6 +92,7 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
   keep("--untie-embeddings-and-output-weights", model.untie_embeddings_and_output_weights,
        explicit_values.untie_embeddings_and_output_weights);
   keep("--disable-bias-linear", model.disable_bias_linear, explicit_values.disable_bias_linear);
+  default_swiglu_ffn(flags, model);
 }
 
 namespace {

@@ -41,8 +41,12 @@ struct LayerScratch {
   kernels::GemmOperandBuffer gathered;
   float* d_ffn;   // [tokens, f / t]
   float* d_attn;  // [tokens, h / t]
-  float* d_qkv;   // [tokens, 3h / t]; grouped-query attention: at least q + kv of forward
-  float* d_kv;    // grouped-query attention: [tokens, kv / t] (null otherwise)
+  // [tokens, 3h / t], at least [tokens, q + kv] (grouped-query attention: forward's
+  // projections before their expansion).
+  float* d_qkv;
+  // Grouped-query attention: [tokens, q + kv], d(k, v) or the fused GEMM's [dq | dkv] rows
+  // (null otherwise).
+  float* d_kv;
 };
 
 struct LayerDims {
