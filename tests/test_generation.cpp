@@ -31,13 +31,24 @@ ModelConfig tiny_model() {
   return c;
 }
 
+// The Llama block: RMSNorm, RoPE (cached keys are stored rotated at their positions),
+// SwiGLU, 2 query groups for 4 heads, untied output layer, no biases.
+ModelConfig tiny_llama() {
+  ModelConfig c = tiny_model();
+  c.normalization = "RMSNorm", c.position_embedding_type = "rope", c.swiglu = true;
+  c.ffn_hidden_size = 48, c.group_query_attention = true, c.num_query_groups = 2;
+  c.untie_embeddings_and_output_weights = true, c.disable_bias_linear = true;
+  return c;
+}
+
 // A one-process model with seeded weights, written as a HF directory for InferenceModel.
 struct Fixture {
-  ModelConfig config = tiny_model();
+  ModelConfig config;
   comm::SingleRankCommunicator tp{"tensor"};
-  GPTModel reference{config, tp, 1, config.seq_length};
+  GPTModel reference;
   std::string dir;
-  Fixture() {
+  explicit Fixture(const ModelConfig& c = tiny_model())
+      : config(c), reference(config, tp, 1, config.seq_length) {
     reference.parameters().initialize(11, 0.3f, config.num_layers);
     dir = (std::filesystem::temp_directory_path() /
            ("trident_gen_" + std::to_string(::getpid()) + "_" +
@@ -88,8 +99,8 @@ std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
 
 // Three prompts of different lengths share the batch (one is prefilled in chunks of 5 over
 // several steps), then decode together; every step's logits equal the full recomputation.
-TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
-  Fixture f;
+void check_kv_cache_logits(const ModelConfig& config) {
+  Fixture f(config);
   Engine engine(f.dir, 3, 5);
   generation::InferenceModel& model = engine.model;
   const int chunk = 5;
@@ -126,6 +137,14 @@ TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
   EXPECT_GT(cached[0], 7 + 4);
   EXPECT_GT(cached[1], 12 + 4);
   EXPECT_GT(cached[2], 1 + 4);
+}
+
+TEST(Generation, KvCacheLogitsEqualFullRecomputationAtEveryStep) {
+  check_kv_cache_logits(tiny_model());
+}
+
+TEST(Generation, LlamaKvCacheLogitsEqualFullRecomputationAtEveryStep) {
+  check_kv_cache_logits(tiny_llama());
 }
 
 TEST(Generation, GreedyGeneratorMatchesFullRecomputationArgmax) {

@@ -76,7 +76,7 @@ TEST(TrainConfig, FuzzedConfigsAreRefusedWithTheirRule) {
        "the ramp-up samples must be >= 0 and below 2^62"},
       // Infinities passed the sign checks and reached the trainer.
       {"lr = inf\nmin-lr = 0.0\n", "--lr must be >= 0 and finite"},
-      {"layernorm-epsilon = inf\n", "--layernorm-epsilon must be > 0 and finite"},
+      {"layernorm-epsilon = inf\n", "--norm-epsilon (--layernorm-epsilon) must be > 0 and finite"},
       {"init-method-std = inf\n", "--init-method-std must be > 0 and finite"},
       {"adam-eps = inf\n", "--adam-eps must be > 0 and finite"},
       {"clip-grad = inf\n", "--clip-grad must be >= 0 and finite"},

@@ -106,6 +106,19 @@ void check_tensor(const Checker& check, const json& t, const std::string& where)
                           std::to_string(stride) + " equal blocks");
 }
 
+// The Llama family's options, present only when they differ from GPT-2's block; their
+// values are checked again by validate_model_config when the run uses them.
+void check_llama_options(const Checker& check, const json& model) {
+  for (const char* key : {"normalization", "position_embedding_type"})
+    if (model.contains(key)) check.string(model, key, "model.");
+  for (const char* key : {"rotary_base", "rotary_percent"})
+    if (model.contains(key)) check.positive_float(model, key, "model.");
+  if (model.contains("num_query_groups"))
+    check.integer(model, "num_query_groups", "model.", 1, INT_MAX);
+  for (const char* key : {"swiglu", "untie_embeddings_and_output_weights", "disable_bias_linear"})
+    if (model.contains(key) && !model[key].is_boolean())
+      check.fail("model." + std::string(key), "must be a boolean");
+}
 }  // namespace
 
 json parse_manifest(const std::string& text, const std::string& path) {
@@ -128,6 +141,7 @@ json parse_manifest(const std::string& text, const std::string& path) {
                           "max_position_embeddings", "vocab_size"})
     check.integer(model, key, "model.", 1, INT_MAX);
   check.positive_float(model, "layernorm_epsilon", "model.");
+  check_llama_options(check, model);
   const json& layout = check.object(m, "layout", "");
   for (const char* key : {"tensor", "pipeline", "data"})
     check.integer(layout, key, "layout.", 1, INT_MAX);
@@ -174,6 +188,15 @@ ModelConfig manifest_model(const json& manifest) {
   c.max_position_embeddings = m["max_position_embeddings"], c.vocab_size = m["vocab_size"];
   c.layernorm_epsilon = m["layernorm_epsilon"].get<float>();
   c.seq_length = c.max_position_embeddings;
+  c.normalization = m.value("normalization", c.normalization);
+  c.position_embedding_type = m.value("position_embedding_type", c.position_embedding_type);
+  c.rotary_base = m.value("rotary_base", c.rotary_base);
+  c.rotary_percent = m.value("rotary_percent", c.rotary_percent);
+  c.swiglu = m.value("swiglu", false);
+  c.group_query_attention = m.contains("num_query_groups");
+  if (c.group_query_attention) c.num_query_groups = m["num_query_groups"];
+  c.untie_embeddings_and_output_weights = m.value("untie_embeddings_and_output_weights", false);
+  c.disable_bias_linear = m.value("disable_bias_linear", false);
   return c;
 }
 

@@ -31,12 +31,41 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   add("--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by,
       "pad the vocabulary to a multiple of this x tensor-parallel size");
   add("--init-method-std", m.init_method_std, "std of the normal initialisation");
-  add("--layernorm-epsilon", m.layernorm_epsilon, "LayerNorm epsilon");
+  add("--norm-epsilon", m.layernorm_epsilon, "LayerNorm / RMSNorm epsilon");
+  // The flag's name before Megatron called it --norm-epsilon.
+  f.given["--layernorm-epsilon"] =
+      app.add_option("--layernorm-epsilon", m.layernorm_epsilon, "alias of --norm-epsilon")
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->group("Model");
+  add("--normalization", m.normalization, "LayerNorm or RMSNorm");
+  add("--position-embedding-type", m.position_embedding_type, "learned_absolute or rope");
+  add("--rotary-base", m.rotary_base, "RoPE base (theta)");
+  add("--rotary-percent", m.rotary_percent, "fraction of each head's dims RoPE rotates");
+  add("--num-query-groups", m.num_query_groups, "key/value heads with --group-query-attention");
+  auto flag = [&](const char* name, bool& field, const char* help) {
+    f.given[name] = app.add_flag(name, field, help)->group("Model");
+  };
+  flag("--swiglu", m.swiglu, "SwiGLU MLP: silu(gate) * up, gate and up in one fc1");
+  flag("--group-query-attention", m.group_query_attention,
+       "grouped-query attention (--num-query-groups key/value heads)");
+  flag("--untie-embeddings-and-output-weights", m.untie_embeddings_and_output_weights,
+       "an output layer of its own instead of the word embedding");
+  flag("--disable-bias-linear", m.disable_bias_linear, "no biases in the linear layers");
   return f;
 }
 
+namespace {
+// Megatron's default MLP width with SwiGLU: 2/3 of 4h (the two fc1 halves keep the
+// parameter count near the GeLU MLP's), rounded down to a multiple of 64 (at least 64).
+void default_swiglu_ffn(const ModelFlags& flags, ModelConfig& model) {
+  if (model.swiglu && !flags.was_given("--ffn-hidden-size") && model.hidden_size > 0 &&
+      model.hidden_size <= INT_MAX / 4)
+    model.ffn_hidden_size = std::max(64, (int)(4L * model.hidden_size * 2 / 3 / 64 * 64));
+}
+}  // namespace
+
 void apply_model_preset(const std::string& preset, const ModelFlags& flags, ModelConfig& model) {
-  if (preset.empty()) return;
+  if (preset.empty()) return default_swiglu_ffn(flags, model);
   ModelConfig explicit_values = model;
   model = preset_model(preset);
   auto keep = [&](const char* flag, auto& field, const auto& value) {
@@ -50,6 +79,21 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
   keep("--max-position-embeddings", model.max_position_embeddings,
        explicit_values.max_position_embeddings);
   keep("--vocab-size", model.vocab_size, explicit_values.vocab_size);
+  for (const char* flag : {"--norm-epsilon", "--layernorm-epsilon"})
+    keep(flag, model.layernorm_epsilon, explicit_values.layernorm_epsilon);
+  keep("--normalization", model.normalization, explicit_values.normalization);
+  keep("--position-embedding-type", model.position_embedding_type,
+       explicit_values.position_embedding_type);
+  keep("--rotary-base", model.rotary_base, explicit_values.rotary_base);
+  keep("--rotary-percent", model.rotary_percent, explicit_values.rotary_percent);
+  keep("--num-query-groups", model.num_query_groups, explicit_values.num_query_groups);
+  keep("--swiglu", model.swiglu, explicit_values.swiglu);
+  keep("--group-query-attention", model.group_query_attention,
+       explicit_values.group_query_attention);
+  keep("--untie-embeddings-and-output-weights", model.untie_embeddings_and_output_weights,
+       explicit_values.untie_embeddings_and_output_weights);
+  keep("--disable-bias-linear", model.disable_bias_linear, explicit_values.disable_bias_linear);
+  default_swiglu_ffn(flags, model);
 }
 
 namespace {
@@ -256,6 +300,12 @@ void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std
     errors.push_back("--ffn-hidden-size disagrees with " + c.load_hf + "/config.json");
   m.ffn_hidden_size = ffn;
   m.layernorm_epsilon = hf.layernorm_epsilon;
+  // The architecture's options come from config.json too (a Llama directory sets them).
+  m.normalization = hf.normalization, m.position_embedding_type = hf.position_embedding_type;
+  m.rotary_base = hf.rotary_base, m.rotary_percent = hf.rotary_percent, m.swiglu = hf.swiglu;
+  m.group_query_attention = hf.group_query_attention, m.num_query_groups = hf.num_query_groups;
+  m.untie_embeddings_and_output_weights = hf.untie_embeddings_and_output_weights;
+  m.disable_bias_linear = hf.disable_bias_linear;
   if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
 }
 

@@ -17,11 +17,58 @@ int ModelConfig::padded_vocab_size(int t) const {
 }
 
 long ModelConfig::parameter_count(int t) const {
-  long h = hidden_size, f = ffn();
-  long per_layer = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (f * h + f) + (f * h + h);
-  return (long)padded_vocab_size(t) * h + (long)max_positions() * h + num_layers * per_layer +
-         2 * h;
+  const long h = hidden_size, f = ffn(), f1 = fc1_rows(), b = add_bias_linear() ? 1 : 0;
+  const long norm = rms_norm() ? h : 2 * h;  // RMSNorm has no bias
+  const long qkv = h + 2L * query_groups() * (num_attention_heads > 0 ? head_dim() : 0);
+  const long per_layer =
+      2 * norm + (qkv * h + b * qkv) + (h * h + b * h) + (f1 * h + b * f1) + (f * h + b * h);
+  const long vocab = (long)padded_vocab_size(t) * h;
+  return vocab + (learned_positions() ? (long)max_positions() * h : 0) + num_layers * per_layer +
+         norm + (tied_output() ? 0 : vocab);
 }
+
+namespace {
+std::string num(long v) {
+  return std::to_string(v);
+}
+
+// The options of the Llama family: each rule names its flag, as Megatron's checks do.
+void validate_llama_options(const ModelConfig& c, int t, std::vector<std::string>& errors) {
+  if (c.normalization != "LayerNorm" && c.normalization != "RMSNorm")
+    errors.push_back("--normalization must be LayerNorm or RMSNorm (got '" + c.normalization +
+                     "')");
+  if (c.position_embedding_type != "learned_absolute" && c.position_embedding_type != "rope")
+    errors.push_back("--position-embedding-type must be learned_absolute or rope (got '" +
+                     c.position_embedding_type + "')");
+  if (c.rope()) {
+    if (!(c.rotary_base > 0.f && std::isfinite(c.rotary_base)))
+      errors.push_back("--rotary-base must be > 0 and finite");
+    if (!(c.rotary_percent > 0.f && c.rotary_percent <= 1.f))
+      errors.push_back("--rotary-percent must be in (0, 1] (got " +
+                       std::to_string(c.rotary_percent) + ")");
+    else if (c.hidden_size > 0 && c.num_attention_heads > 0 &&
+             c.hidden_size % c.num_attention_heads == 0 &&
+             (c.rotary_dim() < 2 || c.rotary_dim() % 2))
+      errors.push_back("--position-embedding-type rope: head dim (" + num(c.head_dim()) +
+                       ") x --rotary-percent must be an even number >= 2 (got " +
+                       num(c.rotary_dim()) + ")");
+  }
+  if (!c.group_query_attention) return;
+  const int g = c.num_query_groups, heads = c.num_attention_heads;
+  if (g <= 0) {
+    errors.push_back("--num-query-groups must be > 0 (got " + num(g) + ")");
+    return;
+  }
+  if (heads > 0 && heads % g)
+    errors.push_back("--num-attention-heads (" + num(heads) +
+                     ") must be divisible by --num-query-groups (" + num(g) + ")");
+  if (t > 0 && g % t && t % g)
+    errors.push_back("--num-query-groups (" + num(g) + ") and --tensor-model-parallel-size (" +
+                     num(t) +
+                     ") must divide one another (groups split over ranks, or each group's "
+                     "keys and values replicated on t / G ranks)");
+}
+}  // namespace
 
 std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
   std::vector<std::string> errors;
@@ -41,7 +88,7 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
   if (!(c.init_method_std > 0.f && std::isfinite(c.init_method_std)))
     errors.push_back("--init-method-std must be > 0 and finite");
   if (!(c.layernorm_epsilon > 0.f && std::isfinite(c.layernorm_epsilon)))
-    errors.push_back("--layernorm-epsilon must be > 0 and finite");
+    errors.push_back("--norm-epsilon (--layernorm-epsilon) must be > 0 and finite");
   // Sizes whose products the model's shapes take must fit an int.
   if (c.ffn_hidden_size == 0 && c.hidden_size > INT_MAX / 4)
     errors.push_back("--hidden-size (" + std::to_string(c.hidden_size) +
@@ -67,6 +114,7 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
     errors.push_back("--seq-length (" + std::to_string(c.seq_length) +
                      ") must be <= --max-position-embeddings (" +
                      std::to_string(c.max_position_embeddings) + ")");
+  validate_llama_options(c, t, errors);
   return errors;
 }
 

@@ -17,7 +17,18 @@ struct ModelConfig {
   int vocab_size = 50257;           // the tokenizer's vocabulary, before padding
   int make_vocab_size_divisible_by = 128;
   float init_method_std = 0.02f;
-  float layernorm_epsilon = 1e-5f;
+  float layernorm_epsilon = 1e-5f;  // --norm-epsilon (alias --layernorm-epsilon)
+
+  // The Llama family's options (Megatron's flags); the defaults are GPT-2's block.
+  std::string normalization = "LayerNorm";                   // or RMSNorm
+  std::string position_embedding_type = "learned_absolute";  // or rope
+  float rotary_base = 10000.f;
+  float rotary_percent = 1.f;  // the fraction of each head's dims that RoPE rotates
+  bool swiglu = false;         // fc1 is [gate | up], 2 x ffn rows
+  bool group_query_attention = false;
+  int num_query_groups = 1;  // with group_query_attention
+  bool untie_embeddings_and_output_weights = false;
+  bool disable_bias_linear = false;
 
   // 4h unless given; saturates at INT_MAX, beyond which validation refuses the hidden size.
   int ffn() const {
@@ -27,6 +38,30 @@ struct ModelConfig {
     return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
   }
   int head_dim() const { return hidden_size / num_attention_heads; }
+  bool rms_norm() const { return normalization == "RMSNorm"; }
+  bool rope() const { return position_embedding_type == "rope"; }
+  bool learned_positions() const { return !rope(); }
+  bool add_bias_linear() const { return !disable_bias_linear; }
+  bool tied_output() const { return !untie_embeddings_and_output_weights; }
+  // Key/value heads: G with grouped-query attention, else one per query head.
+  int query_groups() const {
+    return group_query_attention ? num_query_groups : num_attention_heads;
+  }
+  // Dimensions of each head that RoPE rotates (even).
+  int rotary_dim() const { return (int)(head_dim() * rotary_percent); }
+  // Rows of fc1: [gate | up] with SwiGLU.
+  int fc1_rows() const { return swiglu ? 2 * ffn() : ffn(); }
+  // Grouped-query attention: rows of linear_kv on a rank of t ([k | v] of its G / t groups,
+  // or of all G when t > G and they are replicated).
+  int kv_rows_local(int t) const {
+    const int g = query_groups();
+    return 2 * (g % t == 0 ? g / t : g) * head_dim();
+  }
+  // Per token, what a rank's q, k, v projections write: linear_qkv's 3h / t, or linear_q's
+  // h / t and linear_kv's rows.
+  long qkv_projection_local(int t) const {
+    return group_query_attention ? (long)hidden_size / t + kv_rows_local(t) : 3L * hidden_size / t;
+  }
   // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by * t.
   int padded_vocab_size(int tensor_parallel_size) const;
   // Parameters of the model (padded vocabulary, tied output layer).

@@ -41,9 +41,10 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // keeps it off buffers a non-blocking reduction may still be using). With the
   // distributed optimizer only this rank's shard is meaningful, and the tensor group's
   // ranks hold the same shard ranges of identically laid-out buffers.
+  // Replicated key/value projections (grouped-query attention, t > G) likewise.
   for (GPTModel* chunk : chunks)
-    if (chunk->sequence_parallel())
-      tensor_parallel::allreduce_sequence_parallel_grads(chunk->parameters(), tp);
+    tensor_parallel::allreduce_sequence_parallel_grads(chunk->parameters(), tp,
+                                                       chunk->sequence_parallel());
   if (o.inject_overflow) model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
   // Reduced over every group, so all ranks reach the same overflow verdict.
   comm::SingleRankCommunicator replicas("data");

@@ -21,7 +21,8 @@ ChunkPlacement placement_of(const TrainingConfig& c, int stage, int chunk) {
 int owner_of(const TrainingConfig& c, const std::string& name) {
   const int p = c.pipeline_model_parallel_size, v = c.virtual_stages();
   if (name.rfind("embedding.", 0) == 0) return 0;
-  if (name.rfind("final_layernorm.", 0) == 0) return (p * v - 1) % p;
+  if (name.rfind("final_layernorm.", 0) == 0 || name.rfind("output_layer.", 0) == 0)
+    return (p * v - 1) % p;
   int layer = std::stoi(name.substr(7, name.find('.', 7) - 7));
   std::vector<int> split = c.layers_per_virtual_stage();
   for (int vs = 0, end = 0; vs < p * v; ++vs)
@@ -114,7 +115,8 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     // The tied word embedding's gradient is summed across the first and last stage after
     // backward, before its data-parallel reduction; after a reduce-scatter the two stages'
     // shards would cover different elements of it.
-    const bool tied_copy = options.placement.pre_process || options.placement.post_process;
+    const bool tied_copy =
+        c.model.tied_output() && (options.placement.pre_process || options.placement.post_process);
     if (c.use_distributed_optimizer && pp.size() > 1 && tied_copy)
       m.reducers.back()->hold_back_spec(0);
     m.optimizers.push_back(std::make_unique<AdamW>(c.adam, m.reducers.back()->shard_begin(),
@@ -130,7 +132,9 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
   buffers.boundary_floats = (long)c.micro_batch_size * c.model.seq_length * c.model.hidden_size /
                             (c.sequence_parallel_active() ? tp.size() : 1);
   buffers.tied_embedding_floats =
-      (long)c.model.padded_vocab_size(tp.size()) / tp.size() * c.model.hidden_size;
+      c.model.tied_output()
+          ? (long)c.model.padded_vocab_size(tp.size()) / tp.size() * c.model.hidden_size
+          : 0;
   for (const auto& chunk : m.chunks) buffers.gradient_floats += chunk->parameters().size();
   buffers.data = dp.size();
   buffers.overlap_grad_reduce = c.overlap_grad_reduce;

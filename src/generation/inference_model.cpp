@@ -116,7 +116,7 @@ void InferenceModel::plan_buffers() {
   const ModelConfig& c = config_.model;
   const int t = rank_.groups->tensor->size();
   const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size, attn = h / t,
-             ffn = c.ffn() / t;
+             ffn = c.ffn() / t, fc1 = c.fc1_rows() / t;
   const long vocab_local = m.padded_vocab() / t;
   const bool bf16 = options_.bf16, post = m.placement().post_process;
   auto gemm_input = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
@@ -134,13 +134,13 @@ void InferenceModel::plan_buffers() {
       {"hidden states in + out", 2 * R * h},
       {"layernorm out", gemm_input(R * h)},
       {"layernorm mean + rstd", 2 * R},
-      {"qkv", R * 3 * attn},
+      {"qkv", R * std::max(3 * attn, c.qkv_projection_local(t))},
       {"attention out", R * attn},
       {"attention log-sum-exp", R * (c.num_attention_heads / t)},
       {"residual + row-parallel out", 2 * R * h},
-      {"fc1 out", R * ffn},
+      {"fc1 out", R * fc1},
       {"GeLU out", gemm_input(R * ffn)},
-      {"bf16 GEMM operand", bf16 ? (R * std::max({h, ffn, attn}) + 1) / 2 : 0},
+      {"bf16 GEMM operand", bf16 ? (R * std::max({h, fc1, c.qkv_projection_local(t)}) + 1) / 2 : 0},
       {"final layernorm in + out + stats", post ? L * h + gemm_input(L * h) + 2 * L : 0},
       {"logits (vocabulary shard)", post ? L * vocab_local : 0},
       {"logits gathered over the tensor group", post && t > 1 ? L * vocab_local * t : 0},

@@ -25,6 +25,7 @@ void InferenceModel::embed(const std::vector<Segment>& segments, float* out) {
   kernels::embedding_forward(b.ids.data(), rows, e.word.value, e.vocab_start, e.vocab_local, h,
                              out);
   tensor_parallel::reduce_from_region_forward(*rank_.groups->tensor, out, (long)rows * h);
+  if (!e.position.value) return;  // RoPE: positions enter in attention
   for (const kernels::CachedSegment& s : b.segments)
     for (int i = 0; i < s.count; ++i) {
       float* row = out + (long)(s.row + i) * h;
@@ -87,9 +88,7 @@ void InferenceModel::output_logits(const std::vector<Segment>& segments, const f
     n += keep;
   }
   if (n == 0) return;
-  kernels::layernorm_forward(b.final_in, m.final_layernorm_weight().value,
-                             m.final_layernorm_bias().value, b.final_ln, b.final_mean, b.final_rstd,
-                             (int)n, h, config_.model.layernorm_epsilon);
+  m.final_norm().forward(b.final_in, b.final_ln, b.final_mean, b.final_rstd, (int)n, h);
   tensor_parallel::ColumnParallelLinear out = m.output_layer();
   out.precision = &b.precision;
   out.forward(b.final_ln.operand(), b.logits_local, (int)n);

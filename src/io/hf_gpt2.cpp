@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/hf_llama.h"
 #include "io/safetensors.h"
 
 namespace trident::io {
@@ -155,8 +156,13 @@ ModelConfig read_hf_config(const std::string& dir) {
 ModelConfig parse_hf_config(const std::string& text, const std::string& path) {
   const nlohmann::json j = parse_config_json(text, path);
   std::vector<std::string> problems;
-  ModelConfig c = shape_of(j, problems);
-  check_maths(j, problems);
+  ModelConfig c;
+  if (is_llama_config(j)) {
+    c = parse_llama_config(j, problems);
+  } else {
+    c = shape_of(j, problems);
+    check_maths(j, problems);
+  }
   if (problems.size() == 1) throw FormatError(path + ": " + problems[0]);
   if (!problems.empty()) {  // every one at once, each on its own line naming the file
     std::string message =
@@ -224,7 +230,15 @@ void check_tied_output_layer(const SafetensorsFile& file, const std::string& pre
 
 }  // namespace
 
+namespace {
+bool is_gpt2_block(const ModelConfig& c) {
+  return !c.rms_norm() && !c.rope() && !c.swiglu && !c.group_query_attention && c.tied_output() &&
+         c.add_bias_linear();
+}
+}  // namespace
+
 void load_hf_weights(const std::string& dir, const ModelConfig& config, Parameters& params) {
+  if (is_llama_model(config)) return load_llama_weights(dir, config, params);
   const std::string path = (fs::path(dir) / "model.safetensors").string();
   SafetensorsFile file(path);
   std::string prefix = file.find("wte.weight") ? "" : "transformer.";
@@ -258,6 +272,12 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
 
 void save_hf_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
                    bool gradients) {
+  if (is_llama_model(config)) return save_llama_model(dir, config, params, gradients);
+  if (!is_gpt2_block(config))
+    throw std::invalid_argument(
+        "HuggingFace export writes GPT-2 (LayerNorm, learned positions, GeLU, tied, biases) or "
+        "Llama (RMSNorm, rope with --rotary-percent 1, SwiGLU) models; "
+        "this model mixes the two");
   fs::create_directories(dir);
   nlohmann::ordered_json cfg = {{"architectures", {"GPT2LMHeadModel"}},
                                 {"model_type", "gpt2"},

@@ -90,7 +90,7 @@ void bias_dropout_residual_add(const float* residual, const float* y, const floa
     const long o = (long)r * cols;
 #pragma omp simd
     for (int c = 0; c < cols; ++c)
-      out[o + c] = residual[o + c] + (keep[c] ? (y[o + c] + bias[c]) * scale : 0.f);
+      out[o + c] = residual[o + c] + (keep[c] ? (y[o + c] + (bias ? bias[c] : 0.f)) * scale : 0.f);
   };
   const float p = batch.config ? batch.config->hidden : 0.f;
   if (!for_each_dropout_row(rows, cols, batch, site, p, row))

@@ -12,6 +12,7 @@ constexpr int kRowChunk = 64;
 }  // namespace
 
 void add_bias(float* y, const float* bias, int rows, int cols) {
+  if (!bias) return;  // --disable-bias-linear
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
     float* row = y + (long)r * cols;
@@ -25,6 +26,11 @@ void bias_residual_add(const float* a, const float* y, const float* bias, float*
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
     long o = (long)r * cols;
+    if (!bias) {
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) out[o + c] = a[o + c] + y[o + c];
+      continue;
+    }
 #pragma omp simd
     for (int c = 0; c < cols; ++c) out[o + c] = a[o + c] + y[o + c] + bias[c];
   }
@@ -68,6 +74,11 @@ void bias_backward(const float* dy, float* dbias, int rows, int cols, bf16_t* dy
 }
 
 void gelu_bias_backward(const float* pre, float* d, float* dbias, int rows, int cols, bf16_t* d16) {
+  if (!dbias) {  // no bias (--disable-bias-linear): the GeLU gradient alone
+    gelu_backward_inplace(pre, d, (long)rows * cols);
+    if (d16) to_bf16(d, d16, (long)rows * cols);
+    return;
+  }
   sum_rows_in_chunks(dbias, rows, cols, [&](int r, float* acc) {
     const float* p = pre + (long)r * cols;
     float* row = d + (long)r * cols;
@@ -106,7 +117,7 @@ void bias_gelu_forward_into(float* pre, const float* bias, Out* out, int rows, i
     long o = (long)r * cols;
 #pragma omp simd
     for (int c = 0; c < cols; ++c) {
-      float v = pre[o + c] + bias[c];
+      float v = bias ? pre[o + c] + bias[c] : pre[o + c];
       pre[o + c] = v;
       store_as(out + o + c, gelu(v));
     }

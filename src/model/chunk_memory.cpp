@@ -14,28 +14,37 @@ long ChunkShape::logits_chunk_floats() const {
 
 std::pair<long, long> ChunkShape::operand_sizes() const {
   const long h = config.hidden_size, t = tensor_parallel_size;
-  const long widest = std::max({h, 3 * h / t, (long)config.ffn() / t});
+  const long widest =
+      std::max({h, config.qkv_projection_local((int)t), (long)config.fc1_rows() / t});
   // In bf16 runs the only linear input stored in fp32 is the attention output, and the
   // cross-entropy writes the output layer's d(logits) in bf16 itself.
   const bool bf16 = options.precision == kernels::Precision::kBf16;
   const long head = options.placement.post_process && !bf16 ? logits_chunk_floats() : 0L;
   const long widest_in = bf16 ? h / t : std::max(h, (long)config.ffn() / t);
+  // (SwiGLU's fc1 pre-activation gradient is an output operand, counted in widest.)
   return {std::max(tokens() * widest, head), tokens() * widest_in};
 }
 
 long ChunkShape::largest_layer_weight() const {
   const long h = config.hidden_size, t = tensor_parallel_size;
-  return std::max(3 * h / t * h, (long)config.ffn() / t * h);
+  return std::max(config.qkv_projection_local((int)t) * h, (long)config.fc1_rows() / t * h);
 }
 
 long ChunkShape::deferred_weight_grad_floats() const {
   const long h = config.hidden_size, t = tensor_parallel_size, n = tokens();
-  const long attn = h / t, ffn = config.ffn() / t;
+  const long attn = h / t, ffn = config.ffn() / t, fc1 = config.fc1_rows() / t;
   const bool bf16 = options.precision == kernels::Precision::kBf16;
   auto operand = [&](long width) { return bf16 ? (n * width + 1) / 2 : n * width; };
-  // (in, out) of qkv, proj, fc1 and fc2: every product keeps its x [n, in] and dy [n, out].
-  const long per_layer = operand(h) + operand(3 * attn) + operand(attn) + operand(h) + operand(h) +
-                         operand(ffn) + operand(ffn) + operand(h);
+  // Every product keeps its x [n, in] and dy [n, out]. The attention input is one product
+  // (linear_qkv, or linear_q and linear_kv fused without biases) or, with grouped-query
+  // attention and biases, linear_q's and linear_kv's.
+  const bool split_qkv = config.group_query_attention && config.add_bias_linear();
+  const long qkv =
+      split_qkv ? operand(h) + operand(attn) + operand(h) + operand(config.kv_rows_local((int)t))
+                : operand(h) + operand(config.qkv_projection_local((int)t));
+  const long per_layer = qkv + operand(attn) + operand(h) +  // proj
+                         operand(h) + operand(fc1) +         // fc1 ([gate | up] with SwiGLU)
+                         operand(ffn) + operand(h);          // fc2
   return layers * per_layer;
 }
 
@@ -88,6 +97,8 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
   const long local = s.local_tokens();
   const long attn_local = h / t, ffn_local = s.config.ffn() / t;
   const long heads_local = s.config.num_attention_heads / t;
+  const long fc1_local = s.config.fc1_rows() / t;
+  const bool swiglu = s.config.swiglu;
   const int n = s.options.slots, recomputed = s.recomputed_layers, group = s.recompute_group;
   const int per_layer = (s.layers - recomputed) * n;  // layers that keep their activations
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
@@ -109,8 +120,10 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
     }
     plan.add(A, prefix + "residual after attention", local * h, copies);
     plan.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(local * h), copies);
-    plan.add(A, prefix + "fc1 out (pre-GeLU)", tokens * ffn_local, copies);
-    plan.add(A, prefix + "GeLU out" + gemm_only, gemm_input_floats(tokens * ffn_local), copies);
+    plan.add(A, prefix + (swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)"),
+             tokens * fc1_local, copies);
+    plan.add(A, prefix + (swiglu ? "SwiGLU out" : "GeLU out") + gemm_only,
+             gemm_input_floats(tokens * ffn_local), copies);
   };
   plan.add(A, s.options.placement.pre_process ? "embedding output" : "received input", local * h,
            n);
@@ -155,7 +168,11 @@ void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
              bf16 ? (tokens * h + 1) / 2 : tokens * h);
   plan.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan.add(S, "d_ffn", tokens * ffn_local);
-  plan.add(S, "d_attn + d_qkv", tokens * 4 * attn_local);
+  const ModelConfig& c = s.config;
+  plan.add(S, "d_attn + d_qkv",
+           tokens * (attn_local + std::max(3 * attn_local, c.qkv_projection_local((int)t))));
+  if (c.group_query_attention)  // d(k, v), or [dq | dkv] of the fused q|kv GEMM
+    plan.add(S, "d_kv (grouped)", tokens * c.qkv_projection_local((int)t));
   if (s.options.placement.post_process) {
     plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
     if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);

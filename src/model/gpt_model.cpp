@@ -14,15 +14,21 @@ int chunk_layers(const ModelConfig& c, const ChunkPlacement& p) {
   return p.num_layers < 0 ? c.num_layers - p.first_layer : p.num_layers;
 }
 
-// The weights a chunk multiplies by: its layers' four and, on the last stage, the output
-// layer's (the word embedding).
+// The weights a chunk multiplies by: its layers' and, on the last stage, the output
+// layer's (the word embedding unless untied).
 std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlacement& p) {
   std::vector<std::string> names;
-  for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l)
-    for (const char* w : {"self_attention.linear_qkv.weight", "self_attention.linear_proj.weight",
-                          "mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
+  std::vector<std::string> attention = {"self_attention.linear_qkv.weight"};
+  if (c.group_query_attention)
+    attention = {"self_attention.linear_q.weight", "self_attention.linear_kv.weight"};
+  for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
+    for (const std::string& w : attention) names.push_back(layer_param(l, w));
+    for (const char* w :
+         {"self_attention.linear_proj.weight", "mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
       names.push_back(layer_param(l, w));
-  if (p.post_process) names.push_back("embedding.word_embeddings.weight");
+  }
+  if (p.post_process)
+    names.push_back(c.tied_output() ? "embedding.word_embeddings.weight" : "output_layer.weight");
   return names;
 }
 }  // namespace
@@ -50,40 +56,51 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   precision_.precision = options.precision;
   params_.set_low_precision(options.precision);  // before any ParamRef is handed out
   if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
-  const int heads_local = config.num_attention_heads / t;
-  LayerDims dims{config.hidden_size,       heads_local,
-                 config.head_dim(),        config.ffn() / t,
-                 config.layernorm_epsilon, tp.rank() * heads_local};
+  const LayerDims dims = layer_dims(config, tp.rank(), t);
   const int first = placement.first_layer, count = shape_.layers;
+  const auto& specs = params_.layout().specs();
+  auto spec_index = [&](const std::string& name) {
+    for (size_t k = 0; k < specs.size(); ++k)
+      if (specs[k].name == name) return (int)k;
+    return (int)specs.size();
+  };
   for (int l = first; l < first + count; ++l) {
     layers_.emplace_back(dims, params_, l, tp, &precision_, sequence_parallel_);
-    const auto& specs = params_.layout().specs();
-    for (size_t k = 0; k < specs.size(); ++k)
-      if (specs[k].name == layer_param(l, "input_layernorm.weight"))
-        layer_first_spec_.push_back((int)k);
+    layer_first_spec_.push_back(spec_index(layer_param(l, "input_layernorm.weight")));
   }
+  // Spec ranges of the embedding, each layer and the post-process part (final norm and an
+  // untied output layer), for the gradient-ready and parameters-needed hooks.
+  post_first_spec_ = spec_index("final_layernorm.weight");
+  embedding_specs_ = 0;
+  while (embedding_specs_ < (int)specs.size() &&
+         specs[embedding_specs_].name.rfind("embedding.", 0) == 0)
+    ++embedding_specs_;
+  for (int l = 0; l < count; ++l)
+    layer_end_spec_.push_back(l + 1 < count ? layer_first_spec_[l + 1] : post_first_spec_);
   const int vocab_local = padded_vocab_ / t, vocab_start = tp.rank() * vocab_local;
-  if (placement.pre_process || placement.post_process) {
+  if (placement.pre_process) {
     ParamRef word = params_.get("embedding.word_embeddings.weight");
-    if (placement.pre_process)
-      embedding_ = {word,
-                    params_.get("embedding.position_embeddings.weight"),
-                    vocab_start,
-                    vocab_local,
-                    config.hidden_size,
-                    &tp,
-                    sequence_parallel_};
+    const ParamRef none{nullptr, nullptr, 0};  // RoPE: no learned positions
+    embedding_ = {
+        word,
+        config.learned_positions() ? params_.get("embedding.position_embeddings.weight") : none,
+        vocab_start,
+        vocab_local,
+        config.hidden_size,
+        &tp,
+        sequence_parallel_};
+  }
+  if (placement.post_process) {
+    ParamRef weight = params_.get(config.tied_output() ? "embedding.word_embeddings.weight"
+                                                       : "output_layer.weight");
     lm_head_.output_layer = {
-        word, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp, &precision_};
+        weight, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp, &precision_};
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp};
   lm_head_.sequence_parallel = sequence_parallel_;
   lm_head_.chunk_rows = shape_.logits_chunk_rows;
-  if (placement.post_process) {
-    final_ln_weight_ = params_.get("final_layernorm.weight");
-    final_ln_bias_ = params_.get("final_layernorm.bias");
-  }
+  if (placement.post_process) final_norm_ = make_norm(params_, "final_layernorm", config);
   recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
   plan_and_allocate();
 }
@@ -103,6 +120,7 @@ void GPTModel::plan_and_allocate() {
   const long local = local_rows(tokens);
   const int t = tp_.size(), layers = (int)layers_.size(), n = options_.slots;
   const long attn_local = h / t, ffn_local = config_.ffn() / t;
+  const long fc1_local = config_.fc1_rows() / t, qkv_proj = config_.qkv_projection_local(t);
   const long heads_local = config_.num_attention_heads / t;
   const bool post = options_.placement.post_process;
   if (shape_.parameter_floats != params_.size())
@@ -146,7 +164,7 @@ void GPTModel::plan_and_allocate() {
     a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
     a.residual1 = ar.take(local * h);
     a.ln2_out = take_gemm_input(local * h);
-    a.fc1_pre = ar.take(tokens * ffn_local);
+    a.fc1_pre = ar.take(tokens * fc1_local);
     a.fc1_act = take_gemm_input(tokens * ffn_local);
   };
   recompute_act_.resize(recomputed > 0 ? group : 0);
@@ -182,7 +200,10 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_hidden = ar.take(tokens * h);
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
-  scratch_.d_qkv = ar.take(tokens * 3 * attn_local);
+  scratch_.d_qkv = ar.take(tokens * std::max(3 * attn_local, qkv_proj));
+  // Grouped-query attention: d(k, v) of the groups, or with the fused q|kv GEMM (no biases)
+  // the rows of [dq | dkv]; sized for the latter.
+  if (config_.group_query_attention) scratch_.d_kv = ar.take(tokens * qkv_proj);
   if (!layers_.empty())
     for (int k = 0; k < options_.deferred_weight_grads; ++k) {
       const long floats = shape_.deferred_weight_grad_floats();
@@ -282,21 +303,20 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   };
   const LayerCall call = layer_call(a, batch, seq);
   if (options_.placement.pre_process) {
-    need(0, 2);  // word and position embeddings
+    need(0, embedding_specs_);  // word and (learned) position embeddings
     embedding_.forward(a.input_ids.data(), batch, seq, a.input, scratch_.row_out);
     kernels::dropout_inplace(a.input, n, h, call.dropout, kernels::kEmbeddingDropoutSite);
   }
   const float* x = a.input;
   for (size_t l = 0; l < layers_.size(); ++l) {
-    need(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
+    need(layer_first_spec_[l], layer_end_spec_[l]);
     layers_[l].forward(x, a.layers[l], scratch_, call);
     x = a.layers[l].output;
   }
   if (!options_.placement.post_process) return 0.0;
-  need(specs - 2, specs);  // final LayerNorm
-  need(0, 1);              // the output layer's (tied) word embedding
-  kernels::layernorm_forward(x, final_ln_weight_.value, final_ln_bias_.value, a.final_ln_out,
-                             a.final_ln_mean, a.final_ln_rstd, n, h, config_.layernorm_epsilon);
+  need(post_first_spec_, specs);          // final norm (and an untied output layer)
+  if (config_.tied_output()) need(0, 1);  // the output layer's (tied) word embedding
+  final_norm_.forward(x, a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, n, h);
   if (sequence_parallel_) {
     // The logits need every row: all-gather the final LayerNorm output (g-bar); d(its
     // rows) is reduce-scattered from the partial d(input) in row_out into d_final_ln_out.
@@ -352,7 +372,7 @@ void GPTModel::backward_input_chunk(int slot, int batch, int seq, int key) {
 void GPTModel::weight_chunk(int key) {
   if (!layers_.empty())
     deferred_.replay(key, [&](int l) {
-      grad_ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
+      grad_ready(layer_first_spec_[l], layer_end_spec_[l]);
       if (progress_) progress_();
     });
   non_layer_grads_ready();
@@ -370,11 +390,10 @@ void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
   const LayerCall call = layer_call(a, batch, seq);
   if (options_.placement.post_process) {
     // The output layer's gradients were formed with the loss, in forward_chunk.
-    kernels::layernorm_backward(a.d_final_ln_out, last, final_ln_weight_.value, a.final_ln_mean,
-                                a.final_ln_rstd, d_residual_, final_ln_weight_.grad,
-                                final_ln_bias_.grad, n, h, false);
-    ready(specs - 2, specs);                           // final LayerNorm
-    if (!options_.placement.pre_process) ready(0, 1);  // the tied embedding copy
+    final_norm_.backward(a.d_final_ln_out, last, a.final_ln_mean, a.final_ln_rstd, d_residual_, n,
+                         h, false);
+    ready(post_first_spec_, specs);  // final norm (and an untied output layer)
+    if (!options_.placement.pre_process && config_.tied_output()) ready(0, 1);  // tied copy
   } else {
     std::copy_n(a.output_grad, (long)n * h, d_residual_);
   }
@@ -385,13 +404,13 @@ void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
       layers_[l].attention_core(a.layers[l], call);
     layers_[l].backward(layer_input(a, l), a.layers[l], d_residual_, scratch_, call);
     if (defer_weight_grads) deferred_.mark(l);
-    ready(layer_first_spec_[l], layer_first_spec_[l] + kParamsPerLayer);
+    ready(layer_first_spec_[l], layer_end_spec_[l]);
   }
   if (options_.placement.pre_process) {
     // The embedding dropout's backward is the same mask, applied to the gradient.
     kernels::dropout_inplace(d_residual_, n, h, call.dropout, kernels::kEmbeddingDropoutSite);
     embedding_.backward(a.input_ids.data(), batch, seq, d_residual_, scratch_.row_out);
-    ready(0, 2);  // word and position embeddings
+    ready(0, embedding_specs_);  // word and (learned) position embeddings
   }
 }
 

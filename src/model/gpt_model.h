@@ -87,8 +87,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   const tensor_parallel::ColumnParallelLinear& output_layer() const {
     return lm_head_.output_layer;
   }
-  ParamRef final_layernorm_weight() const { return final_ln_weight_; }
-  ParamRef final_layernorm_bias() const { return final_ln_bias_; }
+  const Norm& final_norm() const { return final_norm_; }
   // This rank's shard of the logits of row r (batch-major) of the last forward on slot 0,
   // formed on demand in scratch that the next call or forward overwrites.
   const float* logits_row(int r) const;
@@ -142,7 +141,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;
   tensor_parallel::LMHeadLoss lm_head_;  // output layer (weight = word embedding) + loss
-  ParamRef final_ln_weight_{}, final_ln_bias_{};
+  Norm final_norm_{};
   MemoryPlan plan_;
   std::unique_ptr<Arena> arena_;
   std::vector<Activations> act_;
@@ -153,6 +152,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   ParamsNeededHook params_needed_;
   std::function<void()> progress_;
   std::vector<int> layer_first_spec_;  // index of each layer's first parameter spec
+  std::vector<int> layer_end_spec_;    // one past each layer's last
+  int embedding_specs_ = 0;            // the embedding's specs (first chunk), from index 0
+  int post_first_spec_ = 0;            // the final norm's first spec (last chunk)
 };
 
 }  // namespace trident

@@ -55,41 +55,61 @@ std::string layer_param(int layer, const std::string& leaf) {
   return "layers." + std::to_string(layer) + "." + leaf;
 }
 
+// Megatron's names for every variant. The Llama options drop tensors (biases, RMSNorm's
+// bias, the position embedding) or add them (the untied output layer); grouped-query
+// attention splits the fused q|k|v into linear_q and linear_kv ([k of G groups | v of G
+// groups]), whose key/value rows are split over t when G divides by t and replicated
+// (each rank computing every group, gradients summed over the group) when t > G.
 ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
                                  ChunkPlacement chunk) {
-  const long h = c.hidden_size, f = c.ffn(), v = c.padded_vocab_size(tp.size);
+  const long h = c.hidden_size, f = c.fc1_rows(), v = c.padded_vocab_size(tp.size);
   const ShardSpec replicated{};
   const ShardSpec rows{0, 1, tp.size, tp.rank}, cols{1, 1, tp.size, tp.rank};
   const ShardSpec qkv_rows{0, 3, tp.size, tp.rank};
-  if (chunk.pre_process || chunk.post_process) {
+  // SwiGLU's fc1 is [gate | up]: each rank holds its slice of both halves.
+  const ShardSpec fc1_rows{0, c.swiglu ? 2 : 1, tp.size, tp.rank};
+  const bool bias = c.add_bias_linear(), layernorm = !c.rms_norm();
+  auto norm = [&](const std::string& prefix) {
+    add(prefix + ".weight", {h}, replicated, false, InitKind::kOnes);
+    if (layernorm) add(prefix + ".bias", {h}, replicated, false, InitKind::kZeros);
+  };
+  auto linear = [&](const std::string& prefix, std::vector<long> shape, ShardSpec shard,
+                    ShardSpec bias_shard, InitKind init) {
+    const long out = shape[0];
+    add(prefix + ".weight", std::move(shape), shard, true, init);
+    if (bias) add(prefix + ".bias", {out}, bias_shard, false, InitKind::kZeros);
+  };
+  if (chunk.pre_process || (chunk.post_process && c.tied_output())) {
     add("embedding.word_embeddings.weight", {v, h}, rows, true, InitKind::kNormal);
     specs_.back().owned = chunk.pre_process;
   }
-  if (chunk.pre_process)
+  if (chunk.pre_process && c.learned_positions())
     add("embedding.position_embeddings.weight", {c.max_positions(), h}, replicated, true,
         InitKind::kNormal);
   const int end = chunk.num_layers < 0 ? c.num_layers : chunk.first_layer + chunk.num_layers;
   for (int l = chunk.first_layer; l < end; ++l) {
-    add(layer_param(l, "input_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
-    add(layer_param(l, "input_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
-    add(layer_param(l, "self_attention.linear_qkv.weight"), {3 * h, h}, qkv_rows, true,
-        InitKind::kNormal);
-    add(layer_param(l, "self_attention.linear_qkv.bias"), {3 * h}, qkv_rows, false,
-        InitKind::kZeros);
-    add(layer_param(l, "self_attention.linear_proj.weight"), {h, h}, cols, true,
-        InitKind::kScaledNormal);
-    add(layer_param(l, "self_attention.linear_proj.bias"), {h}, replicated, false,
-        InitKind::kZeros);
-    add(layer_param(l, "post_attention_layernorm.weight"), {h}, replicated, false, InitKind::kOnes);
-    add(layer_param(l, "post_attention_layernorm.bias"), {h}, replicated, false, InitKind::kZeros);
-    add(layer_param(l, "mlp.linear_fc1.weight"), {f, h}, rows, true, InitKind::kNormal);
-    add(layer_param(l, "mlp.linear_fc1.bias"), {f}, rows, false, InitKind::kZeros);
-    add(layer_param(l, "mlp.linear_fc2.weight"), {h, f}, cols, true, InitKind::kScaledNormal);
-    add(layer_param(l, "mlp.linear_fc2.bias"), {h}, replicated, false, InitKind::kZeros);
+    norm(layer_param(l, "input_layernorm"));
+    if (c.group_query_attention) {
+      const long kv = 2L * c.query_groups() * c.head_dim();
+      const ShardSpec kv_shard =
+          c.query_groups() % tp.size == 0 ? ShardSpec{0, 2, tp.size, tp.rank} : replicated;
+      linear(layer_param(l, "self_attention.linear_q"), {h, h}, rows, rows, InitKind::kNormal);
+      linear(layer_param(l, "self_attention.linear_kv"), {kv, h}, kv_shard, kv_shard,
+             InitKind::kNormal);
+    } else {
+      linear(layer_param(l, "self_attention.linear_qkv"), {3 * h, h}, qkv_rows, qkv_rows,
+             InitKind::kNormal);
+    }
+    linear(layer_param(l, "self_attention.linear_proj"), {h, h}, cols, replicated,
+           InitKind::kScaledNormal);
+    norm(layer_param(l, "post_attention_layernorm"));
+    linear(layer_param(l, "mlp.linear_fc1"), {f, h}, fc1_rows, fc1_rows, InitKind::kNormal);
+    linear(layer_param(l, "mlp.linear_fc2"), {h, c.ffn()}, cols, replicated,
+           InitKind::kScaledNormal);
   }
   if (chunk.post_process) {
-    add("final_layernorm.weight", {h}, replicated, false, InitKind::kOnes);
-    add("final_layernorm.bias", {h}, replicated, false, InitKind::kZeros);
+    norm("final_layernorm");
+    if (!c.tied_output()) add("output_layer.weight", {v, h}, rows, true, InitKind::kNormal);
   }
 }
 

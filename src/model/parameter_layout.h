@@ -69,7 +69,8 @@ class ParameterLayout {
   long total_ = 0;
 };
 
-// Parameter tensors per transformer layer (2 LayerNorms x 2, QKV, projection, FC1, FC2 x 2).
+// Parameter tensors per transformer layer of GPT-2's block (2 LayerNorms x 2, QKV,
+// projection, FC1, FC2 x 2); the Llama options change it (GPTModel counts its own).
 constexpr int kParamsPerLayer = 12;
 
 // Names, shared by the layout, the layers and the checkpoint formats.

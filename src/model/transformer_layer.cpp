@@ -2,9 +2,39 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/layernorm.h"
+#include "kernels/swiglu.h"
 #include "tensor_parallel/mappings.h"
 
 namespace trident {
+
+LayerDims layer_dims(const ModelConfig& c, int rank, int t) {
+  const int heads_local = c.num_attention_heads / t;
+  LayerDims d{c.hidden_size, heads_local,         c.head_dim(),
+              c.ffn() / t,   c.layernorm_epsilon, rank * heads_local};
+  d.rms_norm = c.rms_norm();
+  d.swiglu = c.swiglu;
+  if (c.rope()) d.rope = {c.head_dim(), c.rotary_dim(), c.rotary_base};
+  d.grouped = c.group_query_attention;
+  if (d.grouped) {
+    const int g = c.query_groups(), per_group = c.num_attention_heads / g;
+    // G >= t: this rank's G / t groups, its heads' own. G < t: every group, replicated; this
+    // rank's heads all read group head_offset / per_group.
+    const int held = g % t == 0 ? g / t : g;
+    d.groups = {heads_local, held, per_group, g % t == 0 ? 0 : d.head_offset / per_group,
+                c.head_dim()};
+    d.kv_local = 2 * held * c.head_dim();
+  }
+  return d;
+}
+
+Norm make_norm(Parameters& p, const std::string& prefix, const ModelConfig& c) {
+  Norm n;
+  n.rms = c.rms_norm();
+  n.eps = c.layernorm_epsilon;
+  n.weight = p.get(prefix + ".weight");
+  if (!n.rms) n.bias = p.get(prefix + ".bias");
+  return n;
+}
 
 TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, comm::Communicator& tp,
                                    const kernels::LinearPrecision* precision,
@@ -16,37 +46,57 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
       attention_precision_(precision && precision->precision == kernels::Precision::kBf16
                                ? kernels::Precision::kBf16
                                : kernels::Precision::kFp32) {
-  auto get = [&](const char* leaf) { return p.get(layer_param(i, leaf)); };
-  ln1_weight_ = get("input_layernorm.weight");
-  ln1_bias_ = get("input_layernorm.bias");
-  ln2_weight_ = get("post_attention_layernorm.weight");
-  ln2_bias_ = get("post_attention_layernorm.bias");
-  int attn_local = d.heads_local * d.head_dim;
-  qkv_ = {get("self_attention.linear_qkv.weight"),
-          get("self_attention.linear_qkv.bias"),
-          d.hidden,
-          3 * attn_local,
-          &tp,
-          precision};
+  auto get = [&](const std::string& leaf) { return p.get(layer_param(i, leaf)); };
+  // A linear's bias, or an empty one under --disable-bias-linear.
+  auto bias = [&](const std::string& linear) {
+    const std::string name = layer_param(i, linear + ".bias");
+    return p.layout().contains(name) ? p.get(name) : ParamRef{nullptr, nullptr, 0};
+  };
+  auto norm = [&](const std::string& prefix) {
+    Norm n;
+    n.rms = d.rms_norm, n.eps = d.eps;
+    n.weight = get(prefix + ".weight");
+    if (!n.rms) n.bias = get(prefix + ".bias");
+    return n;
+  };
+  auto column = [&](const std::string& name, int out_local) {
+    return tensor_parallel::ColumnParallelLinear{
+        get(name + ".weight"), bias(name), d.hidden, out_local, &tp, precision};
+  };
+  ln1_ = norm("input_layernorm");
+  ln2_ = norm("post_attention_layernorm");
+  const int attn_local = d.heads_local * d.head_dim;
+  // Null until set: which of qkv_, q_ and kv_ are in use is read from their weights.
+  qkv_ = {}, q_ = {}, kv_ = {};
+  if (d.grouped) {
+    q_ = column("self_attention.linear_q", attn_local);
+    kv_ = column("self_attention.linear_kv", d.kv_local);
+    // Without biases linear_kv's shard follows linear_q's in the parameter buffers (values,
+    // gradients, 16-bit copies alike): one GEMM of h + 2 G d rows (this rank's share) then
+    // forms q, k and v, as Megatron's fused linear_qkv does. qkv_ holds that view.
+    const long q_floats = (long)attn_local * d.hidden;
+    const bool adjacent = kv_.weight.value == q_.weight.value + q_floats &&
+                          (!q_.weight.grad || kv_.weight.grad == q_.weight.grad + q_floats) &&
+                          (!q_.weight.low || kv_.weight.low == q_.weight.low + q_floats);
+    if (!q_.bias.numel && adjacent) {
+      ParamRef both = q_.weight;
+      both.numel = q_.weight.numel + kv_.weight.numel, both.panels = nullptr;
+      qkv_ = {both,     ParamRef{nullptr, nullptr, 0}, d.hidden, attn_local + d.kv_local, &tp,
+              precision};
+    }
+  } else {
+    qkv_ = column("self_attention.linear_qkv", 3 * attn_local);
+  }
   proj_ = {get("self_attention.linear_proj.weight"),
-           get("self_attention.linear_proj.bias"),
+           bias("self_attention.linear_proj"),
            attn_local,
            d.hidden,
            &tp,
            precision};
-  fc1_ = {get("mlp.linear_fc1.weight"),
-          get("mlp.linear_fc1.bias"),
-          d.hidden,
-          d.ffn_local,
-          &tp,
-          precision};
-  fc2_ = {get("mlp.linear_fc2.weight"),
-          get("mlp.linear_fc2.bias"),
-          d.ffn_local,
-          d.hidden,
-          &tp,
-          precision};
-  for (auto* l : {&qkv_, &fc1_}) l->sequence_parallel = sequence_parallel;
+  fc1_ = column("mlp.linear_fc1", d.swiglu ? 2 * d.ffn_local : d.ffn_local);
+  fc2_ = {
+      get("mlp.linear_fc2.weight"), bias("mlp.linear_fc2"), d.ffn_local, d.hidden, &tp, precision};
+  for (auto* l : {&qkv_, &q_, &kv_, &fc1_}) l->sequence_parallel = sequence_parallel;
   for (auto* l : {&proj_, &fc2_}) l->sequence_parallel = sequence_parallel;
 }
 
@@ -106,27 +156,83 @@ void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall
                                    attention_dropout(call), attention_precision_);
 }
 
+void TransformerLayer::rotate(float* qkv, int batch, int seq, bool inverse) const {
+  if (dims_.rope.rotary_dim > 0)
+    kernels::rope_qkv(qkv, batch, seq, dims_.heads_local, dims_.rope, inverse);
+}
+
+void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, float* scratch,
+                                   int rows) const {
+  if (!dims_.grouped) {
+    qkv_.forward(in, qkv, rows);
+    kernels::add_bias(qkv, qkv_.bias.value, rows, qkv_.out_local);
+    return;
+  }
+  if (qkv_.weight.value) {  // one GEMM: rows of [q | kv]
+    qkv_.forward(in, scratch, rows);
+    kernels::expand_grouped_qkv(scratch, qkv_.out_local, scratch + q_.out_local, qkv_.out_local,
+                                qkv, rows, dims_.groups);
+    return;
+  }
+  float* q = scratch;
+  float* kv = scratch + (long)rows * q_.out_local;
+  q_.forward(in, q, rows);
+  kernels::add_bias(q, q_.bias.value, rows, q_.out_local);
+  kv_.forward(in, kv, rows);
+  kernels::add_bias(kv, kv_.bias.value, rows, kv_.out_local);
+  kernels::expand_grouped_qkv(q, kv, qkv, rows, dims_.groups);
+}
+
+void TransformerLayer::mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act,
+                                      int rows) const {
+  if (dims_.swiglu)
+    kernels::bias_swiglu_forward(fc1_pre, fc1_.bias.value, act, rows, dims_.ffn_local);
+  else
+    kernels::bias_gelu_forward(fc1_pre, fc1_.bias.value, act, rows, dims_.ffn_local);
+}
+
 void TransformerLayer::forward(const float* x, const LayerActivations& a, const LayerScratch& w,
                                const LayerCall& call) const {
   const int rows = call.batch * call.seq, n = local_rows(call), h = dims_.hidden;
   using kernels::DropoutKind, kernels::dropout_site;
-  kernels::layernorm_forward(x, ln1_weight_.value, ln1_bias_.value, a.ln1_out, a.ln1_mean,
-                             a.ln1_rstd, n, h, dims_.eps);
-  qkv_.forward(column_input(a.ln1_out, n, w), a.qkv, rows);
-  kernels::add_bias(a.qkv, qkv_.bias.value, rows, qkv_.out_local);
+  ln1_.forward(x, a.ln1_out, a.ln1_mean, a.ln1_rstd, n, h);
+  project_qkv(column_input(a.ln1_out, n, w), a.qkv, w.d_qkv, rows);
+  rotate(a.qkv, call.batch, call.seq, false);
   attention_core(a, call);
   proj_.forward(a.attn_out, w.row_out, rows);
   kernels::bias_dropout_residual_add(x, row_output(w, n), proj_.bias.value, a.residual1, n, h,
                                      call.dropout,
                                      dropout_site(index_, DropoutKind::kAttentionOut));
 
-  kernels::layernorm_forward(a.residual1, ln2_weight_.value, ln2_bias_.value, a.ln2_out, a.ln2_mean,
-                             a.ln2_rstd, n, h, dims_.eps);
+  ln2_.forward(a.residual1, a.ln2_out, a.ln2_mean, a.ln2_rstd, n, h);
   fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
-  kernels::bias_gelu_forward(a.fc1_pre, fc1_.bias.value, a.fc1_act, rows, dims_.ffn_local);
+  mlp_activation(a.fc1_pre, a.fc1_act, rows);
   fc2_.forward(a.fc1_act.operand(), w.row_out, rows);
   kernels::bias_dropout_residual_add(a.residual1, row_output(w, n), fc2_.bias.value, a.output, n, h,
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
+}
+
+// Grouped-query attention: the heads' key/value gradients summed into their groups, then
+// both projections' backward with one reduction of their summed d(input).
+void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch& w,
+                                    int rows) const {
+  if (!dims_.grouped) {
+    qkv_.backward(w.d_qkv, in, w.d_hidden, rows);
+    return;
+  }
+  if (qkv_.weight.value) {  // the fused GEMM's gradient: rows of [dq | dkv] in d_kv
+    kernels::reduce_grouped_qkv_grad(w.d_qkv, w.d_kv, qkv_.out_local, w.d_kv + q_.out_local,
+                                     qkv_.out_local, rows, dims_.groups);
+    qkv_.backward(w.d_kv, in, w.d_hidden, rows);
+    return;
+  }
+  float* dq = w.d_attn;  // free once the attention core's backward has read it
+  kernels::reduce_grouped_qkv_grad(w.d_qkv, dq, w.d_kv, rows, dims_.groups);
+  q_.backward_partial(dq, in, w.d_hidden, rows);
+  kv_.backward_partial(w.d_kv, in, w.row_out, rows);  // row_out is free here
+  kernels::accumulate(w.d_hidden, w.row_out, (long)rows * dims_.hidden);
+  if (!sequence_parallel_)
+    tensor_parallel::copy_to_region_backward(*tp_, w.d_hidden, (long)rows * dims_.hidden);
 }
 
 // With sequence parallelism the column-parallel layers' inputs are all-gathered again
@@ -138,9 +244,15 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   // d_residual passes the residual add unchanged; the dropped branch gets it masked.
   fc2_.backward(row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kMlpOut)),
                 a.fc1_act.operand(), w.d_ffn, rows);
-  fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
-  kernels::layernorm_backward(column_input_grad(w, n), a.residual1, ln2_weight_.value, a.ln2_mean,
-                              a.ln2_rstd, d_residual, ln2_weight_.grad, ln2_bias_.grad, n, h, true);
+  if (dims_.swiglu) {
+    // fc1's pre-activation is not needed after this: it becomes its own gradient.
+    kernels::swiglu_backward_inplace(w.d_ffn, a.fc1_pre, rows, dims_.ffn_local);
+    fc1_.backward(a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
+  } else {
+    fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
+  }
+  ln2_.backward(column_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h,
+                true);
   if (call.progress) (*call.progress)();
 
   proj_.backward(
@@ -149,10 +261,10 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
                                     attention_dropout(call), attention_precision_);
+  rotate(w.d_qkv, call.batch, call.seq, true);
   if (call.progress) (*call.progress)();
-  qkv_.backward(w.d_qkv, column_input(a.ln1_out, n, w), w.d_hidden, rows);
-  kernels::layernorm_backward(column_input_grad(w, n), x, ln1_weight_.value, a.ln1_mean, a.ln1_rstd,
-                              d_residual, ln1_weight_.grad, ln1_bias_.grad, n, h, true);
+  backward_qkv(column_input(a.ln1_out, n, w), w, rows);
+  ln1_.backward(column_input_grad(w, n), x, a.ln1_mean, a.ln1_rstd, d_residual, n, h, true);
 }
 
 }  // namespace trident

@@ -6,7 +6,10 @@
 #include "kernels/attention.h"
 #include "kernels/cached_attention.h"
 #include "kernels/dropout.h"
+#include "kernels/grouped_qkv.h"
 #include "kernels/mixed_linear.h"
+#include "kernels/rope.h"
+#include "model/norm.h"
 #include "model/parameters.h"
 #include "tensor_parallel/layers.h"
 
@@ -38,7 +41,12 @@ struct LayerScratch {
   kernels::GemmOperandBuffer gathered;
   float* d_ffn;   // [tokens, f / t]
   float* d_attn;  // [tokens, h / t]
-  float* d_qkv;   // [tokens, 3h / t]
+  // [tokens, 3h / t], at least [tokens, q + kv] (grouped-query attention: forward's
+  // projections before their expansion).
+  float* d_qkv;
+  // Grouped-query attention: [tokens, q + kv], d(k, v) or the fused GEMM's [dq | dkv] rows
+  // (null otherwise).
+  float* d_kv;
 };
 
 struct LayerDims {
@@ -48,7 +56,17 @@ struct LayerDims {
   int ffn_local;
   float eps;
   int head_offset = 0;  // global index of this rank's first head
+  // The Llama family's options (ModelConfig's); defaults are GPT-2's block.
+  bool rms_norm = false;
+  bool swiglu = false;         // fc1 holds [gate | up], 2 x ffn_local rows
+  kernels::RopeConfig rope{};  // rotary_dim 0: no RoPE
+  bool grouped = false;        // linear_q + linear_kv instead of linear_qkv
+  kernels::QueryGroups groups{};
+  int kv_local = 0;  // rows of this rank's linear_kv (grouped)
 };
+
+// The layer dimensions of a model on tensor-parallel rank `rank` of `t`.
+LayerDims layer_dims(const ModelConfig& config, int rank, int t);
 
 // What forward/backward of one micro-batch need besides the tensors.
 struct LayerCall {
@@ -112,14 +130,23 @@ class TransformerLayer {
   const float* row_output_grad(const float* d_out, const LayerScratch& w, int n,
                                const LayerCall& call, std::uint32_t site) const;
   const float* column_input_grad(const LayerScratch& w, int n) const;
+  // q, k, v of the attention core into qkv ([rows, 3, heads, d]), RoPE applied; scratch:
+  // grouped-query attention's two projections before their expansion.
+  void project_qkv(kernels::GemmOperand in, float* qkv, float* scratch, int rows) const;
+  void rotate(float* qkv, int batch, int seq, bool inverse) const;
+  // Backward of the projections: d(LayerNorm output), this rank's partial, in w.d_hidden
+  // (all-reduced unless sequence parallel); d_qkv is consumed.
+  void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows) const;
+  void mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act, int rows) const;
 
   LayerDims dims_;
   int index_;
   comm::Communicator* tp_;
   bool sequence_parallel_;
   kernels::Precision attention_precision_;  // bf16 tiles in bf16 runs, else fp32
-  ParamRef ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
+  Norm ln1_, ln2_;
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;
+  tensor_parallel::ColumnParallelLinear q_, kv_;  // grouped-query attention instead of qkv_
   tensor_parallel::RowParallelLinear proj_, fc2_;
 };
 

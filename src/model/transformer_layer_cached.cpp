@@ -1,4 +1,5 @@
 // TransformerLayer's forward for generation: the step's new tokens against the KV cache.
+#include <algorithm>
 #include <vector>
 
 #include "kernels/elementwise.h"
@@ -7,24 +8,31 @@
 
 namespace trident {
 
-namespace {
-
-template <class Linear>
-Linear with_precision(Linear l, const kernels::LinearPrecision* p) {
-  l.precision = p;
-  return l;
-}
-
-}  // namespace
-
+// RoPE turns each new row's q and k by its own position (start of its segment + offset)
+// before its k joins the cache, so cached keys are stored rotated, as in training.
 void TransformerLayer::forward_cached(const float* x, float* out, const kernels::KvLayerView& kv,
                                       const CachedLayerBuffers& w, const CachedCall& call) const {
   const int rows = call.rows, h = dims_.hidden, heads = dims_.heads_local, hd = dims_.head_dim;
   const long attn_local = (long)heads * hd;
-  kernels::layernorm_forward(x, ln1_weight_.value, ln1_bias_.value, w.ln_out, w.mean, w.rstd, rows,
-                             h, dims_.eps);
-  with_precision(qkv_, call.precision).forward(w.ln_out.operand(), w.qkv, rows);
-  kernels::add_bias(w.qkv, qkv_.bias.value, rows, qkv_.out_local);
+  ln1_.forward(x, w.ln_out, w.mean, w.rstd, rows, h);
+  TransformerLayer with = *this;  // the step's precision on copies of the linears
+  for (auto* l : {&with.qkv_, &with.q_, &with.kv_, &with.fc1_}) l->precision = call.precision;
+  for (auto* l : {&with.proj_, &with.fc2_}) l->precision = call.precision;
+  // Grouped-query attention's q and kv before their expansion (generation's rows are few).
+  std::vector<float> grouped(dims_.grouped ? (size_t)rows * (attn_local + dims_.kv_local) : 0);
+  with.project_qkv(w.ln_out.operand(), w.qkv, grouped.data(), rows);
+  if (dims_.rope.rotary_dim > 0) {
+    std::vector<int> positions(rows);
+    int longest = 1;
+    for (int s = 0; s < call.n_segments; ++s) {
+      const kernels::CachedSegment& seg = call.segments[s];
+      for (int i = 0; i < seg.count; ++i) positions[seg.row + i] = seg.start + i;
+      longest = std::max(longest, seg.start + seg.count);
+    }
+    const kernels::RopeTable table(dims_.rope, longest);
+    kernels::rope_apply(w.qkv, rows, 3 * attn_local, 2 * heads, positions.data(), table, dims_.rope,
+                        false);
+  }
   kernels::kv_cache_append(w.qkv, kv, call.segments, call.n_segments);
   // A slot's whole prompt at once is plain causal attention over it: flash attention's
   // blocked kernel. Everything else (decode rows, continued prompts) reads the cache.
@@ -39,14 +47,13 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
       cached.push_back(seg);
   }
   kernels::cached_attention(w.qkv, w.attn_out, kv, cached.data(), (int)cached.size());
-  with_precision(proj_, call.precision).forward(w.attn_out, w.row_out, rows);
+  with.proj_.forward(w.attn_out, w.row_out, rows);
   kernels::bias_residual_add(x, w.row_out, proj_.bias.value, w.residual, rows, h);
 
-  kernels::layernorm_forward(w.residual, ln2_weight_.value, ln2_bias_.value, w.ln_out, w.mean,
-                             w.rstd, rows, h, dims_.eps);
-  with_precision(fc1_, call.precision).forward(w.ln_out.operand(), w.fc1_pre, rows);
-  kernels::bias_gelu_forward(w.fc1_pre, fc1_.bias.value, w.fc1_act, rows, dims_.ffn_local);
-  with_precision(fc2_, call.precision).forward(w.fc1_act.operand(), w.row_out, rows);
+  ln2_.forward(w.residual, w.ln_out, w.mean, w.rstd, rows, h);
+  with.fc1_.forward(w.ln_out.operand(), w.fc1_pre, rows);
+  mlp_activation(w.fc1_pre, w.fc1_act, rows);
+  with.fc2_.forward(w.fc1_act.operand(), w.row_out, rows);
   kernels::bias_residual_add(w.residual, w.row_out, fc2_.bias.value, out, rows, h);
 }
 

@@ -193,7 +193,8 @@ void sync_tied_embedding(std::vector<GPTModel*>& chunks, comm::Communicator& pip
   GPTModel* holder = nullptr;
   if (s == 0 && chunks.front()->placement().pre_process) holder = chunks.front();
   if (s == p - 1 && chunks.back()->placement().post_process) holder = chunks.back();
-  if (!holder) return;
+  // An untied output layer has a gradient of its own: nothing to sum across the ends.
+  if (!holder || !holder->config().tied_output()) return;
   ParamRef word = holder->parameters().get("embedding.word_embeddings.weight");
   std::vector<float> theirs(word.numel);
   const int peer = s == 0 ? p - 1 : 0, tag = 1 << 30;

@@ -42,6 +42,20 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
     add(argv, "--max-position-embeddings", m.max_position_embeddings);
   add(argv, "--vocab-size", m.vocab_size);
   add(argv, "--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by);
+  // The Llama options, only where they differ from GPT-2's block.
+  if (m.rms_norm()) argv.insert(argv.end(), {"--normalization", m.normalization});
+  if (m.rope()) {
+    argv.insert(argv.end(), {"--position-embedding-type", m.position_embedding_type});
+    argv.insert(argv.end(), {"--rotary-base", std::to_string(m.rotary_base)});
+    argv.insert(argv.end(), {"--rotary-percent", std::to_string(m.rotary_percent)});
+  }
+  if (m.swiglu) argv.push_back("--swiglu");
+  if (m.group_query_attention) {
+    argv.push_back("--group-query-attention");
+    add(argv, "--num-query-groups", m.num_query_groups);
+  }
+  if (!m.tied_output()) argv.push_back("--untie-embeddings-and-output-weights");
+  if (m.disable_bias_linear) argv.push_back("--disable-bias-linear");
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

@@ -66,14 +66,15 @@ void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* 
   if (!sequence_parallel) {
     kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, out);
     reduce_from_region_forward(*tp, out, rows * hidden);
-    kernels::add_position_embedding(out, position.value, batch, seq, hidden);
+    if (position.value) kernels::add_position_embedding(out, position.value, batch, seq, hidden);
     return;
   }
   const long local_rows = rows / tp->size(), first = local_rows * tp->rank();
   kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, full);
   const float* summed = reduce_scatter_to_sequence_parallel_region(*tp, full, local_rows * hidden);
   std::copy_n(summed, local_rows * hidden, out);
-  kernels::add_position_embedding_rows(out, position.value, first, local_rows, seq, hidden);
+  if (position.value)
+    kernels::add_position_embedding_rows(out, position.value, first, local_rows, seq, hidden);
 }
 
 void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const float* dout,
@@ -85,7 +86,7 @@ void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const 
     dout = full;
   }
   kernels::embedding_backward(ids, (int)rows, dout, vocab_start, vocab_local, hidden, word.grad);
-  kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
+  if (position.value) kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
 }
 
 }  // namespace trident::tensor_parallel

@@ -57,7 +57,7 @@ struct RowParallelLinear {
 // position embedding; partial lookups are summed over the group.
 struct VocabParallelEmbedding {
   ParamRef word;      // [vocab / t, hidden]
-  ParamRef position;  // [max_positions, hidden]
+  ParamRef position;  // [max_positions, hidden]; none (null) with RoPE
   int vocab_start = 0;
   int vocab_local = 0;
   int hidden = 0;

@@ -9,12 +9,18 @@ bool is_sequence_parallel_param(const ParamSpec& spec) {
   return spec.name.find("layernorm.") != std::string::npos;
 }
 
-void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp) {
+bool is_replicated_kv_param(const ParamSpec& spec) {
+  return spec.shard.dim < 0 && spec.name.find("self_attention.linear_kv.") != std::string::npos;
+}
+
+void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp,
+                                       bool sequence_parallel) {
   if (tp.size() == 1 || !params.has_gradients()) return;
   std::vector<const ParamSpec*> specs;
   long total = 0;
   for (const ParamSpec& s : params.layout().specs())
-    if (is_sequence_parallel_param(s)) specs.push_back(&s), total += s.numel();
+    if ((sequence_parallel && is_sequence_parallel_param(s)) || is_replicated_kv_param(s))
+      specs.push_back(&s), total += s.numel();
   if (total == 0) return;
   std::vector<float> packed(total);
   float* grads = params.grads();

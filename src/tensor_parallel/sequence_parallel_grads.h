@@ -16,9 +16,17 @@ namespace trident::tensor_parallel {
 // Whether a parameter's gradient is partial under sequence parallelism.
 bool is_sequence_parallel_param(const ParamSpec& spec);
 
-// Sums the gradients of the LayerNorm weights and biases (every layer's two and the final
-// one) over the tensor group, in place, with one all-reduce. The layouts of a tensor
-// group's ranks match spec for spec, so the packed buffers line up.
-void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp);
+// Grouped-query attention with t > G: each group's key/value projection is replicated on
+// t / G ranks, each of which computes every group's keys and values but uses only its own
+// heads' — its weight (and bias) gradient is a partial sum too (Megatron's replicated KV
+// heads), with or without sequence parallelism.
+bool is_replicated_kv_param(const ParamSpec& spec);
+
+// Sums the partial gradients over the tensor group, in place, with one all-reduce: the
+// norm weights and biases (every layer's two and the final one) under sequence
+// parallelism, and replicated key/value projections. The layouts of a tensor group's ranks
+// match spec for spec, so the packed buffers line up.
+void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp,
+                                       bool sequence_parallel);
 
 }  // namespace trident::tensor_parallel

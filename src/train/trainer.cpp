@@ -82,6 +82,18 @@ void print_layout(const TrainingConfig& c, std::ostream& log) {
       << c.model.seq_length << ", vocab " << c.model.vocab_size << " padded to "
       << c.model.padded_vocab_size(c.tensor_model_parallel_size) << ", "
       << c.model.parameter_count(c.tensor_model_parallel_size) << " parameters\n";
+  const ModelConfig& m = c.model;
+  if (m.rms_norm() || m.rope() || m.swiglu || m.group_query_attention || !m.tied_output() ||
+      m.disable_bias_linear) {
+    log << "block: " << m.normalization << " (eps " << m.layernorm_epsilon << "), "
+        << (m.rope() ? "rope (base " + std::to_string(m.rotary_base) + ", " +
+                           std::to_string(m.rotary_dim()) + " of " + std::to_string(m.head_dim()) +
+                           " dims)"
+                     : std::string("learned positions"))
+        << ", " << (m.swiglu ? "SwiGLU" : "GeLU") << ", " << m.query_groups() << " query groups, "
+        << (m.tied_output() ? "tied" : "untied") << " output layer, "
+        << (m.add_bias_linear() ? "biases" : "no biases") << "\n";
+  }
   log << "batch: micro " << c.micro_batch_size << " x " << c.num_micro_batches()
       << " micro-batches x data " << c.data_parallel_size() << " = global "
       << c.effective_global_batch();

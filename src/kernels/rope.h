@@ -1,0 +1,33 @@
+#pragma once
+// Rotary position embedding (Su et al. 2021) in the rotate-half convention of HF's Llama
+// and Megatron: within the first rotary_dim dims of a head, dim i < rotary_dim / 2 pairs
+// with dim i + rotary_dim / 2 and the pair turns by position * base^(-2i / rotary_dim).
+// The remaining dims pass unchanged (--rotary-percent < 1).
+#include <vector>
+
+namespace trident::kernels {
+
+struct RopeConfig {
+  int head_dim = 0;
+  int rotary_dim = 0;  // even, <= head_dim
+  float base = 10000.f;
+};
+
+// cos and sin of every (position, frequency) a call needs, [positions, rotary_dim / 2] each;
+// formed once per call so the per-element work is two multiply-adds.
+struct RopeTable {
+  std::vector<float> cos, sin;
+  int half = 0;
+  RopeTable(const RopeConfig& c, int positions);
+};
+
+// Rotates `heads` heads of each of `rows` rows in place: row r starts at x + r * row_stride
+// and sits at position positions[r]. inverse: the transposed rotation, which is the
+// backward pass (dL/dx from dL/dy).
+void rope_apply(float* x, long rows, long row_stride, int heads, const int* positions,
+                const RopeTable& table, const RopeConfig& c, bool inverse);
+
+// Training's layout, qkv [batch, seq, 3, heads, head_dim]: q and k of token s at position s.
+void rope_qkv(float* qkv, int batch, int seq, int heads, const RopeConfig& c, bool inverse);
+
+}  // namespace trident::kernels
