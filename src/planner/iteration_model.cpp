@@ -213,7 +213,7 @@ Prediction IterationModel::predict(const Layout& l) {
   time.other_kernels = mb * (st.other_forward + st.other_backward);
   time.tensor_comm = mb * (st.tensor_forward + st.tensor_backward);
   time.pipeline_comm = mb * 2 * st.pipeline;
-  if (l.pipeline > 1) {
+  if (l.pipeline > 1 && m.tied_output()) {
     // After the last backward the first and last stage swap their tied word embedding's
     // gradient (V / t x h), before the data-parallel reduction and the step.
     const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);

@@ -11,7 +11,12 @@ LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_bat
   const double t = tensor, s = m.seq_length, T = micro_batch * s, h = m.hidden_size;
   const double ffn = m.ffn(), heads = m.num_attention_heads / t, d = m.head_dim();
   LayerWork w;
-  w.gemms = {{T, 3 * h / t, h}, {T, h, h / t}, {T, ffn / t, h}, {T, h, ffn / t}};
+  // q, k, v (fewer key/value rows with grouped-query attention), the projection, fc1 ([gate |
+  // up] with SwiGLU) and fc2.
+  w.gemms = {{T, (double)m.qkv_projection_local(tensor), h},
+             {T, h, h / t},
+             {T, m.fc1_rows() / t, h},
+             {T, h, ffn / t}};
   w.attention_flops = 2 * (2 * micro_batch * heads * s * s * d);
   // Element accesses of trident's kernels, forward: LayerNorms read and write h (2 x 2h);
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
