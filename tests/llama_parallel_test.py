@@ -16,7 +16,7 @@ LLAMA = ["--mock-data", "--num-layers", "2", "--hidden-size", "64", "--num-atten
          "--ffn-hidden-size", "96", "--seq-length", "32", "--vocab-size", "301",
          "--micro-batch-size", "4", "--global-batch-size", "8", "--lr", "1e-3",
          "--lr-warmup-iters", "2", "--eval-iters", "1", "--peak-tflops", "1", "--seed", "5",
-         "--train-iters", "6", "--log-interval", "1",
+         "--train-iters", "4", "--log-interval", "1",
          "--normalization", "RMSNorm", "--position-embedding-type", "rope", "--swiglu",
          "--group-query-attention", "--untie-embeddings-and-output-weights",
          "--disable-bias-linear"]

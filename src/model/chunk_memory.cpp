@@ -73,7 +73,11 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
   s.recompute_group = std::clamp(options.recompute_group, 1, std::max(1, s.recomputed_layers));
   const long pad = options.pad_multiple;
   s.parameter_floats = (sizes.parameters + pad - 1) / pad * pad;
-  s.largest_weight = sizes.largest_weight;
+  // Grouped-query attention's fused q|kv product reads two adjacent tensors as one weight.
+  s.largest_weight =
+      std::max(sizes.largest_weight, s.layers > 0 && config.group_query_attention
+                                         ? config.qkv_projection_local(tp.size) * config.hidden_size
+                                         : 0L);
   const int vocab_local = config.padded_vocab_size(tp.size) / tp.size;
   s.logits_chunk_rows = options.logits_chunk_rows > 0
                             ? (int)std::min<long>(options.logits_chunk_rows, s.tokens())

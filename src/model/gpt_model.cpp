@@ -19,8 +19,12 @@ int chunk_layers(const ModelConfig& c, const ChunkPlacement& p) {
 std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlacement& p) {
   std::vector<std::string> names;
   std::vector<std::string> attention = {"self_attention.linear_qkv.weight"};
+  // Grouped-query attention: without biases the layers run q and kv as one GEMM on the
+  // adjacent shards, which reads no panel copies (they would only cost memory).
   if (c.group_query_attention)
-    attention = {"self_attention.linear_q.weight", "self_attention.linear_kv.weight"};
+    attention = c.add_bias_linear() ? std::vector<std::string>{"self_attention.linear_q.weight",
+                                                               "self_attention.linear_kv.weight"}
+                                    : std::vector<std::string>{};
   for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
     for (const std::string& w : attention) names.push_back(layer_param(l, w));
     for (const char* w :
