@@ -189,7 +189,8 @@ void calibrate_layer_kernels(comm::Communicator& world, Cluster& c, const Calibr
   }
   const double per_flop = std::max((residual[1] - residual[0]) / (attention[1] - attention[0]),
                                    1 / (c.device.peak_tflops * 1e12));
-  c.kernels.attention_efficiency = 1 / (per_flop * c.device.peak_tflops * 1e12);
+  // At most 1: per_flop is bounded by the peak, but 1 / (1 / x * x) may round above 1.
+  c.kernels.attention_efficiency = std::min(1.0, 1 / (per_flop * c.device.peak_tflops * 1e12));
   c.kernels.elementwise_ns_per_element =
       std::max(1e-4, (residual[0] - per_flop * attention[0]) / elementwise * 1e9);
   log << "  attention core at " << c.kernels.attention_efficiency << " of peak; element-wise "
