@@ -2,7 +2,9 @@
 # The issue's ~125M Llama-shaped model (12 layers, hidden 768, 12 heads, 4 query groups,
 # SwiGLU ffn 2048, vocab 32000, RMSNorm, RoPE, untied, no biases) next to the GPT-2 config of
 # the same size (gpt2-small), fp32 and bf16: ms/step (mean after the first), MFU and peak RSS
-# from the metrics file. ITERS (default 4) and SEQ (default 1024) override the run length.
+# from the metrics file; then PyTorch training the same Llama (bench/llama_torch.py, same
+# threads) and trident's speed-up over it. ITERS (default 4) and SEQ (default 1024) override
+# the run length.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
@@ -25,6 +27,7 @@ steps = [r for r in rows if "ms_per_iter" in r]
 steps = steps[1:] or steps
 ms = sum(r["ms_per_iter"] for r in steps) / len(steps)
 print(f"{sys.argv[1]:<12} {ms:10.0f} ms/step   MFU {steps[-1].get('mfu')}   {sys.argv[3]}")
+open(sys.argv[2] + ".ms", "w").write(f"{ms}\n")
 PY
 }
 for precision in fp32 bf16; do
@@ -35,4 +38,12 @@ for precision in fp32 bf16; do
     grep -m1 "^model:" "$out/$model-$precision.log" | sed "s/^/  $model: /"
     report "$model $precision" "$out/$model-$precision.jsonl" "$out/$model-$precision.log"
   done
+done
+/usr/bin/python3 bench/llama_torch.py "$SEQ" "$ITERS" "$(nproc)" | while read -r line; do
+  /usr/bin/python3 - "$line" "$out" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+mine = float(open(f"{sys.argv[2]}/LLAMA-{r['precision']}.jsonl.ms").read())
+print(f"PyTorch {r['precision']:<4} {r['ms_per_step']:10.0f} ms/step   trident is {r['ms_per_step'] / mine:.2f}x faster")
+PY
 done
