@@ -204,6 +204,13 @@ def main():
                                  capture_output=True, text=True)
             check(out.returncode != 0 and key in out.stderr,
                   f"config.json with {key} is refused by name: {out.stderr.strip()[:160]}")
+        if model:  # a Llama flag that contradicts config.json is refused, not overwritten
+            out = subprocess.run([trident, "train", "--load-hf", model, "--mock-data",
+                                  "--train-iters", "1", "--normalization", "LayerNorm",
+                                  "--num-query-groups", "1"], capture_output=True, text=True)
+            check(out.returncode == 2 and "--normalization disagrees" in out.stderr and
+                  "--num-query-groups disagrees" in out.stderr,
+                  f"--load-hf with contradicting Llama flags is refused: {out.stderr.strip()[:200]}")
     return check.summary()
 
 

@@ -300,7 +300,22 @@ void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std
     errors.push_back("--ffn-hidden-size disagrees with " + c.load_hf + "/config.json");
   m.ffn_hidden_size = ffn;
   m.layernorm_epsilon = hf.layernorm_epsilon;
-  // The architecture's options come from config.json too (a Llama directory sets them).
+  // The architecture's options come from config.json too (a Llama directory sets them); a
+  // flag that says otherwise is refused, as the shape's are.
+  auto agrees = [&](const char* flag, bool same) {
+    if (flags.was_given(flag) && !same)
+      errors.push_back(std::string(flag) + " disagrees with " + c.load_hf + "/config.json");
+  };
+  agrees("--normalization", m.normalization == hf.normalization);
+  agrees("--position-embedding-type", m.position_embedding_type == hf.position_embedding_type);
+  agrees("--rotary-base", m.rotary_base == hf.rotary_base);
+  agrees("--rotary-percent", m.rotary_percent == hf.rotary_percent);
+  agrees("--swiglu", m.swiglu == hf.swiglu);
+  agrees("--group-query-attention", m.group_query_attention == hf.group_query_attention);
+  agrees("--num-query-groups", m.query_groups() == hf.query_groups());
+  agrees("--untie-embeddings-and-output-weights",
+         m.untie_embeddings_and_output_weights == hf.untie_embeddings_and_output_weights);
+  agrees("--disable-bias-linear", m.disable_bias_linear == hf.disable_bias_linear);
   m.normalization = hf.normalization, m.position_embedding_type = hf.position_embedding_type;
   m.rotary_base = hf.rotary_base, m.rotary_percent = hf.rotary_percent, m.swiglu = hf.swiglu;
   m.group_query_attention = hf.group_query_attention, m.num_query_groups = hf.num_query_groups;
