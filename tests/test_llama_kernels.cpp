@@ -19,11 +19,7 @@ using testing::random_vector;
 using testing::relative_error;
 using testing::to_double;
 
-double weighted(const std::vector<double>& y, const std::vector<float>& w) {
-  double s = 0;
-  for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
-  return s;
-}
+using testing::weighted;
 
 std::vector<double> rmsnorm_ref(const std::vector<double>& x, const std::vector<double>& g,
                                 int rows, int cols, double eps) {

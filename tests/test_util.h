@@ -37,6 +37,13 @@ inline std::vector<double> to_double(const std::vector<float>& v) {
 }
 
 // max |a - b| / max(1, max |b|)
+// Weighted sum of the outputs: a scalar loss whose gradient with respect to the output is `w`.
+inline double weighted(const std::vector<double>& y, const std::vector<float>& w) {
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
+  return s;
+}
+
 inline double relative_error(const std::vector<float>& a, const std::vector<double>& b) {
   double worst = 0, scale = 1;
   for (double x : b) scale = std::max(scale, std::abs(x));
