@@ -29,6 +29,17 @@ std::vector<int> tensor_sizes(const IterationModel& model, const SearchOptions& 
   return out;
 }
 
+std::vector<Recompute> recompute_choices(const SearchOptions& o) {
+  if (o.recompute) return {*o.recompute};
+  return {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+}
+
+// An on/off dimension: the user's setting, else both where it can matter (off elsewhere).
+std::vector<bool> switch_choices(const std::optional<bool>& fixed, bool can_matter) {
+  if (fixed) return {*fixed};
+  return can_matter ? std::vector<bool>{false, true} : std::vector<bool>{false};
+}
+
 template <typename Visit>
 void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit visit) {
   const Workload& w = model.workload();
@@ -43,23 +54,13 @@ void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit 
           if (v > 1 && p == 1) continue;
           if (o.layers_per_virtual_stage > 0 && layers / p != v * o.layers_per_virtual_stage)
             continue;
-          for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-            if (o.recompute && *o.recompute != r) continue;
-            for (bool dist : {false, true}) {
-              if (o.distributed_optimizer && *o.distributed_optimizer != dist) continue;
-              if (dist && d == 1 && !o.distributed_optimizer) continue;
-              for (bool sp : {false, true}) {
-                if (o.sequence_parallel && *o.sequence_parallel != sp) continue;
-                if (sp && t == 1 && !o.sequence_parallel) continue;
-                for (bool zb : {false, true}) {
-                  if (o.zero_bubble && *o.zero_bubble != zb) continue;
-                  if (zb && (p == 1 || v > 1) && !o.zero_bubble) continue;
+          for (Recompute r : recompute_choices(o))
+            for (bool dist : switch_choices(o.distributed_optimizer, d > 1))
+              for (bool sp : switch_choices(o.sequence_parallel, t > 1))
+                for (bool zb : switch_choices(o.zero_bubble, p > 1 && v == 1)) {
                   Layout l{t, p, d, b, v, r, dist, sp, zb};
                   if (layout_violations(l, w).empty()) visit(l);
                 }
-              }
-            }
-          }
         }
     }
 }
