@@ -196,23 +196,35 @@ void MpiCommunicator::all_gather(const float* send, float* recv, long n) {
 // (0.35 ms non-blocking, as the watchdog runs it) and 0.40 ms for MPI_Reduce_scatter; its
 // in-place form also stages the whole buffer in a temporary on one rank, which would break
 // the memory plan. Slices bound the temporaries MPI stages for a reduction.
-void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
-  const auto timed = count_blocking(counters_.reduce_scatter, n * size_, size_ > 1);
-  const PendingOp p = collective(OpKind::kReduceScatter);
+namespace {
+// The reduces of a reduce-scatter, one per block and slice: what this rank contributes and
+// where the block's owner (the root) keeps the sum.
+template <class Reduce>
+void for_each_block_reduce(const float* send, float* recv, long n, int rank, int size,
+                           Reduce reduce) {
   const bool in_place = send == recv;
-  for (int root = 0; root < size_; ++root)
+  for (int root = 0; root < size; ++root)
     for (long off = 0; off < n; off += kOwnerSlice) {
       const float* block = send + (long)root * n + off;
       float* result = in_place ? recv + (long)root * n + off : recv + off;
-      const void* source = in_place && rank_ == root ? MPI_IN_PLACE : block;
-      const int len = (int)std::min(kOwnerSlice, n - off);
-      run_blocking(
-          watchdog_.get(), p, name_ + " reduce-scatter",
-          [&] { return MPI_Reduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_); },
-          [&](MPI_Request* r) {
-            return MPI_Ireduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_, r);
-          });
+      const void* source = in_place && rank == root ? MPI_IN_PLACE : block;
+      reduce(source, result, (int)std::min(kOwnerSlice, n - off), root);
     }
+}
+}  // namespace
+
+void MpiCommunicator::reduce_scatter(const float* send, float* recv, long n) {
+  const auto timed = count_blocking(counters_.reduce_scatter, n * size_, size_ > 1);
+  const PendingOp p = collective(OpKind::kReduceScatter);
+  for_each_block_reduce(
+      send, recv, n, rank_, size_, [&](const void* source, float* result, int len, int root) {
+        run_blocking(
+            watchdog_.get(), p, name_ + " reduce-scatter",
+            [&] { return MPI_Reduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_); },
+            [&](MPI_Request* r) {
+              return MPI_Ireduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_, r);
+            });
+      });
 }
 
 namespace {
@@ -281,16 +293,11 @@ std::unique_ptr<Request> MpiCommunicator::ireduce_scatter(const float* send, flo
   }
   count(counters_.reduce_scatter, n * size_);
   auto r = pending(watchdog_, collective(OpKind::kReduceScatter), &counters_.reduce_scatter);
-  const bool in_place = send == recv;
-  for (int root = 0; root < size_; ++root)  // as reduce_scatter
-    for (long off = 0; off < n; off += kOwnerSlice) {
-      const float* block = send + (long)root * n + off;
-      float* result = in_place ? recv + (long)root * n + off : recv + off;
-      check(MPI_Ireduce(in_place && rank_ == root ? MPI_IN_PLACE : block, result,
-                        (int)std::min(kOwnerSlice, n - off), MPI_FLOAT, MPI_SUM, root, comm_,
-                        r->add()),
-            name_ + " non-blocking reduce-scatter");
-    }
+  for_each_block_reduce(
+      send, recv, n, rank_, size_, [&](const void* source, float* result, int len, int root) {
+        check(MPI_Ireduce(source, result, len, MPI_FLOAT, MPI_SUM, root, comm_, r->add()),
+              name_ + " non-blocking reduce-scatter");
+      });
   return r;
 }
 
