@@ -90,6 +90,33 @@ TEST(PlannerCluster, DefaultCurveAndCalibratedTable) {
   EXPECT_NEAR(table.at(10e9), 0.4, 1e-12);  // halfway in log(F)
 }
 
+// The calibrated grid: m x n x n products by rows m and width n, read for m x n x k at
+// width sqrt(n k), bilinear in log m and log width, clamped at the edges.
+TEST(PlannerCluster, GemmGridByRowsAndWidth) {
+  GemmEfficiency g;
+  g.table = {{1, 0.5}};
+  g.grid_rows = {100, 400};
+  g.grid_width = {10, 1000};
+  g.grid = {0.2, 0.4,   // 100 rows
+            0.6, 0.8};  // 400 rows
+  EXPECT_DOUBLE_EQ(g.at(100, 10, 10), 0.2);
+  EXPECT_DOUBLE_EQ(g.at(400, 1000, 1000), 0.8);
+  EXPECT_NEAR(g.at(200, 100, 100), 0.5, 1e-12);  // halfway in both logs
+  EXPECT_NEAR(g.at(100, 10, 1e5), 0.4, 1e-12);   // width sqrt(10 x 1e5) = 1000: the far column
+  EXPECT_NEAR(g.at(1e4, 1, 1), 0.6, 1e-12);      // clamped: most rows, narrowest
+  GemmEfficiency flops_only;
+  flops_only.table = {{1, 0.25}, {100, 0.75}};
+  EXPECT_DOUBLE_EQ(flops_only.at(1000, 1000, 1000), flops_only.at(2e9));  // no grid: by FLOPs
+}
+
+TEST(PlannerCluster, GemmGridMustMatchItsAxes) {
+  std::string text = std::string(kIssueExample) +
+                     "[compute]\ngemm_grid_rows = [128.0, 512.0]\ngemm_grid_width = [64.0]\n"
+                     "gemm_grid_efficiency = [0.5]\n";
+  EXPECT_NE(error_of(text).find("bad.toml: [compute] gemm_grid_efficiency"), std::string::npos)
+      << error_of(text);
+}
+
 TEST(PlannerCluster, TomlRoundTrip) {
   Cluster c = parse_cluster(kIssueExample, "example.toml");
   c.gemm.table = {{0.5, 0.3}, {50, 0.7}};
@@ -108,6 +135,12 @@ TEST(PlannerCluster, TomlRoundTrip) {
   EXPECT_EQ(back.device.name, c.device.name);
   EXPECT_EQ(back.device.peak_tflops, c.device.peak_tflops);
   EXPECT_EQ(back.gemm.table, c.gemm.table);
+  c.gemm.grid_rows = {128, 2048}, c.gemm.grid_width = {256};
+  c.gemm.grid = {0.7, 0.1 + 0.8};
+  back = parse_cluster(cluster_to_toml(c), "again.toml");
+  EXPECT_EQ(back.gemm.grid_rows, c.gemm.grid_rows);
+  EXPECT_EQ(back.gemm.grid_width, c.gemm.grid_width);
+  EXPECT_EQ(back.gemm.grid, c.gemm.grid);
 }
 
 }  // namespace

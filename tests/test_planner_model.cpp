@@ -159,6 +159,48 @@ TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
   }
 }
 
+// Each micro-batch adds its weight gradients into the accumulated ones: in bf16 a fresh fp32
+// gradient is written, then read with the sum, which is rewritten (16 bytes per weight
+// element); the output layer adds once per row chunk. More micro-batches of the same global
+// batch pay it more often.
+TEST(PlannerIterationModel, EveryMicroBatchAddsItsWeightGradients) {
+  Cluster c = a100_node(1);
+  c.device.memory_bandwidth_gbs = 100;
+  c.kernels.attention_efficiency = 0.5;  // the attention core's time does not depend on b
+  Workload w = gpt(4, 1024, 16, 512, 8);
+  w.precision = kernels::Precision::kBf16;
+  IterationModel model(c, w);
+  Layout few{1, 1, 1, 8, 1, Recompute::kNone, false}, many = few;
+  many.micro_batch = 1;
+  const double h = 1024, V = 51200;  // V is already a multiple of 128
+  const double layer_bytes = 12 * h * h * 16;
+  // b = 8: 4096 rows in row chunks of at most max(256, 2^25 / V) = 655 rows: 7 chunks (6 of
+  // 640 rows and one of 256). b = 1: one chunk of 512 rows. Both hold fewer rows than h, so
+  // the output layer's product adds in place (8 bytes per element).
+  const double few_bytes = 4 * layer_bytes + 7 * V * h * 8;
+  const double many_bytes = 8 * (4 * layer_bytes + V * h * 8);
+  const double extra =
+      model.predict(many).time.other_kernels - model.predict(few).time.other_kernels;
+  EXPECT_NEAR(extra, (many_bytes - few_bytes) / 100e9, 1e-6 * extra);
+}
+
+// The last stage also runs the output layer and the loss: with a vocabulary that dwarfs the
+// layers, the pipeline moves at the last stage's pace and the first stage idles; the bubble
+// of the busiest stage is far below the equal-stage (p - 1) / m.
+TEST(PlannerIterationModel, TheOutputLayerMakesTheLastStageTheSlowest) {
+  Workload w = gpt(4, 256, 4, 256, 16);
+  w.model.vocab_size = 256000;
+  Cluster c = a100_node(1);
+  c.gemm.table = {{1, 0.5}, {2, 0.5}};  // every product at half of peak: the FLOPs decide
+  c.kernels.attention_efficiency = 0.5;
+  IterationModel model(c, w);
+  Layout one{1, 1, 1, 1, 1, Recompute::kNone, false}, two = one;
+  two.pipeline = 2;
+  const Prediction a = model.predict(one), b = model.predict(two);
+  EXPECT_LT(b.bubble_fraction, 0.25 * (2 - 1.0) / 16);
+  EXPECT_GT(b.time.total(), 0.8 * a.time.total());  // p = 2 cannot halve the output layer
+}
+
 TEST(PlannerIterationModel, MemoryIsThePlanOfTheChunkTridentBuilds) {
   Workload w = gpt(2, 128, 4, 32, 4);
   w.model.vocab_size = 1000;

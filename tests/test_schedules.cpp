@@ -80,6 +80,31 @@ TEST(Schedules, AllRanksTogetherNeverDeadlockAndMatchTheAnalyticBubble) {
   }
 }
 
+// Stages that are not alike (the last also runs the output layer): with the last stage the
+// slowest and no message latency, 1F1B keeps it busy from the first forward it receives, so
+// the iteration is the other stages' first forwards, m x (the last stage's F + B), and their
+// last backwards.
+TEST(Schedules, UnequalStagesRunAtTheSlowestStagesPace) {
+  for (int p : {2, 3, 4})
+    for (int m : {p, 2 * p, 3 * p}) {
+      ScheduleConfig c{ScheduleKind::kOneFOneB, p, 1, m};
+      OpTimes t;
+      double ramp = 0;
+      for (int s = 0; s < p; ++s) {
+        const bool last = s == p - 1;
+        const double f = last ? 5.0 : 1.0 + 0.25 * s, b = last ? 9.0 : 2.0 + 0.5 * s;
+        t.forward.push_back({f}), t.backward.push_back({b}), t.weight.push_back({0.0});
+        if (!last) ramp += f + b;
+      }
+      Simulation sim = simulate(c, t);
+      ASSERT_FALSE(sim.deadlock) << describe(c);
+      EXPECT_NEAR(sim.makespan, ramp + m * 14.0, 1e-9) << describe(c);
+      EXPECT_NEAR(sim.busy[p - 1], m * 14.0, 1e-9);
+      // The equal-stage formula (p - 1) / m would overstate this bubble.
+      EXPECT_LT(sim.bubble_fraction(p - 1), analytic_bubble_fraction(c));
+    }
+}
+
 TEST(Schedules, WarmupCountsMatchThePaper) {
   for (const ScheduleConfig& c : all_configs())
     for (int s = 0; s < c.stages; ++s) {

@@ -24,19 +24,35 @@ double analytic_bubble_fraction(const ScheduleConfig& c, double tf, double tb, d
 
 Simulation simulate(const ScheduleConfig& c, double forward_time, double backward_time,
                     double comm_time, double weight_time) {
+  const double f = forward_time / c.chunks, w = weight_time / c.chunks;
+  const double b = (c.splits_backward() ? backward_time : backward_time + weight_time) / c.chunks;
+  OpTimes times;
+  times.forward.assign(c.stages, std::vector<double>(c.chunks, f));
+  times.backward.assign(c.stages, std::vector<double>(c.chunks, b));
+  times.weight.assign(c.stages, std::vector<double>(c.chunks, w));
+  times.comm = comm_time;
+  Simulation sim = simulate(c, times);
+  sim.forward_time = forward_time, sim.backward_time = backward_time;
+  sim.weight_time = weight_time;
+  return sim;
+}
+
+Simulation simulate(const ScheduleConfig& c, const OpTimes& times) {
   const int p = c.stages;
   std::vector<std::vector<PipelineOp>> lists(p);
   for (int s = 0; s < p; ++s) lists[s] = build_schedule(c, s);
   Simulation sim;
   sim.ranks.resize(p);
   sim.busy.assign(p, 0.0);
-  sim.forward_time = forward_time, sim.backward_time = backward_time;
-  sim.weight_time = weight_time;
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0.0);
   std::map<std::tuple<int, int, int>, double> sent;  // (from, to, tag) -> arrival time
-  const double f = forward_time / c.chunks, w = weight_time / c.chunks;
-  const double b = (c.splits_backward() ? backward_time : backward_time + weight_time) / c.chunks;
+  auto duration = [&](int s, const PipelineOp& op) {
+    const auto& table = op.type == OpType::kForward    ? times.forward
+                        : op.type == OpType::kBackward ? times.backward
+                                                       : times.weight;
+    return table[s][op.chunk];
+  };
   bool progress = true;
   while (progress) {
     progress = false;
@@ -45,10 +61,10 @@ Simulation simulate(const ScheduleConfig& c, double forward_time, double backwar
         const PipelineOp& op = lists[s][next[s]];
         double start = clock[s], end = clock[s];
         if (op.is_compute()) {
-          end = start + (op.type == OpType::kForward ? f : op.type == OpType::kBackward ? b : w);
+          end = start + duration(s, op);
           sim.busy[s] += end - start;
         } else if (op.is_send()) {
-          sent[{s, op.peer, message_tag(c, op, s)}] = start + comm_time;
+          sent[{s, op.peer, message_tag(c, op, s)}] = start + times.comm;
         } else {
           auto it = sent.find({op.peer, s, message_tag(c, op, s)});
           if (it == sent.end()) break;  // the matching send has not happened yet

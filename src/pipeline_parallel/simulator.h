@@ -26,12 +26,22 @@ struct Simulation {
   double bubble_fraction(int rank) const;
 };
 
+// The time of each compute op of one micro-batch, per rank and model chunk ([rank][chunk]):
+// ranks need not be alike (the first also runs the embedding, the last the output layer and
+// the loss). backward is the whole backward op, or B alone when the schedule splits it into
+// B and W; comm is the latency of one message.
+struct OpTimes {
+  std::vector<std::vector<double>> forward, backward, weight;
+  double comm = 0;
+};
+
 // forward_time / backward_time / weight_time are one micro-batch through a whole stage
 // (all its chunks); a chunk takes 1/v of it. backward_time is the input gradient (B) and
 // weight_time the weight gradient (W): a schedule without W ops runs both in its backward.
 // comm_time is the latency of one message.
 Simulation simulate(const ScheduleConfig& c, double forward_time, double backward_time,
                     double comm_time = 0.0, double weight_time = 0.0);
+Simulation simulate(const ScheduleConfig& c, const OpTimes& times);
 
 // (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) interleaved, whatever the times.
 // ZB-H1 (Qi et al. 2023): idle (p - 1)(tf + tb - tw) per rank over m (tf + tb + tw) of

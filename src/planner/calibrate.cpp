@@ -35,9 +35,13 @@ double mean_over_ranks(comm::Communicator& world, double x) {
 }
 
 // Layer-like products: rows = tokens of a micro-batch, columns and depth = widths of h / t.
-std::vector<std::pair<double, double>> gemm_table(comm::Communicator& world, double peak,
-                                                  const CalibrationOptions& o, std::ostream& log) {
+// Fills the efficiency by FLOPs (the mean over shapes of one size) and the grid by shape.
+void gemm_table(comm::Communicator& world, double peak, const CalibrationOptions& o,
+                std::ostream& log, GemmEfficiency& out) {
   std::map<double, std::vector<double>> by_gflop;
+  out.grid_rows = {128, 512, 2048};
+  out.grid_width = {128, 256, 512, 1024, 2048};
+  out.grid.clear();
   for (int m : {128, 512, 2048})
     for (int n : {128, 256, 512, 1024, 2048}) {
       barrier(world);  // start together
@@ -52,14 +56,14 @@ std::vector<std::pair<double, double>> gemm_table(comm::Communicator& world, dou
       log << "  gemm " << m << " x " << n << " x " << n << ": " << gflop << " GFLOP, "
           << efficiency * peak << " TFLOP/s per rank = " << efficiency << " of peak\n";
       by_gflop[gflop].push_back(efficiency);
+      out.grid.push_back(efficiency);
     }
-  std::vector<std::pair<double, double>> table;
+  out.table.clear();
   for (const auto& [gflop, values] : by_gflop) {
     double sum = 0;
     for (double v : values) sum += v;
-    table.emplace_back(gflop, sum / values.size());
+    out.table.emplace_back(gflop, sum / values.size());
   }
-  return table;
 }
 
 // Read + write bandwidth of this rank's threads over 256 MiB (b[i] = a[i] * s + b[i] moves
@@ -166,7 +170,8 @@ double chunk_seconds(comm::Communicator& world, const ModelConfig& m, int micro_
 
 // The attention core and element-wise kernels, from whole layers trident runs: two shapes
 // with the same tokens and width (so the same element-wise work) and 8x apart in attention
-// FLOPs separate the two; what the calibrated GEMMs do not explain is theirs.
+// FLOPs separate the two; what the calibrated GEMMs and the weight-gradient accumulation do
+// not explain is theirs.
 void calibrate_layer_kernels(comm::Communicator& world, Cluster& c, const CalibrationOptions& o,
                              std::ostream& log) {
   ModelConfig m;
@@ -181,7 +186,7 @@ void calibrate_layer_kernels(comm::Communicator& world, Cluster& c, const Calibr
     const LayerWork w = transformer_layer_work(m, 1, batches[i]);
     double gemm = 0;
     for (const Gemm& g : w.gemms) gemm += 3 * gemm_seconds(c, g);
-    residual[i] = measured - gemm;
+    residual[i] = measured - gemm - layer_accumulate_seconds(c, w, o.precision);
     attention[i] = 3 * w.attention_flops;
     elementwise = 3 * w.elementwise;
     log << "  layer h 256, b " << batches[i] << ", s " << seqs[i] << ": " << measured * 1e3
@@ -207,7 +212,8 @@ void calibrate_cross_entropy(comm::Communicator& world, Cluster& c, const Calibr
   const int b = 8;
   const double measured = chunk_seconds(world, m, b, {0, 0, false, true}, o.precision, o.repeats);
   const HeadWork w = output_layer_work(m, 1, b);
-  const double known = head_forward_seconds(c, w).gemm + elementwise_seconds(c, 3 * w.elementwise);
+  const double known = head_forward_seconds(c, w).gemm + elementwise_seconds(c, 3 * w.elementwise) +
+                       head_accumulate_seconds(c, w, o.precision, m.hidden_size);
   c.kernels.cross_entropy_ns_per_logit =
       std::max(1e-4, (measured - known) / w.logits_elements * 1e9);
   log << "  output layer + loss, " << w.logits_elements / 1e6 << "M logits: " << measured * 1e3
@@ -276,7 +282,7 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   log << "  memory: " << c.device.memory_gib << " GiB and " << c.device.memory_bandwidth_gbs
       << " GB/s (read + write) per rank; a process holds " << c.device.runtime_memory_gib * 1024
       << " MiB before any buffer\n";
-  c.gemm.table = gemm_table(world, c.device.peak_tflops, o, log);
+  gemm_table(world, c.device.peak_tflops, o, log, c.gemm);
   calibrate_layer_kernels(world, c, o, log);
   calibrate_cross_entropy(world, c, o, log);
   measure_links(world, groups, c, log);

@@ -25,6 +25,32 @@ double GemmEfficiency::at(double flops) const {
   return lo->second + w * (hi->second - lo->second);
 }
 
+namespace {
+
+// Where x falls among ascending points: the lower index and the weight of the next, in
+// log space, clamped at the ends.
+std::pair<size_t, double> log_position(const std::vector<double>& points, double x) {
+  if (points.size() < 2 || x <= points.front()) return {0, 0.0};
+  if (x >= points.back()) return {points.size() - 2, 1.0};
+  const size_t hi = std::upper_bound(points.begin(), points.end(), x) - points.begin();
+  return {hi - 1, std::log(x / points[hi - 1]) / std::log(points[hi] / points[hi - 1])};
+}
+
+}  // namespace
+
+double GemmEfficiency::at(double m, double n, double k) const {
+  if (grid.empty()) return at(2 * m * n * k);
+  const auto [r, wr] = log_position(grid_rows, m);
+  const auto [c, wc] = log_position(grid_width, std::sqrt(n * k));
+  const size_t width = grid_width.size();
+  auto cell = [&](size_t i, size_t j) {
+    return grid[std::min(i, grid_rows.size() - 1) * width + std::min(j, width - 1)];
+  };
+  const double low = cell(r, c) + wc * (cell(r, c + 1) - cell(r, c));
+  const double high = cell(r + 1, c) + wc * (cell(r + 1, c + 1) - cell(r + 1, c));
+  return low + wr * (high - low);
+}
+
 double OtherKernels::elementwise_ns(const DeviceSpec& d) const {
   if (elementwise_ns_per_element > 0) return elementwise_ns_per_element;
   return d.memory_bandwidth_gbs > 0 ? 4 / d.memory_bandwidth_gbs : 0;
@@ -168,6 +194,21 @@ void read_gemm(Reader& r, const std::shared_ptr<cpptoml::table>& t, GemmEfficien
     for (size_t i = 0; i < gflop.size(); ++i) g.table.emplace_back(gflop[i], efficiency[i]);
   for (double e : efficiency)
     if (e > 1) r.fail("[compute] gemm_efficiency", "values must be <= 1");
+  g.grid_rows = r.numbers(t, "compute", "gemm_grid_rows");
+  g.grid_width = r.numbers(t, "compute", "gemm_grid_width");
+  g.grid = r.numbers(t, "compute", "gemm_grid_efficiency");
+  for (const auto* axis : {&g.grid_rows, &g.grid_width})
+    if (!std::is_sorted(axis->begin(), axis->end()) ||
+        std::adjacent_find(axis->begin(), axis->end()) != axis->end() ||
+        (!axis->empty() && axis->front() <= 0))
+      r.fail("[compute] gemm_grid_rows and gemm_grid_width",
+             "must be positive and strictly ascending");
+  if (g.grid.size() != g.grid_rows.size() * g.grid_width.size())
+    r.fail("[compute] gemm_grid_efficiency",
+           "must have one value per (row, width) pair: len(gemm_grid_rows) x len(gemm_grid_width)");
+  for (double e : g.grid)
+    if (e <= 0 || e > 1) r.fail("[compute] gemm_grid_efficiency", "values must be in (0, 1]");
+  if (!r.errors().empty()) g.grid.clear();
 }
 
 }  // namespace
@@ -263,6 +304,12 @@ std::string numbers_text(const std::vector<std::pair<double, double>>& table, bo
   return out + "]";
 }
 
+std::string list_text(const std::vector<double>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + number_text(values[i]);
+  return out + "]";
+}
+
 }  // namespace
 
 std::string cluster_to_toml(const Cluster& c) {
@@ -288,6 +335,11 @@ std::string cluster_to_toml(const Cluster& c) {
   } else {
     os << "gemm_gflop = " << numbers_text(c.gemm.table, false) << "\n";
     os << "gemm_efficiency = " << numbers_text(c.gemm.table, true) << "\n";
+  }
+  if (!c.gemm.grid.empty()) {
+    os << "gemm_grid_rows = " << list_text(c.gemm.grid_rows) << "\n";
+    os << "gemm_grid_width = " << list_text(c.gemm.grid_width) << "\n";
+    os << "gemm_grid_efficiency = " << list_text(c.gemm.grid) << "\n";
   }
   const OtherKernels& k = c.kernels;
   if (k.attention_efficiency > 0) key("attention_efficiency", k.attention_efficiency);

@@ -24,11 +24,17 @@ struct LinkSpec {
 // The fraction of peak a matrix product reaches, as a function of its size in FLOPs: the
 // GPU default is the stated curve max * F / (F + F_half) (small products cannot fill the
 // machine); a calibrated file gives measured points instead, interpolated in log(F).
+// Calibration also keeps its grid of m x n x n products by rows m and width n: a product
+// of m rows, n columns and depth k is read there at m rows and width sqrt(n k) (few rows
+// and a wide weight are slower than their FLOPs say), interpolated in log m and log width.
 struct GemmEfficiency {
   double max_efficiency = 0.9;
   double half_efficiency_gflop = 8.0;
   std::vector<std::pair<double, double>> table;  // (GFLOP, efficiency), ascending GFLOP
+  std::vector<double> grid_rows, grid_width;     // ascending
+  std::vector<double> grid;                      // [rows][width]
   double at(double flops) const;
+  double at(double m, double n, double k) const;  // the grid's when there is one
 };
 
 // The kernels that are not matrix products. Measured by calibration; by default derived from

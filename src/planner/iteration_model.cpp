@@ -37,7 +37,8 @@ double bucket_floats(int d) {
 IterationModel::IterationModel(Cluster cluster, Workload workload)
     : cluster_(std::move(cluster)), workload_(std::move(workload)) {}
 
-IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
+IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers,
+                                                     bool post_process) const {
   const ModelConfig& m = workload_.model;
   const double t = l.tensor, T = (double)l.micro_batch * m.seq_length, h = m.hidden_size;
   const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel);
@@ -45,22 +46,17 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   PassSeconds backward = layer_backward_seconds(cluster_, work);
   // Half of backward's products are the weight gradients (dW = dY^T X next to dX = dY W).
   const double weight_gemm = backward.gemm / 2;
+  backward.other += layer_accumulate_seconds(cluster_, work, workload_.precision);
   if (l.recompute == Recompute::kFull)
     backward.gemm += forward.gemm, backward.other += forward.other;
   if (l.recompute == Recompute::kSelective)
     backward.other += attention_seconds(cluster_, work.attention_flops);
-  // The last stage also runs the output layer: the pipeline moves at the pace of its
-  // slowest stage.
-  const HeadWork head = output_layer_work(m, l.tensor, l.micro_batch);
-  const PassSeconds head_forward = head_forward_seconds(cluster_, head);
-  const PassSeconds head_backward = head_backward_seconds(cluster_, head);
-  const double layers = (double)m.num_layers / l.pipeline;
-  StageTime st;
-  st.forward = layers * forward.gemm + head_forward.gemm;
-  st.backward = layers * backward.gemm + head_backward.gemm;
-  st.other_forward = layers * forward.other + head_forward.other;
-  st.other_backward = layers * backward.other + head_backward.other;
-  st.weight = layers * weight_gemm;
+  ChunkTime ct;
+  ct.forward = layers * forward.gemm;
+  ct.backward = layers * backward.gemm;
+  ct.other_forward = layers * forward.other;
+  ct.other_backward = layers * backward.other;
+  ct.weight = layers * weight_gemm;
   const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
   const double bytes = T * h * kCommBytes;
   const double all_reduce = ring_all_reduce_seconds(bytes, l.tensor, tp_link);
@@ -71,24 +67,34 @@ IterationModel::StageTime IterationModel::stage_time(const Layout& l) const {
   const double scatter = ring_reduce_scatter_seconds(bytes, l.tensor, tp_link);
   const double layer_forward = l.sequence_parallel ? 2 * (gather + scatter) : 2 * all_reduce;
   const double layer_backward = l.sequence_parallel ? 4 * gather + 2 * scatter : 2 * all_reduce;
-  // The output layer on the last stage: the vocabulary-parallel cross-entropy's three
-  // all-reduces of one number per token, and f's backward all-reduce of d(input), which the
-  // fused output layer does in its forward pass (with sequence parallelism: the final
-  // LayerNorm's output all-gathered, d(input) reduce-scattered).
-  const double head_comm = 3 * ring_all_reduce_seconds(T * kCommBytes, l.tensor, tp_link) +
-                           (l.sequence_parallel ? gather + scatter : all_reduce);
-  st.tensor_forward = layers * layer_forward + head_comm;
-  st.tensor_backward =
+  ct.tensor_forward = layers * layer_forward;
+  ct.tensor_backward =
       layers * (layer_backward + (l.recompute == Recompute::kFull ? layer_forward : 0));
+  if (post_process) {
+    // trident's fused output layer runs its backward in the forward pass (each row chunk
+    // adds its weight gradient). Its communication: the vocabulary-parallel cross-entropy's
+    // three all-reduces of one number per token, and f's backward all-reduce of d(input)
+    // (with sequence parallelism: the final LayerNorm's output all-gathered, d(input)
+    // reduce-scattered).
+    const HeadWork head = output_layer_work(m, l.tensor, l.micro_batch);
+    const PassSeconds head_forward = head_forward_seconds(cluster_, head);
+    const PassSeconds head_backward = head_backward_seconds(cluster_, head);
+    ct.forward += head_forward.gemm;
+    ct.backward += head_backward.gemm;
+    ct.other_forward += head_forward.other +
+                        head_accumulate_seconds(cluster_, head, workload_.precision, m.hidden_size);
+    ct.other_backward += head_backward.other;
+    ct.tensor_forward += 3 * ring_all_reduce_seconds(T * kCommBytes, l.tensor, tp_link) +
+                         (l.sequence_parallel ? gather + scatter : all_reduce);
+  }
   if (l.pipeline > 1) {
     // Scatter/gather: each tensor rank sends 1/t of the boundary tensor, then the tensor
     // group all-gathers it; once per chunk and micro-batch in each direction. With sequence
     // parallelism the 1/t is all a stage needs: no all-gather.
     const LinkSpec& pp_link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
-    st.pipeline = l.virtual_stages *
-                  (point_to_point_seconds(bytes / t, pp_link) + (l.sequence_parallel ? 0 : gather));
+    ct.pipeline = point_to_point_seconds(bytes / t, pp_link) + (l.sequence_parallel ? 0 : gather);
   }
-  return st;
+  return ct;
 }
 
 double IterationModel::simulated_bubble(int p, int v, int m, double backward_ratio) {
@@ -203,28 +209,62 @@ MemoryBreakdown IterationModel::device_memory(const Layout& l) {
 Prediction IterationModel::predict(const Layout& l) {
   const ModelConfig& m = workload_.model;
   const int mb = l.microbatches(workload_.global_batch);
+  const int p = l.pipeline, v = l.virtual_stages, per_chunk = l.layers_per_chunk(m.num_layers);
   Prediction out;
   out.layout = l;
-  const StageTime st = stage_time(l);
-  const double forward = st.forward + st.other_forward + st.tensor_forward + st.pipeline;
-  const double backward = st.backward + st.other_backward + st.tensor_backward + st.pipeline;
+  // Every chunk of every stage: the middle ones alike, the last virtual stage with the
+  // output layer (the embedding's gather is too small to count).
+  const ChunkTime middle = chunk_time(l, per_chunk, false);
+  const ChunkTime last = chunk_time(l, per_chunk, true);
+  auto time_of = [&](int stage, int chunk) -> const ChunkTime& {
+    return chunk * p + stage == p * v - 1 ? last : middle;
+  };
+  // A zero-bubble schedule runs backward as B and W: W is the weight-gradient products.
+  pp::OpTimes ops;
+  ops.forward.assign(p, std::vector<double>(v));
+  ops.backward = ops.weight = ops.forward;
+  std::vector<double> busy(p, 0.0);
+  for (int s = 0; s < p; ++s)
+    for (int j = 0; j < v; ++j) {
+      const ChunkTime& c = time_of(s, j);
+      const double weight = l.zero_bubble ? c.weight : 0;
+      ops.forward[s][j] = c.forward_total();
+      ops.backward[s][j] = c.backward_total() - weight;
+      ops.weight[s][j] = weight;
+      busy[s] += mb * (c.forward_total() + c.backward_total());
+    }
+  double makespan = busy[0];
+  if (p > 1) {
+    const pp::Simulation sim = pp::simulate(schedule_of(l, mb), ops);
+    makespan = sim.makespan;
+    busy = sim.busy;
+  }
+  // The breakdown is the busiest stage's: its work, and its idle time as the bubble.
+  const int critical = (int)(std::max_element(busy.begin(), busy.end()) - busy.begin());
   TimeBreakdown& time = out.time;
-  time.compute = mb * (st.forward + st.backward);
-  time.other_kernels = mb * (st.other_forward + st.other_backward);
-  time.tensor_comm = mb * (st.tensor_forward + st.tensor_backward);
-  time.pipeline_comm = mb * 2 * st.pipeline;
-  if (l.pipeline > 1 && m.tied_output()) {
+  for (int j = 0; j < v; ++j) {
+    const ChunkTime& c = time_of(critical, j);
+    time.compute += mb * (c.forward + c.backward);
+    time.other_kernels += mb * (c.other_forward + c.other_backward);
+    time.tensor_comm += mb * (c.tensor_forward + c.tensor_backward);
+    time.pipeline_comm += mb * 2 * c.pipeline;
+  }
+  time.bubble = std::max(0.0, makespan - busy[critical]);
+  out.bubble_fraction = busy[critical] > 0 ? time.bubble / busy[critical] : 0;
+  if (p > 1 && m.tied_output()) {
     // After the last backward the first and last stage swap their tied word embedding's
     // gradient (V / t x h), before the data-parallel reduction and the step.
     const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
     time.pipeline_comm += point_to_point_seconds(
         (double)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size * kCommBytes, link);
   }
-  // A zero-bubble schedule runs backward as B and W: W is the weight-gradient products.
-  const double weight = l.zero_bubble ? st.weight : 0;
-  out.bubble_fraction =
-      simulated_bubble(schedule_of(l, mb), (backward - weight) / forward, weight / forward);
-  time.bubble = out.bubble_fraction * mb * (forward + backward);
+  // What the data-parallel reduction can hide under: one micro-batch's backward (forward)
+  // on the critical stage.
+  double forward = 0, backward = 0;
+  for (int j = 0; j < v; ++j) {
+    forward += time_of(critical, j).forward_total();
+    backward += time_of(critical, j).backward_total();
+  }
 
   out.memory = device_memory(l);
   const double params = out.memory.gradients / 4;  // this device's gradient floats

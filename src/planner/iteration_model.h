@@ -72,26 +72,32 @@ class IterationModel {
   // forward (1F1B, or interleaved when v > 1) ...
   double simulated_bubble(int p, int v, int m, double backward_ratio);
   // ... or for any schedule, with its B and W apart for a zero-bubble one (W: weight_ratio x
-  // forward, B: backward_ratio x forward).
+  // forward, B: backward_ratio x forward). The planner itself simulates each layout with its
+  // own chunks' times (the last stage's output layer included).
   double simulated_bubble(const pipeline_parallel::ScheduleConfig& s, double backward_ratio,
                           double weight_ratio);
   const Cluster& cluster() const { return cluster_; }
   const Workload& workload() const { return workload_; }
 
  private:
-  struct StageTime {                   // one micro-batch through one whole stage (all its chunks)
-    double forward = 0, backward = 0;  // matrix products
-    double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels
+  // One micro-batch through one model chunk: its layers, plus the output layer and loss on
+  // the last virtual stage.
+  struct ChunkTime {
+    double forward = 0, backward = 0;              // matrix products
+    double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels,
+                                                   // weight-gradient accumulation
     double tensor_forward = 0, tensor_backward = 0;
     double pipeline = 0;  // per direction
     double weight = 0;    // the layers' weight-gradient products (W of a zero-bubble schedule)
+    double forward_total() const { return forward + other_forward + tensor_forward + pipeline; }
+    double backward_total() const { return backward + other_backward + tensor_backward + pipeline; }
   };
   // What a rank of a schedule holds at once, per chunk: micro-batches' activations, and
   // (zero-bubble) micro-batches' weight-gradient operands kept from B to W.
   struct ScheduleNeeds {
     std::vector<int> slots, deferred;
   };
-  StageTime stage_time(const Layout& l) const;
+  ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
   const ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s, int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);

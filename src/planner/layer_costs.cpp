@@ -1,6 +1,7 @@
 #include "planner/layer_costs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tensor_parallel/lm_head_loss.h"
 
@@ -17,6 +18,7 @@ LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_bat
              {T, h, h / t},
              {T, m.fc1_rows() / t, h},
              {T, h, ffn / t}};
+  for (const Gemm& g : w.gemms) w.weight_elements += g.n * g.k;
   w.attention_flops = 2 * (2 * micro_batch * heads * s * s * d);
   // Element accesses of trident's kernels, forward: LayerNorms read and write h (2 x 2h);
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
@@ -35,13 +37,15 @@ HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch) {
   w.chunks = T / rows;
   w.logits_elements = (double)T * vocab_local;
   w.elementwise = 2.0 * T * m.hidden_size;
+  w.weight_elements = (double)vocab_local * m.hidden_size;
+  w.rows = rows;
   return w;
 }
 
 double gemm_seconds(const Cluster& c, const Gemm& g) {
   const double flops = g.flops();
   if (flops <= 0) return 0;
-  return flops / (c.device.peak_tflops * 1e12 * c.gemm.at(flops));
+  return flops / (c.device.peak_tflops * 1e12 * c.gemm.at(g.m, g.n, g.k));
 }
 
 double attention_seconds(const Cluster& c, double flops) {
@@ -59,6 +63,22 @@ double elementwise_seconds(const Cluster& c, double accesses) {
 
 double cross_entropy_seconds(const Cluster& c, double logits) {
   return logits * c.kernels.cross_entropy_ns(c.device) * 1e-9;
+}
+
+double accumulate_seconds(const Cluster& c, double elements, double bytes_per_element) {
+  if (c.device.memory_bandwidth_gbs <= 0) return 0;
+  return elements * bytes_per_element / (c.device.memory_bandwidth_gbs * 1e9);
+}
+
+double layer_accumulate_seconds(const Cluster& c, const LayerWork& w, kernels::Precision p) {
+  return accumulate_seconds(c, w.weight_elements, p == kernels::Precision::kBf16 ? 16 : 8);
+}
+
+// Per micro-batch: each row chunk (the last may be short) adds its own weight gradient.
+double head_accumulate_seconds(const Cluster& c, const HeadWork& w, kernels::Precision p,
+                               int hidden) {
+  const bool fresh = p == kernels::Precision::kBf16 && w.rows >= hidden;
+  return std::ceil(w.chunks - 1e-9) * accumulate_seconds(c, w.weight_elements, fresh ? 16 : 8);
 }
 
 PassSeconds layer_forward_seconds(const Cluster& c, const LayerWork& w) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "kernels/low_precision.h"
 #include "planner/cluster.h"
 
 namespace trident::planner {
@@ -19,6 +20,7 @@ struct Gemm {
 
 struct LayerWork {
   std::vector<Gemm> gemms;     // forward; backward runs two products of each one's size
+  double weight_elements = 0;  // the products' weights on this device (n x k summed)
   double attention_flops = 0;  // forward: Q K^T and P V over this device's heads
   double elementwise = 0;      // forward element accesses of the other kernels
 };
@@ -28,6 +30,8 @@ struct HeadWork {
   double chunks = 1;           // row chunks per micro-batch
   double logits_elements = 0;  // T x V / t: the softmax and cross-entropy pass over them
   double elementwise = 0;      // the final LayerNorm
+  double weight_elements = 0;  // V / t x h: the weight gradient each row chunk adds to
+  double rows = 0;             // of one row chunk
 };
 
 // sequence_parallel: the LayerNorms, residual adds and bias + dropout of [tokens, h] run on
@@ -41,6 +45,17 @@ double gemm_seconds(const Cluster& c, const Gemm& g);
 double attention_seconds(const Cluster& c, double flops);
 double elementwise_seconds(const Cluster& c, double accesses);
 double cross_entropy_seconds(const Cluster& c, double logits);
+
+// Adding a micro-batch's weight gradients into the accumulated fp32 ones: memory traffic
+// the GEMM efficiency (measured on products that overwrite) does not include. trident's bf16
+// products write a fresh fp32 gradient that a second pass adds (write, read, read and write
+// the sum: 16 bytes an element) unless the weight is larger than that scratch (the output
+// layer when a row chunk holds fewer rows than h): then the product adds in place, as fp32
+// and fp16 runs do (read and write: 8 bytes). Nothing without a memory bandwidth.
+double accumulate_seconds(const Cluster& c, double elements, double bytes_per_element);
+double layer_accumulate_seconds(const Cluster& c, const LayerWork& w, kernels::Precision p);
+double head_accumulate_seconds(const Cluster& c, const HeadWork& w, kernels::Precision p,
+                               int hidden);
 
 // Forward and backward of one layer (backward: two products per forward product, the
 // attention core's backward and element-wise work counted as twice the forward's) and of
