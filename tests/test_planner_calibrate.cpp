@@ -38,6 +38,13 @@ TEST(PlannerCalibrate, OneRankGivesAValidDescription) {
   EXPECT_LE(back.kernels.attention_efficiency, 1);
   EXPECT_GT(back.kernels.elementwise_ns_per_element, 0);
   EXPECT_GT(back.kernels.cross_entropy_ns_per_logit, 0);
+  // AdamW moves at least 34 bytes a parameter: no faster than 34 bytes at the measured
+  // bandwidth allows (with slack for the two being timed apart).
+  EXPECT_GT(back.kernels.optimizer_ns_per_parameter, 0.5 * 34 / c.device.memory_bandwidth_gbs);
+  // The grid by shape: one efficiency per (rows, width), each in (0, 1].
+  ASSERT_EQ(back.gemm.grid.size(), back.gemm.grid_rows.size() * back.gemm.grid_width.size());
+  ASSERT_FALSE(back.gemm.grid.empty());
+  for (double e : back.gemm.grid) EXPECT_TRUE(e > 0 && e <= 1) << e;
 }
 
 }  // namespace

@@ -137,7 +137,9 @@ TEST(PlannerCluster, TomlRoundTrip) {
   EXPECT_EQ(back.gemm.table, c.gemm.table);
   c.gemm.grid_rows = {128, 2048}, c.gemm.grid_width = {256};
   c.gemm.grid = {0.7, 0.1 + 0.8};
+  c.kernels.optimizer_ns_per_parameter = 0.7;
   back = parse_cluster(cluster_to_toml(c), "again.toml");
+  EXPECT_EQ(back.kernels.optimizer_ns_per_parameter, 0.7);
   EXPECT_EQ(back.gemm.grid_rows, c.gemm.grid_rows);
   EXPECT_EQ(back.gemm.grid_width, c.gemm.grid_width);
   EXPECT_EQ(back.gemm.grid, c.gemm.grid);

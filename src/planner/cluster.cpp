@@ -61,6 +61,11 @@ double OtherKernels::cross_entropy_ns(const DeviceSpec& d) const {
   return d.memory_bandwidth_gbs > 0 ? 16 / d.memory_bandwidth_gbs : 0;
 }
 
+double OtherKernels::optimizer_ns(const DeviceSpec& d) const {
+  if (optimizer_ns_per_parameter > 0) return optimizer_ns_per_parameter;
+  return d.memory_bandwidth_gbs > 0 ? 34 / d.memory_bandwidth_gbs : 0;
+}
+
 namespace {
 
 // Reads one section's keys, collecting every violation with the file and the key's path.
@@ -175,6 +180,7 @@ void read_other_kernels(Reader& r, const std::shared_ptr<cpptoml::table>& t, Oth
   if (k.attention_efficiency > 1) r.fail("[compute] attention_efficiency", "must be <= 1");
   k.elementwise_ns_per_element = r.number(t, "compute", "elementwise_ns_per_element", 0);
   k.cross_entropy_ns_per_logit = r.number(t, "compute", "cross_entropy_ns_per_logit", 0);
+  k.optimizer_ns_per_parameter = r.number(t, "compute", "optimizer_ns_per_parameter", 0);
 }
 
 void read_gemm(Reader& r, const std::shared_ptr<cpptoml::table>& t, GemmEfficiency& g) {
@@ -347,6 +353,8 @@ std::string cluster_to_toml(const Cluster& c) {
     key("elementwise_ns_per_element", k.elementwise_ns_per_element);
   if (k.cross_entropy_ns_per_logit > 0)
     key("cross_entropy_ns_per_logit", k.cross_entropy_ns_per_logit);
+  if (k.optimizer_ns_per_parameter > 0)
+    key("optimizer_ns_per_parameter", k.optimizer_ns_per_parameter);
   return os.str();
 }
 

@@ -45,8 +45,13 @@ struct OtherKernels {
   double attention_efficiency = 0;        // 0: the GEMM curve's
   double elementwise_ns_per_element = 0;  // 0: 4 bytes at the memory bandwidth
   double cross_entropy_ns_per_logit = 0;  // 0: 16 bytes at the memory bandwidth
+  // The gradient-norm pass and AdamW over one parameter of the rank's shard. 0: 34 bytes at
+  // the memory bandwidth (value, gradient and two moments read, value, moments and the
+  // 16-bit copy written, the gradient read again for the norm).
+  double optimizer_ns_per_parameter = 0;
   double elementwise_ns(const DeviceSpec& d) const;
   double cross_entropy_ns(const DeviceSpec& d) const;
+  double optimizer_ns(const DeviceSpec& d) const;
 };
 
 struct Cluster {

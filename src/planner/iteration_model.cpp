@@ -19,9 +19,6 @@ namespace {
 
 // trident moves activations and gradients between ranks as fp32, whatever the precision.
 constexpr double kCommBytes = 4;
-// AdamW per parameter of its shard: reads value, gradient and two moments, writes value,
-// moments and the 16-bit copy (4 * 7 + 2); the gradient-norm pass reads the gradient again.
-constexpr double kOptimizerBytesPerParameter = 34;
 
 pp::ScheduleConfig schedule_of(const Layout& l, int m) {
   return {l.schedule(), l.pipeline, l.virtual_stages, m};
@@ -285,11 +282,11 @@ Prediction IterationModel::predict(const Layout& l) {
   const double last_bucket = reduce * std::min(1.0, bucket_floats(l.data) / std::max(params, 1.0));
   time.data_comm = std::max(reduce - hide, l.data > 1 ? last_bucket : 0.0);
   time.data_comm_hidden = reduce - time.data_comm;
-  if (cluster_.device.memory_bandwidth_gbs > 0) {
-    const double shard = l.distributed_optimizer ? params / l.data : params;
-    time.optimizer =
-        shard * kOptimizerBytesPerParameter / (cluster_.device.memory_bandwidth_gbs * 1e9);
-  }
+  // The gradient norm and AdamW over this rank's shard, and the gradients zeroed for the
+  // next step (4 bytes written per parameter).
+  const double shard = l.distributed_optimizer ? params / l.data : params;
+  time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
+                   accumulate_seconds(cluster_, params, 4);
 
   GptShape shape{m.num_layers, m.hidden_size, m.padded_vocab_size(l.tensor), m.seq_length};
   out.model_flops = paper_flops_per_iteration(shape, (double)workload_.global_batch,
