@@ -109,6 +109,17 @@ TEST(PlannerCluster, GemmGridByRowsAndWidth) {
   EXPECT_DOUBLE_EQ(flops_only.at(1000, 1000, 1000), flops_only.at(2e9));  // no grid: by FLOPs
 }
 
+TEST(PlannerCluster, GradientAccumulationIsFusedOrSeparate) {
+  EXPECT_FALSE(parse_cluster(kIssueExample, "a.toml").kernels.separate_gradient_accumulation);
+  std::string text =
+      std::string(kIssueExample) + "[compute]\nweight_gradient_accumulation = \"both\"\n";
+  EXPECT_NE(
+      error_of(text).find(
+          "bad.toml: [compute] weight_gradient_accumulation must be \"fused\" or \"separate\""),
+      std::string::npos)
+      << error_of(text);
+}
+
 TEST(PlannerCluster, GemmGridMustMatchItsAxes) {
   std::string text = std::string(kIssueExample) +
                      "[compute]\ngemm_grid_rows = [128.0, 512.0]\ngemm_grid_width = [64.0]\n"
@@ -138,7 +149,9 @@ TEST(PlannerCluster, TomlRoundTrip) {
   c.gemm.grid_rows = {128, 2048}, c.gemm.grid_width = {256};
   c.gemm.grid = {0.7, 0.1 + 0.8};
   c.kernels.optimizer_ns_per_parameter = 0.7;
+  c.kernels.separate_gradient_accumulation = true;
   back = parse_cluster(cluster_to_toml(c), "again.toml");
+  EXPECT_TRUE(back.kernels.separate_gradient_accumulation);
   EXPECT_EQ(back.kernels.optimizer_ns_per_parameter, 0.7);
   EXPECT_EQ(back.gemm.grid_rows, c.gemm.grid_rows);
   EXPECT_EQ(back.gemm.grid_width, c.gemm.grid_width);

@@ -167,6 +167,7 @@ TEST(PlannerIterationModel, EveryMicroBatchAddsItsWeightGradients) {
   Cluster c = a100_node(1);
   c.device.memory_bandwidth_gbs = 100;
   c.kernels.attention_efficiency = 0.5;  // the attention core's time does not depend on b
+  c.kernels.separate_gradient_accumulation = true;
   Workload w = gpt(4, 1024, 16, 512, 8);
   w.precision = kernels::Precision::kBf16;
   IterationModel model(c, w);
@@ -182,6 +183,10 @@ TEST(PlannerIterationModel, EveryMicroBatchAddsItsWeightGradients) {
   const double extra =
       model.predict(many).time.other_kernels - model.predict(few).time.other_kernels;
   EXPECT_NEAR(extra, (many_bytes - few_bytes) / 100e9, 1e-6 * extra);
+  // Fused into the products (GPUs, Megatron's --gradient-accumulation-fusion): no extra time.
+  c.kernels.separate_gradient_accumulation = false;
+  IterationModel fused(c, w);
+  EXPECT_NEAR(fused.predict(many).time.other_kernels, fused.predict(few).time.other_kernels, 1e-12);
 }
 
 // The last stage also runs the output layer and the loss: with a vocabulary that dwarfs the

@@ -290,6 +290,7 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   Cluster c;
   c.device.runtime_memory_gib = mean_over_ranks(world, resident_gib());
   c.source = "calibration";
+  c.kernels.separate_gradient_accumulation = true;  // trident's kernels add in a second pass
   c.nodes = groups.node ? groups.nodes : 1;
   c.devices_per_node = groups.node ? groups.node->size() : world.size();
   // The loop runs on every rank's threads at once, so ranks that share a core (SMT siblings)

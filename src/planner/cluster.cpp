@@ -143,6 +143,8 @@ class Reader {
     return *values;
   }
 
+  void known(const std::string& section, const std::string& key) { known_[section].insert(key); }
+
   // Keys nobody asked for are typos: refuse them rather than silently use a default.
   void check_unknown_keys() {
     for (const auto& [section, known] : known_) {
@@ -181,6 +183,13 @@ void read_other_kernels(Reader& r, const std::shared_ptr<cpptoml::table>& t, Oth
   k.elementwise_ns_per_element = r.number(t, "compute", "elementwise_ns_per_element", 0);
   k.cross_entropy_ns_per_logit = r.number(t, "compute", "cross_entropy_ns_per_logit", 0);
   k.optimizer_ns_per_parameter = r.number(t, "compute", "optimizer_ns_per_parameter", 0);
+  if (t && t->contains("weight_gradient_accumulation")) {
+    const std::string mode = r.text(t, "compute", "weight_gradient_accumulation");
+    if (mode != "fused" && mode != "separate")
+      r.fail("[compute] weight_gradient_accumulation", "must be \"fused\" or \"separate\"");
+    k.separate_gradient_accumulation = mode == "separate";
+  }
+  r.known("compute", "weight_gradient_accumulation");
 }
 
 void read_gemm(Reader& r, const std::shared_ptr<cpptoml::table>& t, GemmEfficiency& g) {
@@ -353,6 +362,7 @@ std::string cluster_to_toml(const Cluster& c) {
     key("elementwise_ns_per_element", k.elementwise_ns_per_element);
   if (k.cross_entropy_ns_per_logit > 0)
     key("cross_entropy_ns_per_logit", k.cross_entropy_ns_per_logit);
+  if (k.separate_gradient_accumulation) os << "weight_gradient_accumulation = \"separate\"\n";
   if (k.optimizer_ns_per_parameter > 0)
     key("optimizer_ns_per_parameter", k.optimizer_ns_per_parameter);
   return os.str();

@@ -49,6 +49,11 @@ struct OtherKernels {
   // the memory bandwidth (value, gradient and two moments read, value, moments and the
   // 16-bit copy written, the gradient read again for the norm).
   double optimizer_ns_per_parameter = 0;
+  // How a micro-batch's weight gradient reaches the accumulated fp32 one. "fused" (the
+  // default; Megatron's --gradient-accumulation-fusion on GPUs): the product adds in place,
+  // inside its own time. "separate" (trident's CPU kernels; calibration writes it): the bf16
+  // product writes a fresh gradient that a second pass adds, memory traffic of its own.
+  bool separate_gradient_accumulation = false;
   double elementwise_ns(const DeviceSpec& d) const;
   double cross_entropy_ns(const DeviceSpec& d) const;
   double optimizer_ns(const DeviceSpec& d) const;

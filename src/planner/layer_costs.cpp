@@ -71,12 +71,14 @@ double accumulate_seconds(const Cluster& c, double elements, double bytes_per_el
 }
 
 double layer_accumulate_seconds(const Cluster& c, const LayerWork& w, kernels::Precision p) {
+  if (!c.kernels.separate_gradient_accumulation) return 0;
   return accumulate_seconds(c, w.weight_elements, p == kernels::Precision::kBf16 ? 16 : 8);
 }
 
 // Per micro-batch: each row chunk (the last may be short) adds its own weight gradient.
 double head_accumulate_seconds(const Cluster& c, const HeadWork& w, kernels::Precision p,
                                int hidden) {
+  if (!c.kernels.separate_gradient_accumulation) return 0;
   const bool fresh = p == kernels::Precision::kBf16 && w.rows >= hidden;
   return std::ceil(w.chunks - 1e-9) * accumulate_seconds(c, w.weight_elements, fresh ? 16 : 8);
 }

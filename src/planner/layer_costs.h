@@ -46,12 +46,14 @@ double attention_seconds(const Cluster& c, double flops);
 double elementwise_seconds(const Cluster& c, double accesses);
 double cross_entropy_seconds(const Cluster& c, double logits);
 
-// Adding a micro-batch's weight gradients into the accumulated fp32 ones: memory traffic
-// the GEMM efficiency (measured on products that overwrite) does not include. trident's bf16
-// products write a fresh fp32 gradient that a second pass adds (write, read, read and write
-// the sum: 16 bytes an element) unless the weight is larger than that scratch (the output
-// layer when a row chunk holds fewer rows than h): then the product adds in place, as fp32
-// and fp16 runs do (read and write: 8 bytes). Nothing without a memory bandwidth.
+// Adding a micro-batch's weight gradients into the accumulated fp32 ones, on a cluster whose
+// kernels do it apart from the product (weight_gradient_accumulation = "separate": trident
+// on CPUs): memory traffic the GEMM efficiency (measured on products that overwrite) does
+// not include. trident's bf16 products write a fresh fp32 gradient that a second pass adds
+// (write, read, read and write the sum: 16 bytes an element) unless the weight is larger
+// than that scratch (the output layer when a row chunk holds fewer rows than h): then the
+// product adds in place, as fp32 and fp16 runs do (read and write: 8 bytes). Nothing when
+// the accumulation is fused into the product or without a memory bandwidth.
 double accumulate_seconds(const Cluster& c, double elements, double bytes_per_element);
 double layer_accumulate_seconds(const Cluster& c, const LayerWork& w, kernels::Precision p);
 double head_accumulate_seconds(const Cluster& c, const HeadWork& w, kernels::Precision p,
