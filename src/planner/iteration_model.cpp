@@ -203,64 +203,63 @@ MemoryBreakdown IterationModel::device_memory(const Layout& l) {
   return last.total() > first.total() ? last : first;
 }
 
-Prediction IterationModel::predict(const Layout& l) {
-  const ModelConfig& m = workload_.model;
-  const int mb = l.microbatches(workload_.global_batch);
-  const int p = l.pipeline, v = l.virtual_stages, per_chunk = l.layers_per_chunk(m.num_layers);
-  Prediction out;
-  out.layout = l;
-  // Every chunk of every stage: the middle ones alike, the last virtual stage with the
-  // output layer (the embedding's gather is too small to count).
-  const ChunkTime middle = chunk_time(l, per_chunk, false);
-  const ChunkTime last = chunk_time(l, per_chunk, true);
-  auto time_of = [&](int stage, int chunk) -> const ChunkTime& {
-    return chunk * p + stage == p * v - 1 ? last : middle;
-  };
+IterationModel::PipelineRun IterationModel::run_pipeline(const Layout& l, int mb) const {
+  const int p = l.pipeline, v = l.virtual_stages;
+  const int per_chunk = l.layers_per_chunk(workload_.model.num_layers);
+  PipelineRun run;
+  run.middle = chunk_time(l, per_chunk, false);
+  run.last = chunk_time(l, per_chunk, true);
   // A zero-bubble schedule runs backward as B and W: W is the weight-gradient products.
   pp::OpTimes ops;
   ops.forward.assign(p, std::vector<double>(v));
   ops.backward = ops.weight = ops.forward;
-  std::vector<double> busy(p, 0.0);
+  run.busy.assign(p, 0.0);
   for (int s = 0; s < p; ++s)
     for (int j = 0; j < v; ++j) {
-      const ChunkTime& c = time_of(s, j);
+      const ChunkTime& c = run.chunk(l, s, j);
       const double weight = l.zero_bubble ? c.weight : 0;
       ops.forward[s][j] = c.forward_total();
       ops.backward[s][j] = c.backward_total() - weight;
       ops.weight[s][j] = weight;
-      busy[s] += mb * (c.forward_total() + c.backward_total());
+      run.busy[s] += mb * (c.forward_total() + c.backward_total());
     }
-  double makespan = busy[0];
+  run.makespan = run.busy[0];
   if (p > 1) {
     const pp::Simulation sim = pp::simulate(schedule_of(l, mb), ops);
-    makespan = sim.makespan;
-    busy = sim.busy;
+    run.makespan = sim.makespan;
+    run.busy = sim.busy;
   }
+  run.critical = (int)(std::max_element(run.busy.begin(), run.busy.end()) - run.busy.begin());
+  return run;
+}
+
+Prediction IterationModel::predict(const Layout& l) {
+  const ModelConfig& m = workload_.model;
+  const int mb = l.microbatches(workload_.global_batch);
+  Prediction out;
+  out.layout = l;
+  const PipelineRun run = run_pipeline(l, mb);
   // The breakdown is the busiest stage's: its work, and its idle time as the bubble.
-  const int critical = (int)(std::max_element(busy.begin(), busy.end()) - busy.begin());
   TimeBreakdown& time = out.time;
-  for (int j = 0; j < v; ++j) {
-    const ChunkTime& c = time_of(critical, j);
+  double forward = 0, backward = 0;  // one micro-batch through the busiest stage
+  for (int j = 0; j < l.virtual_stages; ++j) {
+    const ChunkTime& c = run.chunk(l, run.critical, j);
     time.compute += mb * (c.forward + c.backward);
     time.other_kernels += mb * (c.other_forward + c.other_backward);
     time.tensor_comm += mb * (c.tensor_forward + c.tensor_backward);
     time.pipeline_comm += mb * 2 * c.pipeline;
+    forward += c.forward_total();
+    backward += c.backward_total();
   }
-  time.bubble = std::max(0.0, makespan - busy[critical]);
-  out.bubble_fraction = busy[critical] > 0 ? time.bubble / busy[critical] : 0;
-  if (p > 1 && m.tied_output()) {
+  const double busy = run.busy[run.critical];
+  time.bubble = std::max(0.0, run.makespan - busy);
+  out.bubble_fraction = busy > 0 ? time.bubble / busy : 0;
+  if (l.pipeline > 1 && m.tied_output()) {
     // After the last backward the first and last stage swap their tied word embedding's
     // gradient (V / t x h), before the data-parallel reduction and the step.
     const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
     time.pipeline_comm += point_to_point_seconds(
         (double)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size * kCommBytes, link);
-  }
-  // What the data-parallel reduction can hide under: one micro-batch's backward (forward)
-  // on the critical stage.
-  double forward = 0, backward = 0;
-  for (int j = 0; j < v; ++j) {
-    forward += time_of(critical, j).forward_total();
-    backward += time_of(critical, j).backward_total();
   }
 
   out.memory = device_memory(l);

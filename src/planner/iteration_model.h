@@ -98,6 +98,19 @@ class IterationModel {
     std::vector<int> slots, deferred;
   };
   ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
+  // Every rank's schedule on the simulated clock, each chunk at its own times: the middle
+  // chunks alike, the last virtual stage with the output layer (the embedding's gather is
+  // too small to count).
+  struct PipelineRun {
+    ChunkTime middle, last;
+    double makespan = 0;
+    std::vector<double> busy;  // per stage
+    int critical = 0;          // the busiest stage
+    const ChunkTime& chunk(const Layout& l, int stage, int j) const {
+      return j * l.pipeline + stage == l.pipeline * l.virtual_stages - 1 ? last : middle;
+    }
+  };
+  PipelineRun run_pipeline(const Layout& l, int microbatches) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
   const ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s, int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);
