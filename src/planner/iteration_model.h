@@ -86,10 +86,11 @@ class IterationModel {
     double pipeline = 0;  // per direction
     double weight = 0;    // the layers' weight-gradient products (W of a zero-bubble schedule)
   };
-  // What a rank of a schedule holds at once, per chunk: micro-batches' activations, and
-  // (zero-bubble) micro-batches' weight-gradient operands kept from B to W.
+  // What a rank of a schedule holds at once, per chunk: micro-batches' activations (F to
+  // B), and (zero-bubble) micro-batches' copied weight-gradient operands (B to W) and
+  // micro-batches whose activations W reads (F to W).
   struct ScheduleNeeds {
-    std::vector<int> slots, deferred;
+    std::vector<int> slots, deferred, unfinished;
   };
   StageTime stage_time(const Layout& l) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
