@@ -24,7 +24,7 @@ namespace {
 namespace pp = pipeline_parallel;
 
 struct RankPlan {
-  long activations = 0;  // floats
+  long activations = 0, total = 0;  // floats
   int slots = 0, deferred = 0, unfinished = 0;
 };
 
@@ -44,6 +44,7 @@ RankPlan plan_rank(const ModelConfig& c, pp::ScheduleKind kind, int p, int m, in
   const MemoryPlan plan = plan_chunk_memory(chunk_shape(c, {0, 1}, batch, c.seq_length, o));
   for (const PlannedBuffer& b : plan.buffers())
     if (b.group == "activations") r.activations += b.total_floats();
+  r.total = plan.total_bytes() / 4;
   return r;
 }
 
@@ -85,6 +86,39 @@ TEST(ZeroBubbleMemory, PlansOneFOneBPlusTheHeldSetsAndOneOutputGradientCopy) {
       const long edges = 4 * T * h;
       EXPECT_LE(most_zb, most_1f1b + most_copies + edges) << "p=" << p;
     }
+}
+
+// The planned bytes of every rank (all of a chunk's plan: parameters, optimizer state,
+// activations, scratch) for the shapes of bench/pipeline_bubble.sh's real model and of
+// gpt2-small's layers at seq 1024, printed for the README; the fullest ZB-H1 rank plans the
+// fullest 1F1B rank's activations plus one T h output gradient at most.
+TEST(ZeroBubbleMemory, BenchShapesPerRank) {
+  struct Shape {
+    const char* name;
+    int layers, hidden, heads, seq;
+  };
+  for (const Shape& sh : {Shape{"12 layers h=256 s=128", 12, 256, 4, 128},
+                          Shape{"4 layers h=768 s=1024", 4, 768, 12, 1024}}) {
+    ModelConfig c;
+    c.num_layers = sh.layers, c.hidden_size = sh.hidden, c.num_attention_heads = sh.heads;
+    c.seq_length = sh.seq, c.vocab_size = 1024;
+    for (int p : {2, 4}) {
+      long most[2] = {0, 0};
+      std::printf("%s p=%d m=%d, activations (total) MiB per rank:", sh.name, p, 2 * p);
+      for (int s = 0; s < p; ++s) {
+        RankPlan one =
+            plan_rank(c, pp::ScheduleKind::kOneFOneB, p, 2 * p, s, 1, kernels::Precision::kFp32);
+        RankPlan zb = plan_rank(c, pp::ScheduleKind::kZeroBubbleH1, p, 2 * p, s, 1,
+                                kernels::Precision::kFp32);
+        std::printf(" | 1f1b %.1f (%.1f) zb-h1 %.1f (%.1f)", one.activations / 262144.0,
+                    one.total / 262144.0, zb.activations / 262144.0, zb.total / 262144.0);
+        most[0] = std::max(most[0], one.activations), most[1] = std::max(most[1], zb.activations);
+      }
+      std::printf(" | fullest rank zb-h1 / 1f1b %.4f\n", (double)most[1] / most[0]);
+      // One micro-batch's last-layer fc2 output gradient, T h floats, on rank 0.
+      EXPECT_LE(most[1], most[0] + (long)sh.seq * sh.hidden) << sh.name << " p=" << p;
+    }
+  }
 }
 
 }  // namespace
