@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "data/mock_dataset.h"
@@ -173,52 +176,133 @@ TEST(GPTModel, GradientAccumulationEqualsOneBigBatch) {
     ASSERT_NEAR(big.parameters().grads()[i], small.parameters().grads()[i], 1e-6);
 }
 
+// The Llama block (RMSNorm, RoPE, SwiGLU, 2 query groups for 4 heads, untied output);
+// `biases` keeps the linears' biases, which splits q|kv into two products.
+ModelConfig tiny_llama(bool biases) {
+  ModelConfig c = tiny_config();
+  c.hidden_size = 16, c.num_attention_heads = 4;
+  c.normalization = "RMSNorm", c.position_embedding_type = "rope", c.swiglu = true;
+  c.ffn_hidden_size = 24, c.group_query_attention = true, c.num_query_groups = 2;
+  c.untie_embeddings_and_output_weights = true, c.disable_bias_linear = !biases;
+  return c;
+}
+
+struct DeferCase {
+  const char* model;
+  ModelConfig config;
+  kernels::Precision precision;
+  int recompute;  // 0 none, 1 full (one layer), 2 selective
+};
+
+std::vector<DeferCase> defer_cases() {
+  std::vector<DeferCase> cases;
+  const std::pair<const char*, ModelConfig> models[] = {
+      {"gpt", tiny_config()}, {"llama", tiny_llama(false)}, {"llama+bias", tiny_llama(true)}};
+  for (const auto& [name, config] : models)
+    for (kernels::Precision precision :
+         {kernels::Precision::kFp32, kernels::Precision::kBf16, kernels::Precision::kFp16})
+      for (int recompute : {0, 1, 2}) cases.push_back({name, config, precision, recompute});
+  return cases;
+}
+
+ChunkOptions defer_options(const DeferCase& k) {
+  ChunkOptions o;
+  o.precision = k.precision;
+  o.recompute_layers = k.recompute == 1 ? 1 : 0;
+  o.recompute_attention = k.recompute == 2;
+  return o;
+}
+
+std::string describe(const DeferCase& k) {
+  return std::string(k.model) + " precision " + kernels::precision_name(k.precision) +
+         " recompute " + std::to_string(k.recompute);
+}
+
 // Zero-bubble schedules: B (input gradients, weight-gradient operands kept) of two
 // micro-batches, then W of each, gives exactly the gradients of the plain backward — the
-// same products in the same order — in fp32 and bf16, with recomputation (whose buffers B
-// overwrites before W); B reports no tensor final, each W reports every tensor once.
+// same products in the same order — in fp32, bf16 and fp16, for GPT-2 and Llama blocks,
+// with full and selective recomputation (whose buffers B overwrites before W); B reports
+// no tensor final, each W reports every tensor once. The operands W reads in place (the
+// held activations) are not copied: the store's copies fill its planned buffer exactly.
 TEST(GPTModel, DeferredWeightGradientsEqualThePlainBackward) {
-  ModelConfig c = tiny_config();
   comm::SingleRankCommunicator tp("tensor");
-  const int batch = 2, seq = c.seq_length;
-  MockGPTDataset data(c.vocab_size, seq, 1);
-  std::vector<int> tokens(2 * batch * (seq + 1));
-  for (int i = 0; i < 2 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
-  const int* micro[2] = {tokens.data(), tokens.data() + batch * (seq + 1)};
-  const float scale = 1.f / (2 * batch * seq);
-  for (kernels::Precision precision : {kernels::Precision::kFp32, kernels::Precision::kBf16})
-    for (int recompute : {0, 1}) {
-      ChunkOptions plain, split;
-      plain.precision = split.precision = precision;
-      plain.slots = split.slots = 2;
-      split.recompute_layers = recompute;
-      split.deferred_weight_grads = 2;
-      GPTModel a(c, tp, batch, seq, plain), b(c, tp, batch, seq, split);
-      a.parameters().initialize(7, 0.1f, c.num_layers);
-      b.parameters().initialize(7, 0.1f, c.num_layers);
-      a.parameters().zero_grads();
-      b.parameters().zero_grads();
-      std::vector<int> reported(b.parameters().layout().specs().size(), 0);
-      b.set_grad_ready_hook([&](int begin, int end) {
-        for (int k = begin; k < end; ++k) ++reported[k];
-      });
-      for (int i = 0; i < 2; ++i) {
-        a.forward_chunk(i, micro[i], batch, seq, scale);
-        b.forward_chunk(i, micro[i], batch, seq, scale);
-      }
-      for (int i = 0; i < 2; ++i) {
-        a.backward_chunk(i, batch, seq);
-        b.backward_input_chunk(i, batch, seq, /*key=*/10 + i);
-      }
-      for (int r : reported) ASSERT_EQ(r, 0);
-      b.weight_chunk(10);
-      b.weight_chunk(11);
-      for (int r : reported) ASSERT_EQ(r, 2);
-      for (long k = 0; k < a.parameters().size(); ++k)
-        ASSERT_EQ(a.parameters().grads()[k], b.parameters().grads()[k])
-            << "float " << k << " precision " << (int)precision << " recompute " << recompute;
-      EXPECT_THROW(b.weight_chunk(10), std::logic_error);  // its W ran already
+  for (const DeferCase& k : defer_cases()) {
+    const ModelConfig& c = k.config;
+    const int batch = 2, seq = c.seq_length;
+    MockGPTDataset data(c.vocab_size, seq, 1);
+    std::vector<int> tokens(2 * batch * (seq + 1));
+    for (int i = 0; i < 2 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
+    const int* micro[2] = {tokens.data(), tokens.data() + batch * (seq + 1)};
+    const float scale = 1.f / (2 * batch * seq);
+    ChunkOptions plain = defer_options(k), split = plain;
+    plain.slots = split.slots = 2;
+    split.deferred_weight_grads = 2;
+    GPTModel a(c, tp, batch, seq, plain), b(c, tp, batch, seq, split);
+    a.parameters().initialize(7, 0.1f, c.num_layers);
+    b.parameters().initialize(7, 0.1f, c.num_layers);
+    a.parameters().zero_grads();
+    b.parameters().zero_grads();
+    std::vector<int> reported(b.parameters().layout().specs().size(), 0);
+    b.set_grad_ready_hook([&](int begin, int end) {
+      for (int j = begin; j < end; ++j) ++reported[j];
+    });
+    for (int i = 0; i < 2; ++i) {
+      a.forward_chunk(i, micro[i], batch, seq, scale);
+      b.forward_chunk(i, micro[i], batch, seq, scale);
     }
+    for (int i = 0; i < 2; ++i) {
+      a.backward_chunk(i, batch, seq);
+      b.backward_input_chunk(i, batch, seq, /*key=*/10 + i);
+      EXPECT_EQ(b.weight_grad_store().last_entry_floats(), b.shape().deferred_weight_grad_floats())
+          << describe(k);
+    }
+    for (int r : reported) ASSERT_EQ(r, 0);
+    b.weight_chunk(10);
+    b.weight_chunk(11);
+    for (int r : reported) ASSERT_EQ(r, 2);
+    for (long j = 0; j < a.parameters().size(); ++j)
+      ASSERT_EQ(a.parameters().grads()[j], b.parameters().grads()[j])
+          << "float " << j << " " << describe(k);
+    EXPECT_THROW(b.weight_chunk(10), std::logic_error);  // its W ran already
+  }
+}
+
+// ZB-H1's pattern on one slot: the activations W reads stay with the micro-batch from its
+// B to its W while the slot's next F writes a fresh set (F0 B0 F1 B1 W0 W1 with one slot,
+// two micro-batches between F and W); bit-identical to F0 B0 F1 B1 of the plain backward.
+// A third F before a W finds no held set left (the plan's `unfinished`).
+TEST(GPTModel, HeldActivationsOutliveTheSlotUntilW) {
+  comm::SingleRankCommunicator tp("tensor");
+  for (const DeferCase& k : defer_cases()) {
+    const ModelConfig& c = k.config;
+    const int batch = 2, seq = c.seq_length;
+    MockGPTDataset data(c.vocab_size, seq, 3);
+    std::vector<int> tokens(3 * batch * (seq + 1));
+    for (int i = 0; i < 3 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
+    const float scale = 1.f / (2 * batch * seq);
+    ChunkOptions plain = defer_options(k), split = plain;
+    split.deferred_weight_grads = 2, split.unfinished = 2;
+    GPTModel a(c, tp, batch, seq, plain), b(c, tp, batch, seq, split);
+    a.parameters().initialize(9, 0.1f, c.num_layers);
+    b.parameters().initialize(9, 0.1f, c.num_layers);
+    a.parameters().zero_grads();
+    b.parameters().zero_grads();
+    for (int i = 0; i < 2; ++i) {
+      const int* micro = tokens.data() + i * batch * (seq + 1);
+      a.forward_chunk(0, micro, batch, seq, scale, nullptr, i * batch);
+      a.backward_chunk(0, batch, seq);
+      b.forward_chunk(0, micro, batch, seq, scale, nullptr, i * batch);
+      b.backward_input_chunk(0, batch, seq, i);
+    }
+    EXPECT_THROW(b.forward_chunk(0, tokens.data() + 2 * batch * (seq + 1), batch, seq, scale),
+                 std::logic_error)
+        << describe(k);
+    b.weight_chunk(0);
+    b.weight_chunk(1);
+    for (long j = 0; j < a.parameters().size(); ++j)
+      ASSERT_EQ(a.parameters().grads()[j], b.parameters().grads()[j])
+          << "float " << j << " " << describe(k);
+  }
 }
 
 TEST(MockData, DeterministicAndLearnable) {

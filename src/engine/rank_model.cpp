@@ -74,16 +74,19 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
                                                       c.loss_scale_window, c.hysteresis);
   // Activation slots: the most micro-batches in flight at any global batch of the run.
   // Zero-bubble schedules also keep weight-gradient operands from each B to its W.
-  std::vector<int> slots(m.schedule.chunks, 0), deferred(m.schedule.chunks, 0);
+  std::vector<int> slots(m.schedule.chunks, 0), deferred(m.schedule.chunks, 0),
+      unfinished(m.schedule.chunks, 0);
   const long unit = (long)c.micro_batch_size * dp.size();
   for (long gbs : c.batch_schedule().sizes()) {
     auto schedule = pipeline_schedule_of(c, (int)(gbs / unit));
     auto ops = pipeline_parallel::build_schedule(schedule, pp.rank());
     std::vector<int> need = pipeline_parallel::max_in_flight(ops, schedule.chunks);
     std::vector<int> kept = pipeline_parallel::max_deferred_weight_grads(ops, schedule.chunks);
+    std::vector<int> open = pipeline_parallel::max_unfinished(ops, schedule.chunks);
     for (int j = 0; j < m.schedule.chunks; ++j) {
       slots[j] = std::max(slots[j], need[j]);
       deferred[j] = std::max(deferred[j], kept[j]);
+      unfinished[j] = std::max(unfinished[j], open[j]);
     }
   }
   for (int j = 0; j < m.schedule.chunks; ++j) {
@@ -91,6 +94,7 @@ RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm
     options.placement = placement_of(c, pp.rank(), j);
     options.slots = slots[j];
     options.deferred_weight_grads = deferred[j];
+    options.unfinished = unfinished[j];
     options.recompute_layers = c.recomputed_layers(options.placement.num_layers);
     options.recompute_group = c.recompute_group_size();
     options.recompute_attention = c.recompute_granularity == "selective";

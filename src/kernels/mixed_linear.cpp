@@ -95,38 +95,44 @@ void mixed_linear_backward_weight(const LinearPrecision& p, GemmOperand dy, Gemm
 }
 
 namespace {
-// The weight gradient now, or kept for the micro-batch's W.
-void weight_grad(const LinearPrecision& p, GemmOperand dy, GemmOperand input, float* dw, int rows,
-                 int in, int out) {
-  if (p.deferred && p.deferred->recording())
-    p.deferred->record(p, dy, input, dw, rows, in, out);
-  else
-    mixed_linear_backward_weight(p, dy, input, dw, rows, in, out);
+bool deferring(const LinearPrecision& p) {
+  return p.deferred && p.deferred->recording();
 }
 }  // namespace
 
+// While deferring, x goes to the store as given: W reads (and rounds) it there, B does not.
 void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand input,
                            WeightOperand w, float* dx, float* dw, int rows, int in, int out) {
   const long n_in = (long)rows * in, n_out = (long)rows * out;
   switch (p.precision) {
     case Precision::kFp32:
       linear_backward_input(fp32_operand(dy), w.fp32, dx, rows, in, out, false);
-      weight_grad(p, dy, input, dw, rows, in, out);
+      if (deferring(p))
+        p.deferred->record(p, dy, input, dw, rows, in, out);
+      else
+        mixed_linear_backward_weight(p, dy, input, dw, rows, in, out);
       return;
     case Precision::kBf16: {
       const bf16_t* dy16 = bf16_operand(dy, p.scratch.act16, n_out);
-      const bf16_t* x16 = bf16_operand(input, p.scratch.in16, n_in);
       linear_backward_input_bf16(dy16, w.low, dx, rows, in, out);
-      weight_grad(p, dy16, x16, dw, rows, in, out);
+      if (deferring(p))
+        p.deferred->record(p, dy16, input, dw, rows, in, out);
+      else
+        mixed_linear_backward_weight(p, dy16, bf16_operand(input, p.scratch.in16, n_in), dw, rows,
+                                     in, out);
       return;
     }
     case Precision::kFp16: {
       float *dy_r = p.scratch.act32, *x_r = p.scratch.in32, *w_r = p.scratch.weight32;
       round_through_fp16(fp32_operand(dy), dy_r, n_out);
-      round_through_fp16(fp32_operand(input), x_r, n_in);
       from_fp16(w.low, w_r, (long)out * in);
       linear_backward_input(dy_r, w_r, dx, rows, in, out, false);
-      weight_grad(p, dy_r, x_r, dw, rows, in, out);
+      if (deferring(p)) {
+        p.deferred->record(p, dy_r, input, dw, rows, in, out);
+      } else {
+        round_through_fp16(fp32_operand(input), x_r, n_in);
+        mixed_linear_backward_weight(p, dy_r, x_r, dw, rows, in, out);
+      }
       return;
     }
   }

@@ -1,6 +1,8 @@
 #include "kernels/weight_grad_store.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -12,7 +14,7 @@ void WeightGradStore::add_entry(float* buffer, long floats) {
   entries_.push_back({buffer, floats, 0, -1, {}});
 }
 
-void WeightGradStore::begin(int key) {
+void WeightGradStore::begin(int key, const float* held_begin, const float* held_end) {
   if (entry_of_.count(key))
     throw std::logic_error("deferred weight gradients: micro-batch " + std::to_string(key) +
                            " recorded twice before its W");
@@ -26,39 +28,86 @@ void WeightGradStore::begin(int key) {
   free->products.clear();
   recording_ = (int)(free - entries_.begin());
   entry_of_[key] = recording_;
+  held_begin_ = reinterpret_cast<const char*>(held_begin);
+  held_end_ = reinterpret_cast<const char*>(held_end);
+  last_used_ = 0;
+  donate(nullptr, 0);
 }
 
-long WeightGradStore::copy_in(Entry& e, GemmOperand x, long n) {
-  const long at = e.used, floats = operand_floats(n, x.bf16 != nullptr);
-  if (at + floats > e.floats)
+bool WeightGradStore::held(const void* p) const {
+  const std::less<const char*> less;
+  const char* c = static_cast<const char*>(p);
+  return c && held_begin_ && !less(c, held_begin_) && less(c, held_end_);
+}
+
+void WeightGradStore::donate(float* region, long floats) {
+  const bool ok = region && held(region) && held(region + floats - 1);
+  donated_ = ok ? region : nullptr;
+  donated_floats_ = ok ? floats : 0;
+  donated_used_ = 0;
+}
+
+float* WeightGradStore::room(Entry& e, long floats, bool donated) {
+  if (donated && donated_ && donated_used_ + floats <= donated_floats_) {
+    float* at = donated_ + donated_used_;
+    donated_used_ += floats;
+    return at;
+  }
+  if (e.used + floats > e.floats)
     throw std::logic_error("deferred weight gradients: the operands outgrow the planned " +
                            std::to_string(e.floats) + " floats");
-  if (x.bf16)
-    std::copy_n(x.bf16, n, reinterpret_cast<bf16_t*>(e.buffer + at));
-  else
-    std::copy_n(x.fp32, n, e.buffer + at);
+  float* at = e.buffer + e.used;
   e.used += floats;
+  last_used_ = e.used;
   return at;
-}
-
-GemmOperand WeightGradStore::operand_at(const Entry& e, long at, bool bf16) const {
-  if (bf16) return reinterpret_cast<const bf16_t*>(e.buffer + at);
-  return e.buffer + at;
 }
 
 void WeightGradStore::record(const LinearPrecision& p, GemmOperand dy, GemmOperand x, float* dw,
                              int rows, int in, int out) {
-  if ((dy.bf16 != nullptr) != (x.bf16 != nullptr))
-    throw std::logic_error("deferred weight gradients: operands of different precisions");
   Entry& e = entries_.at(recording_);
-  Product product{&p, dw, rows, in, out, 0, 0, 0, dy.bf16 != nullptr};
-  product.dy_at = copy_in(e, dy, (long)rows * out);
-  product.x_at = copy_in(e, x, (long)rows * in);
+  Product product{&p, dw, rows, in, out, 0, dy, x, false};
+  const long n_out = (long)rows * out, n_in = (long)rows * in;
+  // dy as the product takes it: kept where it is if that is held memory, else copied.
+  if (!held(dy.bf16 ? (const void*)dy.bf16 : (const void*)dy.fp32)) {
+    if (dy.bf16) {
+      auto* to = reinterpret_cast<bf16_t*>(room(e, operand_floats(n_out, true), true));
+      std::copy_n(dy.bf16, n_out, to);
+      product.dy = to;
+    } else {
+      float* to = room(e, n_out, true);
+      std::copy_n(dy.fp32, n_out, to);
+      product.dy = to;
+    }
+  }
+  // x: referenced if held (rounded again by W when the product takes it rounded), else
+  // copied as the product takes it.
+  const bool round =
+      (p.precision == Precision::kBf16 && !x.bf16) || p.precision == Precision::kFp16;
+  if (held(x.bf16 ? (const void*)x.bf16 : (const void*)x.fp32)) {
+    product.round_x = round;
+  } else if (p.precision == Precision::kBf16) {
+    auto* to = reinterpret_cast<bf16_t*>(room(e, operand_floats(n_in, true), false));
+    if (x.bf16)
+      std::copy_n(x.bf16, n_in, to);
+    else
+      to_bf16(x.fp32, to, n_in);
+    product.x = to;
+  } else {
+    float* to = room(e, n_in, false);
+    if (p.precision == Precision::kFp16)
+      round_through_fp16(fp32_operand(x), to, n_in);
+    else
+      std::copy_n(fp32_operand(x), n_in, to);
+    product.x = to;
+  }
+  if ((product.dy.bf16 != nullptr) != (p.precision == Precision::kBf16))
+    throw std::logic_error("deferred weight gradients: an output gradient in the wrong precision");
   e.products.push_back(product);
 }
 
 void WeightGradStore::mark(int tag) {
   if (!recording()) return;
+  donate(nullptr, 0);
   Product end;
   end.tag = tag;
   entries_.at(recording_).products.push_back(end);
@@ -75,8 +124,19 @@ void WeightGradStore::replay(int key, const std::function<void(int tag)>& group_
       if (group_done) group_done(q.tag);
       continue;
     }
-    mixed_linear_backward_weight(*q.precision, operand_at(e, q.dy_at, q.bf16),
-                                 operand_at(e, q.x_at, q.bf16), q.dw, q.rows, q.in, q.out);
+    GemmOperand x = q.x;
+    if (q.round_x) {  // the rounding B would have done, into the same scratch
+      const LinearScratch& s = q.precision->scratch;
+      const long n = (long)q.rows * q.in;
+      if (q.precision->precision == Precision::kBf16) {
+        to_bf16(fp32_operand(q.x), s.in16, n);
+        x = s.in16;
+      } else {
+        round_through_fp16(fp32_operand(q.x), s.in32, n);
+        x = s.in32;
+      }
+    }
+    mixed_linear_backward_weight(*q.precision, q.dy, x, q.dw, q.rows, q.in, q.out);
   }
   e.key = -1;
   e.products.clear();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "tensor_parallel/lm_head_loss.h"
 
@@ -30,22 +31,52 @@ long ChunkShape::largest_layer_weight() const {
   return std::max(config.qkv_projection_local((int)t) * h, (long)config.fc1_rows() / t * h);
 }
 
+int ChunkShape::held_sets() const {
+  const int n = options.slots;
+  if (options.deferred_weight_grads <= 0) return n;
+  return options.unfinished > 0 ? std::max(n, options.unfinished)
+                                : n + options.deferred_weight_grads;
+}
+
 long ChunkShape::deferred_weight_grad_floats() const {
   const long h = config.hidden_size, t = tensor_parallel_size, n = tokens();
   const long attn = h / t, ffn = config.ffn() / t, fc1 = config.fc1_rows() / t;
   const bool bf16 = options.precision == kernels::Precision::kBf16;
   auto operand = [&](long width) { return bf16 ? (n * width + 1) / 2 : n * width; };
-  // Every product keeps its x [n, in] and dy [n, out]. The attention input is one product
-  // (linear_qkv, or linear_q and linear_kv fused without biases) or, with grouped-query
-  // attention and biases, linear_q's and linear_kv's.
+  // The attention input is one product (linear_qkv, or linear_q and linear_kv fused without
+  // biases) or, with grouped-query attention and biases, linear_q's and linear_kv's.
   const bool split_qkv = config.group_query_attention && config.add_bias_linear();
-  const long qkv =
-      split_qkv ? operand(h) + operand(attn) + operand(h) + operand(config.kv_rows_local((int)t))
-                : operand(h) + operand(config.qkv_projection_local((int)t));
-  const long per_layer = qkv + operand(attn) + operand(h) +  // proj
-                         operand(h) + operand(fc1) +         // fc1 ([gate | up] with SwiGLU)
-                         operand(ffn) + operand(h);          // fc2
-  return layers * per_layer;
+  std::vector<long> qkv_dy = {operand(config.qkv_projection_local((int)t))};
+  if (split_qkv) qkv_dy = {operand(attn), operand(config.kv_rows_local((int)t))};
+  const long qkv_products = (long)qkv_dy.size();
+  // A recomputed layer's activations are rebuilt in shared buffers during B: every product
+  // keeps its x [n, in] and dy [n, out].
+  long recomputed = operand(attn) + operand(h) +  // proj
+                    operand(h) + operand(fc1) +   // fc1 ([gate | up] with SwiGLU)
+                    operand(ffn) + operand(h);    // fc2
+  for (long dy : qkv_dy) recomputed += operand(h) + dy;
+  // A held layer: each output gradient goes to a buffer of the layer that B has passed
+  // (WeightGradStore's donation, first come first served) where it fits: q|kv's to qkv,
+  // fc1's to fc1 out (always fits), linear_proj's to the residual after attention and
+  // linear_fc2's to the layer's output (not the chunk's last layer's: that is the chunk's
+  // output). The residual and output hold this rank's rows only under sequence
+  // parallelism, the gradients all rows.
+  const long rows_h = local_tokens() * h;
+  long held = 0, used = 0;
+  for (long dy : qkv_dy) {
+    if (used + dy <= n * 3 * attn)
+      used += dy;
+    else
+      held += dy;
+  }
+  if (operand(h) > rows_h) held += operand(h);             // linear_proj
+  if (options.recompute_attention) held += operand(attn);  // the shared attention output
+  // Sequence parallelism keeps 1/t of the LayerNorm outputs; the column-parallel products
+  // take them all-gathered, which exists only during B.
+  if (sequence_parallel) held += (qkv_products + 1) * operand(h);
+  const long fc2_copies = operand(h) > rows_h ? layers - recomputed_layers : 1;
+  return recomputed_layers * recomputed + (layers - recomputed_layers) * held +
+         (layers > recomputed_layers ? fc2_copies * operand(h) : 0);
 }
 
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
@@ -107,27 +138,33 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
   const int per_layer = (s.layers - recomputed) * n;  // layers that keep their activations
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
   const bool selective = s.options.recompute_attention;
-  const int core_copies = selective ? 0 : per_layer;
   const char* A = "activations";
   // Activations only matrix products read are bf16 in bf16 runs (two to a float).
   const bool bf16 = s.options.precision == kernels::Precision::kBf16;
   auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
   const std::string gemm_only = bf16 ? " (bf16)" : "";
+  // Zero-bubble schedules hold what W reads (see ChunkShape::held_sets) from F to W: those
+  // buffers of the layers that are not recomputed have `held` copies instead of `copies`.
+  const int held_sets = s.held_sets();
+  const bool deferring = s.options.deferred_weight_grads > 0;
+  const std::string to_w = deferring ? " (held to W)" : "";
   auto add_layer_buffers = [&](const std::string& prefix, int copies) {
-    plan.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(local * h), copies);
+    const bool kept = prefix.empty();
+    const int held = kept ? (s.layers - recomputed) * held_sets : copies;
+    const std::string w = kept ? to_w : "";
+    plan.add(A, prefix + "ln1 out" + gemm_only + w, gemm_input_floats(local * h), held);
     plan.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
-    plan.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
-    const int core = prefix.empty() ? core_copies : copies;
-    if (core > 0) {
-      plan.add(A, prefix + "attention out", tokens * attn_local, core);
-      plan.add(A, prefix + "attention log-sum-exp", s.micro_batch * heads_local * s.seq, core);
+    plan.add(A, prefix + "qkv" + w, tokens * 3 * attn_local, held);
+    if (!kept || !selective) {
+      plan.add(A, prefix + "attention out" + w, tokens * attn_local, held);
+      plan.add(A, prefix + "attention log-sum-exp", s.micro_batch * heads_local * s.seq, copies);
     }
-    plan.add(A, prefix + "residual after attention", local * h, copies);
-    plan.add(A, prefix + "ln2 out" + gemm_only, gemm_input_floats(local * h), copies);
-    plan.add(A, prefix + (swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)"),
-             tokens * fc1_local, copies);
-    plan.add(A, prefix + (swiglu ? "SwiGLU out" : "GeLU out") + gemm_only,
-             gemm_input_floats(tokens * ffn_local), copies);
+    plan.add(A, prefix + "residual after attention" + w, local * h, held);
+    plan.add(A, prefix + "ln2 out" + gemm_only + w, gemm_input_floats(local * h), held);
+    plan.add(A, prefix + (swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)") + w,
+             tokens * fc1_local, held);
+    plan.add(A, prefix + (swiglu ? "SwiGLU out" : "GeLU out") + gemm_only + w,
+             gemm_input_floats(tokens * ffn_local), held);
   };
   plan.add(A, s.options.placement.pre_process ? "embedding output" : "received input", local * h,
            n);
@@ -135,7 +172,11 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
   // Kept per slot: the outputs of the layers that are not recomputed and of each group's
   // last layer (the next group's input; the last group's is the chunk's output).
   const int groups = (recomputed + group - 1) / group;
-  plan.add(A, "layer output", local * h, (s.layers - recomputed + groups) * n);
+  // Zero-bubble schedules hold the outputs of the layers that are not recomputed (linear_fc2's
+  // output gradient goes there in B) but the chunk's last, which is the chunk's output.
+  const int held_outputs = deferring ? std::max(0, s.layers - recomputed - 1) : 0;
+  if (held_outputs > 0) plan.add(A, "layer output" + to_w, local * h, held_outputs * held_sets);
+  plan.add(A, "layer output", local * h, (s.layers - recomputed - held_outputs + groups) * n);
   if (recomputed > 0) {
     // Backward recomputes a whole group before the group's backward runs through it, so
     // all its layers' activations exist at once, with the outputs inside the group (the
@@ -157,7 +198,7 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
     plan.add(A, "received output gradient", local * h, n);
   }
   if (s.options.deferred_weight_grads > 0 && s.layers > 0)
-    plan.add(A, "zb-h1: dY and X of every linear, kept from B to W",
+    plan.add(A, "zb-h1: weight-gradient operands copied from B to W",
              s.deferred_weight_grad_floats(), s.options.deferred_weight_grads);
 }
 

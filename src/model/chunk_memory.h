@@ -17,10 +17,15 @@ namespace trident {
 struct ChunkOptions {
   ChunkPlacement placement{};
   int slots = 1;  // micro-batches in flight (the schedule's maximum)
-  // Zero-bubble schedules (zb-h1): micro-batches whose weight-gradient operands (dY and X of
-  // every linear) are kept from their B to their W at once (the schedule's maximum); 0:
+  // Zero-bubble schedules (zb-h1): micro-batches between their B and their W at once (the
+  // schedule's max_deferred_weight_grads), each with a buffer for the weight-gradient
+  // operands W cannot read from the held activations (see ChunkShape::held_sets); 0:
   // backward computes weight gradients at once.
   int deferred_weight_grads = 0;
+  // Zero-bubble schedules: micro-batches between their F and their W at once (the
+  // schedule's max_unfinished). The activations W reads are held that many times, the rest
+  // `slots` times. 0: slots + deferred_weight_grads (always enough).
+  int unfinished = 0;
   // How many of this chunk's first layers keep only their input in forward and recompute
   // the rest in backward (--recompute-granularity full), and how many consecutive ones share
   // one kept input: --recompute-method uniform groups every layer N at a time (Megatron's
@@ -76,8 +81,20 @@ struct ChunkShape {
   // (the output layer's counted per row chunk): the rounded-operand scratch sizes.
   std::pair<long, long> operand_sizes() const;
   long largest_layer_weight() const;  // qkv or fc1 / fc2, this rank's slice
-  // One micro-batch's deferred weight-gradient operands: dY and X of the layers' four
-  // linears as their weight-gradient products take them (bf16 in bf16 runs).
+  // How many sets of the layers' held activations the chunk has. A zero-bubble schedule's W
+  // reads each linear's input where forward left it (ln1 / ln2 out, attention out, GeLU /
+  // SwiGLU out) and finds the output gradients in buffers of the same layer that B has
+  // passed (qkv's in qkv, fc1's in fc1 out, linear_proj's in the residual after attention,
+  // linear_fc2's in the layer's output, all but the chunk's last), so these buffers of the
+  // layers that are not recomputed live from F to W (options.unfinished sets), the rest
+  // from F to B (slots sets). Without deferred weight gradients: slots.
+  int held_sets() const;
+  // One micro-batch's deferred weight-gradient operands that W cannot read from the held
+  // activations, as their products take them (bf16 in bf16 runs): linear_fc2's output
+  // gradient in the chunk's last layer, any output gradient that outgrows its buffer (with
+  // sequence parallelism linear_proj's and linear_fc2's, of all rows, against their 1/t), the
+  // attention output under selective recomputation, the all-gathered LayerNorm outputs
+  // under sequence parallelism, and dY and X of every linear of the recomputed layers.
   long deferred_weight_grad_floats() const;
 };
 

@@ -159,24 +159,45 @@ void GPTModel::plan_and_allocate() {
       b.fp32 = ar.take(n);
     return b;
   };
-  auto take_layer = [&](LayerActivations& a, bool own_core) {
+  // The buffers W reads (held from F to W in zero-bubble schedules), then the others.
+  // Without deferred weight gradients every slot has its own held set, so the last layer's
+  // output can be one of them as well.
+  const bool deferring = options_.deferred_weight_grads > 0;
+  auto held_output = [&](int l) { return l >= recomputed && (l + 1 < layers || !deferring); };
+  auto take_held = [&](LayerActivations& a, bool own_core) {
     a.ln1_out = take_gemm_input(local * h);
-    a.ln1_mean = ar.take(local), a.ln1_rstd = ar.take(local);
-    a.ln2_mean = ar.take(local), a.ln2_rstd = ar.take(local);
     a.qkv = ar.take(tokens * 3 * attn_local);
     a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
-    a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
     a.residual1 = ar.take(local * h);
     a.ln2_out = take_gemm_input(local * h);
     a.fc1_pre = ar.take(tokens * fc1_local);
     a.fc1_act = take_gemm_input(tokens * ffn_local);
   };
+  auto take_rest = [&](LayerActivations& a, bool own_core) {
+    a.ln1_mean = ar.take(local), a.ln1_rstd = ar.take(local);
+    a.ln2_mean = ar.take(local), a.ln2_rstd = ar.take(local);
+    a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
+  };
   recompute_act_.resize(recomputed > 0 ? group : 0);
   for (int j = 0; j < (int)recompute_act_.size(); ++j) {
-    take_layer(recompute_act_[j], true);
+    take_held(recompute_act_[j], true);
+    take_rest(recompute_act_[j], true);
     recompute_act_[j].output = j + 1 < group ? ar.take(local * h) : nullptr;
   }
-  for (Activations& s : act_) {
+  held_.assign(shape_.held_sets(), {});
+  for (HeldSet& set : held_) {
+    set.layers.resize(layers);
+    const float* start = ar.take(0);
+    for (int l = recomputed; l < layers; ++l) {
+      take_held(set.layers[l], !selective);
+      if (held_output(l)) set.layers[l].output = ar.take(local * h);
+    }
+    set.begin = start, set.end = ar.take(0);
+  }
+  free_held_.clear();
+  for (int k = (int)held_.size() - 1; k >= n; --k) free_held_.push_back(k);
+  for (int i = 0; i < n; ++i) {
+    Activations& s = act_[i];
     s.input = ar.take(local * h);
     s.layers.resize(layers);
     for (int l = 0; l < layers; ++l) {
@@ -185,10 +206,11 @@ void GPTModel::plan_and_allocate() {
         a = recompute_act_[l - recompute_.first(l)];            // shared buffers
         if (recompute_.last(l)) a.output = ar.take(local * h);  // the group's own output
       } else {
-        take_layer(a, !selective);
-        a.output = ar.take(local * h);
+        take_rest(a, !selective);
+        if (!held_output(l)) a.output = ar.take(local * h);
       }
     }
+    use_held(s, i);
     if (post) {
       s.final_ln_out = take_gemm_input(local * h);
       s.final_ln_mean = ar.take(local), s.final_ln_rstd = ar.take(local);
@@ -232,6 +254,18 @@ void GPTModel::plan_and_allocate() {
     ls.act32 = ar.take(act);
     ls.in32 = ar.take(in);
     ls.weight32 = ar.take(shape_.largest_weight);
+  }
+}
+
+void GPTModel::use_held(Activations& a, int set) {
+  a.held = set;
+  for (int l = recompute_.layers; l < (int)layers_.size(); ++l) {
+    LayerActivations& to = a.layers[l];
+    const LayerActivations& from = held_[set].layers[l];
+    to.ln1_out = from.ln1_out, to.qkv = from.qkv, to.attn_out = from.attn_out;
+    to.residual1 = from.residual1, to.ln2_out = from.ln2_out;
+    to.fc1_pre = from.fc1_pre, to.fc1_act = from.fc1_act;
+    if (from.output) to.output = from.output;
   }
 }
 
@@ -297,6 +331,13 @@ void GPTModel::recompute_group(Activations& a, int last, const LayerCall& call) 
 double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, float grad_scale,
                                float* per_token_loss, long first_sample) {
   Activations& a = act_[slot];
+  if (a.held < 0) {  // its last micro-batch's B handed its set to that micro-batch's W
+    if (free_held_.empty())
+      throw std::logic_error("forward_chunk: more micro-batches between F and W than the " +
+                             std::to_string(held_.size()) + " planned (ChunkOptions::unfinished)");
+    use_held(a, free_held_.back());
+    free_held_.pop_back();
+  }
   split_tokens(a, tokens, batch, seq);
   a.first_sample = grad_scale != 0.f ? first_sample : -1;  // no dropout when evaluating
   params_.refresh_low_precision();
@@ -343,12 +384,14 @@ void GPTModel::grad_ready(int spec_begin, int spec_end) const {
 }
 
 void GPTModel::non_layer_grads_ready() const {
+  // The same ranges as backward reports (RMSNorm has no bias, RoPE no position embedding,
+  // an untied output layer no embedding copy on the last stage).
   const int specs = (int)params_.layout().specs().size();
   if (options_.placement.post_process) {
-    grad_ready(specs - 2, specs);                           // final LayerNorm
-    if (!options_.placement.pre_process) grad_ready(0, 1);  // the tied embedding copy
+    grad_ready(post_first_spec_, specs);  // final norm (and an untied output layer)
+    if (!options_.placement.pre_process && config_.tied_output()) grad_ready(0, 1);  // tied copy
   }
-  if (options_.placement.pre_process) grad_ready(0, 2);  // word and position embeddings
+  if (options_.placement.pre_process) grad_ready(0, embedding_specs_);  // word (and position)
 }
 
 void GPTModel::backward_chunk(int slot, int batch, int seq) {
@@ -361,7 +404,9 @@ void GPTModel::backward_input_chunk(int slot, int batch, int seq, int key) {
     throw std::logic_error(
         "backward_input_chunk: the chunk was planned without deferred weight "
         "gradients (ChunkOptions::deferred_weight_grads)");
-  deferred_.begin(key);
+  Activations& a = act_[slot];
+  const HeldSet& held = held_.at(a.held);
+  deferred_.begin(key, held.begin, held.end);
   try {
     backward(slot, batch, seq, true);
   } catch (...) {
@@ -369,16 +414,22 @@ void GPTModel::backward_input_chunk(int slot, int batch, int seq, int key) {
     throw;
   }
   deferred_.end();
+  // W reads the set: it stays with the micro-batch; the slot takes a free one at its next F.
+  held_by_key_[key] = a.held;
+  a.held = -1;
 }
 
 // The products replay in the order B recorded them, layer by layer from the last, so each
 // layer's weights are final (for this micro-batch) at its mark.
 void GPTModel::weight_chunk(int key) {
-  if (!layers_.empty())
+  if (!layers_.empty()) {
     deferred_.replay(key, [&](int l) {
       grad_ready(layer_first_spec_[l], layer_end_spec_[l]);
       if (progress_) progress_();
     });
+    free_held_.push_back(held_by_key_.at(key));
+    held_by_key_.erase(key);
+  }
   non_layer_grads_ready();
 }
 

@@ -4,6 +4,7 @@
 // + vocabulary-parallel cross-entropy (last chunk). Parameters, gradients and activations
 // are planned and allocated once, at construction; `slots` micro-batches can be in flight.
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -78,6 +79,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
   bool sequence_parallel() const { return sequence_parallel_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  const ChunkShape& shape() const { return shape_; }
+  // Zero-bubble schedules: the weight-gradient operands kept from B to W.
+  const kernels::WeightGradStore& weight_grad_store() const { return deferred_; }
   MemoryPlan& memory_plan() { return plan_; }
   int padded_vocab() const { return padded_vocab_; }
   int max_seq() const { return seq_; }
@@ -103,7 +107,17 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     float* output_grad;  // d(output) received from the next stage
     std::vector<int> input_ids, target_ids;
     long first_sample = -1;
+    int held = -1;  // the set of held activations its layers use (-1: none yet)
   };
+  // The activations W reads (ChunkShape::held_sets), of the layers that are not recomputed:
+  // a slot takes a set at F; a zero-bubble B hands it to the micro-batch until its W.
+  struct HeldSet {
+    const float *begin = nullptr, *end = nullptr;  // all of its memory, contiguous
+    // ln1_out, qkv, attn_out, residual1, ln2_out, fc1_pre, fc1_act and (all but the last
+    // layer's) output
+    std::vector<LayerActivations> layers;
+  };
+  void use_held(Activations& a, int set);
   void plan_and_allocate();
   // Rows of a [tokens, h] tensor outside the tensor-parallel region on this rank, and the
   // first of them in the micro-batch.
@@ -148,6 +162,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   float* d_residual_ = nullptr;
   LayerScratch scratch_{};
   kernels::WeightGradStore deferred_;  // zero-bubble schedules: the W ops' operands
+  std::vector<HeldSet> held_;
+  std::vector<int> free_held_;
+  std::map<int, int> held_by_key_;  // micro-batch between its B and W -> its held set
   GradReadyHook grad_ready_;
   ParamsNeededHook params_needed_;
   std::function<void()> progress_;

@@ -3,6 +3,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/layernorm.h"
 #include "kernels/swiglu.h"
+#include "kernels/weight_grad_store.h"
 #include "tensor_parallel/mappings.h"
 
 namespace trident {
@@ -45,7 +46,8 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
       sequence_parallel_(sequence_parallel),
       attention_precision_(precision && precision->precision == kernels::Precision::kBf16
                                ? kernels::Precision::kBf16
-                               : kernels::Precision::kFp32) {
+                               : kernels::Precision::kFp32),
+      precision_(precision) {
   auto get = [&](const std::string& leaf) { return p.get(layer_param(i, leaf)); };
   // A linear's bias, or an empty one under --disable-bias-linear.
   auto bias = [&](const std::string& linear) {
@@ -212,6 +214,11 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
 }
 
+void TransformerLayer::donate(float* region, long floats) const {
+  if (precision_ && precision_->deferred && precision_->deferred->recording())
+    precision_->deferred->donate(region, floats);
+}
+
 // Grouped-query attention: the heads' key/value gradients summed into their groups, then
 // both projections' backward with one reduction of their summed d(input).
 void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch& w,
@@ -241,9 +248,16 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
                                 const LayerScratch& w, const LayerCall& call) const {
   const int rows = call.batch * call.seq, n = local_rows(call), h = dims_.hidden;
   using kernels::DropoutKind, kernels::dropout_site;
+  // Zero-bubble B: the output gradients of the layer's linears are kept until W in its
+  // buffers that B has passed (the store takes those of the held activations that fit).
+  // The layer's output is the next layer's input, passed already.
+  donate(a.output, (long)n * h);
   // d_residual passes the residual add unchanged; the dropped branch gets it masked.
   fc2_.backward(row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kMlpOut)),
                 a.fc1_act.operand(), w.d_ffn, rows);
+  // fc1's pre-activation is dead once its gradient is formed: a deferred W finds fc1's
+  // output gradient there (in place with SwiGLU in fp32, else copied as the product takes it).
+  donate(a.fc1_pre, (long)rows * fc1_.out_local);
   if (dims_.swiglu) {
     // fc1's pre-activation is not needed after this: it becomes its own gradient.
     kernels::swiglu_backward_inplace(w.d_ffn, a.fc1_pre, rows, dims_.ffn_local);
@@ -251,19 +265,26 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   } else {
     fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
   }
+  donate(nullptr, 0);
   ln2_.backward(column_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h,
                 true);
   if (call.progress) (*call.progress)();
 
+  donate(a.residual1, (long)n * h);  // read last by ln2's backward
   proj_.backward(
       row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kAttentionOut)),
       a.attn_out, w.d_attn, rows);
+  donate(nullptr, 0);
   kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
                                     attention_dropout(call), attention_precision_);
   rotate(w.d_qkv, call.batch, call.seq, true);
   if (call.progress) (*call.progress)();
+  // q, k and v are dead after the attention backward: a deferred W finds their projections'
+  // output gradients in that buffer.
+  donate(a.qkv, (long)rows * 3 * dims_.heads_local * dims_.head_dim);
   backward_qkv(column_input(a.ln1_out, n, w), w, rows);
+  donate(nullptr, 0);
   ln1_.backward(column_input_grad(w, n), x, a.ln1_mean, a.ln1_rstd, d_residual, n, h, true);
 }
 

@@ -138,12 +138,16 @@ class TransformerLayer {
   // (all-reduced unless sequence parallel); d_qkv is consumed.
   void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows) const;
   void mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act, int rows) const;
+  // Zero-bubble B: the output gradients of the next products may be kept in `region` (an
+  // activation of this layer that B no longer reads) until W; null ends that.
+  void donate(float* region, long floats) const;
 
   LayerDims dims_;
   int index_;
   comm::Communicator* tp_;
   bool sequence_parallel_;
   kernels::Precision attention_precision_;  // bf16 tiles in bf16 runs, else fp32
+  const kernels::LinearPrecision* precision_;
   Norm ln1_, ln2_;
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;
   tensor_parallel::ColumnParallelLinear q_, kv_;  // grouped-query attention instead of qkv_

@@ -134,7 +134,8 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
             before_backward_(op.chunk, ++backwards_done[op.chunk] == schedule_.microbatches);
           chunk.backward_chunk(slot, micro_batch_, seq_);
         }
-        // W reads only what B kept apart: the activations can go to the next forward.
+        // The slot can go to the next forward: what W reads stays with the micro-batch
+        // (GPTModel hands the slot's held activations over to it until its W).
         slot_of_[op.chunk].erase(op.microbatch);
         free_slots_[op.chunk].push_back(slot);
         record(name, "backward", start, now_us());

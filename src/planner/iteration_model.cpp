@@ -128,7 +128,8 @@ const IterationModel::ScheduleNeeds& IterationModel::schedule_needs(const pp::Sc
   if (it != needs_.end()) return it->second;
   const std::vector<pp::PipelineOp> ops = pp::build_schedule(s, stage);
   return needs_[key] = {pp::max_in_flight(ops, s.chunks),
-                        pp::max_deferred_weight_grads(ops, s.chunks)};
+                        pp::max_deferred_weight_grads(ops, s.chunks),
+                        pp::max_unfinished(ops, s.chunks)};
 }
 
 namespace {
@@ -167,6 +168,7 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
     o.placement = {vs * per_chunk, per_chunk, vs == 0, vs == p * v - 1};
     o.slots = needs.slots[j];
     o.deferred_weight_grads = needs.deferred[j];
+    o.unfinished = needs.unfinished[j];
     o.recompute_layers = l.recompute == Recompute::kFull ? per_chunk : 0;
     o.recompute_group = 1;  // --recompute-method uniform --recompute-num-layers 1
     o.recompute_attention = l.recompute == Recompute::kSelective;

@@ -92,10 +92,11 @@ class IterationModel {
     double forward_total() const { return forward + other_forward + tensor_forward + pipeline; }
     double backward_total() const { return backward + other_backward + tensor_backward + pipeline; }
   };
-  // What a rank of a schedule holds at once, per chunk: micro-batches' activations, and
-  // (zero-bubble) micro-batches' weight-gradient operands kept from B to W.
+  // What a rank of a schedule holds at once, per chunk: micro-batches' activations (F to
+  // B), and (zero-bubble) micro-batches' copied weight-gradient operands (B to W) and
+  // micro-batches whose activations W reads (F to W).
   struct ScheduleNeeds {
-    std::vector<int> slots, deferred;
+    std::vector<int> slots, deferred, unfinished;
   };
   ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
   // Every rank's schedule on the simulated clock, each chunk at its own times: the middle
