@@ -116,7 +116,9 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
   auto add_layer_buffers = [&](const std::string& prefix, int copies) {
     plan.add(A, prefix + "ln1 out" + gemm_only, gemm_input_floats(local * h), copies);
     plan.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
-    plan.add(A, prefix + "qkv", tokens * 3 * attn_local, copies);
+    // What the projections write (grouped-query attention: h / t + 2 G d / t, k and v
+    // never expanded to every head).
+    plan.add(A, prefix + "qkv", tokens * s.config.qkv_projection_local((int)t), copies);
     const int core = prefix.empty() ? core_copies : copies;
     if (core > 0) {
       plan.add(A, prefix + "attention out", tokens * attn_local, core);
@@ -173,10 +175,7 @@ void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
   plan.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan.add(S, "d_ffn", tokens * ffn_local);
   const ModelConfig& c = s.config;
-  plan.add(S, "d_attn + d_qkv",
-           tokens * (attn_local + std::max(3 * attn_local, c.qkv_projection_local((int)t))));
-  if (c.group_query_attention)  // d(k, v), or [dq | dkv] of the fused q|kv GEMM
-    plan.add(S, "d_kv (grouped)", tokens * c.qkv_projection_local((int)t));
+  plan.add(S, "d_attn + d_qkv", tokens * (attn_local + c.qkv_projection_local((int)t)));
   if (s.options.placement.post_process) {
     plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
     if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);

@@ -163,7 +163,7 @@ void GPTModel::plan_and_allocate() {
     a.ln1_out = take_gemm_input(local * h);
     a.ln1_mean = ar.take(local), a.ln1_rstd = ar.take(local);
     a.ln2_mean = ar.take(local), a.ln2_rstd = ar.take(local);
-    a.qkv = ar.take(tokens * 3 * attn_local);
+    a.qkv = ar.take(tokens * qkv_proj);
     a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
     a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
     a.residual1 = ar.take(local * h);
@@ -204,10 +204,7 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_hidden = ar.take(tokens * h);
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
-  scratch_.d_qkv = ar.take(tokens * std::max(3 * attn_local, qkv_proj));
-  // Grouped-query attention: d(k, v) of the groups, or with the fused q|kv GEMM (no biases)
-  // the rows of [dq | dkv]; sized for the latter.
-  if (config_.group_query_attention) scratch_.d_kv = ar.take(tokens * qkv_proj);
+  scratch_.d_qkv = ar.take(tokens * qkv_proj);
   if (!layers_.empty())
     for (int k = 0; k < options_.deferred_weight_grads; ++k) {
       const long floats = shape_.deferred_weight_grad_floats();
