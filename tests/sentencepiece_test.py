@@ -138,6 +138,13 @@ def check_preprocess(trident, work, name, model, pieces, code):
     check(got_code == code, f"{name}: dtype code {got_code} (expected {code})")
     check(seqs == ref and doc_idx == list(range(len(ref) + 1)),
           f"{name}: numpy reads back spm_encode's ids + </s> ({eos}) for {len(ref)} documents")
+    # --add-bos puts <s> first, as Megatron's and HF's Llama tokenizers do.
+    out = run([trident, "preprocess", "--input", f"{work}/docs.jsonl", "--output-prefix",
+               prefix + "_bos", "--append-eod", "--add-bos"] + sp_flags(model))
+    bos = pieces.index("<s>")
+    _, bos_seqs, _ = read_dataset(prefix + "_bos_text_document")
+    check(out.returncode == 0 and bos_seqs == [[bos] + ids for ids in ref],
+          f"{name}: --add-bos reads back <s> ({bos}) + spm_encode's ids + </s>", out.stderr)
     return prefix + "_text_document"
 
 

@@ -103,6 +103,13 @@ void check_kv_cache_logits(const ModelConfig& config) {
   Fixture f(config);
   Engine engine(f.dir, 3, 5);
   generation::InferenceModel& model = engine.model;
+  // The cache holds a key and a value per group (grouped-query attention), not per head:
+  // layers x {k, v} x 3 slots x 40 positions x groups x head_dim floats.
+  const ModelConfig& c = f.config;
+  long cache_floats = 0;
+  for (const PlannedBuffer& b : model.memory_plan().buffers())
+    if (b.group == "kv cache") cache_floats += b.floats;
+  EXPECT_EQ(cache_floats, c.num_layers * 2L * 3 * 40 * c.query_groups() * c.head_dim());
   const int chunk = 5;
   const int V = f.config.vocab_size;
   std::vector<std::vector<int>> seqs = {random_tokens(7, V, 1), random_tokens(12, V, 2),

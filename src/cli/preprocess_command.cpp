@@ -24,6 +24,9 @@ int preprocess_main(const std::vector<std::string>& args) {
   app.add_flag("--append-eod", o.append_eod,
                "append the end-of-document token (<|endoftext|>, SentencePiece's </s>) to every "
                "document");
+  app.add_flag("--add-bos", o.add_bos,
+               "put the beginning-of-sequence token (SentencePiece's <s>) before every "
+               "document, as Megatron's and HF's Llama tokenizers do");
   app.add_option("--workers", o.workers, "tokenizer threads")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -138,8 +138,11 @@ std::string preprocess_line(const std::string& line, const PreprocessOptions& o,
     auto it = j.find(o.json_keys[k]);
     if (it == j.end()) return "missing key \"" + o.json_keys[k] + "\"";
     if (!it->is_string()) return "key \"" + o.json_keys[k] + "\" is not a string";
-    tok.encode(it->get_ref<const std::string&>(), &(*per_key)[k]);
-    if (o.append_eod && !(*per_key)[k].empty()) (*per_key)[k].push_back(tok.eod());
+    std::vector<int>& ids = (*per_key)[k];
+    if (o.add_bos) ids.push_back(tok.bos());
+    tok.encode(it->get_ref<const std::string&>(), &ids);
+    if (o.add_bos && ids.size() == 1) ids.clear();  // an empty document stays empty
+    if (o.append_eod && !ids.empty()) ids.push_back(tok.eod());
   }
   return "";
 }
@@ -155,6 +158,8 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
   };
   const std::unique_ptr<tokenizer::Tokenizer> built = tokenizer::build_tokenizer(o.tokenizer);
   const tokenizer::Tokenizer& tok = *built;
+  if (o.add_bos && tok.bos() < 0)
+    throw DatasetError("--add-bos: the tokenizer has no beginning-of-sequence token");
   std::ifstream in(o.input, std::ios::binary);
   if (!in) throw DatasetError(o.input + ": cannot open");
   std::vector<std::unique_ptr<IndexedDatasetBuilder>> builders;

@@ -18,6 +18,7 @@ struct PreprocessOptions {
   std::string output_prefix;
   tokenizer::TokenizerOptions tokenizer;
   bool append_eod = false;
+  bool add_bos = false;  // the tokenizer's BOS before every non-empty document
   int workers = 1;
   bool skip_bad_lines = false;  // false: the first bad line fails the run
   double progress_seconds = 2.0;

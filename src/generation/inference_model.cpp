@@ -93,9 +93,13 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
   if (!o.load.empty())
     checkpoint::load(o.load, config_, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
   model_.chunks[0]->parameters().refresh_low_precision();
+  // The key / value heads this rank's query heads read: one per head, or grouped-query
+  // attention's groups (G / t, or the one replicated group when t > G).
   const int t = tp.size(), heads = model.num_attention_heads / t;
+  const LayerDims dims = layer_dims(config_.model, tp.rank(), t);
+  const int kv_heads = dims.grouped ? (heads - 1) / dims.groups.heads_per_group + 1 : heads;
   cache_ = KvCache({(int)model_.chunks[0]->layers().size(), options_.max_batch,
-                    options_.max_sequence_length, heads, model.head_dim()},
+                    options_.max_sequence_length, kv_heads, model.head_dim()},
                    o.bf16);
   max_step_tokens_ = options_.max_batch + options_.prefill_chunk;
   max_logit_rows_ = options_.max_logit_rows > 0
@@ -134,7 +138,7 @@ void InferenceModel::plan_buffers() {
       {"hidden states in + out", 2 * R * h},
       {"layernorm out", gemm_input(R * h)},
       {"layernorm mean + rstd", 2 * R},
-      {"qkv", R * std::max(3 * attn, c.qkv_projection_local(t))},
+      {"qkv", R * c.qkv_projection_local(t)},
       {"attention out", R * attn},
       {"attention log-sum-exp", R * (c.num_attention_heads / t)},
       {"residual + row-parallel out", 2 * R * h},

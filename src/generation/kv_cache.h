@@ -1,8 +1,10 @@
 #pragma once
 // Keys and values of every position generated so far, per layer of this rank's stage:
-// [slot, local head, position, head_dim] for K and for V, so one head's keys over positions
-// are contiguous (the decode step streams them). fp32, or bf16 in bf16 runs (attention
-// accumulates in fp32 either way). Sized once, for max_batch slots x max_sequence positions.
+// [slot, key/value head, position, head_dim] for K and for V (a head per local query head,
+// or grouped-query attention's groups those heads read, so G / t per token, not h / t), so one
+// head's keys over positions are contiguous (the decode step streams them). fp32, or bf16 in bf16
+// runs (attention accumulates in fp32 either way). Sized once, for max_batch slots x max_sequence
+// positions.
 #include <cstdint>
 
 #include "core/first_touch.h"

@@ -1,5 +1,7 @@
 #include "kernels/attention.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,28 +17,81 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Strided views of one (batch, head) inside the packed qkv / out tensors.
-struct HeadView {
-  long token_stride;  // floats between consecutive tokens
-  long offset;        // first element of this head at token 0
+// One head's rows: token t of the sample at src + t * stride, copied into dst [seq, hd];
+// with RoPE, rotated to position t on the way (the dims past the table's 2 * half pass).
+void load_head(const float* src, long stride, int seq, int hd, float* dst, const RopeTable* rope) {
+  if (!rope) {
+    for (int t = 0; t < seq; ++t) std::copy_n(src + t * stride, hd, dst + (long)t * hd);
+    return;
+  }
+  const int half = rope->half;
+  for (int t = 0; t < seq; ++t) {
+    const float* x = src + t * stride;
+    float* y = dst + (long)t * hd;
+    const float* c = rope->cos.data() + (size_t)t * half;
+    const float* sn = rope->sin.data() + (size_t)t * half;
+#pragma omp simd
+    for (int i = 0; i < half; ++i) {
+      y[i] = x[i] * c[i] - x[half + i] * sn[i];
+      y[half + i] = x[half + i] * c[i] + x[i] * sn[i];
+    }
+    std::copy(x + 2 * half, x + hd, y + 2 * half);
+  }
+}
+
+// The transpose: rows [t0, t0 + count) of src ([count, hd]) to token t at dst + t * stride,
+// rotated back from position t (the inverse rotation is RoPE's backward).
+void store_rows(const float* src, int t0, int count, int hd, float* dst, long stride,
+                const RopeTable* rope) {
+  if (!rope) {
+    for (int i = 0; i < count; ++i)
+      std::copy_n(src + (long)i * hd, hd, dst + (long)(t0 + i) * stride);
+    return;
+  }
+  const int half = rope->half;
+  for (int i = 0; i < count; ++i) {
+    const int t = t0 + i;
+    const float* x = src + (long)i * hd;
+    float* y = dst + t * stride;
+    const float* c = rope->cos.data() + (size_t)t * half;
+    const float* sn = rope->sin.data() + (size_t)t * half;
+#pragma omp simd
+    for (int j = 0; j < half; ++j) {
+      y[j] = x[j] * c[j] + x[half + j] * sn[j];
+      y[half + j] = x[half + j] * c[j] - x[j] * sn[j];
+    }
+    std::copy(x + 2 * half, x + hd, y + 2 * half);
+  }
+}
+
+// Key / value heads the query heads [0, heads) read: first_kv on, one per heads_per_kv.
+int kv_heads_read(const QkvLayout& l, int heads) {
+  return (heads - 1) / l.heads_per_kv + 1;
+}
+
+// The work of a call: units of (sample, key/value head), that head's query heads one after
+// another (its k and v loaded, and in bf16 packed, once for them, and backward summing their
+// d k and d v in place), or of (sample, query head) when there are too few groups to share
+// among the threads evenly.
+struct WorkUnits {
+  bool by_group;
+  int count, n_kv;
+  int heads, heads_per_kv;
+  // Sample and query heads [h0, h1) of unit u.
+  void get(int u, int& b, int& h0, int& h1) const {
+    if (by_group) {
+      b = u / n_kv, h0 = (u % n_kv) * heads_per_kv, h1 = std::min(heads, h0 + heads_per_kv);
+    } else {
+      b = u / heads, h0 = u % heads, h1 = h0 + 1;
+    }
+  }
 };
 
-HeadView qkv_view(const AttentionShape& s, int b, int h, int which) {
-  long stride = 3L * s.heads * s.head_dim;
-  return {stride, b * s.seq * stride + (long)which * s.heads * s.head_dim + (long)h * s.head_dim};
-}
-
-HeadView out_view(const AttentionShape& s, int b, int h) {
-  long stride = (long)s.heads * s.head_dim;
-  return {stride, b * s.seq * stride + (long)h * s.head_dim};
-}
-
-void gather(const float* src, HeadView v, int seq, int hd, float* dst) {
-  for (int t = 0; t < seq; ++t) std::copy_n(src + v.offset + t * v.token_stride, hd, dst + t * hd);
-}
-
-void scatter(const float* src, HeadView v, int seq, int hd, float* dst) {
-  for (int t = 0; t < seq; ++t) std::copy_n(src + t * hd, hd, dst + v.offset + t * v.token_stride);
+WorkUnits work_units(const QkvLayout& l, const AttentionShape& s) {
+  const int n_kv = kv_heads_read(l, s.heads), groups = s.batch * n_kv;
+  const int threads = omp_get_max_threads();
+  const bool by_group = l.heads_per_kv == 1 || groups % threads == 0 || groups >= 4 * threads;
+  return {by_group, by_group ? groups : s.batch * s.heads, n_kv, s.heads, l.heads_per_kv};
 }
 
 // Number of keys in block [ks, ks + nk) visible to query row q (causal).
@@ -121,8 +176,11 @@ struct BackwardBuffers {
   float *dq, *dk, *dv, *delta, *p, *dp;
 };
 
+// dq is overwritten; dk and dv accumulate (a group's heads sum into them). kv_cache packs k
+// and v (kept across a group's heads), qo_cache this head's q and dout.
 void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const HeadDropout& drop,
-                       Precision precision, TileOperandCache& cache) {
+                       Precision precision, TileOperandCache& kv_cache,
+                       TileOperandCache& qo_cache) {
   std::uint8_t keep[kBlockK];
   float scaled_p[kBlockK];
   const int hd = s.head_dim;
@@ -133,8 +191,6 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
     x.delta[t] = acc;
   }
   std::fill_n(x.dq, (long)s.seq * hd, 0.f);
-  std::fill_n(x.dk, (long)s.seq * hd, 0.f);
-  std::fill_n(x.dv, (long)s.seq * hd, 0.f);
   for (int ks = 0; ks < s.seq; ks += kBlockK) {
     int nk = std::min(kBlockK, s.seq - ks);
     for (int qs = (ks / kBlockQ) * kBlockQ; qs < s.seq; qs += kBlockQ) {
@@ -142,9 +198,9 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
       const float* qi = x.q + (long)qs * hd;
       const float* doi = x.dout + (long)qs * hd;
       tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, scale, qi, hd, x.k + (long)ks * hd,
-                hd, 0.f, x.p, kBlockK, &cache);
+                hd, 0.f, x.p, kBlockK, &kv_cache);
       tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, 1.f, doi, hd, x.v + (long)ks * hd,
-                hd, 0.f, x.dp, kBlockK, &cache);
+                hd, 0.f, x.dp, kBlockK, &kv_cache);
       for (int i = 0; i < nq; ++i) {
         float* prow = x.p + i * kBlockK;
         float* dprow = x.dp + i * kBlockK;
@@ -174,44 +230,90 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
         std::fill(dprow + valid, dprow + nk, 0.f);
       }
       tile_gemm(precision, Trans::kYes, Trans::kNo, nk, hd, nq, 1.f, x.p, kBlockK, doi, hd, 1.f,
-                x.dv + (long)ks * hd, hd, &cache);
+                x.dv + (long)ks * hd, hd, &qo_cache);
       tile_gemm(precision, Trans::kNo, Trans::kNo, nq, hd, nk, scale, x.dp, kBlockK,
-                x.k + (long)ks * hd, hd, 1.f, x.dq + (long)qs * hd, hd, &cache);
+                x.k + (long)ks * hd, hd, 1.f, x.dq + (long)qs * hd, hd, &kv_cache);
       tile_gemm(precision, Trans::kYes, Trans::kNo, nk, hd, nq, scale, x.dp, kBlockK, qi, hd, 1.f,
-                x.dk + (long)ks * hd, hd, &cache);
+                x.dk + (long)ks * hd, hd, &qo_cache);
     }
   }
 }
 
 }  // namespace
 
+QkvLayout QkvLayout::packed(int heads, int head_dim) {
+  const long hd = (long)heads * head_dim;
+  return {3 * hd, 3 * hd, hd, 2 * hd, heads, 1, 0};
+}
+
 void flash_attention_forward(const float* qkv, float* out, float* lse, const AttentionShape& s,
                              const AttentionDropout& dropout, Precision precision) {
-  const long head_elems = (long)s.seq * s.head_dim;
-#pragma omp parallel
-  {
-    std::vector<float> local(4 * head_elems + kBlockQ * kBlockK);
-    float *q = local.data(), *k = q + head_elems, *v = k + head_elems, *o = v + head_elems;
-    float* scores = o + head_elems;
-    TileOperandCache cache;
-#pragma omp for schedule(dynamic)
-    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
-      int b = bh / s.heads, h = bh % s.heads;
-      cache.clear();  // q, k, v (and dout) are refilled for this head
-      gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
-      gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
-      gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
-      forward_one_head(s, q, k, v, o, lse + (long)bh * s.seq, scores,
-                       head_dropout(dropout, s, b, h), precision, cache);
-      scatter(o, out_view(s, b, h), s.seq, s.head_dim, out);
-    }
-  }
+  flash_attention_forward(qkv, QkvLayout::packed(s.heads, s.head_dim), out, lse, s, dropout,
+                          precision, nullptr);
 }
 
 void flash_attention_backward(const float* qkv, const float* out, const float* dout,
                               const float* lse, float* dqkv, const AttentionShape& s,
                               const AttentionDropout& dropout, Precision precision) {
-  const long head_elems = (long)s.seq * s.head_dim;
+  flash_attention_backward(qkv, QkvLayout::packed(s.heads, s.head_dim), out, dout, lse, dqkv, s,
+                           dropout, precision, nullptr);
+}
+
+void flash_attention_forward(const float* qkv, const QkvLayout& l, float* out, float* lse,
+                             const AttentionShape& s, const AttentionDropout& dropout,
+                             Precision precision, const RopeTable* rope) {
+  const int hd = s.head_dim;
+  const long head_elems = (long)s.seq * hd, out_stride = (long)s.heads * hd;
+  const WorkUnits units = work_units(l, s);
+#pragma omp parallel
+  {
+    std::vector<float> local(4 * head_elems + kBlockQ * kBlockK);
+    float *q = local.data(), *k = q + head_elems, *v = k + head_elems, *o = v + head_elems;
+    float* scores = o + head_elems;
+    TileOperandCache cache;  // k and v, packed once for the unit's heads
+#pragma omp for schedule(dynamic)
+    for (int u = 0; u < units.count; ++u) {
+      int b, h0, h1;
+      units.get(u, b, h0, h1);
+      const long row0 = (long)b * s.seq;
+      const long kv = row0 * l.kv_stride + (long)l.kv_of(h0) * hd;
+      cache.clear();
+      load_head(qkv + l.k_offset + kv, l.kv_stride, s.seq, hd, k, rope);
+      load_head(qkv + l.v_offset + kv, l.kv_stride, s.seq, hd, v, nullptr);
+      for (int h = h0; h < h1; ++h) {
+        load_head(qkv + row0 * l.q_stride + (long)h * hd, l.q_stride, s.seq, hd, q, rope);
+        forward_one_head(s, q, k, v, o, lse + ((long)b * s.heads + h) * s.seq, scores,
+                         head_dropout(dropout, s, b, h), precision, cache);
+        store_rows(o, 0, s.seq, hd, out + row0 * out_stride + (long)h * hd, out_stride, nullptr);
+      }
+    }
+  }
+}
+
+void flash_attention_backward(const float* qkv, const QkvLayout& l, const float* out,
+                              const float* dout, const float* lse, float* dqkv,
+                              const AttentionShape& s, const AttentionDropout& dropout,
+                              Precision precision, const RopeTable* rope) {
+  const int hd = s.head_dim;
+  const long head_elems = (long)s.seq * hd, out_stride = (long)s.heads * hd;
+  const long rows = (long)s.batch * s.seq;
+  const WorkUnits units = work_units(l, s);
+  // Key / value heads no query head here reads (replicated groups of other ranks' heads).
+  const int kv_first = l.first_kv, kv_end = l.first_kv + units.n_kv;
+  if (kv_first > 0 || kv_end < l.kv_heads) {
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < rows; ++r)
+      for (int j = 0; j < l.kv_heads; ++j)
+        if (j < kv_first || j >= kv_end) {
+          std::fill_n(dqkv + l.k_offset + r * l.kv_stride + (long)j * hd, hd, 0.f);
+          std::fill_n(dqkv + l.v_offset + r * l.kv_stride + (long)j * hd, hd, 0.f);
+        }
+  }
+  // Units of one query head of a group: each head's d k and d v go here, [sample, head, k|v],
+  // and are summed into their group in head order below (the result does not depend on the
+  // thread count).
+  const bool spill = !units.by_group;
+  std::vector<float> spilled(spill ? 2 * (size_t)s.batch * s.heads * head_elems : 0);
 #pragma omp parallel
   {
     std::vector<float> local(8 * head_elems + s.seq + 2 * kBlockQ * kBlockK);
@@ -220,21 +322,64 @@ void flash_attention_backward(const float* qkv, const float* out, const float* d
     float *dout_h = o + head_elems, *dq = dout_h + head_elems, *dk = dq + head_elems;
     float *dv = dk + head_elems, *delta = dv + head_elems, *p = delta + s.seq;
     float* dp = p + kBlockQ * kBlockK;
-    TileOperandCache cache;
+    TileOperandCache kv_cache, qo_cache;
 #pragma omp for schedule(dynamic)
-    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
-      int b = bh / s.heads, h = bh % s.heads;
-      cache.clear();  // q, k, v (and dout) are refilled for this head
-      gather(qkv, qkv_view(s, b, h, 0), s.seq, s.head_dim, q);
-      gather(qkv, qkv_view(s, b, h, 1), s.seq, s.head_dim, k);
-      gather(qkv, qkv_view(s, b, h, 2), s.seq, s.head_dim, v);
-      gather(out, out_view(s, b, h), s.seq, s.head_dim, o);
-      gather(dout, out_view(s, b, h), s.seq, s.head_dim, dout_h);
-      backward_one_head(s, {q, k, v, o, dout_h, lse + (long)bh * s.seq, dq, dk, dv, delta, p, dp},
-                        head_dropout(dropout, s, b, h), precision, cache);
-      scatter(dq, qkv_view(s, b, h, 0), s.seq, s.head_dim, dqkv);
-      scatter(dk, qkv_view(s, b, h, 1), s.seq, s.head_dim, dqkv);
-      scatter(dv, qkv_view(s, b, h, 2), s.seq, s.head_dim, dqkv);
+    for (int u = 0; u < units.count; ++u) {
+      int b, h0, h1;
+      units.get(u, b, h0, h1);
+      const long row0 = (long)b * s.seq;
+      const long kv = row0 * l.kv_stride + (long)l.kv_of(h0) * hd;
+      kv_cache.clear();
+      load_head(qkv + l.k_offset + kv, l.kv_stride, s.seq, hd, k, rope);
+      load_head(qkv + l.v_offset + kv, l.kv_stride, s.seq, hd, v, nullptr);
+      std::fill_n(dk, head_elems, 0.f);
+      std::fill_n(dv, head_elems, 0.f);
+      for (int h = h0; h < h1; ++h) {
+        const long qh = row0 * l.q_stride + (long)h * hd, oh = row0 * out_stride + (long)h * hd;
+        qo_cache.clear();
+        load_head(qkv + qh, l.q_stride, s.seq, hd, q, rope);
+        load_head(out + oh, out_stride, s.seq, hd, o, nullptr);
+        load_head(dout + oh, out_stride, s.seq, hd, dout_h, nullptr);
+        backward_one_head(
+            s,
+            {q, k, v, o, dout_h, lse + ((long)b * s.heads + h) * s.seq, dq, dk, dv, delta, p, dp},
+            head_dropout(dropout, s, b, h), precision, kv_cache, qo_cache);
+        store_rows(dq, 0, s.seq, hd, dqkv + qh, l.q_stride, rope);
+      }
+      if (spill) {
+        float* slot = spilled.data() + 2 * ((size_t)b * s.heads + h0) * head_elems;
+        std::copy_n(dk, head_elems, slot);
+        std::copy_n(dv, head_elems, slot + head_elems);
+      } else {
+        store_rows(dk, 0, s.seq, hd, dqkv + l.k_offset + kv, l.kv_stride, rope);
+        store_rows(dv, 0, s.seq, hd, dqkv + l.v_offset + kv, l.kv_stride, nullptr);
+      }
+    }
+  }
+  if (!spill) return;
+  // Each (sample, group, block of kBlockQ tokens): its heads' d k and d v summed in order.
+  const int blocks = (s.seq + kBlockQ - 1) / kBlockQ;
+#pragma omp parallel
+  {
+    std::vector<float> sum(2L * kBlockQ * hd);
+#pragma omp for schedule(static)
+    for (int w = 0; w < s.batch * units.n_kv * blocks; ++w) {
+      const int b = w / (units.n_kv * blocks), j = w / blocks % units.n_kv;
+      const int t0 = (w % blocks) * kBlockQ, n = std::min(kBlockQ, s.seq - t0);
+      const int h0 = j * l.heads_per_kv, h1 = std::min(s.heads, h0 + l.heads_per_kv);
+      for (int which = 0; which < 2; ++which) {
+        float* acc = sum.data() + (long)which * kBlockQ * hd;
+        std::fill_n(acc, (long)n * hd, 0.f);
+        for (int h = h0; h < h1; ++h) {
+          const float* src =
+              spilled.data() + (2 * ((size_t)b * s.heads + h) + which) * head_elems + (long)t0 * hd;
+#pragma omp simd
+          for (long i = 0; i < (long)n * hd; ++i) acc[i] += src[i];
+        }
+        const long kv = (long)b * s.seq * l.kv_stride + (long)(l.first_kv + j) * hd;
+        store_rows(acc, t0, n, hd, dqkv + (which ? l.v_offset : l.k_offset) + kv, l.kv_stride,
+                   which ? nullptr : rope);
+      }
     }
   }
 }

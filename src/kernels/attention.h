@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/low_precision.h"
+#include "kernels/rope.h"
 
 namespace trident::kernels {
 
@@ -26,6 +27,24 @@ struct AttentionDropout {
   bool active() const { return probability > 0.f && first_sample >= 0; }
 };
 
+// Where each head's q, k and v sit in the projections' output (and their gradients in the
+// backward's output, laid out alike). Token r (= b * seq + t) of query head h at
+// qkv + r * q_stride + h * head_dim; of key head j at qkv + k_offset + r * kv_stride +
+// j * head_dim, its value at v_offset instead. Query head h reads key / value head
+// first_kv + h / heads_per_kv: grouped-query attention reads the group's k and v where the
+// projection wrote them, never expanded to every head.
+struct QkvLayout {
+  long q_stride = 0;
+  long kv_stride = 0;
+  long k_offset = 0, v_offset = 0;
+  int kv_heads = 0;  // key / value heads in the tensor (some may be read by no head held)
+  int heads_per_kv = 1;
+  int first_kv = 0;
+  int kv_of(int head) const { return first_kv + head / heads_per_kv; }
+  // Multi-head attention's [tokens, 3, heads, head_dim].
+  static QkvLayout packed(int heads, int head_dim);
+};
+
 constexpr int kBlockQ = 64;
 constexpr int kBlockK = 64;
 
@@ -42,5 +61,17 @@ void flash_attention_backward(const float* qkv, const float* out, const float* d
                               const float* lse, float* dqkv, const AttentionShape& s,
                               const AttentionDropout& dropout = {},
                               Precision precision = Precision::kFp32);
+
+// The same on any QkvLayout, with RoPE (rope non-null) applied to q and k as each head's
+// tiles are loaded (token t of a sample at position t): qkv holds them unrotated, and
+// backward rotates d q and d k back as it stores them. dqkv (laid out as qkv) is
+// overwritten, key / value heads no query head reads with 0.
+void flash_attention_forward(const float* qkv, const QkvLayout& layout, float* out, float* lse,
+                             const AttentionShape& s, const AttentionDropout& dropout,
+                             Precision precision, const RopeTable* rope);
+void flash_attention_backward(const float* qkv, const QkvLayout& layout, const float* out,
+                              const float* dout, const float* lse, float* dqkv,
+                              const AttentionShape& s, const AttentionDropout& dropout,
+                              Precision precision, const RopeTable* rope);
 
 }  // namespace trident::kernels

@@ -148,9 +148,10 @@ void attend_row(const float* q, const T* keys, const T* values, int visible, int
 }
 
 template <class T>
-void attention_rows(const float* qkv, float* out, const KvLayerView& kv, const T* kbase,
-                    const T* vbase, const CachedSegment* segs, int n_segs) {
-  const int heads = kv.heads, hd = kv.head_dim;
+void attention_rows(const float* qkv, const QkvLayout& l, int heads, float* out,
+                    const KvLayerView& kv, const T* kbase, const T* vbase,
+                    const CachedSegment* segs, int n_segs) {
+  const int hd = kv.head_dim;
   const float scale = 1.f / std::sqrt((float)hd);
   std::vector<std::pair<int, int>> items;  // (segment, row within it) x heads below
   for (int s = 0; s < n_segs; ++s)
@@ -165,26 +166,26 @@ void attention_rows(const float* qkv, float* out, const KvLayerView& kv, const T
       const int h = (int)(w % heads);
       const CachedSegment& seg = segs[s];
       const long row = seg.row + i;
-      const long head = seg.slot * kv.slot_stride() + h * kv.head_stride();
-      attend_row(qkv + row * 3 * heads * hd + (long)h * hd, kbase + head, vbase + head,
-                 seg.start + i + 1, hd, scale, scores.data(),
-                 out + row * heads * hd + (long)h * hd);
+      const long head = seg.slot * kv.slot_stride() + (h / l.heads_per_kv) * kv.head_stride();
+      attend_row(qkv + row * l.q_stride + (long)h * hd, kbase + head, vbase + head,
+                 seg.start + i + 1, hd, scale, scores.data(), out + (row * heads + h) * (long)hd);
     }
   }
 }
 
 }  // namespace
 
-void kv_cache_append(const float* qkv, const KvLayerView& kv, const CachedSegment* segs,
-                     int n_segs) {
-  const int heads = kv.heads, hd = kv.head_dim;
+void kv_cache_append(const float* qkv, const QkvLayout& l, const KvLayerView& kv,
+                     const CachedSegment* segs, int n_segs) {
+  const int hd = kv.head_dim;
   for (int s = 0; s < n_segs; ++s)
     for (int i = 0; i < segs[s].count; ++i) {
       const long row = segs[s].row + i, pos = segs[s].start + i;
-      for (int h = 0; h < heads; ++h) {
-        const float* k = qkv + (row * 3 + 1) * heads * hd + (long)h * hd;
-        const float* v = qkv + (row * 3 + 2) * heads * hd + (long)h * hd;
-        const long at = segs[s].slot * kv.slot_stride() + h * kv.head_stride() + pos * hd;
+      for (int j = 0; j < kv.heads; ++j) {
+        const long from = row * l.kv_stride + (long)(l.first_kv + j) * hd;
+        const float* k = qkv + l.k_offset + from;
+        const float* v = qkv + l.v_offset + from;
+        const long at = segs[s].slot * kv.slot_stride() + j * kv.head_stride() + pos * hd;
         if (kv.k16) {
           for (int d = 0; d < hd; ++d) kv.k16[at + d] = bf16_from_float(k[d]);
           for (int d = 0; d < hd; ++d) kv.v16[at + d] = bf16_from_float(v[d]);
@@ -196,12 +197,22 @@ void kv_cache_append(const float* qkv, const KvLayerView& kv, const CachedSegmen
     }
 }
 
+void kv_cache_append(const float* qkv, const KvLayerView& kv, const CachedSegment* segs,
+                     int n_segs) {
+  kv_cache_append(qkv, QkvLayout::packed(kv.heads, kv.head_dim), kv, segs, n_segs);
+}
+
+void cached_attention(const float* qkv, const QkvLayout& l, int heads, float* out,
+                      const KvLayerView& kv, const CachedSegment* segs, int n_segs) {
+  if (kv.k16)
+    attention_rows<bf16_t>(qkv, l, heads, out, kv, kv.k16, kv.v16, segs, n_segs);
+  else
+    attention_rows<float>(qkv, l, heads, out, kv, kv.k, kv.v, segs, n_segs);
+}
+
 void cached_attention(const float* qkv, float* out, const KvLayerView& kv,
                       const CachedSegment* segs, int n_segs) {
-  if (kv.k16)
-    attention_rows<bf16_t>(qkv, out, kv, kv.k16, kv.v16, segs, n_segs);
-  else
-    attention_rows<float>(qkv, out, kv, kv.k, kv.v, segs, n_segs);
+  cached_attention(qkv, QkvLayout::packed(kv.heads, kv.head_dim), kv.heads, out, kv, segs, n_segs);
 }
 
 }  // namespace trident::kernels

@@ -2,8 +2,9 @@
 // Grouped-query attention on the multi-head kernels: the query projection [rows, heads * d]
 // and the key/value projection [rows, k of G groups | v of G groups] are expanded into
 // attention's [rows, 3, heads, d] layout, each query head reading its group's key and value.
-// Backward sums the heads' key/value gradients back into their group. The expanded copy
-// costs memory traffic of 2 * heads * d per row; the attention kernels stay as they are.
+// Backward sums the heads' key/value gradients back into their group. Training and
+// generation no longer expand (attention reads the groups in place through QkvLayout, see
+// attention.h); this is the unfused reference the tests hold that path to.
 namespace trident::kernels {
 
 struct QueryGroups {

@@ -5,6 +5,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/linear_bf16.h"
 #include "kernels/skinny_linear.h"
+#include "kernels/swiglu.h"
 #include "kernels/weight_grad_store.h"
 
 namespace trident::kernels {
@@ -44,6 +45,16 @@ GemmOperand gelu_output_grad_operand(const LinearPrecision& p, float* d_act, con
     return d_act;
   }
   gelu_bias_backward(pre, d_act, dbias, rows, out, p.scratch.act16);
+  return p.scratch.act16;
+}
+
+GemmOperand swiglu_output_grad_operand(const LinearPrecision& p, const float* d_act, float* pre,
+                                       float* dbias, int rows, int cols) {
+  if (p.precision != Precision::kBf16) {
+    swiglu_bias_backward(d_act, pre, dbias, rows, cols, nullptr);
+    return pre;
+  }
+  swiglu_bias_backward(d_act, pre, dbias, rows, cols, p.scratch.act16);
   return p.scratch.act16;
 }
 

@@ -51,6 +51,12 @@ GemmOperand output_grad_operand(const LinearPrecision& p, const float* dy, float
 GemmOperand gelu_output_grad_operand(const LinearPrecision& p, float* d_act, const float* pre,
                                      float* dbias, int rows, int out);
 
+// The same for a linear followed by SwiGLU (out = 2 * cols, [gate | up]): d_act [rows, cols]
+// = d(SwiGLU(pre)) turns into d(pre) in one pass with the bias gradient (in place in pre,
+// or bf16 into the scratch).
+GemmOperand swiglu_output_grad_operand(const LinearPrecision& p, const float* d_act, float* pre,
+                                       float* dbias, int rows, int cols);
+
 // A weight [out, in] as the products see it: fp32 master values and, in bf16 / fp16 runs,
 // its 16-bit copy.
 struct WeightOperand {

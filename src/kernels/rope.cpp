@@ -1,6 +1,7 @@
 #include "kernels/rope.h"
 
 #include <cmath>
+#include <mutex>
 
 namespace trident::kernels {
 
@@ -16,6 +17,21 @@ RopeTable::RopeTable(const RopeConfig& c, int positions) : half(c.rotary_dim / 2
       sin[(size_t)p * half + i] = (float)std::sin(p * inv_freq);
     }
   }
+}
+
+std::shared_ptr<const RopeTable> shared_rope_table(const RopeConfig& c, int positions) {
+  static std::mutex mutex;
+  static RopeConfig config;
+  static int held = 0;
+  static std::shared_ptr<const RopeTable> table;
+  std::lock_guard<std::mutex> lock(mutex);
+  const bool same =
+      config.head_dim == c.head_dim && config.rotary_dim == c.rotary_dim && config.base == c.base;
+  if (!table || !same || held < positions) {
+    table = std::make_shared<const RopeTable>(c, positions);
+    config = c, held = positions;
+  }
+  return table;
 }
 
 void rope_apply(float* x, long rows, long row_stride, int heads, const int* positions,

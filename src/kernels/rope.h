@@ -3,6 +3,7 @@
 // and Megatron: within the first rotary_dim dims of a head, dim i < rotary_dim / 2 pairs
 // with dim i + rotary_dim / 2 and the pair turns by position * base^(-2i / rotary_dim).
 // The remaining dims pass unchanged (--rotary-percent < 1).
+#include <memory>
 #include <vector>
 
 namespace trident::kernels {
@@ -20,6 +21,10 @@ struct RopeTable {
   int half = 0;
   RopeTable(const RopeConfig& c, int positions);
 };
+
+// A table for at least `positions` positions, shared: built once per configuration and
+// reused by later calls (each layer's forward and backward) until one needs more positions.
+std::shared_ptr<const RopeTable> shared_rope_table(const RopeConfig& c, int positions);
 
 // Rotates `heads` heads of each of `rows` rows in place: row r starts at x + r * row_stride
 // and sits at position positions[r]. inverse: the transposed rotation, which is the

@@ -16,6 +16,12 @@ void bias_swiglu_forward(float* pre, const float* bias, float* act, int rows, in
 // gate's and up's gradients in one pass over the pair.
 void swiglu_backward_inplace(const float* d_act, float* pre, int rows, int cols);
 
+// The same with fc1's bias and the backward products' operand: d(pre) of both halves in
+// one pass, into pre (d16 null) or rounded to bf16 into d16 [rows, 2 * cols] (pre is then
+// left as it was); dbias (may be null) += its column sums, [gate | up].
+void swiglu_bias_backward(const float* d_act, float* pre, float* dbias, int rows, int cols,
+                          bf16_t* d16);
+
 float silu_scalar(float x);
 
 }  // namespace trident::kernels

@@ -13,26 +13,43 @@ namespace {
 
 constexpr int kLanes = 16;  // fp32 lanes of a 512-bit register
 
-// A as [m][pairs] words, row i = A(i, 0..k) in bf16 (a pair per word), odd k padded with 0.
-void pack_a(Trans t, int m, int k, const float* a, int lda, std::uint32_t* out) {
+// A in words of bf16 pairs (A(i, 2p) low, A(i, 2p + 1) high; odd k padded with 0), word
+// (i, p) at out[i * row + p * pair]: op(A) = A is packed [m][pairs] (row = pairs, pair = 1),
+// op(A) = a^T [pairs][m] (row = 1, pair = m), so both read their source rows and write
+// their words contiguously.
+struct PackedA {
+  long row, pair;
+};
+
+PackedA pack_a(Trans t, int m, int k, const float* a, int lda, std::uint32_t* out) {
   const int pairs = (k + 1) / 2, width = 2 * pairs;
-  bf16_t* o = reinterpret_cast<bf16_t*>(out);
-  if (k % 2)
-    for (int i = 0; i < m; ++i) o[(long)i * width + k] = 0;
   if (t == Trans::kNo) {
+    bf16_t* o = reinterpret_cast<bf16_t*>(out);
+    if (k % 2)
+      for (int i = 0; i < m; ++i) o[(long)i * width + k] = 0;
     for (int i = 0; i < m; ++i) {
       const float* row = a + (long)i * lda;
       bf16_t* dst = o + (long)i * width;
 #pragma omp simd
       for (int kk = 0; kk < k; ++kk) dst[kk] = bf16_from_float(row[kk]);
     }
-    return;
+    return {pairs, 1};
   }
-  for (int kk = 0; kk < k; ++kk) {  // A(i, kk) = a[kk][i]: read rows of a, write columns
-    const float* row = a + (long)kk * lda;
+  for (int p = 0; p < pairs; ++p) {  // A(i, kk) = a[kk][i]: rows 2p and 2p + 1 of a, paired
+    const float* lo = a + 2L * p * lda;
+    const float* hi = lo + lda;
+    std::uint32_t* dst = out + (long)p * m;
+    if (2 * p + 1 < k) {
 #pragma omp simd
-    for (int i = 0; i < m; ++i) o[(long)i * width + kk] = bf16_from_float(row[i]);
+      for (int i = 0; i < m; ++i)
+        dst[i] = (std::uint32_t)bf16_from_float(lo[i]) | (std::uint32_t)bf16_from_float(hi[i])
+                                                             << 16;
+    } else {
+#pragma omp simd
+      for (int i = 0; i < m; ++i) dst[i] = bf16_from_float(lo[i]);
+    }
   }
+  return {1, m};
 }
 
 // B as [pairs][np] words: pair p, column j = (B(2p, j), B(2p + 1, j)), the layout the
@@ -69,7 +86,7 @@ struct Output {
 #if defined(__AVX512BF16__)
 // Rows [0, R) x column blocks [0, C) of 16, starting at column j0 of the output.
 template <int R, int C>
-void kernel(const std::uint32_t* a, int pairs, const std::uint32_t* b, int np, int j0,
+void kernel(const std::uint32_t* a, PackedA sa, int pairs, const std::uint32_t* b, int np, int j0,
             const Output& out) {
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r)
@@ -79,7 +96,7 @@ void kernel(const std::uint32_t* a, int pairs, const std::uint32_t* b, int np, i
     for (int c = 0; c < C; ++c)
       bv[c] = (__m512bh)_mm512_loadu_si512(b + (long)p * np + j0 + c * kLanes);
     for (int r = 0; r < R; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[(long)r * pairs + p]);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * sa.row + p * sa.pair]);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], av, bv[c]);
     }
   }
@@ -97,37 +114,37 @@ void kernel(const std::uint32_t* a, int pairs, const std::uint32_t* b, int np, i
 }
 
 template <int R>
-void row_block(const std::uint32_t* a, int pairs, const std::uint32_t* b, int np,
+void row_block(const std::uint32_t* a, PackedA sa, int pairs, const std::uint32_t* b, int np,
                const Output& out) {
   for (int j = 0; j < np; j += 4 * kLanes) {
     switch (std::min(4, (np - j) / kLanes)) {
       case 4:
-        kernel<R, 4>(a, pairs, b, np, j, out);
+        kernel<R, 4>(a, sa, pairs, b, np, j, out);
         break;
       case 3:
-        kernel<R, 3>(a, pairs, b, np, j, out);
+        kernel<R, 3>(a, sa, pairs, b, np, j, out);
         break;
       case 2:
-        kernel<R, 2>(a, pairs, b, np, j, out);
+        kernel<R, 2>(a, sa, pairs, b, np, j, out);
         break;
       default:
-        kernel<R, 1>(a, pairs, b, np, j, out);
+        kernel<R, 1>(a, sa, pairs, b, np, j, out);
         break;
     }
   }
 }
 
-void multiply(int m, int pairs, int np, const std::uint32_t* a, const std::uint32_t* b,
+void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, const std::uint32_t* b,
               Output out) {
   int i = 0;
   float* const c0 = out.c;
   for (; i + 4 <= m; i += 4) {
     out.c = c0 + (long)i * out.ldc;
-    row_block<4>(a + (long)i * pairs, pairs, b, np, out);
+    row_block<4>(a + i * sa.row, sa, pairs, b, np, out);
   }
   for (; i < m; ++i) {
     out.c = c0 + (long)i * out.ldc;
-    row_block<1>(a + (long)i * pairs, pairs, b, np, out);
+    row_block<1>(a + i * sa.row, sa, pairs, b, np, out);
   }
 }
 #else
@@ -139,13 +156,13 @@ float hi_of(std::uint32_t w) {
   return __builtin_bit_cast(float, w & 0xffff0000u);
 }
 
-void multiply(int m, int pairs, int np, const std::uint32_t* a, const std::uint32_t* b,
+void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, const std::uint32_t* b,
               Output out) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < out.n; ++j) {
       float acc = 0.f;
       for (int p = 0; p < pairs; ++p) {
-        std::uint32_t x = a[(long)i * pairs + p], y = b[(long)p * np + j];
+        std::uint32_t x = a[i * sa.row + p * sa.pair], y = b[(long)p * np + j];
         acc += lo_of(x) * lo_of(y) + hi_of(x) * hi_of(y);
       }
       float& dst = out.c[(long)i * out.ldc + j];
@@ -187,7 +204,7 @@ void tile_gemm(Precision precision, Trans trans_a, Trans trans_b, int m, int n, 
   const int pairs = (k + 1) / 2, np = padded_columns(n);
   thread_local std::vector<std::uint32_t> packed_a, packed_b;
   packed_a.resize((size_t)m * pairs);
-  pack_a(trans_a, m, k, a, lda, packed_a.data());
+  const PackedA sa = pack_a(trans_a, m, k, a, lda, packed_a.data());
   const std::uint32_t* words;
   if (b_cache) {
     words = b_cache->packed_b(trans_b, k, n, b, ldb);
@@ -196,7 +213,7 @@ void tile_gemm(Precision precision, Trans trans_a, Trans trans_b, int m, int n, 
     pack_b(trans_b, k, n, np, b, ldb, packed_b.data());
     words = packed_b.data();
   }
-  multiply(m, pairs, np, packed_a.data(), words, {c, ldc, n, alpha, beta});
+  multiply(m, pairs, np, packed_a.data(), sa, words, {c, ldc, n, alpha, beta});
 }
 
 }  // namespace trident::kernels

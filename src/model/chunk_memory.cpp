@@ -64,7 +64,7 @@ long ChunkShape::deferred_weight_grad_floats() const {
   const long rows_h = local_tokens() * h;
   long held = 0, used = 0;
   for (long dy : qkv_dy) {
-    if (used + dy <= n * 3 * attn)
+    if (used + dy <= n * config.qkv_projection_local((int)t))
       used += dy;
     else
       held += dy;
@@ -154,7 +154,9 @@ void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
     const std::string w = kept ? to_w : "";
     plan.add(A, prefix + "ln1 out" + gemm_only + w, gemm_input_floats(local * h), held);
     plan.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
-    plan.add(A, prefix + "qkv" + w, tokens * 3 * attn_local, held);
+    // What the projections write (grouped-query attention: h / t + 2 G d / t, k and v
+    // never expanded to every head).
+    plan.add(A, prefix + "qkv" + w, tokens * s.config.qkv_projection_local((int)t), held);
     if (!kept || !selective) {
       plan.add(A, prefix + "attention out" + w, tokens * attn_local, held);
       plan.add(A, prefix + "attention log-sum-exp", s.micro_batch * heads_local * s.seq, copies);
@@ -214,10 +216,7 @@ void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
   plan.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
   plan.add(S, "d_ffn", tokens * ffn_local);
   const ModelConfig& c = s.config;
-  plan.add(S, "d_attn + d_qkv",
-           tokens * (attn_local + std::max(3 * attn_local, c.qkv_projection_local((int)t))));
-  if (c.group_query_attention)  // d(k, v), or [dq | dkv] of the fused q|kv GEMM
-    plan.add(S, "d_kv (grouped)", tokens * c.qkv_projection_local((int)t));
+  plan.add(S, "d_attn + d_qkv", tokens * (attn_local + c.qkv_projection_local((int)t)));
   if (s.options.placement.post_process) {
     plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
     if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);

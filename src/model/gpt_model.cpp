@@ -166,7 +166,7 @@ void GPTModel::plan_and_allocate() {
   auto held_output = [&](int l) { return l >= recomputed && (l + 1 < layers || !deferring); };
   auto take_held = [&](LayerActivations& a, bool own_core) {
     a.ln1_out = take_gemm_input(local * h);
-    a.qkv = ar.take(tokens * 3 * attn_local);
+    a.qkv = ar.take(tokens * qkv_proj);
     a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
     a.residual1 = ar.take(local * h);
     a.ln2_out = take_gemm_input(local * h);
@@ -226,10 +226,7 @@ void GPTModel::plan_and_allocate() {
   scratch_.d_hidden = ar.take(tokens * h);
   scratch_.d_ffn = ar.take(tokens * ffn_local);
   scratch_.d_attn = ar.take(tokens * attn_local);
-  scratch_.d_qkv = ar.take(tokens * std::max(3 * attn_local, qkv_proj));
-  // Grouped-query attention: d(k, v) of the groups, or with the fused q|kv GEMM (no biases)
-  // the rows of [dq | dkv]; sized for the latter.
-  if (config_.group_query_attention) scratch_.d_kv = ar.take(tokens * qkv_proj);
+  scratch_.d_qkv = ar.take(tokens * qkv_proj);
   if (!layers_.empty())
     for (int k = 0; k < options_.deferred_weight_grads; ++k) {
       const long floats = shape_.deferred_weight_grad_floats();

@@ -152,37 +152,46 @@ kernels::AttentionDropout TransformerLayer::attention_dropout(const LayerCall& c
           call.dropout.first_sample, dims_.head_offset};
 }
 
+kernels::QkvLayout TransformerLayer::qkv_layout(int rows) const {
+  const int hd = dims_.head_dim;
+  if (!dims_.grouped) return kernels::QkvLayout::packed(dims_.heads_local, hd);
+  const kernels::QueryGroups& g = dims_.groups;
+  const long q = (long)dims_.heads_local * hd, k = (long)g.groups * hd;
+  kernels::QkvLayout l;
+  l.kv_heads = g.groups, l.heads_per_kv = g.heads_per_group, l.first_kv = g.first_group;
+  if (qkv_.weight.value) {  // the fused GEMM's rows of [q | k | v]
+    l.q_stride = l.kv_stride = q + dims_.kv_local;
+    l.k_offset = q, l.v_offset = q + k;
+  } else {  // q's rows, then kv's
+    l.q_stride = q, l.kv_stride = dims_.kv_local;
+    l.k_offset = rows * q, l.v_offset = rows * q + k;
+  }
+  return l;
+}
+
+std::shared_ptr<const kernels::RopeTable> TransformerLayer::rope_table(int seq) const {
+  if (dims_.rope.rotary_dim <= 0) return nullptr;
+  return kernels::shared_rope_table(dims_.rope, seq);
+}
+
 void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall& call) const {
-  kernels::flash_attention_forward(a.qkv, a.attn_out, a.attn_lse,
+  const auto rope = rope_table(call.seq);
+  kernels::flash_attention_forward(a.qkv, qkv_layout(call.batch * call.seq), a.attn_out, a.attn_lse,
                                    {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
-                                   attention_dropout(call), attention_precision_);
+                                   attention_dropout(call), attention_precision_, rope.get());
 }
 
-void TransformerLayer::rotate(float* qkv, int batch, int seq, bool inverse) const {
-  if (dims_.rope.rotary_dim > 0)
-    kernels::rope_qkv(qkv, batch, seq, dims_.heads_local, dims_.rope, inverse);
-}
-
-void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, float* scratch,
-                                   int rows) const {
-  if (!dims_.grouped) {
+void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows) const {
+  if (qkv_.weight.value) {  // linear_qkv, or the fused q|kv GEMM
     qkv_.forward(in, qkv, rows);
     kernels::add_bias(qkv, qkv_.bias.value, rows, qkv_.out_local);
     return;
   }
-  if (qkv_.weight.value) {  // one GEMM: rows of [q | kv]
-    qkv_.forward(in, scratch, rows);
-    kernels::expand_grouped_qkv(scratch, qkv_.out_local, scratch + q_.out_local, qkv_.out_local,
-                                qkv, rows, dims_.groups);
-    return;
-  }
-  float* q = scratch;
-  float* kv = scratch + (long)rows * q_.out_local;
-  q_.forward(in, q, rows);
-  kernels::add_bias(q, q_.bias.value, rows, q_.out_local);
+  float* kv = qkv + (long)rows * q_.out_local;
+  q_.forward(in, qkv, rows);
+  kernels::add_bias(qkv, q_.bias.value, rows, q_.out_local);
   kv_.forward(in, kv, rows);
   kernels::add_bias(kv, kv_.bias.value, rows, kv_.out_local);
-  kernels::expand_grouped_qkv(q, kv, qkv, rows, dims_.groups);
 }
 
 void TransformerLayer::mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act,
@@ -198,8 +207,7 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   const int rows = call.batch * call.seq, n = local_rows(call), h = dims_.hidden;
   using kernels::DropoutKind, kernels::dropout_site;
   ln1_.forward(x, a.ln1_out, a.ln1_mean, a.ln1_rstd, n, h);
-  project_qkv(column_input(a.ln1_out, n, w), a.qkv, w.d_qkv, rows);
-  rotate(a.qkv, call.batch, call.seq, false);
+  project_qkv(column_input(a.ln1_out, n, w), a.qkv, rows);
   attention_core(a, call);
   proj_.forward(a.attn_out, w.row_out, rows);
   kernels::bias_dropout_residual_add(x, row_output(w, n), proj_.bias.value, a.residual1, n, h,
@@ -219,24 +227,17 @@ void TransformerLayer::donate(float* region, long floats) const {
     precision_->deferred->donate(region, floats);
 }
 
-// Grouped-query attention: the heads' key/value gradients summed into their groups, then
-// both projections' backward with one reduction of their summed d(input).
+// The fused projection (linear_qkv, or grouped-query attention's q|kv GEMM) in one product;
+// linear_q and linear_kv apart (biases) with one reduction of their summed d(input).
 void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch& w,
                                     int rows) const {
-  if (!dims_.grouped) {
+  if (qkv_.weight.value) {
     qkv_.backward(w.d_qkv, in, w.d_hidden, rows);
     return;
   }
-  if (qkv_.weight.value) {  // the fused GEMM's gradient: rows of [dq | dkv] in d_kv
-    kernels::reduce_grouped_qkv_grad(w.d_qkv, w.d_kv, qkv_.out_local, w.d_kv + q_.out_local,
-                                     qkv_.out_local, rows, dims_.groups);
-    qkv_.backward(w.d_kv, in, w.d_hidden, rows);
-    return;
-  }
-  float* dq = w.d_attn;  // free once the attention core's backward has read it
-  kernels::reduce_grouped_qkv_grad(w.d_qkv, dq, w.d_kv, rows, dims_.groups);
-  q_.backward_partial(dq, in, w.d_hidden, rows);
-  kv_.backward_partial(w.d_kv, in, w.row_out, rows);  // row_out is free here
+  q_.backward_partial(w.d_qkv, in, w.d_hidden, rows);
+  kv_.backward_partial(w.d_qkv + (long)rows * q_.out_local, in, w.row_out,
+                       rows);  // row_out is free
   kernels::accumulate(w.d_hidden, w.row_out, (long)rows * dims_.hidden);
   if (!sequence_parallel_)
     tensor_parallel::copy_to_region_backward(*tp_, w.d_hidden, (long)rows * dims_.hidden);
@@ -259,9 +260,9 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   // output gradient there (in place with SwiGLU in fp32, else copied as the product takes it).
   donate(a.fc1_pre, (long)rows * fc1_.out_local);
   if (dims_.swiglu) {
-    // fc1's pre-activation is not needed after this: it becomes its own gradient.
-    kernels::swiglu_backward_inplace(w.d_ffn, a.fc1_pre, rows, dims_.ffn_local);
-    fc1_.backward(a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
+    // fc1's pre-activation is not needed after this (fp32: it becomes its own gradient).
+    fc1_.backward_through_swiglu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden,
+                                 rows);
   } else {
     fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
   }
@@ -275,14 +276,16 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
       row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kAttentionOut)),
       a.attn_out, w.d_attn, rows);
   donate(nullptr, 0);
-  kernels::flash_attention_backward(a.qkv, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
+  const auto rope = rope_table(call.seq);
+  kernels::flash_attention_backward(a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse,
+                                    w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
-                                    attention_dropout(call), attention_precision_);
-  rotate(w.d_qkv, call.batch, call.seq, true);
+                                    attention_dropout(call), attention_precision_, rope.get());
   if (call.progress) (*call.progress)();
   // q, k and v are dead after the attention backward: a deferred W finds their projections'
   // output gradients in that buffer.
-  donate(a.qkv, (long)rows * 3 * dims_.heads_local * dims_.head_dim);
+  const long q_local = (long)dims_.heads_local * dims_.head_dim;
+  donate(a.qkv, (long)rows * (dims_.grouped ? q_local + dims_.kv_local : 3 * q_local));
   backward_qkv(column_input(a.ln1_out, n, w), w, rows);
   donate(nullptr, 0);
   ln1_.backward(column_input_grad(w, n), x, a.ln1_mean, a.ln1_rstd, d_residual, n, h, true);

@@ -2,6 +2,7 @@
 // One pre-LayerNorm GPT-2 block: x + Attn(LN1(x)), then + MLP(LN2(.)), built from the
 // tensor-parallel linears so the same code runs at any tensor-parallel size.
 #include <functional>
+#include <memory>
 
 #include "kernels/attention.h"
 #include "kernels/cached_attention.h"
@@ -23,7 +24,11 @@ namespace trident {
 struct LayerActivations {
   kernels::GemmOperandBuffer ln1_out;
   float *ln1_mean, *ln1_rstd;
-  float *qkv, *attn_out, *attn_lse;
+  // The q, k, v projections' output as written, RoPE not applied (attention rotates q and
+  // k as it loads them): [tokens, 3, heads, d]; grouped-query attention's [tokens, q | k | v]
+  // of the fused GEMM, or with biases q [tokens, heads * d] then kv [tokens, k | v].
+  float* qkv;
+  float *attn_out, *attn_lse;
   float* residual1;
   kernels::GemmOperandBuffer ln2_out;
   float *ln2_mean, *ln2_rstd;
@@ -41,12 +46,9 @@ struct LayerScratch {
   kernels::GemmOperandBuffer gathered;
   float* d_ffn;   // [tokens, f / t]
   float* d_attn;  // [tokens, h / t]
-  // [tokens, 3h / t], at least [tokens, q + kv] (grouped-query attention: forward's
-  // projections before their expansion).
+  // [tokens, q + k + v of this rank] (3h / t, or h / t + 2 G d / t grouped): the attention
+  // core's d(q, k, v) laid out as LayerActivations::qkv.
   float* d_qkv;
-  // Grouped-query attention: [tokens, q + kv], d(k, v) or the fused GEMM's [dq | dkv] rows
-  // (null otherwise).
-  float* d_kv;
 };
 
 struct LayerDims {
@@ -81,7 +83,7 @@ struct LayerCall {
 struct CachedLayerBuffers {
   kernels::GemmOperandBuffer ln_out;   // [rows, h] (bf16 in bf16 runs)
   float *mean, *rstd;                  // [rows]
-  float* qkv;                          // [rows, 3h / t]
+  float* qkv;                          // [rows, q + k + v of this rank], as training's
   float* attn_out;                     // [rows, h / t]
   float* lse;                          // [heads / t, rows]: a fresh prompt's flash attention
   float* residual;                     // [rows, h]
@@ -130,10 +132,13 @@ class TransformerLayer {
   const float* row_output_grad(const float* d_out, const LayerScratch& w, int n,
                                const LayerCall& call, std::uint32_t site) const;
   const float* column_input_grad(const LayerScratch& w, int n) const;
-  // q, k, v of the attention core into qkv ([rows, 3, heads, d]), RoPE applied; scratch:
-  // grouped-query attention's two projections before their expansion.
-  void project_qkv(kernels::GemmOperand in, float* qkv, float* scratch, int rows) const;
-  void rotate(float* qkv, int batch, int seq, bool inverse) const;
+  // q, k, v of the attention core into qkv as LayerActivations::qkv holds them; qkv_layout
+  // says where each head's are for `rows` rows.
+  void project_qkv(kernels::GemmOperand in, float* qkv, int rows) const;
+  kernels::QkvLayout qkv_layout(int rows) const;
+  // RoPE's table for `seq` positions (null without RoPE).
+  std::shared_ptr<const kernels::RopeTable> rope_table(int seq) const;
+
   // Backward of the projections: d(LayerNorm output), this rank's partial, in w.d_hidden
   // (all-reduced unless sequence parallel); d_qkv is consumed.
   void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows) const;

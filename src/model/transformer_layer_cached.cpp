@@ -9,7 +9,8 @@
 namespace trident {
 
 // RoPE turns each new row's q and k by its own position (start of its segment + offset)
-// before its k joins the cache, so cached keys are stored rotated, as in training.
+// before its k joins the cache, so cached keys are stored rotated (training rotates them as
+// attention loads them; the same values).
 void TransformerLayer::forward_cached(const float* x, float* out, const kernels::KvLayerView& kv,
                                       const CachedLayerBuffers& w, const CachedCall& call) const {
   const int rows = call.rows, h = dims_.hidden, heads = dims_.heads_local, hd = dims_.head_dim;
@@ -18,9 +19,11 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
   TransformerLayer with = *this;  // the step's precision on copies of the linears
   for (auto* l : {&with.qkv_, &with.q_, &with.kv_, &with.fc1_}) l->precision = call.precision;
   for (auto* l : {&with.proj_, &with.fc2_}) l->precision = call.precision;
-  // Grouped-query attention's q and kv before their expansion (generation's rows are few).
-  std::vector<float> grouped(dims_.grouped ? (size_t)rows * (attn_local + dims_.kv_local) : 0);
-  with.project_qkv(w.ln_out.operand(), w.qkv, grouped.data(), rows);
+  // q, k, v as the projections write them (grouped-query attention: the groups' k and v
+  // once, not per head); the cache holds the key / value heads this rank's heads read.
+  with.project_qkv(w.ln_out.operand(), w.qkv, rows);
+  const kernels::QkvLayout l = qkv_layout(rows);
+  const int kv_read = (heads - 1) / l.heads_per_kv + 1;
   if (dims_.rope.rotary_dim > 0) {
     std::vector<int> positions(rows);
     int longest = 1;
@@ -30,23 +33,29 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
       longest = std::max(longest, seg.start + seg.count);
     }
     const kernels::RopeTable table(dims_.rope, longest);
-    kernels::rope_apply(w.qkv, rows, 3 * attn_local, 2 * heads, positions.data(), table, dims_.rope,
-                        false);
+    kernels::rope_apply(w.qkv, rows, l.q_stride, heads, positions.data(), table, dims_.rope, false);
+    kernels::rope_apply(w.qkv + l.k_offset + (long)l.first_kv * hd, rows, l.kv_stride, kv_read,
+                        positions.data(), table, dims_.rope, false);
   }
-  kernels::kv_cache_append(w.qkv, kv, call.segments, call.n_segments);
+  kernels::kv_cache_append(w.qkv, l, kv, call.segments, call.n_segments);
   // A slot's whole prompt at once is plain causal attention over it: flash attention's
   // blocked kernel. Everything else (decode rows, continued prompts) reads the cache.
   std::vector<kernels::CachedSegment> cached;
   for (int s = 0; s < call.n_segments; ++s) {
     const kernels::CachedSegment& seg = call.segments[s];
-    if (seg.start == 0 && seg.count > 1)
-      kernels::flash_attention_forward(w.qkv + seg.row * 3 * attn_local,
-                                       w.attn_out + seg.row * attn_local, w.lse,
-                                       {1, seg.count, heads, hd}, {}, attention_precision_);
-    else
+    if (seg.start == 0 && seg.count > 1) {
+      // The segment's rows as a batch of one: q from row seg.row on, k and v likewise.
+      kernels::QkvLayout from = l;
+      from.k_offset += seg.row * (l.kv_stride - l.q_stride);
+      from.v_offset += seg.row * (l.kv_stride - l.q_stride);
+      kernels::flash_attention_forward(
+          w.qkv + seg.row * l.q_stride, from, w.attn_out + seg.row * attn_local, w.lse,
+          {1, seg.count, heads, hd}, {}, attention_precision_, nullptr);
+    } else {
       cached.push_back(seg);
+    }
   }
-  kernels::cached_attention(w.qkv, w.attn_out, kv, cached.data(), (int)cached.size());
+  kernels::cached_attention(w.qkv, l, heads, w.attn_out, kv, cached.data(), (int)cached.size());
   with.proj_.forward(w.attn_out, w.row_out, rows);
   kernels::bias_residual_add(x, w.row_out, proj_.bias.value, w.residual, rows, h);
 

@@ -37,6 +37,16 @@ void ColumnParallelLinear::backward_through_gelu(float* d_act, const float* pre,
   if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
+void ColumnParallelLinear::backward_through_swiglu(const float* d_act, float* pre,
+                                                   kernels::GemmOperand x, float* dx,
+                                                   int rows) const {
+  const kernels::GemmOperand dy = kernels::swiglu_output_grad_operand(
+      or_fp32(precision), d_act, pre, bias.grad, rows, out_local / 2);
+  kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
+                                 weight.grad, rows, in, out_local);
+  if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
+}
+
 void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x,
                                             float* dx, int rows) const {
   if (bias.numel)  // the bias gradient and (bf16) the rounded dy in one pass

@@ -31,6 +31,11 @@ struct ColumnParallelLinear {
   // overwritten. dx is all-reduced as in backward().
   void backward_through_gelu(float* d_act, const float* pre, kernels::GemmOperand x, float* dx,
                              int rows) const;
+  // For fc1 followed by SwiGLU: d_act = d(SwiGLU(y + b)) [rows, out_local / 2], pre = y + b
+  // ([gate | up]). The SwiGLU backward, the bias gradient and (bf16) the rounding of dy are
+  // one pass; pre is overwritten (fp32: with d(pre)).
+  void backward_through_swiglu(const float* d_act, float* pre, kernels::GemmOperand x, float* dx,
+                               int rows) const;
   // dy may come already in bf16 (when there is no bias to reduce).
   void backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
 };

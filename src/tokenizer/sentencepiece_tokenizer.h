@@ -27,7 +27,7 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string decode(const std::vector<int>& ids) const override;
   int vocab_size() const override { return vocab_size_; }
   int eod() const override { return eos_; }
-  int bos() const { return bos_; }  // -1 when the model has none
+  int bos() const override { return bos_; }  // -1 when the model has none
   int eos() const { return eos_; }
 
  private:

@@ -29,6 +29,9 @@ class Tokenizer {
 
   virtual int vocab_size() const = 0;
   virtual int eod() const = 0;  // appended by --append-eod; generation stops on it
+  // The beginning-of-sequence id (SentencePiece's <s>) put first by --add-bos, as Megatron's
+  // and HF's Llama tokenizers do; -1 when the vocabulary has none (GPT-2's).
+  virtual int bos() const { return -1; }
 };
 
 }  // namespace trident::tokenizer
