@@ -287,7 +287,7 @@ Prediction IterationModel::predict(const Layout& l) {
   // next step (4 bytes written per parameter).
   const double shard = l.distributed_optimizer ? params / l.data : params;
   time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
-                   accumulate_seconds(cluster_, params, 4);
+                   memory_traffic_seconds(cluster_, params, 4);
 
   GptShape shape{m.num_layers, m.hidden_size, m.padded_vocab_size(l.tensor), m.seq_length};
   out.model_flops = paper_flops_per_iteration(shape, (double)workload_.global_batch,

@@ -65,14 +65,14 @@ double cross_entropy_seconds(const Cluster& c, double logits) {
   return logits * c.kernels.cross_entropy_ns(c.device) * 1e-9;
 }
 
-double accumulate_seconds(const Cluster& c, double elements, double bytes_per_element) {
+double memory_traffic_seconds(const Cluster& c, double elements, double bytes_per_element) {
   if (c.device.memory_bandwidth_gbs <= 0) return 0;
   return elements * bytes_per_element / (c.device.memory_bandwidth_gbs * 1e9);
 }
 
 double layer_accumulate_seconds(const Cluster& c, const LayerWork& w, kernels::Precision p) {
   if (!c.kernels.separate_gradient_accumulation) return 0;
-  return accumulate_seconds(c, w.weight_elements, p == kernels::Precision::kBf16 ? 16 : 8);
+  return memory_traffic_seconds(c, w.weight_elements, p == kernels::Precision::kBf16 ? 16 : 8);
 }
 
 // Per micro-batch: each row chunk (the last may be short) adds its own weight gradient.
@@ -80,7 +80,7 @@ double head_accumulate_seconds(const Cluster& c, const HeadWork& w, kernels::Pre
                                int hidden) {
   if (!c.kernels.separate_gradient_accumulation) return 0;
   const bool fresh = p == kernels::Precision::kBf16 && w.rows >= hidden;
-  return std::ceil(w.chunks - 1e-9) * accumulate_seconds(c, w.weight_elements, fresh ? 16 : 8);
+  return std::ceil(w.chunks - 1e-9) * memory_traffic_seconds(c, w.weight_elements, fresh ? 16 : 8);
 }
 
 PassSeconds layer_forward_seconds(const Cluster& c, const LayerWork& w) {

@@ -54,7 +54,9 @@ double cross_entropy_seconds(const Cluster& c, double logits);
 // than that scratch (the output layer when a row chunk holds fewer rows than h): then the
 // product adds in place, as fp32 and fp16 runs do (read and write: 8 bytes). Nothing when
 // the accumulation is fused into the product or without a memory bandwidth.
-double accumulate_seconds(const Cluster& c, double elements, double bytes_per_element);
+// Streaming `elements` x `bytes_per_element` through memory at the device's bandwidth (0
+// without one).
+double memory_traffic_seconds(const Cluster& c, double elements, double bytes_per_element);
 double layer_accumulate_seconds(const Cluster& c, const LayerWork& w, kernels::Precision p);
 double head_accumulate_seconds(const Cluster& c, const HeadWork& w, kernels::Precision p,
                                int hidden);
