@@ -81,9 +81,18 @@ for i in "${!layouts[@]}"; do
   IFS='|' read -r np layout extra <<< "${layouts[$i]}"
   # Peak RSS of every rank from a short run of its own: under /usr/bin/time the ranks ran
   # 2-3x slower here, so the timed runs go without it.
-  rss=$(mpirun -np "$np" /usr/bin/time -f "rank peak RSS %M KiB" build/trident train --mock-data \
-    $MODEL $(train_flags "$layout") $extra --train-iters 2 --eval-iters 0 2>&1 |
-    grep -o "rank peak RSS [0-9]*" | awk '{print $4}' | sort -n | tail -1)
+  # A run that fails (the shared machine has killed one now and then) is tried again, and
+  # its output is shown if it keeps failing.
+  rss=
+  for try in 1 2 3; do
+    mpirun -np "$np" /usr/bin/time -f "rank peak RSS %M KiB" build/trident train --mock-data \
+      $MODEL $(train_flags "$layout") $extra --train-iters 2 --eval-iters 0 > "$work/rss.log" 2>&1 || true
+    rss=$(grep -o "rank peak RSS [0-9]*" "$work/rss.log" | awk '{print $4}' | sort -n | tail -1)
+    [[ $(grep -c "rank peak RSS" "$work/rss.log") == "$np" ]] && break
+    echo "layout $((i + 1)): the peak-RSS run failed (try $try):" >&2
+    tail -5 "$work/rss.log" >&2
+  done
+  [[ -n $rss ]] || { echo "layout $((i + 1)): no peak RSS" >&2; exit 1; }
   predicted=$(build/trident plan --cluster "$CLUSTER" $MODEL --num-devices "$np" $layout --json --top 1)
   /usr/bin/python3 - "$np" "$layout" "$work/ms.$i" "$rss" "$predicted" "$work/results" <<'PY'
 import json, statistics, sys

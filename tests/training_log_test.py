@@ -5,7 +5,8 @@ python3-protobuf from descriptors declared here), every scalar at every logged s
 the metrics file; a resumed run appends to the metrics file and to the TensorBoard directory;
 --timing-log-level prints min/max timers across ranks; an injected slow rank is named as a
 straggler; the collectives summary times each kind of collective (an injected delay on one
-tensor-parallel rank shows up as its peer's all-reduce time).
+tensor-parallel rank shows up as its peer's all-reduce time); a rank that mpirun binds to one
+CPU runs one thread and takes one core's peak for its MFU.
 Usage: training_log_test.py /path/to/trident /path/to/source
 """
 import glob
@@ -194,6 +195,42 @@ def check_collective_times(check, trident, work):
           f"{slowed:.1f} ms with {forwards} x {delay_ms} ms injected, {plain:.1f} ms without")
 
 
+def allowed_cpus(ranks):
+    """The CPU sets mpirun gives each of `ranks` ranks, read from /proc."""
+    out = subprocess.run(["mpirun", "-np", str(ranks), "grep", "Cpus_allowed_list",
+                          "/proc/self/status"], capture_output=True, text=True, env=MPI_ENV).stdout
+    sets = []
+    for line in out.splitlines():
+        cpus = set()
+        for r in line.split()[-1].split(","):
+            a, _, b = r.partition("-")
+            cpus |= set(range(int(a), int(b or a) + 1))
+        sets.append(cpus)
+    return sets
+
+
+def check_bound_ranks(check, trident):
+    """mpirun binds each of 1-2 ranks to one CPU: the rank's threads and its MFU peak follow
+    its own affinity and the CPUs its node's ranks share, not the machine's CPU count."""
+    drop = {i + k for i, a in enumerate(ARGS) if a in ("--peak-tflops", "--threads") for k in (0, 1)}
+    args = [a for i, a in enumerate(ARGS) if i not in drop] + ["--train-iters", "2"]
+    for ranks in (1, 2):
+        sets = allowed_cpus(ranks)
+        own, union = min(len(c) for c in sets), len(set().union(*sets))
+        want_threads = max(1, min(own, os.cpu_count() // ranks))
+        want_share = min(want_threads, own, union / ranks)
+        out = subprocess.run(["mpirun", "-np", str(ranks), trident, "train"] + args,
+                             capture_output=True, text=True, env=MPI_ENV, timeout=300)
+        text = out.stdout + out.stderr
+        threads = re.search(r"; (\d+) threads per rank", text)
+        share = re.search(r"x ([0-9.]+) cores per rank", text)
+        check(out.returncode == 0 and threads and int(threads.group(1)) == want_threads and
+              share and abs(float(share.group(1)) - want_share) < 0.01,
+              f"mpirun -np {ranks} (CPUs {sets}): {threads.group(1) if threads else '?'} threads "
+              f"per rank (want {want_threads}), MFU peak of {share.group(1) if share else '?'} "
+              f"cores per rank (want {want_share:.2f})")
+
+
 def main():
     trident = os.path.abspath(sys.argv[1])
     os.chdir(sys.argv[2])
@@ -203,6 +240,7 @@ def main():
         check_tensorboard(check, trident, work, Event)
         check_collective_times(check, trident, work)
     check_timers(check, trident)
+    check_bound_ranks(check, trident)
     return check.summary()
 
 

@@ -13,7 +13,10 @@ namespace trident::cli {
 int default_threads(const std::vector<std::string>& nodes, int world_rank) {
   int local = 0;
   for (const std::string& n : nodes) local += n == nodes[world_rank];
-  return std::max(1, (int)std::thread::hardware_concurrency() / std::max(1, local));
+  // A rank bound to fewer CPUs than its share (mpirun binds 1 or 2 ranks to a core each)
+  // runs one thread per CPU it may use.
+  const int share = (int)std::thread::hardware_concurrency() / std::max(1, local);
+  return std::max(1, std::min(share, cpu_count(allowed_cpus())));
 }
 
 bool parse_quietly_off_rank_0(const comm::MpiRuntime& mpi, const std::function<bool()>& parse) {
@@ -29,6 +32,7 @@ RankSetup::RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline,
                      const LaunchOptions& launch)
     : grid(mpi.world_size(), tensor, pipeline),
       context{mpi.world_rank(), &grid, nullptr, mpi.node_names()} {
+  context.node_cores = physical_cores(mpi.node_cpus(context.nodes));
   const std::string across = grid.tensor_group_across_nodes(context.nodes);
   if (!across.empty() && !launch.allow_tensor_parallel_across_nodes)
     throw LayoutError("--tensor-model-parallel-size " + std::to_string(tensor) + ": " + across +

@@ -409,4 +409,16 @@ std::vector<std::string> MpiRuntime::node_names() const {
   return out;
 }
 
+CpuMask MpiRuntime::node_cpus(const std::vector<std::string>& nodes) const {
+  const CpuMask mine = allowed_cpus();
+  std::vector<CpuMask> all(size_);
+  check(MPI_Allgather(mine.data(), (int)mine.size(), MPI_UINT64_T, all.data(), (int)mine.size(),
+                      MPI_UINT64_T, MPI_COMM_WORLD),
+        "gathering every rank's CPU affinity (MPI_Allgather over the world)");
+  CpuMask out{};
+  for (int r = 0; r < size_; ++r)
+    if (nodes[r] == nodes[rank_]) out |= all[r];
+  return out;
+}
+
 }  // namespace trident::comm

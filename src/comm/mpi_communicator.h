@@ -9,6 +9,7 @@
 
 #include "comm/communicator.h"
 #include "comm/watchdog.h"
+#include "core/cpu_set.h"
 
 namespace trident::comm {
 
@@ -66,6 +67,9 @@ class MpiRuntime {
   [[noreturn]] static void abort(int code);
   // The processor (node) name of every rank, gathered on all ranks.
   std::vector<std::string> node_names() const;
+  // The CPUs that the ranks on this rank's node may run on together (the union of their
+  // affinities), given every rank's node name.
+  CpuMask node_cpus(const std::vector<std::string>& nodes) const;
 
  private:
   int rank_ = 0, size_ = 1;

@@ -14,6 +14,7 @@ struct RankContext {
   const distributed::ProcessGrid* grid = nullptr;
   distributed::ProcessGroups* groups = nullptr;
   std::vector<std::string> nodes;
+  int node_cores = 0;  // physical cores this node's ranks may run on together (0: unknown)
 };
 
 }  // namespace trident

@@ -2,16 +2,14 @@
 
 #include <immintrin.h>
 #include <omp.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/cpu_set.h"
 #include "kernels/gemm.h"
 #include "kernels/linear_bf16.h"
 
@@ -118,20 +116,7 @@ double fma_rate_one_thread(kernels::Precision precision, double seconds) {
 }  // namespace
 
 int physical_cores() {
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) != 0)
-    return std::max(1u, std::thread::hardware_concurrency());
-  // SMT siblings share their core's FMA units: count each core once.
-  std::set<std::string> cores;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &mask)) continue;
-    std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
-                     "/topology/thread_siblings_list");
-    std::string siblings;
-    if (!(in >> siblings)) siblings = std::to_string(cpu);
-    cores.insert(siblings);
-  }
-  return std::max<int>(1, (int)cores.size());
+  return physical_cores(allowed_cpus());
 }
 
 PeakMeasurement measure_peak_tflops(kernels::Precision precision, double cores) {

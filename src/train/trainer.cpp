@@ -230,9 +230,12 @@ double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std
   if (c.peak_tflops > 0) return c.peak_tflops;
   int local_ranks = 0;
   for (const std::string& n : rank.nodes) local_ranks += n == rank.nodes[rank.world_rank];
-  const int cores = physical_cores();
-  const double share =
-      std::min<double>(omp_get_max_threads(), (double)cores / std::max(1, local_ranks));
+  // A rank bound to one core (mpirun's default for 1-2 ranks) has that core; ranks that
+  // share the node's cores split them.
+  const int own = physical_cores();
+  const int cores = rank.node_cores > 0 ? rank.node_cores : own;
+  const double share = std::min<double>(
+      {(double)omp_get_max_threads(), (double)own, (double)cores / std::max(1, local_ranks)});
   PeakMeasurement m = measure_peak_tflops(c.precision(), share);
   log << "peak for MFU: " << kernels::precision_name(m.precision) << " multiply-add loop "
       << std::fixed << std::setprecision(1) << m.per_core_gflops << " GFLOP/s per core x "
