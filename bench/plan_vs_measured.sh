@@ -85,10 +85,14 @@ for i in "${!layouts[@]}"; do
   # its output is shown if it keeps failing.
   rss=
   for try in 1 2 3; do
-    mpirun -np "$np" /usr/bin/time -f "rank peak RSS %M KiB" build/trident train --mock-data \
-      $MODEL $(train_flags "$layout") $extra --train-iters 2 --eval-iters 0 > "$work/rss.log" 2>&1 || true
-    rss=$(grep -o "rank peak RSS [0-9]*" "$work/rss.log" | awk '{print $4}' | sort -n | tail -1)
-    [[ $(grep -c "rank peak RSS" "$work/rss.log") == "$np" ]] && break
+    # Each rank appends its line to one file (one write each, so they cannot interleave as
+    # two ranks' stderr did).
+    rm -f "$work/rss"
+    mpirun -np "$np" /usr/bin/time -f "rank peak RSS %M KiB" -a -o "$work/rss" build/trident train \
+      --mock-data $MODEL $(train_flags "$layout") $extra --train-iters 2 --eval-iters 0 \
+      > "$work/rss.log" 2>&1 || true
+    rss=$(grep -o "rank peak RSS [0-9]*" "$work/rss" 2> /dev/null | awk '{print $4}' | sort -n | tail -1)
+    [[ $(grep -c "rank peak RSS" "$work/rss" 2> /dev/null) == "$np" ]] && break
     echo "layout $((i + 1)): the peak-RSS run failed (try $try):" >&2
     tail -5 "$work/rss.log" >&2
   done
