@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     executor.train_step(tokens_of, 1.f);
     auto events = executor.take_events();
     if (step == 0) continue;  // warm-up
-    for (double bubble : pipeline_parallel::pipeline_bubble(events, *groups.pipeline)) {
+    for (double bubble : pipeline_parallel::pipeline_bubble(events, *groups.pipeline).per_stage) {
       worst = std::max(worst, bubble);
       mean += bubble / (p * steps);
     }

@@ -1,6 +1,7 @@
 #include "pipeline_parallel/executor.h"
 
 #include <chrono>
+#include <ctime>
 #include <stdexcept>
 #include <thread>
 
@@ -49,6 +50,12 @@ void PipelineExecutor::set_microbatches(int microbatches) {
   send_buffers_.resize((size_t)microbatches * next.chunks);
 }
 
+double PipelineExecutor::thread_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
 double PipelineExecutor::now_us() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_)
       .count();
@@ -57,6 +64,12 @@ double PipelineExecutor::now_us() const {
 void PipelineExecutor::record(const std::string& name, const std::string& category, double start_us,
                               double end_us) {
   events_.push_back({name, category, options_.world_rank, start_us, end_us - start_us});
+}
+
+void PipelineExecutor::record_compute(const std::string& name, const std::string& category,
+                                      const PipelineOp& op, double start_us, double cpu_start_us) {
+  events_.push_back({name, category, options_.world_rank, start_us, now_us() - start_us,
+                     thread_cpu_us() - cpu_start_us, op.chunk});
 }
 
 int PipelineExecutor::take_slot(int chunk, int microbatch) {
@@ -101,7 +114,7 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
   std::vector<int> backwards_done(schedule_.chunks, 0);
   for (const PipelineOp& op : ops_) {
     PipelineStage& chunk = *chunks_[op.chunk];
-    const double start = now_us();
+    const double start = now_us(), cpu_start = thread_cpu_us();
     const std::string name = to_string(op);
     switch (op.type) {
       case OpType::kRecvForward:
@@ -115,7 +128,7 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         loss += chunk.forward_chunk(take_slot(op.chunk, op.microbatch), tokens_of(op.microbatch),
                                     micro_batch_, seq_, grad_scale, nullptr,
                                     first_sample_of ? first_sample_of(op.microbatch) : -1);
-        record(name, "forward", start, now_us());
+        record_compute(name, "forward", op, start, cpu_start);
         break;
       case OpType::kSendForward:
         send(chunk.output_buffer(slot_of_[op.chunk].at(op.microbatch)), op);
@@ -138,14 +151,14 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         // (GPTModel hands the slot's held activations over to it until its W).
         slot_of_[op.chunk].erase(op.microbatch);
         free_slots_[op.chunk].push_back(slot);
-        record(name, "backward", start, now_us());
+        record_compute(name, "backward", op, start, cpu_start);
         break;
       }
       case OpType::kWeight:
         if (before_backward_)
           before_backward_(op.chunk, ++backwards_done[op.chunk] == schedule_.microbatches);
         chunk.weight_chunk(op.microbatch);
-        record(name, "weight", start, now_us());
+        record_compute(name, "weight", op, start, cpu_start);
         break;
       case OpType::kSendBackward: {
         // input_grad() is scratch reused by the next backward: send from a private copy.

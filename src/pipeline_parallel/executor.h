@@ -58,6 +58,10 @@ class PipelineExecutor {
   // Events since construction (or the last take), times in microseconds from `origin`.
   std::vector<TraceEvent> take_events() { return std::move(events_); }
   void record(const std::string& name, const std::string& category, double start_us, double end_us);
+  // A forward, backward or weight op, with its thread CPU time.
+  void record_compute(const std::string& name, const std::string& category, const PipelineOp& op,
+                      double start_us, double cpu_start_us);
+  static double thread_cpu_us();
   double now_us() const;
   const std::vector<PipelineOp>& ops() const { return ops_; }
   // Bytes of activations and activation gradients this rank sent in train_step so far.

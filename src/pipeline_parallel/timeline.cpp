@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "pipeline_parallel/simulator.h"
 
 namespace trident::pipeline_parallel {
 
@@ -29,8 +30,22 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
   io::write_file_atomically(path, nlohmann::json({{"traceEvents", trace}}).dump() + "\n");
 }
 
-std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
-                                    comm::Communicator& pipeline) {
+namespace {
+
+bool is_compute(const TraceEvent& e) {
+  return e.category == "forward" || e.category == "backward" || e.category == "weight";
+}
+
+StageBubbles with_busiest(std::vector<double> bubble, const std::vector<double>& busy) {
+  StageBubbles out{std::move(bubble), 0};
+  out.busiest = (int)(std::max_element(busy.begin(), busy.end()) - busy.begin());
+  return out;
+}
+
+}  // namespace
+
+StageBubbles pipeline_bubble(const std::vector<TraceEvent>& step_events,
+                             comm::Communicator& pipeline) {
   const int p = pipeline.size(), me = pipeline.rank();
   // Ranks' clocks share no origin, so each rank measures its own step — from the step's
   // start to its last compute — and the step length is the longest of them. Slot r of each
@@ -39,7 +54,7 @@ std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
   double start = 1e300, last = -1e300;
   for (const TraceEvent& e : step_events) {
     if (e.category == "step") start = std::min(start, e.start_us);
-    if (e.category != "forward" && e.category != "backward" && e.category != "weight") continue;
+    if (!is_compute(e)) continue;
     busy[me] += e.duration_us;
     start = std::min(start, e.start_us);
     last = std::max(last, e.start_us + e.duration_us);
@@ -50,7 +65,37 @@ std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
   const double step = *std::max_element(span.begin(), span.end());
   std::vector<double> bubble(p, 0.0);
   for (int r = 0; r < p; ++r) bubble[r] = busy[r] > 0 ? (step - busy[r]) / busy[r] : 0.0;
-  return bubble;
+  return with_busiest(std::move(bubble), busy);
+}
+
+StageBubbles replayed_bubble(const std::vector<TraceEvent>& step_events,
+                             const ScheduleConfig& schedule, comm::Communicator& pipeline) {
+  const int p = pipeline.size(), me = pipeline.rank(), v = schedule.chunks;
+  // [kind][rank * v + chunk]: summed CPU time and count of this rank's ops, then gathered.
+  const char* kinds[] = {"forward", "backward", "weight"};
+  std::vector<double> sum(3 * p * v, 0.0), count(3 * p * v, 0.0);
+  for (const TraceEvent& e : step_events)
+    for (int k = 0; k < 3; ++k)
+      if (e.category == kinds[k] && e.chunk < v) {
+        sum[(k * p + me) * v + e.chunk] += e.cpu_us;
+        count[(k * p + me) * v + e.chunk] += 1;
+      }
+  pipeline.all_reduce(sum.data(), (long)sum.size(), comm::ReduceOp::kSum);
+  pipeline.all_reduce(count.data(), (long)count.size(), comm::ReduceOp::kSum);
+  OpTimes times;
+  std::vector<std::vector<double>>* tables[] = {&times.forward, &times.backward, &times.weight};
+  for (int k = 0; k < 3; ++k) {
+    tables[k]->assign(p, std::vector<double>(v, 0.0));
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < v; ++j) {
+        const int i = (k * p + r) * v + j;
+        (*tables[k])[r][j] = count[i] > 0 ? sum[i] / count[i] : 0.0;
+      }
+  }
+  const Simulation sim = simulate(schedule, times);
+  std::vector<double> bubble(p);
+  for (int r = 0; r < p; ++r) bubble[r] = sim.bubble_fraction(r);
+  return with_busiest(std::move(bubble), sim.busy);
 }
 
 }  // namespace trident::pipeline_parallel

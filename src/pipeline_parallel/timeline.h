@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "pipeline_parallel/schedules.h"
 
 namespace trident::pipeline_parallel {
 
@@ -13,6 +14,8 @@ struct TraceEvent {
   int rank = 0;
   double start_us = 0;
   double duration_us = 0;
+  double cpu_us = 0;  // the op's thread CPU time: what it takes when its rank has a core
+  int chunk = 0;      // the model chunk of a forward, backward or weight op
 };
 
 // Written to path.tmp and renamed.
@@ -20,8 +23,22 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
 
 // The bubble of one step per pipeline stage — idle over compute time, the step being the
 // longest any stage takes from the step's start to its last compute — from this rank's
-// events, gathered over the pipeline group (every rank gets every stage's value).
-std::vector<double> pipeline_bubble(const std::vector<TraceEvent>& step_events,
-                                    comm::Communicator& pipeline);
+// events, gathered over the pipeline group (every rank gets every stage's value). Stages
+// with less work idle longer whatever the schedule; the busiest stage's idle is the
+// pipeline's bubble (its time is the step's).
+struct StageBubbles {
+  std::vector<double> per_stage;
+  int busiest = 0;
+  double pipeline() const { return per_stage.empty() ? 0.0 : per_stage[busiest]; }
+};
+StageBubbles pipeline_bubble(const std::vector<TraceEvent>& step_events,
+                             comm::Communicator& pipeline);
+
+// The same step replayed on the schedule simulator with each stage's mean op CPU times
+// (per chunk, F, B and W), gathered over the group: the bubble the schedule would have if
+// every rank had its own core. Where ranks outnumber cores (p = 4 on 2 cores) the wall
+// clock measures the sharing, not the schedule; this measures the schedule at real op times.
+StageBubbles replayed_bubble(const std::vector<TraceEvent>& step_events,
+                             const ScheduleConfig& schedule, comm::Communicator& pipeline);
 
 }  // namespace trident::pipeline_parallel

@@ -164,14 +164,22 @@ void write_timeline(const std::string& path,
   log << "timeline: " << all.size() << " events -> " << path << " (chrome://tracing, Perfetto)\n";
 }
 
-// Bubble per pipeline rank from the executed timeline (idle over compute), gathered.
+// Bubble per pipeline rank from the executed timeline (idle over compute), gathered, and the
+// same step replayed on the simulator at its ops' CPU times (the schedule's own bubble when
+// ranks share cores).
 void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
                   const pipeline_parallel::ScheduleConfig& schedule, comm::Communicator& pp,
                   std::ostream& log) {
-  std::vector<double> bubble = pipeline_parallel::pipeline_bubble(events, pp);
-  log << "pipeline bubble of the last iteration (idle / compute) per stage:";
-  for (double b : bubble) log << " " << std::fixed << std::setprecision(3) << b;
-  log << "; analytic "
+  const auto measured = pipeline_parallel::pipeline_bubble(events, pp);
+  const auto replayed = pipeline_parallel::replayed_bubble(events, schedule, pp);
+  log << std::fixed << std::setprecision(3);
+  for (const auto* b : {&measured, &replayed}) {
+    log << (b == &measured ? "pipeline bubble of the last iteration (idle / compute) per stage:"
+                           : "  replayed at its ops' CPU times (every rank on its own core):");
+    for (double x : b->per_stage) log << " " << x;
+    log << "; pipeline (busiest stage, " << b->busiest << ") " << b->pipeline() << "\n";
+  }
+  log << "  analytic "
       << (schedule.splits_backward() ? "(p-1)/(3m) (zb-h1 at tf = tb = tw)" : "(p-1)/(v*m)")
       << " = " << pipeline_parallel::analytic_bubble_fraction(schedule) << "\n";
   log.unsetf(std::ios::fixed);

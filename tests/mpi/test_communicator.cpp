@@ -2,7 +2,9 @@
 // watchdog (which turns every blocking call into a non-blocking one and a watched wait):
 // every result against the sum or copy worked out here from each rank's known inputs, the
 // in-place and out-of-place forms, slices past the per-call limit, uneven blocks, and the
-// counters (calls, bytes, and the seconds a rank spends waiting for a late peer).
+// counters (calls, bytes, and the seconds a rank spends waiting for a late peer). Also the
+// pipeline bubble replayed from op CPU times gathered over the group (p = 3), against the
+// analytic bubbles of 1F1B, interleaved and ZB-H1.
 //   mpirun -np 3 test_communicator
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -15,6 +17,8 @@
 
 #include "comm/mpi_communicator.h"
 #include "comm/watchdog.h"
+#include "pipeline_parallel/simulator.h"
+#include "pipeline_parallel/timeline.h"
 
 namespace trident::comm {
 namespace {
@@ -152,6 +156,47 @@ TEST_P(Collectives, CountersHoldCallsBytesAndWaitingTime) {
   }
   EXPECT_LT(k.all_reduce.seconds, 5.0);
   EXPECT_EQ(k.all_gather.seconds, 0.0);
+}
+
+// Each rank's compute ops of one step as the executor records them, with CPU times F, B, W
+// per chunk (the last stage's forward `last_forward` when given) and no wall-clock meaning.
+std::vector<pipeline_parallel::TraceEvent> step_of(const pipeline_parallel::ScheduleConfig& c,
+                                                   int stage, double f, double b, double w,
+                                                   double last_forward = 0) {
+  namespace pp = pipeline_parallel;
+  std::vector<pp::TraceEvent> events;
+  for (const pp::PipelineOp& op : pp::build_schedule(c, stage)) {
+    const bool last = stage == c.stages - 1 && op.chunk == c.chunks - 1;
+    if (op.type == pp::OpType::kForward)
+      events.push_back(
+          {"F", "forward", stage, 0, 0, last && last_forward ? last_forward : f, op.chunk});
+    if (op.type == pp::OpType::kBackward)
+      events.push_back({"B", "backward", stage, 0, 0, b, op.chunk});
+    if (op.type == pp::OpType::kWeight) events.push_back({"W", "weight", stage, 0, 0, w, op.chunk});
+  }
+  return events;
+}
+
+TEST(ReplayedBubble, GathersEveryStagesOpTimesAndMatchesTheAnalyticBubble) {
+  namespace pp = pipeline_parallel;
+  auto world = make(false);
+  const int p = world->size(), me = world->rank();
+  for (int m : {3, 6}) {
+    pp::ScheduleConfig one{pp::ScheduleKind::kOneFOneB, p, 1, m};
+    auto got = pp::replayed_bubble(step_of(one, me, 1000, 2000, 0), one, *world);
+    for (double b : got.per_stage) EXPECT_NEAR(b, (p - 1.0) / m, 1e-9) << "1f1b m=" << m;
+    pp::ScheduleConfig inter{pp::ScheduleKind::kInterleaved, p, 2, m};
+    got = pp::replayed_bubble(step_of(inter, me, 500, 1000, 0), inter, *world);
+    for (double b : got.per_stage) EXPECT_NEAR(b, (p - 1.0) / (2 * m), 1e-9) << "interleaved";
+    pp::ScheduleConfig zb{pp::ScheduleKind::kZeroBubbleH1, p, 1, m};
+    got = pp::replayed_bubble(step_of(zb, me, 1000, 1000, 1000), zb, *world);
+    for (double b : got.per_stage) EXPECT_NEAR(b, (p - 1.0) / (3 * m), 1e-9) << "zb-h1";
+  }
+  // The output layer makes the last stage the busiest: its idle is the pipeline's bubble.
+  pp::ScheduleConfig one{pp::ScheduleKind::kOneFOneB, p, 1, 6};
+  auto got = pp::replayed_bubble(step_of(one, me, 1000, 2000, 0, 1500), one, *world);
+  EXPECT_EQ(got.busiest, p - 1);
+  EXPECT_LT(got.pipeline(), got.per_stage[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(WatchedOrNot, Collectives, ::testing::Bool(),
