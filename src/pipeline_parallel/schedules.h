@@ -73,8 +73,9 @@ int warmup_forwards(const ScheduleConfig& c, int stage);
 // runs after its B of micro-batch i + deferral); 0 for the other schedules.
 int deferred_weight_ops(const ScheduleConfig& c, int stage);
 
-// Most micro-batches whose activations a rank holds at once, per chunk: from F to B (the
-// model keeps what W needs apart, see max_deferred_weight_grads).
+// Most micro-batches whose activation slots a rank holds at once, per chunk: from F to B,
+// when the executor frees the slot (what W reads stays with the micro-batch until its W:
+// the held buffers of max_unfinished, the copies of max_deferred_weight_grads).
 std::vector<int> max_in_flight(const std::vector<PipelineOp>& ops, int chunks);
 // Most micro-batches between their B and their W at once, per chunk (0 without W ops):
 // how many sets of weight-gradient operands the model keeps.
