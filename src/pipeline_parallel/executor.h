@@ -52,6 +52,8 @@ class PipelineExecutor {
   // The next train_step runs `microbatches` micro-batches (a batch-size ramp-up step): the
   // schedule is rebuilt; the activation slots planned at construction must suffice.
   void set_microbatches(int microbatches);
+  // The schedule of the latest set_microbatches (m grows under batch-size ramp-up).
+  const ScheduleConfig& schedule() const { return schedule_; }
   // Forward only over `microbatches` micro-batches; returns the loss sum, on every rank.
   double evaluate(const std::function<const int*(int)>& tokens_of, int microbatches);
 

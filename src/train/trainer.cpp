@@ -472,7 +472,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     training_counters[i].second -= eval_counters[i].second;
   if (dp.size() > 1) dp_waits.print(model, c, log);
   if (pp.size() > 1) {
-    print_bubble(last_step, model.schedule, pp, log);
+    print_bubble(last_step, executor.schedule(), pp, log);
     const long bytes = executor.boundary_bytes_sent();
     log << "pipeline boundary sends of rank 0: "
         << bytes / std::max(1L, train_iters - first_iteration + 1) << " bytes per iteration"
