@@ -172,13 +172,14 @@ void print_bubble(const std::vector<pipeline_parallel::TraceEvent>& events,
                   std::ostream& log) {
   const auto measured = pipeline_parallel::pipeline_bubble(events, pp);
   const auto replayed = pipeline_parallel::replayed_bubble(events, schedule, pp);
+  auto print_row = [&](const char* label, const pipeline_parallel::StageBubbles& b) {
+    log << label;
+    for (double x : b.per_stage) log << " " << x;
+    log << "; pipeline (busiest stage, " << b.busiest << ") " << b.pipeline() << "\n";
+  };
   log << std::fixed << std::setprecision(3);
-  for (const auto* b : {&measured, &replayed}) {
-    log << (b == &measured ? "pipeline bubble of the last iteration (idle / compute) per stage:"
-                           : "  replayed at its ops' CPU times (every rank on its own core):");
-    for (double x : b->per_stage) log << " " << x;
-    log << "; pipeline (busiest stage, " << b->busiest << ") " << b->pipeline() << "\n";
-  }
+  print_row("pipeline bubble of the last iteration (idle / compute) per stage:", measured);
+  print_row("  replayed at its ops' CPU times (every rank on its own core):", replayed);
   log << "  analytic "
       << (schedule.splits_backward() ? "(p-1)/(3m) (zb-h1 at tf = tb = tw)" : "(p-1)/(v*m)")
       << " = " << pipeline_parallel::analytic_bubble_fraction(schedule) << "\n";
