@@ -15,7 +15,7 @@
 
 #include "core/first_touch.h"
 #include "core/random.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 using namespace trident;
 

@@ -24,7 +24,9 @@
 #include "data/mock_dataset.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
-#include "train/throughput.h"
+#include "core/cpu_set.h"
+#include "kernels/peak.h"
+#include "model/flops.h"
 #include "train/trainer.h"
 
 namespace {
@@ -98,11 +100,11 @@ struct ModeRun {
   // The machine's arithmetic peak for this mode's precision, on this process's cores.
   double fma_peak() const {
     const double cores = std::min<double>(omp_get_max_threads(), physical_cores());
-    return measure_peak_tflops(options.precision, cores).tflops;
+    return kernels::measure_peak_tflops(options.precision, cores).tflops;
   }
 
   double gemm_peak() const {
-    return measure_gemm_peak_tflops(micro_batch * seq, 4 * config.hidden_size, config.hidden_size,
+    return kernels::measure_gemm_peak_tflops(micro_batch * seq, 4 * config.hidden_size, config.hidden_size,
                                     0.3, options.precision);
   }
 };

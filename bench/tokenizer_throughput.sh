@@ -25,7 +25,7 @@ TEXT=$(mktemp)
 for round in 1 2; do
   echo "round $round"
   echo -n "  trident   "; build/bench/bench_tokenizer "$V" "$M" "$CORPUS" "$(nproc)" | tr '\n' ' '; echo
-  echo -n "  npm ref   "; node tests/gpt2_reference.js third_party/npm/node_modules bench "$TEXT"
+  echo -n "  npm ref   "; node tests/reference/gpt2_reference.js third_party/npm/node_modules bench "$TEXT"
   for w in 1 2; do
     out=$(mktemp -d)
     echo -n "  preprocess --workers $w: "

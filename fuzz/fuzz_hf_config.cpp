@@ -6,7 +6,7 @@
 
 #include "fuzz_util.h"
 #include "io/hf_gpt2.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   using namespace trident;
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
     FUZZ_CHECK(c.vocab_size > 0 && c.max_position_embeddings > 0);
     FUZZ_CHECK(c.hidden_size % c.num_attention_heads == 0);
     FUZZ_CHECK(c.layernorm_epsilon > 0 && std::isfinite(c.layernorm_epsilon));
-  } catch (const io::FormatError&) {
+  } catch (const FormatError&) {
   }
   return 0;
 }

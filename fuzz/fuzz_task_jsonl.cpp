@@ -1,12 +1,12 @@
 // Task data files for `trident eval`: any bytes as a JSONL split file, parsed and then turned
 // into every task's prompt documents (including RACE's Python-literal problems). A bad file
-// must be a io::FormatError naming "path:line:"; nothing else may escape.
+// must be a FormatError naming "path:line:"; nothing else may escape.
 #include <cstdint>
 #include <string>
 
 #include "evaluation/task_registry.h"
 #include "fuzz_util.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   using namespace trident;
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   std::vector<RawDoc> raw;
   try {
     raw = parse_task_jsonl(text, "task.jsonl");
-  } catch (const io::FormatError& e) {
+  } catch (const FormatError& e) {
     FUZZ_CHECK(std::string(e.what()).rfind("task.jsonl:", 0) == 0);
     return 0;
   }
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
           FUZZ_CHECK(p.gold >= 0 && p.gold < (int)p.choices.size());
         }
       }
-    } catch (const io::FormatError& e) {
+    } catch (const FormatError& e) {
       FUZZ_CHECK(std::string(e.what()).rfind("task.jsonl:", 0) == 0);
     }
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the seed corpora fuzz/corpus/<target>/ from real files: what build/trident itself
 # writes for a tiny model (HF export, checkpoints at t = 1 and t = 2, a preprocessed
-# dataset), the hard tokenizer strings of tests/data/hard_strings.jsonl and the TOML configs
+# dataset), the hard tokenizer strings of tests/fixtures/hard_strings.jsonl and the TOML configs
 # of configs/. The seeds are committed; run this (after scripts/setup.sh) only to renew them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +58,7 @@ cat > "$corpus/hf_config/hf_gpt2.json" << 'EOF'
 EOF
 
 # Datasets: the hard strings preprocessed (uint16 tokens), and one of no documents.
-$trident preprocess --input tests/data/hard_strings.jsonl --output-prefix "$work/hard" \
+$trident preprocess --input tests/fixtures/hard_strings.jsonl --output-prefix "$work/hard" \
   "${vocab[@]}" --append-eod > /dev/null
 : > "$work/empty.jsonl"
 $trident preprocess --input "$work/empty.jsonl" --output-prefix "$work/empty" "${vocab[@]}" > /dev/null
@@ -66,17 +66,17 @@ cp "$work/hard_text_document.idx" "$corpus/idx/hard_strings.idx"
 cp "$work/empty_text_document.idx" "$corpus/idx/empty.idx"
 
 # JSONL: the hard strings, 8 lines a file, plus a line with both keys the target reads.
-split -l 8 -d tests/data/hard_strings.jsonl "$corpus/preprocess_line/hard_strings_"
+split -l 8 -d tests/fixtures/hard_strings.jsonl "$corpus/preprocess_line/hard_strings_"
 printf '{"text": "In the beginning", "title": "Genesis 1"}\r\n' > "$corpus/preprocess_line/two_keys"
 # trident curate's lines: ids (string, integer), control characters, NFD text, a task n-gram.
 printf '{"id": "a1", "text": "  caf\\u0065\\u0301 \\t\\u0001 x\\r\\n\\n\\n\\ny ", "score": 0.5}' > "$corpus/curate_line/controls"
 printf '{"id": 7, "text": "Alpha, BETA gamma! alpha beta gamma delta"}' > "$corpus/curate_line/int_id"
-split -l 8 -d tests/data/hard_strings.jsonl "$corpus/curate_line/hard_strings_"
+split -l 8 -d tests/fixtures/hard_strings.jsonl "$corpus/curate_line/hard_strings_"
 
 # The tokenizer: each hard string's text as raw bytes.
 /usr/bin/python3 - "$corpus/tokenizer" << 'EOF'
 import json, sys
-for i, line in enumerate(open("tests/data/hard_strings.jsonl", encoding="utf-8")):
+for i, line in enumerate(open("tests/fixtures/hard_strings.jsonl", encoding="utf-8")):
     with open(f"{sys.argv[1]}/hard_{i:02d}", "wb") as f:
         f.write(json.loads(line)["text"].encode("utf-8"))
 EOF

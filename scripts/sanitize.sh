@@ -4,7 +4,7 @@
 # "unit"; the Python reference and MPI parity runs are left out for time);
 # `scripts/sanitize.sh thread` builds build-tsan/ with ThreadSanitizer and runs the tests of
 # the threaded code (preprocess workers). Any sanitizer report fails its test: the process
-# stops at the first one, and tests/test_cli.cpp fails on a report in a `trident`
+# stops at the first one, and tests/cli/test_commands.cpp fails on a report in a `trident`
 # subprocess's output even where the exit code is not checked. Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -60,7 +60,7 @@ void tidy_interrupted_saves(const fs::path& dir) {
     if (fs::exists(committed))
       fs::remove_all(old);
     else
-      io::rename_durably(old.string(), committed.string());
+      rename_durably(old.string(), committed.string());
   }
 }
 
@@ -72,13 +72,13 @@ void commit(const fs::path& dir, const fs::path& tmp, const std::string& name, S
   const fs::path final_dir = dir / name, aside = dir / (name + kAsideSuffix);
   if (fs::exists(final_dir)) {
     fs::remove_all(aside);  // stale: `name` itself is complete
-    io::rename_durably(final_dir.string(), aside.string());
+    rename_durably(final_dir.string(), aside.string());
   }
   if (fault == SaveFault::kMidCommit) std::_Exit(9);
-  io::rename_durably(tmp.string(), final_dir.string());
-  io::write_file_atomically((dir / "latest").string(), name + "\n");
+  rename_durably(tmp.string(), final_dir.string());
+  write_file_atomically((dir / "latest").string(), name + "\n");
   fs::remove_all(aside);
-  io::fsync_directory(dir.string());
+  fsync_directory(dir.string());
 }
 
 // Keeps the newest `keep` committed checkpoints. World rank 0 only, after a commit.
@@ -330,7 +330,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
     XXH64_freeState(state);
     std::string hash = hex;
     json side = {{"file", file}, {"bytes", bytes}, {"xxh64", hash}, {"tensors", entries}};
-    io::write_file_atomically((tmp / (file + ".json")).string(), side.dump());
+    write_file_atomically((tmp / (file + ".json")).string(), side.dump());
   }
   barrier(rank);
   if (rank.world_rank == 0) {
@@ -374,7 +374,7 @@ void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
       manifest["files"].push_back(json::parse(in));
       fs::remove(entry.path());
     }
-    io::write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
+    write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
     if (fault == SaveFault::kBeforeCommit) std::_Exit(9);
     commit(dir, tmp, name, fault);
     if (c.keep_checkpoints > 0) remove_old_checkpoints(dir, c.keep_checkpoints);
@@ -480,7 +480,7 @@ TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& m
            f["xxh64"].get<std::string>());
     try {
       files.push_back(std::make_unique<io::SafetensorsFile>(path));
-    } catch (const io::FormatError& e) {
+    } catch (const FormatError& e) {
       fail(e.what());
     }
     for (const json& t : f["tensors"]) {

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "checkpoint/manifest.h"
-#include "config/training_config.h"
+#include "train/training_config.h"
 #include "engine/rank_context.h"
 #include "engine/rank_model.h"
 

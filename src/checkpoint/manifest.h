@@ -9,7 +9,7 @@
 #include <string>
 
 #include "config/model_config.h"
-#include "model/parameter_layout.h"
+#include "parameters/parameter_layout.h"
 
 namespace trident::checkpoint {
 

@@ -5,7 +5,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/parse_args.h"
 #include "io/hf_gpt2.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 namespace trident::cli {
 

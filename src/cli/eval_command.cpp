@@ -13,7 +13,7 @@
 #include "cli/parse_args.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/report.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trident::cli {
@@ -134,7 +134,7 @@ int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& 
         {"bf16", o.bf16},
         {"harness_definitions", "lm-evaluation-harness 0.4.13.dev0 (4e7e0d4)"}};
     const std::string text = evaluation::results_json(outcomes, config).dump(2) + "\n";
-    io::write_file_atomically(a.output, text);
+    write_file_atomically(a.output, text);
   }
   return 0;
 }

@@ -12,7 +12,7 @@
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
 #include "generation/generator.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
@@ -65,23 +65,23 @@ void add_generate_args(CLI::App& app, GenerateArgs* a) {
 
 std::vector<std::string> read_prompt_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw io::FormatError(path + ": cannot open");
+  if (!in) throw FormatError(path + ": cannot open");
   std::vector<std::string> prompts;
   std::string line;
   for (long n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(n);
-    if (!tokenizer::is_valid_utf8(line)) throw io::FormatError(where + ": not valid UTF-8");
+    if (!tokenizer::is_valid_utf8(line)) throw FormatError(where + ": not valid UTF-8");
     if (line[0] != '{') {
       prompts.push_back(line);
       continue;
     }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) throw io::FormatError(where + ": a line starting with { is not JSON");
+    if (j.is_discarded()) throw FormatError(where + ": a line starting with { is not JSON");
     const char* key = j.contains("prompt") ? "prompt" : "text";
     if (!j.is_object() || !j.contains(key) || !j[key].is_string())
-      throw io::FormatError(where + ": a JSON line needs a string \"prompt\" (or \"text\")");
+      throw FormatError(where + ": a JSON line needs a string \"prompt\" (or \"text\")");
     prompts.push_back(j[key].get<std::string>());
   }
   return prompts;
@@ -126,16 +126,16 @@ int coordinate(const GenerateArgs& a, generation::InferenceModel& model) {
   std::vector<std::string> prompts = a.prompts;
   if (!a.prompt_file.empty())
     for (std::string& p : read_prompt_file(a.prompt_file)) prompts.push_back(std::move(p));
-  if (prompts.empty()) throw io::FormatError("give --prompt TEXT or --prompt-file F");
+  if (prompts.empty()) throw FormatError("give --prompt TEXT or --prompt-file F");
   std::vector<generation::GenerationRequest> requests;
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (!tokenizer::is_valid_utf8(prompts[i]))
-      throw io::FormatError("prompt " + std::to_string(i + 1) + " is not valid UTF-8");
+      throw FormatError("prompt " + std::to_string(i + 1) + " is not valid UTF-8");
     generation::GenerationRequest r = a.request;
     r.prompt = tok.encode(prompts[i]);
     if (r.prompt.empty()) r.prompt = {tok.eod()};  // an empty prompt starts a document
     const std::string why = generation::validate(r, model);
-    if (!why.empty()) throw io::FormatError("prompt " + std::to_string(i + 1) + ": " + why);
+    if (!why.empty()) throw FormatError("prompt " + std::to_string(i + 1) + ": " + why);
     requests.push_back(std::move(r));
   }
   generation::Generator generator(model, &tok);

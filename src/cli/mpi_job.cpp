@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 namespace trident::cli {
 
@@ -56,7 +56,7 @@ int run_job(const comm::MpiRuntime& mpi, const std::string& command,
   } catch (const LayoutError& e) {
     if (mpi.world_rank() == 0) std::cerr << command << ": " << e.what() << std::endl;
     return 2;
-  } catch (const io::FormatError& e) {
+  } catch (const FormatError& e) {
     return fail_job(mpi, command, 2, e.what());
   } catch (const checkpoint::CheckpointError& e) {
     return fail_job(mpi, command, 2, e.what());

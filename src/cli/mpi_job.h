@@ -45,7 +45,7 @@ struct RankSetup {
 };
 
 // Runs body; a LayoutError is reported by rank 0 and returns 2 on every rank; any other
-// exception ends the job through fail_job: bad input (io::FormatError,
+// exception ends the job through fail_job: bad input (FormatError,
 // checkpoint::CheckpointError, std::invalid_argument) with exit code 2, anything else with 1.
 int run_job(const comm::MpiRuntime& mpi, const std::string& command,
             const std::function<int()>& body);

@@ -17,7 +17,7 @@
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "cli/train_args.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "planner/calibrate.h"
 #include "planner/launch.h"
 #include "planner/report.h"
@@ -156,7 +156,7 @@ int run_calibration(const PlanArgs& a) {
     std::ostream& log = me == 0 ? std::cout : discard;
     planner::Cluster c = planner::calibrate_this_machine(world, o, log, groups);
     if (me == 0) {
-      io::write_file_atomically(
+      write_file_atomically(
           a.output, "# This machine, measured by `trident plan --calibrate` (" +
                         std::to_string(mpi.world_size()) + " ranks, one per device" +
                         (node_count > 1 ? ", on " + std::to_string(node_count) + " nodes" : "") +

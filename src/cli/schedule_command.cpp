@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/parse_args.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "pipeline_parallel/simulator.h"
 #include "pipeline_parallel/timeline.h"
 
@@ -62,7 +62,7 @@ int schedule_main(const std::vector<std::string>& args) {
     std::printf("; analytic %s = %.3f\n",
                 c.splits_backward() ? "(p-1)(tf+tb-tw)/(m(tf+tb+tw))" : "(p-1)/(v*m)",
                 pp::analytic_bubble_fraction(c, forward, backward - weight, weight));
-    if (!svg.empty()) io::write_file_atomically(svg, pp::render_svg(c, sim));
+    if (!svg.empty()) write_file_atomically(svg, pp::render_svg(c, sim));
     if (!timeline.empty()) {
       std::vector<pp::TraceEvent> events;
       for (int s = 0; s < c.stages; ++s)

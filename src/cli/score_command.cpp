@@ -12,7 +12,7 @@
 #include "cli/tokenizer_args.h"
 #include "comm/communicator.h"
 #include "io/hf_gpt2.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "model/gpt_model.h"
 #include "tokenizer/build_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
@@ -20,7 +20,7 @@
 namespace trident::cli {
 
 std::vector<std::vector<int>> read_token_file(const std::string& path, int vocab_size) {
-  auto fail = [&](const std::string& why) { throw io::FormatError(path + ": " + why); };
+  auto fail = [&](const std::string& why) { throw FormatError(path + ": " + why); };
   std::ifstream in(path);
   if (!in) fail("cannot open");
   nlohmann::json j;
@@ -61,10 +61,10 @@ std::vector<std::vector<int>> read_text_file(const std::string& path,
     text = tokenizer::read_utf8_file(path);
     tok = tokenizer::build_tokenizer(options);
   } catch (const std::exception& e) {
-    throw io::FormatError(e.what());  // bad input: exit code 2
+    throw FormatError(e.what());  // bad input: exit code 2
   }
   if (tok->vocab_size() > vocab_size)
-    throw io::FormatError(options.source() + ": tokenizer has " +
+    throw FormatError(options.source() + ": tokenizer has " +
                           std::to_string(tok->vocab_size()) + " tokens, the model only " +
                           std::to_string(vocab_size));
   return {tok->encode(text)};
@@ -106,7 +106,7 @@ int score_main(const std::vector<std::string>& args) {
     long predicted = 0;
     for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
     if (predicted == 0)
-      throw io::FormatError(tokens_path + ": needs at least one sequence of 2 or more tokens");
+      throw FormatError(tokens_path + ": needs at least one sequence of 2 or more tokens");
     const int window = config.max_positions();
     comm::SingleRankCommunicator tp("tensor");
     GPTModel model(config, tp, 1, window);
@@ -129,7 +129,7 @@ int score_main(const std::vector<std::string>& args) {
     std::cout << out.dump() << std::endl;
     if (!grads_path.empty()) io::save_hf_model(grads_path, config, model.parameters(), true);
     return 0;
-  } catch (const io::FormatError& e) {
+  } catch (const FormatError& e) {
     std::cerr << "trident score: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -12,7 +12,7 @@
 #include "cli/inference_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "serve/generator_batcher.h"
 #include "serve/http_server.h"
 #include "serve/shutdown.h"
@@ -85,7 +85,7 @@ int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
   http_options.threads = model.max_batch() + a.max_queue + 16;  // every waiting client holds one
   serve::HttpServer http(service, http_options);
   const std::string bind_error = http.bind();
-  if (!bind_error.empty()) throw io::FormatError(bind_error);
+  if (!bind_error.empty()) throw FormatError(bind_error);
   std::thread http_thread([&http] { http.serve(); });
   http.wait_until_running();
   serve::ShutdownSignals signals([&engine](int sig) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "config/training_config.h"
+#include "train/training_config.h"
 
 namespace trident::cli {
 

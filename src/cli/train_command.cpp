@@ -7,7 +7,7 @@
 #include "cli/mpi_job.h"
 #include "comm/mpi_communicator.h"
 #include "data/indexed_dataset.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "train/trainer.h"
 
 namespace trident::cli {
@@ -45,7 +45,7 @@ int train_main(const std::vector<std::string>& args) {
   } catch (const LayoutError& e) {
     if (mpi.world_rank() == 0) std::cerr << "trident train: " << e.what() << std::endl;
     return 2;
-  } catch (const io::FormatError& e) {
+  } catch (const FormatError& e) {
     return fail(mpi, 2, e.what());
   } catch (const data::DatasetError& e) {
     return fail(mpi, 2, e.what());

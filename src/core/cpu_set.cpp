@@ -48,6 +48,10 @@ int physical_cores(const CpuMask& cpus) {
   return std::max<int>(1, (int)cores.size());
 }
 
+int physical_cores() {
+  return physical_cores(allowed_cpus());
+}
+
 CpuMask& operator|=(CpuMask& a, const CpuMask& b) {
   for (size_t i = 0; i < a.size(); ++i) a[i] |= b[i];
   return a;

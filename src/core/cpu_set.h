@@ -15,6 +15,8 @@ CpuMask allowed_cpus();
 int cpu_count(const CpuMask& cpus);
 // SMT siblings share their core's FMA units: each core is counted once.
 int physical_cores(const CpuMask& cpus);
+// This process's physical cores (its CPU affinity, SMT siblings counted once).
+int physical_cores();
 CpuMask& operator|=(CpuMask& a, const CpuMask& b);
 
 }  // namespace trident

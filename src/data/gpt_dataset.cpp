@@ -13,7 +13,7 @@
 #include "core/random.h"
 #include "data/numpy_random.h"
 #include "io/npy.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 namespace trident::data {
 
@@ -219,7 +219,7 @@ void GPTDataset::save_cache(const std::string& description) const {
   io::write_npy(cache_prefix_ + "-shuffle_index.npy", "<i8", {(long)shuffle_index_.size()},
                 shuffle_index_);
   // The description goes last: its presence says the three arrays are complete.
-  io::write_file_atomically(cache_prefix_ + "-description.json", description);
+  write_file_atomically(cache_prefix_ + "-description.json", description);
 }
 
 void GPTDataset::sample(long index, int* out) const {

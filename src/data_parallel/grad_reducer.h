@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident::data_parallel {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "optim/adamw.h"
-#include "pipeline_parallel/executor.h"
+#include "engine/tied_embedding.h"
 #include "tensor_parallel/sequence_parallel_grads.h"
 
 namespace trident::engine {
@@ -33,9 +33,9 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // The tied-embedding sum across stages is linear, so it may come before or after the
   // data-parallel sum; but after a reduce-scatter only this rank's shard is valid, and the
   // two stages' shards cover different elements (the reducer holds that bucket back).
-  if (o.distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+  if (o.distributed_optimizer) sync_tied_embedding(chunks, pp);
   std::vector<GradRange> ranges = finish_reductions(model, dp.size(), o);
-  if (!o.distributed_optimizer) pipeline_parallel::sync_tied_embedding(chunks, pp);
+  if (!o.distributed_optimizer) sync_tied_embedding(chunks, pp);
   // Sequence parallelism's partial LayerNorm gradients, summed over the tensor group after
   // the data-parallel reduction (it is linear, so the order does not matter; doing it after
   // keeps it off buffers a non-blocking reduction may still be using). With the

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "config/training_config.h"
+#include "train/training_config.h"
 #include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
 #include "engine/rank_buffers.h"

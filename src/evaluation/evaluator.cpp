@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evaluation/fewshot.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 namespace trident::evaluation {
 
@@ -40,7 +40,7 @@ EvalPlan plan_evaluation(const EvalConfig& config, const Encoder& encode, int eo
         try {
           group.push_back(encode_pair(encode, r.context, r.continuation, eot));
         } catch (const std::invalid_argument& e) {
-          throw io::FormatError(where + e.what());
+          throw FormatError(where + e.what());
         }
       }
       plan.groups.push_back(std::move(group));
@@ -124,7 +124,7 @@ std::vector<TaskOutcome> finish(const EvalConfig& config, const EvalPlan& plan,
 void write_log_samples(const std::string& path, const EvalPlan& plan,
                        const std::vector<std::vector<Score>>& scores) {
   std::ofstream f(path);
-  if (!f) throw io::FormatError(path + ": cannot write");
+  if (!f) throw FormatError(path + ": cannot write");
   std::vector<long> window(plan.tasks.size(), 0), last_doc(plan.tasks.size(), -1);
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const EvalPlan::Owner& o = plan.owners[g];

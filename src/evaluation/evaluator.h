@@ -43,7 +43,7 @@ struct EvalPlan {
   std::vector<Owner> owners;  // per group (a rolling document has one group per window)
 };
 
-// Throws io::FormatError for bad task names, files and documents.
+// Throws FormatError for bad task names, files and documents.
 EvalPlan plan_evaluation(const EvalConfig& config, const Encoder& encode, int eot, int max_length);
 
 // Coordinators of every replica call this with `replicas` = their data-parallel group (rank =

@@ -1,7 +1,7 @@
 #include "evaluation/fewshot.h"
 
 #include "evaluation/python_random.h"
-#include "io/safetensors.h"
+#include "core/files.h"
 
 namespace trident::evaluation {
 
@@ -13,7 +13,7 @@ std::vector<std::vector<long>> sample_fewshot(const TaskSpec& task,
   if (k <= 0) return shots;
   const long draw = k + (task.draw_extra ? 1 : 0);
   if ((long)pool.size() < draw)
-    throw io::FormatError(task.name + ": " + std::to_string(k) +
+    throw FormatError(task.name + ": " + std::to_string(k) +
                           " few-shot examples need a few-shot split (" + task.fewshot_split +
                           ") of at least " + std::to_string(draw) + " documents; it has " +
                           std::to_string(pool.size()));

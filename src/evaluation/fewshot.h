@@ -11,7 +11,7 @@
 namespace trident::evaluation {
 
 // For each of the first `count` documents, the pool indices of its k examples, in order.
-// Throws io::FormatError when the pool is too small.
+// Throws FormatError when the pool is too small.
 std::vector<std::vector<long>> sample_fewshot(const TaskSpec& task,
                                               const std::vector<PromptDoc>& docs, size_t count,
                                               const std::vector<PromptDoc>& pool, int k,

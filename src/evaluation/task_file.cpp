@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::evaluation {
@@ -23,15 +23,15 @@ std::vector<RawDoc> parse_task_jsonl(std::string_view text, const std::string& p
     const std::string where = path + ":" + std::to_string(number) + ": ";
     size_t bad = 0;
     if (!tokenizer::is_valid_utf8(line, &bad))
-      throw io::FormatError(where + "not valid UTF-8 (byte " + std::to_string(bad + 1) + ")");
+      throw FormatError(where + "not valid UTF-8 (byte " + std::to_string(bad + 1) + ")");
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      throw io::FormatError(where + "invalid JSON: " + e.what());
+      throw FormatError(where + "invalid JSON: " + e.what());
     }
     if (!j.is_object())
-      throw io::FormatError(where + "expected a JSON object, got " + j.type_name());
+      throw FormatError(where + "expected a JSON object, got " + j.type_name());
     docs.push_back({std::move(j), number});
   }
   return docs;
@@ -39,7 +39,7 @@ std::vector<RawDoc> parse_task_jsonl(std::string_view text, const std::string& p
 
 std::vector<RawDoc> read_task_jsonl(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw io::FormatError(path + ": cannot open (task data are read from local files)");
+  if (!in) throw FormatError(path + ": cannot open (task data are read from local files)");
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_task_jsonl(ss.str(), path);

@@ -1,7 +1,7 @@
 #pragma once
 // Task data files: JSONL, one document (a JSON object) per line, blank lines skipped.
 // parse_task_jsonl is a pure function of the text (fuzzed by fuzz/fuzz_task_jsonl.cpp); a
-// problem is a io::FormatError naming "file:line: problem".
+// problem is a FormatError naming "file:line: problem".
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -15,7 +15,7 @@ struct RawDoc {
 };
 
 std::vector<RawDoc> parse_task_jsonl(std::string_view text, const std::string& path);
-// Reads and parses a file; a missing file is a io::FormatError naming it.
+// Reads and parses a file; a missing file is a FormatError naming it.
 std::vector<RawDoc> read_task_jsonl(const std::string& path);
 
 // Python literal (ast.literal_eval) of strings, numbers, True/False/None, lists, tuples and

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::evaluation {
@@ -52,7 +52,7 @@ TaskSpec find_task(const std::string& name) {
   } else {
     std::string list;
     for (const std::string& k : known_tasks()) list += (list.empty() ? "" : ", ") + k;
-    throw io::FormatError("unknown task '" + name + "'; known tasks: " + list);
+    throw FormatError("unknown task '" + name + "'; known tasks: " + list);
   }
   t.dir = name;
   return t;
@@ -69,9 +69,9 @@ std::vector<PromptDoc> prompt_docs(const TaskSpec& task, const std::vector<RawDo
       p.line = r.line;
       docs.push_back(std::move(p));
     } catch (const std::invalid_argument& e) {
-      throw io::FormatError(path + ":" + std::to_string(r.line) + ": " + e.what());
+      throw FormatError(path + ":" + std::to_string(r.line) + ": " + e.what());
     } catch (const nlohmann::json::exception& e) {
-      throw io::FormatError(path + ":" + std::to_string(r.line) + ": " + e.what());
+      throw FormatError(path + ":" + std::to_string(r.line) + ": " + e.what());
     }
   }
   return docs;
@@ -86,7 +86,7 @@ LoadedTask load_task(const TaskSpec& task, const std::string& task_dir, int num_
     try {
       text = tokenizer::read_utf8_file(task.file);
     } catch (const std::runtime_error& e) {
-      throw io::FormatError(e.what());
+      throw FormatError(e.what());
     }
     out.eval_path = task.file;
     out.docs = prompt_docs(task, {RawDoc{nlohmann::json{{"text", text}}, 1}}, task.file);
@@ -94,10 +94,10 @@ LoadedTask load_task(const TaskSpec& task, const std::string& task_dir, int num_
     out.eval_path = (fs::path(task_dir) / task.dir / (task.eval_split + ".jsonl")).string();
     out.docs = prompt_docs(task, read_task_jsonl(out.eval_path), out.eval_path);
   }
-  if (out.docs.empty()) throw io::FormatError(out.eval_path + ": no documents");
+  if (out.docs.empty()) throw FormatError(out.eval_path + ": no documents");
   if (num_fewshot > 0) {
     if (task.type == OutputType::kRollingLoglikelihood)
-      throw io::FormatError(task.name +
+      throw FormatError(task.name +
                             ": the number of few-shot examples must be 0 for "
                             "perplexity tasks");
     if (task.fewshot_split == task.eval_split) {

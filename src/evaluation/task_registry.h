@@ -10,10 +10,10 @@ namespace trident::evaluation {
 
 // The built-in names, plus the forms "mc:NAME" (generic multiple choice) and "text:PATH".
 std::vector<std::string> known_tasks();
-// Throws io::FormatError naming the unknown task and listing the known ones.
+// Throws FormatError naming the unknown task and listing the known ones.
 TaskSpec find_task(const std::string& name);
 
-// Pure: raw documents -> the task's prompt documents; a bad document is a io::FormatError
+// Pure: raw documents -> the task's prompt documents; a bad document is a FormatError
 // "path:line: problem".
 std::vector<PromptDoc> prompt_docs(const TaskSpec& task, const std::vector<RawDoc>& raw,
                                    const std::string& path);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "config/training_config.h"
+#include "train/training_config.h"
 #include "engine/rank_context.h"
 #include "engine/rank_model.h"
 #include "generation/kv_cache.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "config/model_config.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident::io {
 

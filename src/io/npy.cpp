@@ -5,7 +5,7 @@
 #include <regex>
 #include <sstream>
 
-#include "io/safetensors.h"
+#include "core/files.h"
 
 namespace trident::io {
 

@@ -206,64 +206,6 @@ void SafetensorsFile::copy_float(const TensorEntry& t, float* dst) const {
   }
 }
 
-namespace {
-
-// The parent directory of a path ("." for a bare name).
-std::string parent_of(const std::string& path) {
-  std::string parent = std::filesystem::path(path).parent_path().string();
-  return parent.empty() ? "." : parent;
-}
-
-// fsync, close and rename a fully written temporary file over `path`, durably.
-void finish_temporary(int fd, const std::string& tmp, const std::string& path) {
-  const bool synced = ::fsync(fd) == 0;
-  const int sync_errno = errno;
-  ::close(fd);
-  if (!synced) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("fsync of " + tmp + " failed: " + std::strerror(sync_errno));
-  }
-  rename_durably(tmp, path);
-}
-
-}  // namespace
-
-void fsync_directory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0)
-    throw std::runtime_error("cannot open directory " + dir + ": " + std::strerror(errno));
-  // Some file systems cannot sync a directory (EINVAL): nothing more can be done there.
-  const bool synced = ::fsync(fd) == 0 || errno == EINVAL;
-  const int sync_errno = errno;
-  ::close(fd);
-  if (!synced)
-    throw std::runtime_error("fsync of " + dir + " failed: " + std::strerror(sync_errno));
-}
-
-void rename_durably(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
-  fsync_directory(parent_of(to));
-  if (parent_of(from) != parent_of(to)) fsync_directory(parent_of(from));
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("write to " + tmp + " failed: " + std::strerror(errno));
-    }
-    done += (size_t)n;
-  }
-  finish_temporary(fd, tmp, path);
-}
-
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata,
                          const std::function<void(const char*, size_t)>& observe) {
@@ -284,20 +226,10 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
   for (int i = 0; i < 8; ++i) head[i] = (char)((len >> (8 * i)) & 0xff);
   head += json;
   // Streamed tensor by tensor (no copy of the whole file in memory), then flushed and renamed.
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  AtomicFile file(path);
   auto put = [&](const char* data, size_t size) {
     if (observe) observe(data, size);
-    for (size_t done = 0; done < size;) {
-      ssize_t n = ::write(fd, data + done, size - done);
-      if (n <= 0) {
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        throw std::runtime_error("write to " + tmp + " failed: " + std::strerror(errno));
-      }
-      done += (size_t)n;
-    }
+    file.write(data, size);
   };
   put(head.data(), head.size());
   for (const TensorToWrite& t : tensors) {
@@ -305,7 +237,7 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
     for (long d : t.shape) n *= d;
     put(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
   }
-  finish_temporary(fd, tmp, path);
+  file.commit();
   return head.size() + offset;
 }
 

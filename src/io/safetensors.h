@@ -9,12 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace trident::io {
+#include "core/files.h"
 
-class FormatError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace trident::io {
 
 struct TensorEntry {
   std::string name;
@@ -67,15 +64,5 @@ struct TensorToWrite {
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata = {},
                          const std::function<void(const char*, size_t)>& observe = {});
-
-// Writes bytes to path atomically (temporary name, fsync, rename, fsync of the directory).
-void write_file_atomically(const std::string& path, const std::string& bytes);
-
-// Flushes a directory's entries (created, renamed, removed names) to disk: a rename is only
-// durable once its parent directory is fsynced.
-void fsync_directory(const std::string& dir);
-
-// Renames from -> to, then fsyncs the parent directory of both.
-void rename_durably(const std::string& from, const std::string& to);
 
 }  // namespace trident::io

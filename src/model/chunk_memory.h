@@ -9,7 +9,7 @@
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "model/memory_plan.h"
-#include "model/parameter_layout.h"
+#include "parameters/parameter_layout.h"
 
 namespace trident {
 

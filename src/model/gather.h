@@ -3,7 +3,7 @@
 // comparing runs): every rank all-gathers its slices and places them by global index.
 #include "comm/communicator.h"
 #include "config/model_config.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident {
 

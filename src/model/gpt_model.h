@@ -15,7 +15,7 @@
 #include "kernels/weight_grad_store.h"
 #include "model/chunk_memory.h"
 #include "model/memory_plan.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 #include "model/transformer_layer.h"
 #include "pipeline_parallel/stage.h"
 #include "tensor_parallel/lm_head_loss.h"

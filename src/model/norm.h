@@ -4,7 +4,7 @@
 // `mean` buffer is left unused.
 #include "kernels/layernorm.h"
 #include "kernels/rmsnorm.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident {
 

@@ -11,7 +11,7 @@
 #include "kernels/mixed_linear.h"
 #include "kernels/rope.h"
 #include "model/norm.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 #include "tensor_parallel/layers.h"
 
 namespace trident {

@@ -5,7 +5,7 @@
 
 #include "comm/communicator.h"
 #include "core/first_touch.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident {
 

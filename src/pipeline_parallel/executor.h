@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/gpt_model.h"
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/stage.h"
 #include "pipeline_parallel/timeline.h"
@@ -93,9 +92,5 @@ class PipelineExecutor {
   bool training_ = false;
   std::chrono::steady_clock::time_point origin_;
 };
-
-// Sums the tied word-embedding gradient of the first stage (chunk 0 of pipeline rank 0) and
-// of the last stage's copy (last chunk of rank p - 1), so both copies update identically.
-void sync_tied_embedding(std::vector<GPTModel*>& chunks, comm::Communicator& pipeline);
 
 }  // namespace trident::pipeline_parallel

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "io/safetensors.h"
+#include "core/files.h"
 #include "pipeline_parallel/simulator.h"
 
 namespace trident::pipeline_parallel {
@@ -27,7 +27,7 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
                      {"pid", 0},
                      {"tid", r},
                      {"args", {{"name", "rank " + std::to_string(r)}}}});
-  io::write_file_atomically(path, nlohmann::json({{"traceEvents", trace}}).dump() + "\n");
+  write_file_atomically(path, nlohmann::json({{"traceEvents", trace}}).dump() + "\n");
 }
 
 namespace {

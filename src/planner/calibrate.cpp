@@ -14,7 +14,8 @@
 #include "kernels/adamw.h"
 #include "model/gpt_model.h"
 #include "planner/layer_costs.h"
-#include "train/throughput.h"
+#include "kernels/peak.h"
+#include "model/flops.h"
 
 namespace trident::planner {
 
@@ -51,7 +52,7 @@ void gemm_table(comm::Communicator& world, double peak, const CalibrationOptions
       double tflops = 0;
       for (int r = 0; r < 4; ++r)
         tflops = std::max(tflops,
-                          measure_gemm_peak_tflops(m, n, n, o.seconds_per_point / 4, o.precision));
+                          kernels::measure_gemm_peak_tflops(m, n, n, o.seconds_per_point / 4, o.precision));
       const double efficiency = std::clamp(mean_over_ranks(world, tflops) / peak, 1e-3, 1.0);
       const double gflop = 2.0 * m * n * n / 1e9;
       log << "  gemm " << m << " x " << n << " x " << n << ": " << gflop << " GFLOP, "
@@ -297,7 +298,7 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   // measure the rate they really get together.
   const int threads = omp_get_max_threads();
   barrier(world);
-  PeakMeasurement peak = measure_peak_tflops(o.precision, threads);
+  kernels::PeakMeasurement peak = kernels::measure_peak_tflops(o.precision, threads);
   c.device.name = std::string("CPU rank (") + kernels::precision_name(o.precision) + ", " +
                   std::to_string(threads) + " thread" + (threads > 1 ? "s)" : ")");
   c.device.peak_tflops = mean_over_ranks(world, peak.tflops);

@@ -18,7 +18,7 @@ double paper_parameter_count(const GptShape& m);
 // With full recomputation (4 passes through every layer: forward, recomputed forward,
 // two GEMMs per forward GEMM backward): F = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)).
 // Without: 72 B s l h^2 (1 + s / (6 h)) + 6 B s h V (the logit layer is never recomputed;
-// trident's log uses the same, src/train/throughput.h).
+// trident's log uses the same, src/model/flops.h).
 double paper_flops_per_iteration(const GptShape& m, double global_batch, bool recompute);
 
 // End-to-end training time in seconds for T tokens on n devices at X FLOP/s each:

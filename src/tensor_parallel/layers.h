@@ -4,7 +4,7 @@
 // can be fused into the element-wise kernel that follows.
 #include "comm/communicator.h"
 #include "kernels/mixed_linear.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident::tensor_parallel {
 

@@ -9,7 +9,7 @@
 // position embedding from the all-gathered d(embedding output), both of all rows, which
 // backward gathers anyway for the weight gradients and the word-embedding lookup.
 #include "comm/communicator.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident::tensor_parallel {
 

@@ -27,7 +27,9 @@
 #include "pipeline_parallel/simulator.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/metrics.h"
-#include "train/throughput.h"
+#include "core/cpu_set.h"
+#include "kernels/peak.h"
+#include "model/flops.h"
 #include "train/training_data.h"
 #include "train/training_log.h"
 
@@ -245,7 +247,7 @@ double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std
   const int cores = rank.node_cores > 0 ? rank.node_cores : own;
   const double share = std::min<double>(
       {(double)omp_get_max_threads(), (double)own, (double)cores / std::max(1, local_ranks)});
-  PeakMeasurement m = measure_peak_tflops(c.precision(), share);
+  kernels::PeakMeasurement m = kernels::measure_peak_tflops(c.precision(), share);
   log << "peak for MFU: " << kernels::precision_name(m.precision) << " multiply-add loop "
       << std::fixed << std::setprecision(1) << m.per_core_gflops << " GFLOP/s per core x "
       << std::setprecision(2) << share << " cores per rank (" << cores << " cores, " << local_ranks

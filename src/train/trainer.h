@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "config/training_config.h"
+#include "train/training_config.h"
 #include "engine/rank_context.h"
 
 namespace trident {

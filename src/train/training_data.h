@@ -3,7 +3,7 @@
 #include <iosfwd>
 #include <memory>
 
-#include "config/training_config.h"
+#include "train/training_config.h"
 #include "data/sample_source.h"
 
 namespace trident {

@@ -6,7 +6,7 @@
 #include <ostream>
 #include <vector>
 
-#include "config/training_config.h"
+#include "train/training_config.h"
 #include "engine/rank_context.h"
 #include "pipeline_parallel/timeline.h"
 #include "train/metrics.h"

@@ -1,4 +1,4 @@
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,7 +17,7 @@ from parity import MPI_ENV, Checks
 
 TIMEOUT_MIN = 0.1
 BOUND_S = TIMEOUT_MIN * 60 + 30
-CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "cluster")
+CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "cluster")
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
         "--global-batch-size", "8", "--lr", "1e-3", "--log-interval", "1", "--eval-iters", "0",

@@ -1,4 +1,4 @@
-#include "model/parameter_layout.h"
+#include "parameters/parameter_layout.h"
 
 #include <iomanip>
 #include <ostream>

@@ -146,7 +146,7 @@ def main():
                               os.path.join(tmp, "pre"), "--vocab-file", vocab, "--merge-file", merges,
                               "--append-eod", "--workers", "2"], capture_output=True, text=True)
         check(out.returncode == 0, "trident preprocess runs")
-        ref = subprocess.run(["/usr/bin/python3", f"{src}/tests/gpt2_python_reference.py", vocab, merges,
+        ref = subprocess.run(["/usr/bin/python3", f"{src}/tests/reference/gpt2_python_reference.py", vocab, merges,
                               corpus, "text"], capture_output=True, text=True).stdout.split("\n")
         expect = [json.loads(r) + [50256] for r in ref if r and json.loads(r)]  # empty docs skipped
         code, doc_idx, seqs = read_dataset(os.path.join(tmp, "pre_text_document"))

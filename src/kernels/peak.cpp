@@ -1,4 +1,4 @@
-#include "train/throughput.h"
+#include "kernels/peak.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -13,21 +13,7 @@
 #include "kernels/gemm.h"
 #include "kernels/linear_bf16.h"
 
-namespace trident {
-
-double training_flops_per_iteration(const ModelConfig& c, long global_batch, int seq,
-                                    int padded_vocab) {
-  double B = global_batch, s = seq, l = c.num_layers, h = c.hidden_size;
-  // Per layer and token, forward: QKV (3h outputs, h + 2 G d with grouped-query attention)
-  // and projection, 8h^2 for GPT-2; the MLP's fc1 (2 ffn rows with SwiGLU) and fc2,
-  // 16h^2 for GPT-2's 4h; attention 4sh.
-  const double qkv_out =
-      c.group_query_attention ? h + 2.0 * c.query_groups() * c.head_dim() : 3 * h;
-  const double linears = 2 * h * qkv_out + 2 * h * h + 2 * h * c.fc1_rows() + 2.0 * c.ffn() * h;
-  double per_layer_fwd = B * s * (linears + 4 * s * h);
-  double logits_fwd = 2 * B * s * h * padded_vocab;
-  return 3 * (l * per_layer_fwd + logits_fwd);
-}
+namespace trident::kernels {
 
 double measure_gemm_peak_tflops(int m, int n, int k, double seconds, kernels::Precision precision) {
   std::vector<float> a((size_t)m * k, 0.5f), b((size_t)k * n, 0.25f), c((size_t)m * n);
@@ -115,10 +101,6 @@ double fma_rate_one_thread(kernels::Precision precision, double seconds) {
 
 }  // namespace
 
-int physical_cores() {
-  return physical_cores(allowed_cpus());
-}
-
 PeakMeasurement measure_peak_tflops(kernels::Precision precision, double cores) {
   // fp16 operands are multiplied in fp32 on this CPU: its peak is fp32's.
   const kernels::Precision unit =
@@ -142,4 +124,4 @@ PeakMeasurement measure_peak_tflops(kernels::Precision precision, double cores) 
   return m;
 }
 
-}  // namespace trident
+}  // namespace trident::kernels

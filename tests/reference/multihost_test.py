@@ -16,7 +16,7 @@ import tomllib
 
 from parity import MPI_ENV, Checks, compare, train
 
-CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "cluster")
+CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "cluster")
 LAUNCH = [os.path.join(CLUSTER, "launch.sh")]
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",

@@ -8,7 +8,7 @@
 
 #include "core/normal_fill.h"
 #include "core/random.h"
-#include "model/parameters.h"
+#include "parameters/parameters.h"
 
 namespace trident {
 namespace {

@@ -13,7 +13,7 @@ import tempfile
 
 from parity import Checks, compare, read_safetensors, train
 
-CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "cluster")
+CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "cluster")
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
         "--global-batch-size", "8", "--train-iters", "10", "--lr", "1e-3", "--lr-warmup-iters", "2",

@@ -8,7 +8,7 @@
 
 #include "core/first_touch.h"
 #include "kernels/low_precision.h"
-#include "model/parameter_layout.h"
+#include "parameters/parameter_layout.h"
 
 namespace trident {
 

@@ -1,4 +1,4 @@
-#include "config/training_config.h"
+#include "train/training_config.h"
 
 #include <climits>
 #include <cmath>

@@ -24,7 +24,7 @@ def main():
     trident, src = sys.argv[1], sys.argv[2]
     vocab, merges = f"{src}/data/gpt2/encoder.json", f"{src}/data/gpt2/vocab.bpe"
     modules = f"{src}/third_party/npm/node_modules"
-    corpora = [f"{src}/data/kjv/kjv.jsonl", f"{src}/tests/data/hard_strings.jsonl"]
+    corpora = [f"{src}/data/kjv/kjv.jsonl", f"{src}/tests/fixtures/hard_strings.jsonl"]
     for path in [vocab, merges, modules] + corpora:
         if not os.path.exists(path):
             print(f"missing {path}: run scripts/setup.sh first")
@@ -36,10 +36,10 @@ def main():
         texts = [json.loads(line)["text"] for line in open(corpus, encoding="utf-8")]
         checks = {
             "npm gpt-3-encoder vs --js-whitespace":
-                (run(["node", f"{src}/tests/gpt2_reference.js", modules, "encode-jsonl", corpus, "text"]),
+                (run(["node", f"{src}/tests/reference/gpt2_reference.js", modules, "encode-jsonl", corpus, "text"]),
                  run(tok + ["--input", corpus, "--js-whitespace"])),
             "python regex GPT-2 vs default":
-                (run(["/usr/bin/python3", f"{src}/tests/gpt2_python_reference.py", vocab, merges, corpus, "text"]),
+                (run(["/usr/bin/python3", f"{src}/tests/reference/gpt2_python_reference.py", vocab, merges, corpus, "text"]),
                  run(tok + ["--input", corpus])),
         }
         name = os.path.basename(corpus)

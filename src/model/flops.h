@@ -1,0 +1,14 @@
+#pragma once
+// Model FLOPs, for the TFLOP/s and MFU columns of the log and the planner's throughput.
+#include "config/model_config.h"
+
+namespace trident {
+
+// FLOPs of one training iteration without recomputation (Narayanan et al. 2021, eq. 3
+// with 3 instead of 4 passes through the layers):
+//   72 B s l h^2 (1 + s / (6h)) + 6 B s h V
+// where V is the padded vocabulary; the logit layer is never recomputed.
+double training_flops_per_iteration(const ModelConfig& c, long global_batch, int seq,
+                                    int padded_vocab);
+
+}  // namespace trident
