@@ -5,39 +5,36 @@
 //                       and the size and xxh64 checksum of every file
 //   model_tpT_ppP.safetensors   what tensor rank T of pipeline rank P owns: each tensor's
 //                       local shard and its two Adam moments (data-parallel rank 0 writes)
-// Files are written into `iter_NNNNNNN.tmp` and fsynced; the commit renames it into place and
-// replaces `latest` last, fsyncing the directory after every rename, so a crash at any moment
-// leaves a loadable checkpoint. Saving an iteration that already exists (a run resumed at its
-// last iteration) first moves the committed one aside to `iter_NNNNNNN.old` and removes it only
-// after `latest` is rewritten; a load whose `latest` names a missing directory takes its `.old`.
-// The manifest's "run" object holds the settings that shape the run (seed, batch sizes,
-// sequence length, data, LR schedule); a resume that changes one is refused unless asked for.
-// Loading rebuilds each tensor in global space from the shards, so a checkpoint saved under
-// one (t, p, d) loads under any other. Nothing in a checkpoint is executed.
+// How saves are committed crash-safely: checkpoint/lifecycle.h. The manifest's "run" object
+// holds the settings that shape the run; a resume that changes one is refused unless asked
+// for (checkpoint/run_settings.h). Loading rebuilds each tensor in global space from the
+// shards, so a checkpoint saved under one (t, p, d) loads under any other. Nothing in a
+// checkpoint is executed.
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
-#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "checkpoint/lifecycle.h"
 #include "checkpoint/manifest.h"
-#include "train/training_config.h"
+#include "checkpoint/run_settings.h"
 #include "engine/rank_context.h"
+#include "engine/rank_layout.h"
 #include "engine/rank_model.h"
 
 namespace trident::checkpoint {
 
-// Testing: where world rank 0 exits abruptly inside a save, as a crash would.
-enum class SaveFault {
-  kNone,
-  kBeforeCommit,  // every file written, nothing renamed
-  kMidCommit,     // the iteration's committed directory moved aside, the new one not yet in place
-};
-
-// What a load takes from a checkpoint.
-enum class LoadMode {
-  kResume,          // everything; the run settings must equal this run's (exit 2 otherwise)
-  kResumeOverride,  // everything; differing run settings are printed as warnings
-  kWeightsOnly,     // --finetune, convert: the weights; iteration, optimizer and scaler afresh
+// What a checkpoint records of the run besides the tensors, and what a load compares.
+struct RunRecord {
+  RankLayout layout;  // the model, t, p, d, v, precision, dropout, distributed optimizer
+  std::uint64_t seed = 0;
+  // The settings that shape the run (train/run_record.cpp); empty: none recorded (convert
+  // writes checkpoints of no run).
+  std::vector<RunSetting> settings;
+  // Checkpoints from before sample-based schedules: the LR schedule's position is rebuilt
+  // from consumed samples at this global batch.
+  long global_batch = 0;
 };
 
 struct TrainingState {
@@ -49,23 +46,21 @@ struct TrainingState {
   long lr_schedule_samples = 0;
 };
 
+struct SaveOptions {
+  int keep_checkpoints = 0;  // 0: keep all
+  SaveFault fault = SaveFault::kNone;
+};
+
 // Collective over the world: every rank calls it.
-void save(const std::string& dir, const TrainingConfig& c, RankModel& model,
+void save(const std::string& dir, const RunRecord& run, RankModel& model,
           const TrainingState& state, const RankContext& rank, std::ostream& log,
-          SaveFault fault = SaveFault::kNone);
-
-// True when `dir` holds a checkpoint to resume from (its `latest` file exists).
-bool has_checkpoint(const std::string& dir);
-
-// The directory of the checkpoint `latest` under `dir` names (its `.old` copy when a save of
-// the same iteration was interrupted mid-commit); throws CheckpointError when there is none.
-std::string latest_checkpoint(const std::string& dir);
+          const SaveOptions& options = {});
 
 // Loads `latest` under `dir` into the model (any layout) after validating the manifest, the
 // run settings (kResume) and every file; throws CheckpointError, naming the file and the
 // problem, before changing anything. Collective over the world.
 // progress (optional) is told the fraction of this rank's tensors in place.
-TrainingState load(const std::string& dir, const TrainingConfig& c, RankModel& model,
+TrainingState load(const std::string& dir, const RunRecord& run, RankModel& model,
                    const RankContext& rank, std::ostream& log, LoadMode mode,
                    const std::function<void(double)>& progress = {});
 

@@ -210,4 +210,37 @@ ParamSpec manifest_spec(const json& t) {
   return s;
 }
 
+// The Llama family's options are written only when they differ from GPT-2's block, so a
+// GPT-2 checkpoint's manifest is what it was before they existed.
+json model_json(const ModelConfig& m) {
+  json j = {{"num_layers", m.num_layers},
+            {"hidden_size", m.hidden_size},
+            {"num_attention_heads", m.num_attention_heads},
+            {"ffn_hidden_size", m.ffn()},
+            {"max_position_embeddings", m.max_positions()},
+            {"vocab_size", m.vocab_size},
+            {"layernorm_epsilon", m.layernorm_epsilon}};
+  if (m.rms_norm()) j["normalization"] = m.normalization;
+  if (m.rope()) {
+    j["position_embedding_type"] = m.position_embedding_type;
+    j["rotary_base"] = m.rotary_base, j["rotary_percent"] = m.rotary_percent;
+  }
+  if (m.swiglu) j["swiglu"] = true;
+  if (m.group_query_attention) j["num_query_groups"] = m.num_query_groups;
+  if (!m.tied_output()) j["untie_embeddings_and_output_weights"] = true;
+  if (m.disable_bias_linear) j["disable_bias_linear"] = true;
+  return j;
+}
+
+json spec_json(const ParamSpec& s) {
+  return {{"name", s.name},
+          {"global_shape", s.global_shape},
+          {"local_shape", s.local_shape},
+          {"shard",
+           {{"dim", s.shard.dim},
+            {"stride", s.shard.stride},
+            {"parts", s.shard.parts},
+            {"rank", s.shard.rank}}}};
+}
+
 }  // namespace trident::checkpoint

@@ -13,6 +13,9 @@
 
 namespace trident::checkpoint {
 
+constexpr int kFormatVersion = 1;
+constexpr const char* kFormat = "trident-checkpoint";
+
 class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -27,6 +30,10 @@ nlohmann::ordered_json read_manifest(const std::string& dir);
 
 // The model recorded in a checked manifest.
 ModelConfig manifest_model(const nlohmann::ordered_json& manifest);
+
+// What the manifest says of the model and of a tensor, as save writes it and load compares it.
+nlohmann::ordered_json model_json(const ModelConfig& model);
+nlohmann::ordered_json spec_json(const ParamSpec& spec);
 
 // One of a checked manifest's tensor entries: name, global and local shape, shard.
 ParamSpec manifest_spec(const nlohmann::ordered_json& tensor);

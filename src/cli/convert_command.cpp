@@ -4,8 +4,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/parse_args.h"
-#include "io/hf_gpt2.h"
 #include "core/files.h"
+#include "io/hf_gpt2.h"
 
 namespace trident::cli {
 
@@ -33,23 +33,25 @@ int convert_main(const std::vector<std::string>& args) {
     return 2;
   }
   try {
-    TrainingConfig c;
-    c.model = !load.empty() ? checkpoint_model(load) : io::read_hf_config(load_hf);
-    c.micro_batch_size = 1;
-    c.global_batch_size = 1;
-    c.model.seq_length = std::min(c.model.max_positions(), 64);  // only the parameters matter
-    c.load_hf = load_hf;
+    // One rank, the whole model: only the parameters matter (a short sequence, one sample).
+    RankModelOptions o;
+    o.layout.model = !load.empty() ? checkpoint_model(load) : io::read_hf_config(load_hf);
+    o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
+    o.layout.split = {o.layout.model.num_layers};
+    o.schedules = {o.schedule};
+    o.load_hf = load_hf;
     distributed::ProcessGrid grid(1, 1, 1);
     distributed::ProcessGroups groups = distributed::make_single_rank_groups();
     RankContext rank{0, &grid, &groups, {"local"}};
-    RankModel model = build_rank_model(c, *groups.tensor, *groups.pipeline, *groups.data);
+    RankModel model = build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
+    const checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
     if (!load.empty()) {
-      checkpoint::load(load, c, model, rank, std::cout, checkpoint::LoadMode::kWeightsOnly);
-      Parameters whole = gather_rank_model(model, c, *groups.tensor, *groups.pipeline);
-      io::save_hf_model(save_hf, c.model, whole);
+      checkpoint::load(load, run, model, rank, std::cout, checkpoint::LoadMode::kWeightsOnly);
+      Parameters whole = gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
+      io::save_hf_model(save_hf, o.layout.model, whole);
       std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
     } else {
-      checkpoint::save(save, c, model, {0, 0, 0}, rank, std::cout);
+      checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -34,8 +34,7 @@ AtomicFile::~AtomicFile() {
 void AtomicFile::write(const char* data, std::size_t size) {
   for (std::size_t done = 0; done < size;) {
     ssize_t n = ::write(fd_, data + done, size - done);
-    if (n <= 0)
-      throw std::runtime_error("write to " + tmp_ + " failed: " + std::strerror(errno));
+    if (n <= 0) throw std::runtime_error("write to " + tmp_ + " failed: " + std::strerror(errno));
     done += (std::size_t)n;
   }
 }

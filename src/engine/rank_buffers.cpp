@@ -11,7 +11,8 @@ MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
     if (sending_chunks > 0)
       plan.add(C, "pipeline: copies of sent input gradients", s.boundary_floats,
                s.microbatches * sending_chunks);
-    if (s.stage == 0 || s.stage == s.stages - 1)
+    // An untied output layer (Llama) has no second copy of the word embedding.
+    if ((s.stage == 0 || s.stage == s.stages - 1) && s.tied_embedding_floats > 0)
       plan.add(C, "pipeline: tied embedding gradient from the other end", s.tied_embedding_floats);
   }
   // Open MPI's libnbc stages each non-blocking reduction in a temporary of its size; at the

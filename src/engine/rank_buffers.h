@@ -13,7 +13,7 @@ struct RankBufferShape {
   int stages = 1, chunks = 1, microbatches = 1;  // p, v, and the largest m of the run
   int stage = 0;
   long boundary_floats = 0;        // b x s x h: one micro-batch's activations between stages
-  long tied_embedding_floats = 0;  // V / t x h: the word embedding's shard
+  long tied_embedding_floats = 0;  // V / t x h: the word embedding's shard (0: untied)
   long gradient_floats = 0;        // this rank's gradient buffers, all chunks
   int data = 1;
   bool overlap_grad_reduce = false;

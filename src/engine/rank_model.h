@@ -1,16 +1,18 @@
 #pragma once
 // What one rank holds of the model: its pipeline chunks (virtual stages j * p + s), one
 // AdamW and one data-parallel reducer per chunk, the loss scaler, and the schedule that
-// runs them. Training builds it here; generation, serving and evaluation can too, without
-// reaching into train/.
+// runs them. Training builds it here; generation, serving, evaluation and convert can too,
+// from a RankLayout, without reaching into train/.
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
-#include "train/training_config.h"
 #include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
 #include "engine/rank_buffers.h"
+#include "engine/rank_layout.h"
 #include "model/gpt_model.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -34,23 +36,39 @@ struct RankModel {
   void finish_param_gather();
 };
 
-// Builds this rank's chunks (activation slots sized by the schedule), then initialises them
-// from the seed or loads --load-hf.
+// What a trainable rank model is built from, besides its layout.
+struct RankModelOptions {
+  RankLayout layout;
+  pipeline_parallel::ScheduleConfig schedule;  // at the run's final global batch
+  // The schedule at every global batch the run uses (ramp-up included): activation slots
+  // are sized for the most any of them keeps in flight.
+  std::vector<pipeline_parallel::ScheduleConfig> schedules;
+  data_parallel::ReducerOptions reduce;  // bucket_floats <= 0: Megatron's default for d
+  AdamWConfig adam;
+  LossScaler scaler = LossScaler::none();
+  std::uint64_t seed = 1234;  // initialisation, unless load_hf
+  std::string load_hf;        // a HuggingFace directory to import the weights from
+};
+
+// Builds this rank's chunks (activation slots sized by the schedules), then initialises
+// them from the seed or loads load_hf.
 // clock (optional): the phases (allocation, initialisation) are timed, with progress lines.
-RankModel build_rank_model(const TrainingConfig& c, comm::Communicator& tp, comm::Communicator& pp,
-                           comm::Communicator& dp, StartupClock* clock = nullptr);
+RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
+                           comm::Communicator& pp, comm::Communicator& dp,
+                           StartupClock* clock = nullptr);
 
 // This rank's pipeline stage for generation: one chunk with weights only (no gradients,
-// optimizer or training activations), filled from c.load_hf when given; a checkpoint is
+// optimizer or training activations), filled from load_hf when given; a checkpoint is
 // loaded into it by the caller (checkpoint::load, weights only). decode_panels: see
 // ChunkOptions.
-RankModel build_inference_rank_model(const TrainingConfig& c, comm::Communicator& tp,
-                                     comm::Communicator& pp, bool decode_panels);
+RankModel build_inference_rank_model(const RankLayout& layout, const std::string& load_hf,
+                                     comm::Communicator& tp, comm::Communicator& pp,
+                                     bool decode_panels);
 
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their
 // tensors to stage 0.
-Parameters gather_rank_model(const RankModel& m, const TrainingConfig& config,
-                             comm::Communicator& tp, comm::Communicator& pp);
+Parameters gather_rank_model(const RankModel& m, const RankLayout& layout, comm::Communicator& tp,
+                             comm::Communicator& pp);
 
 }  // namespace trident

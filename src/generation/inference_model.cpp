@@ -26,17 +26,15 @@ ModelConfig source_model(const InferenceOptions& o) {
       checkpoint::read_manifest(checkpoint::latest_checkpoint(o.load)));
 }
 
-TrainingConfig layout_config(const InferenceOptions& o, const ModelConfig& model, int world) {
-  TrainingConfig c;
-  c.model = model;
-  c.tensor_model_parallel_size = o.tensor_model_parallel_size;
-  c.pipeline_model_parallel_size = o.pipeline_model_parallel_size;
-  c.world_size = world;
-  c.micro_batch_size = 1;
-  c.global_batch_size = c.data_parallel_size();  // one sequence per replica: a valid config
-  c.bf16 = o.bf16;
-  c.load_hf = o.load_hf;
-  return c;
+RankLayout inference_layout(const InferenceOptions& o, const ModelConfig& model, int world) {
+  RankLayout l;
+  l.model = model;
+  l.tensor = o.tensor_model_parallel_size;
+  l.pipeline = o.pipeline_model_parallel_size;
+  l.data = world / (l.tensor * l.pipeline);  // check_layout: t x p divides the world
+  l.split = RankLayout::even_split(model.num_layers, l.pipeline);
+  l.precision = o.bf16 ? kernels::Precision::kBf16 : kernels::Precision::kFp32;
+  return l;
 }
 
 // Spins for a moment (during generation the next step's command comes within
@@ -67,9 +65,11 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
               ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
   require(t < 1 || m.ffn() % t == 0, "ffn_hidden_size (" + std::to_string(m.ffn()) +
                                          ") must be divisible by --tensor-model-parallel-size");
-  require(p < 1 || m.num_layers >= p, "num_layers (" + std::to_string(m.num_layers) +
-                                          ") must be >= --pipeline-model-parallel-size (" +
-                                          std::to_string(p) + ")");
+  // Stages hold equal shares of the layers (a split the layout could not place was
+  // undefined behaviour before this rule).
+  require(p < 1 || (m.num_layers >= p && m.num_layers % p == 0),
+          "num_layers (" + std::to_string(m.num_layers) +
+              ") must be a multiple of --pipeline-model-parallel-size (" + std::to_string(p) + ")");
   require(o.max_batch >= 1, "--max-batch must be >= 1");
   require(o.prefill_chunk >= 1, "the prefill chunk must be >= 1 token");
   require(o.max_sequence_length >= 2 && o.max_sequence_length <= m.max_positions(),
@@ -87,16 +87,16 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
   if (options_.max_sequence_length == 0) options_.max_sequence_length = model.max_positions();
   const int world = rank.grid ? rank.grid->world() : 1;
   check_layout(options_, model, world);
-  config_ = layout_config(options_, model, world);
+  layout_ = inference_layout(options_, model, world);
   comm::Communicator &tp = *rank.groups->tensor, &pp = *rank.groups->pipeline;
-  model_ = build_inference_rank_model(config_, tp, pp, o.decode_panels);
+  model_ = build_inference_rank_model(layout_, o.load_hf, tp, pp, o.decode_panels);
   if (!o.load.empty())
-    checkpoint::load(o.load, config_, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
+    checkpoint::load(o.load, {layout_}, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
   model_.chunks[0]->parameters().refresh_low_precision();
   // The key / value heads this rank's query heads read: one per head, or grouped-query
   // attention's groups (G / t, or the one replicated group when t > G).
   const int t = tp.size(), heads = model.num_attention_heads / t;
-  const LayerDims dims = layer_dims(config_.model, tp.rank(), t);
+  const LayerDims dims = layer_dims(layout_.model, tp.rank(), t);
   const int kv_heads = dims.grouped ? (heads - 1) / dims.groups.heads_per_group + 1 : heads;
   cache_ = KvCache({(int)model_.chunks[0]->layers().size(), options_.max_batch,
                     options_.max_sequence_length, kv_heads, model.head_dim()},
@@ -117,7 +117,7 @@ InferenceModel::~InferenceModel() {
 
 void InferenceModel::plan_buffers() {
   const GPTModel& m = *model_.chunks[0];
-  const ModelConfig& c = config_.model;
+  const ModelConfig& c = layout_.model;
   const int t = rank_.groups->tensor->size();
   const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size, attn = h / t,
              ffn = c.ffn() / t, fc1 = c.fc1_rows() / t;

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "train/training_config.h"
 #include "engine/rank_context.h"
+#include "engine/rank_layout.h"
 #include "engine/rank_model.h"
 #include "generation/kv_cache.h"
 #include "model/memory_plan.h"
@@ -58,13 +58,13 @@ class InferenceModel {
   InferenceModel(const InferenceOptions& o, const RankContext& rank, std::ostream& log);
   ~InferenceModel();
 
-  const ModelConfig& config() const { return config_.model; }
+  const ModelConfig& config() const { return layout_.model; }
   const InferenceOptions& options() const { return options_; }
   int max_batch() const { return options_.max_batch; }
   int max_sequence() const { return options_.max_sequence_length; }
   int max_step_tokens() const { return max_step_tokens_; }
   int max_logit_rows() const { return max_logit_rows_; }
-  int vocab() const { return config_.model.vocab_size; }
+  int vocab() const { return layout_.model.vocab_size; }
   bool coordinator() const { return rank_.groups->model->rank() == 0; }
   // What this rank holds (weights, bf16 copy, KV cache, step activations), printable.
   const MemoryPlan& memory_plan() const { return plan_; }
@@ -89,7 +89,7 @@ class InferenceModel {
 
   InferenceOptions options_;
   RankContext rank_;
-  TrainingConfig config_;  // the model and layout, as the rank model is built from
+  RankLayout layout_;  // the model and its layout, as the rank model is built from
   RankModel model_;
   KvCache cache_;
   MemoryPlan plan_;

@@ -45,7 +45,7 @@ void InferenceModel::run(const std::vector<Segment>& segments) {
     b.segments.push_back({s.slot, s.start, (int)s.tokens.size(), (int)b.ids.size()});
     b.ids.insert(b.ids.end(), s.tokens.begin(), s.tokens.end());
   }
-  const int rows = (int)b.ids.size(), h = config_.model.hidden_size;
+  const int rows = (int)b.ids.size(), h = layout_.model.hidden_size;
   float *x = b.x, *y = b.y;
   if (m.placement().pre_process)
     embed(segments, x);
@@ -79,7 +79,7 @@ void InferenceModel::output_logits(const std::vector<Segment>& segments, const f
   GPTModel& m = *model_.chunks[0];
   Buffers& b = *buffers_;
   comm::Communicator& tp = *rank_.groups->tensor;
-  const int h = config_.model.hidden_size, t = tp.size();
+  const int h = layout_.model.hidden_size, t = tp.size();
   long n = 0;
   for (size_t k = 0; k < segments.size(); ++k) {
     const kernels::CachedSegment& s = b.segments[k];

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/rank_buffers.h"
+#include "engine/rank_layout.h"
 #include "model/chunk_memory.h"
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/simulator.h"
@@ -121,15 +121,28 @@ const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p)
   return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p);
 }
 
-const IterationModel::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s,
-                                                                    int stage) {
+const ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s, int stage) {
   auto key = std::make_tuple((int)s.kind, s.stages, s.chunks, s.microbatches, stage);
   auto it = needs_.find(key);
   if (it != needs_.end()) return it->second;
-  const std::vector<pp::PipelineOp> ops = pp::build_schedule(s, stage);
-  return needs_[key] = {pp::max_in_flight(ops, s.chunks),
-                        pp::max_deferred_weight_grads(ops, s.chunks),
-                        pp::max_unfinished(ops, s.chunks)};
+  return needs_[key] = trident::schedule_needs({s}, stage);
+}
+
+RankLayout IterationModel::rank_layout(const Layout& l) const {
+  RankLayout r;
+  r.model = workload_.model;
+  r.tensor = l.tensor, r.pipeline = l.pipeline, r.data = l.data;
+  r.virtual_stages = l.virtual_stages;
+  r.split = RankLayout::even_split(r.model.num_layers, l.pipeline * l.virtual_stages);
+  r.micro_batch = l.micro_batch;
+  r.precision = workload_.precision;
+  // --recompute-method uniform --recompute-num-layers 1 (what --launch passes).
+  r.recompute_granularity = l.recompute == Recompute::kFull        ? "full"
+                            : l.recompute == Recompute::kSelective ? "selective"
+                                                                   : "";
+  r.distributed_optimizer = l.distributed_optimizer;
+  r.sequence_parallel = l.sequence_parallel && l.tensor > 1;
+  return r;
 }
 
 namespace {
@@ -154,46 +167,32 @@ void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
 
 }  // namespace
 
-MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
-  const ModelConfig& m = workload_.model;
-  const int p = l.pipeline, v = l.virtual_stages, per_chunk = l.layers_per_chunk(m.num_layers);
-  const ScheduleNeeds& needs =
-      schedule_needs(schedule_of(l, l.microbatches(workload_.global_batch)), stage);
-  MemoryBreakdown out;
-  out.stage = stage;
+std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) {
+  const RankLayout layout = rank_layout(l);
+  const int microbatches = l.microbatches(workload_.global_batch);
+  const ScheduleNeeds& needs = schedule_needs(schedule_of(l, microbatches), stage);
+  std::vector<MemoryPlan> plans;
   long gradient_floats = 0;
-  for (int j = 0; j < v; ++j) {
-    const int vs = j * p + stage;
-    ChunkOptions o;
-    o.placement = {vs * per_chunk, per_chunk, vs == 0, vs == p * v - 1};
-    o.slots = needs.slots[j];
-    o.deferred_weight_grads = needs.deferred[j];
-    o.unfinished = needs.unfinished[j];
-    o.recompute_layers = l.recompute == Recompute::kFull ? per_chunk : 0;
-    o.recompute_group = 1;  // --recompute-method uniform --recompute-num-layers 1
-    o.recompute_attention = l.recompute == Recompute::kSelective;
-    o.precision = workload_.precision;
-    o.pad_multiple = l.distributed_optimizer ? 16L * l.data : 16;
-    o.sequence_parallel = l.sequence_parallel;
-    const ChunkShape shape = chunk_shape(m, {0, l.tensor}, l.micro_batch, m.seq_length, o,
-                                         sizes_of(l.tensor, o.placement));
-    MemoryPlan plan = plan_chunk_memory(shape);
-    // Each data-parallel rank keeps the moments of its 1/d of the (padded) buffer.
-    if (l.distributed_optimizer)
-      plan.resize("adam exp_avg + exp_avg_sq", 2 * shape.parameter_floats / l.data);
-    add_plan(plan, out);
+  for (int j = 0; j < l.virtual_stages; ++j) {
+    const ChunkOptions o = chunk_options(layout, stage, j, needs);
+    const ChunkShape shape =
+        chunk_shape(layout.model, {0, l.tensor}, l.micro_batch, layout.model.seq_length, o,
+                    sizes_of(l.tensor, o.placement));
+    plans.push_back(plan_chunk_memory(shape));
+    plans.back().resize("adam exp_avg + exp_avg_sq",
+                        adam_moment_floats(layout, shape.parameter_floats));
     gradient_floats += shape.parameter_floats;
   }
-  RankBufferShape buffers;
-  buffers.stages = p, buffers.chunks = v, buffers.stage = stage;
-  buffers.microbatches = l.microbatches(workload_.global_batch);
-  buffers.boundary_floats =
-      (long)l.micro_batch * m.seq_length * m.hidden_size / (l.sequence_parallel ? l.tensor : 1);
-  buffers.tied_embedding_floats = (long)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size;
-  buffers.gradient_floats = gradient_floats;
-  buffers.data = l.data;
-  buffers.overlap_grad_reduce = l.data > 1;  // --launch turns it on
-  add_plan(plan_rank_buffers(buffers), out);
+  // --launch turns on the overlapped gradient reduction whenever d > 1.
+  plans.push_back(plan_rank_buffers(
+      rank_buffer_shape(layout, stage, microbatches, gradient_floats, l.data > 1)));
+  return plans;
+}
+
+MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
+  MemoryBreakdown out;
+  out.stage = stage;
+  for (const MemoryPlan& plan : stage_plans(l, stage)) add_plan(plan, out);
   out.runtime = cluster_.device.runtime_memory_gib * (1L << 30);
   return out;
 }

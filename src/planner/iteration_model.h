@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/rank_layout.h"
 #include "model/chunk_memory.h"
 #include "planner/cluster.h"
 #include "planner/layout.h"
@@ -76,6 +77,12 @@ class IterationModel {
   // own chunks' times (the last stage's output layer included).
   double simulated_bubble(const pipeline_parallel::ScheduleConfig& s, double backward_ratio,
                           double weight_ratio);
+  // The layout as training builds it (engine/rank_layout.h), so chunk options and a rank's
+  // buffers come from the same functions as training's.
+  RankLayout rank_layout(const Layout& layout) const;
+  // Every buffer pipeline stage `stage`'s ranks hold: one plan per chunk, then the rank's
+  // buffers besides them — the plans training prints for such a rank.
+  std::vector<MemoryPlan> stage_plans(const Layout& layout, int stage);
   const Cluster& cluster() const { return cluster_; }
   const Workload& workload() const { return workload_; }
 
@@ -91,12 +98,6 @@ class IterationModel {
     double weight = 0;    // the layers' weight-gradient products (W of a zero-bubble schedule)
     double forward_total() const { return forward + other_forward + tensor_forward + pipeline; }
     double backward_total() const { return backward + other_backward + tensor_backward + pipeline; }
-  };
-  // What a rank of a schedule holds at once, per chunk: micro-batches' activations (F to
-  // B), and (zero-bubble) micro-batches' copied weight-gradient operands (B to W) and
-  // micro-batches whose activations W reads (F to W).
-  struct ScheduleNeeds {
-    std::vector<int> slots, deferred, unfinished;
   };
   ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
   // Every rank's schedule on the simulated clock, each chunk at its own times: the middle

@@ -27,6 +27,7 @@
 #include "pipeline_parallel/simulator.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "train/metrics.h"
+#include "train/run_record.h"
 #include "core/cpu_set.h"
 #include "kernels/peak.h"
 #include "model/flops.h"
@@ -277,7 +278,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
   StartupClock startup(log);
-  RankModel model = build_rank_model(c, tp, pp, dp, &startup);
+  RankModel model = build_rank_model(c.rank_model_options(), tp, pp, dp, &startup);
   startup.begin("memory plan");
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
@@ -374,7 +375,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
   if (resumable || c.finetune) {
     startup.begin("checkpoint load");
-    checkpoint::TrainingState st = checkpoint::load(c.load, c, model, rank, log, load_mode(c),
+    checkpoint::TrainingState st = checkpoint::load(c.load, run_record(c), model, rank, log, load_mode(c),
                                                     [&](double f) { startup.progress(f); });
     first_iteration = st.iteration + 1;
     consumed = st.consumed_samples;
@@ -388,8 +389,8 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
       fault = c.inject_fault_save_point == "mid-commit" ? checkpoint::SaveFault::kMidCommit
                                                         : checkpoint::SaveFault::kBeforeCommit;
     model.finish_param_gather();
-    checkpoint::save(c.save, c, model, {iteration, consumed, evaluations, lr_samples}, rank, log,
-                     fault);
+    checkpoint::save(c.save, run_record(c), model, {iteration, consumed, evaluations, lr_samples},
+                     rank, log, {c.keep_checkpoints, fault});
   };
   long last_saved = -1;
   startup.finish();
@@ -495,7 +496,7 @@ int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream&
     log.unsetf(std::ios::scientific);
   }
   if (!c.save_hf.empty()) {
-    Parameters whole = gather_rank_model(model, c, tp, pp);
+    Parameters whole = gather_rank_model(model, c.rank_layout(), tp, pp);
     if (rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
     log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
   }

@@ -67,22 +67,6 @@ kernels::DropoutConfig TrainingConfig::dropout() const {
   return {hidden_dropout, attention_dropout, seed ^ 0x64726f706f7574ull};
 }
 
-int TrainingConfig::recomputed_layers(int layers) const {
-  if (recompute_granularity != "full") return 0;
-  // uniform recomputes every layer; block the first recompute_num_layers of each chunk
-  // (all of them when the chunk has fewer: as Megatron, not an error, since with uneven
-  // pipeline stages one N has to fit chunks of different sizes).
-  return recompute_method == "block" ? std::min(layers, recompute_num_layers) : layers;
-}
-
-int TrainingConfig::recompute_group_size() const {
-  // Megatron's uniform method keeps the input of each group of recompute_num_layers
-  // consecutive layers and recomputes the group as one; block checkpoints layer by layer.
-  return recompute_granularity == "full" && recompute_method == "uniform"
-             ? std::max(1, recompute_num_layers)
-             : 1;
-}
-
 int TrainingConfig::effective_global_batch() const {
   // Saturates at INT_MAX, beyond which validation refuses the micro-batch size.
   return global_batch_size > 0

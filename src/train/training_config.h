@@ -7,6 +7,8 @@
 
 #include "config/batch_schedule.h"
 #include "config/model_config.h"
+#include "engine/rank_layout.h"
+#include "engine/rank_model.h"
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "optim/adamw.h"
@@ -91,10 +93,6 @@ struct TrainingConfig {
   // Rows of logits the fused output layer + loss forms at a time (0: equal chunks of at most ~128
   // MiB).
   int logits_chunk_rows = 0;
-  // Layers of a chunk with `layers` layers that recompute their activations in backward.
-  int recomputed_layers(int layers) const;
-  // Consecutive recomputed layers that share one kept input (ChunkOptions::recompute_group).
-  int recompute_group_size() const;
 
   std::string metrics_file;
   std::string tensorboard_dir;       // event files of the logged scalars (rank 0)
@@ -157,6 +155,11 @@ struct TrainingConfig {
   }
   long valid_samples() const { return eval_runs() * eval_iters * (long)effective_global_batch(); }
   long test_samples() const { return (long)eval_iters * effective_global_batch(); }
+
+  // The model's layout over ranks and how this rank's model is built (src/engine), from the
+  // flags above (train/model_options.cpp).
+  RankLayout rank_layout() const;
+  RankModelOptions rank_model_options() const;
 };
 
 // The pipeline schedule the flags describe (p, v, m and its kind).

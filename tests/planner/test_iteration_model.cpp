@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "comm/communicator.h"
+#include "engine/placed_communicator.h"
 #include "engine/rank_buffers.h"
+#include "engine/rank_model.h"
 #include "model/gpt_model.h"
 #include "planner/collectives.h"
 #include "planner/iteration_model.h"
 #include "planner/layer_costs.h"
 #include "planner/paper_model.h"
+#include "train/training_config.h"
 
 namespace trident::planner {
 namespace {
@@ -258,6 +261,103 @@ TEST(RankBuffers, SendCopiesTiedEmbeddingAndMpiTemporaries) {
   s.stages = 1, s.chunks = 1, s.stage = 0, s.overlap_grad_reduce = false;
   EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 0);
 }
+
+// The planner's plan of a pipeline stage's rank against the plan training prints for that
+// rank: the chunks trident actually builds from the same flags (each rank of the layout
+// built in turn in this process, with stand-in communicators), buffer by buffer.
+namespace plan_vs_training {
+
+ModelConfig small_model(bool llama, bool tied) {
+  ModelConfig m;
+  m.num_layers = 8, m.hidden_size = 64, m.num_attention_heads = 4, m.seq_length = 32;
+  m.vocab_size = 500;
+  if (llama) {
+    m.normalization = "RMSNorm", m.position_embedding_type = "rope", m.swiglu = true;
+    m.ffn_hidden_size = 176, m.group_query_attention = true, m.num_query_groups = 2;
+    m.disable_bias_linear = true;
+  }
+  m.untie_embeddings_and_output_weights = !tied;
+  return m;
+}
+
+// The flags --launch would pass for this layout (uniform recomputation of single layers,
+// overlapped reduction when d > 1).
+TrainingConfig training_config(const Layout& l, const Workload& w) {
+  TrainingConfig c;
+  c.model = w.model;
+  c.tensor_model_parallel_size = l.tensor, c.pipeline_model_parallel_size = l.pipeline;
+  c.world_size = (int)l.devices();
+  c.num_layers_per_virtual_pipeline_stage =
+      l.virtual_stages > 1 ? w.model.num_layers / (l.pipeline * l.virtual_stages) : 0;
+  c.micro_batch_size = l.micro_batch;
+  c.global_batch_size = (int)w.global_batch;
+  c.bf16 = w.precision == kernels::Precision::kBf16;
+  c.use_distributed_optimizer = l.distributed_optimizer;
+  c.overlap_grad_reduce = l.data > 1;
+  c.sequence_parallel = l.sequence_parallel;
+  if (l.recompute != Recompute::kNone) {
+    c.recompute_granularity = l.recompute == Recompute::kFull ? "full" : "selective";
+    if (l.recompute == Recompute::kFull) c.recompute_method = "uniform", c.recompute_num_layers = 1;
+  }
+  if (l.zero_bubble) c.pipeline_schedule = "zb-h1";
+  c.mock_data = true;
+  return c;
+}
+
+// Every buffer of a list of plans as "group/name floats x copies", in order.
+std::vector<std::string> entries(const std::vector<const MemoryPlan*>& plans) {
+  std::vector<std::string> out;
+  for (const MemoryPlan* plan : plans)
+    for (const PlannedBuffer& b : plan->buffers())
+      out.push_back(b.group + "/" + b.name + " " + std::to_string(b.floats) + " x " +
+                    std::to_string(b.copies));
+  return out;
+}
+
+void expect_same_plans(const Layout& l, const Workload& w) {
+  const TrainingConfig c = training_config(l, w);
+  ASSERT_EQ(validate_training_config(c), std::vector<std::string>{}) << l.describe();
+  IterationModel planner(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w);
+  for (int stage = 0; stage < l.pipeline; ++stage) {
+    testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.data);
+    RankModel rank = build_rank_model(c.rank_model_options(), tp, pp, dp);
+    std::vector<const MemoryPlan*> printed;  // what training prints, in order
+    for (const auto& chunk : rank.chunks) printed.push_back(&chunk->memory_plan());
+    printed.push_back(&rank.buffers);
+    const std::vector<MemoryPlan> planned = planner.stage_plans(l, stage);
+    std::vector<const MemoryPlan*> planned_pointers;
+    for (const MemoryPlan& plan : planned) planned_pointers.push_back(&plan);
+    EXPECT_EQ(entries(planned_pointers), entries(printed)) << l.describe() << " stage " << stage;
+  }
+}
+
+TEST(PlannerMemory, EqualsThePlanTrainingPrintsForEveryStage) {
+  for (bool llama : {false, true})
+    for (bool tied : {true, false})
+      for (auto [p, v] : {std::pair{1, 1}, {2, 1}, {2, 2}, {4, 1}, {4, 2}}) {
+        Workload w{small_model(llama, tied), 8, kernels::Precision::kFp32};
+        Layout l;
+        l.pipeline = p, l.virtual_stages = v, l.micro_batch = 2;
+        expect_same_plans(l, w);
+      }
+}
+
+TEST(PlannerMemory, EqualsTrainingWithTensorDataAndOptions) {
+  for (bool llama : {false, true}) {
+    Workload w{small_model(llama, !llama), 16, kernels::Precision::kBf16};
+    Layout l;
+    l.tensor = 2, l.pipeline = 2, l.data = 2, l.micro_batch = 2;
+    l.distributed_optimizer = true, l.sequence_parallel = true;
+    for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      l.recompute = r;
+      expect_same_plans(l, w);
+    }
+    l.recompute = Recompute::kNone, l.sequence_parallel = false, l.zero_bubble = true;
+    expect_same_plans(l, w);
+  }
+}
+
+}  // namespace plan_vs_training
 
 }  // namespace
 }  // namespace trident::planner

@@ -1,0 +1,107 @@
+#include "engine/rank_layout.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trident {
+
+std::vector<int> RankLayout::even_split(int num_layers, int stages) {
+  return std::vector<int>(stages, num_layers / stages);
+}
+
+ChunkPlacement RankLayout::placement(int stage, int chunk) const {
+  const int vs = chunk * pipeline + stage;
+  int first = 0;
+  for (int k = 0; k < vs; ++k) first += split[k];
+  return {first, split[vs], vs == 0, vs == pipeline * virtual_stages - 1};
+}
+
+int RankLayout::owner_of(const std::string& name) const {
+  const int p = pipeline, v = virtual_stages;
+  if (name.rfind("embedding.", 0) == 0) return 0;
+  if (name.rfind("final_layernorm.", 0) == 0 || name.rfind("output_layer.", 0) == 0)
+    return (p * v - 1) % p;
+  int layer = std::stoi(name.substr(7, name.find('.', 7) - 7));
+  for (int vs = 0, end = 0; vs < p * v; ++vs)
+    if (layer < (end += split[vs])) return vs % p;
+  throw std::out_of_range("layer " + std::to_string(layer) + " outside the pipeline split");
+}
+
+int RankLayout::recomputed_layers(int layers) const {
+  if (recompute_granularity != "full") return 0;
+  // uniform recomputes every layer; block the first recompute_num_layers of each chunk
+  // (all of them when the chunk has fewer: as Megatron, not an error, since with uneven
+  // pipeline stages one N has to fit chunks of different sizes).
+  return recompute_method == "block" ? std::min(layers, recompute_num_layers) : layers;
+}
+
+int RankLayout::recompute_group_size() const {
+  // Megatron's uniform method keeps the input of each group of recompute_num_layers
+  // consecutive layers and recomputes the group as one; block checkpoints layer by layer.
+  return recompute_granularity == "full" && recompute_method == "uniform"
+             ? std::max(1, recompute_num_layers)
+             : 1;
+}
+
+ScheduleNeeds schedule_needs(const std::vector<pipeline_parallel::ScheduleConfig>& schedules,
+                             int stage) {
+  namespace pp = pipeline_parallel;
+  const int chunks = schedules.front().chunks;
+  ScheduleNeeds needs{std::vector<int>(chunks, 0), std::vector<int>(chunks, 0),
+                      std::vector<int>(chunks, 0)};
+  for (const pp::ScheduleConfig& schedule : schedules) {
+    const std::vector<pp::PipelineOp> ops = pp::build_schedule(schedule, stage);
+    const std::vector<int> slots = pp::max_in_flight(ops, chunks);
+    const std::vector<int> deferred = pp::max_deferred_weight_grads(ops, chunks);
+    const std::vector<int> unfinished = pp::max_unfinished(ops, chunks);
+    for (int j = 0; j < chunks; ++j) {
+      needs.slots[j] = std::max(needs.slots[j], slots[j]);
+      needs.deferred[j] = std::max(needs.deferred[j], deferred[j]);
+      needs.unfinished[j] = std::max(needs.unfinished[j], unfinished[j]);
+    }
+  }
+  return needs;
+}
+
+ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
+                           const ScheduleNeeds& needs) {
+  ChunkOptions options;
+  options.placement = layout.placement(stage, chunk);
+  options.slots = needs.slots[chunk];
+  options.deferred_weight_grads = needs.deferred[chunk];
+  options.unfinished = needs.unfinished[chunk];
+  options.recompute_layers = layout.recomputed_layers(options.placement.num_layers);
+  options.recompute_group = layout.recompute_group_size();
+  options.recompute_attention = layout.recompute_granularity == "selective";
+  options.precision = layout.precision;
+  options.dropout = layout.dropout;
+  options.pad_multiple = layout.distributed_optimizer ? 16L * layout.data : 16;
+  options.logits_chunk_rows = layout.logits_chunk_rows;
+  options.sequence_parallel = layout.sequence_parallel;
+  return options;
+}
+
+long adam_moment_floats(const RankLayout& layout, long parameter_floats) {
+  return 2 * (layout.distributed_optimizer ? parameter_floats / layout.data : parameter_floats);
+}
+
+RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,
+                                  long gradient_floats, bool overlap_grad_reduce) {
+  const ModelConfig& m = layout.model;
+  RankBufferShape s;
+  s.stages = layout.pipeline, s.chunks = layout.virtual_stages, s.stage = stage;
+  s.microbatches = microbatches;
+  // With sequence parallelism a stage sends only its own 1/t of the rows.
+  s.boundary_floats = (long)layout.micro_batch * m.seq_length * m.hidden_size /
+                      (layout.sequence_parallel ? layout.tensor : 1);
+  // Only a tied output layer shares the word embedding across the pipeline's two ends.
+  s.tied_embedding_floats =
+      m.tied_output() ? (long)m.padded_vocab_size(layout.tensor) / layout.tensor * m.hidden_size
+                      : 0;
+  s.gradient_floats = gradient_floats;
+  s.data = layout.data;
+  s.overlap_grad_reduce = overlap_grad_reduce;
+  return s;
+}
+
+}  // namespace trident

@@ -1,0 +1,69 @@
+#pragma once
+// How the model is laid out over ranks: the parallel sizes, the pipeline split, and the
+// options that shape every chunk and its memory. Training derives one from its config
+// (TrainingConfig::rank_layout), generation and convert from their flags, and the planner
+// from each candidate layout; chunk options and a rank's buffers are then computed here
+// once, for all of them, so the plan `trident plan` prints is the plan training prints.
+#include <string>
+#include <vector>
+
+#include "config/model_config.h"
+#include "engine/rank_buffers.h"
+#include "kernels/dropout.h"
+#include "kernels/low_precision.h"
+#include "model/chunk_memory.h"
+#include "pipeline_parallel/schedules.h"
+
+namespace trident {
+
+struct RankLayout {
+  ModelConfig model;
+  int tensor = 1, pipeline = 1, data = 1;
+  int virtual_stages = 1;  // v: model chunks per pipeline rank
+  // Layers of each virtual stage j * p + s, in order (p * v entries; uneven splits allowed).
+  std::vector<int> split;
+  int micro_batch = 1;
+  kernels::Precision precision = kernels::Precision::kFp32;
+  kernels::DropoutConfig dropout{};
+  std::string recompute_granularity;         // "" | full | selective
+  std::string recompute_method = "uniform";  // uniform | block
+  int recompute_num_layers = 1;
+  bool distributed_optimizer = false;
+  bool sequence_parallel = false;  // in effect: asked for and t > 1
+  int logits_chunk_rows = 0;       // 0: the output layer picks
+
+  // An even split of the model's layers over p * v virtual stages.
+  static std::vector<int> even_split(int num_layers, int stages);
+  // Where chunk `chunk` of pipeline rank `stage` sits: virtual stage chunk * p + stage.
+  ChunkPlacement placement(int stage, int chunk) const;
+  // The pipeline rank that owns a tensor of the one-process model (by its name).
+  int owner_of(const std::string& tensor_name) const;
+  // Layers of a chunk with `layers` layers that recompute their activations in backward.
+  int recomputed_layers(int layers) const;
+  // Consecutive recomputed layers that share one kept input (ChunkOptions::recompute_group).
+  int recompute_group_size() const;
+};
+
+// What a pipeline schedule asks of each of a rank's chunks: micro-batches in flight (their
+// activation slots), deferred weight gradients and unfinished micro-batches (zero-bubble).
+// Over several schedules (a batch-size ramp-up), the largest of each.
+struct ScheduleNeeds {
+  std::vector<int> slots, deferred, unfinished;  // per chunk
+};
+ScheduleNeeds schedule_needs(const std::vector<pipeline_parallel::ScheduleConfig>& schedules,
+                             int stage);
+
+// How chunk `chunk` of pipeline rank `stage` is built for training.
+ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
+                           const ScheduleNeeds& needs);
+
+// Floats of a chunk's two Adam moments: its whole buffer, or its 1/d shard under the
+// distributed optimizer (the buffer is padded to a multiple of 16 d).
+long adam_moment_floats(const RankLayout& layout, long parameter_floats);
+
+// The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
+// microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.
+RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,
+                                  long gradient_floats, bool overlap_grad_reduce);
+
+}  // namespace trident

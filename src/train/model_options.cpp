@@ -1,0 +1,48 @@
+// TrainingConfig -> the engine's RankLayout and RankModelOptions: the one place training's
+// flags become the layout that training, checkpoints and the planner share.
+#include "train/training_config.h"
+
+namespace trident {
+
+RankLayout TrainingConfig::rank_layout() const {
+  RankLayout l;
+  l.model = model;
+  l.tensor = tensor_model_parallel_size;
+  l.pipeline = pipeline_model_parallel_size;
+  l.data = data_parallel_size();
+  l.virtual_stages = virtual_stages();
+  l.split = layers_per_virtual_stage();
+  l.micro_batch = micro_batch_size;
+  l.precision = precision();
+  l.dropout = dropout();
+  l.recompute_granularity = recompute_granularity;
+  l.recompute_method = recompute_method;
+  l.recompute_num_layers = recompute_num_layers;
+  l.distributed_optimizer = use_distributed_optimizer;
+  l.sequence_parallel = sequence_parallel_active();
+  l.logits_chunk_rows = logits_chunk_rows;
+  return l;
+}
+
+RankModelOptions TrainingConfig::rank_model_options() const {
+  RankModelOptions o;
+  o.layout = rank_layout();
+  o.schedule = pipeline_schedule_of(*this);
+  const long unit = (long)micro_batch_size * data_parallel_size();
+  for (long gbs : batch_schedule().sizes())
+    o.schedules.push_back(pipeline_schedule_of(*this, (int)(gbs / unit)));
+  o.reduce.bucket_floats = ddp_bucket_size;  // 0: Megatron's default for d
+  o.reduce.overlap = overlap_grad_reduce;
+  o.reduce.distributed_optimizer = use_distributed_optimizer;
+  o.reduce.overlap_param_gather = overlap_param_gather;
+  o.adam = adam;
+  if (fp16)
+    o.scaler = loss_scale > 0 ? LossScaler::constant(loss_scale)
+                              : LossScaler::dynamic(initial_loss_scale, min_loss_scale,
+                                                    loss_scale_window, hysteresis);
+  o.seed = seed;
+  o.load_hf = load_hf;
+  return o;
+}
+
+}  // namespace trident

@@ -1,0 +1,63 @@
+#include "train/run_record.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "data/dataset_builder.h"
+
+namespace trident {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Blend weights normalised and prefixes absolute, so that the same data given as "1 a 1 b"
+// or "2 a 2 b", or from another working directory, reads the same.
+std::string data_description(const TrainingConfig& c) {
+  if (c.mock_data) return "mock";
+  if (c.data_path.empty()) return "none";
+  std::vector<data::WeightedPrefix> inputs = data::parse_data_path(c.data_path);
+  double total = 0;
+  for (const data::WeightedPrefix& p : inputs) total += p.weight;
+  std::ostringstream out;
+  for (const data::WeightedPrefix& p : inputs)
+    out << (&p == &inputs.front() ? "" : " ") << p.weight / total << " "
+        << fs::absolute(p.prefix).lexically_normal().string();
+  return out.str();
+}
+
+// Not here on purpose: t, p, d, virtual stages and the distributed optimizer (a checkpoint
+// loads under any layout), threads, and --train-iters (a run may be extended).
+std::vector<checkpoint::RunSetting> run_settings(const TrainingConfig& c) {
+  std::vector<checkpoint::RunSetting> s = {
+      {"seed", "--seed", c.seed},
+      {"global_batch_size", "--global-batch-size", c.effective_global_batch()},
+      {"micro_batch_size", "--micro-batch-size", c.micro_batch_size},
+      {"seq_length", "--seq-length", c.model.seq_length},
+      {"data_path", "--data-path", data_description(c)},
+      {"lr", "--lr", c.lr},
+      {"min_lr", "--min-lr", c.min_lr},
+      {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
+      {"lr_warmup_iters", "--lr-warmup-iters", c.lr_warmup_iters},
+      {"lr_decay_iters", "--lr-decay-iters", c.lr_decay_iters},  // 0: --train-iters
+      {"lr_warmup_samples", "--lr-warmup-samples", c.lr_warmup_samples},
+      {"lr_decay_samples", "--lr-decay-samples", c.lr_decay_samples},        // 0: --train-samples
+      {"lr_warmup_fraction", "--lr-warmup-fraction", c.lr_warmup_fraction},  // < 0: not given
+      {"rampup_batch_size", "--rampup-batch-size", c.rampup_batch_size}};
+  if (!c.mock_data) s.push_back({"split", "--split", c.split});  // mock data has no split
+  return s;
+}
+
+}  // namespace
+
+checkpoint::RunRecord run_record(const TrainingConfig& c) {
+  checkpoint::RunRecord run;
+  run.layout = c.rank_layout();
+  run.seed = c.seed;
+  // Training without data (none given, not mock) has nothing to compare on resume.
+  if (c.mock_data || !c.data_path.empty()) run.settings = run_settings(c);
+  run.global_batch = c.effective_global_batch();
+  return run;
+}
+
+}  // namespace trident
