@@ -1,0 +1,51 @@
+#include "engine/grad_sync_hooks.h"
+
+#include <string>
+#include <vector>
+
+namespace trident::engine {
+
+namespace {
+
+// A chunk's gradients are reduced once per step, after its last backward: earlier
+// backwards only accumulate, so their gradients are not final and the hook is taken off.
+void arm_reducer_before_last_backward(RankModel& model,
+                                      pipeline_parallel::PipelineExecutor& executor) {
+  std::vector<GPTModel*> chunks = model.chunk_pointers();
+  std::vector<data_parallel::GradientReducer*> reducers;
+  for (const auto& r : model.reducers) reducers.push_back(r.get());
+  executor.set_before_backward([chunks, reducers](int j, bool last) {
+    if (!last) {
+      chunks[j]->set_grad_ready_hook({});
+      return;
+    }
+    data_parallel::GradientReducer* reducer = reducers[j];
+    reducer->arm();
+    chunks[j]->set_grad_ready_hook([reducer](int b, int e) { reducer->mark_ready(b, e); });
+  });
+}
+
+}  // namespace
+
+void register_grad_sync_hooks(RankModel& model, pipeline_parallel::PipelineExecutor& executor,
+                              const GradSyncOptions& options) {
+  arm_reducer_before_last_backward(model, executor);
+  // MPI moves a non-blocking collective only inside its calls: without these, overlapped
+  // buckets would wait for the step's end (nothing is in flight at d = 1).
+  if (options.overlap_grad_reduce && options.data_parallel_size > 1)
+    for (size_t j = 0; j < model.chunks.size(); ++j)
+      model.chunks[j]->set_progress_hook(
+          [reducer = model.reducers[j].get()] { reducer->progress(); });
+  if (options.overlap_param_gather)
+    for (size_t j = 0; j < model.chunks.size(); ++j)
+      model.chunks[j]->set_params_needed_hook(
+          [reducer = model.reducers[j].get()](int b, int e) { reducer->params_needed(b, e); });
+  // Each launched reduction appears on the timeline, where it overlaps the backward.
+  for (auto& reducer : model.reducers)
+    reducer->set_launch_observer([&executor](const std::string& name) {
+      const double t = executor.now_us();
+      executor.record(name, "data-parallel", t, t + 1);
+    });
+}
+
+}  // namespace trident::engine
