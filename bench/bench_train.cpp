@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "data/mock_dataset.h"
-#include "model/gpt_model.h"
-#include "optim/adamw.h"
 #include "core/cpu_set.h"
+#include "data/mock_dataset.h"
 #include "kernels/peak.h"
 #include "model/flops.h"
-#include "train/trainer.h"
+#include "model/gpt_model.h"
+#include "optim/adamw.h"
+#include "train/report.h"
 
 namespace {
 
@@ -104,8 +104,8 @@ struct ModeRun {
   }
 
   double gemm_peak() const {
-    return kernels::measure_gemm_peak_tflops(micro_batch * seq, 4 * config.hidden_size, config.hidden_size,
-                                    0.3, options.precision);
+    return kernels::measure_gemm_peak_tflops(micro_batch * seq, 4 * config.hidden_size,
+                                             config.hidden_size, 0.3, options.precision);
   }
 };
 

@@ -30,4 +30,14 @@ TrainingData make_training_data(const TrainingConfig& c, std::ostream& log) {
   return d;
 }
 
+void fill_replica_batch(const data::SampleSource& source, long consumed, const TrainingConfig& c,
+                        int microbatches, int replica, int replicas, std::vector<int>& tokens) {
+  const int b = c.micro_batch_size, s = c.model.seq_length;
+  tokens.resize((size_t)microbatches * b * (s + 1));
+  for (int i = 0; i < microbatches; ++i)
+    for (int k = 0; k < b; ++k)
+      source.sample(consumed + (long)i * b * replicas + (long)replica * b + k,
+                    tokens.data() + ((size_t)i * b + k) * (s + 1));
+}
+
 }  // namespace trident

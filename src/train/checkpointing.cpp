@@ -1,0 +1,64 @@
+#include "train/checkpointing.h"
+
+#include "checkpoint/checkpoint.h"
+#include "io/hf_gpt2.h"
+#include "train/training_run.h"
+
+namespace trident {
+
+namespace {
+
+// --finetune takes only the weights; otherwise the whole state, the run settings checked.
+checkpoint::LoadMode load_mode(const TrainingConfig& c) {
+  if (c.finetune) return checkpoint::LoadMode::kWeightsOnly;
+  return c.override_checkpoint_config ? checkpoint::LoadMode::kResumeOverride
+                                      : checkpoint::LoadMode::kResume;
+}
+
+// Testing (--inject-fault-save N): world rank 0 dies inside the run's N-th save.
+checkpoint::SaveFault fault_of_save(const TrainingConfig& c, long save, int world_rank) {
+  if (save != c.inject_fault_save || world_rank != 0) return checkpoint::SaveFault::kNone;
+  return c.inject_fault_save_point == "mid-commit" ? checkpoint::SaveFault::kMidCommit
+                                                   : checkpoint::SaveFault::kBeforeCommit;
+}
+
+}  // namespace
+
+bool has_checkpoint_to_resume(const TrainingConfig& c) {
+  return !c.load.empty() && checkpoint::has_checkpoint(c.load);
+}
+
+void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& startup) {
+  const TrainingConfig& c = run.config;
+  if (!c.load.empty() && !resumable && !c.finetune)
+    run.log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
+  // Fine-tuning needs a checkpoint: without one, load says why it cannot start.
+  if (!resumable && !c.finetune) return;
+  startup.begin("checkpoint load");
+  checkpoint::TrainingState st =
+      checkpoint::load(c.load, c, run.model, run.rank, run.log, load_mode(c),
+                       [&](double f) { startup.progress(f); });
+  run.first_iteration = st.iteration + 1;
+  run.progress = {st.consumed_samples, st.evaluations, st.lr_schedule_samples};
+}
+
+void save_checkpoint(TrainingRun& run, long iteration) {
+  const TrainingConfig& c = run.config;
+  const TrainingProgress& p = run.progress;
+  const checkpoint::SaveFault fault =
+      fault_of_save(c, ++run.checkpoints_saved, run.rank.world_rank);
+  run.model.finish_param_gather();
+  checkpoint::save(c.save, c, run.model,
+                   {iteration, p.consumed_samples, p.evaluations, p.lr_schedule_samples}, run.rank,
+                   run.log, fault);
+}
+
+void export_hf_model(TrainingRun& run) {
+  const TrainingConfig& c = run.config;
+  Parameters whole =
+      gather_rank_model(run.model, c, *run.rank.groups->tensor, *run.rank.groups->pipeline);
+  if (run.rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
+  run.log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
+}
+
+}  // namespace trident

@@ -1,0 +1,27 @@
+#pragma once
+// A run's state in and out: resuming from --load (or taking its weights, --finetune), the
+// checkpoints under --save, and the HuggingFace export (--save-hf). The calls into
+// checkpoint/ and gather_rank_model are here alone.
+#include "core/startup_clock.h"
+#include "train/training_config.h"
+
+namespace trident {
+
+struct TrainingRun;
+
+// Whether --load names a directory that holds a checkpoint: a restarted job finds none on
+// its first start, and begins from the initialisation.
+bool has_checkpoint_to_resume(const TrainingConfig& c);
+
+// Loads the checkpoint --load asks for into run.model and sets where the run continues
+// (first iteration, consumed samples, evaluations, LR schedule); says so when there is
+// nothing to resume yet.
+void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& startup);
+
+// Collective over the world: saves the state after `iteration` under --save.
+void save_checkpoint(TrainingRun& run, long iteration);
+
+// Collective over the model's ranks: the whole model, written by world rank 0 (--save-hf).
+void export_hf_model(TrainingRun& run);
+
+}  // namespace trident

@@ -1,0 +1,35 @@
+#include "train/log_interval.h"
+
+#include <cmath>
+
+namespace trident {
+
+void LogInterval::add(const StepResult& step, int seq_length, double flops) {
+  seconds_ += step.seconds;
+  flops_ += flops;
+  tokens_ += step.global_batch * seq_length;
+  ++iterations_;
+  if (step.skipped) return;  // as Megatron, skipped iterations stay out of the averages
+  loss_ += step.loss_sum / ((double)step.global_batch * seq_length);
+  grad_norm_ += step.grad_norm;
+  ++stepped_;
+}
+
+IterationStats LogInterval::take(const TrainingRun& run, long iteration, const StepResult& last) {
+  const TrainingConfig& c = run.config;
+  IterationStats s;
+  s.iteration = iteration, s.train_iters = run.train_iters;
+  s.consumed_samples = run.progress.consumed_samples;
+  s.ms_per_iter = seconds_ / iterations_ * 1e3, s.lr = last.lr, s.global_batch = last.global_batch;
+  s.loss = stepped_ ? loss_ / stepped_ : NAN;
+  s.grad_norm = stepped_ ? grad_norm_ / stepped_ : NAN;
+  if (c.fp16)
+    s.loss_scale = run.model.scaler.scale(),
+    s.skipped_iterations = run.model.scaler.state().skipped;
+  s.tokens_per_s = (double)tokens_ / seconds_;
+  s.tflops = flops_ / seconds_ / 1e12 / c.world_size, s.mfu = s.tflops / run.peak_tflops;
+  *this = LogInterval();
+  return s;
+}
+
+}  // namespace trident

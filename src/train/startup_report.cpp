@@ -1,0 +1,108 @@
+#include "train/startup_report.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <string>
+
+#include "core/cpu_set.h"
+#include "kernels/peak.h"
+#include "pipeline_parallel/schedules.h"
+
+namespace trident {
+
+namespace {
+
+// Printed only for the options that make a block differ from GPT-2's.
+void print_block(const ModelConfig& m, std::ostream& log) {
+  if (!(m.rms_norm() || m.rope() || m.swiglu || m.group_query_attention || !m.tied_output() ||
+        m.disable_bias_linear))
+    return;
+  log << "block: " << m.normalization << " (eps " << m.layernorm_epsilon << "), "
+      << (m.rope() ? "rope (base " + std::to_string(m.rotary_base) + ", " +
+                         std::to_string(m.rotary_dim()) + " of " + std::to_string(m.head_dim()) +
+                         " dims)"
+                   : std::string("learned positions"))
+      << ", " << (m.swiglu ? "SwiGLU" : "GeLU") << ", " << m.query_groups() << " query groups, "
+      << (m.tied_output() ? "tied" : "untied") << " output layer, "
+      << (m.add_bias_linear() ? "biases" : "no biases") << "\n";
+}
+
+void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {
+  log << "batch: micro " << c.micro_batch_size << " x " << c.num_micro_batches()
+      << " micro-batches x data " << c.data_parallel_size() << " = global "
+      << c.effective_global_batch();
+  if (c.batch_schedule().ramps())
+    log << ", ramped up from " << c.rampup_batch_size[0] << " by " << c.rampup_batch_size[1]
+        << " over " << c.rampup_batch_size[2] << " samples";
+  const LrSchedule lr = c.lr_schedule();
+  log << "\ntraining: " << c.total_train_iters() << " iterations, " << c.total_train_samples()
+      << " samples" << (c.sample_based() ? " (sample-based)" : "") << "; learning rate "
+      << c.lr_decay_style << " from " << c.lr << " to " << c.min_lr << ", warm-up "
+      << lr.warmup_steps << " samples, decay ends at " << lr.decay_steps << " samples\n";
+}
+
+// Bytes of optimizer state per parameter, against what the distributed optimizer promises.
+void print_optimizer_state(const RankModel& model, int d, std::ostream& log) {
+  long params = 0, moments = 0;
+  for (size_t j = 0; j < model.chunks.size(); ++j)
+    params += model.chunks[j]->parameters().size(), moments += model.optimizers[j]->moment_bytes();
+  log << "optimizer state on this rank: " << format_bytes(moments) << " (" << std::setprecision(3)
+      << 8.0 + (double)moments / params << " bytes per parameter with fp32 "
+      << "weights and gradients; 16 without the distributed optimizer, 8 + 8/d = " << 8.0 + 8.0 / d
+      << " with it at d = " << d << ")\n";
+  log << std::setprecision(6);
+}
+
+}  // namespace
+
+void print_run_layout(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
+  log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
+      << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
+      << "; " << omp_get_max_threads() << " threads per rank\n";
+  log << "model: " << c.model.num_layers << " layers, hidden " << c.model.hidden_size << ", "
+      << c.model.num_attention_heads << " heads, ffn " << c.model.ffn() << ", seq "
+      << c.model.seq_length << ", vocab " << c.model.vocab_size << " padded to "
+      << c.model.padded_vocab_size(c.tensor_model_parallel_size) << ", "
+      << c.model.parameter_count(c.tensor_model_parallel_size) << " parameters\n";
+  print_block(c.model, log);
+  print_batch_and_schedule(c, log);
+  if (c.sequence_parallel && c.tensor_model_parallel_size == 1)
+    log << "warning: --sequence-parallel has no effect with --tensor-model-parallel-size 1; "
+           "it is off (as in Megatron)\n";
+  rank.grid->print(log, rank.nodes);
+}
+
+void print_rank_model(const TrainingConfig& c, const RankModel& model, int data_parallel_size,
+                      std::ostream& log) {
+  if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
+  pipeline_parallel::print_schedule(log, model.schedule);
+  for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
+  if (!model.buffers.buffers().empty())
+    model.buffers.print(log, "memory plan, besides the chunks (this rank)");
+  for (const auto& reducer : model.reducers) reducer->print(log);
+  print_optimizer_state(model, data_parallel_size, log);
+}
+
+double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
+  if (c.peak_tflops > 0) return c.peak_tflops;
+  int local_ranks = 0;
+  for (const std::string& n : rank.nodes) local_ranks += n == rank.nodes[rank.world_rank];
+  // A rank bound to one core (mpirun's default for 1-2 ranks) has that core; ranks that
+  // share the node's cores split them.
+  const int own = physical_cores();
+  const int cores = rank.node_cores > 0 ? rank.node_cores : own;
+  const double share = std::min<double>(
+      {(double)omp_get_max_threads(), (double)own, (double)cores / std::max(1, local_ranks)});
+  kernels::PeakMeasurement m = kernels::measure_peak_tflops(c.precision(), share);
+  log << "peak for MFU: " << kernels::precision_name(m.precision) << " multiply-add loop "
+      << std::fixed << std::setprecision(1) << m.per_core_gflops << " GFLOP/s per core x "
+      << std::setprecision(2) << share << " cores per rank (" << cores << " cores, " << local_ranks
+      << " rank" << (local_ranks > 1 ? "s" : "") << " on this node) = " << std::setprecision(3)
+      << m.tflops << " TFLOP/s per rank\n";
+  log.unsetf(std::ios::fixed);
+  return m.tflops;
+}
+
+}  // namespace trident

@@ -1,0 +1,25 @@
+#pragma once
+// What a run prints about itself before its first step: the layout (parallel sizes, model
+// shape, batch, schedule of the learning rate), the process grid, this rank's model (its
+// pipeline schedule, memory plan, buckets and optimizer state), and the arithmetic peak
+// that MFU is measured against.
+#include <ostream>
+
+#include "engine/rank_context.h"
+#include "engine/rank_model.h"
+#include "train/training_config.h"
+
+namespace trident {
+
+// The parallel layout, the model and batch shape and the LR schedule, then the grid.
+void print_run_layout(const TrainingConfig& c, const RankContext& rank, std::ostream& log);
+
+// This rank's share of the model: schedule, memory plans, buckets, optimizer state.
+void print_rank_model(const TrainingConfig& c, const RankModel& model, int data_parallel_size,
+                      std::ostream& log);
+
+// This rank's share of the machine's arithmetic peak for the run's precision, in TFLOP/s
+// (--peak-tflops overrides it; otherwise measured and printed).
+double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std::ostream& log);
+
+}  // namespace trident

@@ -1,0 +1,85 @@
+#include "train/train_step.h"
+
+#include <chrono>
+
+#include "distributed/fault_injection.h"
+#include "engine/optimizer_step.h"
+
+namespace trident {
+
+namespace {
+
+// Testing hooks that act at an iteration's start: the hang watchdog names the iteration it
+// caught, and --inject-fault-iteration makes one rank fail there.
+void enter_iteration(TrainingRun& run, long iteration) {
+  const TrainingConfig& c = run.config;
+  if (run.rank.groups->watchdog) run.rank.groups->watchdog->set_iteration(iteration);
+  if (iteration == c.inject_fault_iteration && run.rank.world_rank == c.inject_fault_rank)
+    distributed::inject_fault(c.inject_fault_kind, iteration);
+}
+
+// Forward and backward of this replica's micro-batches, gradients accumulated at
+// loss_scale / (global batch tokens), so that they are of the mean loss over the global
+// batch; returns this replica's loss sum.
+double forward_backward(TrainingRun& run, long global_batch, float loss_scale) {
+  const TrainingConfig& c = run.config;
+  comm::Communicator& dp = *run.rank.groups->data;
+  const int micro = c.micro_batch_size, seq = c.model.seq_length;
+  const int m = (int)(global_batch / ((long)micro * dp.size()));
+  const long consumed = run.progress.consumed_samples;
+  const float grad_scale = 1.f / ((float)global_batch * seq);
+  run.executor->set_microbatches(m);
+  run.training_log->begin_step();
+  run.model.zero_grads();
+  fill_replica_batch(*run.data.train, consumed, c, m, dp.rank(), dp.size(), run.batch_tokens);
+  const int* tokens = run.batch_tokens.data();
+  // A micro-batch's first sample names its dropout masks, whatever the layout.
+  return run.executor->train_step(
+      [&](int i) { return tokens + (size_t)i * micro * (seq + 1); }, grad_scale * loss_scale,
+      [&](int i) { return consumed + (long)i * micro * dp.size() + (long)dp.rank() * micro; });
+}
+
+engine::StepOutcome optimizer_step(TrainingRun& run, long iteration, float loss_scale, float lr) {
+  pipeline_parallel::PipelineExecutor& executor = *run.executor;
+  engine::StepOptions step;
+  step.lr = lr;
+  step.loss_scale = loss_scale, step.clip_grad = run.config.adam.clip_grad;
+  step.distributed_optimizer = run.config.use_distributed_optimizer;
+  step.inject_overflow =
+      iteration == run.config.inject_grad_overflow_iteration && run.rank.world_rank == 0;
+  step.now_us = [&executor] { return executor.now_us(); };
+  step.record = [&executor](const std::string& name, const std::string& category, double t0,
+                            double t1) { executor.record(name, category, t0, t1); };
+  return engine::finalize_and_step(run.model, *run.rank.groups, step);
+}
+
+}  // namespace
+
+StepResult train_step(TrainingRun& run, long iteration) {
+  enter_iteration(run, iteration);
+  const auto start = std::chrono::steady_clock::now();
+  StepResult r;
+  r.global_batch = run.batch_schedule.at(run.progress.consumed_samples);
+  const float loss_scale = run.model.scaler.scale();
+  r.loss_sum = forward_backward(run, r.global_batch, loss_scale);
+  const double optimizer_start = run.executor->now_us();
+  r.lr = run.lr_schedule.at(run.progress.lr_schedule_samples);
+  const engine::StepOutcome outcome = optimizer_step(run, iteration, loss_scale, r.lr);
+  if (iteration > run.first_iteration) run.data_parallel_waits.add(run.model);  // 1st warms up
+  r.grad_norm = outcome.grad_norm, r.skipped = outcome.skipped;
+  // As Megatron, the schedule advances only on steps that updated the weights.
+  if (!r.skipped) run.progress.lr_schedule_samples += r.global_batch;
+  run.rank.groups->data->all_reduce(&r.loss_sum, 1, comm::ReduceOp::kSum);
+  run.executor->record("optimizer step", "optimizer", optimizer_start, run.executor->now_us());
+  run.last_step_events = run.executor->take_events();
+  run.training_log->step(run.last_step_events);
+  if (!run.config.timeline.empty())
+    run.timeline.insert(run.timeline.end(), run.last_step_events.begin(),
+                        run.last_step_events.end());
+  run.progress.consumed_samples += r.global_batch;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.seconds_per_sample = r.seconds / (double)r.global_batch;
+  return r;
+}
+
+}  // namespace trident

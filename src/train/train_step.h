@@ -1,0 +1,22 @@
+#pragma once
+// One training iteration (torchtitan's train_step): this replica's share of the global
+// batch through the pipeline, forward and backward, then the optimizer step (gradients
+// finished across t, p and d, clipped, applied). What the log needs comes back.
+#include "train/training_run.h"
+
+namespace trident {
+
+struct StepResult {
+  long global_batch = 0;  // samples this iteration took (it grows under batch-size ramp-up)
+  double loss_sum = 0;    // over every token of the global batch, all replicas added
+  double grad_norm = 0;   // of the true (unscaled) gradients
+  float lr = 0;           // the learning rate the step used
+  bool skipped = false;   // fp16 overflow: the weights were not updated
+  double seconds = 0;     // wall time of the whole step
+};
+
+// Collective over the world. Advances run.progress by the batch (and the LR schedule unless
+// the step was skipped) and keeps the step's events for the timers, timeline and bubble.
+StepResult train_step(TrainingRun& run, long iteration);
+
+}  // namespace trident

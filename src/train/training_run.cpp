@@ -1,0 +1,51 @@
+#include "train/training_run.h"
+
+#include <omp.h>
+
+#include "core/startup_clock.h"
+#include "engine/grad_sync_hooks.h"
+#include "train/checkpointing.h"
+#include "train/startup_report.h"
+
+namespace trident {
+
+TrainingRun::TrainingRun(const TrainingConfig& c, const RankContext& r, std::ostream& l)
+    : config(c), rank(r), log(l) {
+  if (c.threads > 0) omp_set_num_threads(c.threads);
+  print_run_layout(c, rank, log);
+  comm::Communicator& dp = *rank.groups->data;
+  StartupClock startup(log);
+  model = build_rank_model(c, *rank.groups->tensor, *rank.groups->pipeline, dp, &startup);
+  startup.begin("memory plan");
+  print_rank_model(c, model, dp.size(), log);
+  startup.begin("peak measurement");
+  peak_tflops = peak_tflops_of_rank(c, rank, log);
+  build_executor();
+  startup.begin("data indices");
+  data = make_training_data(c, log);
+  const bool resumable = has_checkpoint_to_resume(c);
+  training_log = std::make_unique<TrainingLog>(c, rank, resumable && !c.finetune, log);
+  evaluation_traffic = snapshot_collectives(*rank.groups);
+  for (auto& entry : evaluation_traffic) entry.second = {};
+  resume_from_checkpoint(*this, resumable, startup);
+  startup.finish();
+}
+
+void TrainingRun::build_executor() {
+  const TrainingConfig& c = config;
+  std::vector<pipeline_parallel::PipelineStage*> stages;
+  for (GPTModel* chunk : model.chunk_pointers()) stages.push_back(chunk);
+  const bool slow = rank.world_rank == c.inject_slow_rank;
+  executor = std::make_unique<pipeline_parallel::PipelineExecutor>(
+      model.schedule, stages, *rank.groups->pipeline, *rank.groups->tensor, c.micro_batch_size,
+      c.model.seq_length, c.model.hidden_size,
+      pipeline_parallel::ExecutorOptions{c.scatter_gather, rank.world_rank,
+                                         slow ? c.inject_slow_forward_ms : 0.0,
+                                         c.sequence_parallel_active()});
+  // Data parallelism: gradients of a chunk's last backward in the step are reduced bucket by
+  // bucket while backward continues (--overlap-grad-reduce).
+  engine::register_grad_sync_hooks(
+      model, *executor, {rank.groups->data->size(), c.overlap_grad_reduce, c.overlap_param_gather});
+}
+
+}  // namespace trident

@@ -1,0 +1,72 @@
+#include "train/validation.h"
+
+#include <cmath>
+#include <iomanip>
+
+namespace trident {
+
+namespace {
+
+// Mean loss over eval_iters global batches starting at sample `first`; each data-parallel
+// replica evaluates its slice of every batch, as in training.
+double evaluate(TrainingRun& run, const data::SampleSource& source, long first, long* tokens_out) {
+  const TrainingConfig& c = run.config;
+  comm::Communicator& dp = *run.rank.groups->data;
+  const int b = c.micro_batch_size, s = c.model.seq_length, m = c.num_micro_batches();
+  const long global_batch = c.effective_global_batch();
+  std::vector<int> tokens;
+  double total = 0;
+  for (int e = 0; e < c.eval_iters; ++e) {
+    fill_replica_batch(source, first + e * global_batch, c, m, dp.rank(), dp.size(), tokens);
+    total +=
+        run.executor->evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); }, m);
+  }
+  dp.all_reduce(&total, 1, comm::ReduceOp::kSum);
+  *tokens_out = c.eval_iters * global_batch * s;
+  return *tokens_out ? total / *tokens_out : 0.0;
+}
+
+// Before an evaluation that will take a while: what is evaluated and about how long it
+// takes (a forward pass is about a third of a training step; Megatron's --eval-iters
+// default suits 100k-iteration runs, not a one-iteration smoke test).
+void announce_evaluation(const char* what, const TrainingRun& run) {
+  const TrainingConfig& c = run.config;
+  const long samples = (long)c.eval_iters * c.effective_global_batch();
+  const double estimate = run.seconds_per_sample * samples / 3;
+  if (estimate < 2) return;
+  run.log << "evaluating the " << what << " loss on " << c.eval_iters << " global batches ("
+          << samples << " samples of " << c.model.seq_length << " tokens): about " << std::fixed
+          << std::setprecision(0) << estimate << " s (--eval-iters sets the batches, 0 skips it)\n"
+          << std::flush;
+  run.log.unsetf(std::ios::fixed);
+  run.log << std::setprecision(6);
+}
+
+}  // namespace
+
+void run_validation(TrainingRun& run, long iteration) {
+  const TrainingConfig& c = run.config;
+  if (c.eval_iters == 0 || !run.data.valid) return;
+  run.model.finish_param_gather();
+  announce_evaluation("validation", run);
+  GroupCollectives before = snapshot_collectives(*run.rank.groups);
+  const long first = run.progress.evaluations++ * (long)c.eval_iters * c.effective_global_batch();
+  long n = 0;
+  double loss = evaluate(run, *run.data.valid, first, &n);
+  run.training_log->validation({iteration, run.progress.consumed_samples, loss, n});
+  GroupCollectives after = snapshot_collectives(*run.rank.groups);
+  for (size_t i = 0; i < after.size(); ++i)
+    run.evaluation_traffic[i].second += (after[i].second -= before[i].second);
+}
+
+void run_test(TrainingRun& run) {
+  if (run.config.eval_iters == 0 || !run.data.test) return;
+  announce_evaluation("test", run);
+  long n = 0;
+  double loss = evaluate(run, *run.data.test, 0, &n);
+  run.log << " test loss at the end | lm loss value: " << std::scientific << loss
+          << " | lm loss PPL: " << std::exp(loss) << " |\n";
+  run.log.unsetf(std::ios::scientific);
+}
+
+}  // namespace trident
