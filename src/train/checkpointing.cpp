@@ -2,6 +2,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "io/hf_gpt2.h"
+#include "train/run_record.h"
 #include "train/training_run.h"
 
 namespace trident {
@@ -36,7 +37,7 @@ void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& star
   if (!resumable && !c.finetune) return;
   startup.begin("checkpoint load");
   checkpoint::TrainingState st =
-      checkpoint::load(c.load, c, run.model, run.rank, run.log, load_mode(c),
+      checkpoint::load(c.load, run_record(c), run.model, run.rank, run.log, load_mode(c),
                        [&](double f) { startup.progress(f); });
   run.first_iteration = st.iteration + 1;
   run.progress = {st.consumed_samples, st.evaluations, st.lr_schedule_samples};
@@ -48,15 +49,15 @@ void save_checkpoint(TrainingRun& run, long iteration) {
   const checkpoint::SaveFault fault =
       fault_of_save(c, ++run.checkpoints_saved, run.rank.world_rank);
   run.model.finish_param_gather();
-  checkpoint::save(c.save, c, run.model,
+  checkpoint::save(c.save, run_record(c), run.model,
                    {iteration, p.consumed_samples, p.evaluations, p.lr_schedule_samples}, run.rank,
-                   run.log, fault);
+                   run.log, {c.keep_checkpoints, fault});
 }
 
 void export_hf_model(TrainingRun& run) {
   const TrainingConfig& c = run.config;
   Parameters whole =
-      gather_rank_model(run.model, c, *run.rank.groups->tensor, *run.rank.groups->pipeline);
+      gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor, *run.rank.groups->pipeline);
   if (run.rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
   run.log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
 }

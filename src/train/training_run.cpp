@@ -15,7 +15,7 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const RankContext& r, std::ost
   print_run_layout(c, rank, log);
   comm::Communicator& dp = *rank.groups->data;
   StartupClock startup(log);
-  model = build_rank_model(c, *rank.groups->tensor, *rank.groups->pipeline, dp, &startup);
+  model = build_rank_model(c.rank_model_options(), *rank.groups->tensor, *rank.groups->pipeline, dp, &startup);
   startup.begin("memory plan");
   print_rank_model(c, model, dp.size(), log);
   startup.begin("peak measurement");
