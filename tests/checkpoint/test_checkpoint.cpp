@@ -1,0 +1,137 @@
+// checkpoint::save and load on one rank: what was saved comes back exactly (weights, both
+// Adam moments, optimizer steps, position in the run) into a model initialised otherwise;
+// weights-only loads leave the optimizer fresh; a damaged file or another model is refused,
+// naming the file, before the model changes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_test_util.h"
+
+namespace trident::checkpoint {
+namespace {
+
+using testing::OneRank;
+using testing::ScratchDir;
+
+// Moments no initialisation produces: each element's own index.
+void fill_moments(RankModel& m) {
+  AdamW& opt = *m.optimizers[0];
+  for (size_t i = 0; i < opt.exp_avg().size(); ++i)
+    opt.exp_avg()[i] = 0.5f * (float)i, opt.exp_avg_sq()[i] = 0.25f + (float)i;
+  opt.set_steps_taken(17);
+}
+
+std::vector<float> values(const RankModel& m) {
+  const Parameters& p = m.chunks[0]->parameters();
+  return std::vector<float>(p.values(), p.values() + p.size());
+}
+
+RunRecord record_of(const RankModelOptions& o) {
+  return {o.layout, o.seed, {{"seed", "--seed", o.seed}}, 4};
+}
+
+TEST(Checkpoint, ResumeRestoresWeightsMomentsAndPosition) {
+  OneRank one;
+  ScratchDir dir("trident-ckpt-resume");
+  RankModelOptions saved_options = testing::tiny_model_options(1);
+  RankModel saved = one.build(saved_options);
+  fill_moments(saved);
+  std::ostringstream log;
+  save(dir.str(), record_of(saved_options), saved, {7, 28, 2, 24}, one.rank, log);
+  EXPECT_TRUE(has_checkpoint(dir.str()));
+  EXPECT_EQ(latest_checkpoint(dir.str()), (dir.path / "iter_0000007").string());
+
+  RankModel loaded = one.build(testing::tiny_model_options(2));  // other weights
+  ASSERT_NE(values(loaded), values(saved));
+  TrainingState st =
+      load(dir.str(), record_of(saved_options), loaded, one.rank, log, LoadMode::kResume);
+  EXPECT_EQ(values(loaded), values(saved));
+  EXPECT_EQ(loaded.optimizers[0]->exp_avg(), saved.optimizers[0]->exp_avg());
+  EXPECT_EQ(loaded.optimizers[0]->exp_avg_sq(), saved.optimizers[0]->exp_avg_sq());
+  EXPECT_EQ(loaded.optimizers[0]->steps_taken(), 17);
+  EXPECT_EQ(st.iteration, 7);
+  EXPECT_EQ(st.consumed_samples, 28);
+  EXPECT_EQ(st.evaluations, 2);
+  EXPECT_EQ(st.lr_schedule_samples, 24);
+}
+
+TEST(Checkpoint, WeightsOnlyKeepsAFreshOptimizer) {
+  OneRank one;
+  ScratchDir dir("trident-ckpt-weights");
+  RankModelOptions o = testing::tiny_model_options(1);
+  RankModel saved = one.build(o);
+  fill_moments(saved);
+  std::ostringstream log;
+  save(dir.str(), record_of(o), saved, {3, 12, 0, 12}, one.rank, log);
+  RankModel loaded = one.build(testing::tiny_model_options(2));
+  TrainingState st = load(dir.str(), record_of(o), loaded, one.rank, log, LoadMode::kWeightsOnly);
+  EXPECT_EQ(values(loaded), values(saved));
+  EXPECT_EQ(loaded.optimizers[0]->steps_taken(), 0);
+  for (float x : loaded.optimizers[0]->exp_avg()) ASSERT_EQ(x, 0.f);
+  EXPECT_EQ(st.iteration, 0);
+}
+
+// Damage, then a load that must fail with `expected` in its message and leave the model as
+// it was.
+void expect_refused(const std::string& dir, const RunRecord& run, const std::string& expected) {
+  OneRank one;
+  RankModel target = one.build(testing::tiny_model_options(5));
+  const std::vector<float> before = values(target);
+  std::ostringstream log;
+  try {
+    load(dir, run, target, one.rank, log, LoadMode::kResume);
+    ADD_FAILURE() << "the load succeeded; expected: " << expected;
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(values(target), before) << "a refused load changed the model";
+}
+
+TEST(Checkpoint, RefusesDamageAndMismatchBeforeChangingTheModel) {
+  OneRank one;
+  ScratchDir dir("trident-ckpt-damage");
+  RankModelOptions o = testing::tiny_model_options(1);
+  RankModel saved = one.build(o);
+  std::ostringstream log;
+  save(dir.str(), record_of(o), saved, {1, 4, 0, 4}, one.rank, log);
+  const std::string file = (dir.path / "iter_0000001" / "model_tp0_pp0.safetensors").string();
+
+  RunRecord other_seed = record_of(o);
+  other_seed.settings = {{"seed", "--seed", 99}};
+  expect_refused(dir.str(), other_seed, "--seed: checkpoint 1, this run 99");
+  RunRecord wider = record_of(o);
+  wider.layout.model.hidden_size = 64;
+  expect_refused(dir.str(), wider, "does not match this run's");
+
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) - 8);
+  expect_refused(dir.str(), record_of(o), file + ": ");
+  expect_refused(dir.str(), record_of(o), "(truncated?)");
+  std::filesystem::remove(file);
+  expect_refused(dir.str(), record_of(o), file + ": missing");
+}
+
+TEST(Checkpoint, OverrideResumesWithTheDifferencesAsWarnings) {
+  OneRank one;
+  ScratchDir dir("trident-ckpt-override");
+  RankModelOptions o = testing::tiny_model_options(1);
+  RankModel saved = one.build(o);
+  std::ostringstream log;
+  save(dir.str(), record_of(o), saved, {1, 4, 0, 4}, one.rank, log);
+  RunRecord other = record_of(o);
+  other.settings = {{"seed", "--seed", 99}};
+  RankModel loaded = one.build(testing::tiny_model_options(2));
+  load(dir.str(), other, loaded, one.rank, log, LoadMode::kResumeOverride);
+  EXPECT_NE(log.str().find("warning: --override-checkpoint-config: --seed: checkpoint 1, this "
+                           "run 99"),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(values(loaded), values(saved));
+}
+
+}  // namespace
+}  // namespace trident::checkpoint
