@@ -1,6 +1,7 @@
 #include "cli/curate_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -67,20 +68,14 @@ int train_quality_main(const std::vector<std::string>& args) {
   }
 }
 
-}  // namespace
-
-int curate_main(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "train-quality")
-    return train_quality_main(std::vector<std::string>(args.begin() + 1, args.end()));
-  comm::MpiRuntime mpi(nullptr, nullptr);
-  CLI::App app(
-      "trident curate: MT-NLG's data curation (normalise, language ID, quality + "
-      "Pareto, exact and fuzzy dedup, 13-gram decontamination), JSONL in and out. "
-      "`trident curate train-quality --help` trains the quality classifier.",
-      "trident curate");
-  curation::CurateOptions o;
+// The flags' text before it becomes options: comma-separated lists are split after parsing.
+struct CurateFlagText {
   std::string on_bad_line = "fail";
   std::vector<std::string> stages, langs, task_files, task_keys;
+};
+
+// Input, output, report and audit; the stages, workers and bad lines.
+void add_io_flags(CLI::App& app, curation::CurateOptions& o, CurateFlagText& text) {
   app.add_option("--input", o.inputs,
                  "JSONL files (under mpirun each rank reads a contiguous share)")
       ->required();
@@ -95,21 +90,25 @@ int curate_main(const std::vector<std::string>& args) {
                  "document id (for Pareto seeding, audit, decontaminated "
                  "pieces); default FILE:LINE when absent")
       ->capture_default_str();
-  app.add_option("--stages", stages,
+  app.add_option("--stages", text.stages,
                  "comma-separated, from normalize,langid,quality,exact-dedup,"
                  "fuzzy-dedup,decontaminate (default: all whose inputs are given)");
   app.add_option("--workers", o.workers, "threads per rank")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--on-bad-line", on_bad_line,
+  app.add_option("--on-bad-line", text.on_bad_line,
                  "fail: stop at the first invalid JSON / missing key / invalid UTF-8 line; "
                  "skip: count, report and skip them")
       ->capture_default_str()
       ->check(CLI::IsMember({"fail", "skip"}));
   app.add_option("--progress-seconds", o.progress_seconds)->capture_default_str();
+}
+
+// normalize, langid and quality (with its Pareto draw).
+void add_filter_flags(CLI::App& app, curation::CurateOptions& o, CurateFlagText& text) {
   app.add_option("--min-chars", o.min_chars, "normalize: drop documents shorter (code points)")
       ->capture_default_str();
-  app.add_option("--langs", langs, "langid: languages kept (CLD2 codes, comma-separated)")
+  app.add_option("--langs", text.langs, "langid: languages kept (CLD2 codes, comma-separated)")
       ->default_str("en");
   app.add_option("--lang-threshold", o.lang_threshold,
                  "langid: least share of the text in a kept language")
@@ -129,6 +128,11 @@ int curate_main(const std::vector<std::string>& args) {
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "Pareto draws (per document id) and MinHash permutations")
       ->capture_default_str();
+}
+
+// Fuzzy dedup (MinHash, LSH) and decontamination.
+void add_dedup_and_decontamination_flags(CLI::App& app, curation::CurateOptions& o,
+                                         CurateFlagText& text) {
   app.add_option("--minhash-perms", o.minhash_perms)
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
@@ -147,9 +151,10 @@ int curate_main(const std::vector<std::string>& args) {
       ->check(CLI::Range(2, 1 << 20));
   app.add_option("--candidates-out", o.candidates_out,
                  "fuzzy: write every LSH candidate pair with its Jaccard");
-  app.add_option("--decontaminate-files", task_files,
+  app.add_option("--decontaminate-files", text.task_files,
                  "downstream task JSONL files (comma-separated)");
-  app.add_option("--decontaminate-keys", task_keys, "their fields holding text (strings or lists)")
+  app.add_option("--decontaminate-keys", text.task_keys,
+                 "their fields holding text (strings or lists)")
       ->default_str("text");
   app.add_option("--ngram", o.ngram)->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--context-chars", o.context_chars, "removed on each side of a match")
@@ -158,53 +163,82 @@ int curate_main(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--max-pieces", o.max_pieces, "a document cut into more is dropped")
       ->capture_default_str();
-  int code = 0;
-  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
-  o.skip_bad_lines = on_bad_line == "skip";
-  if (!langs.empty()) o.langs = split_commas(langs);
-  o.decontaminate_files = split_commas(task_files);
-  if (!task_keys.empty()) o.decontaminate_keys = split_commas(task_keys);
-  stages = split_commas(stages);
-  const std::string cmd = "trident curate";
+}
+
+// The parsed flags' text into the options: lists split, stages in pipeline order whatever
+// order they were typed in. Returns the argument error, or "" when there is none.
+std::string resolve_options(const CurateFlagText& text, curation::CurateOptions& o) {
+  o.skip_bad_lines = text.on_bad_line == "skip";
+  if (!text.langs.empty()) o.langs = split_commas(text.langs);
+  o.decontaminate_files = split_commas(text.task_files);
+  if (!text.task_keys.empty()) o.decontaminate_keys = split_commas(text.task_keys);
+  const std::vector<std::string> stages = split_commas(text.stages);
+  const std::vector<std::string>& all = curation::all_stages();
   if (stages.empty()) {
     o.stages = curation::default_stages(o);
   } else {
     for (const std::string& s : stages)
-      if (std::find(curation::all_stages().begin(), curation::all_stages().end(), s) ==
-          curation::all_stages().end())
-        return fail_job(mpi, cmd, 2, "unknown stage '" + s + "' in --stages");
-    for (const std::string& s : curation::all_stages())  // pipeline order, whatever was typed
+      if (std::find(all.begin(), all.end(), s) == all.end())
+        return "unknown stage '" + s + "' in --stages";
+    for (const std::string& s : all)
       if (std::find(stages.begin(), stages.end(), s) != stages.end()) o.stages.push_back(s);
   }
   if (o.has("quality") && o.quality_model.empty() == o.quality_score_key.empty())
-    return fail_job(
-        mpi, cmd, 2,
-        "the quality stage needs exactly one of --quality-model and --quality-score-key");
+    return "the quality stage needs exactly one of --quality-model and --quality-score-key";
   if (o.has("decontaminate") && o.decontaminate_files.empty())
-    return fail_job(mpi, cmd, 2, "the decontaminate stage needs --decontaminate-files");
+    return "the decontaminate stage needs --decontaminate-files";
+  return "";
+}
+
+// Rank 0's summary: throughput, each stage's counts, the S-curve, bad lines, the files.
+void print_summary(const curation::CurateResult& r, const curation::CurateOptions& o,
+                   int world_size) {
+  const auto& rep = r.report;
+  std::cout << "curate: " << rep["lines_in"] << " lines, " << rep["bytes_in"].get<double>() / 1e6
+            << " MB in " << rep["seconds"] << " s (" << rep["mb_per_s"] << " MB/s, " << o.workers
+            << " workers x " << world_size << " ranks)\n";
+  for (const auto& s : rep["stages"]) {
+    std::cout << "  " << s["stage"].get<std::string>() << ": " << s["documents_in"] << " in, "
+              << s["kept"] << " kept, " << s["removed"] << " removed";
+    for (const auto& [k, v] : s["reasons"].items()) std::cout << "; " << k << ": " << v;
+    std::cout << " (" << s["mb_per_s_per_worker"].get<double>() << " MB/s per worker)\n";
+  }
+  if (!r.s_curve.empty()) std::cout << r.s_curve;
+  if (rep["bad_lines"].get<long>() > 0) {
+    std::cout << "curate: skipped " << rep["bad_lines"] << " bad lines:\n";
+    for (const auto& m : rep["bad_line_messages"])
+      std::cout << "  " << m.get<std::string>() << "\n";
+  }
+  std::cout << "curate: wrote " << rep["documents_out"] << " documents to " << o.output
+            << ", report " << o.report << (o.removed.empty() ? "" : ", removals " + o.removed)
+            << "\n";
+}
+
+}  // namespace
+
+int curate_main(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "train-quality")
+    return train_quality_main(std::vector<std::string>(args.begin() + 1, args.end()));
+  comm::MpiRuntime mpi(nullptr, nullptr);
+  CLI::App app(
+      "trident curate: MT-NLG's data curation (normalise, language ID, quality + "
+      "Pareto, exact and fuzzy dedup, 13-gram decontamination), JSONL in and out. "
+      "`trident curate train-quality --help` trains the quality classifier.",
+      "trident curate");
+  curation::CurateOptions o;
+  CurateFlagText text;
+  add_io_flags(app, o, text);
+  add_filter_flags(app, o, text);
+  add_dedup_and_decontamination_flags(app, o, text);
+  int code = 0;
+  if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
+  const std::string cmd = "trident curate";
+  if (const std::string error = resolve_options(text, o); !error.empty())
+    return fail_job(mpi, cmd, 2, error);
   try {
     curation::Exchange ex;
     curation::CurateResult r = curation::curate(o, ex, std::cerr);
-    if (mpi.world_rank() != 0) return 0;
-    const auto& rep = r.report;
-    std::cout << "curate: " << rep["lines_in"] << " lines, " << rep["bytes_in"].get<double>() / 1e6
-              << " MB in " << rep["seconds"] << " s (" << rep["mb_per_s"] << " MB/s, " << o.workers
-              << " workers x " << mpi.world_size() << " ranks)\n";
-    for (const auto& s : rep["stages"]) {
-      std::cout << "  " << s["stage"].get<std::string>() << ": " << s["documents_in"] << " in, "
-                << s["kept"] << " kept, " << s["removed"] << " removed";
-      for (const auto& [k, v] : s["reasons"].items()) std::cout << "; " << k << ": " << v;
-      std::cout << " (" << s["mb_per_s_per_worker"].get<double>() << " MB/s per worker)\n";
-    }
-    if (!r.s_curve.empty()) std::cout << r.s_curve;
-    if (rep["bad_lines"].get<long>() > 0) {
-      std::cout << "curate: skipped " << rep["bad_lines"] << " bad lines:\n";
-      for (const auto& m : rep["bad_line_messages"])
-        std::cout << "  " << m.get<std::string>() << "\n";
-    }
-    std::cout << "curate: wrote " << rep["documents_out"] << " documents to " << o.output
-              << ", report " << o.report << (o.removed.empty() ? "" : ", removals " + o.removed)
-              << "\n";
+    if (mpi.world_rank() == 0) print_summary(r, o, mpi.world_size());
     return 0;
   } catch (const curation::BadLineError& e) {
     return fail_job(mpi, cmd, 2,

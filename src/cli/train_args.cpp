@@ -113,14 +113,23 @@ class TomlConfig : public CLI::ConfigTOML {
   }
 };
 
-void add_training_flags(CLI::App& app, TrainingConfig& c) {
-  auto opt = [&](const char* flag, auto& field, const char* help, const char* group) {
-    // The last occurrence wins, so a command line can override an earlier flag.
+// A flag with a value. The last occurrence wins, so a command line can override an earlier
+// flag.
+struct ValueFlags {
+  CLI::App& app;
+  template <class T>
+  void operator()(const char* flag, T& field, const char* help, const char* group) const {
     app.add_option(flag, field, help)
         ->capture_default_str()
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->group(group);
-  };
+  }
+};
+
+// Parallelism: t, p, virtual and uneven stages, the schedule, sequence parallelism, the
+// distributed optimizer and the overlapped communication, the watchdog.
+void add_parallelism_flags(CLI::App& app, TrainingConfig& c) {
+  const ValueFlags opt{app};
   opt("--tensor-model-parallel-size", c.tensor_model_parallel_size, "t", "Parallelism");
   opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
   opt("--num-layers-per-virtual-pipeline-stage", c.num_layers_per_virtual_pipeline_stage,
@@ -157,6 +166,12 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       ->group("Parallelism");
   opt("--ddp-bucket-size", c.ddp_bucket_size, "floats per gradient bucket (0: max(40M, 1M x d))",
       "Parallelism");
+}
+
+// Recomputation and the logits' chunks (Memory), bf16/fp16 and loss scaling (Mixed precision),
+// dropout (Regularization).
+void add_memory_and_precision_flags(CLI::App& app, TrainingConfig& c) {
+  const ValueFlags opt{app};
   opt("--recompute-granularity", c.recompute_granularity,
       "full: keep only each layer's input, recompute the layer in backward; selective: "
       "recompute only the attention core",
@@ -187,6 +202,12 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "rows of logits formed at a time by the fused output layer + loss (0: equal chunks of at "
       "most ~128 MiB)",
       "Memory");
+}
+
+// The batch sizes and their ramp-up, the training length, the learning-rate schedule and
+// AdamW, the seed; --timeline (Logging) comes first for its place in the order.
+void add_batch_and_optimizer_flags(CLI::App& app, TrainingConfig& c) {
+  const ValueFlags opt{app};
   opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
       "Logging");
   opt("--micro-batch-size", c.micro_batch_size, "b, samples per micro-batch", "Batch");
@@ -218,6 +239,11 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--adam-eps", c.adam.eps, "Adam epsilon", "Optimizer");
   opt("--clip-grad", c.adam.clip_grad, "global gradient-norm clip (0: off)", "Optimizer");
   opt("--seed", c.seed, "seed of initialisation and data order", "Training");
+}
+
+// Logging, evaluation and timers, threads, the injected faults of the tests, the MFU peak.
+void add_logging_and_testing_flags(CLI::App& app, TrainingConfig& c) {
+  const ValueFlags opt{app};
   opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
   opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
   opt("--eval-iters", c.eval_iters, "global batches per evaluation", "Logging");
@@ -248,6 +274,11 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "directory of the same iteration moved aside, the new one not yet in place)",
       "Testing");
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
+}
+
+// The dataset, its split and caches, the tokenizer.
+void add_data_flags(CLI::App& app, TrainingConfig& c) {
+  const ValueFlags opt{app};
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
   app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
@@ -255,6 +286,11 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
   opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)",
       "Data");
   add_tokenizer_args(app, &c.tokenizer, "Data");
+}
+
+// Saving, loading, fine-tuning and the HuggingFace import/export.
+void add_checkpoint_flags(CLI::App& app, TrainingConfig& c) {
+  const ValueFlags opt{app};
   opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
@@ -276,6 +312,18 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
       "Checkpoints");
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
       "Checkpoints");
+}
+
+// The order matters: --help lists each group's flags in the order they were added, and CLI11
+// converts values in that order too (it decides which of two malformed values is reported).
+// So the functions follow the flags' order, a group now and then spanning two of them.
+void add_training_flags(CLI::App& app, TrainingConfig& c) {
+  add_parallelism_flags(app, c);
+  add_memory_and_precision_flags(app, c);
+  add_batch_and_optimizer_flags(app, c);
+  add_logging_and_testing_flags(app, c);
+  add_data_flags(app, c);
+  add_checkpoint_flags(app, c);
 }
 
 // With --load-hf the architecture comes from config.json; explicit flags must agree.

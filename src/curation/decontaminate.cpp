@@ -10,28 +10,6 @@
 
 namespace trident::curation {
 
-namespace {
-
-void append_utf8(char32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back((char)cp);
-  } else if (cp < 0x800) {
-    out->push_back((char)(0xC0 | (cp >> 6)));
-    out->push_back((char)(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back((char)(0xE0 | (cp >> 12)));
-    out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back((char)(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back((char)(0xF0 | (cp >> 18)));
-    out->push_back((char)(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back((char)(0x80 | (cp & 0x3F)));
-  }
-}
-
-}  // namespace
-
 std::vector<Word> task_words(std::string_view text) {
   const auto& classes = tokenizer::UnicodeClasses::instance();
   std::vector<Word> words;
@@ -60,7 +38,7 @@ std::vector<Word> task_words(std::string_view text) {
       if (cp < 0x80)
         lower.push_back(cp >= 'A' && cp <= 'Z' ? (char)(cp - 'A' + 'a') : (char)cp);
       else
-        append_utf8((char32_t)u_tolower((UChar32)cp), &lower);
+        tokenizer::append_utf8((char32_t)u_tolower((UChar32)cp), &lower);
     } else if (in_word) {
       in_word = false;
       w.end = i;

@@ -1,7 +1,8 @@
 #pragma once
 // A fixed pool of worker threads over a queue of jobs whose results are taken back in
 // submission order, so output order does not depend on --workers. The caller bounds memory
-// by taking results back before in_flight() reaches capacity() (as `trident preprocess`).
+// by taking results back before in_flight() reaches capacity() (as `trident preprocess`), as
+// submit_bounded does.
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -51,6 +52,21 @@ class OrderedPool {
     if (error) std::rethrow_exception(error);
     *out = std::move(result);
     return true;
+  }
+  // Submits job once fewer than capacity() are in flight, handing each result taken back
+  // meanwhile to consume; then hands it those already done, without waiting.
+  template <class Consume>
+  void submit_bounded(Job job, Consume&& consume) {
+    Result r;
+    while (in_flight() >= capacity()) next(&r, true), consume(r);
+    submit(std::move(job));
+    while (next(&r, false)) consume(r);
+  }
+  // Waits for every job still in flight, handing each result to consume in order.
+  template <class Consume>
+  void drain(Consume&& consume) {
+    Result r;
+    while (in_flight() > 0) next(&r, true), consume(r);
   }
 
  private:

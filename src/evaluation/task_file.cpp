@@ -30,8 +30,7 @@ std::vector<RawDoc> parse_task_jsonl(std::string_view text, const std::string& p
     } catch (const nlohmann::json::exception& e) {
       throw FormatError(where + "invalid JSON: " + e.what());
     }
-    if (!j.is_object())
-      throw FormatError(where + "expected a JSON object, got " + j.type_name());
+    if (!j.is_object()) throw FormatError(where + "expected a JSON object, got " + j.type_name());
     docs.push_back({std::move(j), number});
   }
   return docs;
@@ -107,21 +106,7 @@ class LiteralParser {
   }
   void append_utf8(unsigned long cp, std::string* out) {
     if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) fail("bad escape code point");
-    if (cp < 0x80) {
-      out->push_back((char)cp);
-    } else if (cp < 0x800) {
-      out->push_back((char)(0xc0 | (cp >> 6)));
-      out->push_back((char)(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-      out->push_back((char)(0xe0 | (cp >> 12)));
-      out->push_back((char)(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back((char)(0x80 | (cp & 0x3f)));
-    } else {
-      out->push_back((char)(0xf0 | (cp >> 18)));
-      out->push_back((char)(0x80 | ((cp >> 12) & 0x3f)));
-      out->push_back((char)(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back((char)(0x80 | (cp & 0x3f)));
-    }
+    tokenizer::append_utf8((char32_t)cp, out);
   }
   unsigned long hex(int digits) {
     if (i_ + digits > s_.size()) fail("short escape");

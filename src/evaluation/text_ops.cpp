@@ -2,6 +2,8 @@
 
 #include <unicode/uchar.h>
 
+#include "tokenizer/unicode_classes.h"
+
 namespace trident::evaluation {
 
 namespace {
@@ -15,24 +17,6 @@ char32_t decode_at(std::string_view s, size_t i, size_t* len) {
   for (int k = 1; k < n; ++k) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3f);
   *len = (size_t)n;
   return cp;
-}
-
-void encode_to(char32_t c, std::string* out) {
-  if (c < 0x80) {
-    out->push_back((char)c);
-  } else if (c < 0x800) {
-    out->push_back((char)(0xc0 | (c >> 6)));
-    out->push_back((char)(0x80 | (c & 0x3f)));
-  } else if (c < 0x10000) {
-    out->push_back((char)(0xe0 | (c >> 12)));
-    out->push_back((char)(0x80 | ((c >> 6) & 0x3f)));
-    out->push_back((char)(0x80 | (c & 0x3f)));
-  } else {
-    out->push_back((char)(0xf0 | (c >> 18)));
-    out->push_back((char)(0x80 | ((c >> 12) & 0x3f)));
-    out->push_back((char)(0x80 | ((c >> 6) & 0x3f)));
-    out->push_back((char)(0x80 | (c & 0x3f)));
-  }
 }
 
 // Length of the whitespace run starting at i (0 when none).
@@ -97,7 +81,7 @@ std::string python_capitalize(std::string_view s) {
   for (bool first = true; i < s.size(); first = false) {
     const char32_t c = decode_at(s, i, &len);
     i += len;
-    encode_to((char32_t)(first ? u_totitle((UChar32)c) : u_tolower((UChar32)c)), &out);
+    tokenizer::append_utf8((char32_t)(first ? u_totitle((UChar32)c) : u_tolower((UChar32)c)), &out);
   }
   return out;
 }

@@ -22,26 +22,6 @@ char32_t byte_to_unicode(unsigned char b) {
   return 256 + n;
 }
 
-std::string to_utf8(char32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += (char)cp;
-  } else if (cp < 0x800) {
-    s += (char)(0xc0 | (cp >> 6));
-    s += (char)(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    s += (char)(0xe0 | (cp >> 12));
-    s += (char)(0x80 | ((cp >> 6) & 0x3f));
-    s += (char)(0x80 | (cp & 0x3f));
-  } else {
-    s += (char)(0xf0 | (cp >> 18));
-    s += (char)(0x80 | ((cp >> 12) & 0x3f));
-    s += (char)(0x80 | ((cp >> 6) & 0x3f));
-    s += (char)(0x80 | (cp & 0x3f));
-  }
-  return s;
-}
-
 std::string sanitize_utf8(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {

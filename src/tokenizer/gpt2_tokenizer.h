@@ -48,7 +48,6 @@ class GPT2Tokenizer : public Tokenizer {
 
 // The printable code point GPT-2 assigns to each byte (bytes_to_unicode).
 char32_t byte_to_unicode(unsigned char b);
-std::string to_utf8(char32_t cp);
 // Replaces invalid UTF-8 sequences with U+FFFD (one per maximal invalid subpart).
 std::string sanitize_utf8(std::string_view s);
 

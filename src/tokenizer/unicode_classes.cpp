@@ -60,6 +60,19 @@ int decode_utf8(std::string_view s, size_t i, char32_t* cp) {
   return len;
 }
 
+void append_utf8(char32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back((char)cp);
+    return;
+  }
+  // Lead byte: as many high 1 bits as bytes, then the top bits of cp; each continuation byte
+  // is 10 and six bits of cp, most significant first.
+  const int len = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  static const unsigned char kLead[5] = {0, 0, 0xc0, 0xe0, 0xf0};
+  out->push_back((char)(kLead[len] | (cp >> (6 * (len - 1)))));
+  for (int k = len - 2; k >= 0; --k) out->push_back((char)(0x80 | ((cp >> (6 * k)) & 0x3f)));
+}
+
 bool is_valid_utf8(std::string_view s, size_t* bad_offset) {
   for (size_t i = 0; i < s.size();) {
     char32_t cp;

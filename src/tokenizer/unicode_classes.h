@@ -32,6 +32,10 @@ class UnicodeClasses {
 // not valid UTF-8 (overlong forms, surrogates and values past U+10FFFF included).
 int decode_utf8(std::string_view s, size_t i, char32_t* cp);
 bool is_valid_utf8(std::string_view s, size_t* bad_offset = nullptr);
+// Appends cp's UTF-8 bytes (1 to 4). Surrogates and values up to 0x1FFFFF are written with
+// the same bit layout, unchecked: text decoded leniently (a lone surrogate, a 4-byte form past
+// U+10FFFF) goes back out byte for byte. Callers that must refuse them check first.
+void append_utf8(char32_t cp, std::string* out);
 
 // A whole file that must be UTF-8 text; throws std::runtime_error naming the file and, for
 // invalid text, the byte offset.

@@ -1,0 +1,393 @@
+// validate_training_config: the rules of `trident train`'s flags, one function per family.
+// Each family appends the messages of the rules it finds broken to one list, and the
+// families run in a fixed order, so the messages (and their order) are the same every run.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "data/dataset_builder.h"
+#include "data/gpt_dataset.h"
+#include "optim/lr_scheduler.h"
+#include "pipeline_parallel/schedules.h"
+#include "train/training_config.h"
+
+namespace trident {
+
+namespace {
+
+constexpr long kMaxRampupSizes = 1 << 16;
+// Sample counts (iterations x global batch, and their sums) stay below 2^62.
+constexpr double kMaxSamples = 4611686018427387904.0;
+
+std::string num(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+// require(ok, message): appends message to errors when the rule (ok) is broken.
+auto requirer(std::vector<std::string>& errors) {
+  return [&errors](bool ok, const std::string& message) {
+    if (!ok) errors.push_back(message);
+  };
+}
+
+// t, p and the world size; data-parallel buckets and overlap; sequence parallelism.
+void check_parallel_layout(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  const int t = c.tensor_model_parallel_size, p = c.pipeline_model_parallel_size;
+  require(t > 0, "--tensor-model-parallel-size must be > 0");
+  require(p > 0, "--pipeline-model-parallel-size must be > 0");
+  if (t > 0 && p > 0)
+    require(c.world_size % ((long)t * p) == 0,
+            "world size (" + std::to_string(c.world_size) +
+                ") must be divisible by --tensor-model-parallel-size x "
+                "--pipeline-model-parallel-size (" +
+                std::to_string(t) + " x " + std::to_string(p) + ")");
+  require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
+  require(!c.overlap_param_gather || (c.use_distributed_optimizer && c.overlap_grad_reduce),
+          "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce "
+          "(Megatron's rule: the parameters it gathers are the optimizer's shards)");
+  require(c.logits_chunk_rows >= 0, "--logits-chunk-rows must be >= 0 (0: automatic)");
+  if (c.sequence_parallel_active() && t > 0) {
+    // Each rank keeps a contiguous 1/t of the micro-batch's rows (Megatron: the sequence
+    // dimension must divide by t).
+    require((long)c.micro_batch_size * c.model.seq_length % t == 0,
+            "--sequence-parallel needs --micro-batch-size x --seq-length (" +
+                std::to_string(c.micro_batch_size) + " x " + std::to_string(c.model.seq_length) +
+                ") divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
+    // bf16 blocks travel as floats holding two values each.
+    require(!c.bf16 || c.model.hidden_size % 2 == 0,
+            "--sequence-parallel with --bf16 needs an even --hidden-size");
+  }
+}
+
+// bf16 or fp16, dropout, and fp16's loss scaling.
+void check_precision(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(!(c.bf16 && c.fp16), "give --bf16 or --fp16, not both");
+  require(c.hidden_dropout >= 0.f && c.hidden_dropout < 1.f, "--hidden-dropout must be in [0, 1)");
+  require(c.attention_dropout >= 0.f && c.attention_dropout < 1.f,
+          "--attention-dropout must be in [0, 1)");
+  if (!c.fp16) return;
+  require(c.loss_scale >= 0.f && std::isfinite(c.loss_scale),
+          "--loss-scale must be >= 0 and finite (0: dynamic)");
+  require(c.initial_loss_scale > 0.f && std::isfinite(c.initial_loss_scale),
+          "--initial-loss-scale must be > 0 and finite");
+  require(c.min_loss_scale > 0.f && c.min_loss_scale <= c.initial_loss_scale,
+          "--min-loss-scale must be > 0 and <= --initial-loss-scale");
+  require(c.loss_scale_window > 0, "--loss-scale-window must be > 0");
+  require(c.hysteresis > 0, "--hysteresis must be > 0");
+}
+
+// --recompute-granularity and the method and layer count that only full takes.
+void check_recomputation(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  if (c.recompute_granularity == "selective") {
+    require(c.recompute_method.empty() && c.recompute_num_layers == 0,
+            "--recompute-granularity selective recomputes the attention core of every layer: "
+            "--recompute-method and --recompute-num-layers belong to full");
+  } else if (!c.recompute_granularity.empty()) {
+    require(c.recompute_granularity == "full", "--recompute-granularity must be full or selective");
+    require(c.recompute_method == "uniform" || c.recompute_method == "block",
+            "--recompute-granularity full needs --recompute-method uniform or block");
+    require(c.recompute_num_layers > 0,
+            "--recompute-granularity full needs --recompute-num-layers > 0");
+  } else {
+    require(c.recompute_method.empty() && c.recompute_num_layers == 0,
+            "--recompute-method and --recompute-num-layers need --recompute-granularity full");
+  }
+}
+
+// Saving and loading checkpoints; the hang watchdog and the injected faults that test them.
+void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(c.save_interval >= 0, "--save-interval must be >= 0");
+  require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
+  require(c.load.empty() || c.load_hf.empty(), "give --load or --load-hf, not both");
+  require(!c.finetune || !c.load.empty(), "--finetune needs --load (the weights to start from)");
+  require(!c.override_checkpoint_config || !c.load.empty(),
+          "--override-checkpoint-config needs --load");
+  require(!(c.finetune && c.override_checkpoint_config),
+          "give --finetune (weights only, run settings free) or --override-checkpoint-config "
+          "(resume everything despite changed settings), not both");
+  require(c.distributed_timeout_minutes >= 0,
+          "--distributed-timeout-minutes must be >= 0 (0 turns the watchdog off)");
+  require(c.inject_fault_kind == "error" || c.inject_fault_kind == "stop" ||
+              c.inject_fault_kind == "spin",
+          "--inject-fault-kind must be error, stop or spin");
+  require(c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit",
+          "--inject-fault-save-point must be before-commit or mid-commit");
+}
+
+// How the layers split over the pipeline stages: evenly, into virtual stages, or unevenly
+// (--decoder-first/last-pipeline-num-layers).
+void check_pipeline_stages(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  const int p = c.pipeline_model_parallel_size, layers = c.model.num_layers;
+  const int first = c.decoder_first_pipeline_num_layers, last = c.decoder_last_pipeline_num_layers;
+  const bool uneven = first != 0 || last != 0;
+  if (p > 1 && layers > 0) {
+    if (!uneven)
+      require(layers % p == 0,
+              "--num-layers (" + std::to_string(layers) +
+                  ") must be divisible by --pipeline-model-parallel-size (" + std::to_string(p) +
+                  "), or give --decoder-first/last-pipeline-num-layers for an uneven split");
+    const int n = c.num_layers_per_virtual_pipeline_stage;
+    if (n > 0 && layers % p == 0)
+      require((layers / p) % n == 0,
+              "layers per pipeline rank (" + std::to_string(layers / p) +
+                  ") must be divisible by --num-layers-per-virtual-pipeline-stage (" +
+                  std::to_string(n) + ")");
+    require(!(uneven && n > 0),
+            "--decoder-first/last-pipeline-num-layers cannot be combined with "
+            "--num-layers-per-virtual-pipeline-stage yet");
+    if (uneven && n == 0)
+      require(!c.layers_per_virtual_stage().empty(),
+              "--decoder-first-pipeline-num-layers (" + std::to_string(first) +
+                  ") and --decoder-last-pipeline-num-layers (" + std::to_string(last) +
+                  ") must be >= 0 and leave the remaining " +
+                  std::to_string(layers - first - last) +
+                  " of --num-layers an equal, positive share on every other stage");
+  }
+  require(!uneven || p > 1,
+          "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
+  require(c.num_layers_per_virtual_pipeline_stage >= 0,
+          "--num-layers-per-virtual-pipeline-stage must be >= 0");
+  require(c.num_layers_per_virtual_pipeline_stage == 0 || p > 1,
+          "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+}
+
+// The micro-batch and the global batch, which splits into whole micro-batches per replica.
+void check_batch_sizes(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(c.micro_batch_size > 0, "--micro-batch-size must be > 0");
+  require(c.global_batch_size >= 0, "--global-batch-size must be > 0");
+  require((long)c.micro_batch_size * c.data_parallel_size() <= INT_MAX,
+          "--micro-batch-size x data-parallel size (" + std::to_string(c.micro_batch_size) + " x " +
+              std::to_string(c.data_parallel_size()) + ") must fit an int");
+  if (c.micro_batch_size > 0 && c.global_batch_size > 0) {
+    long unit = (long)c.micro_batch_size * c.data_parallel_size();
+    require(c.global_batch_size % unit == 0,
+            "--global-batch-size (" + std::to_string(c.global_batch_size) +
+                ") must be divisible by --micro-batch-size x data-parallel size (" +
+                std::to_string(c.micro_batch_size) + " x " +
+                std::to_string(c.data_parallel_size()) + ")");
+  }
+}
+
+// --rampup-batch-size: Megatron's checks, plus one it makes only at run time (every size
+// must split into whole micro-batches on every replica), made here before step 1. Returns
+// whether the ramp-up is valid (or absent), which the rules after it take for granted.
+bool check_rampup(const TrainingConfig& c, std::vector<std::string>& errors) {
+  if (c.rampup_batch_size.empty()) return true;
+  const size_t before = errors.size();
+  auto require = [&](bool ok, const std::string& message) {
+    if (!ok) errors.push_back("--rampup-batch-size: " + message);
+  };
+  const std::vector<long>& r = c.rampup_batch_size;
+  require(r.size() == 3, "give three values: <start batch> <increment> <ramp-up samples>");
+  if (r.size() != 3) return false;
+  const long start = r[0], inc = r[1], samples = r[2], gbs = c.effective_global_batch();
+  const long unit = (long)std::max(1, c.micro_batch_size) * c.data_parallel_size();
+  require(start > 0, "the start batch must be > 0");
+  require(inc > 0, "the increment must be > 0");
+  require(samples >= 0 && (double)samples < kMaxSamples,
+          "the ramp-up samples must be >= 0 and below 2^62");
+  require(start <= gbs, "the start batch (" + std::to_string(start) +
+                            ") must be <= --global-batch-size (" + std::to_string(gbs) + ")");
+  const bool grows_to_gbs = inc > 0 && start > 0 && start <= gbs;
+  if (grows_to_gbs)
+    require((gbs - start) % inc == 0,
+            "--global-batch-size - start (" + std::to_string(gbs - start) +
+                ") must be a multiple of the increment (" + std::to_string(inc) + ")");
+  require(start % unit == 0 && inc % unit == 0,
+          "the start batch (" + std::to_string(start) + ") and the increment (" +
+              std::to_string(inc) + ") must be multiples of --micro-batch-size x data-parallel " +
+              "size (" + std::to_string(unit) + "), so every global batch on the way splits into " +
+              "whole micro-batches");
+  require(c.sample_based(),
+          "needs sample-based training (--train-samples), as in Megatron: iteration counts "
+          "are ambiguous while the batch grows");
+  // Every size is checked against the pipeline schedule below, and the ramp-up is walked
+  // size by size: a bound keeps both short (MT-NLG's ramp-up has 60 sizes).
+  if (grows_to_gbs)
+    require((gbs - start) / inc < kMaxRampupSizes,
+            "the ramp-up passes through " + std::to_string((gbs - start) / inc + 1) +
+                " batch sizes, more than " + std::to_string(kMaxRampupSizes));
+  return errors.size() == before;
+}
+
+// Every number of micro-batches the (valid) ramp-up passes through must suit the pipeline
+// schedule; each rule it breaks is reported once, naming the first batch size that breaks it.
+void check_schedule_at_every_batch_size(const TrainingConfig& c, std::vector<std::string>& errors) {
+  if (c.pipeline_model_parallel_size <= 0 || c.micro_batch_size <= 0 || c.num_micro_batches() <= 0)
+    return;
+  const long unit = (long)c.micro_batch_size * c.data_parallel_size();
+  std::set<std::string> seen;
+  for (long gbs : c.batch_schedule().sizes()) {
+    try {
+      for (const std::string& e :
+           pipeline_parallel::validate_schedule(pipeline_schedule_of(c, (int)(gbs / unit))))
+        if (seen.insert(e).second)
+          errors.push_back(gbs == c.effective_global_batch()
+                               ? e
+                               : e + " (at global batch " + std::to_string(gbs) +
+                                     " of --rampup-batch-size)");
+    } catch (const std::exception& e) {
+      errors.push_back(std::string("--pipeline-schedule: ") + e.what());
+      break;
+    }
+  }
+}
+
+// The training length and the learning-rate schedule's lengths: iteration-based and
+// sample-based flags never mix (Megatron's rule).
+void check_length_flags(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(c.train_iters >= 0, "--train-iters must be > 0");
+  require(c.train_samples >= 0, "--train-samples must be > 0");
+  require(c.lr_warmup_iters >= 0, "--lr-warmup-iters must be >= 0");
+  require(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0");
+  require(c.lr_warmup_samples >= 0, "--lr-warmup-samples must be >= 0");
+  require(c.lr_decay_samples >= 0, "--lr-decay-samples must be >= 0");
+  const bool fraction = c.lr_warmup_fraction >= 0;
+  require(c.lr_warmup_fraction <= 1, "--lr-warmup-fraction must be in [0, 1]");
+  if (c.sample_based()) {
+    require(c.train_iters == 0,
+            "give --train-iters or --train-samples, not both (iteration-based or sample-based "
+            "training)");
+    require(c.lr_warmup_iters == 0 && c.lr_decay_iters == 0,
+            "sample-based training (--train-samples) takes --lr-warmup-samples / "
+            "--lr-decay-samples (or --lr-warmup-fraction), not --lr-warmup-iters / "
+            "--lr-decay-iters");
+    require(!(fraction && c.lr_warmup_samples > 0),
+            "give --lr-warmup-fraction or --lr-warmup-samples, not both");
+  } else {
+    require(c.lr_warmup_samples == 0 && c.lr_decay_samples == 0,
+            "--lr-warmup-samples and --lr-decay-samples need sample-based training "
+            "(--train-samples); with --train-iters use --lr-warmup-iters / --lr-decay-iters");
+    require(!(fraction && c.lr_warmup_iters > 0),
+            "give --lr-warmup-fraction or --lr-warmup-iters, not both");
+  }
+}
+
+// What the lengths come to in samples, given a valid batch schedule: they must fit the
+// counters, train at least one batch, and warm up before the decay ends.
+void check_training_length(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  if (c.effective_global_batch() <= 0 || c.train_iters < 0 || c.train_samples < 0) return;
+  const double gbs = c.effective_global_batch();
+  const bool samples_fit =
+      (double)c.train_iters * gbs < kMaxSamples && (double)c.lr_decay_iters * gbs < kMaxSamples &&
+      (double)c.lr_warmup_iters * gbs < kMaxSamples && (double)c.train_samples < kMaxSamples;
+  require(samples_fit,
+          "--train-iters, --lr-decay-iters and --lr-warmup-iters x the global batch, and "
+          "--train-samples, must stay below 2^62 samples");
+  if (!samples_fit) return;
+  require((double)c.eval_runs() * c.eval_iters * gbs < kMaxSamples,
+          "--eval-iters x the global batch x the evaluations must stay below 2^62 samples");
+  require(c.total_train_iters() > 0, "--train-samples (" + std::to_string(c.train_samples) +
+                                         ") is less than one global batch: nothing to train");
+  try {
+    const LrSchedule lr = c.lr_schedule();
+    require(lr.decay_steps > 0,
+            "the learning-rate decay must end after step 0 (--lr-decay-iters "
+            "/ --lr-decay-samples)");
+    if (lr.warmup_steps > 0)
+      require(lr.warmup_steps < lr.decay_steps,
+              "the warm-up (" + num(lr.warmup_steps) +
+                  " samples) must end before the decay does (" + std::to_string(lr.decay_steps) +
+                  " samples; --lr-decay-iters / --lr-decay-samples default to the training "
+                  "length; iterations count as iterations x global batch)");
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+}
+
+// The learning rates, the decay style and AdamW's settings.
+void check_optimizer(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(c.lr >= 0.f && std::isfinite(c.lr), "--lr must be >= 0 and finite");
+  require(c.min_lr >= 0.f && std::isfinite(c.min_lr), "--min-lr must be >= 0 and finite");
+  require(c.min_lr <= c.lr, "--min-lr (" + num(c.min_lr) + ") must be <= --lr (" + num(c.lr) + ")");
+  try {
+    parse_decay_style(c.lr_decay_style);
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+  require(c.adam.beta1 >= 0.f && c.adam.beta1 < 1.f, "--adam-beta1 must be in [0, 1)");
+  require(c.adam.beta2 >= 0.f && c.adam.beta2 < 1.f, "--adam-beta2 must be in [0, 1)");
+  require(c.adam.eps > 0.f && std::isfinite(c.adam.eps), "--adam-eps must be > 0 and finite");
+  require(c.adam.weight_decay >= 0.f && std::isfinite(c.adam.weight_decay),
+          "--weight-decay must be >= 0 and finite");
+  require(c.adam.clip_grad >= 0.f && std::isfinite(c.adam.clip_grad),
+          "--clip-grad must be >= 0 and finite (0 disables clipping)");
+}
+
+// Logging, timers, evaluation, threads and the MFU peak.
+void check_logging_and_runtime(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(c.log_interval > 0, "--log-interval must be > 0");
+  require(c.timing_log_level >= 0 && c.timing_log_level <= 2,
+          "--timing-log-level must be 0, 1 or 2, got " + std::to_string(c.timing_log_level));
+  require(c.straggler_threshold > 0,
+          "--straggler-threshold must be > 0 (a fraction over the median)");
+  require(c.eval_interval >= 0, "--eval-interval must be >= 0");
+  require(c.eval_iters >= 0, "--eval-iters must be >= 0");
+  require(c.threads >= 0, "--threads must be >= 0");
+  require(c.peak_tflops >= 0 && std::isfinite(c.peak_tflops),
+          "--peak-tflops must be >= 0 and finite");
+}
+
+// One data source, whose files exist; the split; the tokenizer's flags.
+void check_data(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(c.mock_data == c.data_path.empty(),
+          "exactly one data source is needed: --mock-data or --data-path");
+  if (!c.data_path.empty()) {
+    try {
+      for (const data::WeightedPrefix& p : data::parse_data_path(c.data_path))
+        for (const char* ext : {".bin", ".idx"})
+          require(std::filesystem::exists(p.prefix + ext),
+                  "--data-path: " + p.prefix + ext +
+                      " does not exist (expected a .bin/.idx pair "
+                      "written by trident preprocess or Megatron)");
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
+  try {
+    data::parse_split(c.split);
+  } catch (const std::exception& e) {
+    errors.push_back(e.what());
+  }
+  for (const std::string& e : tokenizer::check_tokenizer_options(c.tokenizer)) errors.push_back(e);
+}
+
+}  // namespace
+
+std::vector<std::string> validate_training_config(const TrainingConfig& c) {
+  std::vector<std::string> errors = validate_model_config(c.model, c.tensor_model_parallel_size);
+  check_parallel_layout(c, errors);
+  check_precision(c, errors);
+  check_recomputation(c, errors);
+  check_checkpoint_and_fault_flags(c, errors);
+  check_pipeline_stages(c, errors);
+  check_batch_sizes(c, errors);
+  // The rules below walk the batch schedule, which an invalid ramp-up cannot give.
+  const bool ramp_ok = check_rampup(c, errors);
+  if (ramp_ok) check_schedule_at_every_batch_size(c, errors);
+  check_length_flags(c, errors);
+  if (ramp_ok) check_training_length(c, errors);
+  check_optimizer(c, errors);
+  check_logging_and_runtime(c, errors);
+  check_data(c, errors);
+  return errors;
+}
+
+}  // namespace trident
