@@ -75,7 +75,7 @@ struct ModeRun {
     model = std::make_unique<GPTModel>(config, tp, micro_batch, seq, options);
     model->parameters().initialize(1, 0.02f, config.num_layers);
     optimizer = std::make_unique<AdamW>(AdamWConfig{}, model->parameters().size());
-    MockGPTDataset data(config.vocab_size, seq, 1);
+    data::MockGPTDataset data(config.vocab_size, seq, 1);
     tokens.resize((size_t)micro_batch * (seq + 1));
     for (int i = 0; i < micro_batch; ++i) data.sample(i, tokens.data() + (size_t)i * (seq + 1));
     flops = training_flops_per_iteration(config, micro_batch, seq, model->padded_vocab());

@@ -27,7 +27,7 @@ namespace trident::checkpoint {
 
 // What a checkpoint records of the run besides the tensors, and what a load compares.
 struct RunRecord {
-  RankLayout layout;  // the model, t, p, d, v, precision, dropout, distributed optimizer
+  engine::RankLayout layout;  // the model, t, p, d, v, precision, dropout, distributed optimizer
   std::uint64_t seed = 0;
   // The settings that shape the run (train/run_record.cpp); empty: none recorded (convert
   // writes checkpoints of no run).
@@ -52,16 +52,16 @@ struct SaveOptions {
 };
 
 // Collective over the world: every rank calls it.
-void save(const std::string& dir, const RunRecord& run, RankModel& model,
-          const TrainingState& state, const RankContext& rank, std::ostream& log,
+void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+          const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
           const SaveOptions& options = {});
 
 // Loads `latest` under `dir` into the model (any layout) after validating the manifest, the
 // run settings (kResume) and every file; throws CheckpointError, naming the file and the
 // problem, before changing anything. Collective over the world.
 // progress (optional) is told the fraction of this rank's tensors in place.
-TrainingState load(const std::string& dir, const RunRecord& run, RankModel& model,
-                   const RankContext& rank, std::ostream& log, LoadMode mode,
+TrainingState load(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+                   const engine::RankContext& rank, std::ostream& log, LoadMode mode,
                    const std::function<void(double)>& progress = {});
 
 }  // namespace trident::checkpoint

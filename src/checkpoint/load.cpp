@@ -71,7 +71,7 @@ void check_manifest(const json& manifest, const std::string& manifest_path, cons
 
 // Which files to read: for each tensor this rank holds, the file with exactly its slice if
 // the layout is unchanged, else every file holding a piece of it.
-std::set<size_t> files_to_read(const json& manifest_files, const RankModel& model) {
+std::set<size_t> files_to_read(const json& manifest_files, const engine::RankModel& model) {
   std::set<size_t> wanted;
   for (const auto& chunk : model.chunks)
     for (const ParamSpec& mine : chunk->parameters().layout().specs()) {
@@ -143,7 +143,7 @@ void add_pieces(const io::SafetensorsFile& file, const json& f, const std::strin
 }
 
 OpenFiles open_needed_files(const fs::path& ckpt, const json& manifest,
-                            const std::string& manifest_path, const RankModel& model) {
+                            const std::string& manifest_path, const engine::RankModel& model) {
   const json& manifest_files = manifest["files"];
   OpenFiles open;
   for (size_t fi : files_to_read(manifest_files, model)) {
@@ -213,7 +213,7 @@ void place_chunk(Parameters& params, AdamW* opt, const OpenFiles& open, LoadMode
 }
 
 // Everything is checked: from here on nothing can fail, so tensors go straight into place.
-void place_tensors(RankModel& model, const OpenFiles& open, const json& manifest, LoadMode mode,
+void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& manifest, LoadMode mode,
                    const std::function<void(double)>& progress) {
   const double chunk_share = 1.0 / (double)model.chunks.size();
   for (size_t j = 0; j < model.chunks.size(); ++j) {
@@ -230,7 +230,7 @@ void place_tensors(RankModel& model, const OpenFiles& open, const json& manifest
 }
 
 // The loss scaler and the position in the run.
-TrainingState restore_state(const json& manifest, RankModel& model, const RunRecord& run) {
+TrainingState restore_state(const json& manifest, engine::RankModel& model, const RunRecord& run) {
   if (manifest.contains("loss_scaler") && model.scaler.is_dynamic()) {
     const json& ls = manifest["loss_scaler"];
     model.scaler.restore({ls["scale"].get<float>(), ls["growth_tracker"].get<long>(),
@@ -251,8 +251,8 @@ TrainingState restore_state(const json& manifest, RankModel& model, const RunRec
 
 }  // namespace
 
-TrainingState load(const std::string& dir, const RunRecord& run, RankModel& model,
-                   const RankContext& rank, std::ostream& log, LoadMode mode,
+TrainingState load(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+                   const engine::RankContext& rank, std::ostream& log, LoadMode mode,
                    const std::function<void(double)>& progress) {
   const auto started = std::chrono::steady_clock::now();
   const fs::path ckpt = latest_checkpoint(dir);

@@ -21,7 +21,7 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-void barrier(const RankContext& rank) {
+void barrier(const engine::RankContext& rank) {
   double x = 0;
   rank.groups->world->all_reduce(&x, 1, comm::ReduceOp::kSum);
 }
@@ -48,7 +48,7 @@ struct RankTensors {
 };
 
 // Collective over data parallelism when the optimizer is sharded.
-RankTensors rank_tensors(RankModel& model, comm::Communicator& dp, bool sharded) {
+RankTensors rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sharded) {
   RankTensors out;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
@@ -87,8 +87,8 @@ void write_rank_file(const fs::path& tmp, const std::string& file, const RankTen
   write_file_atomically((tmp / (file + ".json")).string(), side.dump());
 }
 
-json manifest_of(const RunRecord& run, RankModel& model, const TrainingState& state) {
-  const RankLayout& l = run.layout;
+json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingState& state) {
+  const engine::RankLayout& l = run.layout;
   const LossScalerState scaler = model.scaler.state();
   json manifest = {{"format", kFormat},
                    {"version", kFormatVersion},
@@ -154,8 +154,8 @@ void report_saved(const fs::path& final_dir, std::chrono::steady_clock::time_poi
 
 }  // namespace
 
-void save(const std::string& dir, const RunRecord& run, RankModel& model,
-          const TrainingState& state, const RankContext& rank, std::ostream& log,
+void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+          const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
           const SaveOptions& options) {
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;

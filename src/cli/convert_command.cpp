@@ -34,7 +34,7 @@ int convert_main(const std::vector<std::string>& args) {
   }
   try {
     // One rank, the whole model: only the parameters matter (a short sequence, one sample).
-    RankModelOptions o;
+    engine::RankModelOptions o;
     o.layout.model = !load.empty() ? checkpoint_model(load) : io::read_hf_config(load_hf);
     o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
     o.layout.split = {o.layout.model.num_layers};
@@ -42,12 +42,12 @@ int convert_main(const std::vector<std::string>& args) {
     o.load_hf = load_hf;
     distributed::ProcessGrid grid(1, 1, 1);
     distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-    RankContext rank{0, &grid, &groups, {"local"}};
-    RankModel model = build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
+    engine::RankContext rank{0, &grid, &groups, {"local"}};
+    engine::RankModel model = engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
     const checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
     if (!load.empty()) {
       checkpoint::load(load, run, model, rank, std::cout, checkpoint::LoadMode::kWeightsOnly);
-      Parameters whole = gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
+      Parameters whole = engine::gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
       io::save_hf_model(save_hf, o.layout.model, whole);
       std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
     } else {

@@ -39,7 +39,7 @@ struct LayoutError : std::invalid_argument {
 struct RankSetup {
   distributed::ProcessGrid grid;
   distributed::ProcessGroups groups;
-  RankContext context;
+  engine::RankContext context;
   RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline,
             const LaunchOptions& launch = {});
 };

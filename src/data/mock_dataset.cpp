@@ -4,7 +4,7 @@
 
 #include "core/random.h"
 
-namespace trident {
+namespace trident::data {
 
 namespace {
 constexpr int kMinRun = 16, kMaxRun = 80, kMaxStride = 7;
@@ -32,4 +32,4 @@ void MockGPTDataset::sample(long index, int* out) const {
   }
 }
 
-}  // namespace trident
+}  // namespace trident::data

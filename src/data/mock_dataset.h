@@ -7,9 +7,9 @@
 
 #include "data/sample_source.h"
 
-namespace trident {
+namespace trident::data {
 
-class MockGPTDataset : public data::SampleSource {
+class MockGPTDataset : public SampleSource {
  public:
   MockGPTDataset(int vocab_size, int seq_length, std::uint64_t seed);
   // Writes seq_length + 1 tokens of sample `index` (any index; the stream is unbounded).
@@ -24,4 +24,4 @@ class MockGPTDataset : public data::SampleSource {
   std::uint64_t seed_;
 };
 
-}  // namespace trident
+}  // namespace trident::data

@@ -1,6 +1,6 @@
 #include "engine/rank_buffers.h"
 
-namespace trident {
+namespace trident::engine {
 
 MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
   MemoryPlan plan;
@@ -22,4 +22,4 @@ MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
   return plan;
 }
 
-}  // namespace trident
+}  // namespace trident::engine

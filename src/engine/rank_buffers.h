@@ -7,7 +7,7 @@
 // layouts with the same function.
 #include "model/memory_plan.h"
 
-namespace trident {
+namespace trident::engine {
 
 struct RankBufferShape {
   int stages = 1, chunks = 1, microbatches = 1;  // p, v, and the largest m of the run
@@ -21,4 +21,4 @@ struct RankBufferShape {
 
 MemoryPlan plan_rank_buffers(const RankBufferShape& s);
 
-}  // namespace trident
+}  // namespace trident::engine

@@ -7,7 +7,7 @@
 #include "distributed/process_grid.h"
 #include "distributed/process_groups.h"
 
-namespace trident {
+namespace trident::engine {
 
 struct RankContext {
   int world_rank = 0;
@@ -17,4 +17,4 @@ struct RankContext {
   int node_cores = 0;  // physical cores this node's ranks may run on together (0: unknown)
 };
 
-}  // namespace trident
+}  // namespace trident::engine

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace trident {
+namespace trident::engine {
 
 std::vector<int> RankLayout::even_split(int num_layers, int stages) {
   return std::vector<int>(stages, num_layers / stages);
@@ -104,4 +104,4 @@ RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int micro
   return s;
 }
 
-}  // namespace trident
+}  // namespace trident::engine

@@ -14,7 +14,7 @@
 #include "model/chunk_memory.h"
 #include "pipeline_parallel/schedules.h"
 
-namespace trident {
+namespace trident::engine {
 
 struct RankLayout {
   ModelConfig model;
@@ -66,4 +66,4 @@ long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,
                                   long gradient_floats, bool overlap_grad_reduce);
 
-}  // namespace trident
+}  // namespace trident::engine

@@ -5,7 +5,7 @@
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
 
-namespace trident {
+namespace trident::engine {
 
 std::vector<GPTModel*> RankModel::chunk_pointers() const {
   std::vector<GPTModel*> out;
@@ -135,4 +135,4 @@ Parameters gather_rank_model(const RankModel& m, const RankLayout& layout, comm:
   return full;
 }
 
-}  // namespace trident
+}  // namespace trident::engine

@@ -18,7 +18,7 @@
 #include "optim/loss_scaler.h"
 #include "pipeline_parallel/schedules.h"
 
-namespace trident {
+namespace trident::engine {
 
 struct RankModel {
   pipeline_parallel::ScheduleConfig schedule;
@@ -71,4 +71,4 @@ RankModel build_inference_rank_model(const RankLayout& layout, const std::string
 Parameters gather_rank_model(const RankModel& m, const RankLayout& layout, comm::Communicator& tp,
                              comm::Communicator& pp);
 
-}  // namespace trident
+}  // namespace trident::engine

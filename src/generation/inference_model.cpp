@@ -26,13 +26,13 @@ ModelConfig source_model(const InferenceOptions& o) {
       checkpoint::read_manifest(checkpoint::latest_checkpoint(o.load)));
 }
 
-RankLayout inference_layout(const InferenceOptions& o, const ModelConfig& model, int world) {
-  RankLayout l;
+engine::RankLayout inference_layout(const InferenceOptions& o, const ModelConfig& model, int world) {
+  engine::RankLayout l;
   l.model = model;
   l.tensor = o.tensor_model_parallel_size;
   l.pipeline = o.pipeline_model_parallel_size;
   l.data = world / (l.tensor * l.pipeline);  // check_layout: t x p divides the world
-  l.split = RankLayout::even_split(model.num_layers, l.pipeline);
+  l.split = engine::RankLayout::even_split(model.num_layers, l.pipeline);
   l.precision = o.bf16 ? kernels::Precision::kBf16 : kernels::Precision::kFp32;
   return l;
 }
@@ -80,7 +80,7 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
 
 }  // namespace
 
-InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& rank,
+InferenceModel::InferenceModel(const InferenceOptions& o, const engine::RankContext& rank,
                                std::ostream& log)
     : options_(o), rank_(rank) {
   const ModelConfig model = source_model(o);
@@ -89,7 +89,7 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const RankContext& ran
   check_layout(options_, model, world);
   layout_ = inference_layout(options_, model, world);
   comm::Communicator &tp = *rank.groups->tensor, &pp = *rank.groups->pipeline;
-  model_ = build_inference_rank_model(layout_, o.load_hf, tp, pp, o.decode_panels);
+  model_ = engine::build_inference_rank_model(layout_, o.load_hf, tp, pp, o.decode_panels);
   if (!o.load.empty())
     checkpoint::load(o.load, {layout_}, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
   model_.chunks[0]->parameters().refresh_low_precision();

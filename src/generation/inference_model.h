@@ -55,7 +55,7 @@ class InferenceModel {
  public:
   // Collective over the world. Builds the stage, loads the weights (c.load or c.load_hf),
   // plans and allocates the cache. Throws std::runtime_error subclasses naming the problem.
-  InferenceModel(const InferenceOptions& o, const RankContext& rank, std::ostream& log);
+  InferenceModel(const InferenceOptions& o, const engine::RankContext& rank, std::ostream& log);
   ~InferenceModel();
 
   const ModelConfig& config() const { return layout_.model; }
@@ -88,9 +88,9 @@ class InferenceModel {
   bool broadcast_segments(std::vector<Segment>* segments);
 
   InferenceOptions options_;
-  RankContext rank_;
-  RankLayout layout_;  // the model and its layout, as the rank model is built from
-  RankModel model_;
+  engine::RankContext rank_;
+  engine::RankLayout layout_;  // the model and its layout, as the rank model is built from
+  engine::RankModel model_;
   KvCache cache_;
   MemoryPlan plan_;
   int max_step_tokens_ = 0;

@@ -121,19 +121,19 @@ const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p)
   return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p);
 }
 
-const ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s, int stage) {
+const engine::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s, int stage) {
   auto key = std::make_tuple((int)s.kind, s.stages, s.chunks, s.microbatches, stage);
   auto it = needs_.find(key);
   if (it != needs_.end()) return it->second;
-  return needs_[key] = trident::schedule_needs({s}, stage);
+  return needs_[key] = engine::schedule_needs({s}, stage);
 }
 
-RankLayout IterationModel::rank_layout(const Layout& l) const {
-  RankLayout r;
+engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
+  engine::RankLayout r;
   r.model = workload_.model;
   r.tensor = l.tensor, r.pipeline = l.pipeline, r.data = l.data;
   r.virtual_stages = l.virtual_stages;
-  r.split = RankLayout::even_split(r.model.num_layers, l.pipeline * l.virtual_stages);
+  r.split = engine::RankLayout::even_split(r.model.num_layers, l.pipeline * l.virtual_stages);
   r.micro_batch = l.micro_batch;
   r.precision = workload_.precision;
   // --recompute-method uniform --recompute-num-layers 1 (what --launch passes).
@@ -168,24 +168,24 @@ void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
 }  // namespace
 
 std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) {
-  const RankLayout layout = rank_layout(l);
+  const engine::RankLayout layout = rank_layout(l);
   const int microbatches = l.microbatches(workload_.global_batch);
-  const ScheduleNeeds& needs = schedule_needs(schedule_of(l, microbatches), stage);
+  const engine::ScheduleNeeds& needs = schedule_needs(schedule_of(l, microbatches), stage);
   std::vector<MemoryPlan> plans;
   long gradient_floats = 0;
   for (int j = 0; j < l.virtual_stages; ++j) {
-    const ChunkOptions o = chunk_options(layout, stage, j, needs);
+    const ChunkOptions o = engine::chunk_options(layout, stage, j, needs);
     const ChunkShape shape =
         chunk_shape(layout.model, {0, l.tensor}, l.micro_batch, layout.model.seq_length, o,
                     sizes_of(l.tensor, o.placement));
     plans.push_back(plan_chunk_memory(shape));
     plans.back().resize("adam exp_avg + exp_avg_sq",
-                        adam_moment_floats(layout, shape.parameter_floats));
+                        engine::adam_moment_floats(layout, shape.parameter_floats));
     gradient_floats += shape.parameter_floats;
   }
   // --launch turns on the overlapped gradient reduction whenever d > 1.
-  plans.push_back(plan_rank_buffers(
-      rank_buffer_shape(layout, stage, microbatches, gradient_floats, l.data > 1)));
+  plans.push_back(engine::plan_rank_buffers(
+      engine::rank_buffer_shape(layout, stage, microbatches, gradient_floats, l.data > 1)));
   return plans;
 }
 

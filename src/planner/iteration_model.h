@@ -79,7 +79,7 @@ class IterationModel {
                           double weight_ratio);
   // The layout as training builds it (engine/rank_layout.h), so chunk options and a rank's
   // buffers come from the same functions as training's.
-  RankLayout rank_layout(const Layout& layout) const;
+  engine::RankLayout rank_layout(const Layout& layout) const;
   // Every buffer pipeline stage `stage`'s ranks hold: one plan per chunk, then the rank's
   // buffers besides them — the plans training prints for such a rank.
   std::vector<MemoryPlan> stage_plans(const Layout& layout, int stage);
@@ -114,13 +114,13 @@ class IterationModel {
   };
   PipelineRun run_pipeline(const Layout& l, int microbatches) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
-  const ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s, int stage);
+  const engine::ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s, int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);
 
   Cluster cluster_;
   Workload workload_;
   std::map<std::tuple<int, int, int, int, long, long>, double> bubbles_;
-  std::map<std::tuple<int, int, int, int, int>, ScheduleNeeds> needs_;
+  std::map<std::tuple<int, int, int, int, int>, engine::ScheduleNeeds> needs_;
   std::map<std::tuple<int, int, bool, bool>, LayoutSizes> layout_sizes_;
 };
 

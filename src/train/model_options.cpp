@@ -4,8 +4,8 @@
 
 namespace trident {
 
-RankLayout TrainingConfig::rank_layout() const {
-  RankLayout l;
+engine::RankLayout TrainingConfig::rank_layout() const {
+  engine::RankLayout l;
   l.model = model;
   l.tensor = tensor_model_parallel_size;
   l.pipeline = pipeline_model_parallel_size;
@@ -24,8 +24,8 @@ RankLayout TrainingConfig::rank_layout() const {
   return l;
 }
 
-RankModelOptions TrainingConfig::rank_model_options() const {
-  RankModelOptions o;
+engine::RankModelOptions TrainingConfig::rank_model_options() const {
+  engine::RankModelOptions o;
   o.layout = rank_layout();
   o.schedule = pipeline_schedule_of(*this);
   const long unit = (long)micro_batch_size * data_parallel_size();

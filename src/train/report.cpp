@@ -22,13 +22,13 @@ long peak_rss_bytes() {
   return usage.ru_maxrss * 1024L;
 }
 
-void DataParallelWaits::add(const RankModel& model) {
+void DataParallelWaits::add(const engine::RankModel& model) {
   for (const auto& r : model.reducers)
     reduction += r->last_wait_seconds(), gather += r->last_gather_wait_seconds();
   ++iterations;
 }
 
-void DataParallelWaits::print(const RankModel& model, const TrainingConfig& c,
+void DataParallelWaits::print(const engine::RankModel& model, const TrainingConfig& c,
                               std::ostream& log) const {
   int early = 0, total = 0;
   for (const auto& r : model.reducers)
@@ -85,7 +85,7 @@ void print_collectives(const GroupCollectives& groups, long iterations, std::ost
 // Every rank writes its events beside the output; rank 0 merges them into one trace.
 void write_timeline(const std::string& path,
                     const std::vector<pipeline_parallel::TraceEvent>& events,
-                    const RankContext& rank, std::ostream& log) {
+                    const engine::RankContext& rank, std::ostream& log) {
   const std::string part = path + ".rank" + std::to_string(rank.world_rank);
   {
     std::ofstream out(part);

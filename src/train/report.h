@@ -21,8 +21,8 @@ struct DataParallelWaits {
   double reduction = 0, gather = 0;
   long iterations = 0;
 
-  void add(const RankModel& model);
-  void print(const RankModel& model, const TrainingConfig& c, std::ostream& log) const;
+  void add(const engine::RankModel& model);
+  void print(const engine::RankModel& model, const TrainingConfig& c, std::ostream& log) const;
 };
 
 // The collectives of the training iterations so far: the groups' counters less what

@@ -44,7 +44,7 @@ void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {
 }
 
 // Bytes of optimizer state per parameter, against what the distributed optimizer promises.
-void print_optimizer_state(const RankModel& model, int d, std::ostream& log) {
+void print_optimizer_state(const engine::RankModel& model, int d, std::ostream& log) {
   long params = 0, moments = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j)
     params += model.chunks[j]->parameters().size(), moments += model.optimizers[j]->moment_bytes();
@@ -57,7 +57,7 @@ void print_optimizer_state(const RankModel& model, int d, std::ostream& log) {
 
 }  // namespace
 
-void print_run_layout(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
+void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
   log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
       << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
       << "; " << omp_get_max_threads() << " threads per rank\n";
@@ -74,7 +74,7 @@ void print_run_layout(const TrainingConfig& c, const RankContext& rank, std::ost
   rank.grid->print(log, rank.nodes);
 }
 
-void print_rank_model(const TrainingConfig& c, const RankModel& model, int data_parallel_size,
+void print_rank_model(const TrainingConfig& c, const engine::RankModel& model, int data_parallel_size,
                       std::ostream& log) {
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
@@ -85,7 +85,7 @@ void print_rank_model(const TrainingConfig& c, const RankModel& model, int data_
   print_optimizer_state(model, data_parallel_size, log);
 }
 
-double peak_tflops_of_rank(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
+double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
   if (c.peak_tflops > 0) return c.peak_tflops;
   int local_ranks = 0;
   for (const std::string& n : rank.nodes) local_ranks += n == rank.nodes[rank.world_rank];

@@ -36,7 +36,7 @@ void finish_training(TrainingRun& run, long last_saved) {
 
 }  // namespace
 
-int run_training(const TrainingConfig& c, const RankContext& rank, std::ostream& log) {
+int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
   TrainingRun run(c, rank, log);
   const int seq = c.model.seq_length, padded_vocab = run.model.chunks[0]->padded_vocab();
   LogInterval interval;

@@ -158,8 +158,8 @@ struct TrainingConfig {
 
   // The model's layout over ranks and how this rank's model is built (src/engine), from the
   // flags above (train/model_options.cpp).
-  RankLayout rank_layout() const;
-  RankModelOptions rank_model_options() const;
+  engine::RankLayout rank_layout() const;
+  engine::RankModelOptions rank_model_options() const;
 };
 
 // The pipeline schedule the flags describe (p, v, m and its kind).

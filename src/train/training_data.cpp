@@ -10,9 +10,9 @@ TrainingData make_training_data(const TrainingConfig& c, std::ostream& log) {
   if (c.mock_data) {
     // Validation and test draw from other seeds of the same generator: same pattern,
     // samples never seen in training.
-    d.train = std::make_shared<MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed);
-    d.valid = std::make_shared<MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 1);
-    d.test = std::make_shared<MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 2);
+    d.train = std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed);
+    d.valid = std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 1);
+    d.test = std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 2);
     return d;
   }
   data::DataRequest r;

@@ -12,7 +12,7 @@ GroupCollectives snapshot_collectives(const distributed::ProcessGroups& g) {
           {g.pipeline->name(), g.pipeline->counters()}};
 }
 
-TrainingLog::TrainingLog(const TrainingConfig& c, const RankContext& rank, bool resumed,
+TrainingLog::TrainingLog(const TrainingConfig& c, const engine::RankContext& rank, bool resumed,
                          std::ostream& log)
     : rank_(rank),
       log_(log),

@@ -25,7 +25,7 @@ GroupCollectives snapshot_collectives(const distributed::ProcessGroups& groups);
 class TrainingLog {
  public:
   // resumed: the run continues a checkpoint's iterations (the metrics file is appended to).
-  TrainingLog(const TrainingConfig& c, const RankContext& rank, bool resumed, std::ostream& log);
+  TrainingLog(const TrainingConfig& c, const engine::RankContext& rank, bool resumed, std::ostream& log);
   MetricsWriter& metrics() { return metrics_; }
   // Every rank, every iteration: where the step begins (what validation or checkpoints sent
   // before it stays out of the step's collective timers) ...
@@ -38,7 +38,7 @@ class TrainingLog {
   void validation(const ValidationStats& v);
 
  private:
-  const RankContext& rank_;
+  const engine::RankContext& rank_;
   std::ostream& log_;
   MetricsWriter metrics_;
   TensorBoardWriter tensorboard_;

@@ -9,13 +9,13 @@
 
 namespace trident {
 
-TrainingRun::TrainingRun(const TrainingConfig& c, const RankContext& r, std::ostream& l)
+TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, std::ostream& l)
     : config(c), rank(r), log(l) {
   if (c.threads > 0) omp_set_num_threads(c.threads);
   print_run_layout(c, rank, log);
   comm::Communicator& dp = *rank.groups->data;
   StartupClock startup(log);
-  model = build_rank_model(c.rank_model_options(), *rank.groups->tensor, *rank.groups->pipeline, dp, &startup);
+  model = engine::build_rank_model(c.rank_model_options(), *rank.groups->tensor, *rank.groups->pipeline, dp, &startup);
   startup.begin("memory plan");
   print_rank_model(c, model, dp.size(), log);
   startup.begin("peak measurement");

@@ -32,16 +32,16 @@ struct TrainingProgress {
 
 struct TrainingRun {
   // Builds everything in the order the log shows it, timing the phases before step 1.
-  TrainingRun(const TrainingConfig& config, const RankContext& rank, std::ostream& log);
+  TrainingRun(const TrainingConfig& config, const engine::RankContext& rank, std::ostream& log);
 
   const TrainingConfig& config;
-  const RankContext& rank;
+  const engine::RankContext& rank;
   std::ostream& log;  // rank 0's output; a discarding stream elsewhere
   const LrSchedule lr_schedule = config.lr_schedule();
   const GlobalBatchSchedule batch_schedule = config.batch_schedule();
   const long train_iters = config.total_train_iters();
 
-  RankModel model;
+  engine::RankModel model;
   // Held by pointer: the data-parallel hooks keep its address.
   std::unique_ptr<pipeline_parallel::PipelineExecutor> executor;
   TrainingData data;

@@ -11,8 +11,8 @@
 
 namespace trident::testing {
 
-inline RankModelOptions tiny_model_options(std::uint64_t seed) {
-  RankModelOptions o;
+inline engine::RankModelOptions tiny_model_options(std::uint64_t seed) {
+  engine::RankModelOptions o;
   o.layout.model.num_layers = 2, o.layout.model.hidden_size = 32;
   o.layout.model.num_attention_heads = 2, o.layout.model.seq_length = 16;
   o.layout.model.vocab_size = 100;
@@ -26,9 +26,9 @@ inline RankModelOptions tiny_model_options(std::uint64_t seed) {
 struct OneRank {
   distributed::ProcessGrid grid{1, 1, 1};
   distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
-  RankModel build(const RankModelOptions& o) {
-    return build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
+  engine::RankModel build(const engine::RankModelOptions& o) {
+    return engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
   }
 };
 

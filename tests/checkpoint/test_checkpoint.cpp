@@ -19,34 +19,34 @@ using testing::OneRank;
 using testing::ScratchDir;
 
 // Moments no initialisation produces: each element's own index.
-void fill_moments(RankModel& m) {
+void fill_moments(engine::RankModel& m) {
   AdamW& opt = *m.optimizers[0];
   for (size_t i = 0; i < opt.exp_avg().size(); ++i)
     opt.exp_avg()[i] = 0.5f * (float)i, opt.exp_avg_sq()[i] = 0.25f + (float)i;
   opt.set_steps_taken(17);
 }
 
-std::vector<float> values(const RankModel& m) {
+std::vector<float> values(const engine::RankModel& m) {
   const Parameters& p = m.chunks[0]->parameters();
   return std::vector<float>(p.values(), p.values() + p.size());
 }
 
-RunRecord record_of(const RankModelOptions& o) {
+RunRecord record_of(const engine::RankModelOptions& o) {
   return {o.layout, o.seed, {{"seed", "--seed", o.seed}}, 4};
 }
 
 TEST(Checkpoint, ResumeRestoresWeightsMomentsAndPosition) {
   OneRank one;
   ScratchDir dir("trident-ckpt-resume");
-  RankModelOptions saved_options = testing::tiny_model_options(1);
-  RankModel saved = one.build(saved_options);
+  engine::RankModelOptions saved_options = testing::tiny_model_options(1);
+  engine::RankModel saved = one.build(saved_options);
   fill_moments(saved);
   std::ostringstream log;
   save(dir.str(), record_of(saved_options), saved, {7, 28, 2, 24}, one.rank, log);
   EXPECT_TRUE(has_checkpoint(dir.str()));
   EXPECT_EQ(latest_checkpoint(dir.str()), (dir.path / "iter_0000007").string());
 
-  RankModel loaded = one.build(testing::tiny_model_options(2));  // other weights
+  engine::RankModel loaded = one.build(testing::tiny_model_options(2));  // other weights
   ASSERT_NE(values(loaded), values(saved));
   TrainingState st =
       load(dir.str(), record_of(saved_options), loaded, one.rank, log, LoadMode::kResume);
@@ -63,12 +63,12 @@ TEST(Checkpoint, ResumeRestoresWeightsMomentsAndPosition) {
 TEST(Checkpoint, WeightsOnlyKeepsAFreshOptimizer) {
   OneRank one;
   ScratchDir dir("trident-ckpt-weights");
-  RankModelOptions o = testing::tiny_model_options(1);
-  RankModel saved = one.build(o);
+  engine::RankModelOptions o = testing::tiny_model_options(1);
+  engine::RankModel saved = one.build(o);
   fill_moments(saved);
   std::ostringstream log;
   save(dir.str(), record_of(o), saved, {3, 12, 0, 12}, one.rank, log);
-  RankModel loaded = one.build(testing::tiny_model_options(2));
+  engine::RankModel loaded = one.build(testing::tiny_model_options(2));
   TrainingState st = load(dir.str(), record_of(o), loaded, one.rank, log, LoadMode::kWeightsOnly);
   EXPECT_EQ(values(loaded), values(saved));
   EXPECT_EQ(loaded.optimizers[0]->steps_taken(), 0);
@@ -80,7 +80,7 @@ TEST(Checkpoint, WeightsOnlyKeepsAFreshOptimizer) {
 // it was.
 void expect_refused(const std::string& dir, const RunRecord& run, const std::string& expected) {
   OneRank one;
-  RankModel target = one.build(testing::tiny_model_options(5));
+  engine::RankModel target = one.build(testing::tiny_model_options(5));
   const std::vector<float> before = values(target);
   std::ostringstream log;
   try {
@@ -95,8 +95,8 @@ void expect_refused(const std::string& dir, const RunRecord& run, const std::str
 TEST(Checkpoint, RefusesDamageAndMismatchBeforeChangingTheModel) {
   OneRank one;
   ScratchDir dir("trident-ckpt-damage");
-  RankModelOptions o = testing::tiny_model_options(1);
-  RankModel saved = one.build(o);
+  engine::RankModelOptions o = testing::tiny_model_options(1);
+  engine::RankModel saved = one.build(o);
   std::ostringstream log;
   save(dir.str(), record_of(o), saved, {1, 4, 0, 4}, one.rank, log);
   const std::string file = (dir.path / "iter_0000001" / "model_tp0_pp0.safetensors").string();
@@ -118,13 +118,13 @@ TEST(Checkpoint, RefusesDamageAndMismatchBeforeChangingTheModel) {
 TEST(Checkpoint, OverrideResumesWithTheDifferencesAsWarnings) {
   OneRank one;
   ScratchDir dir("trident-ckpt-override");
-  RankModelOptions o = testing::tiny_model_options(1);
-  RankModel saved = one.build(o);
+  engine::RankModelOptions o = testing::tiny_model_options(1);
+  engine::RankModel saved = one.build(o);
   std::ostringstream log;
   save(dir.str(), record_of(o), saved, {1, 4, 0, 4}, one.rank, log);
   RunRecord other = record_of(o);
   other.settings = {{"seed", "--seed", 99}};
-  RankModel loaded = one.build(testing::tiny_model_options(2));
+  engine::RankModel loaded = one.build(testing::tiny_model_options(2));
   load(dir.str(), other, loaded, one.rank, log, LoadMode::kResumeOverride);
   EXPECT_NE(log.str().find("warning: --override-checkpoint-config: --seed: checkpoint 1, this "
                            "run 99"),

@@ -5,7 +5,7 @@
 
 #include "engine/rank_layout.h"
 
-namespace trident {
+namespace trident::engine {
 namespace {
 
 namespace pp = pipeline_parallel;
@@ -129,4 +129,4 @@ TEST(RankBufferShape, TiedEmbeddingOnlyWhenTiedAndBoundaryOverT) {
 }
 
 }  // namespace
-}  // namespace trident
+}  // namespace trident::engine

@@ -71,7 +71,7 @@ struct Fixture {
 struct Engine {
   distributed::ProcessGrid grid{1, 1, 1};
   distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
   std::ostringstream log;
   generation::InferenceModel model;
   Engine(const std::string& dir, int max_batch, int prefill_chunk)

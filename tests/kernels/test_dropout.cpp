@@ -159,7 +159,7 @@ TEST_P(Recomputation, GradientsAreBitIdenticalWithLessMemory) {
   recompute.recompute_group = rc.group;
   recompute.recompute_attention = rc.selective;
   GPTModel plain(c, tp, 2, c.seq_length, keep), recomputed(c, tp, 2, c.seq_length, recompute);
-  MockGPTDataset data(c.vocab_size, c.seq_length, 3);
+  data::MockGPTDataset data(c.vocab_size, c.seq_length, 3);
   std::vector<int> tokens(4 * (c.seq_length + 1));
   for (int i = 0; i < 4; ++i) data.sample(i, tokens.data() + i * (c.seq_length + 1));
   auto run = [&](GPTModel& m) {

@@ -161,7 +161,7 @@ TEST(GPTModel, GradientAccumulationEqualsOneBigBatch) {
   GPTModel big(c, tp, 4, c.seq_length), small(c, tp, 2, c.seq_length);
   big.parameters().initialize(3, 0.1f, c.num_layers);
   small.parameters().initialize(3, 0.1f, c.num_layers);
-  MockGPTDataset data(c.vocab_size, c.seq_length, 1);
+  data::MockGPTDataset data(c.vocab_size, c.seq_length, 1);
   std::vector<int> tokens(4 * (c.seq_length + 1));
   for (int i = 0; i < 4; ++i) data.sample(i, tokens.data() + i * (c.seq_length + 1));
   const float scale = 1.f / (4 * c.seq_length);
@@ -229,7 +229,7 @@ TEST(GPTModel, DeferredWeightGradientsEqualThePlainBackward) {
   for (const DeferCase& k : defer_cases()) {
     const ModelConfig& c = k.config;
     const int batch = 2, seq = c.seq_length;
-    MockGPTDataset data(c.vocab_size, seq, 1);
+    data::MockGPTDataset data(c.vocab_size, seq, 1);
     std::vector<int> tokens(2 * batch * (seq + 1));
     for (int i = 0; i < 2 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
     const int* micro[2] = {tokens.data(), tokens.data() + batch * (seq + 1)};
@@ -276,7 +276,7 @@ TEST(GPTModel, HeldActivationsOutliveTheSlotUntilW) {
   for (const DeferCase& k : defer_cases()) {
     const ModelConfig& c = k.config;
     const int batch = 2, seq = c.seq_length;
-    MockGPTDataset data(c.vocab_size, seq, 3);
+    data::MockGPTDataset data(c.vocab_size, seq, 3);
     std::vector<int> tokens(3 * batch * (seq + 1));
     for (int i = 0; i < 3 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
     const float scale = 1.f / (2 * batch * seq);
@@ -306,7 +306,7 @@ TEST(GPTModel, HeldActivationsOutliveTheSlotUntilW) {
 }
 
 TEST(MockData, DeterministicAndLearnable) {
-  MockGPTDataset a(50257, 64, 7), b(50257, 64, 7), other(50257, 64, 8);
+  data::MockGPTDataset a(50257, 64, 7), b(50257, 64, 7), other(50257, 64, 8);
   std::vector<int> x(65), y(65), z(65);
   a.sample(12345, x.data());
   b.sample(12345, y.data());

@@ -250,16 +250,16 @@ TEST(PlannerIterationModel, OneFOneBHoldsPMicroBatchesOnTheFirstStage) {
 }
 
 TEST(RankBuffers, SendCopiesTiedEmbeddingAndMpiTemporaries) {
-  RankBufferShape s;
+  engine::RankBufferShape s;
   s.stages = 2, s.chunks = 2, s.microbatches = 4;
   s.boundary_floats = 100, s.tied_embedding_floats = 1000, s.gradient_floats = 5000;
   s.data = 2, s.overlap_grad_reduce = true;
   // Stage 0 sends backward from its second chunk only (virtual stage 2), 4 micro-batches.
-  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 4L * (4 * 100 + 1000 + 5000));
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 4L * (4 * 100 + 1000 + 5000));
   s.stage = 1;  // both chunks send backward
-  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 4L * (8 * 100 + 1000 + 5000));
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 4L * (8 * 100 + 1000 + 5000));
   s.stages = 1, s.chunks = 1, s.stage = 0, s.overlap_grad_reduce = false;
-  EXPECT_EQ(plan_rank_buffers(s).total_bytes(), 0);
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 0);
 }
 
 // The planner's plan of a pipeline stage's rank against the plan training prints for that
@@ -320,7 +320,7 @@ void expect_same_plans(const Layout& l, const Workload& w) {
   IterationModel planner(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w);
   for (int stage = 0; stage < l.pipeline; ++stage) {
     testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.data);
-    RankModel rank = build_rank_model(c.rank_model_options(), tp, pp, dp);
+    engine::RankModel rank = engine::build_rank_model(c.rank_model_options(), tp, pp, dp);
     std::vector<const MemoryPlan*> printed;  // what training prints, in order
     for (const auto& chunk : rank.chunks) printed.push_back(&chunk->memory_plan());
     printed.push_back(&rank.buffers);

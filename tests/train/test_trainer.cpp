@@ -36,7 +36,7 @@ struct OneRankRun {
   const TrainingConfig config;
   distributed::ProcessGrid grid{1, 1, 1};
   distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  RankContext rank{0, &grid, &groups, {"local"}};
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
   std::ostringstream log;
   TrainingRun run;
 
@@ -49,7 +49,7 @@ struct OneRankRun {
 
 // Samples [first, first + n) as the dataset gives them, not as the trainer gathers them.
 std::vector<int> samples(const TrainingConfig& c, long first, int n) {
-  MockGPTDataset source(c.model.vocab_size, c.model.seq_length, c.seed);
+  data::MockGPTDataset source(c.model.vocab_size, c.model.seq_length, c.seed);
   std::vector<int> tokens((size_t)n * (c.model.seq_length + 1));
   for (int k = 0; k < n; ++k)
     source.sample(first + k, tokens.data() + k * (c.model.seq_length + 1));
