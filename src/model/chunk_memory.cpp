@@ -1,6 +1,7 @@
 #include "model/chunk_memory.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -122,139 +123,238 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
                      layout_sizes(config, tp, options.placement));
 }
 
+bool ChunkShape::output_held(int l) const {
+  return deferring() && l >= recomputed_layers && l + 1 < layers;
+}
+
+bool ChunkShape::output_in_slot(int l) const {
+  if (l >= recomputed_layers) return !output_held(l);
+  return l + 1 == recomputed_layers || (l + 1) % recompute_group == 0;  // its group's last
+}
+
+long ChunkBuffer::floats() const {
+  return std::accumulate(parts.begin(), parts.end(), 0L);
+}
+
 namespace {
 
-// With sequence parallelism every [tokens, h] tensor outside the tensor-parallel region
-// (LayerNorm outputs and statistics, residuals, layer outputs, boundary tensors) is planned
-// at `local` = tokens / t rows; qkv, attention and MLP tensors are [tokens, * / t] anyway.
-void plan_layer_activations(const ChunkShape& s, MemoryPlan& plan) {
-  const long tokens = s.tokens(), h = s.config.hidden_size, t = s.tensor_parallel_size;
-  const long local = s.local_tokens();
-  const long attn_local = h / t, ffn_local = s.config.ffn() / t;
-  const long heads_local = s.config.num_attention_heads / t;
-  const long fc1_local = s.config.fc1_rows() / t;
+using Home = BufferHome;
+using Field = BufferField;
+
+// Appends rows of one group ("activations", "scratch", ...) to the table.
+class Rows {
+ public:
+  Rows(std::vector<ChunkBuffer>& table, const char* group) : table_(table), group_(group) {}
+  void add(std::string name, Home home, Field field, int copies, std::vector<long> parts) {
+    table_.push_back({group_, std::move(name), std::move(parts), copies, home, field});
+  }
+
+ private:
+  std::vector<ChunkBuffer>& table_;
+  const char* group_;
+};
+
+// One copy of each activation, in floats. With sequence parallelism every [tokens, h]
+// tensor outside the tensor-parallel region (LayerNorm outputs and statistics, residuals,
+// layer outputs, boundary tensors) has `local` = tokens / t rows; qkv, attention and MLP
+// tensors are [tokens, * / t] anyway.
+struct ActivationSizes {
+  long tokens, local, h, attn, ffn, fc1, qkv, lse;
+  bool bf16;
+  std::string bf16_note;  // the names of buffers kept in bf16 say so
+
+  explicit ActivationSizes(const ChunkShape& s)
+      : tokens(s.tokens()),
+        local(s.local_tokens()),
+        h(s.config.hidden_size),
+        attn(h / s.tensor_parallel_size),
+        ffn(s.config.ffn() / s.tensor_parallel_size),
+        fc1(s.config.fc1_rows() / s.tensor_parallel_size),
+        qkv(s.config.qkv_projection_local(s.tensor_parallel_size)),
+        lse((long)s.micro_batch * (s.config.num_attention_heads / s.tensor_parallel_size) * s.seq),
+        bf16(s.options.precision == kernels::Precision::kBf16),
+        bf16_note(bf16 ? " (bf16)" : "") {}
+  // Activations only matrix products read are bf16 in bf16 runs (two to a float).
+  long gemm_input(long n) const { return bf16 ? (n + 1) / 2 : n; }
+};
+
+// One layer's activations, as either the kept layers or the recompute group have them:
+// `held` copies of those W reads (see ChunkShape::held_sets), `copies` of the others.
+struct LayerRows {
+  std::string prefix, held_suffix;
+  Home held_home, other_home;
+  int held, copies;
+  bool own_attention_core;  // false: selective recomputation shares one (see add_layers)
+};
+
+void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu, Rows& rows) {
+  auto held = [&](const std::string& name, Field field, long floats) {
+    rows.add(r.prefix + name + r.held_suffix, r.held_home, field, r.held, {floats});
+  };
+  auto other = [&](const std::string& name, Field field, std::vector<long> parts) {
+    rows.add(r.prefix + name, r.other_home, field, r.copies, std::move(parts));
+  };
+  held("ln1 out" + z.bf16_note, Field::kLn1Out, z.gemm_input(z.local * z.h));
+  other("ln1/ln2 mean+rstd", Field::kLnStats, {z.local, z.local, z.local, z.local});
+  // What the projections write (grouped-query attention: h / t + 2 G d / t, k and v never
+  // expanded to every head).
+  held("qkv", Field::kQkv, z.tokens * z.qkv);
+  if (r.own_attention_core) {
+    held("attention out", Field::kAttentionOut, z.tokens * z.attn);
+    other("attention log-sum-exp", Field::kAttentionLse, {z.lse});
+  }
+  held("residual after attention", Field::kResidual, z.local * z.h);
+  held("ln2 out" + z.bf16_note, Field::kLn2Out, z.gemm_input(z.local * z.h));
+  held(swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)", Field::kFc1Out, z.tokens * z.fc1);
+  held((swiglu ? "SwiGLU out" : "GeLU out") + z.bf16_note, Field::kFc1Act,
+       z.gemm_input(z.tokens * z.ffn));
+}
+
+int count_layers(const ChunkShape& s, bool (ChunkShape::*where)(int) const) {
+  int n = 0;
+  for (int l = 0; l < s.layers; ++l) n += (s.*where)(l);
+  return n;
+}
+
+// The layers' activations: the kept layers' (a zero-bubble schedule holds what W reads
+// from F to W: those have held_sets copies instead of slots), their outputs, and one
+// recompute group's.
+void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
+  const int n = s.options.slots, kept = s.kept_layers(), group = s.recompute_group;
+  const int sets = s.held_sets();
   const bool swiglu = s.config.swiglu;
-  const int n = s.options.slots, recomputed = s.recomputed_layers, group = s.recompute_group;
-  const int per_layer = (s.layers - recomputed) * n;  // layers that keep their activations
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
   const bool selective = s.options.recompute_attention;
-  const char* A = "activations";
-  // Activations only matrix products read are bf16 in bf16 runs (two to a float).
-  const bool bf16 = s.options.precision == kernels::Precision::kBf16;
-  auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
-  const std::string gemm_only = bf16 ? " (bf16)" : "";
-  // Zero-bubble schedules hold what W reads (see ChunkShape::held_sets) from F to W: those
-  // buffers of the layers that are not recomputed have `held` copies instead of `copies`.
-  const int held_sets = s.held_sets();
-  const bool deferring = s.options.deferred_weight_grads > 0;
-  const std::string to_w = deferring ? " (held to W)" : "";
-  auto add_layer_buffers = [&](const std::string& prefix, int copies) {
-    const bool kept = prefix.empty();
-    const int held = kept ? (s.layers - recomputed) * held_sets : copies;
-    const std::string w = kept ? to_w : "";
-    plan.add(A, prefix + "ln1 out" + gemm_only + w, gemm_input_floats(local * h), held);
-    plan.add(A, prefix + "ln1/ln2 mean+rstd", 4 * local, copies);
-    // What the projections write (grouped-query attention: h / t + 2 G d / t, k and v
-    // never expanded to every head).
-    plan.add(A, prefix + "qkv" + w, tokens * s.config.qkv_projection_local((int)t), held);
-    if (!kept || !selective) {
-      plan.add(A, prefix + "attention out" + w, tokens * attn_local, held);
-      plan.add(A, prefix + "attention log-sum-exp", s.micro_batch * heads_local * s.seq, copies);
-    }
-    plan.add(A, prefix + "residual after attention" + w, local * h, held);
-    plan.add(A, prefix + "ln2 out" + gemm_only + w, gemm_input_floats(local * h), held);
-    plan.add(A, prefix + (swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)") + w,
-             tokens * fc1_local, held);
-    plan.add(A, prefix + (swiglu ? "SwiGLU out" : "GeLU out") + gemm_only + w,
-             gemm_input_floats(tokens * ffn_local), held);
-  };
-  plan.add(A, s.options.placement.pre_process ? "embedding output" : "received input", local * h,
-           n);
-  if (per_layer > 0) add_layer_buffers("", per_layer);
-  // Kept per slot: the outputs of the layers that are not recomputed and of each group's
-  // last layer (the next group's input; the last group's is the chunk's output).
-  const int groups = (recomputed + group - 1) / group;
-  // Zero-bubble schedules hold the outputs of the layers that are not recomputed (linear_fc2's
-  // output gradient goes there in B) but the chunk's last, which is the chunk's output.
-  const int held_outputs = deferring ? std::max(0, s.layers - recomputed - 1) : 0;
-  if (held_outputs > 0) plan.add(A, "layer output" + to_w, local * h, held_outputs * held_sets);
-  plan.add(A, "layer output", local * h, (s.layers - recomputed - held_outputs + groups) * n);
-  if (recomputed > 0) {
+  const std::string to_w = s.deferring() ? " (held to W)" : "";
+  if (kept > 0)
+    add_layer_buffers(
+        z, {"", to_w, Home::kHeldLayers, Home::kSlotLayers, kept * sets, kept * n, !selective},
+        swiglu, rows);
+  if (const int held = count_layers(s, &ChunkShape::output_held); held > 0)
+    rows.add("layer output" + to_w, Home::kHeldOutputs, Field::kLayerOutput, held * sets,
+             {z.local * z.h});
+  rows.add("layer output", Home::kSlotOutputs, Field::kLayerOutput,
+           count_layers(s, &ChunkShape::output_in_slot) * n, {z.local * z.h});
+  if (s.recomputed_layers > 0) {
     // Backward recomputes a whole group before the group's backward runs through it, so
     // all its layers' activations exist at once, with the outputs inside the group (the
     // next layer's input). The group's last output is rewritten into a spare buffer
     // instead (see GPTModel::recompute_group), so one group needs no more than this.
-    add_layer_buffers("recompute: ", group);
-    if (group > 1) plan.add(A, "recompute: outputs within a group", local * h, group - 1);
+    const Home home = Home::kRecomputeGroup;
+    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu, rows);
+    if (group > 1)
+      rows.add("recompute: outputs within a group", Home::kRecomputeGroupInner, Field::kLayerOutput,
+               group - 1, {z.local * z.h});
   }
-  if (selective && per_layer > 0) {
-    plan.add(A, "recompute: attention out", tokens * attn_local);
-    plan.add(A, "recompute: attention log-sum-exp", s.micro_batch * heads_local * s.seq);
+  if (selective && kept > 0) {
+    rows.add("recompute: attention out", Home::kChunk, Field::kAttentionOut, 1,
+             {z.tokens * z.attn});
+    rows.add("recompute: attention log-sum-exp", Home::kChunk, Field::kAttentionLse, 1, {z.lse});
   }
-  if (s.options.placement.post_process) {
-    plan.add(A, "final ln out" + gemm_only, gemm_input_floats(local * h), n);
-    plan.add(A, "final ln mean + rstd", 2 * local, n);
-    plan.add(A, "d(final ln out) from the fused output layer + loss", local * h, n);
-    plan.add(A, "per-token loss", tokens, n);
+}
+
+// The activations, with each slot's buffers at the chunk's edges: what comes in, what goes
+// out or the loss.
+void add_activations(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
+  const ActivationSizes z(s);
+  Rows rows(table, "activations");
+  const int n = s.options.slots;
+  const ChunkPlacement& p = s.options.placement;
+  rows.add(p.pre_process ? "embedding output" : "received input", Home::kSlots, Field::kChunkInput,
+           n, {z.local * z.h});
+  add_layers(s, z, rows);
+  auto slot_row = [&](const std::string& name, Field field, std::vector<long> parts) {
+    rows.add(name, Home::kSlots, field, n, std::move(parts));
+  };
+  if (p.post_process) {
+    slot_row("final ln out" + z.bf16_note, Field::kFinalLnOut, {z.gemm_input(z.local * z.h)});
+    slot_row("final ln mean + rstd", Field::kFinalLnStats, {z.local, z.local});
+    slot_row("d(final ln out) from the fused output layer + loss", Field::kFinalLnGrad,
+             {z.local * z.h});
+    slot_row("per-token loss", Field::kLosses, {z.tokens});
   } else {
-    plan.add(A, "received output gradient", local * h, n);
+    slot_row("received output gradient", Field::kOutputGrad, {z.local * z.h});
   }
-  if (s.options.deferred_weight_grads > 0 && s.layers > 0)
-    plan.add(A, "zb-h1: weight-gradient operands copied from B to W",
-             s.deferred_weight_grad_floats(), s.options.deferred_weight_grads);
+  if (s.deferring() && s.layers > 0)
+    rows.add("zb-h1: weight-gradient operands copied from B to W", Home::kDeferredEntries,
+             Field::kDeferredOperands, s.options.deferred_weight_grads,
+             {s.deferred_weight_grad_floats()});
 }
 
-void plan_scratch(const ChunkShape& s, MemoryPlan& plan) {
-  const long tokens = s.tokens(), h = s.config.hidden_size, t = s.tensor_parallel_size;
-  const long attn_local = h / t, ffn_local = s.config.ffn() / t;
-  const bool bf16 = s.options.precision == kernels::Precision::kBf16;
-  const char* S = "scratch";
-  plan.add(S, "residual gradient", s.local_tokens() * h);
+void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
+  const ActivationSizes z(s);
+  Rows rows(table, "scratch");
+  auto add = [&](const std::string& name, Field field, std::vector<long> parts) {
+    rows.add(name, Home::kChunk, field, 1, std::move(parts));
+  };
+  add("residual gradient", Field::kResidualGrad, {z.local * z.h});
   if (s.sequence_parallel)  // the LayerNorm output all-gathered for qkv / fc1 and the head
-    plan.add(S, std::string("all-gathered LayerNorm output") + (bf16 ? " (bf16)" : ""),
-             bf16 ? (tokens * h + 1) / 2 : tokens * h);
-  plan.add(S, "row-parallel out + d_hidden", 2 * tokens * h);
-  plan.add(S, "d_ffn", tokens * ffn_local);
-  const ModelConfig& c = s.config;
-  plan.add(S, "d_attn + d_qkv", tokens * (attn_local + c.qkv_projection_local((int)t)));
+    add("all-gathered LayerNorm output" + z.bf16_note, Field::kGatheredInput,
+        {z.gemm_input(z.tokens * z.h)});
+  add("row-parallel out + d_hidden", Field::kRowOutAndDHidden, {z.tokens * z.h, z.tokens * z.h});
+  add("d_ffn", Field::kDFfn, {z.tokens * z.ffn});
+  add("d_attn + d_qkv", Field::kDAttnAndDQkv, {z.tokens * z.attn, z.tokens * z.qkv});
   if (s.options.placement.post_process) {
-    plan.add(S, "logits / dlogits of one row chunk", s.logits_chunk_floats());
-    if (bf16) plan.add(S, "bf16 dlogits of one row chunk", (s.logits_chunk_floats() + 1) / 2);
+    add("logits / dlogits of one row chunk", Field::kLogits, {s.logits_chunk_floats()});
+    if (z.bf16)
+      add("bf16 dlogits of one row chunk", Field::kDLogits16, {(s.logits_chunk_floats() + 1) / 2});
   }
 }
 
-void plan_low_precision(const ChunkShape& s, MemoryPlan& plan) {
+// The 16-bit weight copy (Parameters' own) and the rounded GEMM operands.
+void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   const auto [act, in] = s.operand_sizes();
-  const char* P = "parameters";
-  const char* S = "scratch";
+  Rows parameters(table, "parameters"), scratch(table, "scratch");
+  auto weights = [&](const char* name) {
+    parameters.add(name, Home::kOutsideArena, Field::kNone, 1, {(s.parameter_floats + 1) / 2});
+  };
   switch (s.options.precision) {
     case kernels::Precision::kFp32:
       return;
     case kernels::Precision::kBf16:
-      plan.add(P, "bf16 weight copy", (s.parameter_floats + 1) / 2);
-      plan.add(S, "bf16 GEMM operands", (act + 1) / 2 + (in + 1) / 2);
+      weights("bf16 weight copy");
+      scratch.add("bf16 GEMM operands", Home::kChunk, Field::kGemmOperands16, 1,
+                  {(act + 1) / 2, (in + 1) / 2});
       if (s.layers > 0 && !s.options.inference)
-        plan.add(S, "bf16: one layer's fresh weight gradient", s.largest_layer_weight());
+        scratch.add("bf16: one layer's fresh weight gradient", Home::kChunk, Field::kWeightGrad32,
+                    1, {s.largest_layer_weight()});
       return;
     case kernels::Precision::kFp16:
-      plan.add(P, "fp16 weight copy", (s.parameter_floats + 1) / 2);
-      plan.add(S, "fp16-rounded GEMM operands", act + in + s.largest_weight);
+      weights("fp16 weight copy");
+      scratch.add("fp16-rounded GEMM operands", Home::kChunk, Field::kGemmOperands32, 1,
+                  {act, in, s.largest_weight});
       return;
   }
 }
 
 }  // namespace
 
+std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
+  std::vector<ChunkBuffer> table;
+  Rows parameters(table, "parameters"), optimizer(table, "optimizer");
+  const Home owned = Home::kOutsideArena;
+  parameters.add("weights", owned, Field::kNone, 1, {s.parameter_floats});
+  if (!s.options.inference) {
+    parameters.add("gradients", owned, Field::kNone, 1, {s.parameter_floats});
+    optimizer.add("adam exp_avg + exp_avg_sq", owned, Field::kNone, 1, {2 * s.parameter_floats});
+  }
+  add_activations(s, table);
+  add_scratch(s, table);
+  add_low_precision(s, table);
+  return table;
+}
+
+MemoryPlan memory_plan(const std::vector<ChunkBuffer>& buffers) {
+  MemoryPlan plan;
+  for (const ChunkBuffer& b : buffers) plan.add(b.group, b.name, b.floats(), b.copies);
+  return plan;
+}
+
+// The planner sizes thousands of chunks: the names move from the table to the plan.
 MemoryPlan plan_chunk_memory(const ChunkShape& s) {
   MemoryPlan plan;
-  plan.add("parameters", "weights", s.parameter_floats);
-  if (!s.options.inference) {
-    plan.add("parameters", "gradients", s.parameter_floats);
-    plan.add("optimizer", "adam exp_avg + exp_avg_sq", 2 * s.parameter_floats);
-  }
-  plan_layer_activations(s, plan);
-  plan_scratch(s, plan);
-  plan_low_precision(s, plan);
+  for (ChunkBuffer& b : chunk_buffers(s))
+    plan.add(std::move(b.group), std::move(b.name), b.floats(), b.copies);
   return plan;
 }
 

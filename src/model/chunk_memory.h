@@ -3,7 +3,9 @@
 // plan (and then its arena) from it, and the planner (src/planner) sizes layouts it never
 // builds with the same function, so the plan `trident plan` prints is the one training
 // prints.
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "config/model_config.h"
 #include "kernels/dropout.h"
@@ -96,6 +98,17 @@ struct ChunkShape {
   // attention output under selective recomputation, the all-gathered LayerNorm outputs
   // under sequence parallelism, and dY and X of every linear of the recomputed layers.
   long deferred_weight_grad_floats() const;
+
+  // The layers that keep their activations (the ones after the recomputed ones).
+  int kept_layers() const { return layers - recomputed_layers; }
+  bool deferring() const { return options.deferred_weight_grads > 0; }
+  // Where layer l's output lives. Zero-bubble schedules keep it in the held sets for all
+  // kept layers but the chunk's last (linear_fc2's output gradient goes there in B; the
+  // last is the chunk's output, which a send may still read). Otherwise it is the slot's:
+  // every kept layer's, and of the recomputed ones only each group's last (the next
+  // group's input).
+  bool output_held(int l) const;
+  bool output_in_slot(int l) const;
 };
 
 // What the chunk's parameter layout contributes: its parameters (unpadded) and its largest
@@ -115,8 +128,78 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
                        const ChunkOptions& options, const LayoutSizes& sizes);
 
-// Every buffer the chunk holds: parameters, gradients, Adam moments (unsharded; the
-// distributed optimizer resizes them), activations for `slots` micro-batches, scratch.
+// Where a buffer's copies live, in the order the carve hands them out (the set first, then
+// the layer). Sets: the micro-batch slots (ChunkOptions::slots), the held sets
+// (ChunkShape::held_sets, each one contiguous range of the arena for WeightGradStore), the
+// one recompute group shared by every slot, or the chunk.
+enum class BufferHome {
+  kOutsideArena,    // parameters, gradients, optimizer state: Parameters and the optimizer own them
+  kChunk,           // one copy
+  kSlots,           // one per slot
+  kSlotLayers,      // per slot, each kept layer
+  kSlotOutputs,     // per slot, each layer with ChunkShape::output_in_slot
+  kHeldLayers,      // per held set, each kept layer
+  kHeldOutputs,     // per held set, each layer with ChunkShape::output_held
+  kRecomputeGroup,  // each layer of the recompute group
+  kRecomputeGroupInner,  // each layer of the recompute group but its last
+  kDeferredEntries,      // per micro-batch between its B and its W
+};
+
+// The pointers GPTModel sets from one copy, one per part, in this order.
+enum class BufferField {
+  kNone,  // outside the arena
+  // A layer's (LayerActivations).
+  kLn1Out,
+  kLnStats,  // ln1 mean, ln1 rstd, ln2 mean, ln2 rstd
+  kQkv,
+  kAttentionOut,  // kChunk: the one selective recomputation rebuilds for every kept layer
+  kAttentionLse,  // kChunk: likewise
+  kResidual,
+  kLn2Out,
+  kFc1Out,
+  kFc1Act,
+  kLayerOutput,
+  // A slot's.
+  kChunkInput,
+  kFinalLnOut,
+  kFinalLnStats,  // mean, rstd
+  kFinalLnGrad,
+  kLosses,
+  kOutputGrad,
+  kDeferredOperands,
+  // The chunk's scratch.
+  kResidualGrad,
+  kGatheredInput,
+  kRowOutAndDHidden,  // row_out, d_hidden
+  kDFfn,
+  kDAttnAndDQkv,  // d_attn, d_qkv
+  kLogits,
+  kDLogits16,
+  kGemmOperands16,  // act16, in16
+  kWeightGrad32,
+  kGemmOperands32,  // act32, in32, weight32
+};
+
+// One row of the chunk's buffer table: what the plan prints and sizes (group, name, floats,
+// copies) and what the carve takes from the arena for it (each copy's parts, in the field's
+// pointer order, every part on its own cache line).
+struct ChunkBuffer {
+  std::string group;  // MemoryPlan's: "parameters", "optimizer", "activations", "scratch"
+  std::string name;
+  std::vector<long> parts;
+  int copies = 1;
+  BufferHome home = BufferHome::kOutsideArena;
+  BufferField field = BufferField::kNone;
+  long floats() const;  // per copy: its parts together
+  bool in_arena() const { return home != BufferHome::kOutsideArena; }
+};
+
+// Every buffer the chunk holds, in the order the plan prints them: parameters, gradients,
+// Adam moments (unsharded; the distributed optimizer resizes them), activations for `slots`
+// micro-batches, scratch. GPTModel carves its arena from this table.
+std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& shape);
+MemoryPlan memory_plan(const std::vector<ChunkBuffer>& buffers);
+// memory_plan(chunk_buffers(shape)), what the planner sizes.
 MemoryPlan plan_chunk_memory(const ChunkShape& shape);
 
 }  // namespace trident

@@ -1,6 +1,8 @@
 #include "model/gpt_model.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -48,20 +50,33 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       shape_(chunk_shape(config, {tp.rank(), tp.size()}, micro_batch, seq, options)),
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
               options.pad_multiple, !options.inference) {
-  const int t = tp.size();
   options_.slots = std::max(1, options.slots);
   sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
+  check_sequence_split(micro_batch, seq);
+  precision_.precision = options.precision;
+  params_.set_low_precision(options.precision);  // before any ParamRef is handed out
+  if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
+  build_layers(config);
+  build_embedding_and_head(config);
+  recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
+  plan_and_allocate();
+}
+
+void GPTModel::check_sequence_split(int micro_batch, int seq) const {
+  const int t = tp_.size();
   if (sequence_parallel_ && (long)micro_batch * seq % t != 0)
     throw std::invalid_argument("--sequence-parallel: --micro-batch-size x --seq-length (" +
                                 std::to_string(micro_batch) + " x " + std::to_string(seq) +
                                 ") must be divisible by --tensor-model-parallel-size (" +
                                 std::to_string(t) + ")");
-  const ChunkPlacement& placement = options.placement;
-  precision_.precision = options.precision;
-  params_.set_low_precision(options.precision);  // before any ParamRef is handed out
-  if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
-  const LayerDims dims = layer_dims(config, tp.rank(), t);
-  const int first = placement.first_layer, count = shape_.layers;
+}
+
+// The chunk's layers and the spec ranges of the embedding, each layer and the post-process
+// part (final norm and an untied output layer), for the gradient-ready and
+// parameters-needed hooks.
+void GPTModel::build_layers(const ModelConfig& config) {
+  const LayerDims dims = layer_dims(config, tp_.rank(), tp_.size());
+  const int first = options_.placement.first_layer, count = shape_.layers;
   const auto& specs = params_.layout().specs();
   auto spec_index = [&](const std::string& name) {
     for (size_t k = 0; k < specs.size(); ++k)
@@ -69,11 +84,9 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
     return (int)specs.size();
   };
   for (int l = first; l < first + count; ++l) {
-    layers_.emplace_back(dims, params_, l, tp, &precision_, sequence_parallel_);
+    layers_.emplace_back(dims, params_, l, tp_, &precision_, sequence_parallel_);
     layer_first_spec_.push_back(spec_index(layer_param(l, "input_layernorm.weight")));
   }
-  // Spec ranges of the embedding, each layer and the post-process part (final norm and an
-  // untied output layer), for the gradient-ready and parameters-needed hooks.
   post_first_spec_ = spec_index("final_layernorm.weight");
   embedding_specs_ = 0;
   while (embedding_specs_ < (int)specs.size() &&
@@ -81,7 +94,11 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
     ++embedding_specs_;
   for (int l = 0; l < count; ++l)
     layer_end_spec_.push_back(l + 1 < count ? layer_first_spec_[l + 1] : post_first_spec_);
-  const int vocab_local = padded_vocab_ / t, vocab_start = tp.rank() * vocab_local;
+}
+
+void GPTModel::build_embedding_and_head(const ModelConfig& config) {
+  const int t = tp_.size(), vocab_local = padded_vocab_ / t, vocab_start = tp_.rank() * vocab_local;
+  const ChunkPlacement& placement = options_.placement;
   if (placement.pre_process) {
     ParamRef word = params_.get("embedding.word_embeddings.weight");
     const ParamRef none{nullptr, nullptr, 0};  // RoPE: no learned positions
@@ -91,22 +108,20 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
         vocab_start,
         vocab_local,
         config.hidden_size,
-        &tp,
+        &tp_,
         sequence_parallel_};
   }
   if (placement.post_process) {
     ParamRef weight = params_.get(config.tied_output() ? "embedding.word_embeddings.weight"
                                                        : "output_layer.weight");
     lm_head_.output_layer = {
-        weight, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp, &precision_};
+        weight, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp_, &precision_};
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
-  lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp};
+  lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp_};
   lm_head_.sequence_parallel = sequence_parallel_;
   lm_head_.chunk_rows = shape_.logits_chunk_rows;
   if (placement.post_process) final_norm_ = make_norm(params_, "final_layernorm", config);
-  recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
-  plan_and_allocate();
 }
 
 long GPTModel::local_rows(long tokens) const {
@@ -117,141 +132,262 @@ long GPTModel::first_local_row(long tokens) const {
   return sequence_parallel_ ? local_rows(tokens) * tp_.rank() : 0;
 }
 
-// Carves the arena as plan_chunk_memory plans it: with sequence parallelism the [tokens, h]
-// tensors outside the tensor-parallel region hold `local` = tokens / t rows.
+// The plan and the arena come from one table (chunk_buffers, what the planner sizes too):
+// the plan lists its rows, the carve takes their parts from the arena in the same order
+// and points the model's pointers at them (targets()), so a buffer cannot be planned and
+// not carved, or carved at another size.
 void GPTModel::plan_and_allocate() {
-  const long tokens = (long)micro_batch_ * seq_, h = config_.hidden_size;
-  const long local = local_rows(tokens);
-  const int t = tp_.size(), layers = (int)layers_.size(), n = options_.slots;
-  const long attn_local = h / t, ffn_local = config_.ffn() / t;
-  const long fc1_local = config_.fc1_rows() / t, qkv_proj = config_.qkv_projection_local(t);
-  const long heads_local = config_.num_attention_heads / t;
-  const bool post = options_.placement.post_process;
   if (shape_.parameter_floats != params_.size())
     throw std::logic_error("memory plan: parameter buffer size differs from its layout's");
-  plan_ = plan_chunk_memory(shape_);
-  if (params_.decode_panel_floats() > 0)
-    plan_.add("parameters", "decode copies (panel layout)", params_.decode_panel_floats());
-  const char* A = "activations";
-  const char* S = "scratch";
-  const int recomputed = recompute_.layers, group = recompute_.size;
-  const int per_layer = (layers - recomputed) * n;
-  const bool selective = options_.recompute_attention;
-  const bool bf16 = options_.precision == kernels::Precision::kBf16;
-  auto gemm_input_floats = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
+  buffers_ = chunk_buffers(shape_);
+  if (params_.decode_panel_floats() > 0)  // Parameters' own, like the weights
+    buffers_.push_back(
+        {"parameters", "decode copies (panel layout)", {params_.decode_panel_floats()}});
+  plan_ = trident::memory_plan(buffers_);
+  size_activation_sets();
+  carve_arena();
+  wire_slots();
+}
 
-  long arena_floats = 0;
-  for (const PlannedBuffer& b : plan_.buffers())
-    if (b.group == A || b.group == S) arena_floats += ((b.floats + 15) / 16 * 16 + 16) * b.copies;
-  arena_ = std::make_unique<Arena>(arena_floats);
-  Arena& ar = *arena_;
-  act_.resize(n);
-  float *shared_attn_out = nullptr, *shared_attn_lse = nullptr;
-  if (selective && per_layer > 0) {
-    shared_attn_out = ar.take(tokens * attn_local);
-    shared_attn_lse = ar.take(micro_batch_ * heads_local * seq_);
-  }
-  auto take_gemm_input = [&](long n) {
-    kernels::GemmOperandBuffer b;
-    if (bf16)
-      b.bf16 = reinterpret_cast<kernels::bf16_t*>(ar.take(gemm_input_floats(n)));
-    else
-      b.fp32 = ar.take(n);
-    return b;
-  };
-  // The buffers W reads (held from F to W in zero-bubble schedules), then the others.
-  // Without deferred weight gradients every slot has its own held set, so the last layer's
-  // output can be one of them as well.
-  const bool deferring = options_.deferred_weight_grads > 0;
-  auto held_output = [&](int l) { return l >= recomputed && (l + 1 < layers || !deferring); };
-  auto take_held = [&](LayerActivations& a, bool own_core) {
-    a.ln1_out = take_gemm_input(local * h);
-    a.qkv = ar.take(tokens * qkv_proj);
-    a.attn_out = own_core ? ar.take(tokens * attn_local) : shared_attn_out;
-    a.residual1 = ar.take(local * h);
-    a.ln2_out = take_gemm_input(local * h);
-    a.fc1_pre = ar.take(tokens * fc1_local);
-    a.fc1_act = take_gemm_input(tokens * ffn_local);
-  };
-  auto take_rest = [&](LayerActivations& a, bool own_core) {
-    a.ln1_mean = ar.take(local), a.ln1_rstd = ar.take(local);
-    a.ln2_mean = ar.take(local), a.ln2_rstd = ar.take(local);
-    a.attn_lse = own_core ? ar.take(micro_batch_ * heads_local * seq_) : shared_attn_lse;
-  };
-  recompute_act_.resize(recomputed > 0 ? group : 0);
-  for (int j = 0; j < (int)recompute_act_.size(); ++j) {
-    take_held(recompute_act_[j], true);
-    take_rest(recompute_act_[j], true);
-    recompute_act_[j].output = j + 1 < group ? ar.take(local * h) : nullptr;
-  }
+void GPTModel::size_activation_sets() {
+  const int layers = shape_.layers;
+  act_.assign(options_.slots, {});
+  for (Activations& s : act_) s.layers.resize(layers);
   held_.assign(shape_.held_sets(), {});
-  for (HeldSet& set : held_) {
-    set.layers.resize(layers);
-    const float* start = ar.take(0);
-    for (int l = recomputed; l < layers; ++l) {
-      take_held(set.layers[l], !selective);
-      if (held_output(l)) set.layers[l].output = ar.take(local * h);
+  for (HeldSet& set : held_) set.layers.resize(layers);
+  recompute_act_.assign(recompute_.layers > 0 ? recompute_.size : 0, {});
+}
+
+namespace {
+
+using PartTarget = std::function<void(float* at, long floats)>;
+
+PartTarget to(float*& p) {
+  return [&p](float* at, long) { p = at; };
+}
+
+PartTarget to(std::uint16_t*& p) {
+  return [&p](float* at, long) { p = reinterpret_cast<std::uint16_t*>(at); };
+}
+
+// bf16 runs keep the activations only matrix products read in bf16.
+PartTarget to(kernels::GemmOperandBuffer& b, bool bf16) {
+  return [&b, bf16](float* at, long) {
+    if (bf16)
+      b.bf16 = reinterpret_cast<kernels::bf16_t*>(at);
+    else
+      b.fp32 = at;
+  };
+}
+
+std::vector<PartTarget> layer_targets(LayerActivations& a, BufferField field, bool bf16) {
+  switch (field) {
+    case BufferField::kLn1Out:
+      return {to(a.ln1_out, bf16)};
+    case BufferField::kLnStats:
+      return {to(a.ln1_mean), to(a.ln1_rstd), to(a.ln2_mean), to(a.ln2_rstd)};
+    case BufferField::kQkv:
+      return {to(a.qkv)};
+    case BufferField::kAttentionOut:
+      return {to(a.attn_out)};
+    case BufferField::kAttentionLse:
+      return {to(a.attn_lse)};
+    case BufferField::kResidual:
+      return {to(a.residual1)};
+    case BufferField::kLn2Out:
+      return {to(a.ln2_out, bf16)};
+    case BufferField::kFc1Out:
+      return {to(a.fc1_pre)};
+    case BufferField::kFc1Act:
+      return {to(a.fc1_act, bf16)};
+    case BufferField::kLayerOutput:
+      return {to(a.output)};
+    default:
+      throw std::logic_error("memory plan: a layer has no buffer of this kind");
+  }
+}
+
+bool in_held_set(BufferHome home) {
+  return home == BufferHome::kHeldLayers || home == BufferHome::kHeldOutputs;
+}
+
+long footprint(const ChunkBuffer& b) {
+  long floats = 0;
+  for (long part : b.parts) floats += Arena::slice_floats(part);
+  return floats * b.copies;
+}
+
+}  // namespace
+
+// The copies of a home's layer buffers, in carve order: set by set, layer by layer.
+std::vector<LayerActivations*> GPTModel::home_layers(BufferHome home) {
+  std::vector<LayerActivations*> out;
+  auto add = [&](std::vector<LayerActivations>& layers, auto&& has) {
+    for (int l = 0; l < (int)layers.size(); ++l)
+      if (has(l)) out.push_back(&layers[l]);
+  };
+  auto kept = [&](int l) { return l >= shape_.recomputed_layers; };
+  auto held_output = [&](int l) { return shape_.output_held(l); };
+  auto slot_output = [&](int l) { return shape_.output_in_slot(l); };
+  auto inner = [&](int j) { return j + 1 < (int)recompute_act_.size(); };
+  if (home == BufferHome::kSlotLayers)
+    for (Activations& s : act_) add(s.layers, kept);
+  if (home == BufferHome::kSlotOutputs)
+    for (Activations& s : act_) add(s.layers, slot_output);
+  if (home == BufferHome::kHeldLayers)
+    for (HeldSet& set : held_) add(set.layers, kept);
+  if (home == BufferHome::kHeldOutputs)
+    for (HeldSet& set : held_) add(set.layers, held_output);
+  if (home == BufferHome::kRecomputeGroup) add(recompute_act_, [](int) { return true; });
+  if (home == BufferHome::kRecomputeGroupInner) add(recompute_act_, inner);
+  return out;
+}
+
+std::vector<GPTModel::PartTarget> GPTModel::slot_targets(Activations& s, BufferField field) {
+  const bool bf16 = options_.precision == kernels::Precision::kBf16;
+  switch (field) {
+    case BufferField::kChunkInput:
+      return {to(s.input)};
+    case BufferField::kFinalLnOut:
+      return {to(s.final_ln_out, bf16)};
+    case BufferField::kFinalLnStats:
+      return {to(s.final_ln_mean), to(s.final_ln_rstd)};
+    case BufferField::kFinalLnGrad:
+      return {to(s.d_final_ln_out)};
+    case BufferField::kLosses:
+      return {to(s.losses)};
+    case BufferField::kOutputGrad:
+      return {to(s.output_grad)};
+    default:
+      throw std::logic_error("memory plan: a slot has no buffer of this kind");
+  }
+}
+
+std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
+  const bool bf16 = options_.precision == kernels::Precision::kBf16;
+  kernels::LinearScratch& ls = precision_.scratch;
+  switch (field) {
+    case BufferField::kAttentionOut:  // selective recomputation's one, for every kept layer
+      return {[this](float* at, long) {
+        for (LayerActivations* a : home_layers(BufferHome::kHeldLayers)) a->attn_out = at;
+      }};
+    case BufferField::kAttentionLse:
+      return {[this](float* at, long) {
+        for (LayerActivations* a : home_layers(BufferHome::kSlotLayers)) a->attn_lse = at;
+      }};
+    case BufferField::kResidualGrad:
+      return {to(d_residual_)};
+    case BufferField::kGatheredInput:
+      return {to(scratch_.gathered, bf16)};
+    case BufferField::kRowOutAndDHidden:
+      return {to(scratch_.row_out), to(scratch_.d_hidden)};
+    case BufferField::kDFfn:
+      return {to(scratch_.d_ffn)};
+    case BufferField::kDAttnAndDQkv:
+      return {to(scratch_.d_attn), to(scratch_.d_qkv)};
+    case BufferField::kLogits:
+      return {to(lm_head_.logits)};
+    case BufferField::kDLogits16:
+      return {
+          [this](float* at, long) { lm_head_.dlogits16 = reinterpret_cast<kernels::bf16_t*>(at); }};
+    case BufferField::kGemmOperands16:  // bf16 pairs, two to a float of the arena
+      return {to(ls.act16), to(ls.in16)};
+    case BufferField::kWeightGrad32:
+      return {[&ls](float* at, long floats) {
+        ls.weight_grad32 = at, ls.weight_grad32_floats = floats;
+      }};
+    case BufferField::kGemmOperands32:
+      return {to(ls.act32), to(ls.in32), to(ls.weight32)};
+    default:
+      throw std::logic_error("memory plan: the chunk has no scratch buffer of this kind");
+  }
+}
+
+std::vector<GPTModel::PartTarget> GPTModel::targets(const ChunkBuffer& b) {
+  std::vector<PartTarget> out;
+  auto append = [&](std::vector<PartTarget> more) {
+    for (PartTarget& t : more) out.push_back(std::move(t));
+  };
+  const bool bf16 = options_.precision == kernels::Precision::kBf16;
+  switch (b.home) {
+    case BufferHome::kOutsideArena:
+      break;
+    case BufferHome::kChunk:
+      append(chunk_targets(b.field));
+      break;
+    case BufferHome::kSlots:
+      for (Activations& s : act_) append(slot_targets(s, b.field));
+      break;
+    case BufferHome::kDeferredEntries:
+      for (int k = 0; k < options_.deferred_weight_grads; ++k)
+        out.push_back([this](float* at, long floats) { deferred_.add_entry(at, floats); });
+      break;
+    default:
+      for (LayerActivations* a : home_layers(b.home)) append(layer_targets(*a, b.field, bf16));
+  }
+  return out;
+}
+
+// Takes every part of every copy of the table's arena buffers, in table order. A held set
+// must be one contiguous range (WeightGradStore does not copy the operands it finds there),
+// so the held sets come first, one block each, and their buffers are sliced inside them.
+void GPTModel::carve_arena() {
+  long held_floats = 0, other_floats = 0;
+  for (const ChunkBuffer& b : buffers_)
+    if (b.in_arena()) (in_held_set(b.home) ? held_floats : other_floats) += footprint(b);
+  arena_ = std::make_unique<Arena>(held_floats + other_floats);
+  float* held_block = arena_->take(held_floats);
+  const long set_floats = held_floats / (long)held_.size();
+  for (size_t k = 0; k < held_.size(); ++k)
+    held_[k].begin = held_block + k * set_floats, held_[k].end = held_[k].begin + set_floats;
+  std::vector<long> held_used(held_.size(), 0);
+  carved_.clear();
+  for (int i = 0; i < (int)buffers_.size(); ++i) {
+    const ChunkBuffer& b = buffers_[i];
+    if (!b.in_arena()) continue;
+    const std::vector<PartTarget> pointers = targets(b);
+    if (pointers.size() != (size_t)b.copies * b.parts.size())
+      throw std::logic_error("memory plan: \"" + b.name + "\" has " +
+                             std::to_string(b.copies * b.parts.size()) + " parts, the model " +
+                             std::to_string(pointers.size()) + " pointers to them");
+    for (size_t k = 0; k < pointers.size(); ++k) {
+      const int copy = (int)(k / b.parts.size());
+      const long floats = b.parts[k % b.parts.size()];
+      float* at = take_part(b, copy, floats, held_block, held_used);
+      pointers[k](at, floats);
+      carved_.push_back({i, at - arena_->data(), floats});
     }
-    set.begin = start, set.end = ar.take(0);
+  }
+}
+
+// Held sets' parts go to their set's block (copies are set by set), the rest to the arena.
+float* GPTModel::take_part(const ChunkBuffer& b, int copy, long floats, float* held_block,
+                           std::vector<long>& held_used) {
+  if (!in_held_set(b.home)) return arena_->take(floats);
+  const int set = copy / (b.copies / (int)held_.size());
+  const long set_floats = held_[set].end - held_[set].begin;
+  float* at = held_block + set * set_floats + held_used[set];
+  held_used[set] += Arena::slice_floats(floats);
+  if (held_used[set] > set_floats) throw std::logic_error("memory plan: a held set overflows");
+  return at;
+}
+
+// After the carve: a slot's recomputed layers use the recompute group's buffers (but for
+// each group's last output, the slot's own), its kept layers the held set it starts with.
+void GPTModel::wire_slots() {
+  const int n = options_.slots;
+  for (int i = 0; i < n; ++i) {
+    Activations& s = act_[i];
+    for (int l = 0; l < recompute_.layers; ++l) {
+      float* own = s.layers[l].output;
+      s.layers[l] = recompute_act_[l - recompute_.first(l)];
+      if (recompute_.last(l)) s.layers[l].output = own;
+    }
+    use_held(s, i);
   }
   free_held_.clear();
   for (int k = (int)held_.size() - 1; k >= n; --k) free_held_.push_back(k);
-  for (int i = 0; i < n; ++i) {
-    Activations& s = act_[i];
-    s.input = ar.take(local * h);
-    s.layers.resize(layers);
-    for (int l = 0; l < layers; ++l) {
-      LayerActivations& a = s.layers[l];
-      if (l < recomputed) {
-        a = recompute_act_[l - recompute_.first(l)];            // shared buffers
-        if (recompute_.last(l)) a.output = ar.take(local * h);  // the group's own output
-      } else {
-        take_rest(a, !selective);
-        if (!held_output(l)) a.output = ar.take(local * h);
-      }
-    }
-    use_held(s, i);
-    if (post) {
-      s.final_ln_out = take_gemm_input(local * h);
-      s.final_ln_mean = ar.take(local), s.final_ln_rstd = ar.take(local);
-      s.d_final_ln_out = ar.take(local * h);
-      s.losses = ar.take(tokens);
-    } else {
-      s.output_grad = ar.take(local * h);
-    }
-  }
-  d_residual_ = ar.take(local * h);
-  if (sequence_parallel_) scratch_.gathered = take_gemm_input(tokens * h);
-  scratch_.row_out = ar.take(tokens * h);
-  scratch_.d_hidden = ar.take(tokens * h);
-  scratch_.d_ffn = ar.take(tokens * ffn_local);
-  scratch_.d_attn = ar.take(tokens * attn_local);
-  scratch_.d_qkv = ar.take(tokens * qkv_proj);
-  if (!layers_.empty())
-    for (int k = 0; k < options_.deferred_weight_grads; ++k) {
-      const long floats = shape_.deferred_weight_grad_floats();
-      deferred_.add_entry(ar.take(floats), floats);
-    }
   if (deferred_.entries() > 0) precision_.deferred = &deferred_;
-  if (post) lm_head_.logits = ar.take(shape_.logits_chunk_floats());
-  if (post && bf16)
-    lm_head_.dlogits16 =
-        reinterpret_cast<kernels::bf16_t*>(ar.take((shape_.logits_chunk_floats() + 1) / 2));
-  // 16-bit operands: bf16 pairs are packed two to a float of the arena.
-  kernels::LinearScratch& ls = precision_.scratch;
-  const auto [act, in] = shape_.operand_sizes();
-  if (options_.precision == kernels::Precision::kBf16) {
-    ls.act16 = reinterpret_cast<std::uint16_t*>(ar.take((act + 1) / 2));
-    ls.in16 = reinterpret_cast<std::uint16_t*>(ar.take((in + 1) / 2));
-    if (!layers_.empty() && !options_.inference) {
-      ls.weight_grad32_floats = shape_.largest_layer_weight();
-      ls.weight_grad32 = ar.take(ls.weight_grad32_floats);
-    }
-  } else if (options_.precision == kernels::Precision::kFp16) {
-    ls.act32 = ar.take(act);
-    ls.in32 = ar.take(in);
-    ls.weight32 = ar.take(shape_.largest_weight);
-  }
 }
 
 void GPTModel::use_held(Activations& a, int set) {

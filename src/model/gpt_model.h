@@ -15,8 +15,8 @@
 #include "kernels/weight_grad_store.h"
 #include "model/chunk_memory.h"
 #include "model/memory_plan.h"
-#include "parameters/parameters.h"
 #include "model/transformer_layer.h"
+#include "parameters/parameters.h"
 #include "pipeline_parallel/stage.h"
 #include "tensor_parallel/lm_head_loss.h"
 
@@ -79,6 +79,15 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
   bool sequence_parallel() const { return sequence_parallel_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  // The table memory_plan() lists, row for row, and where the carve put each part of each
+  // copy of its arena buffers (offsets from the arena's start): tests hold one to the other.
+  struct CarvedPart {
+    int buffer;  // its row in buffers()
+    long offset, floats;
+  };
+  const std::vector<ChunkBuffer>& buffers() const { return buffers_; }
+  const std::vector<CarvedPart>& carved() const { return carved_; }
+  long arena_floats() const { return arena_->size(); }
   const ChunkShape& shape() const { return shape_; }
   // Zero-bubble schedules: the weight-gradient operands kept from B to W.
   const kernels::WeightGradStore& weight_grad_store() const { return deferred_; }
@@ -113,12 +122,27 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // a slot takes a set at F; a zero-bubble B hands it to the micro-batch until its W.
   struct HeldSet {
     const float *begin = nullptr, *end = nullptr;  // all of its memory, contiguous
-    // ln1_out, qkv, attn_out, residual1, ln2_out, fc1_pre, fc1_act and (all but the last
-    // layer's) output
+    // ln1_out, qkv, attn_out, residual1, ln2_out, fc1_pre, fc1_act and, with deferred
+    // weight gradients, output (ChunkShape::output_held)
     std::vector<LayerActivations> layers;
   };
   void use_held(Activations& a, int set);
+  void check_sequence_split(int micro_batch, int seq) const;
+  void build_layers(const ModelConfig& config);
+  void build_embedding_and_head(const ModelConfig& config);
   void plan_and_allocate();
+  // The carve (see plan_and_allocate): the pointers each row of buffers_ sets, copy by copy
+  // and part by part.
+  using PartTarget = std::function<void(float* at, long floats)>;
+  std::vector<PartTarget> targets(const ChunkBuffer& b);
+  std::vector<PartTarget> slot_targets(Activations& s, BufferField field);
+  std::vector<PartTarget> chunk_targets(BufferField field);
+  std::vector<LayerActivations*> home_layers(BufferHome home);
+  void size_activation_sets();
+  void carve_arena();
+  float* take_part(const ChunkBuffer& b, int copy, long floats, float* held_block,
+                   std::vector<long>& held_used);
+  void wire_slots();
   // Rows of a [tokens, h] tensor outside the tensor-parallel region on this rank, and the
   // first of them in the micro-batch.
   long local_rows(long tokens) const;
@@ -156,8 +180,11 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   tensor_parallel::VocabParallelEmbedding embedding_;
   tensor_parallel::LMHeadLoss lm_head_;  // output layer (weight = word embedding) + loss
   Norm final_norm_{};
+  std::vector<ChunkBuffer>
+      buffers_;  // the chunk's buffer table: plan_ lists it, the arena holds it
   MemoryPlan plan_;
   std::unique_ptr<Arena> arena_;
+  std::vector<CarvedPart> carved_;
   std::vector<Activations> act_;
   float* d_residual_ = nullptr;
   LayerScratch scratch_{};

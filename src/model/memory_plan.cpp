@@ -66,7 +66,7 @@ float* Arena::take(long floats) {
   if (used_ + floats > (long)storage_.size())
     throw std::logic_error("activation arena exhausted: the memory plan is wrong");
   float* p = storage_.data() + used_;
-  used_ += (floats + 15) / 16 * 16;
+  used_ += slice_floats(floats);
   return p;
 }
 

@@ -31,12 +31,16 @@ class MemoryPlan {
   std::vector<PlannedBuffer> buffers_;
 };
 
-// Hands out consecutive slices of one allocation.
+// Hands out consecutive slices of one allocation, each on its own cache line.
 class Arena {
  public:
   explicit Arena(long floats);
   float* take(long floats);
   long used() const { return used_; }
+  long size() const { return (long)storage_.size(); }
+  const float* data() const { return storage_.data(); }
+  // The floats a slice of `floats` takes.
+  static long slice_floats(long floats) { return (floats + 15) / 16 * 16; }
 
  private:
   FirstTouchVector<float> storage_;

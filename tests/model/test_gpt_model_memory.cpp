@@ -1,0 +1,240 @@
+// The memory plan and the carve are one table (chunk_buffers). For every option combination
+// the parity tests run (GPT-2 and Llama blocks, recomputation, precision, dropout, t = 2
+// with and without sequence parallelism, 1F1B slots and zero-bubble held sets, pipeline
+// stages, inference with decode panels), the plan a model prints is the planner's, and its
+// arena holds exactly the plan's buffers: every part of every copy at its planned size,
+// nothing more, no two overlapping, the held sets first (one contiguous range each).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/gpt_model.h"
+
+namespace trident {
+namespace {
+
+// Building a model reads only rank() and size() of its tensor group: a stand-in for rank 1
+// of t ranks, without MPI.
+class TensorGroupStandIn final : public comm::Communicator {
+ public:
+  explicit TensorGroupStandIn(int size) : size_(size) {}
+  int rank() const override { return size_ - 1; }
+  int size() const override { return size_; }
+  std::string name() const override { return "tensor"; }
+  void all_reduce(float*, long, comm::ReduceOp) override {}
+  void all_reduce(double*, long, comm::ReduceOp) override {}
+  void all_gather(const float*, float*, long) override {}
+  void reduce_scatter(const float*, float*, long) override {}
+  void broadcast(float*, long, int) override {}
+  void broadcast(int*, long, int) override {}
+  std::unique_ptr<comm::Request> ibroadcast(int*, long, int) override { return nullptr; }
+  void send(const float*, long, int, int) override {}
+  void recv(float*, long, int, int) override {}
+  std::unique_ptr<comm::Request> iall_reduce(float*, long, comm::ReduceOp) override {
+    return nullptr;
+  }
+  std::unique_ptr<comm::Request> iall_gather(const float*, float*, long) override {
+    return nullptr;
+  }
+  std::unique_ptr<comm::Request> ireduce_scatter(const float*, float*, long) override {
+    return nullptr;
+  }
+  std::unique_ptr<comm::Request> ireduce_scatter_v(float*, const std::vector<long>&) override {
+    return nullptr;
+  }
+  std::unique_ptr<comm::Request> iall_gather_v(float*, const std::vector<long>&) override {
+    return nullptr;
+  }
+  std::unique_ptr<comm::Request> isend(const float*, long, int, int) override { return nullptr; }
+  std::unique_ptr<comm::Request> irecv(float*, long, int, int) override { return nullptr; }
+
+ private:
+  int size_;
+};
+
+// Three layers, so that recomputing them two at a time leaves a smaller last group.
+ModelConfig tiny_gpt() {
+  ModelConfig c;
+  c.num_layers = 3, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 9;
+  c.vocab_size = 37, c.make_vocab_size_divisible_by = 128;
+  return c;
+}
+
+// RMSNorm, RoPE, SwiGLU, grouped-query attention, untied output layer; `biases` splits
+// q|kv into two products.
+ModelConfig tiny_llama(bool biases) {
+  ModelConfig c = tiny_gpt();
+  c.num_attention_heads = 4;
+  c.normalization = "RMSNorm", c.position_embedding_type = "rope", c.swiglu = true;
+  c.ffn_hidden_size = 24, c.group_query_attention = true, c.num_query_groups = 2;
+  c.untie_embeddings_and_output_weights = true, c.disable_bias_linear = !biases;
+  return c;
+}
+
+struct Recompute {
+  const char* name;
+  int layers, group;
+  bool attention;
+};
+const Recompute kRecompute[] = {{"none", 0, 1, false},
+                                {"full uniform 2", 3, 2, false},
+                                {"full block 2", 2, 1, false},
+                                {"selective", 0, 1, true}};
+
+struct Schedule {
+  const char* name;
+  int slots, deferred, unfinished;
+};
+const Schedule kSchedules[] = {{"one slot", 1, 0, 0}, {"1f1b", 2, 0, 0}, {"zb-h1", 2, 2, 3}};
+
+struct Stage {
+  const char* name;
+  ChunkPlacement placement;
+};
+const Stage kStages[] = {{"whole", {0, -1, true, true}},
+                         {"first", {0, 2, true, false}},
+                         {"middle", {1, 1, false, false}},
+                         {"last", {2, 1, false, true}}};
+
+struct Tensor {
+  const char* name;
+  int size;
+  bool sequence_parallel;
+};
+const Tensor kTensor[] = {{"t1", 1, false}, {"t2", 2, false}, {"t2 sp", 2, true}};
+
+const kernels::Precision kPrecisions[] = {kernels::Precision::kFp32, kernels::Precision::kBf16,
+                                          kernels::Precision::kFp16};
+
+std::vector<std::pair<const char*, ModelConfig>> models() {
+  return {{"gpt", tiny_gpt()}, {"llama", tiny_llama(false)}, {"llama+bias", tiny_llama(true)}};
+}
+
+bool same_row(const PlannedBuffer& a, const PlannedBuffer& b) {
+  return a.group == b.group && a.name == b.name && a.floats == b.floats && a.copies == b.copies;
+}
+
+bool in_held_set(BufferHome home) {
+  return home == BufferHome::kHeldLayers || home == BufferHome::kHeldOutputs;
+}
+
+// The printed plan lists the table row for row, and is the planner's (plan_chunk_memory of
+// the same shape) but for Parameters' decode copies, which only the built model knows.
+void expect_plan_lists_the_table(const GPTModel& m, const std::string& what) {
+  const std::vector<PlannedBuffer>& printed = m.memory_plan().buffers();
+  const std::vector<ChunkBuffer>& table = m.buffers();
+  ASSERT_EQ(printed.size(), table.size()) << what;
+  for (size_t i = 0; i < table.size(); ++i)
+    EXPECT_TRUE(
+        same_row(printed[i], {table[i].group, table[i].name, table[i].floats(), table[i].copies}))
+        << what << ": " << printed[i].name;
+  const bool panels = m.parameters().decode_panel_floats() > 0;
+  const std::vector<PlannedBuffer> planner = plan_chunk_memory(m.shape()).buffers();
+  ASSERT_EQ(planner.size() + panels, printed.size()) << what;
+  for (size_t i = 0; i < planner.size(); ++i)
+    EXPECT_TRUE(same_row(planner[i], printed[i])) << what << ": " << printed[i].name;
+  EXPECT_EQ(table[0].floats(), m.parameters().size()) << what;  // the weights
+  if (panels) {
+    EXPECT_EQ(table.back().floats(), m.parameters().decode_panel_floats()) << what;
+  }
+}
+
+// Every copy of every arena buffer is carved part by part at its planned size; nothing
+// outside the arena (parameters, optimizer state) is.
+void expect_every_part_carved(const GPTModel& m, const std::string& what) {
+  std::map<int, std::vector<long>> parts;  // row -> the carved parts' sizes, in order
+  for (const GPTModel::CarvedPart& p : m.carved()) parts[p.buffer].push_back(p.floats);
+  const std::vector<ChunkBuffer>& table = m.buffers();
+  for (int i = 0; i < (int)table.size(); ++i) {
+    const ChunkBuffer& b = table[i];
+    EXPECT_EQ(b.in_arena(), b.group == "activations" || b.group == "scratch") << what << b.name;
+    std::vector<long> planned;
+    if (b.in_arena())
+      for (int c = 0; c < b.copies; ++c)
+        planned.insert(planned.end(), b.parts.begin(), b.parts.end());
+    EXPECT_EQ(parts[i], planned) << what << ": " << b.name;
+  }
+}
+
+// The carved parts tile the arena: sorted by offset, each ends (rounded to its cache line)
+// where the next begins, the last at the arena's end, the held sets' parts first.
+void expect_parts_tile_the_arena(const GPTModel& m, const std::string& what) {
+  std::vector<GPTModel::CarvedPart> parts = m.carved();
+  std::sort(parts.begin(), parts.end(),
+            [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  long end = 0;
+  bool held_part = true;
+  for (const GPTModel::CarvedPart& p : parts) {
+    ASSERT_EQ(p.offset, end) << what << ": " << m.buffers()[p.buffer].name;
+    end += Arena::slice_floats(p.floats);
+    const bool held = in_held_set(m.buffers()[p.buffer].home);
+    EXPECT_TRUE(held_part || !held) << what << ": a held part after the others";
+    held_part = held;
+  }
+  EXPECT_EQ(end, m.arena_floats()) << what;
+}
+
+void expect_plan_is_carve(const GPTModel& m, const std::string& what) {
+  expect_plan_lists_the_table(m, what);
+  expect_every_part_carved(m, what);
+  expect_parts_tile_the_arena(m, what);
+}
+
+TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
+  int built = 0;
+  for (const auto& [model, config] : models())
+    for (const Tensor& t : kTensor)
+      for (const Stage& stage : kStages)
+        for (const Schedule& schedule : kSchedules)
+          for (const Recompute& r : kRecompute)
+            for (kernels::Precision precision : kPrecisions)
+              for (bool dropout : {false, true}) {
+                ChunkOptions o;
+                o.placement = stage.placement;
+                o.slots = schedule.slots, o.deferred_weight_grads = schedule.deferred;
+                o.unfinished = schedule.unfinished;
+                o.recompute_layers = r.layers, o.recompute_group = r.group;
+                o.recompute_attention = r.attention;
+                o.precision = precision;
+                if (dropout) o.dropout = {0.1f, 0.1f, 7};
+                o.sequence_parallel = t.sequence_parallel;
+                TensorGroupStandIn tp(t.size);
+                GPTModel m(config, tp, 2, config.seq_length, o);
+                const std::string what = std::string(model) + " " + t.name + " " + stage.name +
+                                         " " + schedule.name + " recompute " + r.name + " " +
+                                         kernels::precision_name(precision) +
+                                         (dropout ? " dropout" : "");
+                expect_plan_is_carve(m, what);
+                ++built;
+              }
+  EXPECT_EQ(built, 3 * 3 * 4 * 3 * 4 * 3 * 2);
+}
+
+// Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'
+// own, listed after the scratch).
+TEST(GPTModelMemory, InferencePlanIsTheCarve) {
+  for (const auto& [model, config] : models())
+    for (const Tensor& t : kTensor)
+      for (kernels::Precision precision : kPrecisions)
+        for (bool panels : {false, true}) {
+          if (panels && precision == kernels::Precision::kFp16) continue;  // fp32 or bf16 only
+          ChunkOptions o;
+          o.inference = true, o.decode_panels = panels, o.precision = precision;
+          o.sequence_parallel = t.sequence_parallel;  // ignored for inference
+          TensorGroupStandIn tp(t.size);
+          GPTModel m(config, tp, 1, 1, o);
+          EXPECT_EQ(m.memory_plan().buffers().back().name == "decode copies (panel layout)",
+                    panels);
+          expect_plan_is_carve(m, std::string(model) + " " + t.name + " inference " +
+                                      kernels::precision_name(precision) +
+                                      (panels ? " panels" : ""));
+        }
+}
+
+}  // namespace
+}  // namespace trident
