@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,14 @@ inline ShellResult run_shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// An empty directory <system temp>/<group>/<name> (emptied when it was there already).
+inline std::string empty_temp_dir(const std::string& group, const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / group / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
 inline std::vector<float> random_vector(long n, std::uint64_t seed, float scale = 1.f) {
   std::vector<float> v(n);
   for (long i = 0; i < n; ++i) v[i] = (float)(scale * normal_at(seed, 7, i));
@@ -36,7 +45,6 @@ inline std::vector<double> to_double(const std::vector<float>& v) {
   return std::vector<double>(v.begin(), v.end());
 }
 
-// max |a - b| / max(1, max |b|)
 // Weighted sum of the outputs: a scalar loss whose gradient with respect to the output is `w`.
 inline double weighted(const std::vector<double>& y, const std::vector<float>& w) {
   double s = 0;
@@ -44,6 +52,7 @@ inline double weighted(const std::vector<double>& y, const std::vector<float>& w
   return s;
 }
 
+// max |a - b| / max(1, max |b|)
 inline double relative_error(const std::vector<float>& a, const std::vector<double>& b) {
   double worst = 0, scale = 1;
   for (double x : b) scale = std::max(scale, std::abs(x));
