@@ -1,11 +1,13 @@
 #pragma once
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/random.h"
@@ -27,9 +29,25 @@ inline ShellResult run_shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-// An empty directory <system temp>/<group>/<name> (emptied when it was there already).
+// This process's own directory under the system temp directory, removed when the process
+// exits: concurrent runs of the tests (ctest -j, other checkouts on the machine) never share
+// a file.
+inline const std::filesystem::path& process_temp_root() {
+  struct Root {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("trident_tests_" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Root root;
+  return root.path;
+}
+
+// An empty directory <process temp root>/<group>/<name> (emptied when it was there already).
 inline std::string empty_temp_dir(const std::string& group, const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / group / name;
+  const std::filesystem::path dir = process_temp_root() / group / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
