@@ -4,8 +4,8 @@
 # "unit"; the Python reference and MPI parity runs are left out for time);
 # `scripts/sanitize.sh thread` builds build-tsan/ with ThreadSanitizer and runs the tests of
 # the threaded code (preprocess workers). Any sanitizer report fails its test: the process
-# stops at the first one, and tests/cli/test_commands.cpp fails on a report in a `trident`
-# subprocess's output even where the exit code is not checked. Extra arguments go to ctest.
+# stops at the first one, and the tests under tests/cli/ (cli_test_util.h's run) fail on a
+# report in a `trident` subprocess's output even where the exit code is not checked. Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -1,6 +1,6 @@
-// normalize_text's ASCII fast path against the plain per-code-point loop it replaced (kept
-// here as the reference), on real text and on random strings of the characters its rules
-// single out.
+// normalize_text: its rules (NFC, control characters, whitespace) on hand-made strings, and its
+// ASCII fast path against the plain per-code-point loop it replaced (kept here as the
+// reference), on real text and on random strings of the characters its rules single out.
 #include <gtest/gtest.h>
 #include <unicode/normalizer2.h>
 
@@ -13,6 +13,7 @@
 #include "tokenizer/unicode_classes.h"
 
 using namespace trident;
+using namespace trident::curation;
 namespace fs = std::filesystem;
 
 namespace {
@@ -73,6 +74,13 @@ void add_files(const fs::path& dir, std::vector<std::string>* docs) {
 }
 
 }  // namespace
+
+TEST(CurationNormalize, NfcControlsAndWhitespace) {
+  EXPECT_EQ(normalize_text("cafe\u0301"), "caf\u00e9");
+  EXPECT_EQ(normalize_text("  a\t\tb \u00a0 c  \r\nd\x01\x7f e\n\n\n\nf  "), "a b c\nd e\n\nf");
+  EXPECT_EQ(normalize_text("\xef\xbb\xbfx\xc2\x85y"), "xy");  // BOM and C1 NEL removed
+  EXPECT_EQ(count_chars("caf\u00e9"), 4);
+}
 
 TEST(CurationNormalize, FastPathEqualsReference) {
   std::vector<std::string> docs;

@@ -1,17 +1,23 @@
 // AdamW against a scalar double-precision transcription of the published update
-// (Loshchilov & Hutter, decoupled decay; PyTorch's AdamW semantics), the LR schedule
-// against Megatron's formulas, and clipping against the definition.
+// (Loshchilov & Hutter, decoupled decay; PyTorch's AdamW semantics), clipping against the
+// definition of the global norm, and the bf16 copy kept current by the fused update.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "comm/communicator.h"
 #include "kernels/adamw.h"
+#include "kernels/low_precision.h"
 #include "optim/adamw.h"
-#include "optim/lr_scheduler.h"
 #include "test_util.h"
 
 namespace trident {
 namespace {
+
+using kernels::Precision;
+using testing::random_vector;
 
 TEST(AdamW, MatchesReferenceOverSeveralSteps) {
   const long n = 1000;
@@ -61,23 +67,20 @@ TEST(AdamW, ClipsToTheGlobalNormAndDecaysOnlyMatrices) {
     EXPECT_EQ(s.weight_decay, s.global_shape.size() == 2) << s.name;
 }
 
-TEST(LrSchedule, WarmupThenCosineToFloor) {
-  LrSchedule s{1.0f, 0.1f, 10, 110, DecayStyle::kCosine};
-  EXPECT_FLOAT_EQ(s.at(0), 0.f);
-  EXPECT_FLOAT_EQ(s.at(5), 0.5f);
-  EXPECT_FLOAT_EQ(s.at(10), 1.f);
-  EXPECT_NEAR(s.at(60), 0.1 + 0.9 * 0.5, 1e-6);  // half way: cos(pi/2) = 0
-  EXPECT_NEAR(s.at(110), 0.1f, 1e-6);
-  EXPECT_FLOAT_EQ(s.at(500), 0.1f);
-}
-
-TEST(LrSchedule, LinearAndConstant) {
-  LrSchedule lin{2.0f, 0.0f, 0, 100, DecayStyle::kLinear};
-  EXPECT_NEAR(lin.at(25), 1.5, 1e-6);
-  LrSchedule con{2.0f, 0.0f, 4, 100, DecayStyle::kConstant};
-  EXPECT_FLOAT_EQ(con.at(2), 1.f);
-  EXPECT_FLOAT_EQ(con.at(50), 2.f);
-  EXPECT_THROW(parse_decay_style("exponential"), std::invalid_argument);
+TEST(AdamW, FusedUpdateKeepsTheBf16CopyCurrent) {
+  ModelConfig c;
+  c.num_layers = 1, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8;
+  c.vocab_size = 50;
+  Parameters p(ParameterLayout(c, {0, 1}));
+  p.set_low_precision(Precision::kBf16);
+  p.initialize(3, 0.5f, 1);
+  auto g = random_vector(p.size(), 4);
+  std::copy(g.begin(), g.end(), p.grads());
+  AdamW opt(AdamWConfig{}, p.size());
+  opt.update(p, 1e-2f, 1.f);
+  std::vector<kernels::bf16_t> expect(p.size());
+  kernels::to_bf16(p.values(), expect.data(), p.size());
+  EXPECT_TRUE(std::equal(expect.begin(), expect.end(), p.low_values()));
 }
 
 }  // namespace

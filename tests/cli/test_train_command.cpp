@@ -1,60 +1,22 @@
-// End-to-end runs of the trident binary: training learns and is repeatable, bad flags
-// are all reported at once with a non-zero exit, HF round trips are exact.
+// `trident train` end to end: training learns and is repeatable, bad flags are all reported at
+// once with a non-zero exit, TOML configs, uniform recomputation, Megatron datasets, and the
+// HuggingFace round trip (--save-hf, --load-hf, read back by `trident score`).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
-#include <cstdio>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+
+#include "cli/cli_test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-CommandResult run(const std::string& args) {
-  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  // Under scripts/sanitize.sh a report from the child fails the test, also where the test
-  // does not look at the exit code.
-  for (const char* report : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-                             "runtime error:", "WARNING: ThreadSanitizer"})
-    EXPECT_EQ(out.find(report), std::string::npos) << "trident " << args << "\n" << out;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / "trident_cli_tests" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-
-const std::string kTiny =
-    "train --mock-data --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 "
-    "--vocab-size 256 --micro-batch-size 4 --global-batch-size 8 --lr 3e-3 --lr-warmup-iters 5 "
-    "--min-lr 3e-4 --log-interval 5 --eval-iters 2 --peak-tflops 1 --threads 2 ";
+using namespace trident::cli_test;
 
 TEST(TrainCommand, LossFallsAndRunsAreBitForBitRepeatable) {
   std::string dir = temp_dir("repeat");
@@ -178,74 +140,6 @@ TEST(TrainCommand, UniformRecomputeKeepsOneInputPerGroup) {
   EXPECT_NE(zero.output.find("--recompute-num-layers > 0"), std::string::npos) << zero.output;
 }
 
-TEST(HfInterchange, SaveLoadScoreRoundTrip) {
-  std::string dir = temp_dir("hf");
-  CommandResult trained =
-      run(kTiny + "--train-iters 5 --lr-warmup-iters 0 --save-hf " + dir + "/model");
-  ASSERT_EQ(trained.exit_code, 0) << trained.output;
-  ASSERT_TRUE(fs::exists(dir + "/model/model.safetensors"));
-  auto config = nlohmann::json::parse(std::ifstream(dir + "/model/config.json"));
-  EXPECT_EQ(config["n_layer"], 2);
-  EXPECT_EQ(config["vocab_size"], 256);
-  // Loading and saving again without training gives the same tensors.
-  CommandResult again = run(
-      kTiny + "--train-iters 1 --lr-warmup-iters 0 --lr 0 --min-lr 0 --weight-decay 0 --load-hf " +
-      dir + "/model --save-hf " + dir + "/model2");
-  ASSERT_EQ(again.exit_code, 0) << again.output;
-  std::ofstream(dir + "/tokens.json") << "[[1,2,3,4,5,6,7,8],[9,10,11]]";
-  CommandResult s1 = run("score --model " + dir + "/model --tokens " + dir + "/tokens.json");
-  CommandResult s2 = run("score --model " + dir + "/model2 --tokens " + dir + "/tokens.json");
-  ASSERT_EQ(s1.exit_code, 0) << s1.output;
-  auto j1 = nlohmann::json::parse(s1.output), j2 = nlohmann::json::parse(s2.output);
-  EXPECT_EQ(j1["tokens"], 9);
-  EXPECT_EQ(j1["loss"], j2["loss"]);
-  EXPECT_NEAR(std::exp(j1["loss"].get<double>()), j1["perplexity"].get<double>(), 1e-9);
-  // A config that disagrees with the weights: every tensor is shape-checked on load.
-  auto wrong = config;
-  wrong["n_positions"] = 32;
-  std::ofstream(dir + "/model2/config.json") << wrong.dump();
-  CommandResult shape = run("score --model " + dir + "/model2 --tokens " + dir + "/tokens.json");
-  EXPECT_EQ(shape.exit_code, 2);
-  EXPECT_NE(shape.output.find("tensor 'wpe.weight' has shape [64, 64], the config needs [32, 64]"),
-            std::string::npos)
-      << shape.output;
-  // Flags that contradict the loaded config are errors, not silent overrides.
-  CommandResult clash =
-      run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --load-hf " + dir + "/model --num-layers 3");
-  EXPECT_EQ(clash.exit_code, 2);
-  EXPECT_NE(clash.output.find("--num-layers (3) disagrees with"), std::string::npos)
-      << clash.output;
-}
-
-TEST(ScoreCommand, BadInputsGetClearErrors) {
-  std::string dir = temp_dir("score_bad");
-  CommandResult trained =
-      run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --save-hf " + dir + "/model");
-  ASSERT_EQ(trained.exit_code, 0);
-  std::ofstream(dir + "/range.json") << "[1, 2, 999]";
-  std::ofstream(dir + "/bad.json") << "[1, 2,";
-  std::ofstream(dir + "/short.json") << "[5]";
-  CommandResult range = run("score --model " + dir + "/model --tokens " + dir + "/range.json");
-  EXPECT_EQ(range.exit_code, 2);
-  EXPECT_NE(range.output.find("token 2 is 999, not an id in [0, 256)"), std::string::npos)
-      << range.output;
-  EXPECT_EQ(run("score --model " + dir + "/model --tokens " + dir + "/bad.json").exit_code, 2);
-  EXPECT_EQ(run("score --model " + dir + "/model --tokens " + dir + "/short.json").exit_code, 2);
-  CommandResult missing = run("score --model " + dir + "/nope --tokens " + dir + "/range.json");
-  EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.output.find("config.json"), std::string::npos);
-  // A truncated weights file is rejected with the file's name.
-  fs::resize_file(dir + "/model/model.safetensors", 1000);
-  std::ofstream(dir + "/ok.json") << "[1, 2, 3]";
-  CommandResult truncated = run("score --model " + dir + "/model --tokens " + dir + "/ok.json");
-  EXPECT_EQ(truncated.exit_code, 2);
-  EXPECT_NE(truncated.output.find("model.safetensors"), std::string::npos) << truncated.output;
-}
-
-const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/data";
-const std::string kTokenizer =
-    " --vocab-file " + kData + "/gpt2/encoder.json --merge-file " + kData + "/gpt2/vocab.bpe ";
-
 TEST(TrainCommand, TrainsOnAMegatronDatasetWithValidation) {
   std::string dir = temp_dir("kjv");
   CommandResult r =
@@ -285,63 +179,43 @@ TEST(TrainCommand, DataArgumentsAreValidated) {
       << missing.output;
 }
 
-TEST(ScoreCommand, ScoresTextThroughTheTokenizer) {
-  std::string dir = temp_dir("score_text");
+TEST(HfInterchange, SaveLoadScoreRoundTrip) {
+  std::string dir = temp_dir("hf");
   CommandResult trained =
-      run("train --mock-data --num-layers 1 --hidden-size 32 --num-attention-heads 2 "
-          "--seq-length 16 --train-iters 1 --peak-tflops 1 --save-hf " +
-          dir + "/m");
+      run(kTiny + "--train-iters 5 --lr-warmup-iters 0 --save-hf " + dir + "/model");
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
-  std::ofstream(dir + "/t.txt") << "Hello world, hello world.";
-  std::ofstream(dir + "/ids.json") << "[15496, 995, 11, 23748, 995, 13]";
-  CommandResult text = run("score --model " + dir + "/m --text " + dir + "/t.txt" + kTokenizer);
-  CommandResult ids = run("score --model " + dir + "/m --tokens " + dir + "/ids.json");
-  ASSERT_EQ(text.exit_code, 0) << text.output;
-  EXPECT_EQ(nlohmann::json::parse(text.output), nlohmann::json::parse(ids.output));
-  EXPECT_EQ(run("score --model " + dir + "/m --text " + dir + "/t.txt").exit_code, 2);
-}
-
-TEST(PreprocessCommand, BadLineFailsWithExitCodeAndNoOutput) {
-  std::string dir = temp_dir("preprocess_bad");
-  std::ofstream(dir + "/in.jsonl") << "{\"text\": \"fine\"}\n{\"text\": \"broken\"\n";
-  CommandResult r =
-      run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir + "/out" + kTokenizer);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("in.jsonl:2: invalid JSON"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(dir + "/out_text_document.bin"));
-  EXPECT_FALSE(fs::exists(dir + "/out_text_document.bin.tmp"));
-  CommandResult skip = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + dir +
-                           "/out" + kTokenizer + "--on-bad-line skip");
-  EXPECT_EQ(skip.exit_code, 0) << skip.output;
-  EXPECT_NE(skip.output.find("skipped 1 bad lines"), std::string::npos) << skip.output;
-  EXPECT_TRUE(fs::exists(dir + "/out_text_document.idx"));
-}
-
-// `trident preprocess --workers N` tokenizes batches on N threads and writes them in input
-// order: the dataset is byte for byte the one-worker dataset (scripts/sanitize.sh thread
-// runs this under ThreadSanitizer).
-TEST(PreprocessCommand, WorkersWriteTheSameDataset) {
-  std::string dir = temp_dir("preprocess_workers");
-  {
-    std::ofstream in(dir + "/in.jsonl");
-    for (int i = 0; i < 2500; ++i)
-      in << "{\"text\": \"Line " << i << ": and the " << i % 13 << " said unto " << i * 7
-         << "\"}\n";
-  }
-  std::map<int, std::string> files;
-  for (int workers : {1, 4}) {
-    const std::string prefix = dir + "/w" + std::to_string(workers);
-    CommandResult r = run("preprocess --input " + dir + "/in.jsonl --output-prefix " + prefix +
-                          kTokenizer + "--append-eod --workers " + std::to_string(workers));
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("2500 documents"), std::string::npos) << r.output;
-    for (const char* ext : {".bin", ".idx"}) {
-      std::ifstream f(prefix + "_text_document" + ext, std::ios::binary);
-      files[workers] += std::string(std::istreambuf_iterator<char>(f), {});
-    }
-  }
-  EXPECT_GT(files[1].size(), 2500u * 8);
-  EXPECT_EQ(files[1], files[4]);
+  ASSERT_TRUE(fs::exists(dir + "/model/model.safetensors"));
+  auto config = nlohmann::json::parse(std::ifstream(dir + "/model/config.json"));
+  EXPECT_EQ(config["n_layer"], 2);
+  EXPECT_EQ(config["vocab_size"], 256);
+  // Loading and saving again without training gives the same tensors.
+  CommandResult again = run(
+      kTiny + "--train-iters 1 --lr-warmup-iters 0 --lr 0 --min-lr 0 --weight-decay 0 --load-hf " +
+      dir + "/model --save-hf " + dir + "/model2");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  std::ofstream(dir + "/tokens.json") << "[[1,2,3,4,5,6,7,8],[9,10,11]]";
+  CommandResult s1 = run("score --model " + dir + "/model --tokens " + dir + "/tokens.json");
+  CommandResult s2 = run("score --model " + dir + "/model2 --tokens " + dir + "/tokens.json");
+  ASSERT_EQ(s1.exit_code, 0) << s1.output;
+  auto j1 = nlohmann::json::parse(s1.output), j2 = nlohmann::json::parse(s2.output);
+  EXPECT_EQ(j1["tokens"], 9);
+  EXPECT_EQ(j1["loss"], j2["loss"]);
+  EXPECT_NEAR(std::exp(j1["loss"].get<double>()), j1["perplexity"].get<double>(), 1e-9);
+  // A config that disagrees with the weights: every tensor is shape-checked on load.
+  auto wrong = config;
+  wrong["n_positions"] = 32;
+  std::ofstream(dir + "/model2/config.json") << wrong.dump();
+  CommandResult shape = run("score --model " + dir + "/model2 --tokens " + dir + "/tokens.json");
+  EXPECT_EQ(shape.exit_code, 2);
+  EXPECT_NE(shape.output.find("tensor 'wpe.weight' has shape [64, 64], the config needs [32, 64]"),
+            std::string::npos)
+      << shape.output;
+  // Flags that contradict the loaded config are errors, not silent overrides.
+  CommandResult clash =
+      run(kTiny + "--train-iters 1 --lr-warmup-iters 0 --load-hf " + dir + "/model --num-layers 3");
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_NE(clash.output.find("--num-layers (3) disagrees with"), std::string::npos)
+      << clash.output;
 }
 
 }  // namespace
