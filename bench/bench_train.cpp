@@ -59,7 +59,7 @@ struct ModeRun {
   comm::SingleRankCommunicator tp{"tensor"};
   ChunkOptions options;
   std::unique_ptr<GPTModel> model;
-  std::unique_ptr<AdamW> optimizer;
+  std::unique_ptr<optim::AdamW> optimizer;
   std::vector<int> tokens;
   double flops = 0;
   double phase[3] = {0, 0, 0};  // forward, backward, optimizer + zero grads (seconds, summed)
@@ -74,7 +74,7 @@ struct ModeRun {
     options.logits_chunk_rows = logits_chunk_rows;
     model = std::make_unique<GPTModel>(config, tp, micro_batch, seq, options);
     model->parameters().initialize(1, 0.02f, config.num_layers);
-    optimizer = std::make_unique<AdamW>(AdamWConfig{}, model->parameters().size());
+    optimizer = std::make_unique<optim::AdamW>(optim::AdamWConfig{}, model->parameters().size());
     data::MockGPTDataset data(config.vocab_size, seq, 1);
     tokens.resize((size_t)micro_batch * (seq + 1));
     for (int i = 0; i < micro_batch; ++i) data.sample(i, tokens.data() + (size_t)i * (seq + 1));
@@ -134,8 +134,8 @@ int run_one(const std::string& name, int micro_batch, int steps, const std::stri
       kernels::precision_name(run.options.precision), fma, run.flops / mean / 1e12 / fma,
       run.flops / best_step / 1e12 / fma, best_peak, run.flops / mean / 1e12 / best_peak,
       plan.group_bytes("activations") / mib, plan.group_bytes("scratch") / mib,
-      peak_rss_bytes() / mib, plan.total_bytes() / mib,
-      (double)peak_rss_bytes() / plan.total_bytes());
+      train::peak_rss_bytes() / mib, plan.total_bytes() / mib,
+      (double)train::peak_rss_bytes() / plan.total_bytes());
   std::fflush(stdout);
   return 0;
 }

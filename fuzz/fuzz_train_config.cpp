@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   sink.str("");
   std::streambuf* out = std::cout.rdbuf(sink.rdbuf());
   std::streambuf* err = std::cerr.rdbuf(sink.rdbuf());
-  TrainingConfig config;
+  train::TrainingConfig config;
   int code = -1;
   bool ok = cli::parse_train_args({"--config", path}, &config, &code);
   std::cout.rdbuf(out);

@@ -191,7 +191,7 @@ void read_slice(const std::vector<Piece>& parts, const ParamSpec& s, const std::
 }
 
 // Weights, and unless kWeightsOnly the moments inside this rank's optimizer range.
-void place_chunk(Parameters& params, AdamW* opt, const OpenFiles& open, LoadMode mode,
+void place_chunk(Parameters& params, optim::AdamW* opt, const OpenFiles& open, LoadMode mode,
                  const std::function<void(double)>& progress) {
   const char* suffixes[3] = {"", ".exp_avg", ".exp_avg_sq"};
   std::vector<float> local;
@@ -213,12 +213,12 @@ void place_chunk(Parameters& params, AdamW* opt, const OpenFiles& open, LoadMode
 }
 
 // Everything is checked: from here on nothing can fail, so tensors go straight into place.
-void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& manifest, LoadMode mode,
-                   const std::function<void(double)>& progress) {
+void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& manifest,
+                   LoadMode mode, const std::function<void(double)>& progress) {
   const double chunk_share = 1.0 / (double)model.chunks.size();
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     // A model built for generation has no optimizer: it can only take the weights.
-    AdamW* opt = j < model.optimizers.size() ? model.optimizers[j].get() : nullptr;
+    optim::AdamW* opt = j < model.optimizers.size() ? model.optimizers[j].get() : nullptr;
     if (!opt && mode != LoadMode::kWeightsOnly)
       throw std::logic_error("checkpoint::load: resuming needs the model's optimizers");
     std::function<void(double)> chunk_progress;

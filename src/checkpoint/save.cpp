@@ -27,7 +27,7 @@ void barrier(const engine::RankContext& rank) {
 }
 
 // The full moments of a chunk's buffer (gathered over data parallelism when sharded).
-void full_moments(AdamW& opt, long size, comm::Communicator& dp, bool sharded,
+void full_moments(optim::AdamW& opt, long size, comm::Communicator& dp, bool sharded,
                   std::vector<float>* m, std::vector<float>* v) {
   m->assign(size, 0.f);
   v->assign(size, 0.f);
@@ -52,7 +52,7 @@ RankTensors rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool 
   RankTensors out;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
-    AdamW& opt = *model.optimizers[j];
+    optim::AdamW& opt = *model.optimizers[j];
     const float* moments[2] = {opt.exp_avg().data(), opt.exp_avg_sq().data()};
     if (opt.range_begin() != 0 || opt.range_end() != params.size()) {  // sharded: gather
       std::vector<float> m, v;
@@ -89,7 +89,7 @@ void write_rank_file(const fs::path& tmp, const std::string& file, const RankTen
 
 json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingState& state) {
   const engine::RankLayout& l = run.layout;
-  const LossScalerState scaler = model.scaler.state();
+  const optim::LossScalerState scaler = model.scaler.state();
   json manifest = {{"format", kFormat},
                    {"version", kFormatVersion},
                    {"iteration", state.iteration},

@@ -128,7 +128,7 @@ struct ValueFlags {
 
 // Parallelism: t, p, virtual and uneven stages, the schedule, sequence parallelism, the
 // distributed optimizer and the overlapped communication, the watchdog.
-void add_parallelism_flags(CLI::App& app, TrainingConfig& c) {
+void add_parallelism_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--tensor-model-parallel-size", c.tensor_model_parallel_size, "t", "Parallelism");
   opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
@@ -170,7 +170,7 @@ void add_parallelism_flags(CLI::App& app, TrainingConfig& c) {
 
 // Recomputation and the logits' chunks (Memory), bf16/fp16 and loss scaling (Mixed precision),
 // dropout (Regularization).
-void add_memory_and_precision_flags(CLI::App& app, TrainingConfig& c) {
+void add_memory_and_precision_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--recompute-granularity", c.recompute_granularity,
       "full: keep only each layer's input, recompute the layer in backward; selective: "
@@ -206,7 +206,7 @@ void add_memory_and_precision_flags(CLI::App& app, TrainingConfig& c) {
 
 // The batch sizes and their ramp-up, the training length, the learning-rate schedule and
 // AdamW, the seed; --timeline (Logging) comes first for its place in the order.
-void add_batch_and_optimizer_flags(CLI::App& app, TrainingConfig& c) {
+void add_batch_and_optimizer_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--timeline", c.timeline, "write a Chrome trace (Perfetto) of every rank's operations",
       "Logging");
@@ -242,7 +242,7 @@ void add_batch_and_optimizer_flags(CLI::App& app, TrainingConfig& c) {
 }
 
 // Logging, evaluation and timers, threads, the injected faults of the tests, the MFU peak.
-void add_logging_and_testing_flags(CLI::App& app, TrainingConfig& c) {
+void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
   opt("--eval-interval", c.eval_interval, "iterations between validations (0: at end)", "Logging");
@@ -277,7 +277,7 @@ void add_logging_and_testing_flags(CLI::App& app, TrainingConfig& c) {
 }
 
 // The dataset, its split and caches, the tokenizer.
-void add_data_flags(CLI::App& app, TrainingConfig& c) {
+void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
@@ -289,7 +289,7 @@ void add_data_flags(CLI::App& app, TrainingConfig& c) {
 }
 
 // Saving, loading, fine-tuning and the HuggingFace import/export.
-void add_checkpoint_flags(CLI::App& app, TrainingConfig& c) {
+void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
@@ -317,7 +317,7 @@ void add_checkpoint_flags(CLI::App& app, TrainingConfig& c) {
 // The order matters: --help lists each group's flags in the order they were added, and CLI11
 // converts values in that order too (it decides which of two malformed values is reported).
 // So the functions follow the flags' order, a group now and then spanning two of them.
-void add_training_flags(CLI::App& app, TrainingConfig& c) {
+void add_training_flags(CLI::App& app, train::TrainingConfig& c) {
   add_parallelism_flags(app, c);
   add_memory_and_precision_flags(app, c);
   add_batch_and_optimizer_flags(app, c);
@@ -327,7 +327,8 @@ void add_training_flags(CLI::App& app, TrainingConfig& c) {
 }
 
 // With --load-hf the architecture comes from config.json; explicit flags must agree.
-void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std::string>& errors) {
+void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
+                     std::vector<std::string>& errors) {
   ModelConfig hf = io::read_hf_config(c.load_hf);
   auto check = [&](const char* flag, int ours, int theirs, int& field) {
     if (flags.was_given(flag) && ours != theirs)
@@ -374,7 +375,7 @@ void apply_hf_config(TrainingConfig& c, const ModelFlags& flags, std::vector<std
 
 // The model's vocabulary is the tokenizer's unless --vocab-size or --load-hf sets it (the
 // GPT-2 files, or a SentencePiece model, are read here, so a bad one is an argument error).
-void set_vocab_size_from_tokenizer(TrainingConfig& c, const ModelFlags& flags,
+void set_vocab_size_from_tokenizer(train::TrainingConfig& c, const ModelFlags& flags,
                                    std::vector<std::string>& errors) {
   if (!tokenizer::check_tokenizer_options(c.tokenizer).empty() || !c.tokenizer.given()) return;
   try {
@@ -392,9 +393,9 @@ void set_vocab_size_from_tokenizer(TrainingConfig& c, const ModelFlags& flags,
 
 }  // namespace
 
-bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* config,
+bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfig* config,
                       int* exit_code) {
-  TrainingConfig& c = *config;
+  train::TrainingConfig& c = *config;
   CLI::App app("trident train: train a GPT model (Megatron-LM flags)", "trident train");
   app.set_config("--config", "", "TOML config file; command-line flags override it");
   app.config_formatter(std::make_shared<TomlConfig>());
@@ -409,7 +410,7 @@ bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* conf
     errors.push_back(e.what());
   }
   set_vocab_size_from_tokenizer(c, flags, errors);
-  for (const std::string& e : validate_training_config(c)) errors.push_back(e);
+  for (const std::string& e : train::validate_training_config(c)) errors.push_back(e);
   if (!errors.empty()) {
     std::cerr << "trident train: " << errors.size() << " invalid argument"
               << (errors.size() > 1 ? "s" : "") << ":\n";

@@ -27,6 +27,7 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
 // Parses `trident train` arguments (argv after the subcommand) into a config. On a parse
 // error or a failed validation it prints every problem and returns a non-zero code in
 // *exit_code; on --help it prints usage and sets *exit_code to 0.
-bool parse_train_args(const std::vector<std::string>& args, TrainingConfig* config, int* exit_code);
+bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfig* config,
+                      int* exit_code);
 
 }  // namespace trident::cli

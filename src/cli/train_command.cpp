@@ -6,8 +6,8 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/mpi_job.h"
 #include "comm/mpi_communicator.h"
-#include "data/indexed_dataset.h"
 #include "core/files.h"
+#include "data/indexed_dataset.h"
 #include "train/trainer.h"
 
 namespace trident::cli {
@@ -22,7 +22,7 @@ int fail(const comm::MpiRuntime& mpi, int code, const std::string& message) {
 
 int train_main(const std::vector<std::string>& args) {
   comm::MpiRuntime mpi(nullptr, nullptr);
-  TrainingConfig config;
+  train::TrainingConfig config;
   config.world_size = mpi.world_size();
   int code = 0;
   // Every rank parses and validates the same arguments; only rank 0 speaks.
@@ -39,7 +39,7 @@ int train_main(const std::vector<std::string>& args) {
       config.threads = default_threads(setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
-    code = run_training(config, setup.context, log);
+    code = train::run_training(config, setup.context, log);
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;
   } catch (const LayoutError& e) {

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "optim/adamw.h"
 #include "engine/tied_embedding.h"
+#include "optim/adamw.h"
 #include "tensor_parallel/sequence_parallel_grads.h"
 
 namespace trident::engine {
@@ -11,8 +11,9 @@ namespace trident::engine {
 namespace {
 
 // Finishes every chunk's data-parallel reduction; returns the ranges this rank updates.
-std::vector<GradRange> finish_reductions(RankModel& model, int data_ranks, const StepOptions& o) {
-  std::vector<GradRange> ranges;
+std::vector<optim::GradRange> finish_reductions(RankModel& model, int data_ranks,
+                                                const StepOptions& o) {
+  std::vector<optim::GradRange> ranges;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     const double start = o.now_us ? o.now_us() : 0;
     model.reducers[j]->finish();
@@ -34,7 +35,7 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // data-parallel sum; but after a reduce-scatter only this rank's shard is valid, and the
   // two stages' shards cover different elements (the reducer holds that bucket back).
   if (o.distributed_optimizer) sync_tied_embedding(chunks, pp);
-  std::vector<GradRange> ranges = finish_reductions(model, dp.size(), o);
+  std::vector<optim::GradRange> ranges = finish_reductions(model, dp.size(), o);
   if (!o.distributed_optimizer) sync_tied_embedding(chunks, pp);
   // Sequence parallelism's partial LayerNorm gradients, summed over the tensor group after
   // the data-parallel reduction (it is linear, so the order does not matter; doing it after
@@ -49,13 +50,13 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // Reduced over every group, so all ranks reach the same overflow verdict.
   comm::SingleRankCommunicator replicas("data");
   StepOutcome out;
-  out.grad_norm =
-      global_grad_norm(ranges, tp, pp, o.distributed_optimizer ? dp : replicas) / o.loss_scale;
+  out.grad_norm = optim::global_grad_norm(ranges, tp, pp, o.distributed_optimizer ? dp : replicas) /
+                  o.loss_scale;
   out.skipped = model.scaler.update(!std::isfinite(out.grad_norm));
   if (out.skipped) return out;
-  const float multiplier = clip_coefficient(out.grad_norm, o.clip_grad) / o.loss_scale;
+  const float multiplier = optim::clip_coefficient(out.grad_norm, o.clip_grad) / o.loss_scale;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
-    AdamW& adam = *model.optimizers[j];
+    optim::AdamW& adam = *model.optimizers[j];
     data_parallel::GradientReducer& reducer = *model.reducers[j];
     Parameters& params = model.chunks[j]->parameters();
     if (!reducer.overlaps_param_gather()) {

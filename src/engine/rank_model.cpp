@@ -67,8 +67,8 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
     reduce.bucket_floats = std::max(40'000'000L, 1'000'000L * dp.size());
   m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
-  m.optimizers.push_back(std::make_unique<AdamW>(o.adam, m.reducers.back()->shard_begin(),
-                                                 m.reducers.back()->shard_end()));
+  m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
+                                                        m.reducers.back()->shard_end()));
   m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
                                         m.optimizers.back()->moment_bytes() / 4);
 }

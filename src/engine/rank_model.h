@@ -24,8 +24,8 @@ struct RankModel {
   pipeline_parallel::ScheduleConfig schedule;
   std::vector<std::unique_ptr<GPTModel>> chunks;
   std::vector<std::unique_ptr<data_parallel::GradientReducer>> reducers;
-  std::vector<std::unique_ptr<AdamW>> optimizers;
-  LossScaler scaler = LossScaler::none();
+  std::vector<std::unique_ptr<optim::AdamW>> optimizers;
+  optim::LossScaler scaler = optim::LossScaler::none();
   MemoryPlan buffers;  // besides the chunks' plans (engine/rank_buffers.h)
 
   std::vector<GPTModel*> chunk_pointers() const;
@@ -44,8 +44,8 @@ struct RankModelOptions {
   // are sized for the most any of them keeps in flight.
   std::vector<pipeline_parallel::ScheduleConfig> schedules;
   data_parallel::ReducerOptions reduce;  // bucket_floats <= 0: Megatron's default for d
-  AdamWConfig adam;
-  LossScaler scaler = LossScaler::none();
+  optim::AdamWConfig adam;
+  optim::LossScaler scaler = optim::LossScaler::none();
   std::uint64_t seed = 1234;  // initialisation, unless load_hf
   std::string load_hf;        // a HuggingFace directory to import the weights from
 };

@@ -5,7 +5,7 @@
 
 #include "kernels/adamw.h"
 
-namespace trident {
+namespace trident::optim {
 
 double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
                         comm::Communicator& pp, comm::Communicator& data) {
@@ -72,4 +72,4 @@ double AdamW::step(Parameters& params, float lr, comm::Communicator& tp) {
   return norm;
 }
 
-}  // namespace trident
+}  // namespace trident::optim

@@ -7,7 +7,7 @@
 #include "core/first_touch.h"
 #include "parameters/parameters.h"
 
-namespace trident {
+namespace trident::optim {
 
 struct AdamWConfig {
   float beta1 = 0.9f;
@@ -68,4 +68,4 @@ class AdamW {
   long step_ = 0;
 };
 
-}  // namespace trident
+}  // namespace trident::optim

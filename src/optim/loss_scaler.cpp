@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace trident {
+namespace trident::optim {
 
 LossScaler::LossScaler(float initial, float min, long window, int hysteresis, bool dynamic)
     : min_scale_(min), window_(window), hysteresis_(hysteresis), dynamic_(dynamic) {
@@ -26,4 +26,4 @@ bool LossScaler::update(bool found_inf) {
   return false;
 }
 
-}  // namespace trident
+}  // namespace trident::optim

@@ -4,7 +4,7 @@
 // (inf/NaN) is skipped, and after `hysteresis` such steps the scale halves (not below
 // the minimum); after `window` clean steps in a row it doubles. A constant scaler never
 // changes (--loss-scale); bf16 and fp32 use scale 1 and never skip.
-namespace trident {
+namespace trident::optim {
 
 struct LossScalerState {
   float scale = 1.f;
@@ -37,4 +37,4 @@ class LossScaler {
   LossScalerState state_;
 };
 
-}  // namespace trident
+}  // namespace trident::optim

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace trident {
+namespace trident::optim {
 
 DecayStyle parse_decay_style(const std::string& s) {
   if (s == "constant") return DecayStyle::kConstant;
@@ -23,4 +23,4 @@ float LrSchedule::at(long n) const {
   return (float)(min_lr + coeff * ((double)max_lr - min_lr));
 }
 
-}  // namespace trident
+}  // namespace trident::optim

@@ -5,7 +5,7 @@
 // decay_steps. Iteration-based flags become samples through the global batch size.
 #include <string>
 
-namespace trident {
+namespace trident::optim {
 
 enum class DecayStyle { kConstant, kLinear, kCosine };
 
@@ -22,4 +22,4 @@ struct LrSchedule {
   float at(long steps_done) const;
 };
 
-}  // namespace trident
+}  // namespace trident::optim

@@ -5,7 +5,7 @@
 #include "train/run_record.h"
 #include "train/training_run.h"
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -56,10 +56,10 @@ void save_checkpoint(TrainingRun& run, long iteration) {
 
 void export_hf_model(TrainingRun& run) {
   const TrainingConfig& c = run.config;
-  Parameters whole =
-      engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor, *run.rank.groups->pipeline);
+  Parameters whole = engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
+                                               *run.rank.groups->pipeline);
   if (run.rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
   run.log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
 }
 
-}  // namespace trident
+}  // namespace trident::train

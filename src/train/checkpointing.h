@@ -5,7 +5,7 @@
 #include "core/startup_clock.h"
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 struct TrainingRun;
 
@@ -24,4 +24,4 @@ void save_checkpoint(TrainingRun& run, long iteration);
 // Collective over the model's ranks: the whole model, written by world rank 0 (--save-hf).
 void export_hf_model(TrainingRun& run);
 
-}  // namespace trident
+}  // namespace trident::train

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace trident {
+namespace trident::train {
 
 void LogInterval::add(const StepResult& step, int seq_length, double flops) {
   seconds_ += step.seconds;
@@ -32,4 +32,4 @@ IterationStats LogInterval::take(const TrainingRun& run, long iteration, const S
   return s;
 }
 
-}  // namespace trident
+}  // namespace trident::train

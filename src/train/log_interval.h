@@ -4,7 +4,7 @@
 #include "train/metrics.h"
 #include "train/train_step.h"
 
-namespace trident {
+namespace trident::train {
 
 class LogInterval {
  public:
@@ -19,4 +19,4 @@ class LogInterval {
   int iterations_ = 0, stepped_ = 0;  // stepped: iterations that updated the weights
 };
 
-}  // namespace trident
+}  // namespace trident::train

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace trident {
+namespace trident::train {
 
 std::string format_log_line(const IterationStats& s) {
   char buf[512];
@@ -74,12 +74,12 @@ void MetricsWriter::write(const ValidationStats& v) {
   *out_ << j.dump() << "\n" << std::flush;
 }
 
-}  // namespace trident
+}  // namespace trident::train
 
-namespace trident {
+namespace trident::train {
 
 void MetricsWriter::write_json(const nlohmann::ordered_json& j) {
   if (out_) *out_ << j.dump() << "\n" << std::flush;
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace trident {
+namespace trident::train {
 
 struct IterationStats {
   long iteration = 0;
@@ -48,4 +48,4 @@ class MetricsWriter {
   std::optional<std::ofstream> out_;
 };
 
-}  // namespace trident
+}  // namespace trident::train

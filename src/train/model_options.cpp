@@ -2,7 +2,7 @@
 // flags become the layout that training, checkpoints and the planner share.
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 engine::RankLayout TrainingConfig::rank_layout() const {
   engine::RankLayout l;
@@ -37,12 +37,12 @@ engine::RankModelOptions TrainingConfig::rank_model_options() const {
   o.reduce.overlap_param_gather = overlap_param_gather;
   o.adam = adam;
   if (fp16)
-    o.scaler = loss_scale > 0 ? LossScaler::constant(loss_scale)
-                              : LossScaler::dynamic(initial_loss_scale, min_loss_scale,
-                                                    loss_scale_window, hysteresis);
+    o.scaler = loss_scale > 0 ? optim::LossScaler::constant(loss_scale)
+                              : optim::LossScaler::dynamic(initial_loss_scale, min_loss_scale,
+                                                           loss_scale_window, hysteresis);
   o.seed = seed;
   o.load_hf = load_hf;
   return o;
 }
 
-}  // namespace trident
+}  // namespace trident::train

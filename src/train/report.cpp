@@ -14,7 +14,7 @@
 #include "pipeline_parallel/simulator.h"
 #include "train/training_run.h"
 
-namespace trident {
+namespace trident::train {
 
 long peak_rss_bytes() {
   rusage usage{};
@@ -185,4 +185,4 @@ void report_end_of_run(TrainingRun& run, const GroupCollectives& training) {
           << " (plan: " << format_bytes(run.model.planned_bytes()) << ")\n";
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -8,7 +8,7 @@
 #include "train/timers.h"
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 struct TrainingRun;
 
@@ -38,4 +38,4 @@ void report_parallel_overlap(TrainingRun& run);
 // peak RSS against the memory plan.
 void report_end_of_run(TrainingRun& run, const GroupCollectives& training);
 
-}  // namespace trident
+}  // namespace trident::train

@@ -5,7 +5,7 @@
 
 #include "data/dataset_builder.h"
 
-namespace trident {
+namespace trident::train {
 
 namespace fs = std::filesystem;
 
@@ -60,4 +60,4 @@ checkpoint::RunRecord run_record(const TrainingConfig& c) {
   return run;
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -5,8 +5,8 @@
 #include "checkpoint/checkpoint.h"
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 checkpoint::RunRecord run_record(const TrainingConfig& c);
 
-}  // namespace trident
+}  // namespace trident::train

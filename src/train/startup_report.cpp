@@ -10,7 +10,7 @@
 #include "kernels/peak.h"
 #include "pipeline_parallel/schedules.h"
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -36,7 +36,7 @@ void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {
   if (c.batch_schedule().ramps())
     log << ", ramped up from " << c.rampup_batch_size[0] << " by " << c.rampup_batch_size[1]
         << " over " << c.rampup_batch_size[2] << " samples";
-  const LrSchedule lr = c.lr_schedule();
+  const optim::LrSchedule lr = c.lr_schedule();
   log << "\ntraining: " << c.total_train_iters() << " iterations, " << c.total_train_samples()
       << " samples" << (c.sample_based() ? " (sample-based)" : "") << "; learning rate "
       << c.lr_decay_style << " from " << c.lr << " to " << c.min_lr << ", warm-up "
@@ -74,8 +74,8 @@ void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, 
   rank.grid->print(log, rank.nodes);
 }
 
-void print_rank_model(const TrainingConfig& c, const engine::RankModel& model, int data_parallel_size,
-                      std::ostream& log) {
+void print_rank_model(const TrainingConfig& c, const engine::RankModel& model,
+                      int data_parallel_size, std::ostream& log) {
   if (!c.load_hf.empty()) log << "loaded weights from " << c.load_hf << "\n";
   pipeline_parallel::print_schedule(log, model.schedule);
   for (const auto& chunk : model.chunks) chunk->memory_plan().print(log);
@@ -85,7 +85,8 @@ void print_rank_model(const TrainingConfig& c, const engine::RankModel& model, i
   print_optimizer_state(model, data_parallel_size, log);
 }
 
-double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
+double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank,
+                           std::ostream& log) {
   if (c.peak_tflops > 0) return c.peak_tflops;
   int local_ranks = 0;
   for (const std::string& n : rank.nodes) local_ranks += n == rank.nodes[rank.world_rank];
@@ -105,4 +106,4 @@ double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& r
   return m.tflops;
 }
 
-}  // namespace trident
+}  // namespace trident::train

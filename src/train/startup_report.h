@@ -9,17 +9,18 @@
 #include "engine/rank_model.h"
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 // The parallel layout, the model and batch shape and the LR schedule, then the grid.
 void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log);
 
 // This rank's share of the model: schedule, memory plans, buckets, optimizer state.
-void print_rank_model(const TrainingConfig& c, const engine::RankModel& model, int data_parallel_size,
-                      std::ostream& log);
+void print_rank_model(const TrainingConfig& c, const engine::RankModel& model,
+                      int data_parallel_size, std::ostream& log);
 
 // This rank's share of the machine's arithmetic peak for the run's precision, in TFLOP/s
 // (--peak-tflops overrides it; otherwise measured and printed).
-double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log);
+double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank,
+                           std::ostream& log);
 
-}  // namespace trident
+}  // namespace trident::train

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -123,4 +123,4 @@ void TensorBoardWriter::write_record(const std::string& data) {
   out_.write(footer.data(), (std::streamsize)footer.size());
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace trident {
+namespace trident::train {
 
 // CRC-32C (Castagnoli) of data, and TFRecord's masked form of it.
 std::uint32_t crc32c(std::string_view data);
@@ -33,4 +33,4 @@ class TensorBoardWriter {
   std::string path_;
 };
 
-}  // namespace trident
+}  // namespace trident::train

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <iterator>
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -163,4 +163,4 @@ std::string format_timers(const TimerReport& r, const std::vector<std::string>& 
   return out;
 }
 
-}  // namespace trident
+}  // namespace trident::train

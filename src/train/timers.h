@@ -12,7 +12,7 @@
 #include "comm/communicator.h"
 #include "pipeline_parallel/timeline.h"
 
-namespace trident {
+namespace trident::train {
 
 struct TimerRow {
   std::string name;
@@ -62,4 +62,4 @@ class IntervalTimers {
 // straggler line after it when there is one; names the host when `hosts` has the ranks'.
 std::string format_timers(const TimerReport& r, const std::vector<std::string>& hosts);
 
-}  // namespace trident
+}  // namespace trident::train

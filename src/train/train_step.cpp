@@ -5,7 +5,7 @@
 #include "distributed/fault_injection.h"
 #include "engine/optimizer_step.h"
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -82,4 +82,4 @@ StepResult train_step(TrainingRun& run, long iteration) {
   return r;
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -4,7 +4,7 @@
 // finished across t, p and d, clipped, applied). What the log needs comes back.
 #include "train/training_run.h"
 
-namespace trident {
+namespace trident::train {
 
 struct StepResult {
   long global_batch = 0;  // samples this iteration took (it grows under batch-size ramp-up)
@@ -19,4 +19,4 @@ struct StepResult {
 // the step was skipped) and keeps the step's events for the timers, timeline and bubble.
 StepResult train_step(TrainingRun& run, long iteration);
 
-}  // namespace trident
+}  // namespace trident::train

@@ -11,7 +11,7 @@
 #include "train/training_run.h"
 #include "train/validation.h"
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -58,4 +58,4 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
   return 0;
 }
 
-}  // namespace trident
+}  // namespace trident::train

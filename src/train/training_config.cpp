@@ -6,7 +6,7 @@
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
 
-namespace trident {
+namespace trident::train {
 
 int TrainingConfig::data_parallel_size() const {
   long model_parallel = (long)tensor_model_parallel_size * pipeline_model_parallel_size;
@@ -77,7 +77,7 @@ long TrainingConfig::total_train_samples() const {
   return train_samples > 0 ? train_samples : total_train_iters() * effective_global_batch();
 }
 
-LrSchedule TrainingConfig::lr_schedule() const {
+optim::LrSchedule TrainingConfig::lr_schedule() const {
   // Megatron's get_optimizer_param_scheduler: iteration counts become samples at the
   // final global batch; sample counts are taken as they are.
   const long gbs = effective_global_batch();
@@ -86,7 +86,7 @@ LrSchedule TrainingConfig::lr_schedule() const {
   double warmup = lr_warmup_fraction >= 0 ? lr_warmup_fraction * (double)decay
                   : sample_based()        ? (double)lr_warmup_samples
                                           : (double)lr_warmup_iters * gbs;
-  return {lr, min_lr, warmup, decay, parse_decay_style(lr_decay_style)};
+  return {lr, min_lr, warmup, decay, optim::parse_decay_style(lr_decay_style)};
 }
 
 pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c) {
@@ -105,4 +105,4 @@ pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c, 
   return s;
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -16,7 +16,7 @@
 #include "pipeline_parallel/schedules.h"
 #include "tokenizer/build_tokenizer.h"
 
-namespace trident {
+namespace trident::train {
 
 struct TrainingConfig {
   ModelConfig model;
@@ -56,7 +56,7 @@ struct TrainingConfig {
   long lr_warmup_samples = 0;
   long lr_decay_samples = 0;       // 0: train_samples
   double lr_warmup_fraction = -1;  // < 0: not given; else warm-up = fraction x decay steps
-  AdamWConfig adam;
+  optim::AdamWConfig adam;
 
   std::uint64_t seed = 1234;
   int log_interval = 10;
@@ -149,7 +149,7 @@ struct TrainingConfig {
   // Samples the train split must provide (Megatron's get_train_valid_test_num_samples).
   long total_train_samples() const;
   // The learning-rate schedule in samples, from either family of flags.
-  LrSchedule lr_schedule() const;
+  optim::LrSchedule lr_schedule() const;
   long eval_runs() const {
     return (eval_interval > 0 ? total_train_iters() / eval_interval : 0) + 1;
   }
@@ -170,4 +170,4 @@ pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c, 
 // Every violated rule, each naming the flag(s) and the rule; empty when valid.
 std::vector<std::string> validate_training_config(const TrainingConfig& c);
 
-}  // namespace trident
+}  // namespace trident::train

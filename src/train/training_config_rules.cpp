@@ -13,7 +13,7 @@
 #include "pipeline_parallel/schedules.h"
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -294,7 +294,7 @@ void check_training_length(const TrainingConfig& c, std::vector<std::string>& er
   require(c.total_train_iters() > 0, "--train-samples (" + std::to_string(c.train_samples) +
                                          ") is less than one global batch: nothing to train");
   try {
-    const LrSchedule lr = c.lr_schedule();
+    const optim::LrSchedule lr = c.lr_schedule();
     require(lr.decay_steps > 0,
             "the learning-rate decay must end after step 0 (--lr-decay-iters "
             "/ --lr-decay-samples)");
@@ -316,7 +316,7 @@ void check_optimizer(const TrainingConfig& c, std::vector<std::string>& errors) 
   require(c.min_lr >= 0.f && std::isfinite(c.min_lr), "--min-lr must be >= 0 and finite");
   require(c.min_lr <= c.lr, "--min-lr (" + num(c.min_lr) + ") must be <= --lr (" + num(c.lr) + ")");
   try {
-    parse_decay_style(c.lr_decay_style);
+    optim::parse_decay_style(c.lr_decay_style);
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
@@ -390,4 +390,4 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   return errors;
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -3,16 +3,19 @@
 #include "data/dataset_builder.h"
 #include "data/mock_dataset.h"
 
-namespace trident {
+namespace trident::train {
 
 TrainingData make_training_data(const TrainingConfig& c, std::ostream& log) {
   TrainingData d;
   if (c.mock_data) {
     // Validation and test draw from other seeds of the same generator: same pattern,
     // samples never seen in training.
-    d.train = std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed);
-    d.valid = std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 1);
-    d.test = std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 2);
+    d.train =
+        std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed);
+    d.valid =
+        std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 1);
+    d.test =
+        std::make_shared<data::MockGPTDataset>(c.model.vocab_size, c.model.seq_length, c.seed + 2);
     return d;
   }
   data::DataRequest r;
@@ -40,4 +43,4 @@ void fill_replica_batch(const data::SampleSource& source, long consumed, const T
                     tokens.data() + ((size_t)i * b + k) * (s + 1));
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -8,7 +8,7 @@
 #include "data/sample_source.h"
 #include "train/training_config.h"
 
-namespace trident {
+namespace trident::train {
 
 struct TrainingData {
   std::shared_ptr<data::SampleSource> train, valid, test;
@@ -23,4 +23,4 @@ TrainingData make_training_data(const TrainingConfig& config, std::ostream& log)
 void fill_replica_batch(const data::SampleSource& source, long consumed, const TrainingConfig& c,
                         int microbatches, int replica, int replicas, std::vector<int>& tokens);
 
-}  // namespace trident
+}  // namespace trident::train

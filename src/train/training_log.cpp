@@ -4,7 +4,7 @@
 
 #include "distributed/process_groups.h"
 
-namespace trident {
+namespace trident::train {
 
 GroupCollectives snapshot_collectives(const distributed::ProcessGroups& g) {
   return {{g.tensor->name(), g.tensor->counters()},
@@ -75,4 +75,4 @@ void TrainingLog::validation(const ValidationStats& v) {
   tensorboard_.flush();
 }
 
-}  // namespace trident
+}  // namespace trident::train

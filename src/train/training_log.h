@@ -6,18 +6,18 @@
 #include <ostream>
 #include <vector>
 
-#include "train/training_config.h"
 #include "engine/rank_context.h"
 #include "pipeline_parallel/timeline.h"
 #include "train/metrics.h"
 #include "train/tensorboard.h"
 #include "train/timers.h"
+#include "train/training_config.h"
 
-namespace trident {
-
-namespace distributed {
+namespace trident::distributed {
 struct ProcessGroups;
 }
+
+namespace trident::train {
 
 // The tensor, data and pipeline groups' counters, in that order.
 GroupCollectives snapshot_collectives(const distributed::ProcessGroups& groups);
@@ -25,7 +25,8 @@ GroupCollectives snapshot_collectives(const distributed::ProcessGroups& groups);
 class TrainingLog {
  public:
   // resumed: the run continues a checkpoint's iterations (the metrics file is appended to).
-  TrainingLog(const TrainingConfig& c, const engine::RankContext& rank, bool resumed, std::ostream& log);
+  TrainingLog(const TrainingConfig& c, const engine::RankContext& rank, bool resumed,
+              std::ostream& log);
   MetricsWriter& metrics() { return metrics_; }
   // Every rank, every iteration: where the step begins (what validation or checkpoints sent
   // before it stays out of the step's collective timers) ...
@@ -47,4 +48,4 @@ class TrainingLog {
   int pipeline_stage_;
 };
 
-}  // namespace trident
+}  // namespace trident::train

@@ -7,7 +7,7 @@
 #include "train/checkpointing.h"
 #include "train/startup_report.h"
 
-namespace trident {
+namespace trident::train {
 
 TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, std::ostream& l)
     : config(c), rank(r), log(l) {
@@ -15,7 +15,8 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, 
   print_run_layout(c, rank, log);
   comm::Communicator& dp = *rank.groups->data;
   StartupClock startup(log);
-  model = engine::build_rank_model(c.rank_model_options(), *rank.groups->tensor, *rank.groups->pipeline, dp, &startup);
+  model = engine::build_rank_model(c.rank_model_options(), *rank.groups->tensor,
+                                   *rank.groups->pipeline, dp, &startup);
   startup.begin("memory plan");
   print_rank_model(c, model, dp.size(), log);
   startup.begin("peak measurement");
@@ -48,4 +49,4 @@ void TrainingRun::build_executor() {
       model, *executor, {rank.groups->data->size(), c.overlap_grad_reduce, c.overlap_param_gather});
 }
 
-}  // namespace trident
+}  // namespace trident::train

@@ -18,7 +18,7 @@
 #include "train/training_data.h"
 #include "train/training_log.h"
 
-namespace trident {
+namespace trident::train {
 
 // Where the run stands after its latest iteration: what a checkpoint saves beside the
 // iteration number.
@@ -37,7 +37,7 @@ struct TrainingRun {
   const TrainingConfig& config;
   const engine::RankContext& rank;
   std::ostream& log;  // rank 0's output; a discarding stream elsewhere
-  const LrSchedule lr_schedule = config.lr_schedule();
+  const optim::LrSchedule lr_schedule = config.lr_schedule();
   const GlobalBatchSchedule batch_schedule = config.batch_schedule();
   const long train_iters = config.total_train_iters();
 
@@ -64,4 +64,4 @@ struct TrainingRun {
   void build_executor();
 };
 
-}  // namespace trident
+}  // namespace trident::train

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <iomanip>
 
-namespace trident {
+namespace trident::train {
 
 namespace {
 
@@ -69,4 +69,4 @@ void run_test(TrainingRun& run) {
   run.log.unsetf(std::ios::scientific);
 }
 
-}  // namespace trident
+}  // namespace trident::train

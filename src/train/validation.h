@@ -4,7 +4,7 @@
 // the test loss at the end. What they send over the groups is kept apart from training's.
 #include "train/training_run.h"
 
-namespace trident {
+namespace trident::train {
 
 // Collective over the world; logged by rank 0. Nothing when --eval-iters is 0 or there is
 // no validation split.
@@ -13,4 +13,4 @@ void run_validation(TrainingRun& run, long iteration);
 // Collective over the world; the test loss printed by rank 0 (same conditions).
 void run_test(TrainingRun& run);
 
-}  // namespace trident
+}  // namespace trident::train

@@ -20,7 +20,7 @@ using testing::ScratchDir;
 
 // Moments no initialisation produces: each element's own index.
 void fill_moments(engine::RankModel& m) {
-  AdamW& opt = *m.optimizers[0];
+  optim::AdamW& opt = *m.optimizers[0];
   for (size_t i = 0; i < opt.exp_avg().size(); ++i)
     opt.exp_avg()[i] = 0.5f * (float)i, opt.exp_avg_sq()[i] = 0.25f + (float)i;
   opt.set_steps_taken(17);

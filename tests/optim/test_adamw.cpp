@@ -13,7 +13,7 @@
 #include "optim/adamw.h"
 #include "test_util.h"
 
-namespace trident {
+namespace trident::optim {
 namespace {
 
 using kernels::Precision;
@@ -84,4 +84,4 @@ TEST(AdamW, FusedUpdateKeepsTheBf16CopyCurrent) {
 }
 
 }  // namespace
-}  // namespace trident
+}  // namespace trident::optim

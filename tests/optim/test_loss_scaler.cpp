@@ -4,7 +4,7 @@
 
 #include "optim/loss_scaler.h"
 
-namespace trident {
+namespace trident::optim {
 namespace {
 
 TEST(LossScaler, FollowsMegatronsDynamicSchedule) {
@@ -30,4 +30,4 @@ TEST(LossScaler, FollowsMegatronsDynamicSchedule) {
 }
 
 }  // namespace
-}  // namespace trident
+}  // namespace trident::optim

@@ -5,7 +5,7 @@
 
 #include "optim/lr_scheduler.h"
 
-namespace trident {
+namespace trident::optim {
 namespace {
 
 TEST(LrSchedule, WarmupThenCosineToFloor) {
@@ -28,4 +28,4 @@ TEST(LrSchedule, LinearAndConstant) {
 }
 
 }  // namespace
-}  // namespace trident
+}  // namespace trident::optim

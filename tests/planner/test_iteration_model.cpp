@@ -282,8 +282,8 @@ ModelConfig small_model(bool llama, bool tied) {
 
 // The flags --launch would pass for this layout (uniform recomputation of single layers,
 // overlapped reduction when d > 1).
-TrainingConfig training_config(const Layout& l, const Workload& w) {
-  TrainingConfig c;
+train::TrainingConfig training_config(const Layout& l, const Workload& w) {
+  train::TrainingConfig c;
   c.model = w.model;
   c.tensor_model_parallel_size = l.tensor, c.pipeline_model_parallel_size = l.pipeline;
   c.world_size = (int)l.devices();
@@ -315,8 +315,8 @@ std::vector<std::string> entries(const std::vector<const MemoryPlan*>& plans) {
 }
 
 void expect_same_plans(const Layout& l, const Workload& w) {
-  const TrainingConfig c = training_config(l, w);
-  ASSERT_EQ(validate_training_config(c), std::vector<std::string>{}) << l.describe();
+  const train::TrainingConfig c = training_config(l, w);
+  ASSERT_EQ(train::validate_training_config(c), std::vector<std::string>{}) << l.describe();
   IterationModel planner(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w);
   for (int stage = 0; stage < l.pipeline; ++stage) {
     testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.data);

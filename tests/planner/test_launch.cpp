@@ -42,7 +42,7 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
     LaunchContext c{"trident", {"--mock-data"}, false, false};
     std::vector<std::string> argv = launch_command(l, w, c);
     std::vector<std::string> args(argv.begin() + 5, argv.end());  // after "trident train"
-    TrainingConfig config;
+    train::TrainingConfig config;
     config.world_size = (int)l.devices();
     int code = -1;
     ASSERT_TRUE(cli::parse_train_args(args, &config, &code)) << shell_line(argv);

@@ -15,7 +15,7 @@
 #include "train/train_step.h"
 #include "train/training_run.h"
 
-namespace trident {
+namespace trident::train {
 namespace {
 
 TrainingConfig tiny_run(int micro_batch, int global_batch, float lr) {
@@ -145,4 +145,4 @@ TEST(TrainStep, TwoMicroBatchesEqualOneOfTwiceTheSize) {
 }
 
 }  // namespace
-}  // namespace trident
+}  // namespace trident::train

@@ -12,7 +12,7 @@
 #include "cli/train_args.h"
 #include "config/batch_schedule.h"
 
-namespace trident {
+namespace trident::train {
 namespace {
 
 struct Parsed {
@@ -133,4 +133,4 @@ TEST(BatchSchedule, IterationsForMatchesMegatronsLoop) {
 }
 
 }  // namespace
-}  // namespace trident
+}  // namespace trident::train
