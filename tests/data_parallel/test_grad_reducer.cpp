@@ -3,48 +3,11 @@
 // buffer exactly for any d (no per-tensor divisibility rule).
 #include <gtest/gtest.h>
 
+#include "comm/placed_communicator.h"
 #include "data_parallel/grad_reducer.h"
 
 namespace trident::data_parallel {
 namespace {
-
-// Only rank() and size() are used while a reducer is built.
-class FakeGroup final : public comm::Communicator {
- public:
-  FakeGroup(int rank, int size) : rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  std::string name() const override { return "data"; }
-  void all_reduce(float*, long, comm::ReduceOp) override {}
-  void all_reduce(double*, long, comm::ReduceOp) override {}
-  void all_gather(const float*, float*, long) override {}
-  void reduce_scatter(const float*, float*, long) override {}
-  void broadcast(float*, long, int) override {}
-  void broadcast(int*, long, int) override {}
-  std::unique_ptr<comm::Request> ibroadcast(int*, long, int) override { return nullptr; }
-  void send(const float*, long, int, int) override {}
-  void recv(float*, long, int, int) override {}
-  std::unique_ptr<comm::Request> iall_reduce(float*, long, comm::ReduceOp) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> iall_gather(const float*, float*, long) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> ireduce_scatter(const float*, float*, long) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> ireduce_scatter_v(float*, const std::vector<long>&) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> iall_gather_v(float*, const std::vector<long>&) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> isend(const float*, long, int, int) override { return nullptr; }
-  std::unique_ptr<comm::Request> irecv(float*, long, int, int) override { return nullptr; }
-
- private:
-  int rank_, size_;
-};
 
 ModelConfig odd_model() {
   ModelConfig c;
@@ -55,7 +18,7 @@ ModelConfig odd_model() {
 
 TEST(GradientReducer, BucketsCoverEveryParameterOnceInReverseOrder) {
   Parameters params(ParameterLayout(odd_model(), {0, 1}));
-  FakeGroup group(0, 3);
+  testing::PlacedCommunicator group(0, 3);
   GradientReducer r(params, group, {5000, true, false});
   const auto& specs = params.layout().specs();
   std::vector<int> covered(specs.size(), 0);
@@ -79,7 +42,7 @@ TEST(GradientReducer, DistributedOptimizerShardsTileThePaddedBuffer) {
     for (int rank = 0; rank < d; ++rank) {
       Parameters params(ParameterLayout(odd_model(), {0, 1}));
       const long unpadded = params.size();
-      FakeGroup group(rank, d);
+      testing::PlacedCommunicator group(rank, d);
       GradientReducer r(params, group, {0, false, true});
       if (total < 0) total = params.size();
       EXPECT_EQ(params.size(), total);

@@ -13,49 +13,11 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/placed_communicator.h"
 #include "model/gpt_model.h"
 
 namespace trident {
 namespace {
-
-// Building a model reads only rank() and size() of its tensor group: a stand-in for rank 1
-// of t ranks, without MPI.
-class TensorGroupStandIn final : public comm::Communicator {
- public:
-  explicit TensorGroupStandIn(int size) : size_(size) {}
-  int rank() const override { return size_ - 1; }
-  int size() const override { return size_; }
-  std::string name() const override { return "tensor"; }
-  void all_reduce(float*, long, comm::ReduceOp) override {}
-  void all_reduce(double*, long, comm::ReduceOp) override {}
-  void all_gather(const float*, float*, long) override {}
-  void reduce_scatter(const float*, float*, long) override {}
-  void broadcast(float*, long, int) override {}
-  void broadcast(int*, long, int) override {}
-  std::unique_ptr<comm::Request> ibroadcast(int*, long, int) override { return nullptr; }
-  void send(const float*, long, int, int) override {}
-  void recv(float*, long, int, int) override {}
-  std::unique_ptr<comm::Request> iall_reduce(float*, long, comm::ReduceOp) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> iall_gather(const float*, float*, long) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> ireduce_scatter(const float*, float*, long) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> ireduce_scatter_v(float*, const std::vector<long>&) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> iall_gather_v(float*, const std::vector<long>&) override {
-    return nullptr;
-  }
-  std::unique_ptr<comm::Request> isend(const float*, long, int, int) override { return nullptr; }
-  std::unique_ptr<comm::Request> irecv(float*, long, int, int) override { return nullptr; }
-
- private:
-  int size_;
-};
 
 // Three layers, so that recomputing them two at a time leaves a smaller last group.
 ModelConfig tiny_gpt() {
@@ -203,7 +165,7 @@ TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
                 o.precision = precision;
                 if (dropout) o.dropout = {0.1f, 0.1f, 7};
                 o.sequence_parallel = t.sequence_parallel;
-                TensorGroupStandIn tp(t.size);
+                testing::PlacedCommunicator tp(t.size - 1, t.size);  // rank 1 of t
                 GPTModel m(config, tp, 2, config.seq_length, o);
                 const std::string what = std::string(model) + " " + t.name + " " + stage.name +
                                          " " + schedule.name + " recompute " + r.name + " " +
@@ -225,8 +187,8 @@ TEST(GPTModelMemory, InferencePlanIsTheCarve) {
           if (panels && precision == kernels::Precision::kFp16) continue;  // fp32 or bf16 only
           ChunkOptions o;
           o.inference = true, o.decode_panels = panels, o.precision = precision;
-          o.sequence_parallel = t.sequence_parallel;  // ignored for inference
-          TensorGroupStandIn tp(t.size);
+          o.sequence_parallel = t.sequence_parallel;           // ignored for inference
+          testing::PlacedCommunicator tp(t.size - 1, t.size);  // rank 1 of t
           GPTModel m(config, tp, 1, 1, o);
           EXPECT_EQ(m.memory_plan().buffers().back().name == "decode copies (panel layout)",
                     panels);

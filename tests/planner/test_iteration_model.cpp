@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/communicator.h"
-#include "engine/placed_communicator.h"
+#include "comm/placed_communicator.h"
 #include "engine/rank_buffers.h"
 #include "engine/rank_model.h"
 #include "model/gpt_model.h"
