@@ -1,5 +1,6 @@
-// CRC-32C against the published check value and RFC 3720's test vectors (the masked form
-// TFRecord uses is checked by tests/reference/training_log_test.py with python3-crc32c).
+// TensorBoard's event files: CRC-32C against the published check value and RFC 3720's test vectors
+// (the masked form TFRecord uses is checked by tests/reference/training_log_test.py with
+// python3-crc32c).
 #include <gtest/gtest.h>
 
 #include <string>
