@@ -254,6 +254,11 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
       "timers at each log interval, min/max over ranks: 0 none, 1 coarse, 2 all", "Logging");
   opt("--straggler-threshold", c.straggler_threshold,
       "name a rank whose compute exceeds its pipeline stage's median by this fraction", "Logging");
+  opt("--sample-interval", c.sample_interval,
+      "print a continuation of --sample-prompt every N iterations (0: never)", "Logging");
+  opt("--sample-prompt", c.sample_prompt, "the prompt of the samples (needs a tokenizer)",
+      "Logging");
+  opt("--sample-tokens", c.sample_tokens, "tokens each sample continues by", "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", "Testing");

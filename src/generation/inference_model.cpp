@@ -19,6 +19,7 @@ namespace trident::generation {
 namespace {
 
 ModelConfig source_model(const InferenceOptions& o) {
+  if (o.model && o.weights) return *o.model;
   if (o.load.empty() == o.load_hf.empty())
     throw std::invalid_argument("give exactly one of --load CKPT and --load-hf DIR");
   if (!o.load_hf.empty()) return io::read_hf_config(o.load_hf);
@@ -26,7 +27,8 @@ ModelConfig source_model(const InferenceOptions& o) {
       checkpoint::read_manifest(checkpoint::latest_checkpoint(o.load)));
 }
 
-engine::RankLayout inference_layout(const InferenceOptions& o, const ModelConfig& model, int world) {
+engine::RankLayout inference_layout(const InferenceOptions& o, const ModelConfig& model,
+                                    int world) {
   engine::RankLayout l;
   l.model = model;
   l.tensor = o.tensor_model_parallel_size;
@@ -35,6 +37,17 @@ engine::RankLayout inference_layout(const InferenceOptions& o, const ModelConfig
   l.split = engine::RankLayout::even_split(model.num_layers, l.pipeline);
   l.precision = o.bf16 ? kernels::Precision::kBf16 : kernels::Precision::kFp32;
   return l;
+}
+
+// In-process weights (one process's whole model) into the chunk, tensor by tensor: the two
+// layouts name the same tensors but may pad their buffers differently.
+void copy_weights(const Parameters& from, Parameters& to) {
+  for (const ParamSpec& spec : to.layout().specs()) {
+    const ParamSpec& source = from.layout().find(spec.name);
+    if (source.numel() != spec.numel())
+      throw std::invalid_argument("in-process weights: " + spec.name + " has another shape");
+    std::copy_n(from.values() + source.offset, spec.numel(), to.values() + spec.offset);
+  }
 }
 
 // Spins for a moment (during generation the next step's command comes within
@@ -92,6 +105,7 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const engine::RankCont
   model_ = engine::build_inference_rank_model(layout_, o.load_hf, tp, pp, o.decode_panels);
   if (!o.load.empty())
     checkpoint::load(o.load, {layout_}, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
+  if (o.weights) copy_weights(*o.weights, model_.chunks[0]->parameters());
   model_.chunks[0]->parameters().refresh_low_precision();
   // The key / value heads this rank's query heads read: one per head, or grouped-query
   // attention's groups (G / t, or the one replicated group when t > G).

@@ -38,8 +38,11 @@ struct InferenceOptions {
   bool decode_panels = true;
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
-  // Where the weights come from: a checkpoint directory (its latest) or a HF GPT-2 directory.
+  // Where the weights come from: a checkpoint directory (its latest) or a HF GPT-2 directory,
+  // or, in-process (training's samples), the model and its one-process weights (t = p = 1).
   std::string load, load_hf;
+  const ModelConfig* model = nullptr;
+  const Parameters* weights = nullptr;
 };
 
 // Part of a step: `tokens` appended to `slot` at positions [start, start + size), and the

@@ -7,6 +7,7 @@
 #include "train/checkpointing.h"
 #include "train/log_interval.h"
 #include "train/report.h"
+#include "train/samples.h"
 #include "train/train_step.h"
 #include "train/training_run.h"
 #include "train/validation.h"
@@ -52,6 +53,7 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
     if (it % c.log_interval == 0 || it == run.train_iters)
       run.training_log->interval(interval.take(run, it, step));
     if (due(it, c.eval_interval) && it != run.train_iters) run_validation(run, it);
+    if (due(it, c.sample_interval)) print_sample(run, it);
     if (!c.save.empty() && due(it, c.save_interval)) save_checkpoint(run, it), last_saved = it;
   }
   finish_training(run, last_saved);

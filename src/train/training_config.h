@@ -98,6 +98,11 @@ struct TrainingConfig {
   std::string tensorboard_dir;       // event files of the logged scalars (rank 0)
   int timing_log_level = 0;          // 0 none, 1 coarse timers, 2 every timer (Megatron's)
   double straggler_threshold = 0.2;  // report a rank this much over its stage's median
+  // Every sample_interval iterations (0: never) rank 0 prints the model's continuation of
+  // sample_prompt, sample_tokens long (needs a tokenizer; train/samples.h).
+  long sample_interval = 0;
+  std::string sample_prompt;
+  int sample_tokens = 48;
   std::string load_hf;
   std::string save;          // checkpoint directory
   long save_interval = 0;    // 0: only at the end

@@ -340,6 +340,15 @@ void check_logging_and_runtime(const TrainingConfig& c, std::vector<std::string>
   require(c.eval_interval >= 0, "--eval-interval must be >= 0");
   require(c.eval_iters >= 0, "--eval-iters must be >= 0");
   require(c.threads >= 0, "--threads must be >= 0");
+  require(c.sample_interval >= 0, "--sample-interval must be >= 0");
+  require(c.sample_interval == 0 || !c.sample_prompt.empty(),
+          "--sample-interval needs --sample-prompt (the text the samples continue)");
+  require(c.sample_interval == 0 || c.tokenizer.given(),
+          "--sample-interval needs a tokenizer (--vocab-file and --merge-file, or "
+          "--tokenizer-model) to turn --sample-prompt into tokens and the samples into text");
+  require(c.sample_tokens >= 1 && c.sample_tokens < c.model.max_positions(),
+          "--sample-tokens must be >= 1 and below the model's positions (" +
+              std::to_string(c.model.max_positions()) + ")");
   require(c.peak_tflops >= 0 && std::isfinite(c.peak_tflops),
           "--peak-tflops must be >= 0 and finite");
 }
