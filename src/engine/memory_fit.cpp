@@ -13,8 +13,20 @@ namespace {
 struct Candidate {
   RankModelOptions o;
   std::string flags;
+  // Given whenever a change touches the batch: the micro-batch size (the default global
+  // batch is one micro-batch per replica) or the data-parallel ranks. 0: as it is.
+  long global_batch = 0;
   void add_flags(const std::string& more) { flags += (flags.empty() ? "" : " ") + more; }
+  std::string all_flags() const {
+    return global_batch > 0 ? flags + " --global-batch-size " + std::to_string(global_batch)
+                            : flags;
+  }
 };
+
+// Samples per step: micro-batch x micro-batches x data-parallel ranks.
+long global_batch_of(const RankModelOptions& o) {
+  return (long)o.layout.micro_batch * o.schedule.microbatches * o.layout.data;
+}
 using Change = std::function<std::optional<Candidate>(const Candidate&)>;
 
 int world_of(const RankLayout& l) {
@@ -52,6 +64,7 @@ std::optional<Candidate> with_micro_batch(const Candidate& c, int micro_batch) {
   n.o.schedule.microbatches *= now / micro_batch;
   for (pipeline_parallel::ScheduleConfig& s : n.o.schedules) s.microbatches *= now / micro_batch;
   n.add_flags("--micro-batch-size " + std::to_string(micro_batch));
+  n.global_batch = global_batch_of(n.o);
   return n;
 }
 
@@ -83,8 +96,7 @@ std::optional<Candidate> with_data(const Candidate& c, int data) {
   n.o.layout.data = data;
   if (!c.o.layout.distributed_optimizer) n.add_flags("--use-distributed-optimizer");
   n.o.layout.distributed_optimizer = n.o.reduce.distributed_optimizer = true;
-  const long global_batch = (long)c.o.schedule.microbatches * c.o.layout.micro_batch * data;
-  n.add_flags("--global-batch-size " + std::to_string(global_batch));
+  n.global_batch = global_batch_of(n.o);
   return n;
 }
 
@@ -176,13 +188,13 @@ std::vector<MemoryRemedy> memory_remedies(const RankModelOptions& o, long availa
     found.push_back(*n);
   // On the ranks as they are, the changes together when none alone fits; then more ranks.
   const Candidate together = cheap_changes_together(base);
-  const bool changed = together.flags != base.flags;
+  const bool changed = together.all_flags() != base.all_flags();
   if (found.empty() && changed && fits(together, available_bytes)) found.push_back(together);
   add_scaled(base, changed ? std::optional<Candidate>(together) : std::nullopt, available_bytes,
              found);
   std::vector<MemoryRemedy> out;
   for (const Candidate& c : found)
-    out.push_back({c.flags, world_of(c.o.layout), needed_bytes(c.o)});
+    out.push_back({c.all_flags(), world_of(c.o.layout), needed_bytes(c.o)});
   return out;
 }
 

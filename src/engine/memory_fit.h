@@ -25,7 +25,9 @@ long needed_bytes(const RankModelOptions& o);
 // full, the largest smaller --micro-batch-size, each where it fits alone, or else those that
 // lower the plan, together. Then the fewest pipeline stages, and the fewest data-parallel
 // ranks with --use-distributed-optimizer, that fit; and with those changes too when that
-// takes fewer ranks. Empty when nothing tried fits.
+// takes fewer ranks. Empty when nothing tried fits. (More tensor-parallel ranks are not
+// tried: a tensor group stays on one node, whose memory t ranks then share; on as many ranks
+// per node the group would span nodes.)
 std::vector<MemoryRemedy> memory_remedies(const RankModelOptions& o, long available_bytes);
 
 }  // namespace trident::engine

@@ -80,13 +80,14 @@ TEST(MemoryRemedies, SmallerMicroBatchForAnActivationHeavyModel) {
   const std::vector<MemoryRemedy> remedies = memory_remedies(o, need * 6 / 10);
   bool listed = false;
   for (const MemoryRemedy& r : remedies)
-    if (r.flags == "--micro-batch-size 4") {
+    // The global batch stays 8 (its default is one micro-batch per replica).
+    if (r.flags == "--micro-batch-size 4 --global-batch-size 8") {
       listed = true;
       EXPECT_EQ(r.world_size, 1);
       EXPECT_GT(r.needed_bytes, need * 4 / 10);
       EXPECT_LE(r.needed_bytes, need * 6 / 10);
-      EXPECT_EQ(r.describe(1),
-                "--micro-batch-size 4: " + format_bytes((double)r.needed_bytes) + " per rank");
+      EXPECT_EQ(r.describe(1), "--micro-batch-size 4 --global-batch-size 8: " +
+                                   format_bytes((double)r.needed_bytes) + " per rank");
     }
   EXPECT_TRUE(listed);
 }
