@@ -202,6 +202,10 @@ void add_memory_and_precision_flags(CLI::App& app, train::TrainingConfig& c) {
       "rows of logits formed at a time by the fused output layer + loss (0: equal chunks of at "
       "most ~128 MiB)",
       "Memory");
+  app.add_flag("--no-memory-check{false}", c.memory_check,
+               "allocate even when the memory plan exceeds the memory this node has for each "
+               "rank (checked by default: refused with exit code 2 and what would fit)")
+      ->group("Memory");
 }
 
 // The batch sizes and their ramp-up, the training length, the learning-rate schedule and

@@ -8,6 +8,7 @@
 #include "comm/mpi_communicator.h"
 #include "core/files.h"
 #include "data/indexed_dataset.h"
+#include "train/memory_check.h"
 #include "train/trainer.h"
 
 namespace trident::cli {
@@ -43,6 +44,10 @@ int train_main(const std::vector<std::string>& args) {
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;
   } catch (const LayoutError& e) {
+    if (mpi.world_rank() == 0) std::cerr << "trident train: " << e.what() << std::endl;
+    return 2;
+  } catch (const train::MemoryRefused& e) {
+    // Every rank refuses alike: rank 0 reports, all exit 2 and MPI finalizes normally.
     if (mpi.world_rank() == 0) std::cerr << "trident train: " << e.what() << std::endl;
     return 2;
   } catch (const FormatError& e) {

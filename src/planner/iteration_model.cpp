@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/rank_layout.h"
+#include "engine/rank_memory.h"
 #include "model/chunk_memory.h"
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/simulator.h"
@@ -121,7 +122,8 @@ const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p)
   return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p);
 }
 
-const engine::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s, int stage) {
+const engine::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s,
+                                                            int stage) {
   auto key = std::make_tuple((int)s.kind, s.stages, s.chunks, s.microbatches, stage);
   auto it = needs_.find(key);
   if (it != needs_.end()) return it->second;
@@ -168,24 +170,13 @@ void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
 }  // namespace
 
 std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) {
-  const engine::RankLayout layout = rank_layout(l);
   const int microbatches = l.microbatches(workload_.global_batch);
-  const engine::ScheduleNeeds& needs = schedule_needs(schedule_of(l, microbatches), stage);
-  std::vector<MemoryPlan> plans;
-  long gradient_floats = 0;
-  for (int j = 0; j < l.virtual_stages; ++j) {
-    const ChunkOptions o = engine::chunk_options(layout, stage, j, needs);
-    const ChunkShape shape =
-        chunk_shape(layout.model, {0, l.tensor}, l.micro_batch, layout.model.seq_length, o,
-                    sizes_of(l.tensor, o.placement));
-    plans.push_back(plan_chunk_memory(shape));
-    plans.back().resize("adam exp_avg + exp_avg_sq",
-                        engine::adam_moment_floats(layout, shape.parameter_floats));
-    gradient_floats += shape.parameter_floats;
-  }
   // --launch turns on the overlapped gradient reduction whenever d > 1.
-  plans.push_back(engine::plan_rank_buffers(
-      engine::rank_buffer_shape(layout, stage, microbatches, gradient_floats, l.data > 1)));
+  engine::RankMemoryPlan plan = engine::planned_rank_memory(
+      rank_layout(l), stage, schedule_needs(schedule_of(l, microbatches), stage), microbatches,
+      l.data > 1, [&](const ChunkPlacement& p) { return sizes_of(l.tensor, p); });
+  std::vector<MemoryPlan> plans = std::move(plan.chunks);
+  plans.push_back(std::move(plan.buffers));
   return plans;
 }
 

@@ -93,6 +93,9 @@ struct TrainingConfig {
   // Rows of logits the fused output layer + loss forms at a time (0: equal chunks of at most ~128
   // MiB).
   int logits_chunk_rows = 0;
+  // Check the memory plan against the node's memory before allocating (train/memory_check.h);
+  // --no-memory-check turns it off.
+  bool memory_check = true;
 
   std::string metrics_file;
   std::string tensorboard_dir;       // event files of the logged scalars (rank 0)

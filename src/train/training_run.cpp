@@ -5,6 +5,7 @@
 #include "core/startup_clock.h"
 #include "engine/grad_sync_hooks.h"
 #include "train/checkpointing.h"
+#include "train/memory_check.h"
 #include "train/startup_report.h"
 
 namespace trident::train {
@@ -13,6 +14,8 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, 
     : config(c), rank(r), log(l) {
   if (c.threads > 0) omp_set_num_threads(c.threads);
   print_run_layout(c, rank, log);
+  // Before the first large allocation: a run that cannot fit is refused, not killed.
+  check_memory(c, rank, log);
   comm::Communicator& dp = *rank.groups->data;
   StartupClock startup(log);
   model = engine::build_rank_model(c.rank_model_options(), *rank.groups->tensor,

@@ -1,0 +1,59 @@
+#include "engine/rank_memory.h"
+
+#include <algorithm>
+
+namespace trident::engine {
+
+long RankMemoryPlan::total_bytes() const {
+  long total = buffers.total_bytes();
+  for (const MemoryPlan& plan : chunks) total += plan.total_bytes();
+  return total;
+}
+
+long RankMemoryPlan::group_bytes(const std::string& group) const {
+  long total = buffers.group_bytes(group);
+  for (const MemoryPlan& plan : chunks) total += plan.group_bytes(group);
+  return total;
+}
+
+RankMemoryPlan planned_rank_memory(const RankLayout& layout, int stage, const ScheduleNeeds& needs,
+                                   int microbatches, bool overlap_grad_reduce,
+                                   const ChunkSizes& sizes) {
+  RankMemoryPlan out;
+  const TensorParallelRank tp{0, layout.tensor};
+  const int seq = layout.model.seq_length;
+  long gradient_floats = 0;
+  for (int j = 0; j < layout.virtual_stages; ++j) {
+    const ChunkOptions o = chunk_options(layout, stage, j, needs);
+    const ChunkShape shape =
+        sizes ? chunk_shape(layout.model, tp, layout.micro_batch, seq, o, sizes(o.placement))
+              : chunk_shape(layout.model, tp, layout.micro_batch, seq, o);
+    out.chunks.push_back(plan_chunk_memory(shape));
+    // As build_rank_model resizes them once the optimizer holds its shard.
+    out.chunks.back().resize("adam exp_avg + exp_avg_sq",
+                             adam_moment_floats(layout, shape.parameter_floats));
+    gradient_floats += shape.parameter_floats;
+  }
+  out.buffers = plan_rank_buffers(
+      rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce));
+  return out;
+}
+
+RankMemoryPlan planned_rank_memory(const RankModelOptions& o, int stage) {
+  int microbatches = 1;
+  for (const pipeline_parallel::ScheduleConfig& s : o.schedules)
+    microbatches = std::max(microbatches, s.microbatches);
+  return planned_rank_memory(o.layout, stage, schedule_needs(o.schedules, stage), microbatches,
+                             o.reduce.overlap);
+}
+
+FullestStage fullest_stage(const RankModelOptions& o) {
+  FullestStage fullest{0, planned_rank_memory(o, 0)};
+  for (int stage = 1; stage < o.layout.pipeline; ++stage) {
+    RankMemoryPlan plan = planned_rank_memory(o, stage);
+    if (plan.total_bytes() > fullest.plan.total_bytes()) fullest = {stage, std::move(plan)};
+  }
+  return fullest;
+}
+
+}  // namespace trident::engine

@@ -1,0 +1,123 @@
+#include "train/memory_check.h"
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/node_memory.h"
+#include "engine/memory_fit.h"
+#include "engine/rank_memory.h"
+
+namespace trident::train {
+
+namespace {
+
+// The memory each rank of the tightest node may hold: the node's available memory split
+// between its ranks, less what each process holds outside its plan.
+struct RankBudget {
+  double node_available = -1;  // bytes; < 0: unknown
+  int node_ranks = 1;
+  std::string node;  // "" on one node
+  double per_rank() const { return std::max(0.0, node_available / node_ranks - kProcessBytes); }
+};
+
+int ranks_on_node_of(const engine::RankContext& rank, int world_rank) {
+  if ((int)rank.nodes.size() <= world_rank) return 1;
+  return (int)std::count(rank.nodes.begin(), rank.nodes.end(), rank.nodes[world_rank]);
+}
+
+// Every rank reads its own node and the figures are summed over the world, so all ranks
+// pick the same tightest node and so decide alike.
+RankBudget tightest_budget(const engine::RankContext& rank) {
+  comm::Communicator& world = *rank.groups->world;
+  std::vector<double> available(world.size(), 0.0);
+  available[world.rank()] = (double)node_available_memory().available_bytes;
+  world.all_reduce(available.data(), (long)available.size(), comm::ReduceOp::kSum);
+  const bool one_node = std::all_of(rank.nodes.begin(), rank.nodes.end(),
+                                    [&](const std::string& n) { return n == rank.nodes[0]; });
+  RankBudget tightest;
+  for (int r = 0; r < world.size(); ++r) {
+    const RankBudget b{available[r], ranks_on_node_of(rank, r),
+                       one_node || (int)rank.nodes.size() <= r ? "" : rank.nodes[r]};
+    if (b.node_available < 0) return b;  // one node unknown: nothing to check against
+    if (r == 0 || b.per_rank() < tightest.per_rank()) tightest = b;
+  }
+  return tightest;
+}
+
+std::string where(const RankBudget& b) {
+  return std::to_string(b.node_ranks) + (b.node_ranks > 1 ? " ranks" : " rank") + " on " +
+         (b.node.empty() ? std::string("this node") : "node " + b.node);
+}
+
+void print_check(const engine::FullestStage& fullest, int stages, const RankBudget& b,
+                 std::ostream& log) {
+  log << "memory check: needs " << format_bytes((double)fullest.plan.total_bytes())
+      << " per rank (";
+  if (stages > 1)
+    log << "pipeline stage " << fullest.stage << " of " << stages << ", the fullest: ";
+  std::string groups;
+  for (const char* group : {"parameters", "optimizer", "activations", "scratch", "communication"})
+    if (const long bytes = fullest.plan.group_bytes(group); bytes > 0)
+      groups +=
+          (groups.empty() ? "" : ", ") + std::string(group) + " " + format_bytes((double)bytes);
+  log << groups;
+  log << "); " << format_bytes(b.per_rank()) << " available per rank ("
+      << format_bytes(b.node_available) << " available for " << where(b) << ", less "
+      << format_bytes((double)kProcessBytes) << " each for the process itself)";
+}
+
+void print_plan(const engine::FullestStage& fullest, std::ostream& log) {
+  const std::string stage = "pipeline stage " + std::to_string(fullest.stage);
+  for (size_t j = 0; j < fullest.plan.chunks.size(); ++j)
+    fullest.plan.chunks[j].print(
+        log, "memory plan of " + stage + ", chunk " + std::to_string(j) + " (not allocated)");
+  if (!fullest.plan.buffers.buffers().empty())
+    fullest.plan.buffers.print(log, "memory plan of " + stage + ", besides the chunks");
+}
+
+std::string refusal(const TrainingConfig& c, const engine::FullestStage& fullest,
+                    const RankBudget& b) {
+  std::ostringstream m;
+  m << "needs " << format_bytes((double)fullest.plan.total_bytes()) << " per rank, "
+    << format_bytes(b.per_rank()) << " available (" << where(b) << ")";
+  const std::vector<engine::MemoryRemedy> remedies =
+      engine::memory_remedies(c.rank_model_options(), (long)b.per_rank());
+  if (remedies.empty())
+    m << "; nothing tried fits (--bf16, full recomputation, --micro-batch-size 1, up to one "
+         "pipeline stage per layer, 1024 times the data-parallel ranks with "
+         "--use-distributed-optimizer): a smaller model, or nodes with more memory";
+  else
+    m << "; what would fit, sized by the same memory plan:";
+  for (const engine::MemoryRemedy& r : remedies) m << "\n  " << r.describe(c.world_size);
+  m << "\n(--no-memory-check skips this check)";
+  return m.str();
+}
+
+}  // namespace
+
+void check_memory(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
+  if (!c.memory_check) {
+    log << "memory check: off (--no-memory-check)\n";
+    return;
+  }
+  const engine::FullestStage fullest = engine::fullest_stage(c.rank_model_options());
+  const RankBudget budget = tightest_budget(rank);
+  if (budget.node_available < 0) {
+    log << "memory check: skipped, the node's available memory cannot be read\n";
+    return;
+  }
+  print_check(fullest, c.pipeline_model_parallel_size, budget, log);
+  if ((double)fullest.plan.total_bytes() <= budget.per_rank()) {
+    log << ": fits\n";
+    return;
+  }
+  log << ": does not fit\n";
+  print_plan(fullest, log);
+  // Only rank 0 reports; the others need the decision, not the remedies.
+  throw MemoryRefused(rank.world_rank == 0 ? refusal(c, fullest, budget) : "does not fit");
+}
+
+}  // namespace trident::train
