@@ -4,7 +4,7 @@
 // Adam's two moments 8, or 8/d with the distributed optimizer (ZeRO-1).
 #include <gtest/gtest.h>
 
-#include "engine/placed_communicator.h"
+#include "comm/placed_communicator.h"
 #include "engine/rank_memory.h"
 
 namespace trident::engine {
