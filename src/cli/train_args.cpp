@@ -282,8 +282,12 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
   opt("--load", c.load,
-      "resume from the latest checkpoint under this directory (any layout); its seed, batch "
-      "sizes, sequence length, data and LR schedule must equal this run's (exit 2 otherwise)",
+      "resume from a checkpoint: its directory (the latest iteration), that `latest` file or "
+      "an iter_NNNNNNN directory, under any layout; its seed, batch sizes, sequence length, "
+      "data and LR schedule must equal this run's (exit 2 otherwise). It may be missing or "
+      "empty only where it is also --save (a job's first start)",
+      "Checkpoints");
+  opt("--ckpt-step", c.ckpt_step, "load iteration N under --load instead of the latest",
       "Checkpoints");
   app.add_flag("--finetune", c.finetune,
                "load only the weights from --load: iteration, data position, optimizer and loss "
@@ -293,6 +297,11 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   app.add_flag("--override-checkpoint-config", c.override_checkpoint_config,
                "resume from --load although the run settings differ from the checkpoint's; "
                "each difference is printed as a warning")
+      ->group("Checkpoints");
+  app.add_flag("--override-opt-param-scheduler", c.override_opt_param_scheduler,
+               "resume from --load with this run's learning-rate schedule (peak, floor, style, "
+               "warm-up and decay lengths) where it differs from the checkpoint's; each "
+               "difference is printed as a warning")
       ->group("Checkpoints");
   opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
       "Checkpoints");
