@@ -81,22 +81,129 @@ void remove_old_checkpoints(const fs::path& dir, int keep) {
   for (size_t k = 0; k + keep < committed.size(); ++k) fs::remove_all(committed[k]);
 }
 
-bool has_checkpoint(const std::string& dir) {
-  return fs::exists(fs::path(dir) / "latest");
+namespace {
+
+constexpr const char* kLoadable =
+    "expected a checkpoint directory (holding `latest`), its `latest` file or an iter_NNNNNNN "
+    "directory";
+
+// "ckpt/" names ckpt: its filename is the last component.
+fs::path without_trailing_slash(const std::string& path) {
+  fs::path p(path);
+  return p.has_filename() || !p.has_parent_path() ? p : p.parent_path();
 }
 
-std::string latest_checkpoint(const std::string& dir) {
-  const fs::path latest = fs::path(dir) / "latest";
+fs::path aside_of(const fs::path& iteration) {
+  return iteration.string() + kAsideSuffix;
+}
+
+bool has_manifest(const fs::path& dir) {
+  return fs::is_regular_file(dir / "manifest.json");
+}
+
+// The iteration directory `latest` names under `dir`.
+std::string named_by_latest(const fs::path& dir, const fs::path& latest) {
   std::ifstream in(latest);
   std::string name;
   if (!in || !std::getline(in, name))
-    throw CheckpointError(latest.string() + ": missing (is " + dir + " a checkpoint directory?)");
+    throw CheckpointError(latest.string() + ": unreadable or empty (" + kLoadable + ")");
   if (!is_iteration_name(name))
     throw CheckpointError(latest.string() + ": names '" + name +
                           "', expected a directory name iter_NNNNNNN");
-  const fs::path committed = fs::path(dir) / name, aside = fs::path(dir) / (name + kAsideSuffix);
+  const fs::path committed = dir / name, aside = aside_of(committed);
   if (!fs::exists(committed) && fs::is_directory(aside)) return aside.string();
   return committed.string();
+}
+
+// The committed iteration directories under `dir`, oldest first, for messages.
+std::string iterations_under(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && is_iteration_name(e.path().filename().string()))
+      names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  if (names.empty()) return "it holds no iteration directory";
+  std::string out = "it holds";
+  for (const std::string& n : names) out += (&n == &names.front() ? " " : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+LoadPathKind classify_load_path(const std::string& path) {
+  const fs::path p = without_trailing_slash(path);
+  const std::string name = p.filename().string();
+  if (is_iteration_name(name) && (has_manifest(p) || has_manifest(aside_of(p))))
+    return LoadPathKind::kIterationDir;
+  std::error_code ec;
+  const fs::file_status status = fs::status(p, ec);
+  if (!fs::exists(status)) return LoadPathKind::kMissing;
+  if (fs::is_directory(status)) {
+    if (fs::exists(p / "latest")) return LoadPathKind::kCheckpointDir;
+    return is_iteration_name(name) ? LoadPathKind::kIncompleteIteration
+                                   : LoadPathKind::kNoCheckpoint;
+  }
+  return name == "latest" ? LoadPathKind::kLatestFile : LoadPathKind::kOtherFile;
+}
+
+std::string describe(LoadPathKind kind) {
+  switch (kind) {
+    case LoadPathKind::kCheckpointDir:
+      return "a checkpoint directory";
+    case LoadPathKind::kLatestFile:
+      return "a checkpoint's `latest` file";
+    case LoadPathKind::kIterationDir:
+      return "an iteration directory";
+    case LoadPathKind::kMissing:
+      return "no such file or directory";
+    case LoadPathKind::kNoCheckpoint:
+      return "a directory without `latest`";
+    case LoadPathKind::kIncompleteIteration:
+      return "an iter_NNNNNNN directory without manifest.json";
+    case LoadPathKind::kOtherFile:
+      return "a file other than `latest`";
+  }
+  return "";
+}
+
+std::string expected_load_path() {
+  return kLoadable;
+}
+
+bool has_checkpoint(const std::string& path) {
+  const LoadPathKind kind = classify_load_path(path);
+  return kind == LoadPathKind::kCheckpointDir || kind == LoadPathKind::kLatestFile ||
+         kind == LoadPathKind::kIterationDir;
+}
+
+std::string latest_checkpoint(const std::string& path) {
+  const fs::path p = without_trailing_slash(path);
+  const LoadPathKind kind = classify_load_path(path);
+  switch (kind) {
+    case LoadPathKind::kCheckpointDir:
+      return named_by_latest(p, p / "latest");
+    case LoadPathKind::kLatestFile:
+      return named_by_latest(p.parent_path(), p);
+    case LoadPathKind::kIterationDir:
+      return has_manifest(p) ? p.string() : aside_of(p).string();
+    default:
+      throw CheckpointError(path + ": not a checkpoint (" + describe(kind) + "); " + kLoadable);
+  }
+}
+
+std::string checkpoint_root(const std::string& path) {
+  const LoadPathKind kind = classify_load_path(path);
+  if (kind != LoadPathKind::kLatestFile && kind != LoadPathKind::kIterationDir) return path;
+  const fs::path parent = without_trailing_slash(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+std::string iteration_checkpoint(const std::string& dir, long step) {
+  const fs::path p = fs::path(dir) / iteration_dir(step);
+  if (has_manifest(p) || has_manifest(aside_of(p))) return p.string();
+  throw CheckpointError(dir + ": no checkpoint of iteration " + std::to_string(step) + " (" +
+                        iteration_dir(step) + "); " + iterations_under(dir));
 }
 
 bool is_aside(const fs::path& checkpoint_dir) {

@@ -30,12 +30,40 @@ void commit(const std::filesystem::path& dir, const std::filesystem::path& tmp,
 // Keeps the newest `keep` committed checkpoints. World rank 0 only, after a commit.
 void remove_old_checkpoints(const std::filesystem::path& dir, int keep);
 
-// True when `dir` holds a checkpoint to resume from (its `latest` file exists).
-bool has_checkpoint(const std::string& dir);
+// What a --load path names. A checkpoint is named by its directory (the one --save wrote,
+// holding `latest`), by that `latest` file, or by one committed `iter_NNNNNNN` directory
+// (holding manifest.json).
+enum class LoadPathKind {
+  kCheckpointDir,  // a directory holding `latest`
+  kLatestFile,     // a file named `latest`
+  kIterationDir,   // iter_NNNNNNN with manifest.json (or its `.old` copy of an interrupted commit)
+  kMissing,        // nothing there
+  kNoCheckpoint,   // a directory without `latest` that is no iteration directory
+  kIncompleteIteration,  // an iter_NNNNNNN directory without manifest.json
+  kOtherFile,            // a file other than `latest`
+};
+LoadPathKind classify_load_path(const std::string& path);
 
-// The directory of the checkpoint `latest` under `dir` names (its `.old` copy when a save of
-// the same iteration was interrupted mid-commit); throws CheckpointError when there is none.
-std::string latest_checkpoint(const std::string& dir);
+// What classify_load_path's answer means, for messages ("a directory without `latest`").
+std::string describe(LoadPathKind kind);
+// What a --load path may name, for messages.
+std::string expected_load_path();
+
+// True when `path` names a checkpoint to load (the first three kinds above).
+bool has_checkpoint(const std::string& path);
+
+// The iteration directory `path` names: for a checkpoint directory or its `latest`, the one
+// `latest` names (its `.old` copy when a save of the same iteration was interrupted
+// mid-commit); for an iteration directory, itself. Throws CheckpointError when there is none.
+std::string latest_checkpoint(const std::string& path);
+
+// The checkpoint directory `path` belongs to: itself, or the parent of `latest` or of an
+// iteration directory.
+std::string checkpoint_root(const std::string& path);
+
+// `iter_NNNNNNN` of `step` under the checkpoint directory `dir` (Megatron's --ckpt-step);
+// throws CheckpointError naming the iterations `dir` holds when it has no such one.
+std::string iteration_checkpoint(const std::string& dir, long step);
 
 // Whether a directory latest_checkpoint returned is the `.old` copy of an interrupted commit.
 bool is_aside(const std::filesystem::path& checkpoint_dir);

@@ -6,6 +6,7 @@
 
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
+#include "cli/train_args_config.h"
 #include "io/hf_gpt2.h"
 #include "tokenizer/build_tokenizer.h"
 
@@ -97,21 +98,6 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
 }
 
 namespace {
-
-// CLI11 2.1 reads `key = []` as a key with no values and hands them to the option, whose
-// conversion then reads the first of none (a crash fuzz/fuzz_train_config.cpp found): such a
-// key is refused here, before any option sees it.
-class TomlConfig : public CLI::ConfigTOML {
- public:
-  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
-    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
-    for (const CLI::ConfigItem& item : items)  // "++" and "--" open and close sections
-      if (item.inputs.empty() && item.name != "++" && item.name != "--")
-        throw CLI::ConversionError(item.fullname() +
-                                   " = []: an empty list is no value (leave the key out)");
-    return items;
-  }
-};
 
 // A flag with a value. The last occurrence wins, so a command line can override an earlier
 // flag.
@@ -305,8 +291,12 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
   opt("--load", c.load,
-      "resume from the latest checkpoint under this directory (any layout); its seed, batch "
-      "sizes, sequence length, data and LR schedule must equal this run's (exit 2 otherwise)",
+      "resume from a checkpoint: its directory (the latest iteration), that `latest` file or "
+      "an iter_NNNNNNN directory, under any layout; its seed, batch sizes, sequence length, "
+      "data and LR schedule must equal this run's (exit 2 otherwise). It may be missing or "
+      "empty only where it is also --save (a job's first start)",
+      "Checkpoints");
+  opt("--ckpt-step", c.ckpt_step, "load iteration N under --load instead of the latest",
       "Checkpoints");
   app.add_flag("--finetune", c.finetune,
                "load only the weights from --load: iteration, data position, optimizer and loss "
@@ -316,6 +306,11 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   app.add_flag("--override-checkpoint-config", c.override_checkpoint_config,
                "resume from --load although the run settings differ from the checkpoint's; "
                "each difference is printed as a warning")
+      ->group("Checkpoints");
+  app.add_flag("--override-opt-param-scheduler", c.override_opt_param_scheduler,
+               "resume from --load with this run's learning-rate schedule (peak, floor, style, "
+               "warm-up and decay lengths) where it differs from the checkpoint's; each "
+               "difference is printed as a warning")
       ->group("Checkpoints");
   opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
       "Checkpoints");
@@ -406,11 +401,15 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
                       int* exit_code) {
   train::TrainingConfig& c = *config;
   CLI::App app("trident train: train a GPT model (Megatron-LM flags)", "trident train");
-  app.set_config("--config", "", "TOML config file; command-line flags override it");
-  app.config_formatter(std::make_shared<TomlConfig>());
+  app.set_config("--config", "",
+                 "TOML config file: keys are the flags without --; command-line flags override "
+                 "it, also its keys of the same concept (--train-iters its train-samples)");
+  auto config_file = std::make_shared<TrainConfigFile>(app);
+  app.config_formatter(config_file);
   ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
   add_training_flags(app, c);
   if (!parse_args(app, args, exit_code)) return false;
+  const std::vector<std::string> notes = apply_config_overrides(config_file->overrides(), c);
   std::vector<std::string> errors;
   try {
     apply_model_preset(c.model_preset, flags, c.model);
@@ -427,6 +426,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
     *exit_code = 2;
     return false;
   }
+  for (const std::string& note : notes) std::cout << "note: " << note << "\n";
   *exit_code = 0;
   return true;
 }

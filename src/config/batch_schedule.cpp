@@ -33,6 +33,8 @@ long GlobalBatchSchedule::iterations_for(long train_samples) const {
   // Megatron's loop (consumed += at(consumed) while consumed <= the ramp-up samples), taken a
   // batch size at a time: at() never decreases, so the iterations at one size are the longest
   // run of n for which the n-th still starts within the ramp-up at that size (binary search).
+  // Megatron's loop runs the whole ramp-up whatever the training length; a run that ends
+  // within it stops here at its last whole batch instead of training the ramp-up out.
   if (ramps())
     while (consumed <= rampup_.samples) {
       const long batch = at(consumed);
@@ -44,6 +46,8 @@ long GlobalBatchSchedule::iterations_for(long train_samples) const {
         else
           hi = mid - 1;
       }
+      const long fitting = (train_samples - consumed) / batch;  // whole batches left
+      if (fitting < lo) return iterations + std::max(0L, fitting);
       consumed += lo * batch, iterations += lo;
     }
   return iterations + std::max(0L, train_samples - consumed) / global_batch_;

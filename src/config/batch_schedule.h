@@ -27,7 +27,8 @@ class GlobalBatchSchedule {
   long final_size() const { return global_batch_; }
   // Iterations that consume `train_samples` (Megatron's update_train_iters: the ramp-up
   // runs while consumed <= ramp-up samples, then whole global batches; a partial last
-  // batch is dropped).
+  // batch is dropped). A length that ends within the ramp-up counts the whole batches that
+  // fit in it (Megatron's loop would train the ramp-up out).
   long iterations_for(long train_samples) const;
   // Samples consumed by the first `iterations` iterations.
   long samples_after(long iterations) const;

@@ -26,24 +26,38 @@ std::string data_description(const TrainingConfig& c) {
   return out.str();
 }
 
+}  // namespace
+
+// The schedule as it runs, in samples (lr_schedule()): a resume compares what the flags come
+// to, so a decay length that defaulted to --train-iters changes with it and is caught, while
+// the same schedule given as iterations or as samples is the same run.
+std::vector<checkpoint::RunSetting> lr_schedule_settings(const TrainingConfig& c) {
+  const optim::LrSchedule lr = c.lr_schedule();
+  return {{"lr", "--lr", c.lr},
+          {"min_lr", "--min-lr", c.min_lr},
+          {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
+          {"lr_schedule_warmup_samples",
+           "--lr-warmup-iters/-samples/-fraction (the warm-up in samples)", lr.warmup_steps},
+          {"lr_schedule_decay_samples",
+           "--lr-decay-iters/-samples (the decay length in samples; by default the training "
+           "length)",
+           lr.decay_steps}};
+}
+
+namespace {
+
 // Not here on purpose: t, p, d, virtual stages and the distributed optimizer (a checkpoint
-// loads under any layout), threads, and --train-iters (a run may be extended).
+// loads under any layout), threads, and --train-iters (a run may be extended; where that
+// moves the LR decay, the schedule's samples differ).
 std::vector<checkpoint::RunSetting> run_settings(const TrainingConfig& c) {
   std::vector<checkpoint::RunSetting> s = {
       {"seed", "--seed", c.seed},
       {"global_batch_size", "--global-batch-size", c.effective_global_batch()},
       {"micro_batch_size", "--micro-batch-size", c.micro_batch_size},
       {"seq_length", "--seq-length", c.model.seq_length},
-      {"data_path", "--data-path", data_description(c)},
-      {"lr", "--lr", c.lr},
-      {"min_lr", "--min-lr", c.min_lr},
-      {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
-      {"lr_warmup_iters", "--lr-warmup-iters", c.lr_warmup_iters},
-      {"lr_decay_iters", "--lr-decay-iters", c.lr_decay_iters},  // 0: --train-iters
-      {"lr_warmup_samples", "--lr-warmup-samples", c.lr_warmup_samples},
-      {"lr_decay_samples", "--lr-decay-samples", c.lr_decay_samples},        // 0: --train-samples
-      {"lr_warmup_fraction", "--lr-warmup-fraction", c.lr_warmup_fraction},  // < 0: not given
-      {"rampup_batch_size", "--rampup-batch-size", c.rampup_batch_size}};
+      {"data_path", "--data-path", data_description(c)}};
+  for (checkpoint::RunSetting& lr : lr_schedule_settings(c)) s.push_back(std::move(lr));
+  s.push_back({"rampup_batch_size", "--rampup-batch-size", c.rampup_batch_size});
   if (!c.mock_data) s.push_back({"split", "--split", c.split});  // mock data has no split
   return s;
 }

@@ -107,9 +107,12 @@ struct TrainingConfig {
   std::string sample_prompt;
   int sample_tokens = 48;
   std::string load_hf;
-  std::string save;          // checkpoint directory
-  long save_interval = 0;    // 0: only at the end
-  std::string load;          // resume from the latest checkpoint under this directory
+  std::string save;        // checkpoint directory
+  long save_interval = 0;  // 0: only at the end
+  // Resume from this checkpoint directory's `latest`, that `latest` file, or one iteration
+  // directory; --ckpt-step N (>= 0) loads iteration N under the checkpoint directory instead.
+  std::string load;
+  long ckpt_step = -1;
   int keep_checkpoints = 0;  // 0: keep all
   std::string save_hf;
   int threads = 0;  // 0: OpenMP's default
@@ -136,6 +139,9 @@ struct TrainingConfig {
   // equal this run's on resume unless one of the first two is given.
   bool finetune = false;                    // weights only: iteration, optimizer, scaler afresh
   bool override_checkpoint_config = false;  // resume anyway, each difference printed
+  // Resume with this run's learning-rate schedule (peak, floor, style, warm-up and decay
+  // lengths) where it differs from the checkpoint's, each difference printed (Megatron's).
+  bool override_opt_param_scheduler = false;
   // Testing: where --inject-fault-save dies: before-commit (files written, nothing renamed)
   // or mid-commit (the same iteration's committed directory moved aside, the new one not yet
   // in place).

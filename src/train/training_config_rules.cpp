@@ -11,6 +11,7 @@
 #include "data/gpt_dataset.h"
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
+#include "train/checkpointing.h"
 #include "train/training_config.h"
 
 namespace trident::train {
@@ -115,6 +116,7 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   require(!(c.finetune && c.override_checkpoint_config),
           "give --finetune (weights only, run settings free) or --override-checkpoint-config "
           "(resume everything despite changed settings), not both");
+  for (const std::string& e : load_path_errors(c)) errors.push_back(e);
   require(c.distributed_timeout_minutes >= 0,
           "--distributed-timeout-minutes must be >= 0 (0 turns the watchdog off)");
   require(c.inject_fault_kind == "error" || c.inject_fault_kind == "stop" ||
@@ -396,6 +398,9 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   check_optimizer(c, errors);
   check_logging_and_runtime(c, errors);
   check_data(c, errors);
+  // Only a valid run is compared with the checkpoint it resumes (its settings need the rest).
+  if (errors.empty())
+    for (const std::string& e : resume_errors(c)) errors.push_back(e);
   return errors;
 }
 

@@ -68,5 +68,57 @@ TEST(CheckpointLifecycle, KeepsTheNewestCheckpoints) {
   EXPECT_TRUE(fs::exists(dir.path / "iter_0000040"));
 }
 
+// What --load may name, against a directory laid out by hand: iterations 2 and 4 committed,
+// `latest` naming 4, an iteration directory whose save never finished, stray files.
+TEST(CheckpointLifecycle, LoadPathsAreClassifiedAndResolved) {
+  ScratchDir dir("trident-lifecycle-load-paths");
+  const fs::path ckpt = dir.path / "ckpt";
+  touch_iteration(ckpt, "iter_0000002");
+  touch_iteration(ckpt, "iter_0000004");
+  std::ofstream(ckpt / "latest") << "iter_0000004\n";
+  fs::create_directories(dir.path / "unfinished" / "iter_0000007");
+  fs::create_directories(dir.path / "empty");
+  std::ofstream(dir.path / "notes.txt") << "x";
+  const std::string c = ckpt.string();
+
+  EXPECT_EQ(classify_load_path(c), LoadPathKind::kCheckpointDir);
+  EXPECT_EQ(classify_load_path(c + "/"), LoadPathKind::kCheckpointDir);
+  EXPECT_EQ(classify_load_path(c + "/latest"), LoadPathKind::kLatestFile);
+  EXPECT_EQ(classify_load_path(c + "/iter_0000002"), LoadPathKind::kIterationDir);
+  EXPECT_EQ(classify_load_path(c + "/iter_0000002/"), LoadPathKind::kIterationDir);
+  EXPECT_EQ(classify_load_path((dir.path / "missing").string()), LoadPathKind::kMissing);
+  EXPECT_EQ(classify_load_path((dir.path / "empty").string()), LoadPathKind::kNoCheckpoint);
+  EXPECT_EQ(classify_load_path((dir.path / "notes.txt").string()), LoadPathKind::kOtherFile);
+  EXPECT_EQ(classify_load_path((dir.path / "unfinished" / "iter_0000007").string()),
+            LoadPathKind::kIncompleteIteration);
+
+  EXPECT_EQ(latest_checkpoint(c), (ckpt / "iter_0000004").string());
+  EXPECT_EQ(latest_checkpoint(c + "/latest"), (ckpt / "iter_0000004").string());
+  EXPECT_EQ(latest_checkpoint(c + "/iter_0000002"), (ckpt / "iter_0000002").string());
+  EXPECT_EQ(checkpoint_root(c + "/latest"), c);
+  EXPECT_EQ(checkpoint_root(c + "/iter_0000002"), c);
+  EXPECT_EQ(checkpoint_root(c), c);
+  EXPECT_EQ(iteration_checkpoint(c, 2), (ckpt / "iter_0000002").string());
+  try {
+    iteration_checkpoint(c, 3);
+    ADD_FAILURE() << "iteration 3 is not there";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("no checkpoint of iteration 3 (iter_0000003); it holds "
+                                         "iter_0000002, iter_0000004"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const char* bad : {"missing", "empty", "notes.txt"}) {
+    const std::string path = (dir.path / bad).string();
+    EXPECT_FALSE(has_checkpoint(path)) << bad;
+    try {
+      latest_checkpoint(path);
+      ADD_FAILURE() << bad;
+    } catch (const CheckpointError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": not a checkpoint (", 0), 0u) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trident::checkpoint
