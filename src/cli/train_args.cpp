@@ -254,6 +254,9 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
       "timers at each log interval, min/max over ranks: 0 none, 1 coarse, 2 all", "Logging");
   opt("--straggler-threshold", c.straggler_threshold,
       "name a rank whose compute exceeds its pipeline stage's median by this fraction", "Logging");
+  opt("--heartbeat-seconds", c.heartbeat_seconds,
+      "while an iteration runs longer than this, say so every this many seconds (0: never)",
+      "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", "Testing");

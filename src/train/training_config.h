@@ -98,6 +98,7 @@ struct TrainingConfig {
   std::string tensorboard_dir;       // event files of the logged scalars (rank 0)
   int timing_log_level = 0;          // 0 none, 1 coarse timers, 2 every timer (Megatron's)
   double straggler_threshold = 0.2;  // report a rank this much over its stage's median
+  double heartbeat_seconds = 30;     // a line every this long while a step runs (0: none)
   std::string load_hf;
   std::string save;          // checkpoint directory
   long save_interval = 0;    // 0: only at the end
