@@ -73,8 +73,12 @@ std::string format_run_summary(const RunSummary& s) {
   std::string out = "run summary:\n";
   out += "  wall time: " + format_duration(s.wall_seconds) + " (training steps " +
          format_duration(s.train_seconds) + ")\n";
-  std::snprintf(buf, sizeof buf, "  iterations: %ld (%ld to %ld of %ld)\n", iterations,
-                s.first_iteration, s.last_iteration, s.train_iters);
+  if (iterations > 0)
+    std::snprintf(buf, sizeof buf, "  iterations: %ld (%ld to %ld of %ld)\n", iterations,
+                  s.first_iteration, s.last_iteration, s.train_iters);
+  else  // resumed from a checkpoint of the last iteration
+    std::snprintf(buf, sizeof buf, "  iterations: none (the checkpoint was at %ld of %ld)\n",
+                  s.first_iteration - 1, s.train_iters);
   out += buf;
   std::snprintf(buf, sizeof buf, "  tokens trained: %ld (%.0f tokens/s)\n", s.tokens,
                 s.train_seconds > 0 ? (double)s.tokens / s.train_seconds : 0.0);

@@ -58,6 +58,7 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
   RecentIterations recent;  // for the ETA
   RunSummary summary;
   summary.first_iteration = run.first_iteration, summary.train_iters = run.train_iters;
+  summary.last_iteration = run.first_iteration - 1;  // none yet
   Heartbeat heartbeat(log, rank.world_rank == 0 ? c.heartbeat_seconds : 0);
   long last_saved = -1;
   for (long it = run.first_iteration; it <= run.train_iters; ++it) {

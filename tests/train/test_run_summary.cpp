@@ -30,6 +30,9 @@ TEST(RunSummary, ListsTimeTokensLossesAndWhereTheModelWent) {
   EXPECT_NE(text.find("  test loss: 0.000000E+00 (ppl 1.000000E+00)\n"), std::string::npos);
   EXPECT_NE(text.find("  checkpoint: none (no --save)\n  HuggingFace model: /runs/hf\n"),
             std::string::npos);
+  s.first_iteration = 7;  // resumed from the checkpoint of iteration 6 of 6: nothing to train
+  EXPECT_NE(format_run_summary(s).find("  iterations: none (the checkpoint was at 6 of 6)\n"),
+            std::string::npos);
 }
 
 TEST(ShellQuote, QuotesOnlyWhatTheShellWouldSplit) {
