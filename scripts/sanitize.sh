@@ -41,8 +41,9 @@ if [[ $MODE == thread ]]; then
   export OMP_NUM_THREADS=1
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
   # Threaded code and its tests (add the curation workers here): preprocess's workers, and
-  # trident serve's engine loop with the handler threads that wait on its jobs.
-  TESTS='^(Preprocess|PreprocessCommand|ServeEngine)\.'
+  # trident serve's engine loop with the handler threads that wait on its jobs; the training
+  # heartbeat.
+  TESTS='^(Preprocess|PreprocessCommand|ServeEngine|Heartbeat)\.'
   ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" -R "$TESTS" "$@"
 else
   export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -11,9 +12,10 @@
 #include "cli/inference_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
+#include "core/files.h"
+#include "core/progress.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/report.h"
-#include "core/files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trident::cli {
@@ -94,6 +96,18 @@ std::vector<std::string> split_tasks(const std::string& list) {
   return out;
 }
 
+// A scoring that runs past 5 s says every 5 s how far it has got (stderr, world rank 0: its
+// replica's share of the requests).
+void report_progress(evaluation::EngineScorer& scorer, int replicas) {
+  auto ticker = std::make_shared<ProgressTicker>(5.0);
+  const std::string what =
+      replicas > 1 ? "eval (replica 0 of " + std::to_string(replicas) + ")" : std::string("eval");
+  scorer.on_progress([ticker, what](long done, long total) {
+    if (const double elapsed = ticker->due(done, total); elapsed >= 0)
+      std::cerr << format_progress(what, done, total, "requests scored", elapsed) << std::endl;
+  });
+}
+
 int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& setup,
                bool reporter) {
   const std::unique_ptr<tokenizer::Tokenizer> built =
@@ -103,6 +117,7 @@ int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& 
       a.config, [&](const std::string& s) { return tok.encode(s); }, tok.eod(),
       model.max_sequence());
   evaluation::EngineScorer scorer(model, !a.separate);
+  if (reporter) report_progress(scorer, setup.groups.data->size());
   std::vector<std::vector<evaluation::Score>> scores =
       evaluation::score_replicas(scorer, plan.groups, *setup.groups.data);
   model.stop();

@@ -249,6 +249,9 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--sample-prompt", c.sample_prompt, "the prompt of the samples (needs a tokenizer)",
       "Logging");
   opt("--sample-tokens", c.sample_tokens, "tokens each sample continues by", "Logging");
+  opt("--heartbeat-seconds", c.heartbeat_seconds,
+      "while an iteration runs longer than this, say so every this many seconds (0: never)",
+      "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", "Testing");

@@ -91,6 +91,24 @@ RowResult score_row(const float* logits, int vocab, int target) {
   return {(double)logits[target] - best - std::log(sum), arg == target};
 }
 
+// The jobs of every group: one per group when its requests share their context, else one
+// per request.
+std::deque<Job> make_jobs(const std::vector<std::vector<PreparedRequest>>& prepared, bool share) {
+  std::deque<Job> queue;
+  for (size_t g = 0; g < prepared.size(); ++g) {
+    if (prepared[g].empty()) continue;
+    if (share) {
+      std::vector<int> all(prepared[g].size());
+      for (size_t k = 0; k < all.size(); ++k) all[k] = (int)k;
+      queue.push_back(make_job(g, prepared[g], all, true));
+    } else {
+      for (size_t k = 0; k < prepared[g].size(); ++k)
+        queue.push_back(make_job(g, prepared[g], {(int)k}, false));
+    }
+  }
+  return queue;
+}
+
 }  // namespace
 
 EngineScorer::EngineScorer(generation::InferenceModel& model, bool share_context)
@@ -101,7 +119,7 @@ std::vector<std::vector<Score>> EngineScorer::score(const std::vector<Group>& gr
   const int L = model_.max_sequence(), vocab = model_.vocab();
   std::vector<std::vector<Score>> out(groups.size());
   std::vector<std::vector<PreparedRequest>> prepared(groups.size());
-  std::deque<Job> queue;
+  const long requests_before = stats_.requests;
   for (size_t g = 0; g < groups.size(); ++g) {
     out[g].assign(groups[g].size(), Score{});
     for (const TokenRequest& r : groups[g]) {
@@ -109,16 +127,10 @@ std::vector<std::vector<Score>> EngineScorer::score(const std::vector<Group>& gr
       stats_.requests += 1;
       stats_.request_tokens += (long)prepared[g].back().input.size();
     }
-    if (groups[g].empty()) continue;
-    if (share_) {
-      std::vector<int> all(groups[g].size());
-      for (size_t k = 0; k < all.size(); ++k) all[k] = (int)k;
-      queue.push_back(make_job(g, prepared[g], all, true));
-    } else {
-      for (size_t k = 0; k < groups[g].size(); ++k)
-        queue.push_back(make_job(g, prepared[g], {(int)k}, false));
-    }
   }
+  std::deque<Job> queue = make_jobs(prepared, share_);
+  const long total = stats_.requests - requests_before;
+  long done = 0;  // requests whose every pass has run
   std::vector<std::optional<Job>> slots(model_.max_batch());
   struct Piece {
     int slot, offset, count, rows;
@@ -184,9 +196,11 @@ std::vector<std::vector<Score>> EngineScorer::score(const std::vector<Group>& gr
       job.offset += p.count;
       if (job.offset == (int)job.passes[job.pass].tokens.size()) {
         job.offset = 0;
-        if (++job.pass == job.passes.size()) slots[p.slot].reset();
+        if (++job.pass == job.passes.size())
+          done += (long)job.requests.size(), slots[p.slot].reset();
       }
     }
+    if (progress_) progress_(done, total);
   }
   stats_.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

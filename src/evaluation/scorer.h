@@ -10,6 +10,7 @@
 // the earlier one's entries; attention only reads positions before a row's own). Many
 // groups run at once, one per slot, in steps of up to max_step_tokens tokens; logits are
 // asked for continuation rows only.
+#include <functional>
 #include <vector>
 
 #include "evaluation/requests.h"
@@ -43,11 +44,17 @@ class EngineScorer {
   // Coordinator only. One Score per request, group by group.
   std::vector<std::vector<Score>> score(const std::vector<Group>& groups);
   const ScorerStats& stats() const { return stats_; }
+  // Called on the coordinator after each model step of score() with the requests finished so
+  // far and the total of that call (for a progress line).
+  void on_progress(std::function<void(long done, long total)> progress) {
+    progress_ = std::move(progress);
+  }
 
  private:
   generation::InferenceModel& model_;
   bool share_;
   ScorerStats stats_;
+  std::function<void(long, long)> progress_;
 };
 
 }  // namespace trident::evaluation

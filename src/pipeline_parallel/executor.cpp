@@ -189,6 +189,9 @@ double PipelineExecutor::evaluate(const std::function<const int*(int)>& tokens_o
       const int vs = j * p + stage_;
       if (vs > 0 && p > 1)
         receive(chunk.input_buffer(0), {OpType::kRecvForward, i, j, (stage_ + p - 1) % p});
+      if (options_.testing_forward_delay_ms > 0)  // evaluations have stragglers too
+        std::this_thread::sleep_for(
+            std::chrono::microseconds((long)(options_.testing_forward_delay_ms * 1e3)));
       loss += chunk.forward_chunk(0, tokens_of(i), micro_batch_, seq_, 0.f, nullptr, -1);
       if (vs < last && p > 1) {
         send(chunk.output_buffer(0), {OpType::kSendForward, i, j, (stage_ + 1) % p});

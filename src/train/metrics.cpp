@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "core/progress.h"
+
 namespace trident::train {
 
 std::string format_log_line(const IterationStats& s) {
@@ -28,6 +30,9 @@ std::string format_log_line(const IterationStats& s) {
                   s.loss_scale, s.skipped_iterations);
     line += buf;
   }
+  if (s.elapsed_s >= 0)
+    line +=
+        " elapsed: " + format_duration(s.elapsed_s) + " | ETA: " + format_duration(s.eta_s) + " |";
   return line;
 }
 
@@ -60,6 +65,10 @@ void MetricsWriter::write(const IterationStats& s) {
   if (s.loss_scale > 0) {
     j["loss_scale"] = s.loss_scale;
     j["skipped_iterations"] = s.skipped_iterations;
+  }
+  if (s.elapsed_s >= 0) {
+    j["elapsed_s"] = s.elapsed_s;
+    j["eta_s"] = s.eta_s;
   }
   *out_ << j.dump() << "\n" << std::flush;
 }

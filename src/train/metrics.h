@@ -1,6 +1,6 @@
 #pragma once
-// The per-interval log line (Megatron's format plus tokens/s and MFU) and the same
-// numbers as one JSON object per line in --metrics-file.
+// The per-interval log line (Megatron's format plus tokens/s, MFU, elapsed time and ETA) and the
+// same numbers as one JSON object per line in --metrics-file.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,6 +22,8 @@ struct IterationStats {
   double mfu = 0;
   double loss_scale = 0;  // fp16 only (0: not shown)
   long skipped_iterations = 0;
+  // Since the run started, and the time left at the recent iterations' pace (< 0: not shown).
+  double elapsed_s = -1, eta_s = -1;
 };
 
 struct ValidationStats {

@@ -1,12 +1,16 @@
 #include "train/trainer.h"
 
+#include <chrono>
 #include <cmath>
 #include <ostream>
 
+#include "core/progress.h"
 #include "model/flops.h"
 #include "train/checkpointing.h"
+#include "train/heartbeat.h"
 #include "train/log_interval.h"
 #include "train/report.h"
+#include "train/run_summary.h"
 #include "train/samples.h"
 #include "train/train_step.h"
 #include "train/training_run.h"
@@ -16,13 +20,21 @@ namespace trident::train {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 bool due(long iteration, long interval) {
   return interval > 0 && iteration % interval == 0;
 }
 
 // After the last step: the final checkpoint, the reports on what the run's parallelism
-// cost, the last validation and the test loss, the HuggingFace export, the closing reports.
-void finish_training(TrainingRun& run, long last_saved) {
+// cost, the last validation and the test loss, the HuggingFace export, the closing reports
+// and the summary with the next commands.
+void finish_training(TrainingRun& run, long last_saved, RunSummary summary,
+                     Clock::time_point started) {
   const TrainingConfig& c = run.config;
   if (!c.save.empty() && last_saved != run.train_iters) save_checkpoint(run, run.train_iters);
   run.model.finish_param_gather();
@@ -30,33 +42,49 @@ void finish_training(TrainingRun& run, long last_saved) {
   const GroupCollectives training = training_collectives(run);
   report_parallel_overlap(run);
   run_validation(run, run.train_iters);
-  run_test(run);
+  summary.test_loss = run_test(run);
   if (!c.save_hf.empty()) export_hf_model(run);
   report_end_of_run(run, training);
+  summary.wall_seconds = seconds_since(started);
+  print_run_summary(run, summary);
 }
 
 }  // namespace
 
 int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
+  const Clock::time_point started = Clock::now();
   TrainingRun run(c, rank, log);
   const int seq = c.model.seq_length, padded_vocab = run.model.chunks[0]->padded_vocab();
   LogInterval interval;
+  RecentIterations recent;  // for the ETA
+  RunSummary summary;
+  summary.first_iteration = run.first_iteration, summary.train_iters = run.train_iters;
+  summary.last_iteration = run.first_iteration - 1;  // none yet
+  Heartbeat heartbeat(log, rank.world_rank == 0 ? c.heartbeat_seconds : 0);
   long last_saved = -1;
   for (long it = run.first_iteration; it <= run.train_iters; ++it) {
+    heartbeat.begin(it);
     const StepResult step = train_step(run, it);
+    heartbeat.end(step.seconds);
+    recent.add(step.seconds);
+    summary.last_iteration = it, summary.train_seconds += step.seconds;
+    summary.tokens += step.global_batch * seq;
     interval.add(step, seq,
                  training_flops_per_iteration(c.model, step.global_batch, seq, padded_vocab));
     if (!std::isfinite(step.loss_sum)) {
       log << "error: loss is not finite at iteration " << it << "\n";
       return 3;
     }
-    if (it % c.log_interval == 0 || it == run.train_iters)
-      run.training_log->interval(interval.take(run, it, step));
+    if (it % c.log_interval == 0 || it == run.train_iters) {
+      IterationStats s = interval.take(run, it, step);
+      s.elapsed_s = seconds_since(started), s.eta_s = recent.eta_seconds(run.train_iters - it);
+      run.training_log->interval(s);
+    }
     if (due(it, c.eval_interval) && it != run.train_iters) run_validation(run, it);
     if (due(it, c.sample_interval)) print_sample(run, it);
     if (!c.save.empty() && due(it, c.save_interval)) save_checkpoint(run, it), last_saved = it;
   }
-  finish_training(run, last_saved);
+  finish_training(run, last_saved, summary, started);
   return 0;
 }
 

@@ -106,6 +106,7 @@ struct TrainingConfig {
   long sample_interval = 0;
   std::string sample_prompt;
   int sample_tokens = 48;
+  double heartbeat_seconds = 30;  // a line every this long while a step runs (0: none)
   std::string load_hf;
   std::string save;        // checkpoint directory
   long save_interval = 0;  // 0: only at the end

@@ -339,6 +339,8 @@ void check_logging_and_runtime(const TrainingConfig& c, std::vector<std::string>
           "--timing-log-level must be 0, 1 or 2, got " + std::to_string(c.timing_log_level));
   require(c.straggler_threshold > 0,
           "--straggler-threshold must be > 0 (a fraction over the median)");
+  require(c.heartbeat_seconds >= 0 && std::isfinite(c.heartbeat_seconds),
+          "--heartbeat-seconds must be >= 0 and finite (0: no heartbeat)");
   require(c.eval_interval >= 0, "--eval-interval must be >= 0");
   require(c.eval_iters >= 0, "--eval-iters must be >= 0");
   require(c.threads >= 0, "--threads must be >= 0");

@@ -38,6 +38,7 @@ void TrainingLog::step(const std::vector<pipeline_parallel::TraceEvent>& events)
 void TrainingLog::interval(const IterationStats& s) {
   log_ << format_log_line(s) << "\n";
   metrics_.write(s);
+  last_interval_ = s;
   TimerReport timers;
   if (timers_.level() > 0) {
     timers = timers_.reduce(*rank_.groups->world, pipeline_stage_);
@@ -67,6 +68,7 @@ void TrainingLog::interval(const IterationStats& s) {
 void TrainingLog::validation(const ValidationStats& v) {
   log_ << format_validation_line(v) << "\n";
   metrics_.write(v);
+  last_validation_ = v;
   if (!tensorboard_.enabled()) return;
   tensorboard_.scalar("lm loss validation", v.loss, v.iteration);
   tensorboard_.scalar("lm loss validation vs samples", v.loss, v.consumed_samples);

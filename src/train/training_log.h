@@ -3,6 +3,7 @@
 // --metrics-file JSON lines (appended to when the run resumes), TensorBoard scalars under
 // Megatron's names (--tensorboard-dir) and the timers (--timing-log-level) with their
 // straggler line. Rank 0 writes; the timers are gathered from every rank.
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -37,6 +38,9 @@ class TrainingLog {
   void interval(const IterationStats& s);
   // Rank 0's writers only.
   void validation(const ValidationStats& v);
+  // The latest of each (for the end-of-run summary); empty before the first.
+  const std::optional<IterationStats>& last_interval() const { return last_interval_; }
+  const std::optional<ValidationStats>& last_validation() const { return last_validation_; }
 
  private:
   const engine::RankContext& rank_;
@@ -46,6 +50,8 @@ class TrainingLog {
   IntervalTimers timers_;
   GroupCollectives step_start_;
   int pipeline_stage_;
+  std::optional<IterationStats> last_interval_;
+  std::optional<ValidationStats> last_validation_;
 };
 
 }  // namespace trident::train

@@ -3,23 +3,31 @@
 #include <cmath>
 #include <iomanip>
 
+#include "core/progress.h"
+
 namespace trident::train {
 
 namespace {
 
 // Mean loss over eval_iters global batches starting at sample `first`; each data-parallel
 // replica evaluates its slice of every batch, as in training.
-double evaluate(TrainingRun& run, const data::SampleSource& source, long first, long* tokens_out) {
+double evaluate(TrainingRun& run, const char* what, const data::SampleSource& source, long first,
+                long* tokens_out) {
   const TrainingConfig& c = run.config;
   comm::Communicator& dp = *run.rank.groups->data;
   const int b = c.micro_batch_size, s = c.model.seq_length, m = c.num_micro_batches();
   const long global_batch = c.effective_global_batch();
   std::vector<int> tokens;
   double total = 0;
+  // A long evaluation says how far it has got every 2 s (rank 0's log; others discard it).
+  ProgressTicker ticker(2.0);
   for (int e = 0; e < c.eval_iters; ++e) {
     fill_replica_batch(source, first + e * global_batch, c, m, dp.rank(), dp.size(), tokens);
     total +=
         run.executor->evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); }, m);
+    if (const double elapsed = ticker.due(e + 1, c.eval_iters); elapsed >= 0)
+      run.log << format_progress(what, e + 1, c.eval_iters, "batches", elapsed) << "\n"
+              << std::flush;
   }
   dp.all_reduce(&total, 1, comm::ReduceOp::kSum);
   *tokens_out = c.eval_iters * global_batch * s;
@@ -52,21 +60,22 @@ void run_validation(TrainingRun& run, long iteration) {
   GroupCollectives before = snapshot_collectives(*run.rank.groups);
   const long first = run.progress.evaluations++ * (long)c.eval_iters * c.effective_global_batch();
   long n = 0;
-  double loss = evaluate(run, *run.data.valid, first, &n);
+  double loss = evaluate(run, "validation", *run.data.valid, first, &n);
   run.training_log->validation({iteration, run.progress.consumed_samples, loss, n});
   GroupCollectives after = snapshot_collectives(*run.rank.groups);
   for (size_t i = 0; i < after.size(); ++i)
     run.evaluation_traffic[i].second += (after[i].second -= before[i].second);
 }
 
-void run_test(TrainingRun& run) {
-  if (run.config.eval_iters == 0 || !run.data.test) return;
+double run_test(TrainingRun& run) {
+  if (run.config.eval_iters == 0 || !run.data.test) return NAN;
   announce_evaluation("test", run);
   long n = 0;
-  double loss = evaluate(run, *run.data.test, 0, &n);
+  double loss = evaluate(run, "test", *run.data.test, 0, &n);
   run.log << " test loss at the end | lm loss value: " << std::scientific << loss
           << " | lm loss PPL: " << std::exp(loss) << " |\n";
   run.log.unsetf(std::ios::scientific);
+  return loss;
 }
 
 }  // namespace trident::train

@@ -10,7 +10,8 @@ namespace trident::train {
 // no validation split.
 void run_validation(TrainingRun& run, long iteration);
 
-// Collective over the world; the test loss printed by rank 0 (same conditions).
-void run_test(TrainingRun& run);
+// Collective over the world; the test loss printed by rank 0 (same conditions) and returned
+// (NaN when there was none). A validation or test that runs past 2 s prints its progress.
+double run_test(TrainingRun& run);
 
 }  // namespace trident::train
