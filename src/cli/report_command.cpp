@@ -39,7 +39,7 @@ int report_main(const std::vector<std::string>& args) {
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   try {
-    const report::RunFiles files = report::find_run_files(run, metrics, timeline);
+    const report::RunFiles files = report::find_run_files(run, metrics, timeline, port >= 0);
     if (port >= 0) return report::serve_report(files, port, std::cout);
     if (output.empty()) output = default_output(run, files.metrics);
     write_file_atomically(output, report::report_page(files, false));

@@ -48,7 +48,7 @@ std::string report_page(const nlohmann::ordered_json& rows, const std::string& t
                         const std::string& source, bool live) {
   std::string page =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-      "<title>trident report</title>\n<style>" +
+      "<title>trident report</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>" +
       page_style() + "</style></head>\n<body data-live=\"" + (live ? "1" : "0") +
       "\">\n<h1>trident report</h1>\n<p class=\"source\">" + escape_html(source) + "</p>\n" +
       kSections;

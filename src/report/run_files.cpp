@@ -12,32 +12,33 @@
 namespace trident::report {
 
 RunFiles find_run_files(const std::string& run, const std::string& metrics,
-                        const std::string& timeline) {
+                        const std::string& timeline, bool live) {
   namespace fs = std::filesystem;
   RunFiles files{metrics, timeline};
   if (!run.empty()) {
-    if (!fs::is_directory(run))
+    if (!live && !fs::is_directory(run))
       throw FormatError("RUN " + run +
                         " is not a directory (a run's directory, as train --report-dir writes "
                         "it; or give --metrics-file)");
     const fs::path dir(run);
     if (files.metrics.empty()) files.metrics = (dir / kMetricsName).string();
-    if (files.timeline.empty() && fs::exists(dir / kTimelineName))
+    if (files.timeline.empty() && (live || fs::exists(dir / kTimelineName)))
       files.timeline = (dir / kTimelineName).string();
   }
   if (files.metrics.empty()) throw FormatError("name a run directory or --metrics-file");
-  if (!fs::is_regular_file(files.metrics))
+  if (!live && !fs::is_regular_file(files.metrics))
     throw FormatError("metrics file " + files.metrics + " does not exist");
   return files;
 }
 
 nlohmann::ordered_json read_metrics_rows(const std::string& path) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  if (!std::filesystem::exists(path)) return rows;
   std::ifstream in(path);
   if (!in) throw FormatError("cannot read the metrics file " + path);
   std::stringstream whole;
   whole << in.rdbuf();
   const std::string text = whole.str();
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   size_t begin = 0;
   for (long number = 1; begin < text.size(); ++number) {
     const size_t end = text.find('\n', begin);

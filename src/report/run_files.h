@@ -19,13 +19,14 @@ struct RunFiles {
 
 // RUN is a directory holding metrics.jsonl (and timeline.json when written), or "" with the
 // files given one by one; an explicit file overrides the directory's. FormatError naming the
-// path when there is no metrics file or RUN is not a directory.
+// path when there is no metrics file or RUN is not a directory. live: a run that is starting
+// may not have written them yet (the page waits for them).
 RunFiles find_run_files(const std::string& run, const std::string& metrics,
-                        const std::string& timeline);
+                        const std::string& timeline, bool live = false);
 
-// Every row of the metrics file, in order, as one JSON array. A last line without its newline
-// is a row still being written (a live run) and is left out; any other line that is not a
-// JSON object is a FormatError naming the file and line.
+// Every row of the metrics file, in order, as one JSON array ([] when the file does not exist
+// yet). A last line without its newline is a row still being written (a live run) and is left
+// out; any other line that is not a JSON object is a FormatError naming the file and line.
 nlohmann::ordered_json read_metrics_rows(const std::string& path);
 
 // The timeline drawn (pipeline_parallel::render_timeline_svg) as markup to put inside an HTML

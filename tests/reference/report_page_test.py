@@ -5,9 +5,10 @@ as serve_page_test.py) and checked against the run's files read here independent
 embedded JSON equals the metrics file's rows, the loss chart has one point per logged
 iteration (higher loss, higher on the page), the timeline one box per event of the Chrome
 trace (same rank and name), the memory plan a bar per buffer, and the browser requested
-nothing but the file itself. Then `--serve`: the JSON endpoint follows the file as lines are
-appended (a line still being written is left out), and the open page redraws without a
-reload. Bad input: exit 2 naming the input, nothing written.
+nothing but the file itself. `--serve`, started before the run: the page opened then draws
+the run as it is written, without a reload, asking nothing of anyone but its own server; the
+JSON endpoint follows the file as lines are appended (a line still being written is left
+out). Bad input: exit 2 naming the input, nothing written.
 Usage: report_page_test.py TRIDENT SCREENSHOT.png
 Exits 77 (CTest: skipped) when chromium is not installed.
 """
@@ -103,7 +104,7 @@ def check_page(check, browser, page, rows, trace, screenshot):
     n = browser.evaluate(session, 'document.querySelectorAll("#collectives tr.collective").length')
     check(n == sum(len(k) for k in collectives.values()) > 0, f"a row per collective kind ({n})")
     urls = [e["params"]["request"]["url"] for e in browser.events
-            if e.get("method") == "Network.requestWillBeSent"]
+            if e.get("method") == "Network.requestWillBeSent" and e.get("sessionId") == session]
     check(urls and all(u.startswith("file://") for u in urls),
           f"the browser requested only the file itself: {urls}")
     browser.call("Emulation.setDeviceMetricsOverride", session, width=1300, height=2400,
@@ -119,32 +120,42 @@ def fetch_rows(port):
         return json.loads(answer.read())
 
 
-def check_live(check, browser, trident, run, rows):
+def start_server(trident, run):
     server = subprocess.Popen([trident, "report", run, "--serve", "0"], stdout=subprocess.PIPE,
                               text=True)
-    try:
-        line = server.stdout.readline()
-        port = int(re.search(r"127\.0\.0\.1:(\d+)/", line).group(1))
-        check(fetch_rows(port) == rows, f"GET /metrics.json on port {port}: the file's rows")
-        session = open_page(browser, f"http://127.0.0.1:{port}/")
-        browser.evaluate(session, "window.notReloaded = true")
-        count = 'document.querySelectorAll("#chart-loss-iterations circle.point.train").length'
-        before = browser.evaluate(session, count)
-        row = {"iteration": 7, "consumed_samples": 56, "loss": 5.5, "lr": 1e-4, "grad_norm": 1.0,
-               "tokens_per_s": 1000.0, "tflops": 0.1, "mfu": 0.1}
-        with open(os.path.join(run, "metrics.jsonl"), "a") as f:
-            f.write(json.dumps(row) + "\n" + '{"iteration": 8, "loss"')  # 8 still being written
-        check(fetch_rows(port) == rows + [row],
-              "the appended row is served at once; the unfinished line is left out")
-        deadline = time.time() + 10
-        while time.time() < deadline and browser.evaluate(session, count) == before:
-            time.sleep(0.1)
-        after = browser.evaluate(session, count)
-        check(after == before + 1 and browser.evaluate(session, "window.notReloaded"),
-              f"the open page redrew without a reload ({before} -> {after} points)")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    line = server.stdout.readline()
+    return server, int(re.search(r"127\.0\.0\.1:(\d+)/", line).group(1))
+
+
+def check_live(check, browser, session, port, run, rows, trace):
+    """The page opened before the run started has drawn the run without a reload."""
+    check(fetch_rows(port) == rows, f"GET /metrics.json on port {port}: the file's rows")
+    count = 'document.querySelectorAll("#chart-loss-iterations circle.point.train").length'
+    boxes = 'document.querySelectorAll("#timeline-run rect.op").length'
+    deadline = time.time() + 10
+    while time.time() < deadline and (browser.evaluate(session, count) != 6 or
+                                      browser.evaluate(session, boxes) != len(trace)):
+        time.sleep(0.1)
+    check(browser.evaluate(session, count) == 6 and browser.evaluate(session, boxes) == len(trace)
+          and browser.evaluate(session, "window.notReloaded"),
+          "the page opened before the run drew its 6 iterations and its timeline, no reload")
+    before = browser.evaluate(session, count)
+    row = {"iteration": 7, "consumed_samples": 56, "loss": 5.5, "lr": 1e-4, "grad_norm": 1.0,
+           "tokens_per_s": 1000.0, "tflops": 0.1, "mfu": 0.1}
+    with open(os.path.join(run, "metrics.jsonl"), "a") as f:
+        f.write(json.dumps(row) + "\n" + '{"iteration": 8, "loss"')  # 8 still being written
+    check(fetch_rows(port) == rows + [row],
+          "the appended row is served at once; the unfinished line is left out")
+    deadline = time.time() + 10
+    while time.time() < deadline and browser.evaluate(session, count) == before:
+        time.sleep(0.1)
+    after = browser.evaluate(session, count)
+    check(after == before + 1 and browser.evaluate(session, "window.notReloaded"),
+          f"the open page redrew without a reload ({before} -> {after} points)")
+    urls = {e["params"]["request"]["url"] for e in browser.events
+            if e.get("method") == "Network.requestWillBeSent" and e.get("sessionId") == session}
+    own = {f"http://127.0.0.1:{port}/{path}" for path in ("", "metrics.json", "timeline")}
+    check(urls == own, f"the served page requested only its own server: {sorted(urls)}")
 
 
 def check_refusals(check, trident, tmp):
@@ -168,29 +179,38 @@ def main():
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         run = os.path.join(tmp, "run")
-        out = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", trident, "train"] + TRAIN +
-                             ["--report-dir", run], capture_output=True, text=True, env=MPI_ENV,
-                             timeout=300)
-        check(out.returncode == 0, f"train --report-dir: exit {out.returncode} {out.stderr[-500:]}")
-        rows = read_rows(os.path.join(run, "metrics.jsonl"))
-        trace = [e for e in json.load(open(os.path.join(run, "timeline.json")))["traceEvents"]
-                 if e["ph"] == "X"]
-        svg = open(os.path.join(run, "timeline.svg")).read()
-        check(svg.count('<rect class="op"') == len(trace), "timeline.svg: a box per trace event")
-        page = os.path.join(tmp, "page.html")
-        out = subprocess.run([trident, "report", run, "--output", page], capture_output=True,
-                             text=True)
-        check(out.returncode == 0 and os.path.exists(page), f"trident report: {out.stdout.strip()}")
-        text = open(page).read()
-        check(text == open(os.path.join(run, "report.html")).read(),
-              "the page train wrote at its end is the same page")
-        check(not re.findall(r"https?://", text), "the page names no http(s) URL")
+        # Served from before the run starts: live while it writes.
+        server, port = start_server(trident, run)
         browser = DevTools(os.path.join(tmp, "profile"))
         try:
+            check(fetch_rows(port) == [], "served before the run starts: no rows yet")
+            live = open_page(browser, f"http://127.0.0.1:{port}/")
+            browser.evaluate(live, "window.notReloaded = true")
+            out = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", trident, "train"] +
+                                 TRAIN + ["--report-dir", run], capture_output=True, text=True,
+                                 env=MPI_ENV, timeout=300)
+            check(out.returncode == 0,
+                  f"train --report-dir: exit {out.returncode} {out.stderr[-500:]}")
+            rows = read_rows(os.path.join(run, "metrics.jsonl"))
+            trace = [e for e in json.load(open(os.path.join(run, "timeline.json")))["traceEvents"]
+                     if e["ph"] == "X"]
+            svg = open(os.path.join(run, "timeline.svg")).read()
+            check(svg.count('<rect class="op"') == len(trace), "timeline.svg: a box per trace event")
+            page = os.path.join(tmp, "page.html")
+            out = subprocess.run([trident, "report", run, "--output", page], capture_output=True,
+                                 text=True)
+            check(out.returncode == 0 and os.path.exists(page),
+                  f"trident report: {out.stdout.strip()}")
+            text = open(page).read()
+            check(text == open(os.path.join(run, "report.html")).read(),
+                  "the page train wrote at its end is the same page")
+            check(not re.findall(r"https?://", text), "the page names no http(s) URL")
             check_page(check, browser, page, rows, trace, screenshot)
-            check_live(check, browser, trident, run, rows)
+            check_live(check, browser, live, port, run, rows, trace)
         finally:
             browser.close()
+            server.terminate()
+            server.wait(timeout=10)
         check_refusals(check, trident, tmp)
     return check.summary()
 

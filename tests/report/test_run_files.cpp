@@ -26,6 +26,12 @@ TEST(RunFiles, DirectoryOrExplicitFiles) {
   EXPECT_EQ(find_run_files("", dir + "/metrics.jsonl", "t.json").timeline, "t.json");
   EXPECT_THROW(find_run_files(dir + "/metrics.jsonl", "", ""), FormatError);  // not a dir
   EXPECT_THROW(find_run_files("", "", ""), FormatError);
+  // Served live, a run not started yet: its files are where it will write them.
+  files = find_run_files(dir + "/later", "", "", true);
+  EXPECT_EQ(std::filesystem::path(files.timeline),
+            std::filesystem::path(dir) / "later/timeline.json");
+  EXPECT_TRUE(read_metrics_rows(files.metrics).empty());
+  EXPECT_EQ(timeline_figure(files), "");
 }
 
 TEST(RunFiles, RowsLeaveOutALineBeingWritten) {
