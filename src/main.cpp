@@ -10,6 +10,7 @@
 #include "cli/inspect_data_command.h"
 #include "cli/plan_command.h"
 #include "cli/preprocess_command.h"
+#include "cli/report_command.h"
 #include "cli/schedule_command.h"
 #include "cli/score_command.h"
 #include "cli/serve_command.h"
@@ -31,6 +32,7 @@ void usage(std::ostream& os) {
         "  preprocess  JSONL corpus -> Megatron .bin/.idx dataset\n"
         "  inspect-data  summary and contents of a .bin/.idx dataset\n"
         "  schedule  print, simulate and draw a pipeline schedule (GPipe, 1F1B, interleaved)\n"
+        "  report  a run's metrics, memory plan and timeline as one HTML page (or live)\n"
         "  plan    pick and launch (t, p, d, b, v) for a model on a cluster (PTD-P model)\n"
         "  convert   checkpoint <-> HuggingFace GPT-2 directory\n";
 }
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   if (command == "preprocess") return trident::cli::preprocess_main(args);
   if (command == "inspect-data") return trident::cli::inspect_data_main(args);
   if (command == "schedule") return trident::cli::schedule_main(args);
+  if (command == "report") return trident::cli::report_main(args);
   if (command == "plan") return trident::cli::plan_main(args);
   if (command == "convert") return trident::cli::convert_main(args);
   if (command == "--help" || command == "-h" || command == "help") {

@@ -9,6 +9,7 @@
 #include "cli/train_args_config.h"
 #include "io/hf_gpt2.h"
 #include "tokenizer/build_tokenizer.h"
+#include "train/run_pictures.h"
 
 namespace trident::cli {
 
@@ -240,6 +241,12 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--metrics-file", c.metrics_file,
       "write metrics as JSON lines here (appended to when resuming)", "Logging");
   opt("--tensorboard-dir", c.tensorboard_dir, "write TensorBoard event files here", "Logging");
+  opt("--timeline-svg", c.timeline_svg,
+      "draw every rank's operations (the --timeline events) as `schedule --svg` draws", "Logging");
+  opt("--report-dir", c.report_dir,
+      "metrics.jsonl, timeline.json, timeline.svg and at the end report.html here (trident "
+      "report DIR)",
+      "Logging");
   opt("--timing-log-level", c.timing_log_level,
       "timers at each log interval, min/max over ranks: 0 none, 1 coarse, 2 all", "Logging");
   opt("--straggler-threshold", c.straggler_threshold,
@@ -413,6 +420,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   add_training_flags(app, c);
   if (!parse_args(app, args, exit_code)) return false;
   const std::vector<std::string> notes = apply_config_overrides(config_file->overrides(), c);
+  train::apply_report_dir(c);
   std::vector<std::string> errors;
   try {
     apply_model_preset(c.model_preset, flags, c.model);

@@ -93,51 +93,100 @@ Simulation simulate(const ScheduleConfig& c, const OpTimes& times) {
   return sim;
 }
 
-std::string render_svg(const ScheduleConfig& c, const Simulation& sim) {
-  const double unit = 36.0, row = 34.0, left = 70.0, top = 30.0;
-  const double width = left + sim.makespan * unit + 20, height = top + c.stages * row + 40;
-  std::string svg;
-  char buf[512];
-  std::snprintf(
-      buf, sizeof buf,
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n<text x=\"%.0f\" y=\"18\">%s p=%d v=%d m=%d: bubble %.3f "
-      "(analytic %.3f)</text>\n",
-      width, height, left, schedule_name(c.kind).c_str(), c.stages, c.chunks, c.microbatches,
-      sim.bubble_fraction(0),
-      analytic_bubble_fraction(c, sim.forward_time, sim.backward_time, sim.weight_time));
-  svg += buf;
+namespace {
+
+// Forward blue, backward orange, W green (shade = model chunk); communication grey.
+const char* box_colour(const std::string& category, int chunk) {
   static const char* forward_colours[] = {"#9ecae1", "#c6dbef", "#6baed6", "#deebf7"};
   static const char* backward_colours[] = {"#fdae6b", "#fdd0a2", "#fd8d3c", "#feedde"};
   static const char* weight_colours[] = {"#a1d99b", "#c7e9c0", "#74c476", "#e5f5e0"};
-  for (int s = 0; s < c.stages; ++s) {
-    double y = top + s * row;
-    std::snprintf(buf, sizeof buf, "<text x=\"8\" y=\"%.0f\">rank %d</text>\n", y + row / 2 + 4, s);
-    svg += buf;
-    for (const TimedOp& t : sim.ranks[s]) {
-      if (!t.op.is_compute()) continue;
-      const char* const* colours = t.op.type == OpType::kForward    ? forward_colours
-                                   : t.op.type == OpType::kBackward ? backward_colours
-                                                                    : weight_colours;
-      const char* colour = colours[t.op.chunk % 4];
-      double x = left + t.start * unit, w = (t.end - t.start) * unit;
-      std::snprintf(buf, sizeof buf,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
-                    "stroke=\"#333\" stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\" "
-                    "text-anchor=\"middle\">%d</text>\n",
-                    x, y + 2, w, row - 6, colour, x + w / 2, y + row / 2 + 3, t.op.microbatch + 1);
-      svg += buf;
-    }
+  if (category == "forward") return forward_colours[chunk % 4];
+  if (category == "backward") return backward_colours[chunk % 4];
+  if (category == "weight") return weight_colours[chunk % 4];
+  if (category == "optimizer") return "#bcbddc";
+  if (category == "data-parallel") return "#fdd835";
+  if (category == "step") return "#333333";
+  return "#d9d9d9";  // send, recv, wait
+}
+
+// Hover text and labels come from names the run chose: keep them valid XML.
+std::string escape_xml(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else if (ch == '&')
+      out += "&amp;";
+    else if (ch == '"')
+      out += "&quot;";
+    else
+      out += ch;
   }
+  return out;
+}
+
+}  // namespace
+
+std::string draw_boxes_svg(const BoxDrawing& d) {
+  const double row = 34.0, left = 70.0, top = 30.0;
+  const double width = left + d.span * d.unit + 20, rows = (double)d.row_names.size();
+  const double height = top + rows * row + 40;
+  std::string svg;
+  char buf[512];
   std::snprintf(buf, sizeof buf,
-                "<text x=\"%.0f\" y=\"%.0f\">blue: forward, orange: backward%s (shade = "
-                "model chunk); numbers are micro-batches; white gaps are the bubble</text>\n"
-                "</svg>\n",
-                left, top + c.stages * row + 24,
-                c.splits_backward() ? " (input gradient), green: weight gradient" : "");
-  svg += buf;
-  return svg;
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" "
+                "height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"18\">",
+                width, height, left);
+  svg += buf + escape_xml(d.title) + "</text>\n";
+  for (size_t r = 0; r < d.row_names.size(); ++r) {
+    std::snprintf(buf, sizeof buf, "<text x=\"8\" y=\"%.0f\">", top + r * row + row / 2 + 4);
+    svg += buf + escape_xml(d.row_names[r]) + "</text>\n";
+  }
+  for (const DrawnBox& b : d.boxes) {
+    const double x = left + b.start * d.unit, y = top + b.row * row;
+    const double w = std::max(0.5, (b.end - b.start) * d.unit);
+    std::snprintf(buf, sizeof buf,
+                  "<rect class=\"op\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                  "fill=\"%s\" stroke=\"#333\" stroke-width=\"0.5\">",
+                  x, y + 2, w, row - 6, box_colour(b.category, b.chunk));
+    svg += buf;
+    if (!b.tooltip.empty()) svg += "<title>" + escape_xml(b.tooltip) + "</title>";
+    svg += "</rect>";
+    // A label wider than its box would cover the neighbours' (measured ops can be thin).
+    if (!b.label.empty() && w >= 7.0 * b.label.size()) {
+      std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                    x + w / 2, y + row / 2 + 3);
+      svg += buf + escape_xml(b.label) + "</text>";
+    }
+    svg += "\n";
+  }
+  std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"%.0f\">", left, top + rows * row + 24);
+  return svg + buf + escape_xml(d.legend) + "</text>\n</svg>\n";
+}
+
+std::string render_svg(const ScheduleConfig& c, const Simulation& sim) {
+  BoxDrawing d;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s p=%d v=%d m=%d: bubble %.3f (analytic %.3f)",
+                schedule_name(c.kind).c_str(), c.stages, c.chunks, c.microbatches,
+                sim.bubble_fraction(0),
+                analytic_bubble_fraction(c, sim.forward_time, sim.backward_time, sim.weight_time));
+  d.title = buf;
+  d.legend = std::string("blue: forward, orange: backward") +
+             (c.splits_backward() ? " (input gradient), green: weight gradient" : "") +
+             " (shade = model chunk); numbers are micro-batches; white gaps are the bubble";
+  d.span = sim.makespan;
+  for (int s = 0; s < c.stages; ++s) {
+    d.row_names.push_back("rank " + std::to_string(s));
+    for (const TimedOp& t : sim.ranks[s])
+      if (t.op.is_compute())
+        d.boxes.push_back({s, t.start, t.end, op_category(t.op), t.op.chunk,
+                           std::to_string(t.op.microbatch + 1), ""});
+  }
+  return draw_boxes_svg(d);
 }
 
 }  // namespace trident::pipeline_parallel

@@ -55,4 +55,26 @@ double analytic_bubble_fraction(const ScheduleConfig& c, double forward_time, do
 // micro-batch (forward blue, backward orange, W green, chunks shaded), idle gaps white.
 std::string render_svg(const ScheduleConfig& c, const Simulation& sim);
 
+// One box of a drawing: a row (rank), its extent in the drawing's time unit, the timeline
+// category (forward, backward, weight, send, recv, wait, optimizer, ...) and model chunk
+// that pick its colour, the number printed in it ("" for none) and its hover text.
+struct DrawnBox {
+  int row = 0;
+  double start = 0, end = 0;
+  std::string category;
+  int chunk = 0;
+  std::string label, tooltip;
+};
+
+// Rows of boxes on a time axis, the one drawing both the simulated schedule (render_svg)
+// and a measured timeline (render_timeline_svg) use: unit is pixels per time unit. Every
+// box is a <rect class="op">, so a reader can count them.
+struct BoxDrawing {
+  std::string title, legend;
+  std::vector<std::string> row_names;
+  double unit = 36.0, span = 0;  // span: the time axis' length
+  std::vector<DrawnBox> boxes;
+};
+std::string draw_boxes_svg(const BoxDrawing& d);
+
 }  // namespace trident::pipeline_parallel

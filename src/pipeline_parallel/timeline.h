@@ -21,6 +21,19 @@ struct TraceEvent {
 // Written to path.tmp and renamed.
 void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events);
 
+// The complete ("X") events of a Chrome trace as write_chrome_trace writes it (tid is the
+// rank; a compute op's chunk is read back from its name, "F 3.1" being micro-batch 3 on
+// chunk 1). FormatError naming the file when it is not such a trace.
+std::vector<TraceEvent> read_chrome_trace(const std::string& path);
+
+// Measured events drawn as `trident schedule --svg` draws a simulated schedule: one row per
+// rank, time in milliseconds from the earliest event (each rank's clock set so that the
+// ranks' first optimizer ops begin together: their clocks share no origin), compute ops coloured by
+// kind and chunk and numbered by micro-batch, communication grey, the optimizer purple; every event
+// is one box with its name, rank and duration as hover text.
+// width_px: the time axis' length in pixels (the whole run: a scroll, not a page per step).
+std::string render_timeline_svg(const std::vector<TraceEvent>& events, double width_px = 4000);
+
 // The bubble of one step per pipeline stage — idle over compute time, the step being the
 // longest any stage takes from the step's start to its last compute — from this rank's
 // events, gathered over the pipeline group (every rank gets every stage's value). Stages

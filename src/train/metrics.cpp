@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -46,6 +47,8 @@ std::string format_validation_line(const ValidationStats& v) {
 
 MetricsWriter::MetricsWriter(const std::string& path, bool append) {
   if (path.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);  // e.g. --report-dir's
   out_.emplace(path, append ? std::ios::app : std::ios::trunc);
   if (!*out_) throw std::runtime_error("--metrics-file: cannot write " + path);
 }

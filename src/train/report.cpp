@@ -12,6 +12,7 @@
 
 #include "model/gather.h"
 #include "pipeline_parallel/simulator.h"
+#include "train/run_pictures.h"
 #include "train/training_run.h"
 
 namespace trident::train {
@@ -83,9 +84,10 @@ void print_collectives(const GroupCollectives& groups, long iterations, std::ost
 }
 
 // Every rank writes its events beside the output; rank 0 merges them into one trace.
-void write_timeline(const std::string& path,
+void write_timeline(const TrainingConfig& c,
                     const std::vector<pipeline_parallel::TraceEvent>& events,
                     const engine::RankContext& rank, std::ostream& log) {
+  const std::string& path = c.timeline.empty() ? c.timeline_svg : c.timeline;  // parts beside it
   const std::string part = path + ".rank" + std::to_string(rank.world_rank);
   {
     std::ofstream out(part);
@@ -106,8 +108,11 @@ void write_timeline(const std::string& path,
     }
     std::remove(name.c_str());
   }
-  pipeline_parallel::write_chrome_trace(path, all);
-  log << "timeline: " << all.size() << " events -> " << path << " (chrome://tracing, Perfetto)\n";
+  if (!c.timeline.empty()) {
+    pipeline_parallel::write_chrome_trace(path, all);
+    log << "timeline: " << all.size() << " events -> " << path << " (chrome://tracing, Perfetto)\n";
+  }
+  write_timeline_svg(c, all, log);
 }
 
 // Bubble per pipeline rank from the executed timeline (idle over compute), gathered, and the
@@ -177,12 +182,12 @@ void report_parallel_overlap(TrainingRun& run) {
 }
 
 void report_end_of_run(TrainingRun& run, const GroupCollectives& training) {
-  if (!run.config.timeline.empty())
-    write_timeline(run.config.timeline, run.timeline, run.rank, run.log);
+  if (run.config.records_timeline()) write_timeline(run.config, run.timeline, run.rank, run.log);
   print_collectives(training, iterations_run(run), run.log, run.training_log->metrics());
   if (run.rank.groups->tensor->size() > 1) print_replicated_drift(run);
   run.log << "peak RSS " << format_bytes(peak_rss_bytes())
           << " (plan: " << format_bytes(run.model.planned_bytes()) << ")\n";
+  write_report_page(run);
 }
 
 }  // namespace trident::train

@@ -73,7 +73,7 @@ StepResult train_step(TrainingRun& run, long iteration) {
   run.executor->record("optimizer step", "optimizer", optimizer_start, run.executor->now_us());
   run.last_step_events = run.executor->take_events();
   run.training_log->step(run.last_step_events);
-  if (!run.config.timeline.empty())
+  if (run.config.records_timeline())
     run.timeline.insert(run.timeline.end(), run.last_step_events.begin(),
                         run.last_step_events.end());
   run.progress.consumed_samples += r.global_batch;

@@ -32,7 +32,11 @@ struct TrainingConfig {
   // --sequence-parallel (Korthikanti et al. 2022). At t = 1 it does nothing: Megatron
   // turns it off with a warning, and so does trident (sequence_parallel_active()).
   bool sequence_parallel = false;
-  std::string timeline;                    // Chrome-trace output
+  std::string timeline;      // Chrome-trace output
+  std::string timeline_svg;  // the same drawn as `trident schedule --svg` draws
+  // --report-dir: metrics, timeline, its drawing and the report page under one directory.
+  std::string report_dir;
+  bool records_timeline() const { return !timeline.empty() || !timeline_svg.empty(); }
   bool use_distributed_optimizer = false;  // ZeRO-1 over the data-parallel group
   bool overlap_grad_reduce = false;        // bucketed all-reduce during backward
   bool overlap_param_gather = false;       // distributed optimizer: all-gather during forward

@@ -6,6 +6,7 @@
 #include "engine/grad_sync_hooks.h"
 #include "train/checkpointing.h"
 #include "train/memory_check.h"
+#include "train/run_pictures.h"
 #include "train/startup_report.h"
 
 namespace trident::train {
@@ -29,6 +30,7 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, 
   data = make_training_data(c, log);
   const bool resumable = has_checkpoint_to_resume(c);
   training_log = std::make_unique<TrainingLog>(c, rank, resumable && !c.finetune, log);
+  write_run_description(*this);
   evaluation_traffic = snapshot_collectives(*rank.groups);
   for (auto& entry : evaluation_traffic) entry.second = {};
   resume_from_checkpoint(*this, resumable, startup);
