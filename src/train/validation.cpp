@@ -3,6 +3,8 @@
 #include <cmath>
 #include <iomanip>
 
+#include "train/metrics.h"
+
 namespace trident::train {
 
 namespace {
@@ -64,9 +66,7 @@ void run_test(TrainingRun& run) {
   announce_evaluation("test", run);
   long n = 0;
   double loss = evaluate(run, *run.data.test, 0, &n);
-  run.log << " test loss at the end | lm loss value: " << std::scientific << loss
-          << " | lm loss PPL: " << std::exp(loss) << " |\n";
-  run.log.unsetf(std::ios::scientific);
+  run.log << format_test_line(loss) << "\n";
 }
 
 }  // namespace trident::train
