@@ -11,9 +11,10 @@
 #include "cli/inference_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
+#include "core/files.h"
+#include "core/install_paths.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/report.h"
-#include "core/files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trident::cli {
@@ -40,6 +41,7 @@ void add_eval_args(CLI::App& app, EvalArgs* a) {
                  "arc_challenge, race, wikitext, kjv_cloze, mc:NAME, text:PATH")
       ->group(E)
       ->capture_default_str();
+  c.task_dir = installed_path("data/tasks");  // beside the binary, whatever the directory
   app.add_option("--task-dir", c.task_dir, "task data: <task-dir>/<task>/<split>.jsonl")
       ->group(E)
       ->capture_default_str();
