@@ -22,7 +22,8 @@ int preprocess_main(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--output-prefix", o.output_prefix, "writes <prefix>_<key>_document.bin/.idx")
       ->required();
-  add_tokenizer_args(app, &o.tokenizer, "Tokenizer", "the installation's data/gpt2/");
+  // No default: a dataset's ids mean nothing without the tokenizer, so it is named.
+  add_tokenizer_args(app, &o.tokenizer, "Tokenizer");
   app.add_flag("--append-eod", o.append_eod,
                "append the end-of-document token (<|endoftext|>, SentencePiece's </s>) to every "
                "document");
@@ -44,7 +45,6 @@ int preprocess_main(const std::vector<std::string>& args) {
     const InputFile spooled(o.input);
     const std::string given_input = o.input;
     o.input = spooled.path();
-    o.tokenizer = resolve_tokenizer(o.tokenizer);  // GPT-2's files from the installation
     data::PreprocessReport r = data::preprocess(o, std::cerr);
     std::cout << "preprocess: " << r.lines << " lines, " << r.documents << " documents, "
               << r.tokens << " tokens in " << r.seconds << " s ("

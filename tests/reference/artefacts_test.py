@@ -7,7 +7,8 @@
     reads: vocab.json and merges.txt byte for byte GPT-2's encoder.json and vocab.bpe;
   * `score --load CKPT` scores as `score --load-hf` of the converted model;
   * defaults relative to the installation: `tokenize` from another directory finds GPT-2's
-    vocabulary, `--input -` reads standard input ("Hello world" is [15496, 995] in GPT-2);
+    vocabulary, `--input -` reads standard input ("Hello world" is [15496, 995] in GPT-2;
+    preprocess counts its 2 tokens);
   * did-you-mean for flags and commands (exit 2), `--version`, testing flags hidden from
     --help but accepted;
   * a one-rank run prints no collectives heading and writes no collectives entry.
@@ -115,10 +116,16 @@ def convert_carries_tokenizer(trident, source, moved, cwd, tmp):
               f"score --load CKPT equals score --load-hf of its conversion: {a} {b}")
 
 
-def command_line(trident, tmp):
+def command_line(trident, source, tmp):
     out = run([trident, "tokenize", "--input", "-"], cwd=tmp, stdin="Hello world")
     check(out.returncode == 0 and out.stdout.strip() == "[15496,995]",
           f"tokenize --input - from another directory: {out.stdout.strip()} {out.stderr[-200:]}")
+    gpt2 = [os.path.join(source, "data", "gpt2", name) for name in ("encoder.json", "vocab.bpe")]
+    out = run([trident, "preprocess", "--input", "-", "--output-prefix", "kjv", "--vocab-file",
+               gpt2[0], "--merge-file", gpt2[1]], cwd=tmp, stdin='{"text": "Hello world"}\n')
+    idx = os.path.join(tmp, "kjv_text_document.idx")
+    check(out.returncode == 0 and os.path.exists(idx) and "2 tokens" in out.stdout,
+          "preprocess --input - writes the dataset" + why(out.returncode == 0, out.stderr))
     out = run([trident, "train", "--mock-data", "--hiden-size", "8"])
     check(out.returncode == 2 and "unknown flag --hiden-size; did you mean --hidden-size?" in out.stderr,
           f"a mistyped flag: exit {out.returncode}, {out.stderr.strip()[:200]}")
@@ -137,7 +144,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         moved, cwd = tokenizer_travels(trident, source, tmp)
         convert_carries_tokenizer(trident, source, moved, cwd, tmp)
-        command_line(trident, tmp)
+        command_line(trident, source, tmp)
     return check.summary()
 
 
