@@ -1,6 +1,7 @@
 // trident: Megatron-style GPT training on CPUs. One binary, subcommands.
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/convert_command.h"
@@ -14,8 +15,14 @@
 #include "cli/schedule_command.h"
 #include "cli/score_command.h"
 #include "cli/serve_command.h"
+#include "cli/suggest.h"
 #include "cli/tokenize_command.h"
 #include "cli/train_command.h"
+
+// TRIDENT_VERSION: CMake's project version and `git describe` at configure time.
+#ifndef TRIDENT_VERSION
+#define TRIDENT_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -34,7 +41,39 @@ void usage(std::ostream& os) {
         "  schedule  print, simulate and draw a pipeline schedule (GPipe, 1F1B, interleaved)\n"
         "  report  a run's metrics, memory plan and timeline as one HTML page (or live)\n"
         "  plan    pick and launch (t, p, d, b, v) for a model on a cluster (PTD-P model)\n"
-        "  convert   checkpoint <-> HuggingFace GPT-2 directory\n";
+        "  convert   checkpoint <-> HuggingFace GPT-2 directory\n\n"
+        "trident --version prints the version; trident <command> --help, the command's flags.\n";
+}
+
+// The commands in usage's order: name and entry point.
+using CommandMain = int (*)(const std::vector<std::string>&);
+const std::vector<std::pair<std::string, CommandMain>>& commands() {
+  namespace cli = trident::cli;
+  static const std::vector<std::pair<std::string, CommandMain>> table = {
+      {"train", cli::train_main},
+      {"generate", cli::generate_main},
+      {"serve", cli::serve_main},
+      {"eval", cli::eval_main},
+      {"score", cli::score_main},
+      {"tokenize", cli::tokenize_main},
+      {"curate", cli::curate_main},
+      {"preprocess", cli::preprocess_main},
+      {"inspect-data", cli::inspect_data_main},
+      {"schedule", cli::schedule_main},
+      {"report", cli::report_main},
+      {"plan", cli::plan_main},
+      {"convert", cli::convert_main}};
+  return table;
+}
+
+int unknown_command(const std::string& command) {
+  std::vector<std::string> names;
+  for (const auto& [name, run] : commands()) names.push_back(name);
+  const std::string meant = trident::cli::nearest_name(command, names);
+  std::cerr << "trident: unknown command '" << command << "'"
+            << (meant.empty() ? "" : "; did you mean '" + meant + "'?") << "\n";
+  usage(std::cerr);
+  return 2;
 }
 
 }  // namespace
@@ -44,26 +83,17 @@ int main(int argc, char** argv) {
     usage(std::cerr);
     return 2;
   }
-  std::string command = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "train") return trident::cli::train_main(args);
-  if (command == "generate") return trident::cli::generate_main(args);
-  if (command == "serve") return trident::cli::serve_main(args);
-  if (command == "eval") return trident::cli::eval_main(args);
-  if (command == "score") return trident::cli::score_main(args);
-  if (command == "tokenize") return trident::cli::tokenize_main(args);
-  if (command == "curate") return trident::cli::curate_main(args);
-  if (command == "preprocess") return trident::cli::preprocess_main(args);
-  if (command == "inspect-data") return trident::cli::inspect_data_main(args);
-  if (command == "schedule") return trident::cli::schedule_main(args);
-  if (command == "report") return trident::cli::report_main(args);
-  if (command == "plan") return trident::cli::plan_main(args);
-  if (command == "convert") return trident::cli::convert_main(args);
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& [name, run] : commands())
+    if (command == name) return run(args);
   if (command == "--help" || command == "-h" || command == "help") {
     usage(std::cout);
     return 0;
   }
-  std::cerr << "trident: unknown command '" << command << "'\n";
-  usage(std::cerr);
-  return 2;
+  if (command == "--version" || command == "version") {
+    std::cout << "trident " << TRIDENT_VERSION << "\n";
+    return 0;
+  }
+  return unknown_command(command);
 }

@@ -5,6 +5,7 @@
 //                       and the size and xxh64 checksum of every file
 //   model_tpT_ppP.safetensors   what tensor rank T of pipeline rank P owns: each tensor's
 //                       local shard and its two Adam moments (data-parallel rank 0 writes)
+//   tokenizer/          the run's tokenizer files, when it had one (checkpoint/tokenizer_files.h)
 // How saves are committed crash-safely: checkpoint/lifecycle.h. The manifest's "run" object
 // holds the settings that shape the run; a resume that changes one is refused unless asked
 // for (checkpoint/run_settings.h). Loading rebuilds each tensor in global space from the
@@ -19,6 +20,7 @@
 #include "checkpoint/lifecycle.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/run_settings.h"
+#include "checkpoint/tokenizer_files.h"
 #include "engine/rank_context.h"
 #include "engine/rank_layout.h"
 #include "engine/rank_model.h"
@@ -35,6 +37,8 @@ struct RunRecord {
   // Checkpoints from before sample-based schedules: the LR schedule's position is rebuilt
   // from consumed samples at this global batch.
   long global_batch = 0;
+  // The tokenizer's files, copied into the checkpoint (empty: the run had none).
+  TokenizerRecord tokenizer;
 };
 
 struct TrainingState {

@@ -145,7 +145,8 @@ void write_manifest_and_commit(const fs::path& dir, const fs::path& tmp, const s
 void report_saved(const fs::path& final_dir, std::chrono::steady_clock::time_point started,
                   std::ostream& log) {
   double bytes = 0;
-  for (auto& e : fs::directory_iterator(final_dir)) bytes += (double)fs::file_size(e.path());
+  for (auto& e : fs::recursive_directory_iterator(final_dir))
+    if (e.is_regular_file()) bytes += (double)e.file_size();
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   log << "saved checkpoint " << final_dir.string() << " (" << bytes / 1e6 << " MB in " << seconds
@@ -175,7 +176,10 @@ void save(const std::string& dir, const RunRecord& run, engine::RankModel& model
   if (dp.rank() == 0) write_rank_file(tmp, file, tensors);
   barrier(rank);
   if (rank.world_rank == 0) {
-    write_manifest_and_commit(dir, tmp, name, manifest_of(run, model, state), options);
+    json manifest = manifest_of(run, model, state);
+    if (!run.tokenizer.empty())
+      manifest["tokenizer"] = save_tokenizer_files(run.tokenizer, tmp.string());
+    write_manifest_and_commit(dir, tmp, name, std::move(manifest), options);
     report_saved(final_dir, started, log);
   }
   barrier(rank);

@@ -1,19 +1,66 @@
 #include "cli/convert_command.h"
 
+#include <filesystem>
 #include <iostream>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/checkpoint_weights.h"
 #include "cli/parse_args.h"
+#include "cli/tokenizer_args.h"
 #include "core/files.h"
 #include "io/hf_gpt2.h"
+#include "io/hf_tokenizer.h"
 
 namespace trident::cli {
 
 namespace {
 
-// The model shape recorded in a checkpoint's manifest.
-ModelConfig checkpoint_model(const std::string& dir) {
-  return checkpoint::manifest_model(checkpoint::read_manifest(checkpoint::latest_checkpoint(dir)));
+// Checkpoint -> HuggingFace directory: the weights, and GPT-2's tokenizer files when the
+// checkpoint carries them or the flags name them.
+void checkpoint_to_hf(const std::string& load, const std::string& save_hf,
+                      const tokenizer::TokenizerOptions& flags) {
+  ModelConfig config;
+  const Parameters whole = load_checkpoint_weights(load, &config, std::cout);
+  io::save_hf_model(save_hf, config, whole);
+  std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
+  // Not the installation's GPT-2 files: they are no evidence of what the model was trained with.
+  const tokenizer::TokenizerOptions t = flags.given() ? flags : carried_tokenizer(load);
+  if (!t.given() || t.sentencepiece()) {
+    std::cout << "the checkpoint carries no GPT-2 tokenizer: none written (give --vocab-file "
+                 "and --merge-file to write one)\n";
+    return;
+  }
+  io::save_hf_gpt2_tokenizer(save_hf, t.vocab_file, t.merge_file, config.max_positions());
+  std::cout << "wrote its tokenizer (vocab.json, merges.txt from " << t.vocab_file << ", "
+            << t.merge_file << ")\n";
+}
+
+// HuggingFace directory -> checkpoint, carrying the directory's tokenizer (or the flags').
+void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
+                      const tokenizer::TokenizerOptions& flags) {
+  engine::RankModelOptions o;
+  o.layout.model = io::read_hf_config(load_hf);
+  o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
+  o.layout.split = {o.layout.model.num_layers};
+  o.schedules = {o.schedule};
+  o.load_hf = load_hf;
+  distributed::ProcessGrid grid(1, 1, 1);
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
+  engine::RankModel model =
+      engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
+  checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
+  // Only files the flags or the directory name: the installation's GPT-2 files are no
+  // evidence of what this model was trained with.
+  tokenizer::TokenizerOptions t = flags;
+  const std::filesystem::path hf = load_hf;
+  if (!t.given() && std::filesystem::exists(hf / "vocab.json") &&
+      std::filesystem::exists(hf / "merges.txt")) {
+    t.vocab_file = (hf / "vocab.json").string();
+    t.merge_file = (hf / "merges.txt").string();
+  }
+  run.tokenizer = checkpoint::tokenizer_record(t);
+  checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
 }
 
 }  // namespace
@@ -21,38 +68,28 @@ ModelConfig checkpoint_model(const std::string& dir) {
 int convert_main(const std::vector<std::string>& args) {
   CLI::App app("trident convert: checkpoint <-> HuggingFace GPT-2 directory", "trident convert");
   std::string load, save_hf, load_hf, save;
+  tokenizer::TokenizerOptions tokenizer_flags;
   auto* from_ckpt = app.add_option("--load", load, "checkpoint directory (its latest)");
   auto* from_hf = app.add_option("--load-hf", load_hf, "HuggingFace GPT-2 directory");
   app.add_option("--save-hf", save_hf, "write a HuggingFace GPT-2 directory")->needs(from_ckpt);
   app.add_option("--save", save, "write a checkpoint directory")->needs(from_hf);
   from_ckpt->excludes(from_hf);
+  add_tokenizer_args(app, &tokenizer_flags, "Tokenizer (written with the model)",
+                     "the --load checkpoint's, or the --load-hf directory's");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   if (save_hf.empty() == save.empty()) {
     std::cerr << "trident convert: give --load CKPT --save-hf DIR, or --load-hf DIR --save CKPT\n";
     return 2;
   }
+  std::vector<std::string> errors = tokenizer::check_tokenizer_options(tokenizer_flags);
+  for (const std::string& e : errors) std::cerr << "trident convert: " << e << "\n";
+  if (!errors.empty()) return 2;
   try {
-    // One rank, the whole model: only the parameters matter (a short sequence, one sample).
-    engine::RankModelOptions o;
-    o.layout.model = !load.empty() ? checkpoint_model(load) : io::read_hf_config(load_hf);
-    o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
-    o.layout.split = {o.layout.model.num_layers};
-    o.schedules = {o.schedule};
-    o.load_hf = load_hf;
-    distributed::ProcessGrid grid(1, 1, 1);
-    distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-    engine::RankContext rank{0, &grid, &groups, {"local"}};
-    engine::RankModel model = engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
-    const checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
-    if (!load.empty()) {
-      checkpoint::load(load, run, model, rank, std::cout, checkpoint::LoadMode::kWeightsOnly);
-      Parameters whole = engine::gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
-      io::save_hf_model(save_hf, o.layout.model, whole);
-      std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
-    } else {
-      checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
-    }
+    if (!load.empty())
+      checkpoint_to_hf(load, save_hf, tokenizer_flags);
+    else
+      hf_to_checkpoint(load_hf, save, tokenizer_flags);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "trident convert: " << e.what() << "\n";

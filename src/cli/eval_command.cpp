@@ -13,6 +13,7 @@
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
 #include "core/files.h"
+#include "core/install_paths.h"
 #include "core/progress.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/report.h"
@@ -42,6 +43,7 @@ void add_eval_args(CLI::App& app, EvalArgs* a) {
                  "arc_challenge, race, wikitext, kjv_cloze, mc:NAME, text:PATH")
       ->group(E)
       ->capture_default_str();
+  c.task_dir = installed_path("data/tasks");  // beside the binary, whatever the directory
   app.add_option("--task-dir", c.task_dir, "task data: <task-dir>/<task>/<split>.jsonl")
       ->group(E)
       ->capture_default_str();

@@ -1,7 +1,6 @@
 #include "cli/inference_args.h"
 
 #include <cstdint>
-#include <filesystem>
 
 #include "cli/tokenizer_args.h"
 
@@ -39,7 +38,7 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
   app.add_option("--max-sequence-length", m.max_sequence_length,
                  "positions per slot, prompt included (default: the model's)")
       ->group(C);
-  add_tokenizer_args(app, &a->tokenizer, "Tokenizer", "the --load-hf directory's, or data/gpt2/");
+  add_tokenizer_args(app, &a->tokenizer, "Tokenizer", kTokenizerDefaultHelp);
   app.add_option("--threads", a->threads, "OpenMP threads per rank (0: cores / ranks)");
 }
 
@@ -81,18 +80,7 @@ LaunchOptions launch_options(const InferenceArgs& a, const std::string& command)
 }
 
 tokenizer::TokenizerOptions tokenizer_options(const InferenceArgs& a) {
-  namespace fs = std::filesystem;
-  tokenizer::TokenizerOptions o = a.tokenizer;
-  if (o.sentencepiece() || o.given()) return o;
-  const fs::path hf = a.model.load_hf;
-  if (!hf.empty() && fs::exists(hf / "vocab.json") && fs::exists(hf / "merges.txt")) {
-    o.vocab_file = (hf / "vocab.json").string();
-    o.merge_file = (hf / "merges.txt").string();
-  } else if (fs::exists("data/gpt2/encoder.json") && fs::exists("data/gpt2/vocab.bpe")) {
-    o.vocab_file = "data/gpt2/encoder.json";
-    o.merge_file = "data/gpt2/vocab.bpe";
-  }
-  return o;
+  return resolve_tokenizer(a.tokenizer, a.model.load, a.model.load_hf);
 }
 
 std::unique_ptr<tokenizer::Tokenizer> build_inference_tokenizer(const InferenceArgs& a,
@@ -100,8 +88,9 @@ std::unique_ptr<tokenizer::Tokenizer> build_inference_tokenizer(const InferenceA
   const tokenizer::TokenizerOptions o = tokenizer_options(a);
   if (!o.given() && !o.sentencepiece())
     throw std::invalid_argument(
-        "no tokenizer: give --vocab-file and --merge-file (scripts/setup.sh puts GPT-2's in "
-        "data/gpt2/), or --tokenizer-type SentencePieceTokenizer --tokenizer-model M");
+        "no tokenizer: the model carries none; give --vocab-file and --merge-file "
+        "(scripts/setup.sh puts GPT-2's in data/gpt2/), or --tokenizer-type "
+        "SentencePieceTokenizer --tokenizer-model M");
   std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::build_tokenizer(o);
   if (tok->vocab_size() > model_vocab)
     throw std::invalid_argument(o.source() + ": the tokenizer has " +

@@ -29,8 +29,8 @@ void add_inference_args(CLI::App& app, InferenceArgs* a);
 std::string check_inference_args(const InferenceArgs& a, int world_size,
                                  bool data_parallel = false);
 
-// The tokenizer flags with GPT-2's files filled in when not given: the --load-hf directory's
-// vocab.json and merges.txt, else data/gpt2/encoder.json and vocab.bpe (when present).
+// The tokenizer flags with the files filled in when not given, as resolve_tokenizer finds
+// them (the --load checkpoint's, the --load-hf directory's, the installation's data/gpt2/).
 tokenizer::TokenizerOptions tokenizer_options(const InferenceArgs& a);
 // build_tokenizer(tokenizer_options(a)), refused when it has more tokens than the model's
 // vocabulary (std::invalid_argument, naming the tokenizer's file).

@@ -6,17 +6,13 @@
 
 namespace trident::cli {
 
-// Returns true when the command should run; otherwise *exit_code is 0 (--help) or 2.
-inline bool parse_args(CLI::App& app, const std::vector<std::string>& args, int* exit_code) {
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    *exit_code = app.exit(e) == 0 ? 0 : 2;
-    return false;
-  }
-  *exit_code = 0;
-  return true;
-}
+// Returns true when the command should run; otherwise *exit_code is 0 (--help) or 2. A
+// mistyped flag is named with the nearest one the command has ("unknown flag --hiden-size;
+// did you mean --hidden-size?").
+bool parse_args(CLI::App& app, const std::vector<std::string>& args, int* exit_code);
+
+// The group that keeps a flag out of --help while the command still accepts it (the flags
+// of the tests, such as --inject-fault-iteration).
+inline const char* const kHiddenGroup = "";
 
 }  // namespace trident::cli

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/input_file.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "data/indexed_dataset.h"
@@ -15,11 +16,13 @@ int preprocess_main(const std::vector<std::string>& args) {
                "trident preprocess");
   data::PreprocessOptions o;
   std::string on_bad_line = "fail";
-  app.add_option("--input", o.input, "JSONL file, one document per line")->required();
+  app.add_option("--input", o.input, "JSONL file, one document per line (-: standard input)")
+      ->required();
   app.add_option("--json-keys", o.json_keys, "keys to extract (one dataset per key)")
       ->capture_default_str();
   app.add_option("--output-prefix", o.output_prefix, "writes <prefix>_<key>_document.bin/.idx")
       ->required();
+  // No default: a dataset's ids mean nothing without the tokenizer, so it is named.
   add_tokenizer_args(app, &o.tokenizer, "Tokenizer");
   app.add_flag("--append-eod", o.append_eod,
                "append the end-of-document token (<|endoftext|>, SentencePiece's </s>) to every "
@@ -39,6 +42,9 @@ int preprocess_main(const std::vector<std::string>& args) {
   if (!parse_args(app, args, &code)) return code;
   o.skip_bad_lines = on_bad_line == "skip";
   try {
+    const InputFile spooled(o.input);
+    const std::string given_input = o.input;
+    o.input = spooled.path();
     data::PreprocessReport r = data::preprocess(o, std::cerr);
     std::cout << "preprocess: " << r.lines << " lines, " << r.documents << " documents, "
               << r.tokens << " tokens in " << r.seconds << " s ("
@@ -51,7 +57,7 @@ int preprocess_main(const std::vector<std::string>& args) {
       std::cout << "preprocess: skipped " << r.bad_lines << " bad lines";
       std::cout << (r.bad_lines > (long)r.bad_line_messages.size() ? ", the first:\n" : ":\n");
       for (const std::string& m : r.bad_line_messages)
-        std::cout << "  " << o.input << ":" << m << "\n";
+        std::cout << "  " << given_input << ":" << m << "\n";
     }
     for (const std::string& p : r.outputs) std::cout << "wrote " << p << ".bin/.idx\n";
     return 0;

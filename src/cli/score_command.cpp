@@ -3,16 +3,21 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/manifest.h"
+#include "cli/checkpoint_weights.h"
+#include "cli/input_file.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "comm/communicator.h"
-#include "io/hf_gpt2.h"
 #include "core/files.h"
+#include "io/hf_gpt2.h"
 #include "model/gpt_model.h"
 #include "tokenizer/build_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
@@ -64,72 +69,121 @@ std::vector<std::vector<int>> read_text_file(const std::string& path,
     throw FormatError(e.what());  // bad input: exit code 2
   }
   if (tok->vocab_size() > vocab_size)
-    throw FormatError(options.source() + ": tokenizer has " +
-                          std::to_string(tok->vocab_size()) + " tokens, the model only " +
-                          std::to_string(vocab_size));
+    throw FormatError(options.source() + ": tokenizer has " + std::to_string(tok->vocab_size()) +
+                      " tokens, the model only " + std::to_string(vocab_size));
   return {tok->encode(text)};
 }
 
+namespace {
+
+struct ScoreArgs {
+  std::string load, load_hf, tokens_path, text_path, grads_path;
+  tokenizer::TokenizerOptions tokenizer;
+  int threads = 0;
+};
+
+void add_score_args(CLI::App& app, ScoreArgs* a) {
+  auto* load = app.add_option("--load", a->load, "checkpoint directory (its latest iteration)");
+  auto* load_hf = app.add_option("--load-hf,--model", a->load_hf, "HuggingFace GPT-2 directory");
+  load->excludes(load_hf);
+  auto* tokens_opt = app.add_option("--tokens", a->tokens_path,
+                                    "JSON list of ids, or list of lists (-: standard input)");
+  auto* text_opt = app.add_option(
+      "--text", a->text_path, "UTF-8 text file, tokenized by the tokenizer (-: standard input)");
+  tokens_opt->excludes(text_opt);
+  add_tokenizer_args(app, &a->tokenizer, "Tokenizer (with --text)", kTokenizerDefaultHelp);
+  app.add_option("--threads", a->threads, "OpenMP threads (0: all cores)");
+  app.add_option("--save-grads", a->grads_path,
+                 "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
+}
+
+// Prints the mean loss over every predicted token (and writes its gradient to grads_path).
+int score(GPTModel& model, const ModelConfig& config,
+          const std::vector<std::vector<int>>& sequences, const std::string& grads_path,
+          const std::string& input_name) {
+  long predicted = 0;
+  for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
+  if (predicted == 0)
+    throw FormatError(input_name + ": needs at least one sequence of 2 or more tokens");
+  const int window = config.max_positions();
+  model.parameters().zero_grads();
+  double total = 0;
+  const float grad_scale = 1.f / (float)predicted;
+  // Windows of up to n_positions + 1 tokens sharing their boundary token, so every token
+  // after the first of a sequence is predicted exactly once.
+  for (const auto& seq : sequences)
+    for (size_t start = 0; start + 1 < seq.size(); start += window) {
+      int len = (int)std::min<size_t>(window, seq.size() - 1 - start);
+      const int* chunk = seq.data() + start;
+      total += grads_path.empty() ? model.forward(chunk, 1, len)
+                                  : model.forward_backward(chunk, 1, len, grad_scale);
+    }
+  double loss = total / predicted;
+  nlohmann::ordered_json out = {
+      {"tokens", predicted}, {"loss", loss}, {"perplexity", std::exp(loss)}};
+  std::cout << out.dump() << std::endl;
+  if (!grads_path.empty()) io::save_hf_model(grads_path, config, model.parameters(), true);
+  return 0;
+}
+
+// The model of --load (a checkpoint, any layout) or --load-hf, one rank, whole.
+std::unique_ptr<GPTModel> load_model(const ScoreArgs& a, comm::Communicator& tp,
+                                     ModelConfig* config) {
+  if (a.load.empty()) {
+    *config = io::read_hf_config(a.load_hf);
+    auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions());
+    io::load_hf_weights(a.load_hf, *config, model->parameters());
+    return model;
+  }
+  const Parameters whole = load_checkpoint_weights(a.load, config, std::cerr);
+  auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions());
+  Parameters& mine = model->parameters();
+  for (const ParamSpec& s : mine.layout().specs()) {
+    const ParamSpec& saved = whole.layout().find(s.name);
+    std::copy_n(whole.values() + saved.offset, s.numel(), mine.values() + s.offset);
+  }
+  return model;
+}
+
+}  // namespace
+
 int score_main(const std::vector<std::string>& args) {
   CLI::App app("trident score: mean next-token loss of token ids under a model", "trident score");
-  std::string model_dir, tokens_path, text_path, grads_path;
-  tokenizer::TokenizerOptions tokenizer_options;
-  int threads = 0;
-  app.add_option("--model", model_dir, "HuggingFace GPT-2 model directory")->required();
-  auto* tokens_opt = app.add_option("--tokens", tokens_path, "JSON list of ids, or list of lists");
-  auto* text_opt =
-      app.add_option("--text", text_path, "UTF-8 text file, tokenized by the tokenizer flags");
-  tokens_opt->excludes(text_opt);
-  add_tokenizer_args(app, &tokenizer_options, "Tokenizer (with --text)");
-  app.add_option("--threads", threads, "OpenMP threads (0: all cores)");
-  app.add_option("--save-grads", grads_path,
-                 "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
+  ScoreArgs a;
+  add_score_args(app, &a);
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
-  if (tokens_path.empty() == text_path.empty()) {
-    std::cerr << "trident score: give exactly one of --tokens and --text\n";
-    return 2;
-  }
-  std::vector<std::string> errors = tokenizer::check_tokenizer_options(tokenizer_options);
-  if (!text_path.empty() && errors.empty() && !tokenizer_options.given())
-    errors.push_back(tokenizer_options.sentencepiece()
-                         ? "--text needs --tokenizer-model"
-                         : "--text needs --vocab-file and --merge-file");
+  std::vector<std::string> errors;
+  if (a.load.empty() == a.load_hf.empty())
+    errors.push_back("give exactly one of --load and --load-hf");
+  if (a.tokens_path.empty() == a.text_path.empty())
+    errors.push_back("give exactly one of --tokens and --text");
+  for (const std::string& e : tokenizer::check_tokenizer_options(a.tokenizer)) errors.push_back(e);
   for (const std::string& e : errors) std::cerr << "trident score: " << e << "\n";
   if (!errors.empty()) return 2;
-  if (threads > 0) omp_set_num_threads(threads);
+  if (a.threads > 0) omp_set_num_threads(a.threads);
   try {
-    ModelConfig config = io::read_hf_config(model_dir);
-    std::vector<std::vector<int>> sequences =
-        text_path.empty() ? read_token_file(tokens_path, config.vocab_size)
-                          : read_text_file(text_path, tokenizer_options, config.vocab_size);
-    long predicted = 0;
-    for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
-    if (predicted == 0)
-      throw FormatError(tokens_path + ": needs at least one sequence of 2 or more tokens");
-    const int window = config.max_positions();
     comm::SingleRankCommunicator tp("tensor");
-    GPTModel model(config, tp, 1, window);
-    io::load_hf_weights(model_dir, config, model.parameters());
-    model.parameters().zero_grads();
-    double total = 0;
-    const float grad_scale = 1.f / (float)predicted;
-    // Windows of up to n_positions + 1 tokens sharing their boundary token, so every token
-    // after the first of a sequence is predicted exactly once.
-    for (const auto& seq : sequences)
-      for (size_t start = 0; start + 1 < seq.size(); start += window) {
-        int len = (int)std::min<size_t>(window, seq.size() - 1 - start);
-        const int* chunk = seq.data() + start;
-        total += grads_path.empty() ? model.forward(chunk, 1, len)
-                                    : model.forward_backward(chunk, 1, len, grad_scale);
-      }
-    double loss = total / predicted;
-    nlohmann::ordered_json out = {
-        {"tokens", predicted}, {"loss", loss}, {"perplexity", std::exp(loss)}};
-    std::cout << out.dump() << std::endl;
-    if (!grads_path.empty()) io::save_hf_model(grads_path, config, model.parameters(), true);
-    return 0;
+    ModelConfig config;
+    std::unique_ptr<GPTModel> model = load_model(a, tp, &config);
+    const InputFile input(a.tokens_path.empty() ? a.text_path : a.tokens_path);
+    std::vector<std::vector<int>> sequences;
+    if (a.text_path.empty()) {
+      sequences = read_token_file(input.path(), config.vocab_size);
+    } else {
+      const tokenizer::TokenizerOptions t = resolve_tokenizer(a.tokenizer, a.load, a.load_hf);
+      if (!t.given())
+        throw FormatError(t.sentencepiece() ? "--text needs --tokenizer-model"
+                                            : "--text needs --vocab-file and --merge-file (the "
+                                              "model carries no tokenizer)");
+      sequences = read_text_file(input.path(), t, config.vocab_size);
+    }
+    return score(*model, config, sequences, a.grads_path,
+                 a.tokens_path.empty() ? a.text_path : a.tokens_path);
   } catch (const FormatError& e) {
+    std::cerr << "trident score: " << e.what() << "\n";
+    return 2;
+  } catch (const checkpoint::CheckpointError& e) {
     std::cerr << "trident score: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/input_file.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "tokenizer/build_tokenizer.h"
@@ -29,8 +30,9 @@ int tokenize_main(const std::vector<std::string>& args) {
   tokenizer::TokenizerOptions options;
   std::string input, json_key = "text";
   bool jsonl = false, lines = false, decode = false, json_output = false;
-  add_tokenizer_args(app, &options, "Tokenizer");
-  app.add_option("--input", input, "text file (or JSONL with --jsonl, ids with --decode)")
+  add_tokenizer_args(app, &options, "Tokenizer", "the installation's data/gpt2/");
+  app.add_option("--input", input,
+                 "text file (or JSONL with --jsonl, ids with --decode); - reads standard input")
       ->required();
   app.add_flag("--jsonl", jsonl, "input is JSONL; print the ids of each document per line");
   app.add_flag("--lines", lines,
@@ -44,8 +46,11 @@ int tokenize_main(const std::vector<std::string>& args) {
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   try {
-    const std::unique_ptr<tokenizer::Tokenizer> built = tokenizer::build_tokenizer(options);
+    const std::unique_ptr<tokenizer::Tokenizer> built =
+        tokenizer::build_tokenizer(resolve_tokenizer(options));
     const tokenizer::Tokenizer& tok = *built;
+    const InputFile spooled(input);
+    input = spooled.path();
     std::ifstream in(input, std::ios::binary);
     if (!in) throw std::runtime_error(input + ": cannot open");
     if (decode) {

@@ -13,4 +13,20 @@ namespace trident::cli {
 void add_tokenizer_args(CLI::App& app, tokenizer::TokenizerOptions* o, const std::string& group,
                         const std::string& gpt2_default = "");
 
+// Where a command finds its tokenizer when the flags name none, first that has one: the
+// --load checkpoint's copy (CheckpointError when its files do not match the manifest), the
+// --load-hf directory's vocab.json and merges.txt, GPT-2's files in the installation's
+// data/gpt2/ (core/install_paths.h). The flags are returned as given when they name files.
+tokenizer::TokenizerOptions resolve_tokenizer(const tokenizer::TokenizerOptions& flags,
+                                              const std::string& load = "",
+                                              const std::string& load_hf = "");
+
+// The tokenizer the latest checkpoint under `load` carries (default options, given() false,
+// when it carries none).
+tokenizer::TokenizerOptions carried_tokenizer(const std::string& load);
+
+// The help text of the tokenizer flags' default, as resolve_tokenizer finds it.
+inline constexpr const char* kTokenizerDefaultHelp =
+    "the --load checkpoint's, the --load-hf directory's, or the installation's data/gpt2/";
+
 }  // namespace trident::cli

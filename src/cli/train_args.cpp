@@ -232,7 +232,8 @@ void add_batch_and_optimizer_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--seed", c.seed, "seed of initialisation and data order", "Training");
 }
 
-// Logging, evaluation and timers, threads, the injected faults of the tests, the MFU peak.
+// Logging, evaluation and timers, threads, the injected faults of the tests (hidden from
+// --help), the MFU peak.
 void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--log-interval", c.log_interval, "iterations per log line", "Logging");
@@ -261,23 +262,23 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
       "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
   opt("--inject-fault-iteration", c.inject_fault_iteration,
-      "testing: fail on --inject-fault-rank at this iteration", "Testing");
-  opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", "Testing");
+      "testing: fail on --inject-fault-rank at this iteration", kHiddenGroup);
+  opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", kHiddenGroup);
   opt("--inject-slow-rank", c.inject_slow_rank,
-      "testing: this rank's forward compute is slowed by --inject-slow-forward-ms", "Testing");
+      "testing: this rank's forward compute is slowed by --inject-slow-forward-ms", kHiddenGroup);
   opt("--inject-slow-forward-ms", c.inject_slow_forward_ms,
-      "testing: added to each forward of --inject-slow-rank", "Testing");
+      "testing: added to each forward of --inject-slow-rank", kHiddenGroup);
   opt("--inject-fault-kind", c.inject_fault_kind,
-      "testing: error (throws), stop (SIGSTOP itself) or spin (loops forever)", "Testing");
+      "testing: error (throws), stop (SIGSTOP itself) or spin (loops forever)", kHiddenGroup);
   opt("--inject-grad-overflow-iteration", c.inject_grad_overflow_iteration,
-      "testing: make one gradient inf at this iteration", "Testing");
+      "testing: make one gradient inf at this iteration", kHiddenGroup);
   opt("--inject-fault-save", c.inject_fault_save,
       "testing: rank 0 dies inside its N-th checkpoint save (see --inject-fault-save-point)",
-      "Testing");
+      kHiddenGroup);
   opt("--inject-fault-save-point", c.inject_fault_save_point,
       "testing: before-commit (files written, nothing renamed) or mid-commit (an existing "
       "directory of the same iteration moved aside, the new one not yet in place)",
-      "Testing");
+      kHiddenGroup);
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
 }
 

@@ -1,5 +1,6 @@
 #include "model/memory_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <ostream>
@@ -42,18 +43,23 @@ std::string format_bytes(double bytes) {
 
 void MemoryPlan::print(std::ostream& os, const std::string& title) const {
   os << title << ":\n";
-  std::string last_group;
-  for (const PlannedBuffer& b : buffers_) {
-    if (b.group != last_group)
-      os << "  " << b.group << " (" << format_bytes(group_bytes(b.group)) << ")\n";
-    last_group = b.group;
-    os << "    " << std::left << std::setw(30) << b.name << std::right << std::setw(14) << b.floats
-       << " floats";
-    if (b.copies > 1)
-      os << " x " << std::setw(3) << b.copies;
-    else
-      os << "      ";
-    os << "  " << format_bytes(b.total_floats() * 4.0) << "\n";
+  // Each group once, in the order its first buffer was planned: buffers of one group may be
+  // added apart (a bf16 run plans its low-precision copies after the fp32 ones).
+  std::vector<std::string> groups;
+  for (const PlannedBuffer& b : buffers_)
+    if (std::find(groups.begin(), groups.end(), b.group) == groups.end()) groups.push_back(b.group);
+  for (const std::string& group : groups) {
+    os << "  " << group << " (" << format_bytes(group_bytes(group)) << ")\n";
+    for (const PlannedBuffer& b : buffers_) {
+      if (b.group != group) continue;
+      os << "    " << std::left << std::setw(30) << b.name << std::right << std::setw(14)
+         << b.floats << " floats";
+      if (b.copies > 1)
+        os << " x " << std::setw(3) << b.copies;
+      else
+        os << "      ";
+      os << "  " << format_bytes(b.total_floats() * 4.0) << "\n";
+    }
   }
   os << "  total " << format_bytes(total_bytes()) << "\n";
 }

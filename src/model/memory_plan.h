@@ -25,7 +25,8 @@ class MemoryPlan {
   const std::vector<PlannedBuffer>& buffers() const { return buffers_; }
   long total_bytes() const;
   long group_bytes(const std::string& group) const;
-  void print(std::ostream& os, const std::string& title = "memory plan (fp32, this rank)") const;
+  // Sizes are in 4-byte words whatever the precision, so the title names none.
+  void print(std::ostream& os, const std::string& title = "memory plan (this rank)") const;
 
  private:
   std::vector<PlannedBuffer> buffers_;

@@ -6,6 +6,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "io/hf_gpt2.h"
+#include "io/hf_tokenizer.h"
 #include "train/run_record.h"
 #include "train/training_run.h"
 
@@ -180,7 +181,13 @@ void export_hf_model(TrainingRun& run) {
   const TrainingConfig& c = run.config;
   Parameters whole = engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
                                                *run.rank.groups->pipeline);
-  if (run.rank.world_rank == 0) io::save_hf_model(c.save_hf, c.model, whole);
+  if (run.rank.world_rank == 0) {
+    io::save_hf_model(c.save_hf, c.model, whole);
+    // GPT-2's tokenizer goes with it; HF's GPT-2 directory has no place for a SentencePiece one.
+    if (c.tokenizer.given() && !c.tokenizer.sentencepiece())
+      io::save_hf_gpt2_tokenizer(c.save_hf, c.tokenizer.vocab_file, c.tokenizer.merge_file,
+                                 c.model.max_positions());
+  }
   run.log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
 }
 

@@ -45,6 +45,14 @@ std::string format_validation_line(const ValidationStats& v) {
   return buf;
 }
 
+std::string format_test_line(double loss) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                " test loss at the end | lm loss value: %.6E | lm loss PPL: %.6E |", loss,
+                std::exp(loss));
+  return buf;
+}
+
 MetricsWriter::MetricsWriter(const std::string& path, bool append) {
   if (path.empty()) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();

@@ -35,6 +35,8 @@ struct ValidationStats {
 
 std::string format_log_line(const IterationStats& s);
 std::string format_validation_line(const ValidationStats& v);
+// The end-of-run test loss, in the validation line's format (Megatron's %E).
+std::string format_test_line(double loss);
 
 class MetricsWriter {
  public:

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,16 +60,16 @@ long iterations_run(const TrainingRun& run) {
 void print_collectives(const GroupCollectives& groups, long iterations, std::ostream& log,
                        MetricsWriter& metrics) {
   nlohmann::ordered_json summary;
+  std::ostringstream rows;  // a one-rank run has none: no heading, no metrics entry
   // ms: time inside MPI (the whole blocking call, or the wait on a non-blocking one), so
   // it shows what each kind of collective costs this rank, waiting for slower peers included.
-  log << "collectives of rank 0 per training iteration (calls, MiB, ms in MPI):\n";
   for (const auto& [name, k] : groups) {
     auto row = [&](const char* op, const comm::CollectiveCounters::Entry& e) {
       if (!e.calls) return;
-      log << "  " << std::left << std::setw(9) << name << std::setw(15) << op << std::right
-          << std::setw(10) << std::fixed << std::setprecision(1) << (double)e.calls / iterations
-          << std::setw(12) << std::setprecision(3) << e.bytes / 1048576.0 / iterations
-          << std::setw(10) << std::setprecision(2) << e.seconds * 1e3 / iterations << "\n";
+      rows << "  " << std::left << std::setw(9) << name << std::setw(15) << op << std::right
+           << std::setw(10) << std::fixed << std::setprecision(1) << (double)e.calls / iterations
+           << std::setw(12) << std::setprecision(3) << e.bytes / 1048576.0 / iterations
+           << std::setw(10) << std::setprecision(2) << e.seconds * 1e3 / iterations << "\n";
       summary[name][op] = {{"calls", e.calls}, {"bytes", e.bytes}, {"seconds", e.seconds}};
     };
     row("all-reduce", k.all_reduce);
@@ -78,8 +79,8 @@ void print_collectives(const GroupCollectives& groups, long iterations, std::ost
     row("send", k.send);
     row("recv", k.recv);
   }
-  log.unsetf(std::ios::fixed);
-  log << std::setprecision(6);
+  if (summary.empty()) return;
+  log << "collectives of rank 0 per training iteration (calls, MiB, ms in MPI):\n" << rows.str();
   metrics.write_json({{"collectives", summary}, {"iterations", iterations}});
 }
 

@@ -71,6 +71,7 @@ checkpoint::RunRecord run_record(const TrainingConfig& c) {
   // Training without data (none given, not mock) has nothing to compare on resume.
   if (c.mock_data || !c.data_path.empty()) run.settings = run_settings(c);
   run.global_batch = c.effective_global_batch();
+  run.tokenizer = checkpoint::tokenizer_record(c.tokenizer);  // copied into every checkpoint
   return run;
 }
 

@@ -4,6 +4,7 @@
 #include <iomanip>
 
 #include "core/progress.h"
+#include "train/metrics.h"
 
 namespace trident::train {
 
@@ -72,9 +73,7 @@ double run_test(TrainingRun& run) {
   announce_evaluation("test", run);
   long n = 0;
   double loss = evaluate(run, "test", *run.data.test, 0, &n);
-  run.log << " test loss at the end | lm loss value: " << std::scientific << loss
-          << " | lm loss PPL: " << std::exp(loss) << " |\n";
-  run.log.unsetf(std::ios::scientific);
+  run.log << format_test_line(loss) << "\n";
   return loss;
 }
 

@@ -52,7 +52,14 @@ TEST(ScoreCommand, ScoresTextThroughTheTokenizer) {
   CommandResult ids = run("score --model " + dir + "/m --tokens " + dir + "/ids.json");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_EQ(nlohmann::json::parse(text.output), nlohmann::json::parse(ids.output));
-  EXPECT_EQ(run("score --model " + dir + "/m --text " + dir + "/t.txt").exit_code, 2);
+  // Without tokenizer flags: GPT-2's files from the installation's data/gpt2/, as generate's.
+  CommandResult by_default = run("score --model " + dir + "/m --text " + dir + "/t.txt");
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.output;
+  EXPECT_EQ(nlohmann::json::parse(by_default.output), nlohmann::json::parse(ids.output));
+  EXPECT_EQ(run("score --model " + dir + "/m --text " + dir +
+                "/t.txt --tokenizer-type SentencePieceTokenizer")
+                .exit_code,
+            2);
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#include "cli/checkpoint_weights.h"
+
+#include <algorithm>
+#include <ostream>
+
+#include "checkpoint/checkpoint.h"
+
+namespace trident::cli {
+
+Parameters load_checkpoint_weights(const std::string& load, ModelConfig* config,
+                                   std::ostream& log) {
+  // One rank, the whole model: only the parameters matter (a short sequence, one sample).
+  engine::RankModelOptions o;
+  o.layout.model =
+      checkpoint::manifest_model(checkpoint::read_manifest(checkpoint::latest_checkpoint(load)));
+  o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
+  o.layout.split = {o.layout.model.num_layers};
+  o.schedules = {o.schedule};
+  distributed::ProcessGrid grid(1, 1, 1);
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
+  engine::RankModel model =
+      engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
+  const checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
+  checkpoint::load(load, run, model, rank, log, checkpoint::LoadMode::kWeightsOnly);
+  *config = o.layout.model;
+  return engine::gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
+}
+
+}  // namespace trident::cli
