@@ -124,7 +124,8 @@ TEST(RankBufferShape, TiedEmbeddingOnlyWhenTiedAndBoundaryOverT) {
   l.model.untie_embeddings_and_output_weights = true;
   s = rank_buffer_shape(l, 1, 4, 5000, true);
   EXPECT_EQ(s.tied_embedding_floats, 0);
-  for (const PlannedBuffer& b : plan_rank_buffers(s).buffers())
+  const MemoryPlan plan = plan_rank_buffers(s);
+  for (const PlannedBuffer& b : plan.buffers())
     EXPECT_EQ(b.name.find("tied"), std::string::npos) << "an untied model plans " << b.name;
 }
 
