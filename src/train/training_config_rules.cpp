@@ -350,9 +350,10 @@ void check_logging_and_runtime(const TrainingConfig& c, std::vector<std::string>
   require(c.sample_interval == 0 || c.tokenizer.given(),
           "--sample-interval needs a tokenizer (--vocab-file and --merge-file, or "
           "--tokenizer-model) to turn --sample-prompt into tokens and the samples into text");
-  require(c.sample_tokens >= 1 && c.sample_tokens < c.model.max_positions(),
-          "--sample-tokens must be >= 1 and below the model's positions (" +
-              std::to_string(c.model.max_positions()) + ")");
+  require(
+      c.sample_interval == 0 || (c.sample_tokens >= 1 && c.sample_tokens < c.model.max_positions()),
+      "--sample-tokens must be >= 1 and below the model's positions (" +
+          std::to_string(c.model.max_positions()) + ")");
   require(c.peak_tflops >= 0 && std::isfinite(c.peak_tflops),
           "--peak-tflops must be >= 0 and finite");
 }
