@@ -42,11 +42,16 @@ inline std::string temp_dir(const std::string& name) {
   return testing::empty_temp_dir("trident_cli_tests", name);
 }
 
+// The metrics file's rows after its leading description of the run (the "run" row the
+// report page reads).
 inline std::vector<nlohmann::json> read_metrics(const std::string& path) {
   std::vector<nlohmann::json> rows;
   std::ifstream in(path);
   std::string line;
-  while (std::getline(in, line)) rows.push_back(nlohmann::json::parse(line));
+  while (std::getline(in, line)) {
+    nlohmann::json row = nlohmann::json::parse(line);
+    if (!row.contains("run")) rows.push_back(std::move(row));
+  }
   return rows;
 }
 
