@@ -73,7 +73,8 @@ def train(trident, args, ranks, workdir, tag, launcher=("mpirun", "--oversubscri
         logs.append(out.stdout)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    rows = [json.loads(line) for line in open(metrics)]
+    # The file's leading "run" row describes the run (for trident report): not a metric.
+    rows = [r for r in map(json.loads, open(metrics)) if "run" not in r]
     return rows, read_safetensors(os.path.join(model, "model.safetensors"))
 
 
