@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
         FUZZ_CHECK((long)values.size() == t.numel());
       }
     }
-  } catch (const FormatError&) {
+  } catch (const trident::FormatError&) {
   }
   return 0;
 }

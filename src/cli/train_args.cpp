@@ -9,7 +9,7 @@
 #include "cli/train_args_config.h"
 #include "io/hf_gpt2.h"
 #include "tokenizer/build_tokenizer.h"
-#include "train/run_pictures.h"
+#include "train/report_dir.h"
 
 namespace trident::cli {
 

@@ -10,14 +10,6 @@
 
 namespace trident::train {
 
-void apply_report_dir(TrainingConfig& c) {
-  if (c.report_dir.empty()) return;
-  const std::filesystem::path dir(c.report_dir);
-  if (c.metrics_file.empty()) c.metrics_file = (dir / report::kMetricsName).string();
-  if (c.timeline.empty()) c.timeline = (dir / report::kTimelineName).string();
-  if (c.timeline_svg.empty()) c.timeline_svg = (dir / report::kTimelineSvgName).string();
-}
-
 namespace {
 
 nlohmann::ordered_json plan_json(const std::string& title, const MemoryPlan& plan) {

@@ -13,10 +13,6 @@ namespace trident::train {
 
 struct TrainingRun;
 
-// --report-dir DIR: DIR/metrics.jsonl, DIR/timeline.json and DIR/timeline.svg for the paths
-// not given explicitly.
-void apply_report_dir(TrainingConfig& c);
-
 // {"run": {seq_length, shape, batch, layout, train_iters}, "memory_plan": [plan, ...]} as a
 // metrics row (rank 0's metrics file; nothing elsewhere or without one): the page's tokens
 // axis and memory bars.
