@@ -62,7 +62,7 @@ def main():
               f"the grid names the hosts: {grid[0].strip() if grid else 'no grid printed'}")
         if code == 0:
             import json
-            rows = [json.loads(l) for l in open(metrics)]
+            rows = [r for r in map(json.loads, open(metrics)) if "run" not in r]
             reference = train(trident, ARGS, 1, work, "reference")
             summary, bad = compare(reference, (rows, read_safetensors(
                 os.path.join(model, "model.safetensors"))), 1e-5)
