@@ -109,7 +109,8 @@ const char* box_colour(const std::string& category, int chunk) {
   return "#d9d9d9";  // send, recv, wait
 }
 
-// Hover text and labels come from names the run chose: keep them valid XML.
+}  // namespace
+
 std::string escape_xml(const std::string& text) {
   std::string out;
   for (char ch : text) {
@@ -126,8 +127,6 @@ std::string escape_xml(const std::string& text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string draw_boxes_svg(const BoxDrawing& d) {
   const double row = 34.0, left = 70.0, top = 30.0;

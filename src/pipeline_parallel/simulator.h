@@ -77,4 +77,7 @@ struct BoxDrawing {
 };
 std::string draw_boxes_svg(const BoxDrawing& d);
 
+// Text (names, labels, hover text the run chose) made safe inside SVG or HTML markup.
+std::string escape_xml(const std::string& text);
+
 }  // namespace trident::pipeline_parallel

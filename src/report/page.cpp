@@ -1,24 +1,10 @@
 #include "report/page.h"
 
+#include "pipeline_parallel/simulator.h"
+
 namespace trident::report {
 
 namespace {
-
-// Text placed inside HTML elements.
-std::string escape_html(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '<')
-      out += "&lt;";
-    else if (ch == '>')
-      out += "&gt;";
-    else if (ch == '&')
-      out += "&amp;";
-    else
-      out += ch;
-  }
-  return out;
-}
 
 // JSON inside <script>: a "</" in a string would end the element early; "<\/" is the same
 // JSON string.
@@ -50,8 +36,8 @@ std::string report_page(const nlohmann::ordered_json& rows, const std::string& t
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>trident report</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>" +
       page_style() + "</style></head>\n<body data-live=\"" + (live ? "1" : "0") +
-      "\">\n<h1>trident report</h1>\n<p class=\"source\">" + escape_html(source) + "</p>\n" +
-      kSections;
+      "\">\n<h1>trident report</h1>\n<p class=\"source\">" + pipeline_parallel::escape_xml(source) +
+      "</p>\n" + kSections;
   page += timeline.empty() ? "<p class=\"none\">no timeline: train with --timeline FILE or "
                              "--report-dir DIR to record one</p>"
                            : timeline;
