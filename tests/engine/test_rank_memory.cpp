@@ -6,6 +6,7 @@
 
 #include "comm/placed_communicator.h"
 #include "engine/rank_memory.h"
+#include "engine/rank_plans.h"
 
 namespace trident::engine {
 namespace {
@@ -31,28 +32,18 @@ RankModelOptions options(int p, int d, int m) {
   return o;
 }
 
-std::vector<std::string> entries(const std::vector<const MemoryPlan*>& plans) {
-  std::vector<std::string> out;
-  for (const MemoryPlan* plan : plans)
-    for (const PlannedBuffer& b : plan->buffers())
-      out.push_back(b.group + "/" + b.name + " " + std::to_string(b.floats) + " x " +
-                    std::to_string(b.copies));
-  return out;
-}
-
 void expect_plan_of_built_rank(const RankModelOptions& o) {
   for (int stage = 0; stage < o.layout.pipeline; ++stage) {
     testing::PlacedCommunicator tp(0, o.layout.tensor), pp(stage, o.layout.pipeline),
         dp(0, o.layout.data);
     const RankModel built = build_rank_model(o, tp, pp, dp);
-    std::vector<const MemoryPlan*> printed;
-    for (const auto& chunk : built.chunks) printed.push_back(&chunk->memory_plan());
-    printed.push_back(&built.buffers);
+    const std::vector<const MemoryPlan*> printed = testing::printed_plans(built);
     const RankMemoryPlan planned = planned_rank_memory(o, stage);
     std::vector<const MemoryPlan*> planned_pointers;
     for (const MemoryPlan& plan : planned.chunks) planned_pointers.push_back(&plan);
     planned_pointers.push_back(&planned.buffers);
-    EXPECT_EQ(entries(planned_pointers), entries(printed)) << "stage " << stage;
+    EXPECT_EQ(testing::plan_entries(planned_pointers), testing::plan_entries(printed))
+        << "stage " << stage;
     EXPECT_EQ(planned.total_bytes(), built.planned_bytes()) << "stage " << stage;
   }
 }

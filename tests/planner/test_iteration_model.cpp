@@ -8,6 +8,7 @@
 #include "comm/placed_communicator.h"
 #include "engine/rank_buffers.h"
 #include "engine/rank_model.h"
+#include "engine/rank_plans.h"
 #include "model/gpt_model.h"
 #include "planner/collectives.h"
 #include "planner/iteration_model.h"
@@ -304,16 +305,6 @@ train::TrainingConfig training_config(const Layout& l, const Workload& w) {
   return c;
 }
 
-// Every buffer of a list of plans as "group/name floats x copies", in order.
-std::vector<std::string> entries(const std::vector<const MemoryPlan*>& plans) {
-  std::vector<std::string> out;
-  for (const MemoryPlan* plan : plans)
-    for (const PlannedBuffer& b : plan->buffers())
-      out.push_back(b.group + "/" + b.name + " " + std::to_string(b.floats) + " x " +
-                    std::to_string(b.copies));
-  return out;
-}
-
 void expect_same_plans(const Layout& l, const Workload& w) {
   const train::TrainingConfig c = training_config(l, w);
   ASSERT_EQ(train::validate_training_config(c), std::vector<std::string>{}) << l.describe();
@@ -321,13 +312,12 @@ void expect_same_plans(const Layout& l, const Workload& w) {
   for (int stage = 0; stage < l.pipeline; ++stage) {
     testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.data);
     engine::RankModel rank = engine::build_rank_model(c.rank_model_options(), tp, pp, dp);
-    std::vector<const MemoryPlan*> printed;  // what training prints, in order
-    for (const auto& chunk : rank.chunks) printed.push_back(&chunk->memory_plan());
-    printed.push_back(&rank.buffers);
+    const std::vector<const MemoryPlan*> printed = testing::printed_plans(rank);
     const std::vector<MemoryPlan> planned = planner.stage_plans(l, stage);
     std::vector<const MemoryPlan*> planned_pointers;
     for (const MemoryPlan& plan : planned) planned_pointers.push_back(&plan);
-    EXPECT_EQ(entries(planned_pointers), entries(printed)) << l.describe() << " stage " << stage;
+    EXPECT_EQ(testing::plan_entries(planned_pointers), testing::plan_entries(printed))
+        << l.describe() << " stage " << stage;
   }
 }
 
