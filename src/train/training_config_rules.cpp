@@ -345,6 +345,8 @@ void check_logging_and_runtime(const TrainingConfig& c, std::vector<std::string>
   require(c.eval_iters >= 0, "--eval-iters must be >= 0");
   require(c.threads >= 0, "--threads must be >= 0");
   require(c.sample_interval >= 0, "--sample-interval must be >= 0");
+  require(c.sample_interval > 0 || c.sample_prompt.empty(),
+          "--sample-prompt needs --sample-interval N (how often to print a sample)");
   require(c.sample_interval == 0 || !c.sample_prompt.empty(),
           "--sample-interval needs --sample-prompt (the text the samples continue)");
   require(c.sample_interval == 0 || c.tokenizer.given(),

@@ -82,4 +82,11 @@ with tempfile.TemporaryDirectory() as tmp:
     check(no_prompt.returncode == 2 and "--sample-interval needs --sample-prompt" in
           no_prompt.stderr + no_prompt.stdout, "a sample without a prompt is refused, exit 2")
 
+    no_interval = subprocess.run([TRIDENT, "train"] + MODEL + ["--train-iters", "2",
+                                                               "--sample-prompt", PROMPT],
+                                 capture_output=True, text=True, timeout=60)
+    check(no_interval.returncode == 2 and "--sample-prompt needs --sample-interval" in
+          no_interval.stderr + no_interval.stdout,
+          "a prompt without --sample-interval is refused, exit 2 (it would print nothing)")
+
 sys.exit(check.summary())
