@@ -65,6 +65,28 @@ if [[ ! -f data/kjv/kjv_text_document.idx ]]; then
     --workers "$(nproc)"
 fi
 
+# The demo's data: a 4096-piece byte-fallback BPE tokenizer (SentencePiece) trained on the
+# training chapters only (1-1165: the split 1165,24,0 that demo.sh trains with), the corpus
+# tokenized with it, and the held-out chapters (1166-1189) as text for `eval --tasks text:`.
+# GPT-2's 50257-row output layer would take ~80% of a small model's FLOPs; KJV's few words
+# need no more than 4096 pieces (about 4 bytes per token, as with GPT-2's vocabulary).
+if [[ ! -f data/kjv/kjv_bpe4096.model ]]; then
+  /usr/bin/python3 scripts/kjv_chapters.py data/kjv/kjv.jsonl 1 1165 data/kjv/train_chapters.txt
+  spm_train --input=data/kjv/train_chapters.txt --model_prefix=data/kjv/kjv_bpe4096.tmp \
+    --model_type=bpe --vocab_size=4096 --byte_fallback=true --character_coverage=1.0 \
+    --split_digits=true --num_threads="$(nproc)" --minloglevel=2 > /dev/null 2>&1
+  mv data/kjv/kjv_bpe4096.tmp.vocab data/kjv/kjv_bpe4096.vocab
+  mv data/kjv/kjv_bpe4096.tmp.model data/kjv/kjv_bpe4096.model
+  rm data/kjv/train_chapters.txt
+fi
+[[ -f data/kjv/heldout_chapters.txt ]] ||
+  /usr/bin/python3 scripts/kjv_chapters.py data/kjv/kjv.jsonl 1166 1189 data/kjv/heldout_chapters.txt
+if [[ ! -f data/kjv/kjv_bpe4096_text_document.idx ]]; then
+  build/trident preprocess --input data/kjv/kjv.jsonl --output-prefix data/kjv/kjv_bpe4096 \
+    --tokenizer-type SentencePieceTokenizer --tokenizer-model data/kjv/kjv_bpe4096.model \
+    --append-eod --workers "$(nproc)"
+fi
+
 # The default evaluation task: a LAMBADA-style cloze over held-out KJV chapters (trident eval
 # reads data/tasks/<task>/<split>.jsonl; published tasks go there in their datasets' layout).
 [[ -f data/tasks/kjv_cloze/test.jsonl ]] ||

@@ -1,7 +1,9 @@
 // The page at GET /: one self-contained HTML document (no external scripts, styles or
 // fonts, so it works on a machine without internet). It posts to /v1/completions with
 // stream: true and appends each server-sent event's text as it arrives, reading the
-// response body through fetch's ReadableStream (EventSource cannot POST).
+// response body through fetch's ReadableStream (EventSource cannot POST). It names the
+// model it talks to (GET /v1/models) and samples by default (temperature 0.8, top-p 0.9):
+// a small model's greedy text soon repeats itself, which hides what it learned.
 #include "serve/http_server.h"
 
 namespace trident::serve {
@@ -26,10 +28,12 @@ const char* kPage = R"HTML(<!doctype html>
 </head>
 <body>
 <h1>trident serve</h1>
+<p>model: <span id="model">...</span></p>
 <textarea id="prompt" placeholder="Type a prompt"></textarea>
 <p>
   <label>max tokens <input id="max_tokens" type="number" value="64" min="0"></label>
-  <label>temperature <input id="temperature" type="number" value="0" min="0" max="2" step="0.1"></label>
+  <label>temperature <input id="temperature" type="number" value="0.8" min="0" max="2" step="0.1"></label>
+  <label>top-p <input id="top_p" type="number" value="0.9" min="0" max="1" step="0.05"></label>
   <button id="go">Generate</button>
 </p>
 <div id="status"></div>
@@ -59,7 +63,8 @@ async function generate() {
       headers: {"Content-Type": "application/json"},
       body: JSON.stringify({prompt: $("prompt").value, stream: true,
                             max_tokens: Number($("max_tokens").value),
-                            temperature: Number($("temperature").value)}),
+                            temperature: Number($("temperature").value),
+                            top_p: Number($("top_p").value)}),
     });
     if (!response.ok) {
       const body = await response.json();
@@ -88,7 +93,17 @@ async function generate() {
   }
 }
 
+async function showModel() {
+  try {
+    const models = await (await fetch("/v1/models")).json();
+    $("model").textContent = models.data.map((m) => m.id).join(", ");
+  } catch (e) {
+    $("model").textContent = "unknown (" + e.message + ")";
+  }
+}
+
 $("go").addEventListener("click", generate);
+showModel();
 </script>
 </body>
 </html>

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """The page `trident serve` answers at GET /, in headless Chromium: the test types a prompt
 into the textarea, clicks Generate, and watches the completion appear event by event (a
-MutationObserver records each change), until it equals the server's own greedy answer. The
+MutationObserver records each change), until it equals the server's own greedy answer. The page
+names the served model (as GET /v1/models does) and samples by default (temperature 0.8, top-p
+0.9): the test checks both, sets the temperature to 0 for the greedy comparison, and then
+generates once more with the page's defaults. The
 browser is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: JSON
 messages separated by NUL bytes on fds 3 and 4), so no WebSocket library is needed. A
 screenshot of the finished page is kept as an artifact.
@@ -95,6 +98,30 @@ def click(browser, session, element_id):
                      button="left", clickCount=1)
 
 
+def wait_for_status(browser, session):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        status = browser.evaluate(session, 'document.getElementById("status").textContent')
+        if status.startswith("done") or status.startswith("error"):
+            return status
+        time.sleep(0.05)
+    return status
+
+
+def check_defaults(check, browser, session, server):
+    _, models = server.request("GET", "/v1/models")
+    expected = ", ".join(m["id"] for m in models["data"])
+    deadline = time.time() + 10
+    shown = "..."
+    while shown == "..." and time.time() < deadline:
+        shown = browser.evaluate(session, 'document.getElementById("model").textContent')
+        time.sleep(0.05)
+    check(shown == expected and expected, f"the page names the model: {shown!r} ({expected!r})")
+    defaults = browser.evaluate(session, '["temperature", "top_p"].map('
+                                '(id) => document.getElementById(id).value)')
+    check(defaults == ["0.8", "0.9"], f"the page samples by default: {defaults}")
+
+
 def run_page(check, browser, server, expected, screenshot):
     target = browser.call("Target.createTarget", url=f"http://127.0.0.1:{server.port}/")
     session = browser.call("Target.attachToTarget", targetId=target["targetId"],
@@ -104,6 +131,8 @@ def run_page(check, browser, server, expected, screenshot):
     while not browser.evaluate(session, loaded) and time.time() < deadline:
         time.sleep(0.05)
     check(browser.evaluate(session, "document.title") == "trident serve", "GET / is the page")
+    check_defaults(check, browser, session, server)
+    browser.evaluate(session, 'document.getElementById("temperature").value = "0"; true')
     # Every change of the completion, with its time, as the browser renders it.
     browser.evaluate(session, """window.changes = [];
         new MutationObserver(() => changes.push([performance.now(),
@@ -115,12 +144,7 @@ def run_page(check, browser, server, expected, screenshot):
     check(browser.evaluate(session, 'document.getElementById("prompt").value') == PROMPT,
           "the prompt is typed into the textarea")
     click(browser, session, "go")
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        status = browser.evaluate(session, 'document.getElementById("status").textContent')
-        if status.startswith("done") or status.startswith("error"):
-            break
-        time.sleep(0.05)
+    status = wait_for_status(browser, session)
     shown = browser.evaluate(session, 'document.getElementById("completion").textContent')
     changes = browser.evaluate(session, "changes")
     check(status.startswith("done") and "finish_reason length" in status, f"status: {status!r}")
@@ -130,6 +154,12 @@ def run_page(check, browser, server, expected, screenshot):
     check(len(changes) >= 10 and lengths == sorted(lengths) and lengths[-1] == len(shown),
           f"it streamed in: {len(changes)} renders, growing, over "
           f"{changes[-1][0] - changes[0][0]:.0f} ms" if changes else "it streamed in: no renders")
+    browser.evaluate(session, 'document.getElementById("temperature").value = "0.8"; true')
+    click(browser, session, "go")
+    status = wait_for_status(browser, session)
+    sampled = browser.evaluate(session, 'document.getElementById("completion").textContent')
+    check(status.startswith("done") and "finish_reason length" in status and sampled,
+          f"with the defaults it samples: {status!r}, {len(sampled)} characters")
     png = browser.call("Page.captureScreenshot", session, format="png")["data"]
     with open(screenshot, "wb") as f:
         f.write(base64.b64decode(png))
@@ -152,7 +182,7 @@ def main():
                                   "--merge-file", os.path.join(source, "data/gpt2/vocab.bpe")])
         browser = DevTools(os.path.join(tmp, "profile"))
         try:
-            # The page asks for 64 tokens at temperature 0 (its defaults).
+            # The page asks for 64 tokens (its default); the test sets temperature 0.
             status, answer = server.request("POST", "/v1/completions",
                                             {"prompt": PROMPT, "max_tokens": 64, "temperature": 0})
             run_page(check, browser, server, answer["choices"][0]["text"], screenshot)
