@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "io/hf_llama.h"
+#include "io/hf_qwen.h"
 #include "io/safetensors.h"
 
 namespace trident::io {
@@ -157,7 +158,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& path) {
   const nlohmann::json j = parse_config_json(text, path);
   std::vector<std::string> problems;
   ModelConfig c;
-  if (is_llama_config(j)) {
+  if (is_qwen_config(j)) {
+    c = parse_qwen_config(j, problems);
+  } else if (is_llama_config(j)) {
     c = parse_llama_config(j, problems);
   } else {
     c = shape_of(j, problems);
