@@ -301,6 +301,30 @@ def generation(check, trident, source, tmp, tag, config, rng):
     got = generate(trident, tokenizer, base + ["--tensor-model-parallel-size", "2"], ranks=2)
     check(got is not None and [g["tokens"] for g in got] == [r["tokens"] for r in one],
           f"{tag}: the same tokens under t = 2")
+    evaluate(check, trident, tokenizer, tmp, tag, model, w, config)
+
+
+def evaluate(check, trident, tokenizer, tmp, tag, model, w, config):
+    """trident eval's log-likelihood of a text (one rolling window) equals the reference's."""
+    text, samples = os.path.join(tmp, tag + ".txt"), os.path.join(tmp, tag + "_samples.jsonl")
+    with open(text, "w") as f:
+        f.write("In the beginning God created the heaven and the earth. And the earth was "
+                "without form, and void.\n")
+    out = subprocess.run([trident, "eval", "--load-hf", model, "--tasks", "text:" + text,
+                          "--log-samples", samples] + tokenizer, capture_output=True, text=True)
+    if out.returncode != 0:
+        check(False, f"{tag}: eval runs {out.stderr[-500:]}")
+        return
+    rows = [json.loads(line) for line in open(samples)]
+    worst = 0.0
+    for r in rows:
+        ids = r["context_tokens"] + r["continuation_tokens"]
+        lp = logits(w, config, ids[:-1]).log_softmax(-1)
+        start = len(r["context_tokens"]) - 1
+        ref = sum(float(lp[start + i, t]) for i, t in enumerate(r["continuation_tokens"]))
+        worst = max(worst, abs(r["logprob"] - ref) / abs(ref))
+    check(rows and worst < 1e-5,
+          f"{tag}: eval's log-likelihoods equal the reference's ({len(rows)} windows, rel {worst:.1e})")
 
 
 def refusals(check, trident, tmp, rng):
