@@ -28,6 +28,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_reference_test import write_model  # noqa: E402
 from parity import MPI_ENV, Checks, read_safetensors  # noqa: E402
+from serve_client import Server  # noqa: E402
 
 QWEN2 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_act="silu",
              num_hidden_layers=2, hidden_size=32, intermediate_size=48, num_attention_heads=4,
@@ -302,6 +303,38 @@ def generation(check, trident, source, tmp, tag, config, rng):
     check(got is not None and [g["tokens"] for g in got] == [r["tokens"] for r in one],
           f"{tag}: the same tokens under t = 2")
     evaluate(check, trident, tokenizer, tmp, tag, model, w, config)
+    serve(check, trident, tokenizer, tag, model, one)
+    # Training from the HF directory: config.json sets the Qwen options; flags that
+    # contradict it are refused by name.
+    out = subprocess.run([trident, "train", "--load-hf", model, "--mock-data", "--train-iters", "2",
+                          "--global-batch-size", "2", "--micro-batch-size", "1", "--seq-length",
+                          "16", "--eval-iters", "1"], capture_output=True, text=True)
+    check(out.returncode == 0 and "final train loss" in out.stdout,
+          f"{tag}: train --load-hf runs {out.stderr[-300:]}")
+    flip = "--add-qkv-bias" if is_qwen3(config) else "--qk-layernorm"
+    out = subprocess.run([trident, "train", "--load-hf", model, "--mock-data", "--train-iters", "1",
+                          "--kv-channels", "12", flip], capture_output=True, text=True)
+    check(out.returncode == 2 and "--kv-channels disagrees" in out.stderr and
+          f"{flip} disagrees" in out.stderr,
+          f"{tag}: --load-hf with contradicting Qwen flags is refused: {out.stderr.strip()[:200]}")
+
+
+def serve(check, trident, tokenizer, tag, model, greedy_runs):
+    """trident serve's greedy completions (Megatron's PUT /api) are generate's tokens."""
+    try:
+        server = Server(trident, ["--load-hf", model] + tokenizer)
+    except RuntimeError as e:
+        check(False, f"{tag}: serve starts {e}")
+        return
+    try:
+        prompts = [r["prompt"] for r in greedy_runs]
+        status, m = server.request("PUT", "/api", {"prompts": prompts, "tokens_to_generate": 10,
+                                                   "top_k": 1})
+        want = [r["prompt_tokens"] + r["tokens"] for r in greedy_runs]
+        check(status == 200 and m["tokens"] == want,
+              f"{tag}: serve's greedy tokens are generate's ({status})")
+    finally:
+        server.stop()
 
 
 def evaluate(check, trident, tokenizer, tmp, tag, model, w, config):
