@@ -21,7 +21,8 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
                         ->group("Model");
   };
-  app.add_option("--model-preset", preset, "gpt2-small, gpt-tiny, qwen2.5-0.5b or qwen3-0.6b; explicit flags override it")
+  app.add_option("--model-preset", preset,
+                 "gpt2-small, gpt-tiny, qwen2.5-0.5b or qwen3-0.6b; explicit flags override it")
       ->group("Model");
   add("--num-layers", m.num_layers, "transformer layers");
   add("--hidden-size", m.hidden_size, "hidden size h");
@@ -62,10 +63,9 @@ void add_qwen_model_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) {
       app.add_flag("--add-qkv-bias", m.add_qkv_bias,
                    "biases on q, k and v even with --disable-bias-linear (Qwen2)")
           ->group("Model");
-  f.given["--qk-layernorm"] =
-      app.add_flag("--qk-layernorm", m.qk_layernorm,
-                   "RMSNorm of each query and key head before RoPE (Qwen3)")
-          ->group("Model");
+  f.given["--qk-layernorm"] = app.add_flag("--qk-layernorm", m.qk_layernorm,
+                                           "RMSNorm of each query and key head before RoPE (Qwen3)")
+                                  ->group("Model");
   f.given["--kv-channels"] = app.add_option("--kv-channels", m.kv_channels,
                                             "width of each attention head (0: hidden / heads)")
                                  ->capture_default_str()
@@ -79,8 +79,7 @@ namespace {
 void default_swiglu_ffn(const ModelFlags& flags, ModelConfig& model) {
   // (A preset that names its MLP width keeps it.)
   if (model.swiglu && !flags.was_given("--ffn-hidden-size") && model.ffn_hidden_size == 0 &&
-      model.hidden_size > 0 &&
-      model.hidden_size <= INT_MAX / 4)
+      model.hidden_size > 0 && model.hidden_size <= INT_MAX / 4)
     model.ffn_hidden_size = std::max(64, (int)(4L * model.hidden_size * 2 / 3 / 64 * 64));
 }
 }  // namespace

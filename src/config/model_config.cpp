@@ -124,12 +124,14 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
 
 void validate_qwen_options(const ModelConfig& c, std::vector<std::string>& errors) {
   if (c.kv_channels < 0)
-    errors.push_back("--kv-channels must be > 0 (got " + num(c.kv_channels) + "; 0: hidden / heads)");
+    errors.push_back("--kv-channels must be > 0 (got " + num(c.kv_channels) +
+                     "; 0: hidden / heads)");
   if (c.kv_channels > 0 && c.num_attention_heads > 0 && 3L * c.attention_width() > INT_MAX)
     errors.push_back("--kv-channels x --num-attention-heads x 3 must fit an int");
   if (c.qk_layernorm && !c.rms_norm())
-    errors.push_back("--qk-layernorm normalises q and k with RMSNorm: it needs --normalization "
-                     "RMSNorm");
+    errors.push_back(
+        "--qk-layernorm normalises q and k with RMSNorm: it needs --normalization "
+        "RMSNorm");
 }
 
 namespace {

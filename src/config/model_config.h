@@ -45,9 +45,7 @@ struct ModelConfig {
   int max_positions() const {
     return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
   }
-  int head_dim() const {
-    return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
-  }
+  int head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
   // Width of the query projection and of the attention output: heads x head_dim (h unless
   // --kv-channels says otherwise).
   long attention_width() const { return (long)num_attention_heads * head_dim(); }

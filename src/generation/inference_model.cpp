@@ -133,8 +133,8 @@ void InferenceModel::plan_buffers() {
   const GPTModel& m = *model_.chunks[0];
   const ModelConfig& c = layout_.model;
   const int t = rank_.groups->tensor->size();
-  const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size, attn = c.attention_width() / t,
-             ffn = c.ffn() / t, fc1 = c.fc1_rows() / t;
+  const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size,
+             attn = c.attention_width() / t, ffn = c.ffn() / t, fc1 = c.fc1_rows() / t;
   const long vocab_local = m.padded_vocab() / t;
   const bool bf16 = options_.bf16, post = m.placement().post_process;
   auto gemm_input = [&](long n) { return bf16 ? (n + 1) / 2 : n; };

@@ -41,7 +41,8 @@ void take_sliding_window(nlohmann::json& j, std::vector<std::string>& problems) 
       problems.push_back("\"layer_types\" is " + types.dump() +
                          ": trident's Qwen layers are all full_attention");
   }
-  for (const char* key : {"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"})
+  for (const char* key :
+       {"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"})
     j.erase(key);
 }
 
@@ -98,14 +99,15 @@ nlohmann::ordered_json qwen_config_json(const ModelConfig& c) {
         "(--qk-layernorm --disable-bias-linear, any --kv-channels) on the Llama block (RMSNorm, "
         "rope with --rotary-percent 1, SwiGLU, --group-query-attention); this model's options "
         "match neither");
-  nlohmann::ordered_json cfg = {{"architectures", {qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"}},
-                                {"model_type", qwen3 ? "qwen3" : "qwen2"},
-                                {"hidden_act", "silu"},
-                                {"num_hidden_layers", c.num_layers},
-                                {"hidden_size", c.hidden_size},
-                                {"intermediate_size", c.ffn()},
-                                {"num_attention_heads", c.num_attention_heads},
-                                {"num_key_value_heads", c.query_groups()}};
+  nlohmann::ordered_json cfg = {
+      {"architectures", {qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"}},
+      {"model_type", qwen3 ? "qwen3" : "qwen2"},
+      {"hidden_act", "silu"},
+      {"num_hidden_layers", c.num_layers},
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.ffn()},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_key_value_heads", c.query_groups()}};
   if (qwen3) cfg["head_dim"] = c.head_dim(), cfg["attention_bias"] = false;
   cfg.update(nlohmann::ordered_json{{"max_position_embeddings", c.max_positions()},
                                     {"vocab_size", c.vocab_size},

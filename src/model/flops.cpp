@@ -11,7 +11,8 @@ double training_flops_per_iteration(const ModelConfig& c, long global_batch, int
   // --kv-channels: q, the attention core and the projection's input are a = heads x d
   // wide instead of h. (--qk-layernorm's per-head norms are elementwise: not counted.)
   const double a = (double)c.attention_width();
-  const double qkv_out = c.group_query_attention ? a + 2.0 * c.query_groups() * c.head_dim() : 3 * a;
+  const double qkv_out =
+      c.group_query_attention ? a + 2.0 * c.query_groups() * c.head_dim() : 3 * a;
   const double linears = 2 * h * qkv_out + 2 * a * h + 2 * h * c.fc1_rows() + 2.0 * c.ffn() * h;
   double per_layer_fwd = B * s * (linears + 4 * s * a);
   double logits_fwd = 2 * B * s * h * padded_vocab;

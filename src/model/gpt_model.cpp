@@ -25,8 +25,8 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
   // adjacent shards, which reads no panel copies (they would only cost memory).
   if (c.group_query_attention)
     attention = c.qkv_bias() ? std::vector<std::string>{"self_attention.linear_q.weight",
-                                                               "self_attention.linear_kv.weight"}
-                                    : std::vector<std::string>{};
+                                                        "self_attention.linear_kv.weight"}
+                             : std::vector<std::string>{};
   for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
     for (const std::string& w : attention) names.push_back(layer_param(l, w));
     for (const char* w :

@@ -209,8 +209,7 @@ long TransformerLayer::qkv_width() const {
 
 // The q heads, then the k heads (every key / value head the rank holds), each by its own
 // weight; v passes unchanged.
-void TransformerLayer::qk_norm_forward(const float* pre, float* qkv, float* rstd,
-                                       int rows) const {
+void TransformerLayer::qk_norm_forward(const float* pre, float* qkv, float* rstd, int rows) const {
   if (pre != qkv) std::copy_n(pre, (long)rows * qkv_width(), qkv);
   const kernels::QkvLayout l = qkv_layout(rows);
   const kernels::HeadRows q{rows, l.q_stride, dims_.heads_local, dims_.head_dim};

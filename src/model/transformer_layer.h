@@ -68,7 +68,7 @@ struct LayerDims {
   kernels::RopeConfig rope{};  // rotary_dim 0: no RoPE
   bool grouped = false;        // linear_q + linear_kv instead of linear_qkv
   kernels::QueryGroups groups{};
-  int kv_local = 0;  // rows of this rank's linear_kv (grouped)
+  int kv_local = 0;      // rows of this rank's linear_kv (grouped)
   bool qk_norm = false;  // --qk-layernorm: RMSNorm of each q and k head before RoPE
 };
 

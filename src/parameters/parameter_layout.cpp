@@ -123,7 +123,8 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
 // tensor group: see tensor_parallel/sequence_parallel_grads.h).
 void ParameterLayout::add_qk_norms(const ModelConfig& c, int layer) {
   if (!c.qk_layernorm) return;
-  for (const char* name : {"self_attention.q_layernorm.weight", "self_attention.k_layernorm.weight"})
+  for (const char* name :
+       {"self_attention.q_layernorm.weight", "self_attention.k_layernorm.weight"})
     add(layer_param(layer, name), {c.head_dim()}, ShardSpec{}, false, InitKind::kOnes);
 }
 

@@ -29,8 +29,8 @@ bool is_qk_norm_param(const ParamSpec& spec);
 
 // Sums the partial gradients over the tensor group, in place, with one all-reduce: the
 // norm weights and biases (every layer's two and the final one) under sequence
-// parallelism, replicated key/value projections and the q / k norms. The layouts of a tensor group's ranks
-// match spec for spec, so the packed buffers line up.
+// parallelism, replicated key/value projections and the q / k norms. The layouts of a tensor
+// group's ranks match spec for spec, so the packed buffers line up.
 void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp,
                                        bool sequence_parallel);
 

@@ -26,7 +26,9 @@ void print_block(const ModelConfig& m, std::ostream& log) {
                    : std::string("learned positions"))
       << ", " << (m.swiglu ? "SwiGLU" : "GeLU") << ", " << m.query_groups() << " query groups, "
       << (m.tied_output() ? "tied" : "untied") << " output layer, "
-      << (m.add_bias_linear() ? "biases" : m.add_qkv_bias ? "biases on q, k, v only" : "no biases")
+      << (m.add_bias_linear() ? "biases"
+          : m.add_qkv_bias    ? "biases on q, k, v only"
+                              : "no biases")
       << (m.qk_layernorm ? ", q/k RMSNorm" : "")
       << (m.kv_channels > 0 ? ", heads " + std::to_string(m.kv_channels) + " wide" : "") << "\n";
 }

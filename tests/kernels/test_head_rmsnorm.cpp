@@ -74,8 +74,7 @@ TEST(HeadRMSNorm, ForwardAndBackwardMatchReference) {
     for (int i = 0; i < kHeads * kDim; ++i) num_heads.push_back(num_dx[r * kStride + i]);
   EXPECT_LT(relative_error(heads_of(d), num_heads), 1e-4);
   auto num_dg = numeric_gradient(
-      [&](const std::vector<double>& v) { return weighted(head_rmsnorm_ref(xd, v, 1e-6), w); },
-      gd);
+      [&](const std::vector<double>& v) { return weighted(head_rmsnorm_ref(xd, v, 1e-6), w); }, gd);
   EXPECT_LT(relative_error(dg, num_dg), 1e-4);
   for (int r = 0; r < kRows; ++r)
     for (long i = kHeads * kDim; i < kStride; ++i) EXPECT_EQ(d[r * kStride + i], 3.f);
