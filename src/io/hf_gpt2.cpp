@@ -236,7 +236,7 @@ void check_tied_output_layer(const SafetensorsFile& file, const std::string& pre
 namespace {
 bool is_gpt2_block(const ModelConfig& c) {
   return !c.rms_norm() && !c.rope() && !c.swiglu && !c.group_query_attention && c.tied_output() &&
-         c.add_bias_linear();
+         c.add_bias_linear() && c.attention_width() == c.hidden_size && !c.qk_layernorm;
 }
 }  // namespace
 
