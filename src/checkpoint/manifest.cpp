@@ -106,6 +106,14 @@ void check_tensor(const Checker& check, const json& t, const std::string& where)
                           std::to_string(stride) + " equal blocks");
 }
 
+// The Qwen family's options, likewise present only when set.
+void check_qwen_options(const Checker& check, const json& model) {
+  for (const char* key : {"add_qkv_bias", "qk_layernorm"})
+    if (model.contains(key) && !model[key].is_boolean())
+      check.fail("model." + std::string(key), "must be a boolean");
+  if (model.contains("kv_channels")) check.integer(model, "kv_channels", "model.", 1, INT_MAX);
+}
+
 // The Llama family's options, present only when they differ from GPT-2's block; their
 // values are checked again by validate_model_config when the run uses them.
 void check_llama_options(const Checker& check, const json& model) {
@@ -118,6 +126,7 @@ void check_llama_options(const Checker& check, const json& model) {
   for (const char* key : {"swiglu", "untie_embeddings_and_output_weights", "disable_bias_linear"})
     if (model.contains(key) && !model[key].is_boolean())
       check.fail("model." + std::string(key), "must be a boolean");
+  check_qwen_options(check, model);
 }
 }  // namespace
 
@@ -197,6 +206,9 @@ ModelConfig manifest_model(const json& manifest) {
   if (c.group_query_attention) c.num_query_groups = m["num_query_groups"];
   c.untie_embeddings_and_output_weights = m.value("untie_embeddings_and_output_weights", false);
   c.disable_bias_linear = m.value("disable_bias_linear", false);
+  c.add_qkv_bias = m.value("add_qkv_bias", false);
+  c.qk_layernorm = m.value("qk_layernorm", false);
+  c.kv_channels = m.value("kv_channels", 0);
   return c;
 }
 
@@ -229,6 +241,9 @@ json model_json(const ModelConfig& m) {
   if (m.group_query_attention) j["num_query_groups"] = m.num_query_groups;
   if (!m.tied_output()) j["untie_embeddings_and_output_weights"] = true;
   if (m.disable_bias_linear) j["disable_bias_linear"] = true;
+  if (m.add_qkv_bias) j["add_qkv_bias"] = true;
+  if (m.qk_layernorm) j["qk_layernorm"] = true;
+  if (m.kv_channels > 0) j["kv_channels"] = m.kv_channels;
   return j;
 }
 

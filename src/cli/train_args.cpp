@@ -21,7 +21,8 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
                         ->group("Model");
   };
-  app.add_option("--model-preset", preset, "gpt2-small or gpt-tiny; explicit flags override it")
+  app.add_option("--model-preset", preset,
+                 "gpt2-small, gpt-tiny, qwen2.5-0.5b or qwen3-0.6b; explicit flags override it")
       ->group("Model");
   add("--num-layers", m.num_layers, "transformer layers");
   add("--hidden-size", m.hidden_size, "hidden size h");
@@ -53,15 +54,32 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   flag("--untie-embeddings-and-output-weights", m.untie_embeddings_and_output_weights,
        "an output layer of its own instead of the word embedding");
   flag("--disable-bias-linear", m.disable_bias_linear, "no biases in the linear layers");
+  add_qwen_model_flags(app, m, f);
   return f;
+}
+
+void add_qwen_model_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) {
+  f.given["--add-qkv-bias"] =
+      app.add_flag("--add-qkv-bias", m.add_qkv_bias,
+                   "biases on q, k and v even with --disable-bias-linear (Qwen2)")
+          ->group("Model");
+  f.given["--qk-layernorm"] = app.add_flag("--qk-layernorm", m.qk_layernorm,
+                                           "RMSNorm of each query and key head before RoPE (Qwen3)")
+                                  ->group("Model");
+  f.given["--kv-channels"] = app.add_option("--kv-channels", m.kv_channels,
+                                            "width of each attention head (0: hidden / heads)")
+                                 ->capture_default_str()
+                                 ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+                                 ->group("Model");
 }
 
 namespace {
 // Megatron's default MLP width with SwiGLU: 2/3 of 4h (the two fc1 halves keep the
 // parameter count near the GeLU MLP's), rounded down to a multiple of 64 (at least 64).
 void default_swiglu_ffn(const ModelFlags& flags, ModelConfig& model) {
-  if (model.swiglu && !flags.was_given("--ffn-hidden-size") && model.hidden_size > 0 &&
-      model.hidden_size <= INT_MAX / 4)
+  // (A preset that names its MLP width keeps it.)
+  if (model.swiglu && !flags.was_given("--ffn-hidden-size") && model.ffn_hidden_size == 0 &&
+      model.hidden_size > 0 && model.hidden_size <= INT_MAX / 4)
     model.ffn_hidden_size = std::max(64, (int)(4L * model.hidden_size * 2 / 3 / 64 * 64));
 }
 }  // namespace
@@ -95,6 +113,9 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
   keep("--untie-embeddings-and-output-weights", model.untie_embeddings_and_output_weights,
        explicit_values.untie_embeddings_and_output_weights);
   keep("--disable-bias-linear", model.disable_bias_linear, explicit_values.disable_bias_linear);
+  keep("--add-qkv-bias", model.add_qkv_bias, explicit_values.add_qkv_bias);
+  keep("--qk-layernorm", model.qk_layernorm, explicit_values.qk_layernorm);
+  keep("--kv-channels", model.kv_channels, explicit_values.kv_channels);
   default_swiglu_ffn(flags, model);
 }
 
@@ -341,6 +362,20 @@ void add_training_flags(CLI::App& app, train::TrainingConfig& c) {
   add_checkpoint_flags(app, c);
 }
 
+// The Qwen options of a --load-hf config.json; flags that say otherwise are refused.
+void apply_hf_qwen_options(const std::string& dir, const ModelConfig& hf, const ModelFlags& flags,
+                           ModelConfig& m, std::vector<std::string>& errors) {
+  auto agrees = [&](const char* flag, bool same) {
+    if (flags.was_given(flag) && !same)
+      errors.push_back(std::string(flag) + " disagrees with " + dir + "/config.json");
+  };
+  agrees("--add-qkv-bias", m.add_qkv_bias == hf.add_qkv_bias);
+  agrees("--qk-layernorm", m.qk_layernorm == hf.qk_layernorm);
+  agrees("--kv-channels", m.head_dim() == hf.head_dim());
+  m.add_qkv_bias = hf.add_qkv_bias, m.qk_layernorm = hf.qk_layernorm;
+  m.kv_channels = hf.kv_channels;
+}
+
 // With --load-hf the architecture comes from config.json; explicit flags must agree.
 void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
                      std::vector<std::string>& errors) {
@@ -385,6 +420,7 @@ void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
   m.group_query_attention = hf.group_query_attention, m.num_query_groups = hf.num_query_groups;
   m.untie_embeddings_and_output_weights = hf.untie_embeddings_and_output_weights;
   m.disable_bias_linear = hf.disable_bias_linear;
+  apply_hf_qwen_options(c.load_hf, hf, flags, m, errors);
   if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
 }
 

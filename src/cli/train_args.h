@@ -21,6 +21,8 @@ struct ModelFlags {
   }
 };
 ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset);
+// The Qwen family's flags (--add-qkv-bias, --qk-layernorm, --kv-channels), into `f`.
+void add_qwen_model_flags(CLI::App& app, ModelConfig& m, ModelFlags& f);
 // --model-preset fills the shape; the flags given explicitly keep their values.
 void apply_model_preset(const std::string& preset, const ModelFlags& flags, ModelConfig& model);
 

@@ -19,9 +19,11 @@ int ModelConfig::padded_vocab_size(int t) const {
 long ModelConfig::parameter_count(int t) const {
   const long h = hidden_size, f = ffn(), f1 = fc1_rows(), b = add_bias_linear() ? 1 : 0;
   const long norm = rms_norm() ? h : 2 * h;  // RMSNorm has no bias
-  const long qkv = h + 2L * query_groups() * (num_attention_heads > 0 ? head_dim() : 0);
-  const long per_layer =
-      2 * norm + (qkv * h + b * qkv) + (h * h + b * h) + (f1 * h + b * f1) + (f * h + b * h);
+  const long d = num_attention_heads > 0 ? head_dim() : 0, a = attention_width();
+  const long qkv = a + 2L * query_groups() * d, qkv_b = qkv_bias() ? 1 : 0;
+  const long qk_norm = qk_layernorm ? 2 * d : 0;  // q's and k's, each head_dim wide
+  const long per_layer = 2 * norm + (qkv * h + qkv_b * qkv) + qk_norm + (a * h + b * h) +
+                         (f1 * h + b * f1) + (f * h + b * h);
   const long vocab = (long)padded_vocab_size(t) * h;
   return vocab + (learned_positions() ? (long)max_positions() * h : 0) + num_layers * per_layer +
          norm + (tied_output() ? 0 : vocab);
@@ -47,7 +49,7 @@ void validate_llama_options(const ModelConfig& c, int t, std::vector<std::string
       errors.push_back("--rotary-percent must be in (0, 1] (got " +
                        std::to_string(c.rotary_percent) + ")");
     else if (c.hidden_size > 0 && c.num_attention_heads > 0 &&
-             c.hidden_size % c.num_attention_heads == 0 &&
+             (c.kv_channels > 0 || c.hidden_size % c.num_attention_heads == 0) &&
              (c.rotary_dim() < 2 || c.rotary_dim() % 2))
       errors.push_back("--position-embedding-type rope: head dim (" + num(c.head_dim()) +
                        ") x --rotary-percent must be an even number >= 2 (got " +
@@ -98,7 +100,8 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
     errors.push_back("--vocab-size (" + std::to_string(c.vocab_size) +
                      ") padded to a multiple of --make-vocab-size-divisible-by x "
                      "--tensor-model-parallel-size must fit an int");
-  if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
+  if (c.kv_channels == 0 && c.hidden_size > 0 && c.num_attention_heads > 0 &&
+      c.hidden_size % c.num_attention_heads)
     errors.push_back("--hidden-size (" + std::to_string(c.hidden_size) +
                      ") must be divisible by --num-attention-heads (" +
                      std::to_string(c.num_attention_heads) + ")");
@@ -115,8 +118,46 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
                      ") must be <= --max-position-embeddings (" +
                      std::to_string(c.max_position_embeddings) + ")");
   validate_llama_options(c, t, errors);
+  validate_qwen_options(c, errors);
   return errors;
 }
+
+void validate_qwen_options(const ModelConfig& c, std::vector<std::string>& errors) {
+  if (c.kv_channels < 0)
+    errors.push_back("--kv-channels must be > 0 (got " + num(c.kv_channels) +
+                     "; 0: hidden / heads)");
+  if (c.kv_channels > 0 && c.num_attention_heads > 0 && 3L * c.attention_width() > INT_MAX)
+    errors.push_back("--kv-channels x --num-attention-heads x 3 must fit an int");
+  if (c.qk_layernorm && !c.rms_norm())
+    errors.push_back(
+        "--qk-layernorm normalises q and k with RMSNorm: it needs --normalization "
+        "RMSNorm");
+}
+
+namespace {
+// The Qwen family's published shapes, from the config.json of each model on the HF hub:
+//   Qwen/Qwen2.5-0.5B: Qwen2ForCausalLM, 24 layers, hidden 896, 14 heads, 2 key/value heads,
+//     intermediate 4864, vocab 151936, max_position_embeddings 32768, rope_theta 1e6,
+//     rms_norm_eps 1e-6, tie_word_embeddings true, q/k/v biases (use_sliding_window false).
+//   Qwen/Qwen3-0.6B: Qwen3ForCausalLM, 28 layers, hidden 1024, 16 heads, 8 key/value heads,
+//     head_dim 128, intermediate 3072, vocab 151936, max_position_embeddings 40960,
+//     rope_theta 1e6, rms_norm_eps 1e-6, tie_word_embeddings true, attention_bias false,
+//     q_norm / k_norm.
+bool qwen_preset(const std::string& name, ModelConfig& c) {
+  if (name != "qwen2.5-0.5b" && name != "qwen3-0.6b") return false;
+  const bool qwen3 = name == "qwen3-0.6b";
+  c.normalization = "RMSNorm", c.position_embedding_type = "rope", c.swiglu = true;
+  c.group_query_attention = true, c.disable_bias_linear = true;
+  c.rotary_base = 1e6f, c.layernorm_epsilon = 1e-6f, c.vocab_size = 151936;
+  c.num_layers = qwen3 ? 28 : 24, c.hidden_size = qwen3 ? 1024 : 896;
+  c.num_attention_heads = qwen3 ? 16 : 14, c.num_query_groups = qwen3 ? 8 : 2;
+  c.ffn_hidden_size = qwen3 ? 3072 : 4864;
+  c.max_position_embeddings = qwen3 ? 40960 : 32768;
+  c.add_qkv_bias = !qwen3;
+  c.qk_layernorm = qwen3, c.kv_channels = qwen3 ? 128 : 0;
+  return true;
+}
+}  // namespace
 
 ModelConfig preset_model(const std::string& name) {
   ModelConfig c;
@@ -126,9 +167,9 @@ ModelConfig preset_model(const std::string& name) {
     c.num_layers = 12, c.hidden_size = 768, c.num_attention_heads = 12;
   } else if (name == "gpt-tiny") {
     c.num_layers = 6, c.hidden_size = 384, c.num_attention_heads = 6;
-  } else {
+  } else if (!qwen_preset(name, c)) {
     throw std::invalid_argument("unknown model preset '" + name +
-                                "' (known: gpt2-small, gpt-tiny)");
+                                "' (known: gpt2-small, gpt-tiny, qwen2.5-0.5b, qwen3-0.6b)");
   }
   return c;
 }

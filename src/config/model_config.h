@@ -30,6 +30,14 @@ struct ModelConfig {
   bool untie_embeddings_and_output_weights = false;
   bool disable_bias_linear = false;
 
+  // The Qwen family's options (Megatron's flags). Qwen2: biases on q, k and v even under
+  // --disable-bias-linear (--add-qkv-bias). Qwen3: per-head RMSNorm of q and k before RoPE,
+  // its weight of head_dim shared by the heads (--qk-layernorm), and heads wider or narrower
+  // than hidden / heads (--kv-channels; 0: hidden / heads).
+  bool add_qkv_bias = false;
+  bool qk_layernorm = false;
+  int kv_channels = 0;
+
   // 4h unless given; saturates at INT_MAX, beyond which validation refuses the hidden size.
   int ffn() const {
     return ffn_hidden_size > 0 ? ffn_hidden_size : (int)std::min(4L * hidden_size, (long)INT_MAX);
@@ -37,11 +45,16 @@ struct ModelConfig {
   int max_positions() const {
     return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
   }
-  int head_dim() const { return hidden_size / num_attention_heads; }
+  int head_dim() const { return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads; }
+  // Width of the query projection and of the attention output: heads x head_dim (h unless
+  // --kv-channels says otherwise).
+  long attention_width() const { return (long)num_attention_heads * head_dim(); }
   bool rms_norm() const { return normalization == "RMSNorm"; }
   bool rope() const { return position_embedding_type == "rope"; }
   bool learned_positions() const { return !rope(); }
   bool add_bias_linear() const { return !disable_bias_linear; }
+  // Biases on the q, k, v projections: every linear's, or Qwen2's on those only.
+  bool qkv_bias() const { return add_bias_linear() || add_qkv_bias; }
   bool tied_output() const { return !untie_embeddings_and_output_weights; }
   // Key/value heads: G with grouped-query attention, else one per query head.
   int query_groups() const {
@@ -60,7 +73,8 @@ struct ModelConfig {
   // Per token, what a rank's q, k, v projections write: linear_qkv's 3h / t, or linear_q's
   // h / t and linear_kv's rows.
   long qkv_projection_local(int t) const {
-    return group_query_attention ? (long)hidden_size / t + kv_rows_local(t) : 3L * hidden_size / t;
+    return group_query_attention ? attention_width() / t + kv_rows_local(t)
+                                 : 3L * attention_width() / t;
   }
   // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by * t.
   int padded_vocab_size(int tensor_parallel_size) const;
@@ -70,6 +84,8 @@ struct ModelConfig {
 
 // Every rule the model shape breaks, each as one line naming the flag and the rule.
 std::vector<std::string> validate_model_config(const ModelConfig& c, int tensor_parallel_size);
+// The Qwen options' rules (--kv-channels, --qk-layernorm), each naming its flag.
+void validate_qwen_options(const ModelConfig& c, std::vector<std::string>& errors);
 
 // Named configurations used by the benchmarks and the README.
 ModelConfig preset_model(const std::string& name);

@@ -133,8 +133,8 @@ void InferenceModel::plan_buffers() {
   const GPTModel& m = *model_.chunks[0];
   const ModelConfig& c = layout_.model;
   const int t = rank_.groups->tensor->size();
-  const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size, attn = h / t,
-             ffn = c.ffn() / t, fc1 = c.fc1_rows() / t;
+  const long R = max_step_tokens_, L = max_logit_rows_, h = c.hidden_size,
+             attn = c.attention_width() / t, ffn = c.ffn() / t, fc1 = c.fc1_rows() / t;
   const long vocab_local = m.padded_vocab() / t;
   const bool bf16 = options_.bf16, post = m.placement().post_process;
   auto gemm_input = [&](long n) { return bf16 ? (n + 1) / 2 : n; };
@@ -158,7 +158,8 @@ void InferenceModel::plan_buffers() {
       {"residual + row-parallel out", 2 * R * h},
       {"fc1 out", R * fc1},
       {"GeLU out", gemm_input(R * ffn)},
-      {"bf16 GEMM operand", bf16 ? (R * std::max({h, fc1, c.qkv_projection_local(t)}) + 1) / 2 : 0},
+      {"bf16 GEMM operand",
+       bf16 ? (R * std::max({h, attn, fc1, c.qkv_projection_local(t)}) + 1) / 2 : 0},
       {"final layernorm in + out + stats", post ? L * h + gemm_input(L * h) + 2 * L : 0},
       {"logits (vocabulary shard)", post ? L * vocab_local : 0},
       {"logits gathered over the tensor group", post && t > 1 ? L * vocab_local * t : 0},

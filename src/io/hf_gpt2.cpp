@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "io/hf_llama.h"
+#include "io/hf_qwen.h"
 #include "io/safetensors.h"
 
 namespace trident::io {
@@ -157,7 +158,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& path) {
   const nlohmann::json j = parse_config_json(text, path);
   std::vector<std::string> problems;
   ModelConfig c;
-  if (is_llama_config(j)) {
+  if (is_qwen_config(j)) {
+    c = parse_qwen_config(j, problems);
+  } else if (is_llama_config(j)) {
     c = parse_llama_config(j, problems);
   } else {
     c = shape_of(j, problems);
@@ -233,7 +236,7 @@ void check_tied_output_layer(const SafetensorsFile& file, const std::string& pre
 namespace {
 bool is_gpt2_block(const ModelConfig& c) {
   return !c.rms_norm() && !c.rope() && !c.swiglu && !c.group_query_attention && c.tied_output() &&
-         c.add_bias_linear();
+         c.add_bias_linear() && c.attention_width() == c.hidden_size && !c.qk_layernorm;
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "io/hf_qwen.h"
 #include "io/safetensors.h"
 
 namespace trident::io {
@@ -33,6 +34,8 @@ std::vector<std::string> hf_pieces(const std::string& n) {
       {"self_attention.linear_qkv", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
       {"self_attention.linear_kv", {"self_attn.k_proj", "self_attn.v_proj"}},
       {"self_attention.linear_proj", {"self_attn.o_proj"}},
+      {"self_attention.q_layernorm", {"self_attn.q_norm"}},  // Qwen3 (hf_qwen.h)
+      {"self_attention.k_layernorm", {"self_attn.k_norm"}},
       {"mlp.linear_fc1", {"mlp.gate_proj", "mlp.up_proj"}},
       {"mlp.linear_fc2", {"mlp.down_proj"}}};
   auto it = modules.find(module);
@@ -271,6 +274,7 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
                                 {"mlp_bias", config.add_bias_linear()},
                                 {"tie_word_embeddings", config.tied_output()},
                                 {"torch_dtype", "float32"}};
+  if (is_qwen_model(config)) cfg = qwen_config_json(config);
   std::vector<TensorToWrite> tensors;
   const float* base = gradients ? params.grads() : params.values();
   for (const ParamSpec& spec : params.layout().specs()) {

@@ -15,21 +15,22 @@ long ChunkShape::logits_chunk_floats() const {
 }
 
 std::pair<long, long> ChunkShape::operand_sizes() const {
-  const long h = config.hidden_size, t = tensor_parallel_size;
+  const long h = config.hidden_size, t = tensor_parallel_size, attn = config.attention_width() / t;
   const long widest =
-      std::max({h, config.qkv_projection_local((int)t), (long)config.fc1_rows() / t});
+      std::max({h, attn, config.qkv_projection_local((int)t), (long)config.fc1_rows() / t});
   // In bf16 runs the only linear input stored in fp32 is the attention output, and the
   // cross-entropy writes the output layer's d(logits) in bf16 itself.
   const bool bf16 = options.precision == kernels::Precision::kBf16;
   const long head = options.placement.post_process && !bf16 ? logits_chunk_floats() : 0L;
-  const long widest_in = bf16 ? h / t : std::max(h, (long)config.ffn() / t);
+  const long widest_in = bf16 ? attn : std::max({h, attn, (long)config.ffn() / t});
   // (SwiGLU's fc1 pre-activation gradient is an output operand, counted in widest.)
   return {std::max(tokens() * widest, head), tokens() * widest_in};
 }
 
 long ChunkShape::largest_layer_weight() const {
   const long h = config.hidden_size, t = tensor_parallel_size;
-  return std::max(config.qkv_projection_local((int)t) * h, (long)config.fc1_rows() / t * h);
+  return std::max({config.qkv_projection_local((int)t) * h, (long)config.fc1_rows() / t * h,
+                   config.attention_width() / t * h});
 }
 
 int ChunkShape::held_sets() const {
@@ -41,12 +42,13 @@ int ChunkShape::held_sets() const {
 
 long ChunkShape::deferred_weight_grad_floats() const {
   const long h = config.hidden_size, t = tensor_parallel_size, n = tokens();
-  const long attn = h / t, ffn = config.ffn() / t, fc1 = config.fc1_rows() / t;
+  const long attn = config.attention_width() / t, ffn = config.ffn() / t,
+             fc1 = config.fc1_rows() / t;
   const bool bf16 = options.precision == kernels::Precision::kBf16;
   auto operand = [&](long width) { return bf16 ? (n * width + 1) / 2 : n * width; };
   // The attention input is one product (linear_qkv, or linear_q and linear_kv fused without
   // biases) or, with grouped-query attention and biases, linear_q's and linear_kv's.
-  const bool split_qkv = config.group_query_attention && config.add_bias_linear();
+  const bool split_qkv = config.group_query_attention && config.qkv_bias();
   std::vector<long> qkv_dy = {operand(config.qkv_projection_local((int)t))};
   if (split_qkv) qkv_dy = {operand(attn), operand(config.kv_rows_local((int)t))};
   const long qkv_products = (long)qkv_dy.size();
@@ -154,12 +156,19 @@ class Rows {
   const char* group_;
 };
 
+// --qk-layernorm: the q heads and key / value heads one rank normalises per token.
+long qk_norm_heads(const ModelConfig& c, int t) {
+  if (!c.qk_layernorm) return 0;
+  return c.num_attention_heads / t + c.kv_rows_local(t) / 2 / c.head_dim();
+}
+
 // One copy of each activation, in floats. With sequence parallelism every [tokens, h]
 // tensor outside the tensor-parallel region (LayerNorm outputs and statistics, residuals,
 // layer outputs, boundary tensors) has `local` = tokens / t rows; qkv, attention and MLP
 // tensors are [tokens, * / t] anyway.
 struct ActivationSizes {
   long tokens, local, h, attn, ffn, fc1, qkv, lse;
+  long qk_heads;  // --qk-layernorm: q and k heads a rank normalises (0 without)
   bool bf16;
   std::string bf16_note;  // the names of buffers kept in bf16 say so
 
@@ -167,11 +176,12 @@ struct ActivationSizes {
       : tokens(s.tokens()),
         local(s.local_tokens()),
         h(s.config.hidden_size),
-        attn(h / s.tensor_parallel_size),
+        attn(s.config.attention_width() / s.tensor_parallel_size),
         ffn(s.config.ffn() / s.tensor_parallel_size),
         fc1(s.config.fc1_rows() / s.tensor_parallel_size),
         qkv(s.config.qkv_projection_local(s.tensor_parallel_size)),
         lse((long)s.micro_batch * (s.config.num_attention_heads / s.tensor_parallel_size) * s.seq),
+        qk_heads(qk_norm_heads(s.config, s.tensor_parallel_size)),
         bf16(s.options.precision == kernels::Precision::kBf16),
         bf16_note(bf16 ? " (bf16)" : "") {}
   // Activations only matrix products read are bf16 in bf16 runs (two to a float).
@@ -199,6 +209,9 @@ void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu
   // What the projections write (grouped-query attention: h / t + 2 G d / t, k and v never
   // expanded to every head).
   held("qkv", Field::kQkv, z.tokens * z.qkv);
+  if (z.qk_heads > 0)  // the norm's input and statistics, for its backward (read by B only)
+    other("qkv before qk-norm + its rstd", Field::kQkNorm,
+          {z.tokens * z.qkv, z.tokens * z.qk_heads});
   if (r.own_attention_core) {
     held("attention out", Field::kAttentionOut, z.tokens * z.attn);
     other("attention log-sum-exp", Field::kAttentionLse, {z.lse});

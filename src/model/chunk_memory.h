@@ -152,6 +152,7 @@ enum class BufferField {
   kLn1Out,
   kLnStats,  // ln1 mean, ln1 rstd, ln2 mean, ln2 rstd
   kQkv,
+  kQkNorm,        // --qk-layernorm: qkv before the norm, the heads' rstd
   kAttentionOut,  // kChunk: the one selective recomputation rebuilds for every kept layer
   kAttentionLse,  // kChunk: likewise
   kResidual,

@@ -24,9 +24,9 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
   // Grouped-query attention: without biases the layers run q and kv as one GEMM on the
   // adjacent shards, which reads no panel copies (they would only cost memory).
   if (c.group_query_attention)
-    attention = c.add_bias_linear() ? std::vector<std::string>{"self_attention.linear_q.weight",
-                                                               "self_attention.linear_kv.weight"}
-                                    : std::vector<std::string>{};
+    attention = c.qkv_bias() ? std::vector<std::string>{"self_attention.linear_q.weight",
+                                                        "self_attention.linear_kv.weight"}
+                             : std::vector<std::string>{};
   for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
     for (const std::string& w : attention) names.push_back(layer_param(l, w));
     for (const char* w :
@@ -188,6 +188,8 @@ std::vector<PartTarget> layer_targets(LayerActivations& a, BufferField field, bo
       return {to(a.ln1_mean), to(a.ln1_rstd), to(a.ln2_mean), to(a.ln2_rstd)};
     case BufferField::kQkv:
       return {to(a.qkv)};
+    case BufferField::kQkNorm:
+      return {to(a.qkv_pre), to(a.qk_rstd)};
     case BufferField::kAttentionOut:
       return {to(a.attn_out)};
     case BufferField::kAttentionLse:

@@ -1,6 +1,9 @@
 #include "model/transformer_layer.h"
 
+#include <algorithm>
+
 #include "kernels/elementwise.h"
+#include "kernels/head_rmsnorm.h"
 #include "kernels/layernorm.h"
 #include "kernels/swiglu.h"
 #include "kernels/weight_grad_store.h"
@@ -25,6 +28,7 @@ LayerDims layer_dims(const ModelConfig& c, int rank, int t) {
                 c.head_dim()};
     d.kv_local = 2 * held * c.head_dim();
   }
+  d.qk_norm = c.qk_layernorm;
   return d;
 }
 
@@ -67,6 +71,10 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
   };
   ln1_ = norm("input_layernorm");
   ln2_ = norm("post_attention_layernorm");
+  if (d.qk_norm) {
+    q_norm_ = get("self_attention.q_layernorm.weight");
+    k_norm_ = get("self_attention.k_layernorm.weight");
+  }
   const int attn_local = d.heads_local * d.head_dim;
   // Null until set: which of qkv_, q_ and kv_ are in use is read from their weights.
   qkv_ = {}, q_ = {}, kv_ = {};
@@ -194,6 +202,33 @@ void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows
   kernels::add_bias(kv, kv_.bias.value, rows, kv_.out_local);
 }
 
+long TransformerLayer::qkv_width() const {
+  const long q = (long)dims_.heads_local * dims_.head_dim;
+  return dims_.grouped ? q + dims_.kv_local : 3 * q;
+}
+
+// The q heads, then the k heads (every key / value head the rank holds), each by its own
+// weight; v passes unchanged.
+void TransformerLayer::qk_norm_forward(const float* pre, float* qkv, float* rstd, int rows) const {
+  if (pre != qkv) std::copy_n(pre, (long)rows * qkv_width(), qkv);
+  const kernels::QkvLayout l = qkv_layout(rows);
+  const kernels::HeadRows q{rows, l.q_stride, dims_.heads_local, dims_.head_dim};
+  const kernels::HeadRows k{rows, l.kv_stride, l.kv_heads, dims_.head_dim};
+  kernels::head_rmsnorm_forward(pre, qkv, q, q_norm_.value, dims_.eps, rstd);
+  kernels::head_rmsnorm_forward(pre + l.k_offset, qkv + l.k_offset, k, k_norm_.value, dims_.eps,
+                                rstd ? rstd + (long)rows * q.heads : nullptr);
+}
+
+void TransformerLayer::qk_norm_backward(const float* pre, const float* rstd, float* d_qkv,
+                                        int rows) const {
+  const kernels::QkvLayout l = qkv_layout(rows);
+  const kernels::HeadRows q{rows, l.q_stride, dims_.heads_local, dims_.head_dim};
+  const kernels::HeadRows k{rows, l.kv_stride, l.kv_heads, dims_.head_dim};
+  kernels::head_rmsnorm_backward(d_qkv, pre, q, q_norm_.value, rstd, q_norm_.grad);
+  kernels::head_rmsnorm_backward(d_qkv + l.k_offset, pre + l.k_offset, k, k_norm_.value,
+                                 rstd + (long)rows * q.heads, k_norm_.grad);
+}
+
 void TransformerLayer::mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act,
                                       int rows) const {
   if (dims_.swiglu)
@@ -207,7 +242,12 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   const int rows = call.batch * call.seq, n = local_rows(call), h = dims_.hidden;
   using kernels::DropoutKind, kernels::dropout_site;
   ln1_.forward(x, a.ln1_out, a.ln1_mean, a.ln1_rstd, n, h);
-  project_qkv(column_input(a.ln1_out, n, w), a.qkv, rows);
+  if (dims_.qk_norm) {  // the projections write the norm's input, kept for its backward
+    project_qkv(column_input(a.ln1_out, n, w), a.qkv_pre, rows);
+    qk_norm_forward(a.qkv_pre, a.qkv, a.qk_rstd, rows);
+  } else {
+    project_qkv(column_input(a.ln1_out, n, w), a.qkv, rows);
+  }
   attention_core(a, call);
   proj_.forward(a.attn_out, w.row_out, rows);
   kernels::bias_dropout_residual_add(x, row_output(w, n), proj_.bias.value, a.residual1, n, h,
@@ -281,6 +321,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
                                     w.d_qkv,
                                     {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
                                     attention_dropout(call), attention_precision_, rope.get());
+  if (dims_.qk_norm) qk_norm_backward(a.qkv_pre, a.qk_rstd, w.d_qkv, rows);
   if (call.progress) (*call.progress)();
   // q, k and v are dead after the attention backward: a deferred W finds their projections'
   // output gradients in that buffer.

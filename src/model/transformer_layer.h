@@ -28,6 +28,10 @@ struct LayerActivations {
   // k as it loads them): [tokens, 3, heads, d]; grouped-query attention's [tokens, q | k | v]
   // of the fused GEMM, or with biases q [tokens, heads * d] then kv [tokens, k | v].
   float* qkv;
+  // --qk-layernorm: qkv holds q and k normalised (what attention reads); the projections'
+  // output before the norm [tokens, as qkv] and the heads' rstd [tokens, q heads] then
+  // [tokens, k heads] are kept for the norm's backward. Null otherwise.
+  float *qkv_pre = nullptr, *qk_rstd = nullptr;
   float *attn_out, *attn_lse;
   float* residual1;
   kernels::GemmOperandBuffer ln2_out;
@@ -64,7 +68,8 @@ struct LayerDims {
   kernels::RopeConfig rope{};  // rotary_dim 0: no RoPE
   bool grouped = false;        // linear_q + linear_kv instead of linear_qkv
   kernels::QueryGroups groups{};
-  int kv_local = 0;  // rows of this rank's linear_kv (grouped)
+  int kv_local = 0;      // rows of this rank's linear_kv (grouped)
+  bool qk_norm = false;  // --qk-layernorm: RMSNorm of each q and k head before RoPE
 };
 
 // The layer dimensions of a model on tensor-parallel rank `rank` of `t`.
@@ -136,6 +141,11 @@ class TransformerLayer {
   // says where each head's are for `rows` rows.
   void project_qkv(kernels::GemmOperand in, float* qkv, int rows) const;
   kernels::QkvLayout qkv_layout(int rows) const;
+  // --qk-layernorm on `rows` rows of qkv: forward from `pre` into qkv (in place when they
+  // are the same; rstd kept unless null), backward in place on d_qkv.
+  void qk_norm_forward(const float* pre, float* qkv, float* rstd, int rows) const;
+  void qk_norm_backward(const float* pre, const float* rstd, float* d_qkv, int rows) const;
+  long qkv_width() const;  // floats of one row of qkv on this rank
   // RoPE's table for `seq` positions (null without RoPE).
   std::shared_ptr<const kernels::RopeTable> rope_table(int seq) const;
 
@@ -154,6 +164,7 @@ class TransformerLayer {
   kernels::Precision attention_precision_;  // bf16 tiles in bf16 runs, else fp32
   const kernels::LinearPrecision* precision_;
   Norm ln1_, ln2_;
+  ParamRef q_norm_{}, k_norm_{};  // --qk-layernorm's weights (head_dim each)
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;
   tensor_parallel::ColumnParallelLinear q_, kv_;  // grouped-query attention instead of qkv_
   tensor_parallel::RowParallelLinear proj_, fc2_;

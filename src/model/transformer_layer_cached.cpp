@@ -22,6 +22,7 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
   // q, k, v as the projections write them (grouped-query attention: the groups' k and v
   // once, not per head); the cache holds the key / value heads this rank's heads read.
   with.project_qkv(w.ln_out.operand(), w.qkv, rows);
+  if (dims_.qk_norm) qk_norm_forward(w.qkv, w.qkv, nullptr, rows);  // before RoPE, as training
   const kernels::QkvLayout l = qkv_layout(rows);
   const int kv_read = (heads - 1) / l.heads_per_kv + 1;
   if (dims_.rope.rotary_dim > 0) {

@@ -74,11 +74,14 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
     if (layernorm) add(prefix + ".bias", {h}, replicated, false, InitKind::kZeros);
   };
   auto linear = [&](const std::string& prefix, std::vector<long> shape, ShardSpec shard,
-                    ShardSpec bias_shard, InitKind init) {
+                    ShardSpec bias_shard, InitKind init, bool has_bias) {
     const long out = shape[0];
     add(prefix + ".weight", std::move(shape), shard, true, init);
-    if (bias) add(prefix + ".bias", {out}, bias_shard, false, InitKind::kZeros);
+    if (has_bias) add(prefix + ".bias", {out}, bias_shard, false, InitKind::kZeros);
   };
+  // --kv-channels: q (and the attention output) are heads x head_dim wide, not h.
+  const long attn = c.attention_width();
+  const bool qkv_bias = c.qkv_bias();
   if (chunk.pre_process || (chunk.post_process && c.tied_output())) {
     add("embedding.word_embeddings.weight", {v, h}, rows, true, InitKind::kNormal);
     specs_.back().owned = chunk.pre_process;
@@ -93,24 +96,36 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
       const long kv = 2L * c.query_groups() * c.head_dim();
       const ShardSpec kv_shard =
           c.query_groups() % tp.size == 0 ? ShardSpec{0, 2, tp.size, tp.rank} : replicated;
-      linear(layer_param(l, "self_attention.linear_q"), {h, h}, rows, rows, InitKind::kNormal);
+      linear(layer_param(l, "self_attention.linear_q"), {attn, h}, rows, rows, InitKind::kNormal,
+             qkv_bias);
       linear(layer_param(l, "self_attention.linear_kv"), {kv, h}, kv_shard, kv_shard,
-             InitKind::kNormal);
+             InitKind::kNormal, qkv_bias);
     } else {
-      linear(layer_param(l, "self_attention.linear_qkv"), {3 * h, h}, qkv_rows, qkv_rows,
-             InitKind::kNormal);
+      linear(layer_param(l, "self_attention.linear_qkv"), {3 * attn, h}, qkv_rows, qkv_rows,
+             InitKind::kNormal, qkv_bias);
     }
-    linear(layer_param(l, "self_attention.linear_proj"), {h, h}, cols, replicated,
-           InitKind::kScaledNormal);
+    add_qk_norms(c, l);
+    linear(layer_param(l, "self_attention.linear_proj"), {h, attn}, cols, replicated,
+           InitKind::kScaledNormal, bias);
     norm(layer_param(l, "post_attention_layernorm"));
-    linear(layer_param(l, "mlp.linear_fc1"), {f, h}, fc1_rows, fc1_rows, InitKind::kNormal);
+    linear(layer_param(l, "mlp.linear_fc1"), {f, h}, fc1_rows, fc1_rows, InitKind::kNormal, bias);
     linear(layer_param(l, "mlp.linear_fc2"), {h, c.ffn()}, cols, replicated,
-           InitKind::kScaledNormal);
+           InitKind::kScaledNormal, bias);
   }
   if (chunk.post_process) {
     norm("final_layernorm");
     if (!c.tied_output()) add("output_layer.weight", {v, h}, rows, true, InitKind::kNormal);
   }
+}
+
+// --qk-layernorm: one RMSNorm weight of head_dim for q's heads and one for k's, the same
+// on every tensor-parallel rank (each rank's heads give a partial gradient, summed over the
+// tensor group: see tensor_parallel/sequence_parallel_grads.h).
+void ParameterLayout::add_qk_norms(const ModelConfig& c, int layer) {
+  if (!c.qk_layernorm) return;
+  for (const char* name :
+       {"self_attention.q_layernorm.weight", "self_attention.k_layernorm.weight"})
+    add(layer_param(layer, name), {c.head_dim()}, ShardSpec{}, false, InitKind::kOnes);
 }
 
 bool ParameterLayout::contains(const std::string& name) const {

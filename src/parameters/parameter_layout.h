@@ -65,6 +65,7 @@ class ParameterLayout {
 
  private:
   void add(std::string name, std::vector<long> shape, ShardSpec shard, bool decay, InitKind init);
+  void add_qk_norms(const ModelConfig& config, int layer);
   std::vector<ParamSpec> specs_;
   long total_ = 0;
 };

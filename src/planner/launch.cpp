@@ -56,6 +56,9 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   }
   if (!m.tied_output()) argv.push_back("--untie-embeddings-and-output-weights");
   if (m.disable_bias_linear) argv.push_back("--disable-bias-linear");
+  if (m.add_qkv_bias) argv.push_back("--add-qkv-bias");
+  if (m.qk_layernorm) argv.push_back("--qk-layernorm");
+  if (m.kv_channels > 0) add(argv, "--kv-channels", m.kv_channels);
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

@@ -14,8 +14,9 @@ LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_bat
   LayerWork w;
   // q, k, v (fewer key/value rows with grouped-query attention), the projection, fc1 ([gate |
   // up] with SwiGLU) and fc2.
+  const double attn = (double)m.attention_width() / t;  // h / t unless --kv-channels
   w.gemms = {{T, (double)m.qkv_projection_local(tensor), h},
-             {T, h, h / t},
+             {T, h, attn},
              {T, m.fc1_rows() / t, h},
              {T, h, ffn / t}};
   for (const Gemm& g : w.gemms) w.weight_elements += g.n * g.k;
@@ -24,7 +25,9 @@ LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_bat
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
   // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h); bias +
   // GeLU reads the pre-activation and writes it and the activation (3 ffn/t).
-  w.elementwise = T * (10 * h / (sequence_parallel ? t : 1) + 10 * h / t + 3 * ffn / t);
+  w.elementwise = T * (10 * h / (sequence_parallel ? t : 1) + 10 * attn + 3 * ffn / t);
+  // --qk-layernorm reads and writes q and k once more, forward.
+  if (m.qk_layernorm) w.elementwise += T * 2.0 * m.qkv_projection_local(tensor);
   return w;
 }
 

@@ -9,6 +9,11 @@ bool is_sequence_parallel_param(const ParamSpec& spec) {
   return spec.name.find("layernorm.") != std::string::npos;
 }
 
+bool is_qk_norm_param(const ParamSpec& spec) {
+  return spec.name.find("self_attention.q_layernorm.") != std::string::npos ||
+         spec.name.find("self_attention.k_layernorm.") != std::string::npos;
+}
+
 bool is_replicated_kv_param(const ParamSpec& spec) {
   return spec.shard.dim < 0 && spec.name.find("self_attention.linear_kv.") != std::string::npos;
 }
@@ -19,7 +24,8 @@ void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& t
   std::vector<const ParamSpec*> specs;
   long total = 0;
   for (const ParamSpec& s : params.layout().specs())
-    if ((sequence_parallel && is_sequence_parallel_param(s)) || is_replicated_kv_param(s))
+    if ((sequence_parallel && is_sequence_parallel_param(s)) || is_replicated_kv_param(s) ||
+        is_qk_norm_param(s))
       specs.push_back(&s), total += s.numel();
   if (total == 0) return;
   std::vector<float> packed(total);

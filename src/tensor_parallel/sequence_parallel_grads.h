@@ -22,10 +22,15 @@ bool is_sequence_parallel_param(const ParamSpec& spec);
 // heads), with or without sequence parallelism.
 bool is_replicated_kv_param(const ParamSpec& spec);
 
+// --qk-layernorm's q and k norm weights: replicated, but each rank normalises only its own
+// heads (or its groups'), so its gradient is a partial sum over the tensor group, with or
+// without sequence parallelism.
+bool is_qk_norm_param(const ParamSpec& spec);
+
 // Sums the partial gradients over the tensor group, in place, with one all-reduce: the
 // norm weights and biases (every layer's two and the final one) under sequence
-// parallelism, and replicated key/value projections. The layouts of a tensor group's ranks
-// match spec for spec, so the packed buffers line up.
+// parallelism, replicated key/value projections and the q / k norms. The layouts of a tensor
+// group's ranks match spec for spec, so the packed buffers line up.
 void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp,
                                        bool sequence_parallel);
 

@@ -17,7 +17,7 @@ namespace {
 // Printed only for the options that make a block differ from GPT-2's.
 void print_block(const ModelConfig& m, std::ostream& log) {
   if (!(m.rms_norm() || m.rope() || m.swiglu || m.group_query_attention || !m.tied_output() ||
-        m.disable_bias_linear))
+        m.disable_bias_linear || m.add_qkv_bias || m.qk_layernorm || m.kv_channels > 0))
     return;
   log << "block: " << m.normalization << " (eps " << m.layernorm_epsilon << "), "
       << (m.rope() ? "rope (base " + std::to_string(m.rotary_base) + ", " +
@@ -26,7 +26,11 @@ void print_block(const ModelConfig& m, std::ostream& log) {
                    : std::string("learned positions"))
       << ", " << (m.swiglu ? "SwiGLU" : "GeLU") << ", " << m.query_groups() << " query groups, "
       << (m.tied_output() ? "tied" : "untied") << " output layer, "
-      << (m.add_bias_linear() ? "biases" : "no biases") << "\n";
+      << (m.add_bias_linear() ? "biases"
+          : m.add_qkv_bias    ? "biases on q, k, v only"
+                              : "no biases")
+      << (m.qk_layernorm ? ", q/k RMSNorm" : "")
+      << (m.kv_channels > 0 ? ", heads " + std::to_string(m.kv_channels) + " wide" : "") << "\n";
 }
 
 void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {

@@ -347,6 +347,24 @@ TEST(PlannerMemory, EqualsTrainingWithTensorDataAndOptions) {
   }
 }
 
+// Qwen2 (q/k/v biases only) and Qwen3 (q/k norms and their kept inputs, heads 24 wide
+// against hidden / heads = 16) on the Llama block.
+TEST(PlannerMemory, EqualsTrainingForQwen) {
+  for (bool qwen3 : {false, true}) {
+    ModelConfig m = small_model(true, true);
+    m.add_qkv_bias = !qwen3, m.qk_layernorm = qwen3, m.kv_channels = qwen3 ? 24 : 0;
+    Workload w{m, 16, kernels::Precision::kBf16};
+    Layout l;
+    l.tensor = 2, l.pipeline = 2, l.data = 2, l.micro_batch = 2, l.sequence_parallel = true;
+    for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+      l.recompute = r;
+      expect_same_plans(l, w);
+    }
+    l.recompute = Recompute::kNone, l.sequence_parallel = false, l.zero_bubble = true;
+    expect_same_plans(l, w);
+  }
+}
+
 }  // namespace plan_vs_training
 
 }  // namespace
