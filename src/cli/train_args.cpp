@@ -13,6 +13,58 @@
 
 namespace trident::cli {
 
+namespace {
+// Megatron's --window-size is a pair "(left,right)"; causal models take right 0, so a bare W
+// is the left window. The value is rewritten to W before it is parsed as an int.
+std::string window_size_left(std::string& text) {
+  std::string t;
+  for (char ch : text)
+    if (ch != ' ' && ch != '(' && ch != ')' && ch != '[' && ch != ']') t += ch;
+  const size_t comma = t.find(',');
+  if (comma != std::string::npos) {
+    if (t.substr(comma + 1) != "0")
+      return "--window-size: the right window must be 0 (causal attention), got '" + text + "'";
+    t = t.substr(0, comma);
+  }
+  text = t;
+  return "";
+}
+
+// Llama 3.x RoPE scaling and the sliding window (Megatron's flags).
+void add_scaling_and_window_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) {
+  f.given["--use-rope-scaling"] =
+      app.add_flag("--use-rope-scaling", m.use_rope_scaling,
+                   "Llama 3.1's RoPE frequency scaling (low / high frequency factors 1 / 4, "
+                   "original context 8192, as Megatron)")
+          ->group("Model");
+  f.given["--rope-scaling-factor"] =
+      app.add_option("--rope-scaling-factor", m.rope_scaling_factor, "factor of --use-rope-scaling")
+          ->capture_default_str()
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->group("Model");
+  f.given["--window-size"] =
+      app.add_option("--window-size", m.window_size,
+                     "sliding-window attention: a token attends to itself and the W - 1 before "
+                     "it; W, or Megatron's pair (W,0) (right window 0); 0: full causal")
+          ->transform(CLI::Validator(window_size_left, "W or (W,0)"))
+          ->capture_default_str()
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->group("Model");
+}
+
+void keep_scaling_and_window(const ModelFlags& flags, const ModelConfig& given,
+                             ModelConfig& model) {
+  if (flags.was_given("--use-rope-scaling")) {
+    model.use_rope_scaling = given.use_rope_scaling, model.rope_scaling_type = "llama3";
+    model.rope_low_freq_factor = 1.f, model.rope_high_freq_factor = 4.f;
+    model.rope_original_max_positions = 8192;
+  }
+  if (flags.was_given("--rope-scaling-factor"))
+    model.rope_scaling_factor = given.rope_scaling_factor;
+  if (flags.was_given("--window-size")) model.window_size = given.window_size;
+}
+}  // namespace
+
 ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   ModelFlags f;
   auto add = [&](const char* flag, auto& field, const char* help) {
@@ -21,7 +73,9 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
                         ->group("Model");
   };
-  app.add_option("--model-preset", preset, "gpt2-small or gpt-tiny; explicit flags override it")
+  app.add_option("--model-preset", preset,
+                 "gpt2-small, gpt-tiny, llama3.2-1b, llama3.1-8b or mistral-7b; explicit flags "
+                 "override it")
       ->group("Model");
   add("--num-layers", m.num_layers, "transformer layers");
   add("--hidden-size", m.hidden_size, "hidden size h");
@@ -53,6 +107,7 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   flag("--untie-embeddings-and-output-weights", m.untie_embeddings_and_output_weights,
        "an output layer of its own instead of the word embedding");
   flag("--disable-bias-linear", m.disable_bias_linear, "no biases in the linear layers");
+  add_scaling_and_window_flags(app, m, f);
   return f;
 }
 
@@ -95,6 +150,7 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
   keep("--untie-embeddings-and-output-weights", model.untie_embeddings_and_output_weights,
        explicit_values.untie_embeddings_and_output_weights);
   keep("--disable-bias-linear", model.disable_bias_linear, explicit_values.disable_bias_linear);
+  keep_scaling_and_window(flags, explicit_values, model);
   default_swiglu_ffn(flags, model);
 }
 
@@ -341,6 +397,26 @@ void add_training_flags(CLI::App& app, train::TrainingConfig& c) {
   add_checkpoint_flags(app, c);
 }
 
+// config.json's rope_scaling and sliding_window; a flag that says otherwise is refused.
+void agree_scaling_and_window(const std::string& dir, const ModelFlags& flags,
+                              const ModelConfig& hf, ModelConfig& m,
+                              std::vector<std::string>& errors) {
+  auto agrees = [&](const char* flag, bool same) {
+    if (flags.was_given(flag) && !same)
+      errors.push_back(std::string(flag) + " disagrees with " + dir + "/config.json");
+  };
+  agrees("--use-rope-scaling", m.use_rope_scaling == hf.use_rope_scaling &&
+                                   (!hf.use_rope_scaling || hf.rope_scaling_type == "llama3"));
+  agrees("--rope-scaling-factor", m.rope_scaling_factor == hf.rope_scaling_factor);
+  agrees("--window-size", m.window_size == hf.window_size);
+  m.use_rope_scaling = hf.use_rope_scaling, m.rope_scaling_type = hf.rope_scaling_type;
+  m.rope_scaling_factor = hf.rope_scaling_factor;
+  m.rope_low_freq_factor = hf.rope_low_freq_factor;
+  m.rope_high_freq_factor = hf.rope_high_freq_factor;
+  m.rope_original_max_positions = hf.rope_original_max_positions;
+  m.window_size = hf.window_size;
+}
+
 // With --load-hf the architecture comes from config.json; explicit flags must agree.
 void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
                      std::vector<std::string>& errors) {
@@ -385,6 +461,7 @@ void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
   m.group_query_attention = hf.group_query_attention, m.num_query_groups = hf.num_query_groups;
   m.untie_embeddings_and_output_weights = hf.untie_embeddings_and_output_weights;
   m.disable_bias_linear = hf.disable_bias_linear;
+  agree_scaling_and_window(c.load_hf, flags, hf, m, errors);
   if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
 }
 

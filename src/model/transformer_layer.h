@@ -65,6 +65,7 @@ struct LayerDims {
   bool grouped = false;        // linear_q + linear_kv instead of linear_qkv
   kernels::QueryGroups groups{};
   int kv_local = 0;  // rows of this rank's linear_kv (grouped)
+  int window = 0;    // sliding-window attention over the last `window` keys; 0: all
 };
 
 // The layer dimensions of a model on tensor-parallel rank `rank` of `t`.

@@ -56,6 +56,11 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   }
   if (!m.tied_output()) argv.push_back("--untie-embeddings-and-output-weights");
   if (m.disable_bias_linear) argv.push_back("--disable-bias-linear");
+  if (m.use_rope_scaling) {  // Megatron's flag is Llama 3.1's scaling (HF's linear has none)
+    argv.push_back("--use-rope-scaling");
+    argv.insert(argv.end(), {"--rope-scaling-factor", std::to_string(m.rope_scaling_factor)});
+  }
+  if (m.window_size > 0) add(argv, "--window-size", m.window_size);
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

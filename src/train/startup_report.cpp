@@ -27,6 +27,9 @@ void print_block(const ModelConfig& m, std::ostream& log) {
       << ", " << (m.swiglu ? "SwiGLU" : "GeLU") << ", " << m.query_groups() << " query groups, "
       << (m.tied_output() ? "tied" : "untied") << " output layer, "
       << (m.add_bias_linear() ? "biases" : "no biases") << "\n";
+  if (m.use_rope_scaling)
+    log << "rope scaling: " << m.rope_scaling_type << " x" << m.rope_scaling_factor << "\n";
+  if (m.window_size > 0) log << "sliding window: " << m.window_size << " keys\n";
 }
 
 void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {
