@@ -114,6 +114,18 @@ void check_qwen_options(const Checker& check, const json& model) {
   if (model.contains("kv_channels")) check.integer(model, "kv_channels", "model.", 1, INT_MAX);
 }
 
+// Llama 3.x RoPE scaling ("rope_scaling": its type and factors) and the sliding window,
+// present only when used.
+void check_scaling_and_window(const Checker& check, const json& model) {
+  if (model.contains("window_size")) check.integer(model, "window_size", "model.", 1, INT_MAX);
+  if (!model.contains("rope_scaling")) return;
+  const json& r = check.object(model, "rope_scaling", "model.");
+  check.string(r, "type", "model.rope_scaling.");
+  for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"})
+    check.positive_float(r, key, "model.rope_scaling.");
+  check.integer(r, "original_max_position_embeddings", "model.rope_scaling.", 1, INT_MAX);
+}
+
 // The Llama family's options, present only when they differ from GPT-2's block; their
 // values are checked again by validate_model_config when the run uses them.
 void check_llama_options(const Checker& check, const json& model) {
@@ -127,6 +139,7 @@ void check_llama_options(const Checker& check, const json& model) {
     if (model.contains(key) && !model[key].is_boolean())
       check.fail("model." + std::string(key), "must be a boolean");
   check_qwen_options(check, model);
+  check_scaling_and_window(check, model);
 }
 }  // namespace
 
@@ -209,6 +222,15 @@ ModelConfig manifest_model(const json& manifest) {
   c.add_qkv_bias = m.value("add_qkv_bias", false);
   c.qk_layernorm = m.value("qk_layernorm", false);
   c.kv_channels = m.value("kv_channels", 0);
+  c.window_size = m.value("window_size", 0);
+  if (m.contains("rope_scaling")) {
+    const json& r = m["rope_scaling"];
+    c.use_rope_scaling = true, c.rope_scaling_type = r["type"];
+    c.rope_scaling_factor = r["factor"].get<float>();
+    c.rope_low_freq_factor = r["low_freq_factor"].get<float>();
+    c.rope_high_freq_factor = r["high_freq_factor"].get<float>();
+    c.rope_original_max_positions = r["original_max_position_embeddings"];
+  }
   return c;
 }
 
@@ -244,6 +266,13 @@ json model_json(const ModelConfig& m) {
   if (m.add_qkv_bias) j["add_qkv_bias"] = true;
   if (m.qk_layernorm) j["qk_layernorm"] = true;
   if (m.kv_channels > 0) j["kv_channels"] = m.kv_channels;
+  if (m.use_rope_scaling)
+    j["rope_scaling"] = {{"type", m.rope_scaling_type},
+                         {"factor", m.rope_scaling_factor},
+                         {"low_freq_factor", m.rope_low_freq_factor},
+                         {"high_freq_factor", m.rope_high_freq_factor},
+                         {"original_max_position_embeddings", m.rope_original_max_positions}};
+  if (m.window_size > 0) j["window_size"] = m.window_size;
   return j;
 }
 

@@ -13,6 +13,58 @@
 
 namespace trident::cli {
 
+namespace {
+// Megatron's --window-size is a pair "(left,right)"; causal models take right 0, so a bare W
+// is the left window. The value is rewritten to W before it is parsed as an int.
+std::string window_size_left(std::string& text) {
+  std::string t;
+  for (char ch : text)
+    if (ch != ' ' && ch != '(' && ch != ')' && ch != '[' && ch != ']') t += ch;
+  const size_t comma = t.find(',');
+  if (comma != std::string::npos) {
+    if (t.substr(comma + 1) != "0")
+      return "--window-size: the right window must be 0 (causal attention), got '" + text + "'";
+    t = t.substr(0, comma);
+  }
+  text = t;
+  return "";
+}
+
+// Llama 3.x RoPE scaling and the sliding window (Megatron's flags).
+void add_scaling_and_window_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) {
+  f.given["--use-rope-scaling"] =
+      app.add_flag("--use-rope-scaling", m.use_rope_scaling,
+                   "Llama 3.1's RoPE frequency scaling (low / high frequency factors 1 / 4, "
+                   "original context 8192, as Megatron)")
+          ->group("Model");
+  f.given["--rope-scaling-factor"] =
+      app.add_option("--rope-scaling-factor", m.rope_scaling_factor, "factor of --use-rope-scaling")
+          ->capture_default_str()
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->group("Model");
+  f.given["--window-size"] =
+      app.add_option("--window-size", m.window_size,
+                     "sliding-window attention: a token attends to itself and the W - 1 before "
+                     "it; W, or Megatron's pair (W,0) (right window 0); 0: full causal")
+          ->transform(CLI::Validator(window_size_left, "W or (W,0)"))
+          ->capture_default_str()
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->group("Model");
+}
+
+void keep_scaling_and_window(const ModelFlags& flags, const ModelConfig& given,
+                             ModelConfig& model) {
+  if (flags.was_given("--use-rope-scaling")) {
+    model.use_rope_scaling = given.use_rope_scaling, model.rope_scaling_type = "llama3";
+    model.rope_low_freq_factor = 1.f, model.rope_high_freq_factor = 4.f;
+    model.rope_original_max_positions = 8192;
+  }
+  if (flags.was_given("--rope-scaling-factor"))
+    model.rope_scaling_factor = given.rope_scaling_factor;
+  if (flags.was_given("--window-size")) model.window_size = given.window_size;
+}
+}  // namespace
+
 ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
   ModelFlags f;
   auto add = [&](const char* flag, auto& field, const char* help) {
@@ -22,7 +74,8 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
                         ->group("Model");
   };
   app.add_option("--model-preset", preset,
-                 "gpt2-small, gpt-tiny, qwen2.5-0.5b or qwen3-0.6b; explicit flags override it")
+                 "gpt2-small, gpt-tiny, llama3.2-1b, llama3.1-8b, mistral-7b, qwen2.5-0.5b or "
+                 "qwen3-0.6b; explicit flags override it")
       ->group("Model");
   add("--num-layers", m.num_layers, "transformer layers");
   add("--hidden-size", m.hidden_size, "hidden size h");
@@ -55,6 +108,7 @@ ModelFlags add_model_flags(CLI::App& app, ModelConfig& m, std::string& preset) {
        "an output layer of its own instead of the word embedding");
   flag("--disable-bias-linear", m.disable_bias_linear, "no biases in the linear layers");
   add_qwen_model_flags(app, m, f);
+  add_scaling_and_window_flags(app, m, f);
   return f;
 }
 
@@ -116,6 +170,7 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
   keep("--add-qkv-bias", model.add_qkv_bias, explicit_values.add_qkv_bias);
   keep("--qk-layernorm", model.qk_layernorm, explicit_values.qk_layernorm);
   keep("--kv-channels", model.kv_channels, explicit_values.kv_channels);
+  keep_scaling_and_window(flags, explicit_values, model);
   default_swiglu_ffn(flags, model);
 }
 
@@ -362,9 +417,10 @@ void add_training_flags(CLI::App& app, train::TrainingConfig& c) {
   add_checkpoint_flags(app, c);
 }
 
-// The Qwen options of a --load-hf config.json; flags that say otherwise are refused.
-void apply_hf_qwen_options(const std::string& dir, const ModelConfig& hf, const ModelFlags& flags,
-                           ModelConfig& m, std::vector<std::string>& errors) {
+// config.json's Qwen options, rope_scaling and sliding_window; a flag that says otherwise is
+// refused.
+void apply_hf_block_options(const std::string& dir, const ModelConfig& hf, const ModelFlags& flags,
+                            ModelConfig& m, std::vector<std::string>& errors) {
   auto agrees = [&](const char* flag, bool same) {
     if (flags.was_given(flag) && !same)
       errors.push_back(std::string(flag) + " disagrees with " + dir + "/config.json");
@@ -374,6 +430,16 @@ void apply_hf_qwen_options(const std::string& dir, const ModelConfig& hf, const 
   agrees("--kv-channels", m.head_dim() == hf.head_dim());
   m.add_qkv_bias = hf.add_qkv_bias, m.qk_layernorm = hf.qk_layernorm;
   m.kv_channels = hf.kv_channels;
+  agrees("--use-rope-scaling", m.use_rope_scaling == hf.use_rope_scaling &&
+                                   (!hf.use_rope_scaling || hf.rope_scaling_type == "llama3"));
+  agrees("--rope-scaling-factor", m.rope_scaling_factor == hf.rope_scaling_factor);
+  agrees("--window-size", m.window_size == hf.window_size);
+  m.use_rope_scaling = hf.use_rope_scaling, m.rope_scaling_type = hf.rope_scaling_type;
+  m.rope_scaling_factor = hf.rope_scaling_factor;
+  m.rope_low_freq_factor = hf.rope_low_freq_factor;
+  m.rope_high_freq_factor = hf.rope_high_freq_factor;
+  m.rope_original_max_positions = hf.rope_original_max_positions;
+  m.window_size = hf.window_size;
 }
 
 // With --load-hf the architecture comes from config.json; explicit flags must agree.
@@ -420,7 +486,7 @@ void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
   m.group_query_attention = hf.group_query_attention, m.num_query_groups = hf.num_query_groups;
   m.untie_embeddings_and_output_weights = hf.untie_embeddings_and_output_weights;
   m.disable_bias_linear = hf.disable_bias_linear;
-  apply_hf_qwen_options(c.load_hf, hf, flags, m, errors);
+  apply_hf_block_options(c.load_hf, hf, flags, m, errors);
   if (!flags.was_given("--seq-length")) m.seq_length = std::min(hf.max_position_embeddings, 1024);
 }
 

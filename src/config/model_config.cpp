@@ -119,6 +119,7 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
                      std::to_string(c.max_position_embeddings) + ")");
   validate_llama_options(c, t, errors);
   validate_qwen_options(c, errors);
+  validate_rope_scaling_and_window(c, errors);
   return errors;
 }
 
@@ -132,6 +133,25 @@ void validate_qwen_options(const ModelConfig& c, std::vector<std::string>& error
     errors.push_back(
         "--qk-layernorm normalises q and k with RMSNorm: it needs --normalization "
         "RMSNorm");
+}
+
+void validate_rope_scaling_and_window(const ModelConfig& c, std::vector<std::string>& errors) {
+  if (c.window_size < 0)
+    errors.push_back("--window-size must be >= 0 (got " + num(c.window_size) + "; 0: no window)");
+  if (!c.use_rope_scaling) return;
+  if (!c.rope()) errors.push_back("--use-rope-scaling needs --position-embedding-type rope");
+  if (c.rope_scaling_type != "llama3" && c.rope_scaling_type != "linear")
+    errors.push_back("rope scaling type '" + c.rope_scaling_type +
+                     "' is not implemented (llama3 or linear)");
+  if (!(c.rope_scaling_factor > 0.f && std::isfinite(c.rope_scaling_factor)))
+    errors.push_back("--rope-scaling-factor must be > 0 and finite");
+  if (c.rope_scaling_type != "llama3") return;
+  // HF divides by high - low and by each factor: both positive, high above low.
+  if (!(c.rope_low_freq_factor > 0.f && c.rope_high_freq_factor > c.rope_low_freq_factor &&
+        std::isfinite(c.rope_high_freq_factor)))
+    errors.push_back("rope scaling: low_freq_factor must be > 0 and high_freq_factor above it");
+  if (c.rope_original_max_positions <= 0)
+    errors.push_back("rope scaling: original_max_position_embeddings must be > 0");
 }
 
 namespace {
@@ -157,6 +177,39 @@ bool qwen_preset(const std::string& name, ModelConfig& c) {
   c.qk_layernorm = qwen3, c.kv_channels = qwen3 ? 128 : 0;
   return true;
 }
+
+// Today's open models, as their HF config.json publish them (seq_length is ours: a length a
+// CPU run can train; the published context stays max_position_embeddings).
+bool open_model_preset(const std::string& name, ModelConfig& c) {
+  auto llama = [&](int layers, int hidden, int heads, int groups, int ffn, int vocab, int positions,
+                   float theta) {
+    c.num_layers = layers, c.hidden_size = hidden, c.num_attention_heads = heads;
+    c.group_query_attention = true, c.num_query_groups = groups, c.ffn_hidden_size = ffn;
+    c.vocab_size = vocab, c.max_position_embeddings = positions, c.rotary_base = theta;
+    c.normalization = "RMSNorm", c.position_embedding_type = "rope", c.swiglu = true;
+    c.disable_bias_linear = true, c.untie_embeddings_and_output_weights = true;
+    c.layernorm_epsilon = 1e-5f, c.seq_length = 2048;
+  };
+  auto llama3_scaling = [&](float factor) {
+    c.use_rope_scaling = true, c.rope_scaling_type = "llama3", c.rope_scaling_factor = factor;
+    c.rope_low_freq_factor = 1.f, c.rope_high_freq_factor = 4.f;
+    c.rope_original_max_positions = 8192;
+  };
+  if (name == "llama3.2-1b") {  // huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json
+    llama(16, 2048, 32, 8, 8192, 128256, 131072, 500000.f);
+    llama3_scaling(32.f);
+    c.untie_embeddings_and_output_weights = false;  // tie_word_embeddings: true
+  } else if (name == "llama3.1-8b") {               // meta-llama/Llama-3.1-8B/blob/main/config.json
+    llama(32, 4096, 32, 8, 14336, 128256, 131072, 500000.f);
+    llama3_scaling(8.f);
+  } else if (name == "mistral-7b") {  // mistralai/Mistral-7B-v0.1/blob/main/config.json
+    llama(32, 4096, 32, 8, 14336, 32000, 32768, 10000.f);
+    c.window_size = 4096;  // "sliding_window": 4096
+  } else {
+    return false;
+  }
+  return true;
+}
 }  // namespace
 
 ModelConfig preset_model(const std::string& name) {
@@ -167,9 +220,10 @@ ModelConfig preset_model(const std::string& name) {
     c.num_layers = 12, c.hidden_size = 768, c.num_attention_heads = 12;
   } else if (name == "gpt-tiny") {
     c.num_layers = 6, c.hidden_size = 384, c.num_attention_heads = 6;
-  } else if (!qwen_preset(name, c)) {
+  } else if (!qwen_preset(name, c) && !open_model_preset(name, c)) {
     throw std::invalid_argument("unknown model preset '" + name +
-                                "' (known: gpt2-small, gpt-tiny, qwen2.5-0.5b, qwen3-0.6b)");
+                                "' (known: gpt2-small, gpt-tiny, llama3.2-1b, llama3.1-8b, "
+                                "mistral-7b, qwen2.5-0.5b, qwen3-0.6b)");
   }
   return c;
 }

@@ -37,6 +37,15 @@ struct ModelConfig {
   bool add_qkv_bias = false;
   bool qk_layernorm = false;
   int kv_channels = 0;
+  // Llama 3.x RoPE scaling and Mistral's sliding window (Megatron's --use-rope-scaling,
+  // --rope-scaling-factor, --window-size; HF's rope_scaling and sliding_window).
+  bool use_rope_scaling = false;
+  std::string rope_scaling_type = "llama3";  // llama3 (Llama 3.1's) or linear (positions / factor)
+  float rope_scaling_factor = 8.f;
+  float rope_low_freq_factor = 1.f;        // llama3 only
+  float rope_high_freq_factor = 4.f;       // llama3 only
+  int rope_original_max_positions = 8192;  // llama3 only: the context trained before scaling
+  int window_size = 0;                     // a token attends to the last W keys; 0: all
 
   // 4h unless given; saturates at INT_MAX, beyond which validation refuses the hidden size.
   int ffn() const {
@@ -76,11 +85,23 @@ struct ModelConfig {
     return group_query_attention ? attention_width() / t + kv_rows_local(t)
                                  : 3L * attention_width() / t;
   }
+  // Keys per query that attention FLOPs count over a sequence of `seq`: seq without a window
+  // (Megatron's convention counts the whole square), scaled down by the fraction of the
+  // causal (query, key) pairs a sliding window keeps: W (W + 1) / 2 + (seq - W) W of
+  // seq (seq + 1) / 2.
+  double attention_keys(double seq) const {
+    const double w = window_size;
+    if (window_size <= 0 || w >= seq) return seq;
+    return seq * (w * (w + 1) / 2 + (seq - w) * w) / (seq * (seq + 1) / 2);
+  }
   // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by * t.
   int padded_vocab_size(int tensor_parallel_size) const;
   // Parameters of the model (padded vocabulary, tied output layer).
   long parameter_count(int tensor_parallel_size) const;
 };
+
+// Every rule the RoPE scaling and sliding-window options break (part of validate_model_config).
+void validate_rope_scaling_and_window(const ModelConfig& c, std::vector<std::string>& errors);
 
 // Every rule the model shape breaks, each as one line naming the flag and the rule.
 std::vector<std::string> validate_model_config(const ModelConfig& c, int tensor_parallel_size);

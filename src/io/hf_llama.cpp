@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "io/hf_llama_options.h"
 #include "io/hf_qwen.h"
 #include "io/safetensors.h"
 
@@ -140,7 +141,7 @@ bool is_llama_config(const nlohmann::json& j) {
   if (j.contains("architectures") && j["architectures"].is_array())
     for (const auto& a : j["architectures"])
       if (a == "LlamaForCausalLM") return true;
-  return false;
+  return is_mistral_config(j);
 }
 
 bool is_llama_model(const ModelConfig& c) {
@@ -202,13 +203,9 @@ ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>
         "\"attention_bias\" and \"mlp_bias\" differ: trident's linears all have "
         "biases or none (--disable-bias-linear)");
   c.disable_bias_linear = !attention_bias;
+  parse_rope_scaling(j, c, problems);
+  parse_sliding_window(j, c, problems);
   // Options under which HF computes another function than trident does.
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    problems.push_back("\"rope_scaling\" is " + j["rope_scaling"].dump() +
-                       ": trident implements plain RoPE only (no scaled or extended rotary)");
-  if (j.contains("sliding_window") && !j["sliding_window"].is_null())
-    problems.push_back("\"sliding_window\" is " + j["sliding_window"].dump() +
-                       ": trident's attention is full causal attention");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
     problems.push_back("\"hidden_act\" is " + j["hidden_act"].dump() +
                        ": trident's SwiGLU uses silu");
@@ -269,12 +266,21 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
                                 {"vocab_size", config.vocab_size},
                                 {"rms_norm_eps", config.layernorm_epsilon},
                                 {"rope_theta", config.rotary_base},
-                                {"rope_scaling", nullptr},
+                                {"rope_scaling", rope_scaling_json(config)},
                                 {"attention_bias", config.add_bias_linear()},
                                 {"mlp_bias", config.add_bias_linear()},
                                 {"tie_word_embeddings", config.tied_output()},
                                 {"torch_dtype", "float32"}};
-  if (is_qwen_model(config)) cfg = qwen_config_json(config);
+  if (is_qwen_model(config)) {
+    if (config.window_size > 0)
+      throw std::invalid_argument(
+          "HuggingFace export of a Qwen model with --window-size is not implemented (Qwen2's "
+          "use_sliding_window windows only some layers)");
+    cfg = qwen_config_json(config);
+    cfg["rope_scaling"] = rope_scaling_json(config);
+  } else if (config.window_size > 0) {
+    as_mistral(config, cfg);
+  }
   std::vector<TensorToWrite> tensors;
   const float* base = gradients ? params.grads() : params.values();
   for (const ParamSpec& spec : params.layout().specs()) {

@@ -94,9 +94,26 @@ WorkUnits work_units(const QkvLayout& l, const AttentionShape& s) {
   return {by_group, by_group ? groups : s.batch * s.heads, n_kv, s.heads, l.heads_per_kv};
 }
 
-// Number of keys in block [ks, ks + nk) visible to query row q (causal).
-inline int visible_keys(int q, int ks, int nk) {
-  return std::clamp(q - ks + 1, 0, nk);
+// The keys [lo, hi) of block [ks, ks + nk) (offsets in it) that query row q sees: causal,
+// and within the last `window` positions when window > 0.
+struct KeySpan {
+  int lo, hi;
+};
+inline KeySpan visible_keys(int q, int ks, int nk, int window) {
+  const int hi = std::clamp(q - ks + 1, 0, nk);
+  const int lo = window > 0 ? std::clamp(q - window + 1 - ks, 0, hi) : 0;
+  return {lo, hi};
+}
+
+// The first key block a query block starting at qs needs (a multiple of kBlockK, so the
+// tiles are the ones a full causal pass would take).
+inline int first_key_block(int qs, int window) {
+  return window > 0 ? std::max(0, qs - window + 1) / kBlockK * kBlockK : 0;
+}
+
+// One past the last query that sees a key of block [ks, ks + nk).
+inline int query_end(int ks, int nk, int seq, int window) {
+  return window > 0 ? std::min(seq, ks + nk - 1 + window) : seq;
 }
 
 // The dropout stream of one (sample, head); probability 0 when dropout is off.
@@ -133,27 +150,28 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
     std::fill_n(row_max, nq, kNegInf);
     std::fill_n(row_sum, nq, 0.f);
     std::fill_n(o + (long)qs * hd, (long)nq * hd, 0.f);
-    for (int ks = 0; ks < qs + nq; ks += kBlockK) {
+    for (int ks = first_key_block(qs, s.window); ks < qs + nq; ks += kBlockK) {
       int nk = std::min(kBlockK, qs + nq - ks);
       tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd,
                 k + (long)ks * hd, hd, 0.f, scores, kBlockK, &cache);
       for (int i = 0; i < nq; ++i) {
         float* row = scores + i * kBlockK;
-        int valid = visible_keys(qs + i, ks, nk);
+        const auto [lo, hi] = visible_keys(qs + i, ks, nk, s.window);
         float block_max = kNegInf;
 #pragma omp simd reduction(max : block_max)
-        for (int j = 0; j < valid; ++j) block_max = std::max(block_max, row[j]);
+        for (int j = lo; j < hi; ++j) block_max = std::max(block_max, row[j]);
         float new_max = std::max(row_max[i], block_max);
         float rescale = row_max[i] == kNegInf ? 0.f : std::exp(row_max[i] - new_max);
         float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < valid; ++j) {
+        for (int j = lo; j < hi; ++j) {
           row[j] = fast_exp(row[j] - new_max);
           sum += row[j];
         }
-        std::fill(row + valid, row + nk, 0.f);
+        std::fill(row, row + lo, 0.f);
+        std::fill(row + hi, row + nk, 0.f);
         // The normaliser is the undropped softmax's; dropout scales what reaches V.
-        if (drop.on()) drop.apply(row, qs + i, ks, valid, keep);
+        if (drop.on()) drop.apply(row + lo, qs + i, ks + lo, hi - lo, keep);
         row_sum[i] = row_sum[i] * rescale + sum;
         row_max[i] = new_max;
         float* orow = o + (long)(qs + i) * hd;
@@ -193,7 +211,8 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
   std::fill_n(x.dq, (long)s.seq * hd, 0.f);
   for (int ks = 0; ks < s.seq; ks += kBlockK) {
     int nk = std::min(kBlockK, s.seq - ks);
-    for (int qs = (ks / kBlockQ) * kBlockQ; qs < s.seq; qs += kBlockQ) {
+    const int q_end = query_end(ks, nk, s.seq, s.window);
+    for (int qs = (ks / kBlockQ) * kBlockQ; qs < q_end; qs += kBlockQ) {
       int nq = std::min(kBlockQ, s.seq - qs);
       const float* qi = x.q + (long)qs * hd;
       const float* doi = x.dout + (long)qs * hd;
@@ -202,9 +221,13 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
       tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, 1.f, doi, hd, x.v + (long)ks * hd,
                 hd, 0.f, x.dp, kBlockK, &kv_cache);
       for (int i = 0; i < nq; ++i) {
-        float* prow = x.p + i * kBlockK;
-        float* dprow = x.dp + i * kBlockK;
-        int valid = visible_keys(qs + i, ks, nk);
+        const auto [lo, hi] = visible_keys(qs + i, ks, nk, s.window);
+        std::fill(x.p + i * kBlockK, x.p + i * kBlockK + lo, 0.f);
+        std::fill(x.dp + i * kBlockK, x.dp + i * kBlockK + lo, 0.f);
+        // The row's visible keys from here on: [0, valid) of prow, dprow.
+        float* prow = x.p + i * kBlockK + lo;
+        float* dprow = x.dp + i * kBlockK + lo;
+        const int valid = hi - lo, rest = nk - hi;
         float row_lse = x.lse[qs + i], row_delta = x.delta[qs + i];
         if (drop.on()) {
           // With mask Z: O = (P*Z) V, so dV uses P*Z, dP = Z * (dO V^T), and
@@ -212,7 +235,7 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
 #pragma omp simd
           for (int j = 0; j < valid; ++j) prow[j] = fast_exp(prow[j] - row_lse);
           std::copy_n(prow, valid, scaled_p);
-          drop.apply(scaled_p, qs + i, ks, valid, keep);
+          drop.apply(scaled_p, qs + i, ks + lo, valid, keep);
           const float scale = 1.f / (1.f - drop.stream.probability);
 #pragma omp simd
           for (int j = 0; j < valid; ++j) {
@@ -226,8 +249,8 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
             dprow[j] = prow[j] * (dprow[j] - row_delta);  // dS
           }
         }
-        std::fill(prow + valid, prow + nk, 0.f);
-        std::fill(dprow + valid, dprow + nk, 0.f);
+        std::fill_n(prow + valid, rest, 0.f);
+        std::fill_n(dprow + valid, rest, 0.f);
       }
       tile_gemm(precision, Trans::kYes, Trans::kNo, nk, hd, nq, 1.f, x.p, kBlockK, doi, hd, 1.f,
                 x.dv + (long)ks * hd, hd, &qo_cache);

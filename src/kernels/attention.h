@@ -1,7 +1,7 @@
 #pragma once
-// Causal multi-head attention in the flash-attention style: the s x s score matrix is
-// never formed; queries are processed in blocks of kBlockQ rows against key blocks of
-// kBlockK columns with an online softmax, and the backward pass recomputes each score
+// Causal multi-head attention (optionally within a sliding window) in the flash-attention style:
+// the s x s score matrix is never formed; queries are processed in blocks of kBlockQ rows against
+// key blocks of kBlockK columns with an online softmax, and the backward pass recomputes each score
 // tile from the saved log-sum-exp.
 #include <cstdint>
 
@@ -15,6 +15,9 @@ struct AttentionShape {
   int seq;
   int heads;  // heads held by this rank
   int head_dim;
+  // Sliding window (Mistral): query i attends to keys j with i - window < j <= i; 0: every
+  // j <= i. Key tiles wholly outside the window are skipped.
+  int window = 0;
 };
 
 // Attention dropout on the probabilities, masks drawn per (sample, global head, query, key).

@@ -150,7 +150,7 @@ void attend_row(const float* q, const T* keys, const T* values, int visible, int
 template <class T>
 void attention_rows(const float* qkv, const QkvLayout& l, int heads, float* out,
                     const KvLayerView& kv, const T* kbase, const T* vbase,
-                    const CachedSegment* segs, int n_segs) {
+                    const CachedSegment* segs, int n_segs, int window) {
   const int hd = kv.head_dim;
   const float scale = 1.f / std::sqrt((float)hd);
   std::vector<std::pair<int, int>> items;  // (segment, row within it) x heads below
@@ -166,9 +166,11 @@ void attention_rows(const float* qkv, const QkvLayout& l, int heads, float* out,
       const int h = (int)(w % heads);
       const CachedSegment& seg = segs[s];
       const long row = seg.row + i;
-      const long head = seg.slot * kv.slot_stride() + (h / l.heads_per_kv) * kv.head_stride();
-      attend_row(qkv + row * l.q_stride + (long)h * hd, kbase + head, vbase + head,
-                 seg.start + i + 1, hd, scale, scores.data(), out + (row * heads + h) * (long)hd);
+      const int visible = seg.start + i + 1, first = window > 0 ? std::max(0, visible - window) : 0;
+      const long head =
+          seg.slot * kv.slot_stride() + (h / l.heads_per_kv) * kv.head_stride() + (long)first * hd;
+      attend_row(qkv + row * l.q_stride + (long)h * hd, kbase + head, vbase + head, visible - first,
+                 hd, scale, scores.data(), out + (row * heads + h) * (long)hd);
     }
   }
 }
@@ -203,11 +205,11 @@ void kv_cache_append(const float* qkv, const KvLayerView& kv, const CachedSegmen
 }
 
 void cached_attention(const float* qkv, const QkvLayout& l, int heads, float* out,
-                      const KvLayerView& kv, const CachedSegment* segs, int n_segs) {
+                      const KvLayerView& kv, const CachedSegment* segs, int n_segs, int window) {
   if (kv.k16)
-    attention_rows<bf16_t>(qkv, l, heads, out, kv, kv.k16, kv.v16, segs, n_segs);
+    attention_rows<bf16_t>(qkv, l, heads, out, kv, kv.k16, kv.v16, segs, n_segs, window);
   else
-    attention_rows<float>(qkv, l, heads, out, kv, kv.k, kv.v, segs, n_segs);
+    attention_rows<float>(qkv, l, heads, out, kv, kv.k, kv.v, segs, n_segs, window);
 }
 
 void cached_attention(const float* qkv, float* out, const KvLayerView& kv,

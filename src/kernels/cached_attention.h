@@ -1,7 +1,8 @@
 #pragma once
 // Attention of new tokens against a KV cache (generation). Each step's rows belong to
 // segments: a slot's new tokens at consecutive positions. A row at position P attends to
-// the slot's cached positions 0..P, its own key included; the keys and values of the step's
+// the slot's cached positions 0..P (the last `window` of them with a sliding window), its own
+// key included; the keys and values of the step's
 // rows are appended to the cache first.
 #include <cstdint>
 
@@ -38,8 +39,10 @@ void kv_cache_append(const float* qkv, const QkvLayout& layout, const KvLayerVie
 void cached_attention(const float* qkv, float* out, const KvLayerView& kv,
                       const CachedSegment* segments, int n_segments);
 // The same for `heads` query heads in `layout`, head h reading cache head
-// h / layout.heads_per_kv.
+// h / layout.heads_per_kv. window > 0: a row at position P reads positions
+// (P - window, P] only (sliding-window attention; the cache still holds every position).
 void cached_attention(const float* qkv, const QkvLayout& layout, int heads, float* out,
-                      const KvLayerView& kv, const CachedSegment* segments, int n_segments);
+                      const KvLayerView& kv, const CachedSegment* segments, int n_segments,
+                      int window = 0);
 
 }  // namespace trident::kernels

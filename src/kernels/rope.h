@@ -8,11 +8,27 @@
 
 namespace trident::kernels {
 
+// Frequency scaling for contexts longer than training's (HF's rope_scaling). llama3
+// (Llama 3.1): frequencies whose wavelength exceeds original / low_freq_factor are divided
+// by factor, those below original / high_freq_factor kept, and those between interpolated.
+// linear: every frequency divided by factor (positions / factor).
+struct RopeScaling {
+  enum class Type { kNone, kLlama3, kLinear } type = Type::kNone;
+  float factor = 1.f;
+  float low_freq_factor = 1.f, high_freq_factor = 4.f;
+  int original_max_positions = 8192;
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct RopeConfig {
   int head_dim = 0;
   int rotary_dim = 0;  // even, <= head_dim
   float base = 10000.f;
+  RopeScaling scaling{};
 };
+
+// The rotation frequency of pair i (< rotary_dim / 2), scaling applied, in double.
+double rope_inv_freq(const RopeConfig& c, int i);
 
 // cos and sin of every (position, frequency) a call needs, [positions, rotary_dim / 2] each;
 // formed once per call so the per-element work is two multiply-adds.

@@ -7,7 +7,9 @@ namespace trident {
 // FLOPs of one training iteration without recomputation (Narayanan et al. 2021, eq. 3
 // with 3 instead of 4 passes through the layers):
 //   72 B s l h^2 (1 + s / (6h)) + 6 B s h V
-// where V is the padded vocabulary; the logit layer is never recomputed.
+// where V is the padded vocabulary; the logit layer is never recomputed. With a sliding
+// window the attention term's s / (6h) counts only the attended keys
+// (ModelConfig::attention_keys).
 double training_flops_per_iteration(const ModelConfig& c, long global_batch, int seq,
                                     int padded_vocab);
 

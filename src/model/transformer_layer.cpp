@@ -11,13 +11,29 @@
 
 namespace trident {
 
+namespace {
+// RoPE as the model's options define it, Llama 3.x scaling included.
+kernels::RopeConfig rope_config(const ModelConfig& c) {
+  kernels::RopeConfig r{c.head_dim(), c.rotary_dim(), c.rotary_base};
+  if (!c.use_rope_scaling) return r;
+  using Type = kernels::RopeScaling::Type;
+  r.scaling.type = c.rope_scaling_type == "linear" ? Type::kLinear : Type::kLlama3;
+  r.scaling.factor = c.rope_scaling_factor;
+  r.scaling.low_freq_factor = c.rope_low_freq_factor;
+  r.scaling.high_freq_factor = c.rope_high_freq_factor;
+  r.scaling.original_max_positions = c.rope_original_max_positions;
+  return r;
+}
+}  // namespace
+
 LayerDims layer_dims(const ModelConfig& c, int rank, int t) {
   const int heads_local = c.num_attention_heads / t;
   LayerDims d{c.hidden_size, heads_local,         c.head_dim(),
               c.ffn() / t,   c.layernorm_epsilon, rank * heads_local};
   d.rms_norm = c.rms_norm();
   d.swiglu = c.swiglu;
-  if (c.rope()) d.rope = {c.head_dim(), c.rotary_dim(), c.rotary_base};
+  if (c.rope()) d.rope = rope_config(c);
+  d.window = c.window_size;
   d.grouped = c.group_query_attention;
   if (d.grouped) {
     const int g = c.query_groups(), per_group = c.num_attention_heads / g;
@@ -184,9 +200,10 @@ std::shared_ptr<const kernels::RopeTable> TransformerLayer::rope_table(int seq) 
 
 void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall& call) const {
   const auto rope = rope_table(call.seq);
-  kernels::flash_attention_forward(a.qkv, qkv_layout(call.batch * call.seq), a.attn_out, a.attn_lse,
-                                   {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
-                                   attention_dropout(call), attention_precision_, rope.get());
+  kernels::flash_attention_forward(
+      a.qkv, qkv_layout(call.batch * call.seq), a.attn_out, a.attn_lse,
+      {call.batch, call.seq, dims_.heads_local, dims_.head_dim, dims_.window},
+      attention_dropout(call), attention_precision_, rope.get());
 }
 
 void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows) const {
@@ -317,10 +334,10 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
       a.attn_out, w.d_attn, rows);
   donate(nullptr, 0);
   const auto rope = rope_table(call.seq);
-  kernels::flash_attention_backward(a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse,
-                                    w.d_qkv,
-                                    {call.batch, call.seq, dims_.heads_local, dims_.head_dim},
-                                    attention_dropout(call), attention_precision_, rope.get());
+  kernels::flash_attention_backward(
+      a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
+      {call.batch, call.seq, dims_.heads_local, dims_.head_dim, dims_.window},
+      attention_dropout(call), attention_precision_, rope.get());
   if (dims_.qk_norm) qk_norm_backward(a.qkv_pre, a.qk_rstd, w.d_qkv, rows);
   if (call.progress) (*call.progress)();
   // q, k and v are dead after the attention backward: a deferred W finds their projections'

@@ -70,6 +70,7 @@ struct LayerDims {
   kernels::QueryGroups groups{};
   int kv_local = 0;      // rows of this rank's linear_kv (grouped)
   bool qk_norm = false;  // --qk-layernorm: RMSNorm of each q and k head before RoPE
+  int window = 0;        // sliding-window attention over the last `window` keys; 0: all
 };
 
 // The layer dimensions of a model on tensor-parallel rank `rank` of `t`.

@@ -51,12 +51,13 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
       from.v_offset += seg.row * (l.kv_stride - l.q_stride);
       kernels::flash_attention_forward(
           w.qkv + seg.row * l.q_stride, from, w.attn_out + seg.row * attn_local, w.lse,
-          {1, seg.count, heads, hd}, {}, attention_precision_, nullptr);
+          {1, seg.count, heads, hd, dims_.window}, {}, attention_precision_, nullptr);
     } else {
       cached.push_back(seg);
     }
   }
-  kernels::cached_attention(w.qkv, l, heads, w.attn_out, kv, cached.data(), (int)cached.size());
+  kernels::cached_attention(w.qkv, l, heads, w.attn_out, kv, cached.data(), (int)cached.size(),
+                            dims_.window);
   with.proj_.forward(w.attn_out, w.row_out, rows);
   kernels::bias_residual_add(x, w.row_out, proj_.bias.value, w.residual, rows, h);
 

@@ -59,6 +59,11 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   if (m.add_qkv_bias) argv.push_back("--add-qkv-bias");
   if (m.qk_layernorm) argv.push_back("--qk-layernorm");
   if (m.kv_channels > 0) add(argv, "--kv-channels", m.kv_channels);
+  if (m.use_rope_scaling) {  // Megatron's flag is Llama 3.1's scaling (HF's linear has none)
+    argv.push_back("--use-rope-scaling");
+    argv.insert(argv.end(), {"--rope-scaling-factor", std::to_string(m.rope_scaling_factor)});
+  }
+  if (m.window_size > 0) add(argv, "--window-size", m.window_size);
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

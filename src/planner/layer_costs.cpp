@@ -20,7 +20,8 @@ LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_bat
              {T, m.fc1_rows() / t, h},
              {T, h, ffn / t}};
   for (const Gemm& g : w.gemms) w.weight_elements += g.n * g.k;
-  w.attention_flops = 2 * (2 * micro_batch * heads * s * s * d);
+  // Each query against the keys it attends (fewer with a sliding window).
+  w.attention_flops = 2 * (2 * micro_batch * heads * s * m.attention_keys(s) * d);
   // Element accesses of trident's kernels, forward: LayerNorms read and write h (2 x 2h);
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
   // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h); bias +

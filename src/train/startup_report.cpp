@@ -17,7 +17,8 @@ namespace {
 // Printed only for the options that make a block differ from GPT-2's.
 void print_block(const ModelConfig& m, std::ostream& log) {
   if (!(m.rms_norm() || m.rope() || m.swiglu || m.group_query_attention || !m.tied_output() ||
-        m.disable_bias_linear || m.add_qkv_bias || m.qk_layernorm || m.kv_channels > 0))
+        m.disable_bias_linear || m.add_qkv_bias || m.qk_layernorm || m.kv_channels > 0 ||
+        m.window_size > 0))
     return;
   log << "block: " << m.normalization << " (eps " << m.layernorm_epsilon << "), "
       << (m.rope() ? "rope (base " + std::to_string(m.rotary_base) + ", " +
@@ -31,6 +32,9 @@ void print_block(const ModelConfig& m, std::ostream& log) {
                               : "no biases")
       << (m.qk_layernorm ? ", q/k RMSNorm" : "")
       << (m.kv_channels > 0 ? ", heads " + std::to_string(m.kv_channels) + " wide" : "") << "\n";
+  if (m.use_rope_scaling)
+    log << "rope scaling: " << m.rope_scaling_type << " x" << m.rope_scaling_factor << "\n";
+  if (m.window_size > 0) log << "sliding window: " << m.window_size << " keys\n";
 }
 
 void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {

@@ -29,7 +29,8 @@ using testing::relative_error;
 using testing::to_double;
 using testing::weighted;
 
-// Causal attention in double on [batch, seq, 3, heads, hd] input; with dropout, the
+// Causal attention in double on [batch, seq, 3, heads, hd] input (within s.window keys when
+// it is > 0); with dropout, the
 // probabilities are masked element by element from the scalar generator.
 std::vector<double> attention_ref(const std::vector<double>& qkv, const kernels::AttentionShape& s,
                                   const kernels::AttentionDropout& drop = {}) {
@@ -41,26 +42,28 @@ std::vector<double> attention_ref(const std::vector<double>& qkv, const kernels:
         auto at = [&](int t, int which, int d) {
           return qkv[(((size_t)b * s.seq + t) * 3 + which) * H * hd + h * hd + d];
         };
+        // Keys j <= i, and i - window < j with a sliding window.
+        const int first = s.window > 0 ? std::max(0, i - s.window + 1) : 0;
         std::vector<double> p(i + 1);
         double mx = -1e300, sum = 0;
-        for (int j = 0; j <= i; ++j) {
+        for (int j = first; j <= i; ++j) {
           double acc = 0;
           for (int d = 0; d < hd; ++d) acc += at(i, 0, d) * at(j, 1, d);
           p[j] = acc / std::sqrt((double)hd);
           mx = std::max(mx, p[j]);
         }
-        for (int j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        for (int j = first; j <= i; ++j) sum += (p[j] = std::exp(p[j] - mx));
         if (drop.active()) {
           kernels::DropoutStream stream{drop.seed, drop.site,
                                         (std::uint32_t)(drop.first_sample + b), drop.probability};
-          for (int j = 0; j <= i; ++j) {
+          for (int j = first; j <= i; ++j) {
             std::uint64_t index = ((std::uint64_t)(drop.head_offset + h) * s.seq + i) * s.seq + j;
             p[j] = kernels::dropout_keeps(stream, index) ? p[j] / (1 - drop.probability) : 0.0;
           }
         }
         for (int d = 0; d < hd; ++d) {
           double acc = 0;
-          for (int j = 0; j <= i; ++j) acc += p[j] * at(j, 2, d);
+          for (int j = first; j <= i; ++j) acc += p[j] * at(j, 2, d);
           out[(((size_t)b * s.seq + i) * H + h) * hd + d] = acc / sum;
         }
       }
@@ -153,12 +156,18 @@ TEST_P(FlashAttention, Bf16TilesTrackTheReference) {
   EXPECT_GT(grad_err, 1e-5);
 }
 
-// Sequences shorter than, equal to and not a multiple of the 64-row tiles.
+// Sequences shorter than, equal to and not a multiple of the 64-row tiles; sliding windows
+// not aligned to the tiles (200 keys, window 20: whole key tiles skipped), of one key, and
+// wider than the sequence.
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttention,
                          ::testing::Values(kernels::AttentionShape{1, 5, 2, 4},
                                            kernels::AttentionShape{2, 70, 2, 8},
                                            kernels::AttentionShape{1, 131, 3, 16},
-                                           kernels::AttentionShape{2, 64, 1, 8}));
+                                           kernels::AttentionShape{2, 64, 1, 8},
+                                           kernels::AttentionShape{1, 200, 2, 8, 20},
+                                           kernels::AttentionShape{2, 131, 2, 8, 37},
+                                           kernels::AttentionShape{1, 70, 1, 4, 1},
+                                           kernels::AttentionShape{1, 5, 2, 4, 9}));
 
 // Causal softmax attention of one sample by definition, q k v [seq, heads, d] each.
 std::vector<double> attention_ref(const std::vector<double>& q, const std::vector<double>& k,

@@ -7,7 +7,8 @@ The weights are drawn with numpy and written as a HuggingFace LlamaForCausalLM d
 `trident score` reads it, scores token sequences and writes d(mean loss)/d(weights) in HF
 names; PyTorch autograd computes the same from the same weights. Then: import -> trident
 checkpoint -> export gives the same tensors bit for bit, and HF options trident does not
-compute (rope_scaling, sliding_window) are refused by name.
+compute (rope_scaling of type dynamic, a sliding window on LlamaForCausalLM) are refused by
+name. (llama3 and linear rope_scaling and Mistral's window: llama3_mistral_reference_test.py.)
 Usage: llama_reference_test.py /path/to/trident
 """
 import json
@@ -196,7 +197,7 @@ def main():
                     exported[n].tobytes() == original[n].tobytes() for n in original)
             check(ok, f"HF Llama -> trident checkpoint -> HF Llama: {len(original) if ok else 0} "
                       f"tensors identical {a.stderr[-500:]}{b.stderr[-500:]}")
-        for key, value in (("rope_scaling", {"type": "linear", "factor": 2.0}), ("sliding_window", 16)):
+        for key, value in (("rope_scaling", {"type": "dynamic", "factor": 2.0}), ("sliding_window", 16)):
             bad = os.path.join(tmp, "bad_" + key)
             write_model(bad, dict(BASE, **{key: value}), draw_weights(BASE, rng), 1)
             out = subprocess.run([trident, "score", "--model", bad, "--tokens",
