@@ -53,25 +53,47 @@ size_t whitespace_end(std::string_view text, size_t begin) {
 
 }  // namespace
 
-HfAddedTokens::HfAddedTokens(const nlohmann::json& added_tokens, const HfNormalizer* normalizer) {
+int HfAddedTokens::assign_id(const std::string& content, const TokenIds& model_vocab) const {
+  for (const HfAddedToken& t : tokens_)
+    if (t.content == content) return t.id;
+  auto it = model_vocab.find(content);
+  if (it != model_vocab.end()) return it->second;
+  const int size = (int)model_vocab.size();
+  int max = -1;
+  for (const HfAddedToken& t : tokens_) max = std::max(max, t.id);
+  if (max < 0) return size;
+  return max >= size || size == 0 ? max + 1 : size;
+}
+
+HfAddedTokens::HfAddedTokens(const nlohmann::json& added_tokens, const HfNormalizer* normalizer,
+                             const TokenIds& model_vocab) {
   if (added_tokens.is_null()) return;
   if (!added_tokens.is_array()) throw std::runtime_error("added_tokens must be a list");
   for (const nlohmann::json& t : added_tokens) {
     HfAddedToken token;
-    token.id = t.at("id").get<int>();
     token.content = t.at("content").get<std::string>();
     token.single_word = t.value("single_word", false);
     token.lstrip = t.value("lstrip", false);
     token.rstrip = t.value("rstrip", false);
     token.normalized = t.value("normalized", true);
     token.special = t.value("special", false);
-    if (token.id < 0) throw std::runtime_error("added token '" + token.content + "': id < 0");
-    tokens_.push_back(token);
-    std::string text = token.content;
-    if (token.normalized && normalizer) normalizer->normalize(&text);
+    if (token.content.empty()) continue;
+    token.id = assign_id(token.content, model_vocab);
+    auto same = std::find_if(tokens_.begin(), tokens_.end(),
+                             [&](const HfAddedToken& o) { return o.content == token.content; });
+    if (same != tokens_.end())
+      *same = token;  // a later entry redefines the token
+    else
+      tokens_.push_back(token);
+  }
+  for (int i = 0; i < (int)tokens_.size(); ++i) {
+    std::string& text = tokens_[i].text;
+    text = tokens_[i].content;
+    const bool normalized = tokens_[i].normalized;
+    if (normalized && normalizer) normalizer->normalize(&text);
     if (text.empty()) continue;
-    patterns_[token.normalized].push_back({text, (int)tokens_.size() - 1});
-    first_byte_[token.normalized][(unsigned char)text[0]] = true;
+    patterns_[normalized].push_back({text, i});
+    first_byte_[normalized][(unsigned char)text[0]] = true;
   }
   for (auto& set : patterns_)
     std::stable_sort(set.begin(), set.end(), [](const Pattern& a, const Pattern& b) {

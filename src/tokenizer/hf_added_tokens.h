@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/hf_bpe.h"
 #include "tokenizer/hf_normalizers.h"
 
 namespace trident::tokenizer {
@@ -18,6 +19,8 @@ namespace trident::tokenizer {
 struct HfAddedToken {
   int id = -1;
   std::string content;
+  // What it matches and decodes to: the content, normalized for normalized tokens (as HF).
+  std::string text;
   bool single_word = false, lstrip = false, rstrip = false, normalized = true, special = false;
 };
 
@@ -29,8 +32,11 @@ struct HfSegment {
 
 class HfAddedTokens {
  public:
-  // Throws std::runtime_error naming a malformed entry.
-  HfAddedTokens(const nlohmann::json& added_tokens, const HfNormalizer* normalizer);
+  // Ids as HF gives them when it reads the file (the listed "id" is not read): a content in
+  // the model's vocabulary keeps its id there, any other the next id after the vocabulary's
+  // size and the tokens added before. Throws std::runtime_error naming a malformed entry.
+  HfAddedTokens(const nlohmann::json& added_tokens, const HfNormalizer* normalizer,
+                const TokenIds& model_vocab);
 
   // Cuts text at the matches of the tokens whose `normalized` flag equals `normalized`;
   // every byte lies in one segment, none empty.
@@ -45,6 +51,7 @@ class HfAddedTokens {
   };
   // The longest pattern of the set matching at text[at], or -1.
   int match_at(std::string_view text, size_t at, bool normalized) const;
+  int assign_id(const std::string& content, const TokenIds& model_vocab) const;
 
   std::vector<HfAddedToken> tokens_;
   std::vector<Pattern> patterns_[2];  // [normalized], longest first

@@ -25,8 +25,8 @@ bool is_hf_punctuation(char32_t c) {
   return (mask & U_GC_P_MASK) != 0;
 }
 
-bool is_nonspacing_mark(char32_t c) {
-  return u_charType((UChar32)c) == U_NON_SPACING_MARK;
+bool is_combining_mark(char32_t c) {
+  return (U_GET_GC_MASK((UChar32)c) & U_GC_M_MASK) != 0;
 }
 
 }  // namespace trident::tokenizer

@@ -8,6 +8,6 @@ bool is_rust_whitespace(char32_t c);    // Unicode White_Space
 bool is_rust_numeric(char32_t c);       // general categories Nd, Nl, No
 bool is_rust_alphanumeric(char32_t c);  // Alphabetic or numeric
 bool is_hf_punctuation(char32_t c);     // ASCII punctuation or a general category P*
-bool is_nonspacing_mark(char32_t c);    // general category Mn (StripAccents removes these)
+bool is_combining_mark(char32_t c);     // general category M* (StripAccents removes these)
 
 }  // namespace trident::tokenizer

@@ -112,7 +112,7 @@ void remove_chars(std::string* text, Drop drop) {
 
 class StripAccents : public HfNormalizer {
  public:
-  void normalize(std::string* text) const override { remove_chars(text, is_nonspacing_mark); }
+  void normalize(std::string* text) const override { remove_chars(text, is_combining_mark); }
 };
 
 class Strip : public HfNormalizer {

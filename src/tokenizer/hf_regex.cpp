@@ -59,6 +59,7 @@ void HfRegex::find_all(std::string_view text,
   pcre2_match_data* data = thread_match_data();
   const auto* subject = (PCRE2_SPTR)text.data();
   size_t start = 0;
+  long previous_end = -1;
   while (start <= text.size()) {
     // Callers validate the text as UTF-8 once, so PCRE2 need not check it on every call.
     int rc = code_->jit ? pcre2_jit_match(code_->code, subject, text.size(), start,
@@ -72,14 +73,15 @@ void HfRegex::find_all(std::string_view text,
       throw std::runtime_error("regex '" + pattern_ + "': " + (const char*)message);
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
-    size_t begin = ovector[0], end = ovector[1];
-    if (end > begin) {
-      matches->emplace_back(begin, end);
-      start = end;
-    } else {  // an empty match: step over one character
-      if (begin >= text.size()) return;
-      start = begin + utf8_length((unsigned char)text[begin]);
+    const size_t begin = ovector[0], end = ovector[1];
+    if (end == begin && (long)end == previous_end) {  // step over one character
+      if (start >= text.size()) return;
+      start += utf8_length((unsigned char)text[start]);
+      continue;
     }
+    matches->emplace_back(begin, end);
+    start = end;
+    previous_end = (long)end;
   }
 }
 

@@ -22,7 +22,8 @@ class HfRegex {
   HfRegex& operator=(HfRegex&&) noexcept;
 
   // The byte ranges of successive non-overlapping matches in valid UTF-8 text, left to
-  // right. Empty matches are skipped (they would only make empty pieces, which HF drops).
+  // right, as the onig crate's find_iter gives them to HF: an empty match counts (it cuts the
+  // text), except one where the previous match ended.
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>* matches) const;
   const std::string& pattern() const { return pattern_; }
 

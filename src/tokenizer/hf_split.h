@@ -21,7 +21,7 @@ struct SplitSpan {
 };
 
 // Every byte of a string of `length` bytes in order, as matches and the ranges between them
-// (HF's find_matches); `matches` are sorted, non-overlapping and non-empty.
+// (HF's find_matches); `matches` are sorted and non-overlapping (an empty one cuts the text).
 std::vector<SplitSpan> spans_from_matches(size_t length,
                                           const std::vector<std::pair<size_t, size_t>>& matches,
                                           bool invert);

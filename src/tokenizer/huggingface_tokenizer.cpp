@@ -57,7 +57,7 @@ HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& path)
     pre_tokenizer_ = parse_pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
     model_ = std::make_unique<HfBpe>(j["model"]);
     added_ = std::make_unique<HfAddedTokens>(j.value("added_tokens", nlohmann::json()),
-                                             normalizer_.get());
+                                             normalizer_.get(), model_->vocab());
     decoder_ = parse_decoder(j.value("decoder", nlohmann::json()));
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(files_.tokenizer_json + ": " + e.what());
@@ -66,7 +66,7 @@ HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& path)
   }
   vocab_size_ = model_->size();
   for (const HfAddedToken& t : added_->tokens()) {
-    added_text_[t.id] = t.content;
+    added_text_[t.id] = t.text;
     vocab_size_ = std::max(vocab_size_, t.id + 1);
   }
   read_config();
