@@ -44,7 +44,9 @@ TEST(HfBpe, LowestRankFirstThenLeftmost) {
 }
 
 TEST(HfBpe, MergesAsPairsEqualMergesAsStrings) {
-  HfBpe strings(model({"a b", "ab c"})), pairs(model({{"a", "b"}, {"ab", "c"}}));
+  HfBpe strings(model({"a b", "ab c"})),
+      pairs(model(nlohmann::json::array(
+          {nlohmann::json::array({"a", "b"}), nlohmann::json::array({"ab", "c"})})));
   EXPECT_EQ(ids(strings, "abcab"), ids(pairs, "abcab"));
   EXPECT_EQ(ids(pairs, "abcab"), (std::vector<int>{5, 3}));
 }

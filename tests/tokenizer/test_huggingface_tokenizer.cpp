@@ -66,9 +66,10 @@ TEST(HuggingFaceTokenizer, WithoutAConfigTheUsualEndOfTextIsEod) {
   EXPECT_EQ(tok.bos(), -1);
 }
 
-std::string load_error(const nlohmann::json& tok, const nlohmann::json& config = nullptr) {
+std::string load_error(const std::string& name, const nlohmann::json& tok,
+                       const nlohmann::json& config = nullptr) {
   try {
-    HuggingFaceTokenizer t(write_dir("hf_bad", tok, config).string());
+    HuggingFaceTokenizer t(write_dir(name, tok, config).string());
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -78,15 +79,15 @@ std::string load_error(const nlohmann::json& tok, const nlohmann::json& config =
 TEST(HuggingFaceTokenizer, BadFilesAreNamed) {
   nlohmann::json tok = small_tokenizer();
   tok["pre_tokenizer"] = {{"type", "UnicodeScripts"}};
-  std::string error = load_error(tok);
+  std::string error = load_error("hf_bad_pre", tok);
   EXPECT_NE(error.find("UnicodeScripts"), std::string::npos) << error;
   EXPECT_NE(error.find("tokenizer.json"), std::string::npos) << error;
-  error = load_error(small_tokenizer(), {{"eos_token", "<nope>"}});
+  error = load_error("hf_bad_eos", small_tokenizer(), {{"eos_token", "<nope>"}});
   EXPECT_NE(error.find("<nope>"), std::string::npos) << error;
   EXPECT_NE(error.find("tokenizer_config.json"), std::string::npos) << error;
   nlohmann::json no_eos = small_tokenizer();
   no_eos["added_tokens"] = nlohmann::json::array();
-  EXPECT_NE(load_error(no_eos).find("end-of-document"), std::string::npos);
+  EXPECT_NE(load_error("hf_no_eos", no_eos).find("end-of-document"), std::string::npos);
 }
 
 }  // namespace
