@@ -112,7 +112,12 @@ int HfAddedTokens::match_at(std::string_view text, size_t at, bool normalized) c
 void HfAddedTokens::split(std::string_view text, bool normalized,
                           std::vector<HfSegment>* segments) const {
   size_t done = 0;  // the end of the last segment emitted
+  const std::array<bool, 256>& first = first_byte_[normalized];
   for (size_t at = 0; at < text.size();) {
+    if (!first[(unsigned char)text[at]]) {
+      ++at;
+      continue;
+    }
     const int p = match_at(text, at, normalized);
     if (p < 0) {
       ++at;

@@ -5,6 +5,7 @@
 #include <queue>
 #include <stdexcept>
 
+#include "tokenizer/hf_pre_tokenizers.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::tokenizer {
@@ -166,21 +167,27 @@ void HfBpe::merge_all(std::vector<int>* symbols, std::vector<int>* lengths) cons
   symbols->resize(w);
 }
 
-void HfBpe::tokenize(std::string_view piece, std::vector<int>* ids) const {
+void HfBpe::tokenize(std::string_view piece, std::vector<int>* ids, bool byte_level) const {
   if (piece.empty()) return;
-  if (ignore_merges_) {
-    auto it = vocab_.find(piece);
-    if (it != vocab_.end()) return ids->push_back(it->second);
-  }
   thread_local std::unordered_map<std::string, std::vector<int>, StringViewHash, std::equal_to<>>
       cache;
   thread_local std::uint64_t cache_owner = 0;
   if (cache_owner != cache_id_ || cache.size() > (1u << 20)) cache.clear(), cache_owner = cache_id_;
   auto it = cache.find(piece);
   if (it == cache.end()) {
+    std::string text;
+    if (byte_level)
+      for (unsigned char c : piece) text += byte_level_char(c);
+    else
+      text = piece;
     std::vector<int> symbols, lengths;
-    initial_symbols(piece, &symbols, &lengths);
-    merge_all(&symbols, &lengths);
+    auto whole = ignore_merges_ ? vocab_.find(text) : vocab_.end();
+    if (whole != vocab_.end()) {
+      symbols = {whole->second};  // ignore_merges: a word in the vocabulary is one token
+    } else {
+      initial_symbols(text, &symbols, &lengths);
+      merge_all(&symbols, &lengths);
+    }
     it = cache.emplace(std::string(piece), std::move(symbols)).first;
   }
   ids->insert(ids->end(), it->second.begin(), it->second.end());

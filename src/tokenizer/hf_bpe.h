@@ -28,7 +28,9 @@ class HfBpe {
   explicit HfBpe(const nlohmann::json& model);
 
   // Appends the ids of one piece; results are cached per thread, as pieces repeat.
-  void tokenize(std::string_view piece, std::vector<int>* ids) const;
+  // byte_level: the piece is raw bytes still to be written in GPT-2's byte alphabet (the
+  // pre-tokenizers' final ByteLevel step, deferred so that a cached piece skips it).
+  void tokenize(std::string_view piece, std::vector<int>* ids, bool byte_level = false) const;
 
   const TokenIds& vocab() const { return vocab_; }
   // One past the largest id.

@@ -45,6 +45,28 @@ std::string config_token(const nlohmann::json& config, const char* key) {
   return "";
 }
 
+// A ByteLevel step that only maps bytes (no regex, no prefix space).
+bool maps_bytes_only(const nlohmann::json& step) {
+  return step.is_object() && step.value("type", "") == "ByteLevel" &&
+         !step.value("use_regex", true) && !step.value("add_prefix_space", true);
+}
+
+// Removes such a step when it is the pre-tokenizers' last; true if it did.
+bool take_final_byte_level(nlohmann::json* pre_tokenizer) {
+  if (maps_bytes_only(*pre_tokenizer)) {
+    *pre_tokenizer = nullptr;
+    return true;
+  }
+  if (pre_tokenizer->is_object() && pre_tokenizer->value("type", "") == "Sequence" &&
+      pre_tokenizer->contains("pretokenizers") && (*pre_tokenizer)["pretokenizers"].is_array() &&
+      !(*pre_tokenizer)["pretokenizers"].empty() &&
+      maps_bytes_only((*pre_tokenizer)["pretokenizers"].back())) {
+    (*pre_tokenizer)["pretokenizers"].erase((*pre_tokenizer)["pretokenizers"].size() - 1);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& path)
@@ -54,7 +76,9 @@ HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& path)
     if (!j.is_object() || !j.contains("model"))
       throw std::runtime_error("not a tokenizer.json (no \"model\")");
     normalizer_ = parse_normalizer(j.value("normalizer", nlohmann::json()));
-    pre_tokenizer_ = parse_pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
+    nlohmann::json pre_tokenizer = j.value("pre_tokenizer", nlohmann::json());
+    byte_level_last_ = take_final_byte_level(&pre_tokenizer);
+    pre_tokenizer_ = parse_pre_tokenizer(pre_tokenizer);
     model_ = std::make_unique<HfBpe>(j["model"]);
     added_ = std::make_unique<HfAddedTokens>(j.value("added_tokens", nlohmann::json()),
                                              normalizer_.get(), model_->vocab());
@@ -118,7 +142,7 @@ void HuggingFaceTokenizer::encode_segment(std::string text, bool at_start,
     pieces.clear();
     pieces.push_back({text.substr(s.begin, s.end - s.begin), at_start && s.begin == 0});
     if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(&pieces);
-    for (const HfPiece& p : pieces) model_->tokenize(p.text, ids);
+    for (const HfPiece& p : pieces) model_->tokenize(p.text, ids, byte_level_last_);
   }
 }
 

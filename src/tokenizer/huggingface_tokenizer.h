@@ -58,6 +58,9 @@ class HuggingFaceTokenizer : public Tokenizer {
   std::unique_ptr<HfDecoder> decoder_;
   std::unordered_map<int, std::string> added_text_;  // id -> content
   int vocab_size_ = 0, bos_ = -1, eos_ = -1;
+  // The pre-tokenizers end in ByteLevel without its regex or prefix space (Llama 3, Qwen):
+  // that step is left to the model, which then caches pieces by their raw bytes.
+  bool byte_level_last_ = false;
 };
 
 }  // namespace trident::tokenizer
