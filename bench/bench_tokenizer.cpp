@@ -1,22 +1,32 @@
-// GPT-2 tokenizer throughput: MB/s encoding every document of a JSONL corpus on one
+// Tokenizer throughput: MB/s and tokens/s encoding every document of a JSONL corpus on one
 // thread, then on all threads (documents split across threads). Usage:
-//   bench_tokenizer VOCAB MERGES CORPUS.jsonl [threads]
+//   bench_tokenizer VOCAB MERGES CORPUS.jsonl [threads]      GPT-2's encoder.json + vocab.bpe
+//   bench_tokenizer --hf TOKENIZER CORPUS.jsonl [threads]    a HuggingFace tokenizer.json
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/huggingface_tokenizer.h"
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: bench_tokenizer VOCAB MERGES CORPUS.jsonl [threads]\n");
+    std::fprintf(stderr,
+                 "usage: bench_tokenizer VOCAB MERGES CORPUS.jsonl [threads]\n"
+                 "       bench_tokenizer --hf TOKENIZER_JSON CORPUS.jsonl [threads]\n");
     return 2;
   }
-  trident::tokenizer::GPT2Tokenizer tok(argv[1], argv[2]);
+  std::unique_ptr<trident::tokenizer::Tokenizer> built;
+  if (std::string(argv[1]) == "--hf")
+    built = std::make_unique<trident::tokenizer::HuggingFaceTokenizer>(argv[2]);
+  else
+    built = std::make_unique<trident::tokenizer::GPT2Tokenizer>(argv[1], argv[2]);
+  const trident::tokenizer::Tokenizer& tok = *built;
   std::vector<std::string> docs;
   double bytes = 0;
   std::ifstream in(argv[3]);
@@ -44,8 +54,9 @@ int main(int argc, char** argv) {
     long total = 0;
     for (long x : tokens) total += x;
     std::printf(
-        "{\"threads\": %d, \"mb\": %.2f, \"seconds\": %.3f, \"mb_per_s\": %.2f, \"tokens\": %ld}\n",
-        n, bytes / 1e6, s, bytes / 1e6 / s, total);
+        "{\"threads\": %d, \"mb\": %.2f, \"seconds\": %.3f, \"mb_per_s\": %.2f, \"tokens\": %ld, "
+        "\"tokens_per_s_per_thread\": %.0f}\n",
+        n, bytes / 1e6, s, bytes / 1e6 / s, total, total / s / n);
   };
   run(1);
   if (threads > 1) run(threads);

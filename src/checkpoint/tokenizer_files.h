@@ -39,7 +39,8 @@ TokenizerRecord read_tokenizer_files(const nlohmann::ordered_json& manifest,
                                      const std::string& checkpoint_dir);
 
 // The files a run's tokenizer flags name, under the names HuggingFace gives them (GPT-2:
-// vocab.json, merges.txt; SentencePiece: tokenizer.model). Empty when the flags name none.
+// vocab.json, merges.txt; SentencePiece: tokenizer.model; HuggingFace: tokenizer.json and,
+// when beside it, tokenizer_config.json). Empty when the flags name none.
 TokenizerRecord tokenizer_record(const tokenizer::TokenizerOptions& options);
 // The tokenizer flags that build the recorded tokenizer from its copies.
 tokenizer::TokenizerOptions tokenizer_options(const TokenizerRecord& record);

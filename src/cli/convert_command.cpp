@@ -25,6 +25,12 @@ void checkpoint_to_hf(const std::string& load, const std::string& save_hf,
   std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
   // Not the installation's GPT-2 files: they are no evidence of what the model was trained with.
   const tokenizer::TokenizerOptions t = flags.given() ? flags : carried_tokenizer(load);
+  if (t.given() && t.huggingface()) {
+    io::save_hf_tokenizer_json(save_hf, t.tokenizer_model);
+    std::cout << "wrote its tokenizer (tokenizer.json, tokenizer_config.json from "
+              << t.tokenizer_model << ")\n";
+    return;
+  }
   if (!t.given() || t.sentencepiece()) {
     std::cout << "the checkpoint carries no GPT-2 tokenizer: none written (give --vocab-file "
                  "and --merge-file to write one)\n";
@@ -52,13 +58,7 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
   checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
   // Only files the flags or the directory name: the installation's GPT-2 files are no
   // evidence of what this model was trained with.
-  tokenizer::TokenizerOptions t = flags;
-  const std::filesystem::path hf = load_hf;
-  if (!t.given() && std::filesystem::exists(hf / "vocab.json") &&
-      std::filesystem::exists(hf / "merges.txt")) {
-    t.vocab_file = (hf / "vocab.json").string();
-    t.merge_file = (hf / "merges.txt").string();
-  }
+  const tokenizer::TokenizerOptions t = flags.given() ? flags : hf_directory_tokenizer(load_hf);
   run.tokenizer = checkpoint::tokenizer_record(t);
   checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
 }

@@ -86,7 +86,7 @@ tokenizer::TokenizerOptions tokenizer_options(const InferenceArgs& a) {
 std::unique_ptr<tokenizer::Tokenizer> build_inference_tokenizer(const InferenceArgs& a,
                                                                 int model_vocab) {
   const tokenizer::TokenizerOptions o = tokenizer_options(a);
-  if (!o.given() && !o.sentencepiece())
+  if (!o.given() && !o.reads_model())
     throw std::invalid_argument(
         "no tokenizer: the model carries none; give --vocab-file and --merge-file "
         "(scripts/setup.sh puts GPT-2's in data/gpt2/), or --tokenizer-type "

@@ -173,9 +173,9 @@ int score_main(const std::vector<std::string>& args) {
     } else {
       const tokenizer::TokenizerOptions t = resolve_tokenizer(a.tokenizer, a.load, a.load_hf);
       if (!t.given())
-        throw FormatError(t.sentencepiece() ? "--text needs --tokenizer-model"
-                                            : "--text needs --vocab-file and --merge-file (the "
-                                              "model carries no tokenizer)");
+        throw FormatError(t.reads_model() ? "--text needs --tokenizer-model"
+                                          : "--text needs --vocab-file and --merge-file (the "
+                                            "model carries no tokenizer)");
       sequences = read_text_file(input.path(), t, config.vocab_size);
     }
     return score(*model, config, sequences, a.grads_path,

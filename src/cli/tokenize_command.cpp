@@ -25,8 +25,10 @@ void print_ids(const std::vector<int>& ids) {
 }  // namespace
 
 int tokenize_main(const std::vector<std::string>& args) {
-  CLI::App app("trident tokenize: encode or decode with GPT-2 BPE or SentencePiece",
-               "trident tokenize");
+  CLI::App app(
+      "trident tokenize: encode or decode with GPT-2 BPE, SentencePiece or a HuggingFace "
+      "tokenizer.json",
+      "trident tokenize");
   tokenizer::TokenizerOptions options;
   std::string input, json_key = "text";
   bool jsonl = false, lines = false, decode = false, json_output = false;

@@ -19,12 +19,29 @@ void add_tokenizer_args(CLI::App& app, tokenizer::TokenizerOptions* o, const std
   add("--tokenizer-type", o->tokenizer_type,
       std::string(tokenizer::kGPT2BPETokenizer) + " (GPT-2 byte-level BPE) or " +
           tokenizer::kSentencePieceTokenizer + " (a SentencePiece model; " +
-          tokenizer::kGPTSentencePieceTokenizer + " is the same)")
+          tokenizer::kGPTSentencePieceTokenizer + " is the same) or " +
+          tokenizer::kHuggingFaceTokenizer + " (a HuggingFace tokenizer.json)")
       ->capture_default_str();
   add("--tokenizer-model", o->tokenizer_model,
-      "SentencePiece .model file (with --tokenizer-type SentencePieceTokenizer)");
+      "SentencePiece .model file, or HuggingFace tokenizer.json or the folder holding it and "
+      "tokenizer_config.json (with that --tokenizer-type)");
   add("--vocab-file", o->vocab_file, "GPT-2 vocab.json / encoder.json" + note);
   add("--merge-file", o->merge_file, "GPT-2 merges.txt / vocab.bpe" + note);
+}
+
+tokenizer::TokenizerOptions hf_directory_tokenizer(const std::string& load_hf) {
+  namespace fs = std::filesystem;
+  tokenizer::TokenizerOptions o;
+  const fs::path hf = load_hf;
+  if (hf.empty()) return o;
+  if (fs::is_regular_file(hf / "tokenizer.json")) {
+    o.tokenizer_type = tokenizer::kHuggingFaceTokenizer;
+    o.tokenizer_model = hf.string();
+  } else if (fs::exists(hf / "vocab.json") && fs::exists(hf / "merges.txt")) {
+    o.vocab_file = (hf / "vocab.json").string();
+    o.merge_file = (hf / "merges.txt").string();
+  }
+  return o;
 }
 
 tokenizer::TokenizerOptions carried_tokenizer(const std::string& load) {
@@ -37,16 +54,18 @@ tokenizer::TokenizerOptions carried_tokenizer(const std::string& load) {
 tokenizer::TokenizerOptions resolve_tokenizer(const tokenizer::TokenizerOptions& flags,
                                               const std::string& load, const std::string& load_hf) {
   namespace fs = std::filesystem;
-  if (flags.sentencepiece() || flags.given()) return flags;
+  if (flags.reads_model() || flags.given()) return flags;
   if (!load.empty()) {
     const tokenizer::TokenizerOptions carried = carried_tokenizer(load);
     if (carried.given()) return carried;
   }
   tokenizer::TokenizerOptions o = flags;
-  const fs::path hf = load_hf;
-  if (!hf.empty() && fs::exists(hf / "vocab.json") && fs::exists(hf / "merges.txt")) {
-    o.vocab_file = (hf / "vocab.json").string();
-    o.merge_file = (hf / "merges.txt").string();
+  const tokenizer::TokenizerOptions in_hf = hf_directory_tokenizer(load_hf);
+  if (in_hf.given()) {
+    o.tokenizer_type = in_hf.tokenizer_type;
+    o.tokenizer_model = in_hf.tokenizer_model;
+    o.vocab_file = in_hf.vocab_file;
+    o.merge_file = in_hf.merge_file;
     return o;
   }
   const std::string vocab = installed_path("data/gpt2/encoder.json");

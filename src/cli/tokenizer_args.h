@@ -15,11 +15,16 @@ void add_tokenizer_args(CLI::App& app, tokenizer::TokenizerOptions* o, const std
 
 // Where a command finds its tokenizer when the flags name none, first that has one: the
 // --load checkpoint's copy (CheckpointError when its files do not match the manifest), the
-// --load-hf directory's vocab.json and merges.txt, GPT-2's files in the installation's
+// --load-hf directory's (hf_directory_tokenizer), GPT-2's files in the installation's
 // data/gpt2/ (core/install_paths.h). The flags are returned as given when they name files.
 tokenizer::TokenizerOptions resolve_tokenizer(const tokenizer::TokenizerOptions& flags,
                                               const std::string& load = "",
                                               const std::string& load_hf = "");
+
+// The tokenizer a HuggingFace model directory holds: its tokenizer.json (HuggingFaceTokenizer,
+// which also reads tokenizer_config.json), else vocab.json and merges.txt (GPT-2); default
+// options, given() false, when it holds neither.
+tokenizer::TokenizerOptions hf_directory_tokenizer(const std::string& load_hf);
 
 // The tokenizer the latest checkpoint under `load` carries (default options, given() false,
 // when it carries none).

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/files.h"
+#include "tokenizer/huggingface_tokenizer.h"
 
 namespace trident::io {
 
@@ -39,6 +40,17 @@ void save_hf_gpt2_tokenizer(const std::string& dir, const std::string& vocab_fil
   config.update(special);
   write_file_atomically((d / "tokenizer_config.json").string(), config.dump(2) + "\n");
   write_file_atomically((d / "special_tokens_map.json").string(), special.dump(2) + "\n");
+}
+
+void save_hf_tokenizer_json(const std::string& dir, const std::string& tokenizer_model) {
+  const tokenizer::HfTokenizerFiles files = tokenizer::find_hf_tokenizer_files(tokenizer_model);
+  const std::string json = read_file(files.tokenizer_json);
+  const std::string config =
+      files.tokenizer_config.empty() ? "" : read_file(files.tokenizer_config);
+  fs::create_directories(dir);
+  write_file_atomically((fs::path(dir) / "tokenizer.json").string(), json);
+  if (!files.tokenizer_config.empty())
+    write_file_atomically((fs::path(dir) / "tokenizer_config.json").string(), config);
 }
 
 }  // namespace trident::io

@@ -11,4 +11,8 @@ namespace trident::io {
 void save_hf_gpt2_tokenizer(const std::string& dir, const std::string& vocab_file,
                             const std::string& merge_file, int model_max_length);
 
+// A HuggingFace tokenizer (--tokenizer-type HuggingFaceTokenizer): its tokenizer.json and,
+// when there is one beside it, tokenizer_config.json, copied byte for byte into dir.
+void save_hf_tokenizer_json(const std::string& dir, const std::string& tokenizer_model);
+
 }  // namespace trident::io

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/huggingface_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 
 namespace trident::tokenizer {
@@ -12,25 +13,27 @@ bool TokenizerOptions::sentencepiece() const {
 }
 
 bool TokenizerOptions::given() const {
-  return sentencepiece() ? !tokenizer_model.empty() : !vocab_file.empty() && !merge_file.empty();
+  return reads_model() ? !tokenizer_model.empty() : !vocab_file.empty() && !merge_file.empty();
 }
 
 std::string TokenizerOptions::source() const {
-  return sentencepiece() ? "--tokenizer-model " + tokenizer_model : "--vocab-file " + vocab_file;
+  return reads_model() ? "--tokenizer-model " + tokenizer_model : "--vocab-file " + vocab_file;
 }
 
 std::vector<std::string> check_tokenizer_options(const TokenizerOptions& o) {
   std::vector<std::string> errors;
   const std::string& type = o.tokenizer_type;
-  if (type != kGPT2BPETokenizer && !o.sentencepiece()) {
-    errors.push_back("--tokenizer-type " + type + ": expected " + kGPT2BPETokenizer + " or " +
-                     kSentencePieceTokenizer);
+  if (type != kGPT2BPETokenizer && !o.reads_model()) {
+    errors.push_back("--tokenizer-type " + type + ": expected " + kGPT2BPETokenizer + ", " +
+                     kSentencePieceTokenizer + " or " + kHuggingFaceTokenizer);
     return errors;
   }
-  if (o.sentencepiece()) {
+  if (o.reads_model()) {
     if (o.tokenizer_model.empty())
-      errors.push_back("--tokenizer-type " + type +
-                       " needs --tokenizer-model (a SentencePiece .model file)");
+      errors.push_back(
+          "--tokenizer-type " + type + " needs --tokenizer-model (" +
+          (o.huggingface() ? "a tokenizer.json or its folder" : "a SentencePiece .model file") +
+          ")");
     if (!o.vocab_file.empty() || !o.merge_file.empty())
       errors.push_back("--vocab-file and --merge-file are " + std::string(kGPT2BPETokenizer) +
                        "'s; " + type + " reads only --tokenizer-model");
@@ -38,7 +41,8 @@ std::vector<std::string> check_tokenizer_options(const TokenizerOptions& o) {
   }
   if (!o.tokenizer_model.empty())
     errors.push_back("--tokenizer-model is read by --tokenizer-type " +
-                     std::string(kSentencePieceTokenizer) + " (the type is " + type + ")");
+                     std::string(kSentencePieceTokenizer) + " or " + kHuggingFaceTokenizer +
+                     " (the type is " + type + ")");
   if (o.vocab_file.empty() != o.merge_file.empty())
     errors.push_back("--vocab-file and --merge-file go together (the GPT-2 tokenizer needs both)");
   return errors;
@@ -56,13 +60,14 @@ std::unique_ptr<Tokenizer> build_tokenizer(const TokenizerOptions& o) {
   }
   try {
     if (o.sentencepiece()) return std::make_unique<SentencePieceTokenizer>(o.tokenizer_model);
+    if (o.huggingface()) return std::make_unique<HuggingFaceTokenizer>(o.tokenizer_model);
     auto gpt2 = std::make_unique<GPT2Tokenizer>(o.vocab_file, o.merge_file);
     gpt2->set_js_whitespace(o.js_whitespace);
     return gpt2;
   } catch (const std::runtime_error& e) {
     // The readers name the file; say which flag gave it. A bad file is bad input.
     throw std::invalid_argument(
-        (o.sentencepiece() ? "--tokenizer-model " : "--vocab-file/--merge-file ") +
+        (o.reads_model() ? "--tokenizer-model " : "--vocab-file/--merge-file ") +
         std::string(e.what()));
   }
 }

@@ -14,15 +14,21 @@ inline constexpr const char* kGPT2BPETokenizer = "GPT2BPETokenizer";
 inline constexpr const char* kSentencePieceTokenizer = "SentencePieceTokenizer";
 // Megatron's name for the same SentencePiece semantics (eod = </s>, nothing added).
 inline constexpr const char* kGPTSentencePieceTokenizer = "GPTSentencePieceTokenizer";
+// A HuggingFace tokenizer.json (and its tokenizer_config.json), Megatron's name.
+inline constexpr const char* kHuggingFaceTokenizer = "HuggingFaceTokenizer";
 
 struct TokenizerOptions {
   std::string tokenizer_type = kGPT2BPETokenizer;
-  std::string tokenizer_model;         // SentencePiece .model
+  std::string tokenizer_model;         // SentencePiece .model; HF tokenizer.json or its folder
   std::string vocab_file, merge_file;  // GPT-2 encoder.json / vocab.bpe
   bool js_whitespace = false;          // GPT-2: ECMAScript \s, as the npm encoders
 
   bool sentencepiece() const;
-  // A tokenizer can be built: SentencePiece, or GPT-2 with both of its files.
+  bool huggingface() const { return tokenizer_type == kHuggingFaceTokenizer; }
+  // The type reads --tokenizer-model (SentencePiece, HuggingFace), not GPT-2's two files.
+  bool reads_model() const { return sentencepiece() || huggingface(); }
+  // A tokenizer can be built: SentencePiece or HuggingFace with its model, or GPT-2 with both
+  // of its files.
   bool given() const;
   // The flag and file the tokenizer's vocabulary comes from, for messages.
   std::string source() const;

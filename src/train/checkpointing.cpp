@@ -72,8 +72,11 @@ void export_hf_model(TrainingRun& run) {
                                                *run.rank.groups->pipeline);
   if (run.rank.world_rank == 0) {
     io::save_hf_model(c.save_hf, c.model, whole);
-    // GPT-2's tokenizer goes with it; HF's GPT-2 directory has no place for a SentencePiece one.
-    if (c.tokenizer.given() && !c.tokenizer.sentencepiece())
+    // GPT-2's tokenizer goes with it, or a HuggingFace tokenizer.json; HF's GPT-2 directory
+    // has no place for a SentencePiece one.
+    if (c.tokenizer.given() && c.tokenizer.huggingface())
+      io::save_hf_tokenizer_json(c.save_hf, c.tokenizer.tokenizer_model);
+    else if (c.tokenizer.given() && !c.tokenizer.sentencepiece())
       io::save_hf_gpt2_tokenizer(c.save_hf, c.tokenizer.vocab_file, c.tokenizer.merge_file,
                                  c.model.max_positions());
   }

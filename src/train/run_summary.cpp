@@ -32,7 +32,7 @@ std::string absolute(const std::string& path) {
 
 // The tokenizer flags of the run, paths absolute: what generate and eval must be given.
 std::string tokenizer_flags(const tokenizer::TokenizerOptions& t) {
-  if (t.sentencepiece() && t.given())
+  if (t.reads_model() && t.given())
     return " --tokenizer-type " + shell_quote(t.tokenizer_type) + " --tokenizer-model " +
            shell_quote(absolute(t.tokenizer_model));
   if (t.given())

@@ -52,6 +52,30 @@ TEST(TokenizerFiles, RecordsGpt2AndSentencePieceUnderHfNames) {
   EXPECT_TRUE(tokenizer_record(trident::tokenizer::TokenizerOptions{}).empty());
 }
 
+TEST(TokenizerFiles, RecordsHuggingFaceTokenizerJsonAndItsConfig) {
+  const fs::path root = empty_temp_dir("tokenizer_files", "hf");
+  write(root / "tokenizer.json", "{}");
+  trident::tokenizer::TokenizerOptions hf;
+  hf.tokenizer_type = trident::tokenizer::kHuggingFaceTokenizer;
+  hf.tokenizer_model = root.string();  // the folder: its tokenizer.json, no config yet
+  TokenizerRecord r = tokenizer_record(hf);
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_EQ(r.files[0].path, (root / "tokenizer.json").string());
+  write(root / "tokenizer_config.json", "{\"eos_token\": \"x\"}");
+  hf.tokenizer_model = (root / "tokenizer.json").string();
+  r = tokenizer_record(hf);
+  ASSERT_EQ(r.files.size(), 2u);
+  EXPECT_EQ(r.files[0].name, "tokenizer.json");
+  EXPECT_EQ(r.files[1].name, "tokenizer_config.json");
+  // Read back, --tokenizer-model names the copied tokenizer.json (its config beside it).
+  nlohmann::ordered_json manifest;
+  manifest["tokenizer"] = save_tokenizer_files(r, (root / "ckpt").string());
+  const auto options = tokenizer_options(read_tokenizer_files(manifest, (root / "ckpt").string()));
+  EXPECT_EQ(options.tokenizer_type, "HuggingFaceTokenizer");
+  EXPECT_EQ(options.tokenizer_model, (root / "ckpt" / "tokenizer" / "tokenizer.json").string());
+  EXPECT_EQ(read(root / "ckpt" / "tokenizer" / "tokenizer_config.json"), "{\"eos_token\": \"x\"}");
+}
+
 TEST(TokenizerFiles, CopiesListsAndReadsBackAfterAMove) {
   const fs::path root = empty_temp_dir("tokenizer_files", "move");
   fs::create_directories(root / "source");

@@ -50,8 +50,17 @@ TEST(TokenizerFlags, InconsistentFlagsNameTheirFlags) {
   half.vocab_file = "v.json";
   expect_error(half, {"--vocab-file and --merge-file"});
   TokenizerOptions unknown;
-  unknown.tokenizer_type = "HuggingFaceTokenizer";
-  expect_error(unknown, {"--tokenizer-type HuggingFaceTokenizer", "GPT2BPETokenizer"});
+  unknown.tokenizer_type = "Llama9Tokenizer";
+  expect_error(unknown,
+               {"--tokenizer-type Llama9Tokenizer", "GPT2BPETokenizer", "HuggingFaceTokenizer"});
+  TokenizerOptions hf_without_model;
+  hf_without_model.tokenizer_type = kHuggingFaceTokenizer;
+  expect_error(hf_without_model,
+               {"--tokenizer-type HuggingFaceTokenizer", "--tokenizer-model", "tokenizer.json"});
+  TokenizerOptions hf = hf_without_model;
+  hf.tokenizer_model = "tokenizer.json";
+  EXPECT_TRUE(check_tokenizer_options(hf).empty());
+  EXPECT_TRUE(hf.given() && hf.reads_model() && !hf.sentencepiece());
   EXPECT_TRUE(check_tokenizer_options(TokenizerOptions{}).empty());  // files may come later
   EXPECT_TRUE(check_tokenizer_options(sentencepiece("m.model")).empty());
   TokenizerOptions megatron_name = sentencepiece("m.model");

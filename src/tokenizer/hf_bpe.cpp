@@ -1,0 +1,196 @@
+#include "tokenizer/hf_bpe.h"
+
+#include <atomic>
+#include <cstdio>
+#include <queue>
+#include <stdexcept>
+
+#include "tokenizer/hf_pre_tokenizers.h"
+#include "tokenizer/unicode_classes.h"
+
+namespace trident::tokenizer {
+
+namespace {
+
+std::uint64_t pair_key(int a, int b) {
+  return ((std::uint64_t)(std::uint32_t)a << 32) | (std::uint32_t)b;
+}
+
+std::uint64_t next_cache_id() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
+
+std::string optional_string(const nlohmann::json& model, const char* key) {
+  return model.contains(key) && model[key].is_string() ? model[key].get<std::string>() : "";
+}
+
+}  // namespace
+
+HfBpe::HfBpe(const nlohmann::json& model) : cache_id_(next_cache_id()) {
+  const std::string type = model.value("type", "BPE");
+  if (type != "BPE")
+    throw std::runtime_error("model '" + type + "' is not implemented (trident reads BPE)");
+  if (model.contains("dropout") && !model["dropout"].is_null() &&
+      model["dropout"].get<double>() != 0.0)
+    throw std::runtime_error("model BPE: dropout is not implemented (it makes encoding random)");
+  fuse_unk_ = model.value("fuse_unk", false);
+  byte_fallback_ = model.value("byte_fallback", false);
+  ignore_merges_ = model.value("ignore_merges", false);
+  prefix_ = optional_string(model, "continuing_subword_prefix");
+  suffix_ = optional_string(model, "end_of_word_suffix");
+  const nlohmann::json& vocab = model.at("vocab");
+  if (!vocab.is_object()) throw std::runtime_error("model BPE: vocab must be an object");
+  for (auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<long>() < 0 || id.get<long>() > (1L << 30))
+      throw std::runtime_error("model BPE: id of '" + token + "' must be a non-negative integer");
+    const int i = id.get<int>();
+    vocab_[token] = i;
+    if (i >= (int)id_to_token_.size()) id_to_token_.resize(i + 1);
+    id_to_token_[i] = token;
+  }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    auto it = vocab_.find(std::string_view(name));
+    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+  }
+  const std::string unk = optional_string(model, "unk_token");
+  if (!unk.empty()) {
+    auto it = vocab_.find(unk);
+    if (it == vocab_.end())
+      throw std::runtime_error("model BPE: unk_token '" + unk + "' is not in the vocabulary");
+    unk_id_ = it->second;
+  }
+  read_merges(model.at("merges"));
+}
+
+void HfBpe::read_merges(const nlohmann::json& merges) {
+  int rank = 0;
+  for (const nlohmann::json& m : merges) {
+    std::string a, b;
+    if (m.is_string()) {
+      const std::string line = m.get<std::string>();
+      const size_t space = line.find(' ');
+      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos)
+        throw std::runtime_error("model BPE: merge '" + line + "' is not two tokens and a space");
+      a = line.substr(0, space), b = line.substr(space + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      a = m[0].get<std::string>(), b = m[1].get<std::string>();
+    } else {
+      throw std::runtime_error("model BPE: merge " + m.dump() + " is not \"a b\" or [a, b]");
+    }
+    if (b.size() < prefix_.size())
+      throw std::runtime_error("model BPE: merge '" + a + " " + b + "' lacks the subword prefix");
+    auto ia = vocab_.find(a), ib = vocab_.find(b), im = vocab_.find(a + b.substr(prefix_.size()));
+    if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
+      throw std::runtime_error("model BPE: merge '" + a + " " + b +
+                               "' uses or makes a token missing from the vocabulary");
+    merges_[pair_key(ia->second, ib->second)] = {rank++, im->second};
+  }
+}
+
+void HfBpe::initial_symbols(std::string_view piece, std::vector<int>* symbols,
+                            std::vector<int>* lengths) const {
+  int unk_length = 0;  // a pending unknown run (fuse_unk) of this many bytes; 0: none
+  std::string s;
+  for (size_t i = 0; i < piece.size();) {
+    char32_t cp = 0;
+    const int n = std::max(decode_utf8(piece, i, &cp), 1);
+    s.assign(piece.substr(i, n));
+    if (i > 0) s.insert(0, prefix_);
+    if (i + n == piece.size()) s += suffix_;
+    i += n;
+    auto it = vocab_.find(s);
+    if (it != vocab_.end()) {
+      if (unk_length) symbols->push_back(unk_id_), lengths->push_back(unk_length), unk_length = 0;
+      symbols->push_back(it->second), lengths->push_back(n);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (unsigned char c : s) all = all && byte_ids_[c] >= 0;
+      if (all) {  // as HF: a pending unknown run is not flushed first
+        for (unsigned char c : s) symbols->push_back(byte_ids_[c]), lengths->push_back(1);
+        continue;
+      }
+    }
+    if (unk_id_ < 0) continue;  // HF drops a character it cannot represent
+    if (unk_length && fuse_unk_) {
+      unk_length += n;
+      continue;
+    }
+    if (unk_length) symbols->push_back(unk_id_), lengths->push_back(unk_length);
+    unk_length = n;
+  }
+  if (unk_length) symbols->push_back(unk_id_), lengths->push_back(unk_length);
+}
+
+// HF's Word::merge_all: a queue of (rank, position) candidates, symbols in a linked list.
+void HfBpe::merge_all(std::vector<int>* symbols, std::vector<int>* lengths) const {
+  const int n = (int)symbols->size();
+  std::vector<int>& id = *symbols;
+  std::vector<int>& length = *lengths;
+  std::vector<int> prev(n), next(n);
+  for (int i = 0; i < n; ++i) prev[i] = i - 1, next[i] = i + 1 < n ? i + 1 : -1;
+  struct Candidate {
+    int rank, pos, merged;
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  auto consider = [&](int pos) {
+    if (pos < 0 || next[pos] < 0) return;
+    auto it = merges_.find(pair_key(id[pos], id[next[pos]]));
+    if (it != merges_.end()) queue.push({it->second.first, pos, it->second.second});
+  };
+  for (int i = 0; i + 1 < n; ++i) consider(i);
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    const int pos = top.pos, right = next[pos];
+    if (length[pos] == 0 || right < 0) continue;
+    auto it = merges_.find(pair_key(id[pos], id[right]));
+    if (it == merges_.end() || it->second.second != top.merged) continue;  // stale
+    id[pos] = top.merged;
+    length[pos] += length[right];
+    length[right] = 0;
+    next[pos] = next[right];
+    if (next[pos] >= 0) prev[next[pos]] = pos;
+    consider(prev[pos]);
+    consider(pos);
+  }
+  int w = 0;
+  for (int i = 0; i < n; ++i)
+    if (length[i] > 0) id[w++] = id[i];
+  symbols->resize(w);
+}
+
+void HfBpe::tokenize(std::string_view piece, std::vector<int>* ids, bool byte_level) const {
+  if (piece.empty()) return;
+  thread_local std::unordered_map<std::string, std::vector<int>, StringViewHash, std::equal_to<>>
+      cache;
+  thread_local std::uint64_t cache_owner = 0;
+  if (cache_owner != cache_id_ || cache.size() > (1u << 20)) cache.clear(), cache_owner = cache_id_;
+  auto it = cache.find(piece);
+  if (it == cache.end()) {
+    std::string text;
+    if (byte_level)
+      for (unsigned char c : piece) text += byte_level_char(c);
+    else
+      text = piece;
+    std::vector<int> symbols, lengths;
+    auto whole = ignore_merges_ ? vocab_.find(text) : vocab_.end();
+    if (whole != vocab_.end()) {
+      symbols = {whole->second};  // ignore_merges: a word in the vocabulary is one token
+    } else {
+      initial_symbols(text, &symbols, &lengths);
+      merge_all(&symbols, &lengths);
+    }
+    it = cache.emplace(std::string(piece), std::move(symbols)).first;
+  }
+  ids->insert(ids->end(), it->second.begin(), it->second.end());
+}
+
+}  // namespace trident::tokenizer
