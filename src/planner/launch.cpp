@@ -56,7 +56,9 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   }
   if (!m.tied_output()) argv.push_back("--untie-embeddings-and-output-weights");
   if (m.disable_bias_linear) argv.push_back("--disable-bias-linear");
-  if (m.use_rope_scaling) {  // Megatron's flag is Llama 3.1's scaling (HF's linear has none)
+  // Megatron's flag is Llama 3.1's scaling with its factors 1 / 4 / 8192; HF's linear type and
+  // other factors have no flag (a --load-hf run reads them from config.json).
+  if (m.use_rope_scaling && m.rope_scaling_type == "llama3") {
     argv.push_back("--use-rope-scaling");
     argv.insert(argv.end(), {"--rope-scaling-factor", std::to_string(m.rope_scaling_factor)});
   }
