@@ -23,7 +23,7 @@ std::string window_size_left(std::string& text) {
   const size_t comma = t.find(',');
   if (comma != std::string::npos) {
     if (t.substr(comma + 1) != "0")
-      return "--window-size: the right window must be 0 (causal attention), got '" + text + "'";
+      return "the right window must be 0 (causal attention), got '" + text + "'";
     t = t.substr(0, comma);
   }
   text = t;

@@ -59,7 +59,9 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   if (m.add_qkv_bias) argv.push_back("--add-qkv-bias");
   if (m.qk_layernorm) argv.push_back("--qk-layernorm");
   if (m.kv_channels > 0) add(argv, "--kv-channels", m.kv_channels);
-  if (m.use_rope_scaling) {  // Megatron's flag is Llama 3.1's scaling (HF's linear has none)
+  // Megatron's flag is Llama 3.1's scaling with its factors 1 / 4 / 8192; HF's linear type and
+  // other factors have no flag (a --load-hf run reads them from config.json).
+  if (m.use_rope_scaling && m.rope_scaling_type == "llama3") {
     argv.push_back("--use-rope-scaling");
     argv.insert(argv.end(), {"--rope-scaling-factor", std::to_string(m.rope_scaling_factor)});
   }

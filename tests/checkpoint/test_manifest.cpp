@@ -62,6 +62,29 @@ TEST(Manifest, AcceptsWhatSaveWrites) {
   EXPECT_EQ(s.global_index(s.numel() - 1), 24 * 8 - 1);
 }
 
+// RoPE scaling and the sliding window travel in the manifest (resume and load rebuild the
+// same model); a broken rope_scaling is refused naming its key.
+TEST(Manifest, CarriesRopeScalingAndWindow) {
+  ModelConfig c;
+  c.position_embedding_type = "rope", c.use_rope_scaling = true, c.rope_scaling_type = "linear";
+  c.rope_scaling_factor = 2.5f, c.rope_original_max_positions = 32, c.window_size = 37;
+  json m = json::parse(kManifest);
+  m["model"] = model_json(c);
+  const ModelConfig back = manifest_model(parse_manifest(m.dump(), "manifest.json"));
+  EXPECT_TRUE(back.use_rope_scaling);
+  EXPECT_EQ(back.rope_scaling_type, "linear");
+  EXPECT_FLOAT_EQ(back.rope_scaling_factor, 2.5f);
+  EXPECT_EQ(back.rope_original_max_positions, 32);
+  EXPECT_EQ(back.window_size, 37);
+  EXPECT_EQ(model_json(back), model_json(c));
+  EXPECT_FALSE(json::parse(model_json(ModelConfig{}).dump()).contains("window_size"));
+  m["model"]["rope_scaling"]["factor"] = -1;
+  EXPECT_NE(error_of(m.dump()).find("model.rope_scaling.factor"), std::string::npos);
+  m["model"]["rope_scaling"]["factor"] = 2;
+  m["model"]["window_size"] = 0;
+  EXPECT_NE(error_of(m.dump()).find("model.window_size"), std::string::npos);
+}
+
 // Found by fuzz/fuzz_manifest.cpp: "parts": 0 passed the range check (non-negative integers
 // are unsigned in the parsed JSON, and only their upper bound was checked) and the shard
 // check then divided by zero.

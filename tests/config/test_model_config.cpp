@@ -1,7 +1,9 @@
-// The Qwen presets against the published models: the parameter counts of their HF
-// checkpoints (Qwen2.5-0.5B: 494,032,768, "0.49B" on its model card; Qwen3-0.6B:
+// ModelConfig: the Qwen presets against the published models (the parameter counts of their
+// HF checkpoints: Qwen2.5-0.5B 494,032,768, "0.49B" on its model card; Qwen3-0.6B
 // 596,049,920, "0.6B", 0.44B without the embedding), which ParameterLayout must also give
-// tensor by tensor; and the Qwen options' validation rules.
+// tensor by tensor; the Qwen options' validation rules; the presets of Llama 3.x and
+// Mistral (the published config.json values); and the attention keys the FLOP model counts
+// with a sliding window, against counting the (query, key) pairs a window keeps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +71,50 @@ TEST(QwenOptions, ValidationNamesTheFlag) {
   ModelConfig wide;
   wide.hidden_size = 100, wide.num_attention_heads = 8, wide.kv_channels = 16;
   EXPECT_FALSE(mentions(validate_model_config(wide, 1), "divisible by --num-attention-heads"));
+}
+
+TEST(ModelPresets, PublishedShapesAreValid) {
+  for (const char* name : {"llama3.2-1b", "llama3.1-8b", "mistral-7b"}) {
+    const ModelConfig c = preset_model(name);
+    EXPECT_TRUE(validate_model_config(c, 1).empty()) << name;
+    EXPECT_TRUE(c.rms_norm() && c.rope() && c.swiglu && c.group_query_attention) << name;
+  }
+  const ModelConfig llama = preset_model("llama3.2-1b");
+  EXPECT_EQ(llama.hidden_size, 2048);
+  EXPECT_EQ(llama.num_query_groups, 8);
+  EXPECT_TRUE(llama.use_rope_scaling && llama.tied_output());
+  EXPECT_EQ(llama.rope_scaling_factor, 32.f);
+  const ModelConfig mistral = preset_model("mistral-7b");
+  EXPECT_EQ(mistral.window_size, 4096);
+  EXPECT_FALSE(mistral.use_rope_scaling);
+  EXPECT_THROW(preset_model("llama4"), std::invalid_argument);
+}
+
+TEST(ModelConfig, AttentionKeysCountTheWindowsPairs) {
+  ModelConfig c;
+  EXPECT_EQ(c.attention_keys(2048), 2048);  // no window: Megatron's whole square
+  for (int seq : {7, 100, 2048})
+    for (int w : {1, 5, 512, 4096}) {
+      c.window_size = w;
+      long kept = 0, causal = 0;
+      for (int i = 0; i < seq; ++i)
+        for (int j = 0; j <= i; ++j) {
+          ++causal;
+          kept += i - w < j;
+        }
+      EXPECT_NEAR(c.attention_keys(seq), (double)seq * kept / causal, 1e-9 * seq)
+          << seq << " " << w;
+    }
+}
+
+TEST(ModelConfig, RopeScalingAndWindowRules) {
+  ModelConfig c;
+  c.use_rope_scaling = true, c.rope_scaling_factor = 0.f, c.window_size = -1;
+  std::string all;
+  for (const std::string& e : validate_model_config(c, 1)) all += e + "\n";
+  EXPECT_NE(all.find("--use-rope-scaling needs --position-embedding-type rope"), std::string::npos);
+  EXPECT_NE(all.find("--rope-scaling-factor must be > 0"), std::string::npos);
+  EXPECT_NE(all.find("--window-size must be >= 0"), std::string::npos);
 }
 
 }  // namespace
