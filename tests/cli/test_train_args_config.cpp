@@ -96,10 +96,16 @@ TEST(TrainConfigFile, EveryExampleConfigLoads) {
   EXPECT_EQ(scaled.config.model.hidden_size, 256);
   EXPECT_EQ(scaled.config.train_samples, 4320);
   EXPECT_EQ(scaled.config.rampup_batch_size, (std::vector<long>{4, 4, 640}));
+  // The demo's (scripts/demo.sh): the Llama-style block with the KJV tokenizer.
+  Parsed demo = parse({"--config", "configs/kjv-demo.toml"});
+  EXPECT_TRUE(demo.ok) << demo.err;
+  EXPECT_EQ(demo.config.model.num_layers, 4);
+  EXPECT_TRUE(demo.config.model.rms_norm() && demo.config.model.rope() && demo.config.model.swiglu);
+  EXPECT_EQ(demo.config.train_iters, 700);
   int configs = 0;
   for (const auto& e : fs::directory_iterator("configs"))
     configs += e.path().extension() == ".toml";
-  EXPECT_EQ(configs, 2) << "a new example config: load it here too";
+  EXPECT_EQ(configs, 3) << "a new example config: load it here too";
 }
 
 // The scaled recipe's batch grows 4 -> 32 in 7 steps of 4 over 640 samples: one step every
