@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -231,9 +230,11 @@ TEST(PlannerSearch, AFixedDimensionThatRulesEverythingOutIsNamed) {
       << why;
 }
 
-TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTakesUnderTenSeconds) {
+// The search's 10 s bound for this model is a benchmark's figure (build/bench/bench_planner),
+// not a timed test: here, that every layout is simulated and timed when all of them fit.
+TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTimesEveryLayout) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a timing test; sanitized builds run several times slower";
+  GTEST_SKIP() << "thousands of simulated schedules: minutes under the sanitizers";
 #endif
   Cluster c = load_cluster(TRIDENT_SOURCE_DIR "/clusters/dgx-a100.toml");
   c.device.memory_gib = 1e9;  // every layout fits, so every one is simulated and timed
@@ -241,13 +242,10 @@ TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTakesUnderTenSeconds) {
   w.model.num_layers = 128, w.model.hidden_size = 25600, w.model.num_attention_heads = 160;
   w.model.seq_length = 2048, w.model.vocab_size = 51200;
   w.global_batch = 3072;
-  const auto start = std::chrono::steady_clock::now();
   IterationModel model(c, w);
   SearchResult r = search_layouts(model, {3072});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(r.timed, 1000);
-  EXPECT_LT(seconds, 10);  // the bound
+  EXPECT_EQ(r.timed, r.evaluated);
 }
 
 struct CommandResult {
