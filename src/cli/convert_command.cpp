@@ -1,7 +1,9 @@
 #include "cli/convert_command.h"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
 #include "cli/checkpoint_weights.h"
@@ -15,6 +17,16 @@ namespace trident::cli {
 
 namespace {
 
+// The class HF's config.json names (LlamaForCausalLM, Qwen3ForCausalLM...), for the message.
+std::string written_architecture(const std::string& save_hf) {
+  std::ifstream in(save_hf + "/config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+  if (cfg.is_object() && cfg.contains("architectures") && cfg["architectures"].is_array() &&
+      !cfg["architectures"].empty() && cfg["architectures"][0].is_string())
+    return cfg["architectures"][0].get<std::string>();
+  return "model";
+}
+
 // Checkpoint -> HuggingFace directory: the weights, and GPT-2's tokenizer files when the
 // checkpoint carries them or the flags name them.
 void checkpoint_to_hf(const std::string& load, const std::string& save_hf,
@@ -22,7 +34,7 @@ void checkpoint_to_hf(const std::string& load, const std::string& save_hf,
   ModelConfig config;
   const Parameters whole = load_checkpoint_weights(load, &config, std::cout);
   io::save_hf_model(save_hf, config, whole);
-  std::cout << "wrote HuggingFace GPT-2 model " << save_hf << "\n";
+  std::cout << "wrote HuggingFace " << written_architecture(save_hf) << " " << save_hf << "\n";
   // Not the installation's GPT-2 files: they are no evidence of what the model was trained with.
   const tokenizer::TokenizerOptions t = flags.given() ? flags : carried_tokenizer(load);
   if (t.given() && t.huggingface()) {
