@@ -531,6 +531,12 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
+  // Megatron's --rope-scaling-factor only sizes --use-rope-scaling's scaling: alone it would
+  // train an unscaled model silently.
+  if (flags.was_given("--rope-scaling-factor") && !c.model.use_rope_scaling)
+    errors.push_back(
+        "--rope-scaling-factor needs --use-rope-scaling (or a --load-hf "
+        "config.json with rope_scaling)");
   set_vocab_size_from_tokenizer(c, flags, errors);
   for (const std::string& e : train::validate_training_config(c)) errors.push_back(e);
   if (!errors.empty()) {

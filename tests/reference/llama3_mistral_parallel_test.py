@@ -60,6 +60,11 @@ def main():
     for rule in ("--use-rope-scaling needs --position-embedding-type rope",
                  "--rope-scaling-factor must be > 0"):
         check(bad.returncode == 2 and rule in bad.stderr, f"refused: {rule}")
+    alone = subprocess.run([trident, "train", "--mock-data", "--position-embedding-type", "rope",
+                            "--rope-scaling-factor", "8", "--train-iters", "1"],
+                           capture_output=True, text=True)
+    check(alone.returncode == 2 and "--rope-scaling-factor needs --use-rope-scaling" in alone.stderr,
+          f"--rope-scaling-factor alone is refused, not ignored: {alone.stderr.strip()[:200]}")
     helptext = subprocess.run([trident, "train", "--help"], capture_output=True, text=True).stdout
     check("--window-size" in helptext and "(W,0)" in helptext and "--use-rope-scaling" in helptext,
           "--help lists --window-size (W or (W,0)) and --use-rope-scaling")
