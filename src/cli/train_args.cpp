@@ -1,6 +1,7 @@
 #include "cli/train_args.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -10,6 +11,7 @@
 #include "io/hf_gpt2.h"
 #include "tokenizer/build_tokenizer.h"
 #include "train/report_dir.h"
+#include "train/resume_rules.h"
 
 namespace trident::cli {
 
@@ -405,6 +407,26 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
       "Checkpoints");
 }
 
+// Stopping early with a checkpoint (Megatron's flags): signals, a wall-clock budget, an
+// iteration count.
+void add_exit_flags(CLI::App& app, train::TrainingConfig& c) {
+  const ValueFlags opt{app};
+  const char* group = "Stopping";
+  app.add_flag("--exit-signal-handler", c.exit_signal_handler,
+               "on SIGTERM, SIGINT or SIGUSR1 every rank finishes its iteration, a checkpoint "
+               "is saved under --save and the run exits 0 (default in a Slurm job with --save)")
+      ->group(group);
+  app.add_flag("--no-exit-signal-handler", c.no_exit_signal_handler,
+               "leave the signals their default action, also under Slurm")
+      ->group(group);
+  opt("--exit-duration-in-mins", c.exit_duration_in_mins,
+      "save and exit 0 before the iteration that would end past this many minutes since the "
+      "start (0: no limit)",
+      group);
+  opt("--exit-interval", c.exit_interval,
+      "save and exit 0 after the first iteration that is a multiple of N (0: never)", group);
+}
+
 // The order matters: --help lists each group's flags in the order they were added, and CLI11
 // converts values in that order too (it decides which of two malformed values is reported).
 // So the functions follow the flags' order, a group now and then spanning two of them.
@@ -415,6 +437,7 @@ void add_training_flags(CLI::App& app, train::TrainingConfig& c) {
   add_logging_and_testing_flags(app, c);
   add_data_flags(app, c);
   add_checkpoint_flags(app, c);
+  add_exit_flags(app, c);
 }
 
 // config.json's Qwen options, rope_scaling and sliding_window; a flag that says otherwise is
@@ -508,6 +531,13 @@ void set_vocab_size_from_tokenizer(train::TrainingConfig& c, const ModelFlags& f
   }
 }
 
+// A Slurm job that saves checkpoints is one the scheduler may stop or requeue: its signals
+// save and exit by default, unless --no-exit-signal-handler.
+void apply_slurm_defaults(train::TrainingConfig& c) {
+  const bool under_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
+  if (under_slurm && !c.save.empty() && !c.no_exit_signal_handler) c.exit_signal_handler = true;
+}
+
 }  // namespace
 
 bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfig* config,
@@ -538,6 +568,8 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
         "--rope-scaling-factor needs --use-rope-scaling (or a --load-hf "
         "config.json with rope_scaling)");
   set_vocab_size_from_tokenizer(c, flags, errors);
+  apply_slurm_defaults(c);
+  train::default_load_to_save(c);
   for (const std::string& e : train::validate_training_config(c)) errors.push_back(e);
   if (!errors.empty()) {
     std::cerr << "trident train: " << errors.size() << " invalid argument"

@@ -40,7 +40,9 @@ int train_main(const std::vector<std::string>& args) {
       config.threads = default_threads(setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
-    code = train::run_training(config, setup.context, log);
+    // Installed before the model is built: a signal during start-up stops after step 1.
+    const StopSignals signals(config.exit_signal_handler);
+    code = train::run_training(config, setup.context, log, signals);
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;
   } catch (const LayoutError& e) {

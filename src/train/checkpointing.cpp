@@ -38,6 +38,9 @@ void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& star
     run.log << "no checkpoint under " << c.load << " yet: starting from the initialisation\n";
   // Fine-tuning needs a checkpoint: without one, load says why it cannot start.
   if (!resumable && !c.finetune) return;
+  if (c.load_defaulted_to_save)
+    run.log << "resuming from --save " << c.save
+            << ", which holds this run's checkpoint (--load defaults to --save)\n";
   startup.begin("checkpoint load");
   const std::string path = checkpoint_to_load(c);
   const checkpoint::LoadMode mode = load_mode(c);

@@ -70,6 +70,14 @@ void leave_out_lr_schedule(const TrainingConfig& c, checkpoint::RunRecord& recor
   record.settings = std::move(kept);
 }
 
+void default_load_to_save(TrainingConfig& c) {
+  if (c.save.empty() || (!c.load.empty() && !c.finetune)) return;
+  if (!checkpoint::has_checkpoint(c.save)) return;
+  c.load = c.save;
+  c.finetune = false;  // the fine-tuning run's own checkpoint carries on from where it was
+  c.load_defaulted_to_save = true;
+}
+
 std::vector<std::string> load_path_errors(const TrainingConfig& c) {
   std::vector<std::string> errors;
   if (c.ckpt_step < -1) errors.push_back("--ckpt-step must be >= 0");

@@ -22,6 +22,12 @@ std::vector<std::string> load_path_errors(const TrainingConfig& c);
 // difference, or none; a damaged manifest is reported as the load would.
 std::vector<std::string> resume_errors(const TrainingConfig& c);
 
+// A --save directory that holds a checkpoint is resumed from when --load is not given
+// (Megatron users script `--load $SAVE --save $SAVE`; a requeued job's restart needs nothing
+// else), and also with --finetune: the fine-tuning run restarts from its own checkpoint, not
+// from the weights it began with. --load becomes --save, load_defaulted_to_save says so.
+void default_load_to_save(TrainingConfig& c);
+
 // Whether --load names a checkpoint: a restarted job finds none on its first start, and
 // begins from the initialisation.
 bool has_checkpoint_to_resume(const TrainingConfig& c);

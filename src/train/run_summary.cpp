@@ -80,6 +80,11 @@ std::string format_run_summary(const RunSummary& s) {
     std::snprintf(buf, sizeof buf, "  iterations: none (the checkpoint was at %ld of %ld)\n",
                   s.first_iteration - 1, s.train_iters);
   out += buf;
+  if (!s.stopped_early.empty())
+    out +=
+        "  stopped early: " + s.stopped_early +
+        (s.checkpoint.empty() ? std::string("\n")
+                              : "; run again without --load (it defaults to --save) to resume\n");
   std::snprintf(buf, sizeof buf, "  tokens trained: %ld (%.0f tokens/s)\n", s.tokens,
                 s.train_seconds > 0 ? (double)s.tokens / s.train_seconds : 0.0);
   out += buf;
@@ -119,7 +124,10 @@ void print_run_summary(const TrainingRun& run, RunSummary s) {
   if (const auto& last = run.training_log->last_interval()) s.train_loss = last->loss;
   if (const auto& last = run.training_log->last_validation()) s.validation_loss = last->loss;
   if (!c.save.empty())
-    s.checkpoint = (fs::path(absolute(c.save)) / checkpoint::iteration_dir(s.train_iters)).string();
+    s.checkpoint =
+        (fs::path(absolute(c.save)) /
+         checkpoint::iteration_dir(s.stopped_early.empty() ? s.train_iters : s.last_iteration))
+            .string();
   if (!c.save_hf.empty()) s.hf_model = absolute(c.save_hf);
   run.log << format_run_summary(s);
   const std::vector<std::string> next = next_commands(c, executable_path());

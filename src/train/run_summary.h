@@ -18,8 +18,9 @@ struct RunSummary {
   long first_iteration = 1, last_iteration = 0, train_iters = 0;
   long tokens = 0;  // trained by this run (a resumed run's earlier ones not counted)
   double train_loss = NAN, validation_loss = NAN, test_loss = NAN;  // NaN: none
-  std::string checkpoint;  // the last saved iteration's directory ("" when none)
-  std::string hf_model;    // the --save-hf directory ("" when none)
+  std::string checkpoint;     // the last saved iteration's directory ("" when none)
+  std::string hf_model;       // the --save-hf directory ("" when none)
+  std::string stopped_early;  // why the run stopped before train_iters ("" when it did not)
 };
 
 // The summary's lines, each ending in a newline.

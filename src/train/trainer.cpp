@@ -7,6 +7,7 @@
 #include "core/progress.h"
 #include "model/flops.h"
 #include "train/checkpointing.h"
+#include "train/early_stop.h"
 #include "train/heartbeat.h"
 #include "train/log_interval.h"
 #include "train/report.h"
@@ -49,10 +50,30 @@ void finish_training(TrainingRun& run, long last_saved, RunSummary summary,
   print_run_summary(run, summary);
 }
 
+// A stop before train_iters (train/early_stop.h): the checkpoint of `iteration`, unless the
+// save interval just wrote it, and the summary. No final validation, test or export: the
+// run is not over, and its resume does them.
+void stop_early(TrainingRun& run, long iteration, long last_saved, const std::string& reason,
+                RunSummary summary, Clock::time_point started) {
+  const TrainingConfig& c = run.config;
+  run.log << "stopping after iteration " << iteration << " of " << run.train_iters << ": " << reason
+          << "\n";
+  if (c.save.empty())
+    run.log << "warning: no --save: the run stops without a checkpoint\n";
+  else if (last_saved != iteration)
+    save_checkpoint(run, iteration);
+  run.model.finish_param_gather();
+  summary.stopped_early = reason;
+  summary.wall_seconds = seconds_since(started);
+  print_run_summary(run, summary);
+}
+
 }  // namespace
 
-int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
+int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log,
+                 const StopSignals& signals) {
   const Clock::time_point started = Clock::now();
+  const EarlyStop early_stop(c, signals, started);
   TrainingRun run(c, rank, log);
   const int seq = c.model.seq_length, padded_vocab = run.model.chunks[0]->padded_vocab();
   LogInterval interval;
@@ -83,6 +104,11 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
     if (due(it, c.eval_interval) && it != run.train_iters) run_validation(run, it);
     if (due(it, c.sample_interval)) print_sample(run, it);
     if (!c.save.empty() && due(it, c.save_interval)) save_checkpoint(run, it), last_saved = it;
+    const std::string stop = early_stop.after_iteration(it, step.seconds, rank);
+    if (!stop.empty() && it < run.train_iters) {
+      stop_early(run, it, last_saved, stop, summary, started);
+      return 0;
+    }
   }
   finish_training(run, last_saved, summary, started);
   return 0;

@@ -119,6 +119,18 @@ struct TrainingConfig {
   std::string load;
   long ckpt_step = -1;
   int keep_checkpoints = 0;  // 0: keep all
+  // --load was not given and --save holds a checkpoint: the run resumes from it (a requeued
+  // job's restart). Set while the flags are validated, said in the log.
+  bool load_defaulted_to_save = false;
+
+  // Stopping before train_iters (Megatron's flags), always with a checkpoint under --save and
+  // exit code 0, every rank at the same iteration: on SIGTERM, SIGINT or SIGUSR1
+  // (--exit-signal-handler; on by default in a Slurm job that saves), when the next iteration
+  // would end past --exit-duration-in-mins since the start, or at a multiple of --exit-interval.
+  bool exit_signal_handler = false;
+  bool no_exit_signal_handler = false;
+  double exit_duration_in_mins = 0;  // 0: no limit
+  long exit_interval = 0;            // 0: none
   std::string save_hf;
   int threads = 0;  // 0: OpenMP's default
   // Megatron's flag and default: a wait on other ranks longer than this ends the job with a

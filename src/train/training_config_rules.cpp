@@ -109,7 +109,9 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   require(c.save_interval >= 0, "--save-interval must be >= 0");
   require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
-  require(c.load.empty() || c.load_hf.empty(), "give --load or --load-hf, not both");
+  // A restart of a run that began from --load-hf resumes its own checkpoint instead.
+  require(c.load.empty() || c.load_hf.empty() || c.load_defaulted_to_save,
+          "give --load or --load-hf, not both");
   require(!c.finetune || !c.load.empty(), "--finetune needs --load (the weights to start from)");
   require(!c.override_checkpoint_config || !c.load.empty(),
           "--override-checkpoint-config needs --load");
@@ -124,6 +126,16 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
           "--inject-fault-kind must be error, stop or spin");
   require(c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit",
           "--inject-fault-save-point must be before-commit or mid-commit");
+}
+
+// Stopping early: signals, a time budget, an iteration count.
+void check_exit_flags(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  require(!(c.exit_signal_handler && c.no_exit_signal_handler),
+          "give --exit-signal-handler or --no-exit-signal-handler, not both");
+  require(c.exit_duration_in_mins >= 0 && std::isfinite(c.exit_duration_in_mins),
+          "--exit-duration-in-mins must be >= 0 (0: no limit)");
+  require(c.exit_interval >= 0, "--exit-interval must be >= 0 (0: never)");
 }
 
 // How the layers split over the pipeline stages: evenly, into virtual stages, or unevenly
@@ -393,6 +405,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   check_precision(c, errors);
   check_recomputation(c, errors);
   check_checkpoint_and_fault_flags(c, errors);
+  check_exit_flags(c, errors);
   check_pipeline_stages(c, errors);
   check_batch_sizes(c, errors);
   // The rules below walk the batch schedule, which an invalid ramp-up cannot give.
