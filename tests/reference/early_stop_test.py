@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from parity import MPI_ENV, Checks
+from parity import MPI_ENV, Checks, metrics_by_iteration
 
 ITERS = 60
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
@@ -44,17 +44,7 @@ def command(trident, ranks, extra):
     return ["mpirun", "--oversubscribe", "-np", str(ranks)] + cmd if ranks > 1 else cmd
 
 
-def rows(path):
-    """Iteration -> (loss, grad norm, lr) of the logged steps."""
-    out = {}
-    for line in open(path) if os.path.exists(path) else []:
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "loss" in r and "lr" in r:
-            out[r["iteration"]] = (r["loss"], r["grad_norm"], r["lr"])
-    return out
+rows = metrics_by_iteration
 
 
 def run(cmd, env=MPI_ENV):

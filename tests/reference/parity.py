@@ -45,6 +45,20 @@ def read_safetensors(path):
     return out
 
 
+def metrics_by_iteration(path):
+    """Iteration -> (loss, grad norm, lr) of the steps a --metrics-file logged; a line cut
+    short is skipped, and where a resumed run appended, the last row of an iteration wins."""
+    out = {}
+    for line in open(path) if os.path.exists(path) else []:
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "loss" in r and "lr" in r:
+            out[r["iteration"]] = (r["loss"], r["grad_norm"], r["lr"])
+    return out
+
+
 def write_safetensors(path, tensors):
     """F32 tensors (name -> array) in file order, as trident and HuggingFace read them."""
     header, blobs, offset = {}, [], 0

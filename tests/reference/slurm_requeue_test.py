@@ -11,18 +11,15 @@ uninterrupted job of the same layout. (Slurm holds a requeued job 120 s before i
 again; the test moves its start time to now.) Slurm and the hosts are stopped even on failure.
 Usage: slurm_requeue_test.py TRIDENT"""
 import glob
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-from parity import Checks
+from parity import Checks, metrics_by_iteration
+from slurm_cluster import SBATCH, SlurmCluster, available
 
-CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "cluster")
 ITERS = 40
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
@@ -33,25 +30,15 @@ ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attent
 check = Checks()
 
 
-def rows(path):
-    """Iteration -> (loss, grad norm, lr); a resumed run appends, the last row of each wins."""
-    out = {}
-    for line in open(path) if os.path.exists(path) else []:
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "loss" in r and "lr" in r:
-            out[r["iteration"]] = (r["loss"], r["grad_norm"], r["lr"])
-    return out
+rows = metrics_by_iteration
 
 
-def sbatch(trident, work, env, name, extra, wait):
-    out = os.path.join(work, f"{name}.out")
+def sbatch(cluster, name, extra, wait):
+    out = os.path.join(cluster.work, f"{name}.out")
     cmd = ["sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=4", f"--output={out}"] + \
-          (["--wait"] if wait else []) + [os.path.join(CLUSTER, "train.sbatch"), trident, "train"] + \
-          ARGS + ["--metrics-file", os.path.join(work, f"{name}.jsonl")] + extra
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+          (["--wait"] if wait else []) + [SBATCH, cluster.trident, "train"] + ARGS + \
+          ["--metrics-file", os.path.join(cluster.work, f"{name}.jsonl")] + extra
+    done = subprocess.run(cmd, capture_output=True, text=True, env=cluster.env, timeout=300)
     return done.returncode, done.stdout.strip().split(";")[0], out
 
 
@@ -80,11 +67,12 @@ def wait_for(predicate, seconds):
     return False
 
 
-def interrupted_job(trident, work, env, reference, name, interrupt, how):
+def interrupted_job(cluster, reference, name, interrupt, how):
     """Submits a saving job, interrupts it once it trained a few steps, and checks that it
     came back, resumed and ended with the uninterrupted losses."""
+    env, work = cluster.env, cluster.work
     metrics, save = os.path.join(work, f"{name}.jsonl"), os.path.join(work, f"{name}_ckpt")
-    code, job, out = sbatch(trident, work, env, name, ["--save", save], wait=False)
+    code, job, out = sbatch(cluster, name, ["--save", save], wait=False)
     if code != 0 or not wait_for(lambda: max(rows(metrics), default=0) >= 8, 120):
         check(False, f"{name}: job {job} did not start training")
         return
@@ -115,40 +103,26 @@ def interrupted_job(trident, work, env, reference, name, interrupt, how):
 
 def main():
     trident = os.path.abspath(sys.argv[1])
-    slurm = os.path.join(CLUSTER, "slurm.sh")
-    if os.geteuid() != 0 or shutil.which("slurmctld") is None:
+    if not available():
         print("needs root and Debian's slurmctld/slurmd/munge (scripts/setup.sh installs them)")
         return 77
-    # Each host has its own /tmp: the job runs a copy of the binary and writes under /var/tmp.
-    work = tempfile.mkdtemp(prefix="slurm_requeue_test_", dir="/var/tmp")
-    job_binary = os.path.join(work, "trident")
-    shutil.copy2(trident, job_binary)
-    try:
-        started = subprocess.run(["bash", slurm, "start", "2", "4"], capture_output=True, text=True)
-        check(started.returncode == 0, "Slurm starts on 2 namespace hosts" +
-              ("" if started.returncode == 0 else ": " + started.stdout + started.stderr))
-        if started.returncode != 0:
+    with SlurmCluster(trident, prefix="slurm_requeue_test_") as cluster:
+        check(cluster.env is not None, "Slurm starts on 2 namespace hosts" +
+              ("" if cluster.env else ": " + cluster.error))
+        if cluster.env is None:
             return check.summary()
-        env = dict(os.environ, SLURM_CONF=subprocess.check_output(["bash", slurm, "env"], text=True)
-                   .split("=", 1)[1].strip(), OMPI_MCA_btl_tcp_if_include="198.18.0.0/24",
-                   OMPI_MCA_oob_tcp_if_include="198.18.0.0/24")
-        code, job, out = sbatch(job_binary, work, env, "uninterrupted", [], wait=True)
-        reference = rows(os.path.join(work, "uninterrupted.jsonl"))
+        code, job, out = sbatch(cluster, "uninterrupted", [], wait=True)
+        reference = rows(os.path.join(cluster.work, "uninterrupted.jsonl"))
         check(code == 0 and len(reference) == ITERS, f"uninterrupted job {job}: exit {code}, "
                                                      f"{len(reference)} iterations")
         if code != 0:
             print(open(out).read()[-3000:] if os.path.exists(out) else "")
             return check.summary()
-        interrupted_job(job_binary, work, env, reference, "requeued", ["scontrol", "requeue"],
-                        "scontrol requeue")
-        log = interrupted_job(job_binary, work, env, reference, "time_limit",
-                              ["scancel", "--signal=USR1", "--batch"],
+        interrupted_job(cluster, reference, "requeued", ["scontrol", "requeue"], "scontrol requeue")
+        log = interrupted_job(cluster, reference, "time_limit", ["scancel", "--signal=USR1", "--batch"],
                               "the time limit's SIGUSR1 to the batch script")
         check(log is not None and "requeueing job" in log,
               "time_limit: the batch script requeued the job itself")
-    finally:
-        subprocess.run(["bash", slurm, "stop"], capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
     return check.summary()
 
 

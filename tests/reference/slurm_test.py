@@ -5,15 +5,14 @@ that the PTD-P job — (t, p, d) = (2, 2, 2), 8 ranks over 2 hosts, started by s
 PMIx — trains the one-process model (losses, grad norms and weights within 1e-5) and that
 its grid names both hosts. Slurm and the hosts are stopped and removed even on failure.
 Usage: slurm_test.py TRIDENT"""
+import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from parity import Checks, compare, read_safetensors, train
+from slurm_cluster import SBATCH, SlurmCluster, available
 
-CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "cluster")
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
         "--global-batch-size", "8", "--train-iters", "10", "--lr", "1e-3", "--lr-warmup-iters", "2",
@@ -22,54 +21,39 @@ LAYOUT = ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size",
 check = Checks()
 
 
-def submit(trident, work, env):
-    """sbatch --wait; returns (exit code, job output)."""
+def submit(cluster):
+    """sbatch --wait; returns (exit code, job output, metrics file, model directory)."""
+    work = cluster.work
     metrics, model = os.path.join(work, "slurm.jsonl"), os.path.join(work, "slurm_model")
     out = os.path.join(work, "job.out")
-    cmd = ["sbatch", "--wait", "--nodes=2", "--ntasks-per-node=4", f"--output={out}",
-           os.path.join(CLUSTER, "train.sbatch"), trident, "train"] + ARGS + LAYOUT + \
-          ["--metrics-file", metrics, "--save-hf", model]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+    cmd = ["sbatch", "--wait", "--nodes=2", "--ntasks-per-node=4", f"--output={out}", SBATCH,
+           cluster.trident, "train"] + ARGS + LAYOUT + ["--metrics-file", metrics, "--save-hf", model]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=cluster.env, timeout=240)
     log = open(out).read() if os.path.exists(out) else ""
     return done.returncode, done.stdout + done.stderr + log, metrics, model
 
 
 def main():
     trident = os.path.abspath(sys.argv[1])
-    slurm = os.path.join(CLUSTER, "slurm.sh")
-    if os.geteuid() != 0 or shutil.which("slurmctld") is None:
+    if not available():
         print("needs root and Debian's slurmctld/slurmd/munge (scripts/setup.sh installs them)")
         return 77
-    # Each host has its own /tmp (a checkout may live there, as CI's does): the job runs a
-    # copy of the binary and writes under /var/tmp, shared by the hosts as a cluster's file
-    # system would be.
-    work = tempfile.mkdtemp(prefix="slurm_test_", dir="/var/tmp")
-    job_binary = os.path.join(work, "trident")
-    shutil.copy2(trident, job_binary)
-    try:
-        started = subprocess.run(["bash", slurm, "start", "2", "4"], capture_output=True, text=True)
-        check(started.returncode == 0, "Slurm starts on 2 namespace hosts" +
-              ("" if started.returncode == 0 else ": " + started.stdout + started.stderr))
-        if started.returncode != 0:
+    with SlurmCluster(trident) as cluster:
+        check(cluster.env is not None, "Slurm starts on 2 namespace hosts" +
+              ("" if cluster.env else ": " + cluster.error))
+        if cluster.env is None:
             return check.summary()
-        env = dict(os.environ, SLURM_CONF=subprocess.check_output(["bash", slurm, "env"], text=True)
-                   .split("=", 1)[1].strip(), OMPI_MCA_btl_tcp_if_include="198.18.0.0/24",
-                   OMPI_MCA_oob_tcp_if_include="198.18.0.0/24")
-        code, log, metrics, model = submit(job_binary, work, env)
+        code, log, metrics, model = submit(cluster)
         check(code == 0, f"sbatch --wait: job exit {code}" + ("" if code == 0 else "\n" + log[-3000:]))
         grid = [l for l in log.splitlines() if "nodes:" in l]
         check(grid and "0@trident-h0" in grid[0] and "7@trident-h1" in grid[0],
               f"the grid names the hosts: {grid[0].strip() if grid else 'no grid printed'}")
         if code == 0:
-            import json
             rows = [r for r in map(json.loads, open(metrics)) if "run" not in r]
-            reference = train(trident, ARGS, 1, work, "reference")
+            reference = train(trident, ARGS, 1, cluster.work, "reference")
             summary, bad = compare(reference, (rows, read_safetensors(
                 os.path.join(model, "model.safetensors"))), 1e-5)
             check(not bad, f"(t, p, d) = (2, 2, 2) under Slurm vs one process: {summary} {bad}")
-    finally:
-        subprocess.run(["bash", slurm, "stop"], capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
     return check.summary()
 
 
