@@ -115,18 +115,41 @@ std::string named_by_latest(const fs::path& dir, const fs::path& latest) {
   return committed.string();
 }
 
-// The committed iteration directories under `dir`, oldest first, for messages.
-std::string iterations_under(const fs::path& dir) {
-  std::vector<std::string> names;
+// The committed iteration directories under `dir` (`.tmp` and `.old` left out), oldest first.
+std::vector<fs::path> iteration_dirs(const fs::path& dir) {
+  std::vector<fs::path> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.is_directory() && is_iteration_name(e.path().filename().string()))
-      names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  if (names.empty()) return "it holds no iteration directory";
-  std::string out = "it holds";
-  for (const std::string& n : names) out += (&n == &names.front() ? " " : ", ") + n;
+      out.push_back(e.path());
+  std::sort(out.begin(), out.end());  // iter_NNNNNNN: zero-padded, so names sort by iteration
   return out;
+}
+
+// The committed iteration directories under `dir`, oldest first, for messages.
+std::string iterations_under(const fs::path& dir) {
+  const std::vector<fs::path> iterations = iteration_dirs(dir);
+  if (iterations.empty()) return "it holds no iteration directory";
+  std::string out = "it holds";
+  for (const fs::path& it : iterations)
+    out += (&it == &iterations.front() ? " " : ", ") + it.filename().string();
+  return out;
+}
+
+// What a directory without `latest` holds: complete iterations, only incomplete ones, or none.
+LoadPathKind classify_without_latest(const fs::path& dir) {
+  const std::vector<fs::path> iterations = iteration_dirs(dir);
+  if (iterations.empty()) return LoadPathKind::kNoCheckpoint;
+  for (const fs::path& it : iterations)
+    if (has_manifest(it)) return LoadPathKind::kCheckpointDirWithoutLatest;
+  return LoadPathKind::kIncompleteCheckpointDir;
+}
+
+std::string newest_complete_iteration(const fs::path& dir) {
+  const std::vector<fs::path> iterations = iteration_dirs(dir);
+  for (auto it = iterations.rbegin(); it != iterations.rend(); ++it)
+    if (has_manifest(*it)) return it->string();
+  throw CheckpointError(dir.string() + ": no complete iteration directory");
 }
 
 }  // namespace
@@ -142,7 +165,7 @@ LoadPathKind classify_load_path(const std::string& path) {
   if (fs::is_directory(status)) {
     if (fs::exists(p / "latest")) return LoadPathKind::kCheckpointDir;
     return is_iteration_name(name) ? LoadPathKind::kIncompleteIteration
-                                   : LoadPathKind::kNoCheckpoint;
+                                   : classify_without_latest(p);
   }
   return name == "latest" ? LoadPathKind::kLatestFile : LoadPathKind::kOtherFile;
 }
@@ -157,8 +180,12 @@ std::string describe(LoadPathKind kind) {
       return "an iteration directory";
     case LoadPathKind::kMissing:
       return "no such file or directory";
+    case LoadPathKind::kCheckpointDirWithoutLatest:
+      return "a checkpoint directory without `latest`";
     case LoadPathKind::kNoCheckpoint:
       return "a directory without `latest`";
+    case LoadPathKind::kIncompleteCheckpointDir:
+      return "a directory of iter_NNNNNNN directories none of which has manifest.json";
     case LoadPathKind::kIncompleteIteration:
       return "an iter_NNNNNNN directory without manifest.json";
     case LoadPathKind::kOtherFile:
@@ -174,7 +201,7 @@ std::string expected_load_path() {
 bool has_checkpoint(const std::string& path) {
   const LoadPathKind kind = classify_load_path(path);
   return kind == LoadPathKind::kCheckpointDir || kind == LoadPathKind::kLatestFile ||
-         kind == LoadPathKind::kIterationDir;
+         kind == LoadPathKind::kIterationDir || kind == LoadPathKind::kCheckpointDirWithoutLatest;
 }
 
 std::string latest_checkpoint(const std::string& path) {
@@ -185,6 +212,8 @@ std::string latest_checkpoint(const std::string& path) {
       return named_by_latest(p, p / "latest");
     case LoadPathKind::kLatestFile:
       return named_by_latest(p.parent_path(), p);
+    case LoadPathKind::kCheckpointDirWithoutLatest:
+      return newest_complete_iteration(p);
     case LoadPathKind::kIterationDir:
       return has_manifest(p) ? p.string() : aside_of(p).string();
     default:

@@ -35,10 +35,16 @@ void remove_old_checkpoints(const std::filesystem::path& dir, int keep);
 // (holding manifest.json).
 enum class LoadPathKind {
   kCheckpointDir,  // a directory holding `latest`
-  kLatestFile,     // a file named `latest`
-  kIterationDir,   // iter_NNNNNNN with manifest.json (or its `.old` copy of an interrupted commit)
-  kMissing,        // nothing there
-  kNoCheckpoint,   // a directory without `latest` that is no iteration directory
+  // A directory without `latest` holding complete iter_NNNNNNN directories (the first save
+  // died between its rename and `latest`, or `latest` was removed): its newest is loaded.
+  kCheckpointDirWithoutLatest,
+  kLatestFile,    // a file named `latest`
+  kIterationDir,  // iter_NNNNNNN with manifest.json (or its `.old` copy of an interrupted commit)
+  kMissing,       // nothing there
+  kNoCheckpoint,  // a directory without `latest` or iter_NNNNNNN directories (`.tmp` aside)
+  // iter_NNNNNNN directories, none with manifest.json: damage, never taken for "no checkpoint
+  // yet" (a restart would train from the initialisation and overwrite them).
+  kIncompleteCheckpointDir,
   kIncompleteIteration,  // an iter_NNNNNNN directory without manifest.json
   kOtherFile,            // a file other than `latest`
 };
@@ -49,12 +55,13 @@ std::string describe(LoadPathKind kind);
 // What a --load path may name, for messages.
 std::string expected_load_path();
 
-// True when `path` names a checkpoint to load (the first three kinds above).
+// True when `path` names a checkpoint to load (the first four kinds above).
 bool has_checkpoint(const std::string& path);
 
 // The iteration directory `path` names: for a checkpoint directory or its `latest`, the one
 // `latest` names (its `.old` copy when a save of the same iteration was interrupted
-// mid-commit); for an iteration directory, itself. Throws CheckpointError when there is none.
+// mid-commit), or without `latest` the newest complete one; for an iteration directory, itself.
+// Throws CheckpointError when there is none.
 std::string latest_checkpoint(const std::string& path);
 
 // The checkpoint directory `path` belongs to: itself, or the parent of `latest` or of an

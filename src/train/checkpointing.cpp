@@ -43,6 +43,10 @@ void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& star
             << ", which holds this run's checkpoint (--load defaults to --save)\n";
   startup.begin("checkpoint load");
   const std::string path = checkpoint_to_load(c);
+  if (checkpoint::classify_load_path(path) == checkpoint::LoadPathKind::kCheckpointDirWithoutLatest)
+    run.log << "warning: " << path << " has no `latest` (a first save that died before "
+            << "writing it, or a removed file): resuming from its newest complete iteration, "
+            << checkpoint::latest_checkpoint(path) << "\n";
   const checkpoint::LoadMode mode = load_mode(c);
   checkpoint::RunRecord record = run_record(c);
   if (mode == checkpoint::LoadMode::kResume && c.override_opt_param_scheduler) {

@@ -82,6 +82,12 @@ std::vector<std::string> load_path_errors(const TrainingConfig& c) {
   std::vector<std::string> errors;
   if (c.ckpt_step < -1) errors.push_back("--ckpt-step must be >= 0");
   if (c.load.empty()) {
+    // A restart must never take damage for "no checkpoint yet" and train over it.
+    if (!c.save.empty() && checkpoint::classify_load_path(c.save) ==
+                               checkpoint::LoadPathKind::kIncompleteCheckpointDir)
+      errors.push_back("--save " + c.save + ": " +
+                       checkpoint::describe(checkpoint::LoadPathKind::kIncompleteCheckpointDir) +
+                       "; refusing to train over them (remove them, or --save elsewhere)");
     if (c.ckpt_step >= 0) errors.push_back("--ckpt-step needs --load");
     if (c.override_opt_param_scheduler)
       errors.push_back("--override-opt-param-scheduler needs --load");

@@ -58,6 +58,29 @@ TEST(CheckpointLifecycle, AnInterruptedCommitLoadsFromTheCopyAsideThenIsTidied) 
   EXPECT_EQ(latest_checkpoint(dir.str()), (dir.path / "iter_0000005").string());
 }
 
+TEST(CheckpointLifecycle, WithoutLatestTheNewestCompleteIterationIsTheCheckpoint) {
+  ScratchDir dir("trident-lifecycle-no-latest");
+  // The first save died between its rename and `latest`; a later one is still a .tmp, and
+  // iter_12 lost its manifest: iter_8 is the newest complete iteration.
+  touch_iteration(dir.path, "iter_0000004");
+  touch_iteration(dir.path, "iter_0000008");
+  fs::create_directories(dir.path / "iter_0000012");
+  touch_iteration(dir.path, "iter_0000016.tmp");
+  EXPECT_EQ(classify_load_path(dir.str()), LoadPathKind::kCheckpointDirWithoutLatest);
+  EXPECT_TRUE(has_checkpoint(dir.str()));
+  EXPECT_EQ(latest_checkpoint(dir.str()), (dir.path / "iter_0000008").string());
+}
+
+TEST(CheckpointLifecycle, IterationsWithoutAManifestAreNeverAnEmptyDirectory) {
+  ScratchDir dir("trident-lifecycle-incomplete");
+  touch_iteration(dir.path, "iter_0000003.tmp");  // an interrupted first save: nothing yet
+  EXPECT_EQ(classify_load_path(dir.str()), LoadPathKind::kNoCheckpoint);
+  fs::create_directories(dir.path / "iter_0000002");  // damage: refused, not "empty"
+  EXPECT_EQ(classify_load_path(dir.str()), LoadPathKind::kIncompleteCheckpointDir);
+  EXPECT_FALSE(has_checkpoint(dir.str()));
+  EXPECT_THROW(latest_checkpoint(dir.str()), CheckpointError);
+}
+
 TEST(CheckpointLifecycle, KeepsTheNewestCheckpoints) {
   ScratchDir dir("trident-lifecycle-keep");
   for (int it : {10, 20, 30, 40}) touch_iteration(dir.path, iteration_dir(it));

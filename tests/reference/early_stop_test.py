@@ -10,6 +10,7 @@ bit after the stopped run is resumed.
   after the same iteration, nobody hangs;
 - --exit-interval and --exit-duration-in-mins stop with a checkpoint and exit 0;
 - a --finetune run that stopped resumes its own checkpoint, not the weights it began from;
+- a --save directory without `latest` resumes its newest complete iteration;
 - without the handler SIGTERM ends the process as before; in a Slurm job with --save the
   handler is on by default; bad values exit 2 naming the flag.
 Usage: early_stop_test.py TRIDENT"""
@@ -170,6 +171,26 @@ def finetune_restart(trident, tmp):
           f"{min(resumed, default=0)} (exit {first}, {code})")
 
 
+def restart_without_latest(trident, tmp):
+    """A --save directory whose `latest` is gone (a first save that died before writing it)
+    resumes from its newest complete iteration; one whose iterations all lack manifest.json
+    is refused, never trained over from the initialisation."""
+    ckpt = f"{tmp}/no_latest_ckpt"
+    run(command(trident, 1, ["--save", ckpt, "--save-interval", "4", "--exit-interval", "10"]))
+    os.remove(f"{ckpt}/latest")
+    code, log = run(command(trident, 1, ["--save", ckpt, "--metrics-file", f"{tmp}/no_latest.jsonl"]))
+    resumed = rows(f"{tmp}/no_latest.jsonl")
+    check(code == 0 and "has no `latest`" in log and min(resumed, default=0) == 11,
+          f"`latest` removed: the run resumed from the newest complete iteration (first step "
+          f"{min(resumed, default=0)}, exit {code})")
+    damaged = f"{tmp}/damaged_ckpt"
+    os.makedirs(f"{damaged}/iter_0000008")
+    code, log = run(command(trident, 1, ["--save", damaged]))
+    check(code == 2 and "none of which has manifest.json" in log and
+          os.listdir(damaged) == ["iter_0000008"],
+          f"iterations without manifest.json: exit {code}, nothing written")
+
+
 def defaults_and_refusals(trident, tmp):
     proc = subprocess.Popen(command(trident, 1, ["--save", f"{tmp}/plain_ckpt", "--metrics-file",
                                                  f"{tmp}/plain.jsonl"]),
@@ -213,6 +234,7 @@ def main():
                             signalled, signum)
         budgets(trident, tmp, reference)
         finetune_restart(trident, tmp)
+        restart_without_latest(trident, tmp)
         defaults_and_refusals(trident, tmp)
     return check.summary()
 
