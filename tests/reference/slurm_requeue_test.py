@@ -8,7 +8,7 @@
   job, and it resumes;
 and each finishes with every loss, grad norm and learning rate bit-identical to an
 uninterrupted job of the same layout. (Slurm holds a requeued job 120 s before it may start
-again; the test moves its start time to now.) Slurm and the hosts are stopped even on failure.
+again; the test moves its start time to 5 s after the requeue.) Slurm and the hosts are stopped even on failure.
 Usage: slurm_requeue_test.py TRIDENT"""
 import glob
 import os
@@ -78,12 +78,14 @@ def interrupted_job(cluster, reference, name, interrupt, how):
         return
     at = max(rows(metrics))
     subprocess.run(interrupt + [job], capture_output=True, env=env)
-    # Slurm holds a requeued job for 120 s (its BeginTime); the test lets it start at once.
+    # Slurm holds a requeued job for 120 s (its BeginTime); the test lets it start after 5 s
+    # (sooner, the nodes may still be revoking its first start's credential, and the batch
+    # launch fails: "Job credential revoked").
     requeued = wait_for(lambda: job_field(env, job, "Restarts") == "1", 60)
     pending = lambda: (job_field(env, job, "JobState"), job_field(env, job, "Reason")) == \
         ("PENDING", "BeginTime")
     if requeued and wait_for(pending, 30):
-        subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env)
+        subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now+5"], env=env)
     done = wait_for(lambda: job_field(env, job, "JobState") in ("COMPLETED", "FAILED", "CANCELLED"), 240)
     log = open(out).read() if os.path.exists(out) else ""
     stop = re.search(r"stopping after iteration (\d+)", log)
