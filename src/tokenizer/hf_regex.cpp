@@ -13,7 +13,10 @@ struct HfRegex::Code {
   ~Code() { pcre2_code_free(code); }
 };
 
-HfRegex::HfRegex(const std::string& pattern) : pattern_(pattern), code_(std::make_unique<Code>()) {
+HfRegex::HfRegex(const std::string& pattern, bool use_scanner)
+    : pattern_(pattern),
+      code_(std::make_unique<Code>()),
+      scanner_(use_scanner ? HfSplitScanner::for_pattern(pattern) : nullptr) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   // UCP: \s, \w, \d and POSIX classes follow Unicode properties, as Oniguruma's do on UTF-8.
@@ -56,6 +59,7 @@ size_t utf8_length(unsigned char lead) {
 
 void HfRegex::find_all(std::string_view text,
                        std::vector<std::pair<size_t, size_t>>* matches) const {
+  if (scanner_) return scanner_->find_all(text, matches);
   pcre2_match_data* data = thread_match_data();
   const auto* subject = (PCRE2_SPTR)text.data();
   size_t start = 0;
