@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "core/files.h"
+
 namespace trident::tokenizer {
 
 struct HfRegex::Code {
@@ -74,7 +76,8 @@ void HfRegex::find_all(std::string_view text,
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw std::runtime_error("regex '" + pattern_ + "': " + (const char*)message);
+      // The pattern came from a file: one that backtracks past PCRE2's limits is the file's.
+      throw FormatError("regex '" + pattern_ + "': " + (const char*)message);
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];
