@@ -54,7 +54,7 @@ for t in "${targets[@]}"; do
   rc=$?
   set -e
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 || true)  # none when it failed at once
   if ((rc == 0)); then
     echo "fuzz: $t: ok, ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) + $( ((${#seeds[@]})) && ls "fuzz/corpus/$t" | wc -l || echo 0) seeds"
   else
