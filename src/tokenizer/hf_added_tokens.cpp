@@ -3,6 +3,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "tokenizer/hf_chars.h"
@@ -95,10 +96,28 @@ HfAddedTokens::HfAddedTokens(const nlohmann::json& added_tokens, const HfNormali
     patterns_[normalized].push_back({text, i});
     first_byte_[normalized][(unsigned char)text[0]] = true;
   }
+  for (int normalized : {0, 1}) {
+    int count = 0;
+    for (int b = 0; b < 256; ++b)
+      if (first_byte_[normalized][b]) ++count, single_first_byte_[normalized] = b;
+    if (count != 1) single_first_byte_[normalized] = -1;
+  }
   for (auto& set : patterns_)
     std::stable_sort(set.begin(), set.end(), [](const Pattern& a, const Pattern& b) {
       return a.text.size() > b.text.size();
     });
+}
+
+size_t HfAddedTokens::next_candidate(std::string_view text, size_t at, bool normalized) const {
+  // Added tokens mostly share their first byte ('<' of <|...|>): memchr finds it fast.
+  if (single_first_byte_[normalized] >= 0) {
+    const void* found = std::memchr(text.data() + at, single_first_byte_[normalized],
+                                    text.size() - std::min(at, text.size()));
+    return found ? (const char*)found - text.data() : text.size();
+  }
+  const std::array<bool, 256>& first = first_byte_[normalized];
+  while (at < text.size() && !first[(unsigned char)text[at]]) ++at;
+  return at;
 }
 
 int HfAddedTokens::match_at(std::string_view text, size_t at, bool normalized) const {
@@ -115,7 +134,7 @@ void HfAddedTokens::split(std::string_view text, bool normalized,
   const std::array<bool, 256>& first = first_byte_[normalized];
   for (size_t at = 0; at < text.size();) {
     if (!first[(unsigned char)text[at]]) {
-      ++at;
+      at = next_candidate(text, at + 1, normalized);
       continue;
     }
     const int p = match_at(text, at, normalized);

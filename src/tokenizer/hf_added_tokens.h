@@ -51,11 +51,14 @@ class HfAddedTokens {
   };
   // The longest pattern of the set matching at text[at], or -1.
   int match_at(std::string_view text, size_t at, bool normalized) const;
+  // The first position from `at` whose byte starts a pattern of the set, or text.size().
+  size_t next_candidate(std::string_view text, size_t at, bool normalized) const;
   int assign_id(const std::string& content, const TokenIds& model_vocab) const;
 
   std::vector<HfAddedToken> tokens_;
   std::vector<Pattern> patterns_[2];  // [normalized], longest first
   std::array<bool, 256> first_byte_[2] = {};
+  int single_first_byte_[2] = {-1, -1};  // the one first byte of the set's patterns, or -1
 };
 
 }  // namespace trident::tokenizer

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "tokenizer/hf_pre_tokenizers.h"
+#include "tokenizer/piece_cache.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::tokenizer {
@@ -42,8 +43,11 @@ HfBpe::HfBpe(const nlohmann::json& model) : cache_id_(next_cache_id()) {
   const nlohmann::json& vocab = model.at("vocab");
   if (!vocab.is_object()) throw std::runtime_error("model BPE: vocab must be an object");
   for (auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<long>() < 0 || id.get<long>() > (1L << 30))
-      throw std::runtime_error("model BPE: id of '" + token + "' must be a non-negative integer");
+    // Ids index tables and the model's embedding: 2^24 bounds both (real vocabularies stay
+    // under 300,000).
+    if (!id.is_number_integer() || id.get<long>() < 0 || id.get<long>() >= kMaxVocabularyId)
+      throw std::runtime_error("model BPE: id of '" + token +
+                               "' must be an integer in [0, 16777216)");
     const int i = id.get<int>();
     vocab_[token] = i;
     if (i >= (int)id_to_token_.size()) id_to_token_.resize(i + 1);
@@ -169,28 +173,27 @@ void HfBpe::merge_all(std::vector<int>* symbols, std::vector<int>* lengths) cons
 
 void HfBpe::tokenize(std::string_view piece, std::vector<int>* ids, bool byte_level) const {
   if (piece.empty()) return;
-  thread_local std::unordered_map<std::string, std::vector<int>, StringViewHash, std::equal_to<>>
-      cache;
+  thread_local PieceCache cache;
   thread_local std::uint64_t cache_owner = 0;
-  if (cache_owner != cache_id_ || cache.size() > (1u << 20)) cache.clear(), cache_owner = cache_id_;
-  auto it = cache.find(piece);
-  if (it == cache.end()) {
-    std::string text;
-    if (byte_level)
-      for (unsigned char c : piece) text += byte_level_char(c);
-    else
-      text = piece;
-    std::vector<int> symbols, lengths;
-    auto whole = ignore_merges_ ? vocab_.find(text) : vocab_.end();
-    if (whole != vocab_.end()) {
-      symbols = {whole->second};  // ignore_merges: a word in the vocabulary is one token
-    } else {
-      initial_symbols(text, &symbols, &lengths);
-      merge_all(&symbols, &lengths);
-    }
-    it = cache.emplace(std::string(piece), std::move(symbols)).first;
-  }
-  ids->insert(ids->end(), it->second.begin(), it->second.end());
+  if (cache_owner != cache_id_) cache.clear(), cache_owner = cache_id_;
+  const std::uint64_t hash = PieceCache::hash(piece);
+  PieceCache::Ids found = cache.find(piece, hash);
+  if (!found.begin) found = cache.insert(piece, hash, encode_uncached(piece, byte_level));
+  ids->insert(ids->end(), found.begin, found.end);
+}
+
+std::vector<int> HfBpe::encode_uncached(std::string_view piece, bool byte_level) const {
+  std::string text;
+  if (byte_level)
+    for (unsigned char c : piece) text += byte_level_char(c);
+  else
+    text = piece;
+  std::vector<int> symbols, lengths;
+  auto whole = ignore_merges_ ? vocab_.find(text) : vocab_.end();
+  if (whole != vocab_.end()) return {whole->second};  // ignore_merges: a word in the vocabulary
+  initial_symbols(text, &symbols, &lengths);
+  merge_all(&symbols, &lengths);
+  return symbols;
 }
 
 }  // namespace trident::tokenizer

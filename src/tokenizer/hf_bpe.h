@@ -21,6 +21,8 @@ struct StringViewHash {
 };
 using TokenIds = std::unordered_map<std::string, int, StringViewHash, std::equal_to<>>;
 
+inline constexpr long kMaxVocabularyId = 1L << 24;
+
 class HfBpe {
  public:
   // Throws std::runtime_error naming the field: not BPE, dropout set (not deterministic), a
@@ -42,6 +44,7 @@ class HfBpe {
   void initial_symbols(std::string_view piece, std::vector<int>* symbols,
                        std::vector<int>* lengths) const;
   void merge_all(std::vector<int>* symbols, std::vector<int>* lengths) const;
+  std::vector<int> encode_uncached(std::string_view piece, bool byte_level) const;
   void read_merges(const nlohmann::json& merges);
 
   TokenIds vocab_;

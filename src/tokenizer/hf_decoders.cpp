@@ -29,6 +29,17 @@ char32_t single_char(const std::string& s, const std::string& what) {
   return cps[0];
 }
 
+// A count: absent is 0; anything but a non-negative integer is refused (a float past the
+// integers' range would not convert).
+size_t count_field(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return 0;
+  const nlohmann::json& v = j[key];
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<long long>() >= 0))
+    throw std::runtime_error(std::string("decoder Strip ") + key +
+                             " must be a non-negative integer");
+  return v.get<size_t>();
+}
+
 // Every token back to its bytes through GPT-2's alphabet (a token with other characters, an
 // added token's text, stays as it is), all joined into one.
 class ByteLevel : public HfDecoder {
@@ -197,7 +208,7 @@ std::unique_ptr<HfDecoder> parse_decoder(const nlohmann::json& j) {
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Strip")
     return std::make_unique<Strip>(single_char(j.at("content").get<std::string>(), "Strip content"),
-                                   j.value("start", 0), j.value("stop", 0));
+                                   count_field(j, "start"), count_field(j, "stop"));
   if (type == "Replace")
     return std::make_unique<Replace>(parse_hf_pattern(j.at("pattern"), "decoder Replace"),
                                      j.at("content").get<std::string>());

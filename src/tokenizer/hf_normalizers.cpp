@@ -14,10 +14,10 @@ namespace trident::tokenizer {
 
 namespace {
 
-bool is_ascii(const std::string& s) {
-  for (unsigned char c : s)
-    if (c >= 0x80) return false;
-  return true;
+bool is_ascii(std::string_view s) {
+  unsigned char any = 0;
+  for (unsigned char c : s) any |= c;
+  return any < 0x80;
 }
 
 std::u16string to_utf16(const std::string& s) {
@@ -52,6 +52,7 @@ class UnicodeForm : public HfNormalizer {
                              : unorm2_getNFKDInstance(&status);
     if (U_FAILURE(status)) throw std::runtime_error("ICU has no " + form + " normalizer");
   }
+  bool leaves_unchanged(std::string_view text) const override { return is_ascii(text); }
   void normalize(std::string* text) const override {
     if (is_ascii(*text)) return;
     const std::u16string in = to_utf16(*text);
@@ -180,6 +181,11 @@ class Sequence : public HfNormalizer {
   explicit Sequence(std::vector<std::unique_ptr<HfNormalizer>> steps) : steps_(std::move(steps)) {}
   void normalize(std::string* text) const override {
     for (const auto& step : steps_) step->normalize(text);
+  }
+  bool leaves_unchanged(std::string_view text) const override {
+    for (const auto& step : steps_)
+      if (!step->leaves_unchanged(text)) return false;
+    return true;
   }
 
  private:

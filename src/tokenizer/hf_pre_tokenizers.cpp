@@ -43,12 +43,30 @@ class Split : public HfPreTokenizer {
   Split(HfRegex pattern, SplitBehavior behavior, bool invert)
       : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
   void pre_tokenize(std::vector<HfPiece>* pieces) const override {
-    cut_each(pieces, [&](const HfPiece& p) { return cut(p.text); });
+    cut_each(pieces, [&](const HfPiece& p) {
+      Ranges ranges;
+      cut(p.text, &ranges);
+      return ranges;
+    });
   }
-  Ranges cut(const std::string& text) const {
-    Ranges matches;
+  bool cut(std::string_view text, Ranges* ranges) const override {
+    thread_local Ranges matches;
+    matches.clear();
     pattern_.find_all(text, &matches);
-    return apply_split_behavior(spans_from_matches(text.size(), matches, invert_), behavior_);
+    if (behavior_ != SplitBehavior::kIsolated || invert_) {
+      const Ranges pieces =
+          apply_split_behavior(spans_from_matches(text.size(), matches, invert_), behavior_);
+      ranges->insert(ranges->end(), pieces.begin(), pieces.end());
+      return true;
+    }
+    size_t previous = 0;  // Isolated: the matches and the text between them, as they come
+    for (const auto& [begin, end] : matches) {
+      if (previous < begin) ranges->emplace_back(previous, begin);
+      if (begin < end) ranges->emplace_back(begin, end);
+      previous = end;
+    }
+    if (previous < text.size()) ranges->emplace_back(previous, text.size());
+    return true;
   }
 
  private:
@@ -139,6 +157,9 @@ class Sequence : public HfPreTokenizer {
   void pre_tokenize(std::vector<HfPiece>* pieces) const override {
     for (const auto& step : steps_) step->pre_tokenize(pieces);
   }
+  bool cut(std::string_view text, Ranges* ranges) const override {
+    return steps_.size() == 1 && steps_[0]->cut(text, ranges);
+  }
 
  private:
   std::vector<std::unique_ptr<HfPreTokenizer>> steps_;
@@ -164,8 +185,11 @@ std::unique_ptr<HfPreTokenizer> parse_char_delimiter(const nlohmann::json& j) {
 }  // namespace
 
 static std::unique_ptr<HfPreTokenizer> parse_metaspace(const nlohmann::json& j) {
-  return std::make_unique<Metaspace>(j.value("replacement", std::string("\xe2\x96\x81")),
-                                     parse_prepend_scheme(j), j.value("split", true));
+  const std::string replacement = j.value("replacement", std::string("\xe2\x96\x81"));
+  char32_t cp = 0;
+  if (replacement.empty() || decode_utf8(replacement, 0, &cp) != (int)replacement.size())
+    throw std::runtime_error("Metaspace replacement '" + replacement + "' is not one character");
+  return std::make_unique<Metaspace>(replacement, parse_prepend_scheme(j), j.value("split", true));
 }
 
 std::unique_ptr<HfPreTokenizer> parse_pre_tokenizer(const nlohmann::json& j) {

@@ -6,6 +6,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace trident::tokenizer {
@@ -21,6 +23,12 @@ class HfPreTokenizer {
   virtual ~HfPreTokenizer() = default;
   // Replaces *pieces with the pieces each one is cut into, in order; none is empty.
   virtual void pre_tokenize(std::vector<HfPiece>* pieces) const = 0;
+  // A pre-tokenizer that only cuts (its pieces are byte ranges of the text, whether or not it
+  // starts the input) appends the ranges of `text` it makes, in order, and returns true; the
+  // encoder then reads pieces in place instead of copying them. Others return false.
+  virtual bool cut(std::string_view, std::vector<std::pair<size_t, size_t>>*) const {
+    return false;
+  }
 };
 
 // nullptr for JSON null (the whole segment is one piece). Throws std::runtime_error naming a

@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "core/files.h"
+
 namespace trident::tokenizer {
 
 struct HfRegex::Code {
@@ -13,7 +15,10 @@ struct HfRegex::Code {
   ~Code() { pcre2_code_free(code); }
 };
 
-HfRegex::HfRegex(const std::string& pattern) : pattern_(pattern), code_(std::make_unique<Code>()) {
+HfRegex::HfRegex(const std::string& pattern, bool use_scanner)
+    : pattern_(pattern),
+      code_(std::make_unique<Code>()),
+      scanner_(use_scanner ? HfSplitScanner::for_pattern(pattern) : nullptr) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   // UCP: \s, \w, \d and POSIX classes follow Unicode properties, as Oniguruma's do on UTF-8.
@@ -56,6 +61,7 @@ size_t utf8_length(unsigned char lead) {
 
 void HfRegex::find_all(std::string_view text,
                        std::vector<std::pair<size_t, size_t>>* matches) const {
+  if (scanner_) return scanner_->find_all(text, matches);
   pcre2_match_data* data = thread_match_data();
   const auto* subject = (PCRE2_SPTR)text.data();
   size_t start = 0;
@@ -70,7 +76,8 @@ void HfRegex::find_all(std::string_view text,
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw std::runtime_error("regex '" + pattern_ + "': " + (const char*)message);
+      // The pattern came from a file: one that backtracks past PCRE2's limits is the file's.
+      throw FormatError("regex '" + pattern_ + "': " + (const char*)message);
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];

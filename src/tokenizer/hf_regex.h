@@ -9,12 +9,15 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/hf_split_scanner.h"
+
 namespace trident::tokenizer {
 
 class HfRegex {
  public:
   // Throws std::runtime_error naming the pattern and PCRE2's message when it does not compile.
-  explicit HfRegex(const std::string& pattern);
+  // The Llama 3 and Qwen split patterns run on HfSplitScanner unless use_scanner is false.
+  explicit HfRegex(const std::string& pattern, bool use_scanner = true);
   // A pattern matching `literal` exactly (HF's {"String": ...} patterns).
   static HfRegex literal(const std::string& literal);
   ~HfRegex();
@@ -31,6 +34,7 @@ class HfRegex {
   struct Code;
   std::string pattern_;
   std::unique_ptr<Code> code_;
+  std::unique_ptr<HfSplitScanner> scanner_;  // null: PCRE2 runs the pattern
 };
 
 // A tokenizer.json pattern: {"String": text} (matched literally) or {"Regex": pattern}.

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/files.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 
@@ -23,16 +24,20 @@ HfTokenizerFiles find_hf_tokenizer_files(const std::string& path) {
 
 namespace {
 
+nlohmann::json parse_json(std::string_view text, const std::string& name) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(name + ": not valid JSON: " + e.what());
+  }
+}
+
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not valid JSON: " + e.what());
-  }
+  return parse_json(ss.str(), path);
 }
 
 // A special token named in tokenizer_config.json: a string, or {"content": ...}; "" if none.
@@ -71,7 +76,21 @@ bool take_final_byte_level(nlohmann::json* pre_tokenizer) {
 
 HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& path)
     : files_(find_hf_tokenizer_files(path)) {
-  const nlohmann::json j = read_json(files_.tokenizer_json);
+  build(read_json(files_.tokenizer_json));
+}
+
+HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& name, const nlohmann::json& j) {
+  files_.tokenizer_json = name;
+  build(j);
+}
+
+std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::from_json_text(
+    std::string_view text, const std::string& name) {
+  return std::unique_ptr<HuggingFaceTokenizer>(
+      new HuggingFaceTokenizer(name, parse_json(text, name)));
+}
+
+void HuggingFaceTokenizer::build(const nlohmann::json& j) {
   try {
     if (!j.is_object() || !j.contains("model"))
       throw std::runtime_error("not a tokenizer.json (no \"model\")");
@@ -84,9 +103,9 @@ HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& path)
                                              normalizer_.get(), model_->vocab());
     decoder_ = parse_decoder(j.value("decoder", nlohmann::json()));
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(files_.tokenizer_json + ": " + e.what());
+    throw FormatError(files_.tokenizer_json + ": " + e.what());
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(files_.tokenizer_json + ": " + e.what());
+    throw FormatError(files_.tokenizer_json + ": " + e.what());
   }
   vocab_size_ = model_->size();
   for (const HfAddedToken& t : added_->tokens()) {
@@ -111,37 +130,55 @@ void HuggingFaceTokenizer::read_config() {
     eos = config_token(config, "eos_token");
     const std::string& where = files_.tokenizer_config;
     if (!bos.empty() && (bos_ = token_id(bos)) < 0)
-      throw std::runtime_error(where + ": bos_token '" + bos + "' is not in the vocabulary");
+      throw FormatError(where + ": bos_token '" + bos + "' is not in the vocabulary");
     if (!eos.empty() && (eos_ = token_id(eos)) < 0)
-      throw std::runtime_error(where + ": eos_token '" + eos + "' is not in the vocabulary");
+      throw FormatError(where + ": eos_token '" + eos + "' is not in the vocabulary");
   }
   // Without a config naming it, the usual end-of-text tokens, as Megatron needs one.
   for (const char* name : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>"})
     if (eos_ < 0) eos_ = token_id(name);
   if (eos_ < 0)
-    throw std::runtime_error(files_.tokenizer_json +
-                             ": no end-of-document token: give tokenizer_config.json with an "
-                             "eos_token, or a vocabulary with <|endoftext|>, </s> or <eos>");
+    throw FormatError(files_.tokenizer_json +
+                      ": no end-of-document token: give tokenizer_config.json with an "
+                      "eos_token, or a vocabulary with <|endoftext|>, </s> or <eos>");
 }
 
-void HuggingFaceTokenizer::encode_segment(std::string text, bool at_start,
+void HuggingFaceTokenizer::encode_segment(std::string_view raw, bool at_start,
                                           std::vector<int>* ids) const {
-  if (normalizer_) normalizer_->normalize(&text);
+  // Normalized text lives here; text the normalizer would leave alone is read in place.
+  thread_local std::string normalized;
+  std::string_view text = raw;
+  if (normalizer_ && !normalizer_->leaves_unchanged(raw)) {
+    normalized.assign(raw);
+    normalizer_->normalize(&normalized);
+    text = normalized;
+  }
   thread_local std::vector<HfSegment> segments;
-  thread_local std::vector<HfPiece> pieces;
   segments.clear();
   if (added_->any(true))
     added_->split(text, true, &segments);
   else if (!text.empty())
     segments.push_back({0, text.size(), -1});
   for (const HfSegment& s : segments) {
-    if (s.id >= 0) {
+    if (s.id >= 0)
       ids->push_back(s.id);
-      continue;
-    }
-    pieces.clear();
-    pieces.push_back({text.substr(s.begin, s.end - s.begin), at_start && s.begin == 0});
-    if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(&pieces);
+    else
+      encode_pieces(text.substr(s.begin, s.end - s.begin), at_start && s.begin == 0, ids);
+  }
+}
+
+void HuggingFaceTokenizer::encode_pieces(std::string_view text, bool at_start,
+                                         std::vector<int>* ids) const {
+  thread_local std::vector<std::pair<size_t, size_t>> ranges;
+  ranges.clear();
+  if (!pre_tokenizer_) {
+    model_->tokenize(text, ids, byte_level_last_);
+  } else if (pre_tokenizer_->cut(text, &ranges)) {  // pieces are ranges of the text
+    for (const auto& [begin, end] : ranges)
+      model_->tokenize(text.substr(begin, end - begin), ids, byte_level_last_);
+  } else {
+    std::vector<HfPiece> pieces = {{std::string(text), at_start}};
+    pre_tokenizer_->pre_tokenize(&pieces);
     for (const HfPiece& p : pieces) model_->tokenize(p.text, ids, byte_level_last_);
   }
 }
@@ -150,7 +187,8 @@ void HuggingFaceTokenizer::encode(std::string_view text, std::vector<int>* ids) 
   size_t bad = 0;
   if (!is_valid_utf8(text, &bad))
     throw std::invalid_argument("text is not valid UTF-8 at byte " + std::to_string(bad));
-  std::vector<HfSegment> segments;
+  thread_local std::vector<HfSegment> segments;
+  segments.clear();
   if (added_->any(false))
     added_->split(text, false, &segments);
   else if (!text.empty())
@@ -159,7 +197,7 @@ void HuggingFaceTokenizer::encode(std::string_view text, std::vector<int>* ids) 
     if (s.id >= 0)
       ids->push_back(s.id);
     else
-      encode_segment(std::string(text.substr(s.begin, s.end - s.begin)), s.begin == 0, ids);
+      encode_segment(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
   }
 }
 

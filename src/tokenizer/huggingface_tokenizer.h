@@ -29,7 +29,13 @@ class HuggingFaceTokenizer : public Tokenizer {
  public:
   // Throws std::runtime_error naming the file and the problem: unreadable, not JSON, a
   // component trident does not implement (named), no end-of-document token.
+  // Throws FormatError (a std::runtime_error) for a malformed file, std::runtime_error for
+  // one that cannot be read.
   explicit HuggingFaceTokenizer(const std::string& path);
+  // A tokenizer.json given as text (no tokenizer_config.json); `name` names it in errors.
+  // Throws FormatError when it is not JSON or not a tokenizer trident reads.
+  static std::unique_ptr<HuggingFaceTokenizer> from_json_text(std::string_view text,
+                                                              const std::string& name);
 
   using Tokenizer::encode;
   // text must be valid UTF-8 (std::invalid_argument otherwise).
@@ -45,10 +51,13 @@ class HuggingFaceTokenizer : public Tokenizer {
   const HfTokenizerFiles& files() const { return files_; }
 
  private:
+  HuggingFaceTokenizer(const std::string& name, const nlohmann::json& j);
+  void build(const nlohmann::json& j);
   void read_config();
   int token_id(const std::string& content) const;  // -1 when absent
   const std::string& token_text(int id) const;     // std::out_of_range outside the vocabulary
-  void encode_segment(std::string text, bool at_start, std::vector<int>* ids) const;
+  void encode_segment(std::string_view raw, bool at_start, std::vector<int>* ids) const;
+  void encode_pieces(std::string_view text, bool at_start, std::vector<int>* ids) const;
 
   HfTokenizerFiles files_;
   std::unique_ptr<HfNormalizer> normalizer_;

@@ -8,31 +8,20 @@ trident's decoded text equals its decode(ids). A component trident does not impl
 refused, exit 2, naming it.
 Usage: hf_tokenizer_components_test.py TRIDENT SOURCE_DIR
 """
-import copy
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_reference as R  # noqa: E402
+from tokenizer_checks import TokenizerChecks, run, tokenizer_flags  # noqa: E402
 
-failures, passes = [], 0
+check = TokenizerChecks()
 BASE_IDS = 6000  # the first ids of Qwen3's vocabulary (its byte alphabet and common words)
 SP = "\u2581"
 ADDED_TEXT = ["Hello HELLO hello World world WORLD the theory bathe the_end [MASK] x  [MASK]  "
               "<sep>   y ab cab ab_ ab. <|endoftext|>the<|endoftext|> 12345 x1y22z333"]
-
-
-def check(ok, what, detail=""):
-    global passes
-    if ok:
-        passes += 1
-        print("ok  ", what)
-    else:
-        failures.append(what)
-        print("FAIL", what, detail)
 
 
 def byte_level_model(src):
@@ -261,9 +250,8 @@ def check_refusals(trident, work, vocab, merges):
             json.dump(spec, f)
         with open(f"{work}/one.jsonl", "w") as f:
             f.write('{"text": "x"}\n')
-        out = subprocess.run([trident, "tokenize", "--tokenizer-type", "HuggingFaceTokenizer",
-                              "--tokenizer-model", path, "--jsonl", "--input", f"{work}/one.jsonl"],
-                             capture_output=True, text=True, timeout=60)
+        out = run([trident, "tokenize", "--jsonl", "--input", f"{work}/one.jsonl"] +
+                  tokenizer_flags("HuggingFaceTokenizer", path), timeout=60)
         check(out.returncode == 2 and named in out.stderr and path in out.stderr and
               not out.stdout, f"refused, exit 2, naming {named} and the file",
               f"rc {out.returncode}: {out.stderr[-300:]}")
@@ -286,10 +274,7 @@ def main():
             if not only or only in name:
                 check_case(trident, src, work, docs_path, docs, name, spec)
         check_refusals(trident, work, vocab, merges)
-    print(f"{passes} passed, {len(failures)} failed")
-    for f in failures:
-        print("  failed:", f)
-    return 1 if failures else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

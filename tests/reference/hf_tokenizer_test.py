@@ -18,8 +18,6 @@ Usage: hf_tokenizer_test.py TRIDENT SOURCE_DIR
 import glob
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import unicodedata
@@ -27,28 +25,14 @@ import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_reference as R  # noqa: E402
-from sentencepiece_test import read_dataset  # noqa: E402
+from tokenizer_checks import TokenizerChecks, read_dataset, run, tokenizer_flags  # noqa: E402
 
-failures, passes = [], 0
+check = TokenizerChecks()
 NAMES = ["llama3_1", "qwen3"]
 
 
-def check(ok, what, detail=""):
-    global passes
-    if ok:
-        passes += 1
-        print("ok  ", what)
-    else:
-        failures.append(what)
-        print("FAIL", what, detail)
-
-
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-
-
 def flags(model):
-    return ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", model]
+    return tokenizer_flags("HuggingFaceTokenizer", model)
 
 
 def check_parity(trident, src, work, name, folder, docs):
@@ -187,10 +171,7 @@ def main():
             if data:
                 check_train(trident, work, name, folder, data)
         check_refusals(trident, work, folder)
-    print(f"{passes} passed, {len(failures)} failed")
-    for f in failures:
-        print("  failed:", f)
-    return 1 if failures else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

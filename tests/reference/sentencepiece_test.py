@@ -17,32 +17,19 @@ Usage: sentencepiece_test.py TRIDENT SOURCE_DIR
 import json
 import os
 import re
-import struct
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-failures, passes = [], 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tokenizer_checks import TokenizerChecks, read_dataset, run, tokenizer_flags  # noqa: E402
+
+check = TokenizerChecks()
 CHAPTERS_TRAIN, CHAPTERS_HELD_OUT = 120, 30
 HARD_LINES = ["", "   leading and  doubled   spaces ", "Tab\tseparated\twords",
               "Ünïcödé ß straße café", "日本語のテキスト", "emoji 🙂 and ✓ marks",
               "numbers 1234567890 and symbols #@$%^&*()", "ﬁ ligature and Ｆｕｌｌ width"]
-
-
-def check(ok, what, detail=""):
-    global passes
-    if ok:
-        passes += 1
-        print("ok  ", what)
-    else:
-        failures.append(what)
-        print("FAIL", what, detail)
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
 def lines_of(cmd, **kw):
@@ -65,23 +52,6 @@ def spm_train(work, name, text, vocab, extra=()):
     return f"{work}/{name}.model", pieces
 
 
-def read_dataset(prefix):
-    """The MMIDIDX layout as Megatron's indexed_dataset.py reads it."""
-    raw = open(prefix + ".idx", "rb").read()
-    assert raw[:9] == b"MMIDIDX\x00\x00", "magic"
-    assert struct.unpack("<Q", raw[9:17])[0] == 1, "version"
-    code = raw[17]
-    n, d = struct.unpack("<QQ", raw[18:34])
-    sizes = np.frombuffer(raw, np.int32, n, 34)
-    pointers = np.frombuffer(raw, np.int64, n, 34 + 4 * n)
-    doc_idx = np.frombuffer(raw, np.int64, d, 34 + 12 * n)
-    dtype = {8: np.uint16, 4: np.int32}[code]
-    data = np.fromfile(prefix + ".bin", dtype)
-    item = np.dtype(dtype).itemsize
-    seqs = [data[p // item:p // item + s].tolist() for p, s in zip(pointers, sizes)]
-    return code, seqs, doc_idx.tolist()
-
-
 def write_corpus(work, src):
     chapters = [json.loads(line)["text"] for line in open(f"{src}/data/kjv/kjv.jsonl",
                                                             encoding="utf-8")]
@@ -102,7 +72,7 @@ def write_corpus(work, src):
 
 
 def sp_flags(model):
-    return ["--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", model]
+    return tokenizer_flags("SentencePieceTokenizer", model)
 
 
 def check_encode_decode(trident, work, name, model):
@@ -295,8 +265,7 @@ def main():
         if big_data:
             check_train(trident, work, "big (int32)", big, len(big_pieces), big_data)
         check_refusals(trident, work, unigram)
-    print(f"{passes} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -58,5 +58,14 @@ TEST(HfDecoders, UnknownIsNamed) {
   }
 }
 
+// A negative or fractional count, or one past the integers (1e30), is refused, not converted.
+TEST(HfDecoders, StripCountsMustBeNonNegativeIntegers) {
+  for (const nlohmann::json& start :
+       {nlohmann::json(-1), nlohmann::json(1e30), nlohmann::json(0.5)})
+    EXPECT_THROW(parse_decoder({{"type", "Strip"}, {"content", " "}, {"start", start}}),
+                 std::runtime_error);
+  EXPECT_NE(parse_decoder({{"type", "Strip"}, {"content", " "}, {"start", 1}}), nullptr);
+}
+
 }  // namespace
 }  // namespace trident::tokenizer

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/files.h"
 #include "test_util.h"
 #include "tokenizer/huggingface_tokenizer.h"
 
@@ -88,6 +89,31 @@ TEST(HuggingFaceTokenizer, BadFilesAreNamed) {
   nlohmann::json no_eos = small_tokenizer();
   no_eos["added_tokens"] = nlohmann::json::array();
   EXPECT_NE(load_error("hf_no_eos", no_eos).find("end-of-document"), std::string::npos);
+}
+
+// What the fuzz target relies on: a malformed tokenizer.json given as text is FormatError,
+// naming the rule broken; a good one reads as from its file.
+TEST(HuggingFaceTokenizer, MalformedTextIsAFormatError) {
+  auto error_of = [](const std::string& text) -> std::string {
+    try {
+      HuggingFaceTokenizer::from_json_text(text, "fuzzed.json");
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("{not json").find("fuzzed.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("no \"model\""), std::string::npos);
+  nlohmann::json tok = small_tokenizer();
+  tok["model"]["vocab"]["z"] = 1 << 24;  // ids index tables and the embedding
+  EXPECT_NE(error_of(tok.dump()).find("[0, 16777216)"), std::string::npos) << error_of(tok.dump());
+  tok = small_tokenizer();
+  tok["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", ""}};  // it would never advance
+  EXPECT_NE(error_of(tok.dump()).find("not one character"), std::string::npos);
+  tok["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", 3}}}, {"behavior", "Isolated"}};
+  EXPECT_NE(error_of(tok.dump()).find("fuzzed.json"), std::string::npos);
+  EXPECT_EQ(HuggingFaceTokenizer::from_json_text(small_tokenizer().dump(), "t")->encode("a hi"),
+            (std::vector<int>{0, 28}));
 }
 
 }  // namespace
