@@ -251,8 +251,27 @@ void load_llama_weights(const std::string& dir, const ModelConfig& config, Param
   }
 }
 
+const char* hf_torch_dtype(StoredDtype dtype) {
+  return dtype == StoredDtype::kBF16 ? "bfloat16" : "float32";
+}
+
+StoredDtype hf_weights_dtype(const std::string& dir) {
+  LlamaFiles files(dir);
+  bool all_bf16 = true, any = false;
+  for (const std::string& n : files.names()) {
+    // Buffers older files keep (GPT-2's attention masks, Llama's inv_freq) are no weights.
+    if (n.ends_with(".attn.bias") || n.ends_with(".attn.masked_bias") ||
+        n.ends_with(".rotary_emb.inv_freq"))
+      continue;
+    const SafetensorsFile* f = files.file_of(n);
+    any = true;
+    all_bf16 = all_bf16 && f && f->find(n)->dtype == "BF16";
+  }
+  return any && all_bf16 ? StoredDtype::kBF16 : StoredDtype::kF32;
+}
+
 void save_llama_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
-                      bool gradients) {
+                      bool gradients, StoredDtype dtype) {
   fs::create_directories(dir);
   nlohmann::ordered_json cfg = {{"architectures", {"LlamaForCausalLM"}},
                                 {"model_type", "llama"},
@@ -291,9 +310,10 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
     for (size_t k = 0; k < pieces.size(); ++k) {
       std::vector<long> shape = {piece_rows};
       if (spec.global_shape.size() == 2) shape.push_back(cols);
-      tensors.push_back({pieces[k], shape, base + spec.offset + k * piece_rows * cols});
+      tensors.push_back({pieces[k], shape, base + spec.offset + k * piece_rows * cols, dtype});
     }
   }
+  cfg["torch_dtype"] = hf_torch_dtype(dtype);
   write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
                     {{"format", "pt"}, {"producer", "trident"}});
   write_file_atomically((fs::path(dir) / "config.json").string(), cfg.dump(2) + "\n");

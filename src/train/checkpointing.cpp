@@ -71,7 +71,10 @@ void export_hf_model(TrainingRun& run) {
   Parameters whole = engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
                                                *run.rank.groups->pipeline);
   if (run.rank.world_rank == 0) {
-    io::save_hf_model(c.save_hf, c.model, whole);
+    // HF checkpoints of bf16 runs are bf16 files (the fp32 master rounded to nearest even).
+    const bool bf16 = c.save_hf_dtype.empty() ? c.bf16 : c.save_hf_dtype == "bf16";
+    io::save_hf_model(c.save_hf, c.model, whole, false,
+                      bf16 ? io::StoredDtype::kBF16 : io::StoredDtype::kF32);
     // GPT-2's tokenizer goes with it, or a HuggingFace tokenizer.json; HF's GPT-2 directory
     // has no place for a SentencePiece one.
     if (c.tokenizer.given() && c.tokenizer.huggingface())

@@ -26,8 +26,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_family_reference import (convert_round_trip, draw_weights,  # noqa: E402
-                                    eval_against_reference, greedy, is_qwen3, same_tensor_bytes,
-                                    score_against_torch, serve_greedy, write_model)
+                                    eval_against_reference, greedy, is_qwen3,
+                                    read_safetensors_raw, same_tensor_bytes, score_against_torch,
+                                    serve_greedy, write_model)
 from parity import MPI_ENV, Checks, read_safetensors  # noqa: E402
 
 QWEN2 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_act="silu",
@@ -77,12 +78,21 @@ def round_trip(check, trident, tmp, tag, model):
 
 
 def read_back_bf16(check, trident, tmp, model, weights):
-    """A BF16 file's values come back exactly (exported as float32)."""
+    """A BF16 file comes back byte for byte (BF16, torch_dtype bfloat16); exported as F32
+    (--save-hf-dtype fp32), its values come back exactly."""
     back, errors = convert_round_trip(trident, tmp, "bf16", model)
+    ok, n = same_tensor_bytes(model, back) if back else (False, 0)
+    dtype = json.load(open(os.path.join(back, "config.json"))).get("torch_dtype") if back else None
+    check(ok and dtype == "bfloat16",
+          f"BF16 safetensors: HF -> checkpoint -> HF gives the same bytes of {n} BF16 tensors, "
+          f"torch_dtype {dtype} {errors}")
+    back, errors = convert_round_trip(trident, tmp, "bf16_as_f32", model, ["--save-hf-dtype", "fp32"])
     ok = back is not None
     if ok:
-        got = read_safetensors(os.path.join(back, "model.safetensors"))
+        path = os.path.join(back, "model.safetensors")
+        got, stored = read_safetensors(path), read_safetensors_raw(path)
         ok = got.keys() == weights.keys() and all(np.array_equal(got[n], weights[n]) for n in weights)
+        ok = ok and all(dtype == "F32" for dtype, _, _ in stored.values())
     check(ok, f"BF16 safetensors: every value read exactly (HF -> checkpoint -> HF as F32) {errors}")
 
 
