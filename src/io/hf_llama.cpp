@@ -215,12 +215,20 @@ ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>
   if (j.contains("partial_rotary_factor") && j["partial_rotary_factor"] != 1.0)
     problems.push_back("\"partial_rotary_factor\" is " + j["partial_rotary_factor"].dump() +
                        ": LlamaForCausalLM rotates whole heads");
-  if (j.contains("head_dim") && !j["head_dim"].is_null() && c.hidden_size > 0 &&
-      c.num_attention_heads > 0 && j["head_dim"] != c.hidden_size / c.num_attention_heads)
-    problems.push_back("\"head_dim\" is " + j["head_dim"].dump() +
-                       ": trident's heads are hidden_size / num_attention_heads wide");
-  if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
-    problems.push_back("hidden_size must be divisible by num_attention_heads");
+  // HF's head_dim (Mistral-Nemo: 128 with hidden 5120 / 32 heads) is Megatron's
+  // --kv-channels; without it heads are hidden_size / num_attention_heads wide.
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    const nlohmann::json& d = j["head_dim"];
+    if (!d.is_number_integer() || d.get<long>() <= 0 || d.get<long>() > 65536)
+      problems.push_back("\"head_dim\" is " + d.dump() + ": must be a positive integer");
+    else if (c.num_attention_heads <= 0 || c.hidden_size <= 0 ||
+             d.get<long>() * c.num_attention_heads != c.hidden_size)
+      c.kv_channels = d.get<int>();
+  } else if (c.hidden_size > 0 && c.num_attention_heads > 0 &&
+             c.hidden_size % c.num_attention_heads) {
+    problems.push_back(
+        "hidden_size must be divisible by num_attention_heads (or \"head_dim\" given)");
+  }
   if (c.num_attention_heads > 0 && c.num_query_groups > 0 &&
       c.num_attention_heads % c.num_query_groups)
     problems.push_back("num_attention_heads must be divisible by num_key_value_heads");
@@ -281,6 +289,7 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
                                 {"intermediate_size", config.ffn()},
                                 {"num_attention_heads", config.num_attention_heads},
                                 {"num_key_value_heads", config.query_groups()},
+                                {"head_dim", config.head_dim()},
                                 {"max_position_embeddings", config.max_positions()},
                                 {"vocab_size", config.vocab_size},
                                 {"rms_norm_eps", config.layernorm_epsilon},

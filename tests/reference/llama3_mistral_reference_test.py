@@ -1,15 +1,16 @@
 #!/usr/bin/python3
-"""Llama 3.x RoPE scaling (rope_scaling llama3 and linear) and Mistral's sliding window
-against the independent float64 PyTorch model of llama_family_reference.py, written from HF's
-published definitions (transformers' _compute_llama3_parameters / linear scaling; a token
-attends to keys j with i - W < j <= i).
+"""Llama 3.x RoPE scaling (rope_scaling llama3 and linear), Mistral's sliding window and a
+head_dim other than hidden / heads (Mistral-Nemo's) against the independent float64 PyTorch
+model of llama_family_reference.py, written from HF's published definitions (transformers'
+_compute_llama3_parameters / linear scaling; a token attends to keys j with i - W < j <= i).
 
-Random weights are written as HF directories (config.json + safetensors); `trident score`
-gives the loss and d(loss)/d(weights), compared with autograd's at 1e-5. Then: `trident
-generate` (greedy, KV cache) beyond W tokens equals full recomputation; import -> checkpoint
--> export keeps the tensors bit for bit and config.json's rope_scaling / sliding_window;
-Qwen2-style use_sliding_window false means no window; unsupported rope_scaling types are
-refused with exit 2 naming them.
+Random weights are written as HF directories (config.json + safetensors, F32 or BF16);
+`trident score` gives the loss and d(loss)/d(weights), compared with autograd's at 1e-5.
+Then: `trident generate` (greedy, KV cache) beyond W tokens equals full recomputation; import
+-> checkpoint -> export keeps every tensor's dtype and bytes (a BF16 file comes back BF16) and
+config.json's rope_scaling / sliding_window / head_dim / torch_dtype; Qwen2-style
+use_sliding_window false means no window; unsupported rope_scaling types are refused with
+exit 2 naming them.
 Usage: llama3_mistral_reference_test.py /path/to/trident /path/to/source
 """
 import json
@@ -41,6 +42,9 @@ MISTRAL = dict(architectures=["MistralForCausalLM"], model_type="mistral", hidde
                num_key_value_heads=2, vocab_size=101, max_position_embeddings=150,
                rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
                sliding_window=37, head_dim=16)
+# Mistral-Nemo's shape in small: heads of 32 (hidden / heads = 16), q_proj [128, 64].
+NEMO = dict(MISTRAL, head_dim=32, sliding_window=21, max_position_embeddings=60,
+            torch_dtype="bfloat16")
 
 
 def generation_against_torch(check, trident, source, tmp, tag, config, rng):
@@ -115,6 +119,18 @@ def main():
             round_trip(check, trident, tmp, llama3[0], ["rope_scaling"])
         if mistral:
             round_trip(check, trident, tmp, mistral[0], ["sliding_window"])
+        # head_dim other than hidden / heads (Megatron's --kv-channels): Mistral-Nemo's wider
+        # heads (128 with 5120 / 32) with a window, stored in BF16 as published; and narrower
+        # Llama 3 heads.
+        nemo = score_against_torch(check, trident, tmp, "nemo_head32_bf16", NEMO, rng, (13, 60),
+                                   bf16=True)
+        if nemo:
+            round_trip(check, trident, tmp, nemo[0], ["head_dim", "sliding_window", "torch_dtype"],
+                       "nemo_head32_bf16")
+        narrow = score_against_torch(check, trident, tmp, "llama3_head8", dict(LLAMA3, head_dim=8),
+                                     rng, (13, 69))
+        if narrow:
+            round_trip(check, trident, tmp, narrow[0], ["head_dim", "rope_scaling"], "llama3_head8")
         refusals(check, trident, tmp, rng)
         generation_against_torch(check, trident, source, tmp, "mistral_generate",
                                  dict(MISTRAL, sliding_window=9), rng)
