@@ -468,7 +468,8 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
       "Checkpoints");
   opt("--save-hf-dtype", c.save_hf_dtype,
-      "--save-hf's dtype: bf16 or fp32 (default: bf16 with --bf16)", "Checkpoints");
+      "--save-hf's dtype: bf16 or fp32 (default: bf16 with --bf16 or a BF16 --load-hf)",
+      "Checkpoints");
 }
 
 // The order matters: --help lists each group's flags in the order they were added, and CLI11

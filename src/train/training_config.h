@@ -120,7 +120,7 @@ struct TrainingConfig {
   long ckpt_step = -1;
   int keep_checkpoints = 0;  // 0: keep all
   std::string save_hf;
-  std::string save_hf_dtype;  // bf16 or fp32; empty: bf16 for a --bf16 run, else fp32
+  std::string save_hf_dtype;  // bf16 or fp32; empty: bf16 for --bf16 or a BF16 --load-hf
   int threads = 0;  // 0: OpenMP's default
   // Megatron's flag and default: a wait on other ranks longer than this ends the job with a
   // diagnosis (comm/watchdog.h); fractions allowed, 0 turns the watchdog off.

@@ -86,6 +86,15 @@ def read_back_bf16(check, trident, tmp, model, weights):
     check(ok and dtype == "bfloat16",
           f"BF16 safetensors: HF -> checkpoint -> HF gives the same bytes of {n} BF16 tensors, "
           f"torch_dtype {dtype} {errors}")
+    # train --load-hf of a BF16 directory saves BF16 too: with --lr 0 the very same bytes.
+    trained = os.path.join(tmp, "bf16_trained")
+    out = subprocess.run([trident, "train", "--load-hf", model, "--mock-data", "--lr", "0",
+                          "--train-iters", "1", "--global-batch-size", "1", "--micro-batch-size",
+                          "1", "--seq-length", "16", "--eval-iters", "0", "--save-hf", trained],
+                         capture_output=True, text=True)
+    ok, n = same_tensor_bytes(model, trained) if out.returncode == 0 else (False, 0)
+    check(ok, f"train --load-hf BF16 --lr 0 --save-hf: the same bytes of {n} BF16 tensors "
+              f"{out.stderr[-300:]}")
     back, errors = convert_round_trip(trident, tmp, "bf16_as_f32", model, ["--save-hf-dtype", "fp32"])
     ok = back is not None
     if ok:
