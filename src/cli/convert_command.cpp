@@ -11,6 +11,7 @@
 #include "cli/tokenizer_args.h"
 #include "core/files.h"
 #include "io/hf_gpt2.h"
+#include "io/hf_llama.h"
 #include "io/hf_tokenizer.h"
 
 namespace trident::cli {
@@ -27,14 +28,26 @@ std::string written_architecture(const std::string& save_hf) {
   return "model";
 }
 
+// --save-hf-dtype, or by default the checkpoint's precision: bf16 for a bf16 run, or for a
+// checkpoint converted from a BF16 HF directory (hf_to_checkpoint records it so), so that
+// such a file comes back byte for byte.
+io::StoredDtype export_dtype(const std::string& load, const std::string& flag) {
+  if (!flag.empty()) return flag == "bf16" ? io::StoredDtype::kBF16 : io::StoredDtype::kF32;
+  const nlohmann::json manifest = checkpoint::read_manifest(checkpoint::latest_checkpoint(load));
+  const bool bf16 = manifest.contains("precision") && manifest["precision"] == "bf16";
+  return bf16 ? io::StoredDtype::kBF16 : io::StoredDtype::kF32;
+}
+
 // Checkpoint -> HuggingFace directory: the weights, and GPT-2's tokenizer files when the
 // checkpoint carries them or the flags name them.
 void checkpoint_to_hf(const std::string& load, const std::string& save_hf,
-                      const tokenizer::TokenizerOptions& flags) {
+                      const std::string& dtype_flag, const tokenizer::TokenizerOptions& flags) {
   ModelConfig config;
   const Parameters whole = load_checkpoint_weights(load, &config, std::cout);
-  io::save_hf_model(save_hf, config, whole);
-  std::cout << "wrote HuggingFace " << written_architecture(save_hf) << " " << save_hf << "\n";
+  const io::StoredDtype dtype = export_dtype(load, dtype_flag);
+  io::save_hf_model(save_hf, config, whole, false, dtype);
+  std::cout << "wrote HuggingFace " << written_architecture(save_hf) << " " << save_hf << " ("
+            << io::hf_torch_dtype(dtype) << ")\n";
   // Not the installation's GPT-2 files: they are no evidence of what the model was trained with.
   const tokenizer::TokenizerOptions t = flags.given() ? flags : carried_tokenizer(load);
   if (t.given() && t.huggingface()) {
@@ -68,6 +81,10 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
   engine::RankModel model =
       engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
   checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
+  // The checkpoint's precision says how the weights were stored: a BF16 directory's values
+  // are bf16 values, and the export writes them back as BF16 (export_dtype).
+  if (io::hf_weights_dtype(load_hf) == io::StoredDtype::kBF16)
+    run.layout.precision = kernels::Precision::kBf16;
   // Only files the flags or the directory name: the installation's GPT-2 files are no
   // evidence of what this model was trained with.
   const tokenizer::TokenizerOptions t = flags.given() ? flags : hf_directory_tokenizer(load_hf);
@@ -78,12 +95,20 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
 }  // namespace
 
 int convert_main(const std::vector<std::string>& args) {
-  CLI::App app("trident convert: checkpoint <-> HuggingFace GPT-2 directory", "trident convert");
-  std::string load, save_hf, load_hf, save;
+  CLI::App app("trident convert: checkpoint <-> HuggingFace directory", "trident convert");
+  std::string load, save_hf, load_hf, save, save_hf_dtype;
   tokenizer::TokenizerOptions tokenizer_flags;
   auto* from_ckpt = app.add_option("--load", load, "checkpoint directory (its latest)");
-  auto* from_hf = app.add_option("--load-hf", load_hf, "HuggingFace GPT-2 directory");
-  app.add_option("--save-hf", save_hf, "write a HuggingFace GPT-2 directory")->needs(from_ckpt);
+  auto* from_hf =
+      app.add_option("--load-hf", load_hf, "HuggingFace directory (GPT-2, Llama, Mistral or Qwen)");
+  auto* to_hf = app.add_option("--save-hf", save_hf,
+                               "write a HuggingFace directory (GPT-2, Llama, Mistral or Qwen)")
+                    ->needs(from_ckpt);
+  app.add_option("--save-hf-dtype", save_hf_dtype,
+                 "the exported tensors' dtype (default: bf16 when the checkpoint's precision is "
+                 "bf16, as after --load-hf of a BF16 directory; else fp32)")
+      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->needs(to_hf);
   app.add_option("--save", save, "write a checkpoint directory")->needs(from_hf);
   from_ckpt->excludes(from_hf);
   add_tokenizer_args(app, &tokenizer_flags, "Tokenizer (written with the model)",
@@ -99,7 +124,7 @@ int convert_main(const std::vector<std::string>& args) {
   if (!errors.empty()) return 2;
   try {
     if (!load.empty())
-      checkpoint_to_hf(load, save_hf, tokenizer_flags);
+      checkpoint_to_hf(load, save_hf, save_hf_dtype, tokenizer_flags);
     else
       hf_to_checkpoint(load_hf, save, tokenizer_flags);
     return 0;

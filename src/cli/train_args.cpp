@@ -32,6 +32,32 @@ std::string window_size_left(std::string& text) {
   return "";
 }
 
+// What Megatron's --use-rope-scaling fixes (Llama 3.1's frequency factors and original
+// context), and HF's linear scaling: Megatron's --rotary-seq-len-interpolation-factor
+// (positions divided by the factor). `plan --launch` writes them for models read from HF.
+void add_scaling_detail_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) {
+  auto add = [&](const char* flag, auto& field, const char* help) {
+    f.given[flag] = app.add_option(flag, field, help)
+                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+                        ->group("Model");
+  };
+  add("--rope-scaling-low-freq-factor", m.rope_low_freq_factor,
+      "--use-rope-scaling's low_freq_factor (default 1)");
+  add("--rope-scaling-high-freq-factor", m.rope_high_freq_factor,
+      "--use-rope-scaling's high_freq_factor (default 4)");
+  add("--rope-scaling-original-max-position-embeddings", m.rope_original_max_positions,
+      "--use-rope-scaling's original context (default 8192)");
+  f.given["--rotary-seq-len-interpolation-factor"] =
+      app.add_option_function<float>(
+             "--rotary-seq-len-interpolation-factor",
+             [&m](float factor) {
+               m.use_rope_scaling = true, m.rope_scaling_type = "linear";
+               m.rope_scaling_factor = factor;
+             },
+             "linear RoPE scaling: positions divided by this factor (HF's rope_type linear)")
+          ->group("Model");
+}
+
 // Llama 3.x RoPE scaling and the sliding window (Megatron's flags).
 void add_scaling_and_window_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) {
   f.given["--use-rope-scaling"] =
@@ -44,6 +70,7 @@ void add_scaling_and_window_flags(CLI::App& app, ModelConfig& m, ModelFlags& f) 
           ->capture_default_str()
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
           ->group("Model");
+  add_scaling_detail_flags(app, m, f);
   f.given["--window-size"] =
       app.add_option("--window-size", m.window_size,
                      "sliding-window attention: a token attends to itself and the W - 1 before "
@@ -61,9 +88,46 @@ void keep_scaling_and_window(const ModelFlags& flags, const ModelConfig& given,
     model.rope_low_freq_factor = 1.f, model.rope_high_freq_factor = 4.f;
     model.rope_original_max_positions = 8192;
   }
+  if (flags.was_given("--rotary-seq-len-interpolation-factor")) {
+    model.use_rope_scaling = true, model.rope_scaling_type = "linear";
+    model.rope_scaling_factor = given.rope_scaling_factor;
+  }
   if (flags.was_given("--rope-scaling-factor"))
     model.rope_scaling_factor = given.rope_scaling_factor;
+  if (flags.was_given("--rope-scaling-low-freq-factor"))
+    model.rope_low_freq_factor = given.rope_low_freq_factor;
+  if (flags.was_given("--rope-scaling-high-freq-factor"))
+    model.rope_high_freq_factor = given.rope_high_freq_factor;
+  if (flags.was_given("--rope-scaling-original-max-position-embeddings"))
+    model.rope_original_max_positions = given.rope_original_max_positions;
   if (flags.was_given("--window-size")) model.window_size = given.window_size;
+}
+
+// The scaling details need the scaling they describe; linear and llama3 exclude each other.
+void check_scaling_detail_flags(const ModelFlags& flags, const ModelConfig& m,
+                                std::vector<std::string>& errors) {
+  const bool llama3 = m.use_rope_scaling && m.rope_scaling_type == "llama3";
+  for (const char* flag : {"--rope-scaling-low-freq-factor", "--rope-scaling-high-freq-factor",
+                           "--rope-scaling-original-max-position-embeddings"})
+    if (flags.was_given(flag) && !llama3)
+      errors.push_back(std::string(flag) + " needs --use-rope-scaling (Llama 3.1's scaling)");
+  if (flags.was_given("--rotary-seq-len-interpolation-factor") &&
+      (flags.was_given("--use-rope-scaling") || flags.was_given("--rope-scaling-factor")))
+    errors.push_back(
+        "--rotary-seq-len-interpolation-factor (linear scaling) excludes --use-rope-scaling "
+        "and --rope-scaling-factor (Llama 3.1's scaling)");
+}
+
+// With --load-hf: config.json's rope_scaling against the detail flags given.
+template <typename Agrees>
+void agree_on_scaling_details(const ModelConfig& hf, const ModelConfig& m, Agrees&& agrees) {
+  const bool linear = hf.use_rope_scaling && hf.rope_scaling_type == "linear";
+  agrees("--rotary-seq-len-interpolation-factor",
+         linear && m.rope_scaling_factor == hf.rope_scaling_factor);
+  agrees("--rope-scaling-low-freq-factor", m.rope_low_freq_factor == hf.rope_low_freq_factor);
+  agrees("--rope-scaling-high-freq-factor", m.rope_high_freq_factor == hf.rope_high_freq_factor);
+  agrees("--rope-scaling-original-max-position-embeddings",
+         m.rope_original_max_positions == hf.rope_original_max_positions);
 }
 }  // namespace
 
@@ -405,6 +469,9 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
       "Checkpoints");
   opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
       "Checkpoints");
+  opt("--save-hf-dtype", c.save_hf_dtype,
+      "--save-hf's dtype: bf16 or fp32 (default: bf16 with --bf16 or a BF16 --load-hf)",
+      "Checkpoints");
 }
 
 // Stopping early with a checkpoint (Megatron's flags): signals, a wall-clock budget, an
@@ -457,6 +524,7 @@ void apply_hf_block_options(const std::string& dir, const ModelConfig& hf, const
                                    (!hf.use_rope_scaling || hf.rope_scaling_type == "llama3"));
   agrees("--rope-scaling-factor", m.rope_scaling_factor == hf.rope_scaling_factor);
   agrees("--window-size", m.window_size == hf.window_size);
+  agree_on_scaling_details(hf, m, agrees);
   m.use_rope_scaling = hf.use_rope_scaling, m.rope_scaling_type = hf.rope_scaling_type;
   m.rope_scaling_factor = hf.rope_scaling_factor;
   m.rope_low_freq_factor = hf.rope_low_freq_factor;
@@ -567,6 +635,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
     errors.push_back(
         "--rope-scaling-factor needs --use-rope-scaling (or a --load-hf "
         "config.json with rope_scaling)");
+  check_scaling_detail_flags(flags, c.model, errors);
   set_vocab_size_from_tokenizer(c, flags, errors);
   apply_slurm_defaults(c);
   train::default_load_to_save(c);

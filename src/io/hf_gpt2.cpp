@@ -274,8 +274,8 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
 }
 
 void save_hf_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
-                   bool gradients) {
-  if (is_llama_model(config)) return save_llama_model(dir, config, params, gradients);
+                   bool gradients, StoredDtype dtype) {
+  if (is_llama_model(config)) return save_llama_model(dir, config, params, gradients, dtype);
   if (!is_gpt2_block(config))
     throw std::invalid_argument(
         "HuggingFace export writes GPT-2 (LayerNorm, learned positions, GeLU, tied, biases) or "
@@ -293,7 +293,8 @@ void save_hf_model(const std::string& dir, const ModelConfig& config, const Para
                                 {"n_ctx", config.max_positions()},
                                 {"vocab_size", config.vocab_size},
                                 {"layer_norm_epsilon", config.layernorm_epsilon},
-                                {"tie_word_embeddings", true}};
+                                {"tie_word_embeddings", true},
+                                {"torch_dtype", hf_torch_dtype(dtype)}};
   std::vector<std::vector<float>> storage;
   std::vector<TensorToWrite> tensors;
   const float* base = gradients ? params.grads() : params.values();
@@ -311,7 +312,7 @@ void save_hf_model(const std::string& dir, const ModelConfig& config, const Para
       src = storage.back().data();
       std::swap(shape[0], shape[1]);
     }
-    tensors.push_back({hf.name, shape, src});
+    tensors.push_back({hf.name, shape, src, dtype});
   }
   write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
                     {{"format", "pt"}, {"producer", "trident"}});

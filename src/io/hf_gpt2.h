@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/model_config.h"
+#include "io/safetensors.h"
 #include "parameters/parameters.h"
 
 namespace trident::io {
@@ -24,8 +25,10 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
 
 // Writes config.json and model.safetensors (one-rank parameters, unpadded vocabulary).
 // Tensors named in `which` come from `source` (values or grads of params).
+// The tensors are stored in `dtype` (BF16 rounded to nearest even) and config.json's
+// torch_dtype says which.
 void save_hf_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
-                   bool gradients = false);
+                   bool gradients = false, StoredDtype dtype = StoredDtype::kF32);
 
 // The HF name of a trident parameter and whether its matrix is stored transposed there.
 struct HfName {

@@ -215,12 +215,20 @@ ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>
   if (j.contains("partial_rotary_factor") && j["partial_rotary_factor"] != 1.0)
     problems.push_back("\"partial_rotary_factor\" is " + j["partial_rotary_factor"].dump() +
                        ": LlamaForCausalLM rotates whole heads");
-  if (j.contains("head_dim") && !j["head_dim"].is_null() && c.hidden_size > 0 &&
-      c.num_attention_heads > 0 && j["head_dim"] != c.hidden_size / c.num_attention_heads)
-    problems.push_back("\"head_dim\" is " + j["head_dim"].dump() +
-                       ": trident's heads are hidden_size / num_attention_heads wide");
-  if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads)
-    problems.push_back("hidden_size must be divisible by num_attention_heads");
+  // HF's head_dim (Mistral-Nemo: 128 with hidden 5120 / 32 heads) is Megatron's
+  // --kv-channels; without it heads are hidden_size / num_attention_heads wide.
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    const nlohmann::json& d = j["head_dim"];
+    if (!d.is_number_integer() || d.get<long>() <= 0 || d.get<long>() > 65536)
+      problems.push_back("\"head_dim\" is " + d.dump() + ": must be a positive integer");
+    else if (c.num_attention_heads <= 0 || c.hidden_size <= 0 ||
+             d.get<long>() * c.num_attention_heads != c.hidden_size)
+      c.kv_channels = d.get<int>();
+  } else if (c.hidden_size > 0 && c.num_attention_heads > 0 &&
+             c.hidden_size % c.num_attention_heads) {
+    problems.push_back(
+        "hidden_size must be divisible by num_attention_heads (or \"head_dim\" given)");
+  }
   if (c.num_attention_heads > 0 && c.num_query_groups > 0 &&
       c.num_attention_heads % c.num_query_groups)
     problems.push_back("num_attention_heads must be divisible by num_key_value_heads");
@@ -251,8 +259,27 @@ void load_llama_weights(const std::string& dir, const ModelConfig& config, Param
   }
 }
 
+const char* hf_torch_dtype(StoredDtype dtype) {
+  return dtype == StoredDtype::kBF16 ? "bfloat16" : "float32";
+}
+
+StoredDtype hf_weights_dtype(const std::string& dir) {
+  LlamaFiles files(dir);
+  bool all_bf16 = true, any = false;
+  for (const std::string& n : files.names()) {
+    // Buffers older files keep (GPT-2's attention masks, Llama's inv_freq) are no weights.
+    if (n.ends_with(".attn.bias") || n.ends_with(".attn.masked_bias") ||
+        n.ends_with(".rotary_emb.inv_freq"))
+      continue;
+    const SafetensorsFile* f = files.file_of(n);
+    any = true;
+    all_bf16 = all_bf16 && f && f->find(n)->dtype == "BF16";
+  }
+  return any && all_bf16 ? StoredDtype::kBF16 : StoredDtype::kF32;
+}
+
 void save_llama_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
-                      bool gradients) {
+                      bool gradients, StoredDtype dtype) {
   fs::create_directories(dir);
   nlohmann::ordered_json cfg = {{"architectures", {"LlamaForCausalLM"}},
                                 {"model_type", "llama"},
@@ -262,6 +289,7 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
                                 {"intermediate_size", config.ffn()},
                                 {"num_attention_heads", config.num_attention_heads},
                                 {"num_key_value_heads", config.query_groups()},
+                                {"head_dim", config.head_dim()},
                                 {"max_position_embeddings", config.max_positions()},
                                 {"vocab_size", config.vocab_size},
                                 {"rms_norm_eps", config.layernorm_epsilon},
@@ -291,9 +319,10 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
     for (size_t k = 0; k < pieces.size(); ++k) {
       std::vector<long> shape = {piece_rows};
       if (spec.global_shape.size() == 2) shape.push_back(cols);
-      tensors.push_back({pieces[k], shape, base + spec.offset + k * piece_rows * cols});
+      tensors.push_back({pieces[k], shape, base + spec.offset + k * piece_rows * cols, dtype});
     }
   }
+  cfg["torch_dtype"] = hf_torch_dtype(dtype);
   write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
                     {{"format", "pt"}, {"producer", "trident"}});
   write_file_atomically((fs::path(dir) / "config.json").string(), cfg.dump(2) + "\n");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/model_config.h"
+#include "io/safetensors.h"
 #include "parameters/parameters.h"
 
 namespace trident::io {
@@ -22,8 +23,15 @@ ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>
 bool is_llama_model(const ModelConfig& c);
 
 void load_llama_weights(const std::string& dir, const ModelConfig& config, Parameters& params);
-// config.json + model.safetensors (one file), HF names, unpadded vocabulary.
+// config.json + model.safetensors (one file), HF names, unpadded vocabulary; the tensors and
+// config.json's torch_dtype in `dtype`.
 void save_llama_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
-                      bool gradients);
+                      bool gradients, StoredDtype dtype);
+
+// How an HF directory's weights are stored (model.safetensors or the shards of its index):
+// BF16 when every weight is, F32 otherwise (an F16 or mixed file is written back as F32).
+StoredDtype hf_weights_dtype(const std::string& dir);
+// config.json's torch_dtype of a dtype: "float32" or "bfloat16".
+const char* hf_torch_dtype(StoredDtype dtype);
 
 }  // namespace trident::io

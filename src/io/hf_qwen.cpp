@@ -46,18 +46,6 @@ void take_sliding_window(nlohmann::json& j, std::vector<std::string>& problems) 
     j.erase(key);
 }
 
-// Qwen3's head_dim, taken out of `j` (0: none given).
-int take_head_dim(nlohmann::json& j, std::vector<std::string>& problems) {
-  if (!j.contains("head_dim") || j["head_dim"].is_null()) return 0;
-  const nlohmann::json v = j["head_dim"];
-  j.erase("head_dim");
-  if (!v.is_number_integer() || v.get<long>() <= 0 || v.get<long>() > 65536) {
-    problems.push_back("\"head_dim\" is " + v.dump() + ": must be a positive integer");
-    return 0;
-  }
-  return v.get<int>();
-}
-
 }  // namespace
 
 bool is_qwen_config(const nlohmann::json& j) {
@@ -68,7 +56,6 @@ ModelConfig parse_qwen_config(const nlohmann::json& j, std::vector<std::string>&
   const bool qwen3 = is_qwen3_config(j);
   nlohmann::json rest = j;  // what the Llama reader checks: Qwen's own keys taken out
   take_sliding_window(rest, problems);
-  const int head_dim = qwen3 ? take_head_dim(rest, problems) : 0;
   if (qwen3 && rest.contains("attention_bias") && rest["attention_bias"] != false)
     problems.push_back("\"attention_bias\" is " + rest["attention_bias"].dump() +
                        ": trident's Qwen3 has no biases (Qwen3 would add them to o_proj too)");
@@ -80,23 +67,21 @@ ModelConfig parse_qwen_config(const nlohmann::json& j, std::vector<std::string>&
   ModelConfig c = parse_llama_config(rest, problems);
   c.add_qkv_bias = !qwen3;
   c.qk_layernorm = qwen3;
-  if (qwen3) c.kv_channels = head_dim > 0 ? head_dim : c.head_dim();
+  if (qwen3) c.kv_channels = c.head_dim();  // the Llama reader took config.json's head_dim
   return c;
 }
 
 bool is_qwen_model(const ModelConfig& c) {
-  return c.add_qkv_bias || c.qk_layernorm || c.kv_channels > 0;
+  return c.add_qkv_bias || c.qk_layernorm;  // a Llama or Mistral may have --kv-channels too
 }
 
 nlohmann::ordered_json qwen_config_json(const ModelConfig& c) {
-  const bool default_heads =
-      c.kv_channels == 0 || (long)c.kv_channels * c.num_attention_heads == c.hidden_size;
-  const bool qwen2 = c.add_qkv_bias && !c.qk_layernorm && default_heads;
+  const bool qwen2 = c.add_qkv_bias && !c.qk_layernorm;
   const bool qwen3 = c.qk_layernorm && !c.add_qkv_bias;
   if (!is_llama_model(c) || !c.disable_bias_linear || !(qwen2 || qwen3))
     throw std::invalid_argument(
         "HuggingFace export writes Qwen2 (--add-qkv-bias --disable-bias-linear) or Qwen3 "
-        "(--qk-layernorm --disable-bias-linear, any --kv-channels) on the Llama block (RMSNorm, "
+        "(--qk-layernorm --disable-bias-linear), any --kv-channels, on the Llama block (RMSNorm, "
         "rope with --rotary-percent 1, SwiGLU, --group-query-attention); this model's options "
         "match neither");
   nlohmann::ordered_json cfg = {
@@ -107,8 +92,9 @@ nlohmann::ordered_json qwen_config_json(const ModelConfig& c) {
       {"hidden_size", c.hidden_size},
       {"intermediate_size", c.ffn()},
       {"num_attention_heads", c.num_attention_heads},
-      {"num_key_value_heads", c.query_groups()}};
-  if (qwen3) cfg["head_dim"] = c.head_dim(), cfg["attention_bias"] = false;
+      {"num_key_value_heads", c.query_groups()},
+      {"head_dim", c.head_dim()}};
+  if (qwen3) cfg["attention_bias"] = false;
   cfg.update(nlohmann::ordered_json{{"max_position_embeddings", c.max_positions()},
                                     {"vocab_size", c.vocab_size},
                                     {"rms_norm_eps", c.layernorm_epsilon},

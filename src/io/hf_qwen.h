@@ -18,7 +18,8 @@ namespace trident::io {
 bool is_qwen_config(const nlohmann::json& j);
 // Reads the shape and options; every problem goes to `problems`, one line each.
 ModelConfig parse_qwen_config(const nlohmann::json& j, std::vector<std::string>& problems);
-// A model with one of Qwen's options (q/k/v-only biases, q/k norms, explicit head width).
+// A model with one of Qwen's options (q/k/v-only biases, q/k norms); an explicit head width
+// alone is Llama's or Mistral's head_dim.
 bool is_qwen_model(const ModelConfig& c);
 // config.json of a Qwen model (Qwen2 or Qwen3 by its options); throws std::invalid_argument
 // naming the options when they match neither.

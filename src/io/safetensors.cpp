@@ -13,6 +13,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kernels/low_precision.h"
+
 namespace trident::io {
 
 namespace {
@@ -206,6 +208,44 @@ void SafetensorsFile::copy_float(const TensorEntry& t, float* dst) const {
   }
 }
 
+const char* safetensors_dtype_name(StoredDtype d) {
+  return d == StoredDtype::kBF16 ? "BF16" : "F32";
+}
+
+namespace {
+
+long element_count(const std::vector<long>& shape) {
+  long n = 1;
+  for (long d : shape) n *= d;
+  return n;
+}
+
+long element_bytes(StoredDtype d) {
+  return d == StoredDtype::kBF16 ? 2 : 4;
+}
+
+// A tensor's bytes as stored: F32 as they are, BF16 rounded in blocks (no copy of the
+// whole tensor).
+void put_tensor(const TensorToWrite& t, const std::function<void(const char*, size_t)>& put) {
+  const long n = element_count(t.shape);
+  if (t.dtype == StoredDtype::kF32) {
+    put(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
+    return;
+  }
+  constexpr long kBlock = 1 << 16;
+  std::vector<std::uint8_t> block((size_t)std::min(n, kBlock) * 2);
+  for (long i = 0; i < n; i += kBlock) {
+    const long m = std::min(kBlock, n - i);
+    for (long k = 0; k < m; ++k) {  // little-endian, as the format stores every dtype
+      const kernels::bf16_t b = kernels::bf16_from_float(t.data[i + k]);
+      block[2 * k] = (std::uint8_t)(b & 0xff), block[2 * k + 1] = (std::uint8_t)(b >> 8);
+    }
+    put(reinterpret_cast<const char*>(block.data()), (size_t)m * 2);
+  }
+}
+
+}  // namespace
+
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata,
                          const std::function<void(const char*, size_t)>& observe) {
@@ -213,11 +253,11 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
-    long n = 1;
-    for (long d : t.shape) n *= d;
-    header[t.name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
-    offset += (std::uint64_t)n * 4;
+    const std::uint64_t bytes = (std::uint64_t)element_count(t.shape) * element_bytes(t.dtype);
+    header[t.name] = {{"dtype", safetensors_dtype_name(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
@@ -232,11 +272,7 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
     file.write(data, size);
   };
   put(head.data(), head.size());
-  for (const TensorToWrite& t : tensors) {
-    long n = 1;
-    for (long d : t.shape) n *= d;
-    put(reinterpret_cast<const char*>(t.data), (size_t)n * 4);
-  }
+  for (const TensorToWrite& t : tensors) put_tensor(t, put);
   file.commit();
   return head.size() + offset;
 }

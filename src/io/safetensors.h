@@ -52,15 +52,21 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+// How a tensor is stored: F32 as it is, or BF16 rounded to nearest even (HF's bfloat16
+// checkpoints; the values of a BF16 file read as float come back to the same bits).
+enum class StoredDtype { kF32, kBF16 };
+const char* safetensors_dtype_name(StoredDtype d);  // "F32" / "BF16"
+
 struct TensorToWrite {
   std::string name;
   std::vector<long> shape;
   const float* data;
+  StoredDtype dtype = StoredDtype::kF32;
 };
 
-// Writes F32 tensors to path + ".tmp", fsyncs, renames over path and fsyncs the directory (so
-// the rename itself survives a power loss). Returns the file's
-// size; `observe` (optional) sees every byte in order as it is written (e.g. to checksum).
+// Writes the tensors (F32, or BF16 where they say so) to path + ".tmp", fsyncs, renames over path
+// and fsyncs the directory (so the rename itself survives a power loss). Returns the file's size;
+// `observe` (optional) sees every byte in order as it is written (e.g. to checksum).
 size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata = {},
                          const std::function<void(const char*, size_t)>& observe = {});

@@ -1,8 +1,9 @@
 #include "kernels/head_rmsnorm.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
+
+#include "kernels/rmsnorm.h"
 
 namespace trident::kernels {
 
@@ -16,19 +17,13 @@ void head_rmsnorm_forward(const float* x, float* y, const HeadRows& s, const flo
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < s.rows; ++r)
     for (int h = 0; h < s.heads; ++h) {
-      const float* xh = x + r * s.stride + (long)h * d;
-      float* yh = y + r * s.stride + (long)h * d;
-      float squares = 0.f;
-#pragma omp simd reduction(+ : squares)
-      for (int c = 0; c < d; ++c) squares += xh[c] * xh[c];
-      const float rs = 1.f / std::sqrt(squares / d + eps);
-#pragma omp simd
-      for (int c = 0; c < d; ++c) yh[c] = xh[c] * rs * weight[c];
+      const long at = r * s.stride + (long)h * d;
+      const float rs = rmsnorm_row_forward(x + at, weight, y + at, d, eps);
       if (rstd) rstd[r * s.heads + h] = rs;
     }
 }
 
-// With xhat = x * rstd and g = dy * weight: dx = rstd * (g - xhat * mean(g * xhat)).
+// In place: the row function reads each dL/dy before it writes dL/dx there.
 void head_rmsnorm_backward(float* d, const float* x, const HeadRows& s, const float* weight,
                            const float* rstd, float* dweight) {
   const int hd = s.head_dim;
@@ -41,18 +36,8 @@ void head_rmsnorm_backward(float* d, const float* x, const HeadRows& s, const fl
     for (long r = ch * kRowChunk; r < end; ++r)
       for (int h = 0; h < s.heads; ++h) {
         float* dh = d + r * s.stride + (long)h * hd;
-        const float* xh = x + r * s.stride + (long)h * hd;
-        const float rs = rstd[r * s.heads + h];
-        float sum_g_xhat = 0.f;
-#pragma omp simd reduction(+ : sum_g_xhat)
-        for (int c = 0; c < hd; ++c) {
-          const float xhat = xh[c] * rs;
-          sum_g_xhat += dh[c] * weight[c] * xhat;
-          pw[c] += dh[c] * xhat;
-        }
-        const float mean_g_xhat = sum_g_xhat / hd;
-#pragma omp simd
-        for (int c = 0; c < hd; ++c) dh[c] = rs * (dh[c] * weight[c] - xh[c] * rs * mean_g_xhat);
+        rmsnorm_row_backward(dh, x + r * s.stride + (long)h * hd, weight, rstd[r * s.heads + h], dh,
+                             pw, hd, false);
       }
   }
   for (long ch = 0; ch < chunks; ++ch)

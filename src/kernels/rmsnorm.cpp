@@ -1,7 +1,6 @@
 #include "kernels/rmsnorm.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 namespace trident::kernels {
@@ -13,17 +12,8 @@ template <typename Out>
 void rmsnorm_forward_into(const float* x, const float* weight, Out* y, float* rstd, int rows,
                           int cols, float eps) {
 #pragma omp parallel for schedule(static)
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + (long)r * cols;
-    Out* yr = y + (long)r * cols;
-    float squares = 0.f;
-#pragma omp simd reduction(+ : squares)
-    for (int c = 0; c < cols; ++c) squares += xr[c] * xr[c];
-    const float rs = 1.f / std::sqrt(squares / cols + eps);
-#pragma omp simd
-    for (int c = 0; c < cols; ++c) store_as(yr + c, xr[c] * rs * weight[c]);
-    rstd[r] = rs;
-  }
+  for (int r = 0; r < rows; ++r)
+    rstd[r] = rmsnorm_row_forward(x + (long)r * cols, weight, y + (long)r * cols, cols, eps);
 }
 }  // namespace
 
@@ -40,8 +30,6 @@ void rmsnorm_forward(const float* x, const float* weight, const GemmOperandBuffe
     rmsnorm_forward_into(x, weight, y.fp32, rstd, rows, cols, eps);
 }
 
-// With xhat = x * rstd and g = dy * weight: dx = rstd * (g - xhat * mean(g * xhat)), the
-// LayerNorm gradient without its mean terms.
 void rmsnorm_backward(const float* dy, const float* x, const float* weight, const float* rstd,
                       float* dx, float* dweight, int rows, int cols, bool accumulate_dx) {
   const int chunks = (rows + kRowChunk - 1) / kRowChunk;
@@ -50,25 +38,9 @@ void rmsnorm_backward(const float* dy, const float* x, const float* weight, cons
   for (int ch = 0; ch < chunks; ++ch) {
     float* pw = partial.data() + (size_t)ch * cols;
     const int end = std::min(rows, (ch + 1) * kRowChunk);
-    for (int r = ch * kRowChunk; r < end; ++r) {
-      const float* dyr = dy + (long)r * cols;
-      const float* xr = x + (long)r * cols;
-      float* dxr = dx + (long)r * cols;
-      const float rs = rstd[r];
-      float sum_g_xhat = 0.f;
-#pragma omp simd reduction(+ : sum_g_xhat)
-      for (int c = 0; c < cols; ++c) {
-        const float xhat = xr[c] * rs;
-        sum_g_xhat += dyr[c] * weight[c] * xhat;
-        pw[c] += dyr[c] * xhat;
-      }
-      const float mean_g_xhat = sum_g_xhat / cols;
-#pragma omp simd
-      for (int c = 0; c < cols; ++c) {
-        const float v = rs * (dyr[c] * weight[c] - xr[c] * rs * mean_g_xhat);
-        dxr[c] = accumulate_dx ? dxr[c] + v : v;
-      }
-    }
+    for (int r = ch * kRowChunk; r < end; ++r)
+      rmsnorm_row_backward(dy + (long)r * cols, x + (long)r * cols, weight, rstd[r],
+                           dx + (long)r * cols, pw, cols, accumulate_dx);
   }
   for (int ch = 0; ch < chunks; ++ch) {
     const float* pw = partial.data() + (size_t)ch * cols;

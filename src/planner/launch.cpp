@@ -1,8 +1,23 @@
 #include "planner/launch.h"
 
+#include <charconv>
+
 namespace trident::planner {
 
 namespace {
+
+// The shortest text that reads back as the same float (std::to_string keeps 6 decimals:
+// a rope factor of 1e-7 or 0.123456789 would not survive).
+std::string exact(float value) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  return std::string(buffer, end);
+}
+
+void add(std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
+  argv.push_back(flag);
+  argv.push_back(value);
+}
 
 void add(std::vector<std::string>& argv, const std::string& flag, long value) {
   argv.push_back(flag);
@@ -31,6 +46,26 @@ void add_layout_flags(std::vector<std::string>& argv, const Layout& l, const Wor
   }
 }
 
+// Megatron's --use-rope-scaling is Llama 3.1's scaling with its factors 1 / 4 / 8192; other
+// factors (a model read from HF) get their own flags, and HF's linear type is Megatron's
+// --rotary-seq-len-interpolation-factor.
+void add_rope_scaling_flags(std::vector<std::string>& argv, const ModelConfig& m) {
+  if (!m.use_rope_scaling) return;
+  if (m.rope_scaling_type == "linear") {
+    add(argv, "--rotary-seq-len-interpolation-factor", exact(m.rope_scaling_factor));
+    return;
+  }
+  argv.push_back("--use-rope-scaling");
+  add(argv, "--rope-scaling-factor", exact(m.rope_scaling_factor));
+  if (m.rope_low_freq_factor != 1.f)
+    add(argv, "--rope-scaling-low-freq-factor", exact(m.rope_low_freq_factor));
+  if (m.rope_high_freq_factor != 4.f)
+    add(argv, "--rope-scaling-high-freq-factor", exact(m.rope_high_freq_factor));
+  if (m.rope_original_max_positions != 8192)
+    add(argv, "--rope-scaling-original-max-position-embeddings",
+        (long)m.rope_original_max_positions);
+}
+
 void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   const ModelConfig& m = w.model;
   add(argv, "--num-layers", m.num_layers);
@@ -42,12 +77,14 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
     add(argv, "--max-position-embeddings", m.max_position_embeddings);
   add(argv, "--vocab-size", m.vocab_size);
   add(argv, "--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by);
+  if (m.layernorm_epsilon != ModelConfig().layernorm_epsilon)
+    add(argv, "--norm-epsilon", exact(m.layernorm_epsilon));
   // The Llama options, only where they differ from GPT-2's block.
   if (m.rms_norm()) argv.insert(argv.end(), {"--normalization", m.normalization});
   if (m.rope()) {
     argv.insert(argv.end(), {"--position-embedding-type", m.position_embedding_type});
-    argv.insert(argv.end(), {"--rotary-base", std::to_string(m.rotary_base)});
-    argv.insert(argv.end(), {"--rotary-percent", std::to_string(m.rotary_percent)});
+    add(argv, "--rotary-base", exact(m.rotary_base));
+    add(argv, "--rotary-percent", exact(m.rotary_percent));
   }
   if (m.swiglu) argv.push_back("--swiglu");
   if (m.group_query_attention) {
@@ -59,13 +96,8 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   if (m.add_qkv_bias) argv.push_back("--add-qkv-bias");
   if (m.qk_layernorm) argv.push_back("--qk-layernorm");
   if (m.kv_channels > 0) add(argv, "--kv-channels", m.kv_channels);
-  // Megatron's flag is Llama 3.1's scaling with its factors 1 / 4 / 8192; HF's linear type and
-  // other factors have no flag (a --load-hf run reads them from config.json).
-  if (m.use_rope_scaling && m.rope_scaling_type == "llama3") {
-    argv.push_back("--use-rope-scaling");
-    argv.insert(argv.end(), {"--rope-scaling-factor", std::to_string(m.rope_scaling_factor)});
-  }
-  if (m.window_size > 0) add(argv, "--window-size", m.window_size);
+  add_rope_scaling_flags(argv, m);
+  if (m.window_size > 0) add(argv, "--window-size", (long)m.window_size);
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

@@ -6,6 +6,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "io/hf_gpt2.h"
+#include "io/hf_llama.h"
 #include "io/hf_tokenizer.h"
 #include "train/run_record.h"
 #include "train/training_run.h"
@@ -73,12 +74,24 @@ void save_checkpoint(TrainingRun& run, long iteration) {
                    run.log, {c.keep_checkpoints, fault});
 }
 
+namespace {
+// --save-hf-dtype, else BF16 for a bf16 run or one that started from a BF16 directory (the
+// fp32 master weights rounded to nearest even), else F32.
+io::StoredDtype export_dtype(const TrainingConfig& c) {
+  if (!c.save_hf_dtype.empty())
+    return c.save_hf_dtype == "bf16" ? io::StoredDtype::kBF16 : io::StoredDtype::kF32;
+  const bool bf16_source =
+      !c.load_hf.empty() && io::hf_weights_dtype(c.load_hf) == io::StoredDtype::kBF16;
+  return c.bf16 || bf16_source ? io::StoredDtype::kBF16 : io::StoredDtype::kF32;
+}
+}  // namespace
+
 void export_hf_model(TrainingRun& run) {
   const TrainingConfig& c = run.config;
   Parameters whole = engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
                                                *run.rank.groups->pipeline);
   if (run.rank.world_rank == 0) {
-    io::save_hf_model(c.save_hf, c.model, whole);
+    io::save_hf_model(c.save_hf, c.model, whole, false, export_dtype(c));
     // GPT-2's tokenizer goes with it, or a HuggingFace tokenizer.json; HF's GPT-2 directory
     // has no place for a SentencePiece one.
     if (c.tokenizer.given() && c.tokenizer.huggingface())

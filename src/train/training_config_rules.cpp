@@ -108,6 +108,8 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   const auto require = requirer(errors);
   require(c.save_interval >= 0, "--save-interval must be >= 0");
   require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(c.save_hf_dtype.empty() || c.save_hf_dtype == "bf16" || c.save_hf_dtype == "fp32",
+          "--save-hf-dtype must be bf16 or fp32 (got '" + c.save_hf_dtype + "')");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
   // A restart of a run that began from --load-hf resumes its own checkpoint instead.
   require(c.load.empty() || c.load_hf.empty() || c.load_defaulted_to_save,

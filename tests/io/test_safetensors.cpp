@@ -142,6 +142,29 @@ TEST(Safetensors, WriterOutputIsReadableAndAtomic) {
   EXPECT_EQ(len % 8, 0u);
 }
 
+// BF16 tensors are the upper halves of the floats, rounded to nearest even: 1 + 2^-8 lies
+// halfway between 1 (0x3F80, even) and 1 + 2^-7 (0x3F81) and goes down; 1 + 3 x 2^-8 lies
+// halfway between 0x3F81 and 0x3F82 (even) and goes up; -2 is 0xC000 exactly. Little-endian
+// in the file, as the format stores every dtype; read back as the values the bits hold.
+TEST(Safetensors, WritesBfloat16RoundedToNearestEven) {
+  std::string path = temp_path("bf16.safetensors");
+  const std::vector<float> a = {1.f + 0x1p-8f, 1.f + 3 * 0x1p-8f, -2.f}, b = {0.5f};
+  write_safetensors(path, {{"a", {3}, a.data(), StoredDtype::kBF16}, {"b", {1}, b.data()}});
+  SafetensorsFile f(path);
+  EXPECT_EQ(f.find("a")->dtype, "BF16");
+  EXPECT_EQ(f.find("b")->dtype, "F32");
+  EXPECT_EQ(f.find("a")->end - f.find("a")->begin, 6u);
+  EXPECT_EQ(f.read_float(*f.find("a")), (std::vector<float>{1.f, 1.f + 0x1p-6f, -2.f}));
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unsigned long long len = 0;
+  std::memcpy(&len, bytes.data(), 8);
+  const unsigned char* data =
+      reinterpret_cast<const unsigned char*>(bytes.data()) + 8 + len + f.find("a")->begin;
+  EXPECT_EQ(std::vector<int>(data, data + 6),
+            (std::vector<int>{0x80, 0x3F, 0x82, 0x3F, 0x00, 0xC0}));
+}
+
 TEST(HfConfig, RejectsBadConfigs) {
   fs::path dir = temp_path("bad_hf");
   fs::create_directories(dir);

@@ -63,6 +63,63 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
   }
 }
 
+// The architecture options of today's open models (as --load-hf reads them from config.json)
+// come back from the launch line: llama3 scaling with other factors, linear scaling, a window,
+// an explicit head width, Qwen's options and epsilon.
+TEST(PlannerLaunch, TrainReadsBackTheSameModel) {
+  Workload llama3 = workload();
+  ModelConfig& m = llama3.model;
+  m.normalization = "RMSNorm", m.position_embedding_type = "rope", m.swiglu = true;
+  m.group_query_attention = true, m.num_query_groups = 2, m.ffn_hidden_size = 640;
+  m.untie_embeddings_and_output_weights = true, m.disable_bias_linear = true;
+  m.rotary_base = 500000.f, m.layernorm_epsilon = 1e-6f, m.kv_channels = 48;
+  m.use_rope_scaling = true, m.rope_scaling_type = "llama3", m.rope_scaling_factor = 32.f;
+  m.rope_low_freq_factor = 0.5f, m.rope_high_freq_factor = 3.25f;
+  m.rope_original_max_positions = 4096;
+  Workload linear = llama3;
+  linear.model.rope_scaling_type = "linear", linear.model.rope_scaling_factor = 2.5f;
+  linear.model.window_size = 21, linear.model.add_qkv_bias = true;
+  Workload qwen3 = llama3;
+  qwen3.model.use_rope_scaling = false, qwen3.model.qk_layernorm = true;
+  qwen3.model.rotary_base = 1e6f, qwen3.model.rope_scaling_factor = 8.f;
+  qwen3.model.rope_low_freq_factor = 1.f, qwen3.model.rope_high_freq_factor = 4.f;
+  qwen3.model.rope_original_max_positions = 8192;
+  for (const Workload& w : {llama3, linear, qwen3}) {
+    const Layout l{2, 1, 1, 1, 1, Recompute::kNone, false};
+    const std::vector<std::string> argv = launch_command(l, w, {"trident", {"--mock-data"}});
+    std::vector<std::string> args(argv.begin() + 5, argv.end());
+    train::TrainingConfig config;
+    config.world_size = 2;
+    int code = -1;
+    ASSERT_TRUE(cli::parse_train_args(args, &config, &code)) << shell_line(argv);
+    const ModelConfig& want = w.model;
+    const ModelConfig& got = config.model;
+    SCOPED_TRACE(shell_line(argv));
+    EXPECT_EQ(got.normalization, want.normalization);
+    EXPECT_EQ(got.position_embedding_type, want.position_embedding_type);
+    EXPECT_EQ(got.rotary_base, want.rotary_base);
+    EXPECT_EQ(got.rotary_percent, want.rotary_percent);
+    EXPECT_EQ(got.layernorm_epsilon, want.layernorm_epsilon);
+    EXPECT_EQ(got.swiglu, want.swiglu);
+    EXPECT_EQ(got.ffn(), want.ffn());
+    EXPECT_EQ(got.query_groups(), want.query_groups());
+    EXPECT_EQ(got.tied_output(), want.tied_output());
+    EXPECT_EQ(got.disable_bias_linear, want.disable_bias_linear);
+    EXPECT_EQ(got.add_qkv_bias, want.add_qkv_bias);
+    EXPECT_EQ(got.qk_layernorm, want.qk_layernorm);
+    EXPECT_EQ(got.head_dim(), want.head_dim());
+    EXPECT_EQ(got.use_rope_scaling, want.use_rope_scaling);
+    EXPECT_EQ(got.rope_scaling_type, want.rope_scaling_type);
+    EXPECT_EQ(got.rope_scaling_factor, want.rope_scaling_factor);
+    if (want.use_rope_scaling && want.rope_scaling_type == "llama3") {  // linear has none
+      EXPECT_EQ(got.rope_low_freq_factor, want.rope_low_freq_factor);
+      EXPECT_EQ(got.rope_high_freq_factor, want.rope_high_freq_factor);
+      EXPECT_EQ(got.rope_original_max_positions, want.rope_original_max_positions);
+    }
+    EXPECT_EQ(got.window_size, want.window_size);
+  }
+}
+
 TEST(PlannerLaunch, ShellLineQuotesWhatNeedsIt) {
   EXPECT_EQ(shell_line({"a", "b c", "it's", "--x=1"}), "a 'b c' 'it'\\''s' --x=1");
 }

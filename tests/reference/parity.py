@@ -41,7 +41,12 @@ def read_safetensors(path):
     for name, e in header.items():
         if name != "__metadata__":
             b, t = e["data_offsets"]
-            out[name] = np.frombuffer(raw[8 + n + b:8 + n + t], dtype="<f4").reshape(e["shape"])
+            data = raw[8 + n + b:8 + n + t]
+            if e["dtype"] == "BF16":  # the upper halves of float32s: exact as float32
+                values = (np.frombuffer(data, dtype="<u2").astype("<u4") << 16).view("<f4")
+            else:
+                values = np.frombuffer(data, dtype="<f4")
+            out[name] = values.reshape(e["shape"])
     return out
 
 
@@ -79,7 +84,9 @@ def train(trident, args, ranks, workdir, tag, launcher=("mpirun", "--oversubscri
     returns (metrics rows, weights). logs, a list, gets the run's standard output."""
     metrics = os.path.join(workdir, f"{tag}.jsonl")
     model = os.path.join(workdir, f"{tag}_model")
-    cmd = [trident, "train"] + args + ["--metrics-file", metrics, "--save-hf", model]
+    # fp32 even for bf16 runs: the layouts' fp32 master weights are what parity compares.
+    cmd = [trident, "train"] + args + ["--metrics-file", metrics, "--save-hf", model,
+                                       "--save-hf-dtype", "fp32"]
     if ranks > 1:
         cmd = list(launcher) + ["-np", str(ranks)] + cmd + ["--threads", "1"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""trident's Qwen2 and Qwen3 against an independent Qwen written here in PyTorch (float64)
-from HF's published Qwen2ForCausalLM / Qwen3ForCausalLM definitions, on HF-layout weights.
+"""trident's Qwen2 and Qwen3 against the independent float64 PyTorch model of
+llama_family_reference.py (from HF's published Qwen2ForCausalLM / Qwen3ForCausalLM
+definitions), on HF-layout weights.
 
 Qwen2 is the Llama block with biases on q_proj, k_proj and v_proj only; Qwen3 has no biases,
 an RMSNorm over each query and key head (weights of head_dim, shared by the heads) applied
@@ -15,7 +16,6 @@ exit code 2.
 Usage: qwen_reference_test.py /path/to/trident /path/to/source
 """
 import json
-import math
 import os
 import subprocess
 import sys
@@ -23,12 +23,13 @@ import tempfile
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_reference_test import write_model  # noqa: E402
+from llama_family_reference import (convert_round_trip, draw_weights,  # noqa: E402
+                                    eval_against_reference, greedy, is_qwen3,
+                                    read_safetensors_raw, same_tensor_bytes, score_against_torch,
+                                    serve_greedy, write_model)
 from parity import MPI_ENV, Checks, read_safetensors  # noqa: E402
-from serve_client import Server  # noqa: E402
 
 QWEN2 = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_act="silu",
              num_hidden_layers=2, hidden_size=32, intermediate_size=48, num_attention_heads=4,
@@ -40,197 +41,27 @@ QWEN3 = dict(QWEN2, architectures=["Qwen3ForCausalLM"], model_type="qwen3", head
              attention_bias=False, sliding_window=None, tie_word_embeddings=False)
 
 
-def is_qwen3(c):
-    return c["model_type"] == "qwen3"
-
-
-def head_dim(c):
-    return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-
-
-def hf_shapes(c):
-    h, f, v, d = c["hidden_size"], c["intermediate_size"], c["vocab_size"], head_dim(c)
-    q, kv = c["num_attention_heads"] * d, c["num_key_value_heads"] * d
-    shapes = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,)}
-    if not c["tie_word_embeddings"]:
-        shapes["lm_head.weight"] = (v, h)
-    for i in range(c["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        shapes.update({p + "self_attn.q_proj.weight": (q, h), p + "self_attn.k_proj.weight": (kv, h),
-                       p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.o_proj.weight": (h, q),
-                       p + "mlp.gate_proj.weight": (f, h), p + "mlp.up_proj.weight": (f, h),
-                       p + "mlp.down_proj.weight": (h, f), p + "input_layernorm.weight": (h,),
-                       p + "post_attention_layernorm.weight": (h,)})
-        if is_qwen3(c):
-            shapes[p + "self_attn.q_norm.weight"] = (d,)
-            shapes[p + "self_attn.k_norm.weight"] = (d,)
-        else:
-            shapes.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
-                           p + "self_attn.v_proj.bias": (kv,)})
-    return shapes
-
-
-def rms_norm(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def attention(w, c, p, a, cos, sin):
-    """Qwen2Attention / Qwen3Attention on one sequence a [s, h]."""
-    s, nh, g, d, eps = a.shape[0], c["num_attention_heads"], c["num_key_value_heads"], head_dim(c), c["rms_norm_eps"]
-
-    def proj(name):
-        y = a @ w[p + name + ".weight"].T
-        return y + w[p + name + ".bias"] if p + name + ".bias" in w else y
-
-    q = proj("self_attn.q_proj").view(s, nh, d)
-    k = proj("self_attn.k_proj").view(s, g, d)
-    v = proj("self_attn.v_proj").view(s, g, d).transpose(0, 1)
-    if is_qwen3(c):  # per-head RMSNorm over head_dim, before RoPE
-        q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
-        k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
-    q, k = q.transpose(0, 1), k.transpose(0, 1)
-    q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-    k, v = k.repeat_interleave(nh // g, 0), v.repeat_interleave(nh // g, 0)
-    att = (q @ k.transpose(-1, -2)) / math.sqrt(d)
-    att = att.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), float("-inf"))
-    y = (att.softmax(-1) @ v).transpose(0, 1).reshape(s, nh * d)
-    return y @ w[p + "self_attn.o_proj.weight"].T
-
-
-def logits(w, c, ids):
-    """Full recomputation of one sequence's logits [s, vocab]."""
-    d, eps, s = head_dim(c), c["rms_norm_eps"], len(ids)
-    inv_freq = 1.0 / (c["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
-    angles = torch.outer(torch.arange(s, dtype=torch.float64), inv_freq)
-    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
-    x = w["model.embed_tokens.weight"][torch.tensor(ids)]
-    for i in range(c["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        x = x + attention(w, c, p, rms_norm(x, w[p + "input_layernorm.weight"], eps), cos, sin)
-        m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        m = F.silu(m @ w[p + "mlp.gate_proj.weight"].T) * (m @ w[p + "mlp.up_proj.weight"].T)
-        x = x + m @ w[p + "mlp.down_proj.weight"].T
-    x = rms_norm(x, w["model.norm.weight"], eps)
-    head = w["model.embed_tokens.weight" if c["tie_word_embeddings"] else "lm_head.weight"]
-    return x @ head.T
-
-
-def qwen_loss(w, c, sequences):
-    """Sum of next-token losses over windows of max_position_embeddings + 1 tokens."""
-    window, total, count = c["max_position_embeddings"], 0.0, 0
-    for seq in sequences:
-        for start in range(0, len(seq) - 1, window):
-            chunk = seq[start:start + window + 1]
-            total = total + F.cross_entropy(logits(w, c, chunk[:-1]), torch.tensor(chunk[1:]),
-                                            reduction="sum")
-            count += len(chunk) - 1
-    return total, count
-
-
-def to_bf16(a):
-    """The bf16 bits of float32 values (round to nearest even) and the values they hold."""
-    bits = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
-    return rounded, (rounded.astype("<u4") << 16).view("<f4")
-
-
-def write_safetensors_bf16(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        data = to_bf16(array)[0].tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(np.shape(array)),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
-
-
-def draw_weights(config, rng, bf16=False):
-    weights = {}
-    for name, shape in hf_shapes(config).items():
-        norm = name.endswith("norm.weight")
-        w = (1.0 + 0.1 * rng.standard_normal(shape)) if norm else 0.2 * rng.standard_normal(shape)
-        w = w.astype(np.float32)
-        weights[name] = to_bf16(w)[1].reshape(shape) if bf16 else w
-    return weights
-
-
 def make_model(tmp, tag, config, rng, shards=1, bf16=False):
+    """An HF directory of random weights (F32 files say torch_dtype float32)."""
     weights = draw_weights(config, rng, bf16)
     model = os.path.join(tmp, tag)
-    if bf16:
-        os.makedirs(model)
-        with open(os.path.join(model, "config.json"), "w") as f:
-            json.dump(config, f)
-        write_safetensors_bf16(os.path.join(model, "model.safetensors"), weights)
-    else:
-        write_model(model, dict(config, torch_dtype="float32"), weights, shards)
+    write_model(model, config if bf16 else dict(config, torch_dtype="float32"), weights, shards,
+                bf16)
     return model, weights
 
 
 def against_torch(check, trident, tmp, tag, config, rng, shards=1, bf16=False):
-    model, weights = make_model(tmp, tag, config, rng, shards, bf16)
-    sequences = [[int(t) for t in rng.integers(0, config["vocab_size"], n)] for n in (13, 25, 40)]
-    tokens = os.path.join(tmp, tag + "_tokens.json")
-    with open(tokens, "w") as f:
-        json.dump(sequences, f)
-    grads_dir = os.path.join(tmp, tag + "_grads")
-    out = subprocess.run([trident, "score", "--model", model, "--tokens", tokens, "--save-grads",
-                          grads_dir], capture_output=True, text=True)
-    if out.returncode != 0:
-        check(False, f"{tag}: trident score ran\n{out.stdout}{out.stderr}")
-        return None
-    result = json.loads(out.stdout)
-    grads = read_safetensors(os.path.join(grads_dir, "model.safetensors"))
-    w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in weights.items()}
-    total, count = qwen_loss(w, config, sequences)
-    loss = total / count
-    loss.backward()
-    rel = abs(result["loss"] - loss.item()) / loss.item()
-    check(result["tokens"] == count and rel < 1e-5,
-          f"{tag}: loss trident {result['loss']:.8f} torch {loss.item():.8f} (rel {rel:.1e})")
-    worst, bad = 0.0, []
-    for name, t in w.items():
-        ref, got = t.grad.numpy(), grads.get(name)
-        if got is None or got.shape != ref.shape:
-            bad.append(f"{name}: {None if got is None else got.shape} vs {ref.shape}")
-            continue
-        err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-3)
-        worst = max(worst, err)
-        if err > 1e-5:
-            bad.append(f"{name}: gradient differs by {err:.1e}")
-    check(not bad and len(grads) == len(w),
-          f"{tag}: {len(w)} gradients, worst relative error {worst:.1e} {bad[:3]}")
-    return model, weights
+    if not bf16:
+        config = dict(config, torch_dtype="float32")
+    return score_against_torch(check, trident, tmp, tag, config, rng, shards=shards, bf16=bf16)
 
 
 def round_trip(check, trident, tmp, tag, model):
     """HF -> trident checkpoint -> HF: the same tensors (bit for bit, as float32) and the
     same architecture in config.json."""
-    ckpt, back = os.path.join(tmp, tag + "_ckpt"), os.path.join(tmp, tag + "_back")
-    a = subprocess.run([trident, "convert", "--load-hf", model, "--save", ckpt],
-                       capture_output=True, text=True)
-    b = subprocess.run([trident, "convert", "--load", ckpt, "--save-hf", back],
-                       capture_output=True, text=True)
-    ok = a.returncode == 0 and b.returncode == 0
-    original, exported = {}, {}
-    if ok:
-        exported = read_safetensors(os.path.join(back, "model.safetensors"))
-        for f in os.listdir(model):
-            if f.endswith(".safetensors"):
-                original.update(read_safetensors(os.path.join(model, f)))
-        ok = exported.keys() == original.keys() and all(
-            exported[n].tobytes() == original[n].tobytes() for n in original)
-    check(ok, f"{tag}: HF -> trident checkpoint -> HF: {len(original)} tensors identical "
-              f"{a.stderr[-400:]}{b.stderr[-400:]}")
+    back, errors = convert_round_trip(trident, tmp, tag, model)
+    ok, n = same_tensor_bytes(model, back) if back else (False, 0)
+    check(ok, f"{tag}: HF -> trident checkpoint -> HF: {n} tensors identical {errors}")
     if not ok:
         return
     before = json.load(open(os.path.join(model, "config.json")))
@@ -247,15 +78,31 @@ def round_trip(check, trident, tmp, tag, model):
 
 
 def read_back_bf16(check, trident, tmp, model, weights):
-    """A BF16 file's values come back exactly (exported as float32)."""
-    ckpt, back = os.path.join(tmp, "bf16_ckpt"), os.path.join(tmp, "bf16_back")
-    a = subprocess.run([trident, "convert", "--load-hf", model, "--save", ckpt], capture_output=True)
-    b = subprocess.run([trident, "convert", "--load", ckpt, "--save-hf", back], capture_output=True)
-    ok = a.returncode == 0 and b.returncode == 0
+    """A BF16 file comes back byte for byte (BF16, torch_dtype bfloat16); exported as F32
+    (--save-hf-dtype fp32), its values come back exactly."""
+    back, errors = convert_round_trip(trident, tmp, "bf16", model)
+    ok, n = same_tensor_bytes(model, back) if back else (False, 0)
+    dtype = json.load(open(os.path.join(back, "config.json"))).get("torch_dtype") if back else None
+    check(ok and dtype == "bfloat16",
+          f"BF16 safetensors: HF -> checkpoint -> HF gives the same bytes of {n} BF16 tensors, "
+          f"torch_dtype {dtype} {errors}")
+    # train --load-hf of a BF16 directory saves BF16 too: with --lr 0 the very same bytes.
+    trained = os.path.join(tmp, "bf16_trained")
+    out = subprocess.run([trident, "train", "--load-hf", model, "--mock-data", "--lr", "0",
+                          "--train-iters", "1", "--global-batch-size", "1", "--micro-batch-size",
+                          "1", "--seq-length", "16", "--eval-iters", "0", "--save-hf", trained],
+                         capture_output=True, text=True)
+    ok, n = same_tensor_bytes(model, trained) if out.returncode == 0 else (False, 0)
+    check(ok, f"train --load-hf BF16 --lr 0 --save-hf: the same bytes of {n} BF16 tensors "
+              f"{out.stderr[-300:]}")
+    back, errors = convert_round_trip(trident, tmp, "bf16_as_f32", model, ["--save-hf-dtype", "fp32"])
+    ok = back is not None
     if ok:
-        got = read_safetensors(os.path.join(back, "model.safetensors"))
+        path = os.path.join(back, "model.safetensors")
+        got, stored = read_safetensors(path), read_safetensors_raw(path)
         ok = got.keys() == weights.keys() and all(np.array_equal(got[n], weights[n]) for n in weights)
-    check(ok, "BF16 safetensors: every value read exactly (HF -> checkpoint -> HF as F32)")
+        ok = ok and all(dtype == "F32" for dtype, _, _ in stored.values())
+    check(ok, f"BF16 safetensors: every value read exactly (HF -> checkpoint -> HF as F32) {errors}")
 
 
 def generate(trident, tokenizer, args, ranks=1):
@@ -267,17 +114,6 @@ def generate(trident, tokenizer, args, ranks=1):
         print(out.stdout[-2000:], out.stderr[-2000:])
         return None
     return [json.loads(line) for line in out.stdout.splitlines()]
-
-
-def greedy(w, c, prompt, n):
-    """Greedy decoding by full recomputation of every prefix (no cache)."""
-    ids, lps = list(prompt), []
-    for _ in range(n):
-        lp = logits(w, c, ids)[-1].log_softmax(-1)
-        nxt = int(lp.argmax())
-        ids.append(nxt)
-        lps.append(float(lp[nxt]))
-    return ids[len(prompt):], lps
 
 
 def generation(check, trident, source, tmp, tag, config, rng):
@@ -302,8 +138,9 @@ def generation(check, trident, source, tmp, tag, config, rng):
     got = generate(trident, tokenizer, base + ["--tensor-model-parallel-size", "2"], ranks=2)
     check(got is not None and [g["tokens"] for g in got] == [r["tokens"] for r in one],
           f"{tag}: the same tokens under t = 2")
-    evaluate(check, trident, tokenizer, tmp, tag, model, w, config)
-    serve(check, trident, tokenizer, tag, model, one)
+    eval_against_reference(check, trident, tokenizer, tmp, tag, model, w, config)
+    serve_greedy(check, trident, tokenizer, tag, model, [r["prompt"] for r in one], 10,
+                 [r["prompt_tokens"] + r["tokens"] for r in one], "generate's")
     # Training from the HF directory: config.json sets the Qwen options; flags that
     # contradict it are refused by name.
     out = subprocess.run([trident, "train", "--load-hf", model, "--mock-data", "--train-iters", "2",
@@ -317,47 +154,6 @@ def generation(check, trident, source, tmp, tag, config, rng):
     check(out.returncode == 2 and "--kv-channels disagrees" in out.stderr and
           f"{flip} disagrees" in out.stderr,
           f"{tag}: --load-hf with contradicting Qwen flags is refused: {out.stderr.strip()[:200]}")
-
-
-def serve(check, trident, tokenizer, tag, model, greedy_runs):
-    """trident serve's greedy completions (Megatron's PUT /api) are generate's tokens."""
-    try:
-        server = Server(trident, ["--load-hf", model] + tokenizer)
-    except RuntimeError as e:
-        check(False, f"{tag}: serve starts {e}")
-        return
-    try:
-        prompts = [r["prompt"] for r in greedy_runs]
-        status, m = server.request("PUT", "/api", {"prompts": prompts, "tokens_to_generate": 10,
-                                                   "top_k": 1})
-        want = [r["prompt_tokens"] + r["tokens"] for r in greedy_runs]
-        check(status == 200 and m["tokens"] == want,
-              f"{tag}: serve's greedy tokens are generate's ({status})")
-    finally:
-        server.stop()
-
-
-def evaluate(check, trident, tokenizer, tmp, tag, model, w, config):
-    """trident eval's log-likelihood of a text (one rolling window) equals the reference's."""
-    text, samples = os.path.join(tmp, tag + ".txt"), os.path.join(tmp, tag + "_samples.jsonl")
-    with open(text, "w") as f:
-        f.write("In the beginning God created the heaven and the earth. And the earth was "
-                "without form, and void.\n")
-    out = subprocess.run([trident, "eval", "--load-hf", model, "--tasks", "text:" + text,
-                          "--log-samples", samples] + tokenizer, capture_output=True, text=True)
-    if out.returncode != 0:
-        check(False, f"{tag}: eval runs {out.stderr[-500:]}")
-        return
-    rows = [json.loads(line) for line in open(samples)]
-    worst = 0.0
-    for r in rows:
-        ids = r["context_tokens"] + r["continuation_tokens"]
-        lp = logits(w, config, ids[:-1]).log_softmax(-1)
-        start = len(r["context_tokens"]) - 1
-        ref = sum(float(lp[start + i, t]) for i, t in enumerate(r["continuation_tokens"]))
-        worst = max(worst, abs(r["logprob"] - ref) / abs(ref))
-    check(rows and worst < 1e-5,
-          f"{tag}: eval's log-likelihoods equal the reference's ({len(rows)} windows, rel {worst:.1e})")
 
 
 def refusals(check, trident, tmp, rng):
