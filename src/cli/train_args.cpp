@@ -290,7 +290,14 @@ void add_batch_and_optimizer_flags(CLI::App& app, train::TrainingConfig& c) {
       ->group("Batch");
   opt("--lr", c.lr, "peak learning rate", "Optimizer");
   opt("--min-lr", c.min_lr, "learning-rate floor of the decay", "Optimizer");
-  opt("--lr-decay-style", c.lr_decay_style, "constant, linear or cosine", "Optimizer");
+  opt("--lr-decay-style", c.lr_decay_style,
+      "constant, linear, cosine, inverse-square-root or WSD (warmup-stable-decay)", "Optimizer");
+  opt("--lr-wsd-decay-style", c.lr_wsd_decay_style,
+      "WSD's annealing: linear, cosine, exponential (default) or minus_sqrt", "Optimizer");
+  opt("--lr-wsd-decay-iters", c.lr_wsd_decay_iters,
+      "WSD: iterations of annealing, the last of the decay", "Optimizer");
+  opt("--lr-wsd-decay-samples", c.lr_wsd_decay_samples,
+      "WSD: samples of annealing, the last of the decay (sample-based)", "Optimizer");
   opt("--lr-warmup-iters", c.lr_warmup_iters, "linear warm-up iterations", "Optimizer");
   opt("--lr-decay-iters", c.lr_decay_iters, "decay ends here (0: --train-iters)", "Optimizer");
   opt("--lr-warmup-samples", c.lr_warmup_samples, "linear warm-up samples (sample-based)",

@@ -60,6 +60,12 @@ struct TrainingConfig {
   long lr_warmup_samples = 0;
   long lr_decay_samples = 0;       // 0: train_samples
   double lr_warmup_fraction = -1;  // < 0: not given; else warm-up = fraction x decay steps
+  // --lr-decay-style WSD: the annealing phase, the last of the decay length, in iterations
+  // or samples as the other lengths (0: not given; WSD needs one), and its curve ("":
+  // Megatron's default, exponential).
+  std::string lr_wsd_decay_style;
+  long lr_wsd_decay_iters = 0;
+  long lr_wsd_decay_samples = 0;
   optim::AdamWConfig adam;
 
   std::uint64_t seed = 1234;

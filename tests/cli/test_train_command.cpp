@@ -54,7 +54,7 @@ TEST(TrainCommand, ReportsEveryInvalidArgumentAtOnce) {
   for (const char* msg : {"--hidden-size (100) must be divisible by --num-attention-heads (12)",
                           "--seq-length (512) must be <= --max-position-embeddings (256)",
                           "--global-batch-size (8) must be divisible by --micro-batch-size",
-                          "--min-lr", "--lr-decay-style must be constant, linear or cosine",
+                          "--min-lr", "--lr-decay-style must be constant, linear, cosine, inverse-square-root or WSD",
                           "world size (1) must be divisible by --tensor-model-parallel-size"})
     EXPECT_NE(r.output.find(msg), std::string::npos) << "missing: " << msg << "\n" << r.output;
 }
