@@ -359,8 +359,10 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
       "testing: rank 0 dies inside its N-th checkpoint save (see --inject-fault-save-point)",
       kHiddenGroup);
   opt("--inject-fault-save-point", c.inject_fault_save_point,
-      "testing: before-commit (files written, nothing renamed) or mid-commit (an existing "
-      "directory of the same iteration moved aside, the new one not yet in place)",
+      "testing: before-commit (files written, nothing renamed), mid-commit (an existing "
+      "directory of the same iteration moved aside, the new one not yet in place), "
+      "stall-write (rank 0's writer stops after its first bytes) or write-error (the writer "
+      "of the last tensor and pipeline rank fails)",
       kHiddenGroup);
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
 }
@@ -384,6 +386,10 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
+  app.add_flag("--async-save", c.async_save,
+               "save in the background: the step copies the checkpoint into a snapshot and goes "
+               "on while a thread per rank writes it (the commit waits for every rank's files)")
+      ->group("Checkpoints");
   opt("--load", c.load,
       "resume from a checkpoint: its directory (the latest iteration), that `latest` file or "
       "an iter_NNNNNNN directory, under any layout; its seed, batch sizes, sequence length, "

@@ -110,6 +110,7 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   require(c.save_interval >= 0, "--save-interval must be >= 0");
   require(c.keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
+  require(!c.async_save || !c.save.empty(), "--async-save needs --save");
   require(c.load.empty() || c.load_hf.empty(), "give --load or --load-hf, not both");
   require(!c.finetune || !c.load.empty(), "--finetune needs --load (the weights to start from)");
   require(!c.override_checkpoint_config || !c.load.empty(),
@@ -123,8 +124,11 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   require(c.inject_fault_kind == "error" || c.inject_fault_kind == "stop" ||
               c.inject_fault_kind == "spin",
           "--inject-fault-kind must be error, stop or spin");
-  require(c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit",
-          "--inject-fault-save-point must be before-commit or mid-commit");
+  require(
+      c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit" ||
+          c.inject_fault_save_point == "stall-write" || c.inject_fault_save_point == "write-error",
+      "--inject-fault-save-point must be before-commit, mid-commit, stall-write or "
+      "write-error");
 }
 
 // How the layers split over the pipeline stages: evenly, into virtual stages, or unevenly
