@@ -11,7 +11,7 @@ out=$(mktemp -d -p "${TMPDIR:-/tmp}")
 trap 'rm -rf "$out"' EXIT
 ROUNDS=${ROUNDS:-3}
 ARGS="train --mock-data --num-layers 2 --hidden-size 1024 --num-attention-heads 16
-      --seq-length 32 --vocab-size 8192 --micro-batch-size 1 --global-batch-size 2
+      --seq-length 32 --vocab-size 8192 --micro-batch-size 1 --global-batch-size 4
       --train-iters 8 --save-interval 2 --eval-iters 0 --log-interval 1 --peak-tflops 1
       --threads 1 --no-memory-check"
 wall() {  # seconds one run takes, start to exit
