@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,17 @@ struct TrainingState {
   long lr_schedule_samples = 0;
 };
 
+// A checkpoint that could not be written (not bad input: the run fails with exit code 1).
+struct SaveError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct SaveOptions {
   int keep_checkpoints = 0;  // 0: keep all
   SaveFault fault = SaveFault::kNone;
 };
 
-// Collective over the world: every rank calls it.
+// Collective over the world: every rank calls it. Asynchronous saves: checkpoint/async_save.h.
 void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
           const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
           const SaveOptions& options = {});

@@ -9,11 +9,14 @@
 
 namespace trident::checkpoint {
 
-// Testing: where world rank 0 exits abruptly inside a save, as a crash would.
+// Testing: where world rank 0 exits abruptly inside a save, as a crash would; or where a
+// rank's writing goes wrong without the process dying.
 enum class SaveFault {
   kNone,
   kBeforeCommit,  // every file written, nothing renamed
   kMidCommit,     // the iteration's committed directory moved aside, the new one not yet in place
+  kStallWriting,  // the rank's file stops after its first bytes, for good (to be killed)
+  kWriteError,    // writing the rank's file fails (as a full disk would)
 };
 
 // "iter_0000042".

@@ -1,16 +1,21 @@
 // checkpoint::save: every rank gathers what it writes (sharded Adam moments are all-gathered
 // over data parallelism), data-parallel rank 0 of each (tensor, pipeline) position writes its
 // file and a side-car with its checksum, and world rank 0 writes the manifest and commits.
+// The snapshot functions (checkpoint/save_snapshot.h) are the same steps, split where an
+// asynchronous save hands them to a background thread.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/save_snapshot.h"
 #include "core/files.h"
 #include "io/safetensors.h"
 
@@ -26,65 +31,79 @@ void barrier(const engine::RankContext& rank) {
   rank.groups->world->all_reduce(&x, 1, comm::ReduceOp::kSum);
 }
 
-// The full moments of a chunk's buffer (gathered over data parallelism when sharded).
-void full_moments(optim::AdamW& opt, long size, comm::Communicator& dp, bool sharded,
-                  std::vector<float>* m, std::vector<float>* v) {
-  m->assign(size, 0.f);
-  v->assign(size, 0.f);
-  std::copy(opt.exp_avg().begin(), opt.exp_avg().end(), m->begin() + opt.range_begin());
-  std::copy(opt.exp_avg_sq().begin(), opt.exp_avg_sq().end(), v->begin() + opt.range_begin());
+// The full moments of a chunk's buffer, into m and v (`size` floats each; gathered over
+// data parallelism when sharded).
+void full_moments(optim::AdamW& opt, long size, comm::Communicator& dp, bool sharded, float* m,
+                  float* v) {
+  std::fill(m, m + size, 0.f);
+  std::fill(v, v + size, 0.f);
+  std::copy(opt.exp_avg().begin(), opt.exp_avg().end(), m + opt.range_begin());
+  std::copy(opt.exp_avg_sq().begin(), opt.exp_avg_sq().end(), v + opt.range_begin());
   if (sharded && dp.size() > 1) {
     const long piece = opt.range_end() - opt.range_begin();
-    dp.all_gather(m->data() + opt.range_begin(), m->data(), piece);
-    dp.all_gather(v->data() + opt.range_begin(), v->data(), piece);
+    dp.all_gather(m + opt.range_begin(), m, piece);
+    dp.all_gather(v + opt.range_begin(), v, piece);
   }
 }
 
-// What this rank writes: each owned tensor with its two moments, and their manifest entries.
-struct RankTensors {
-  std::vector<std::vector<float>> storage;  // gathered moments, alive while written
-  std::vector<io::TensorToWrite> tensors;
-  json entries = json::array();
-};
+// The next of `buffers`, `floats` long (reused: no allocation after the first save).
+float* next_buffer(SnapshotBuffers& buffers, size_t& used, long floats) {
+  if (buffers.floats.size() <= used) buffers.floats.emplace_back();
+  std::vector<float>& b = buffers.floats[used++];
+  b.resize(floats);
+  return b.data();
+}
 
+const float* copied(SnapshotBuffers& buffers, size_t& used, const float* from, long floats) {
+  float* to = next_buffer(buffers, used, floats);
+  std::copy(from, from + floats, to);
+  return to;
+}
+
+// What this rank writes: each owned tensor with its two moments, and their manifest entries.
 // Collective over data parallelism when the optimizer is sharded.
-RankTensors rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sharded) {
-  RankTensors out;
+void add_rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sharded,
+                      SnapshotBuffers& buffers, bool copy_model, SaveSnapshot& out) {
+  size_t used = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
     optim::AdamW& opt = *model.optimizers[j];
+    const long size = params.size();
+    const float* values = params.values();
     const float* moments[2] = {opt.exp_avg().data(), opt.exp_avg_sq().data()};
-    if (opt.range_begin() != 0 || opt.range_end() != params.size()) {  // sharded: gather
-      std::vector<float> m, v;
-      full_moments(opt, params.size(), dp, sharded, &m, &v);
-      out.storage.push_back(std::move(m));
-      out.storage.push_back(std::move(v));
-      moments[0] = out.storage[out.storage.size() - 2].data();
-      moments[1] = out.storage.back().data();
+    if (opt.range_begin() != 0 || opt.range_end() != size) {  // sharded: gather
+      float* m = next_buffer(buffers, used, size);
+      float* v = next_buffer(buffers, used, size);
+      full_moments(opt, size, dp, sharded, m, v);
+      moments[0] = m, moments[1] = v;
+    } else if (copy_model) {
+      moments[0] = copied(buffers, used, moments[0], size);
+      moments[1] = copied(buffers, used, moments[1], size);
     }
+    if (copy_model) values = copied(buffers, used, values, size);
     for (const ParamSpec& s : params.layout().specs()) {
       if (!s.owned) continue;
-      out.tensors.push_back({s.name, s.local_shape, params.values() + s.offset});
+      out.tensors.push_back({s.name, s.local_shape, values + s.offset});
       out.tensors.push_back({s.name + ".exp_avg", s.local_shape, moments[0] + s.offset});
       out.tensors.push_back({s.name + ".exp_avg_sq", s.local_shape, moments[1] + s.offset});
       out.entries.push_back(spec_json(s));
     }
   }
-  return out;
 }
 
-// The rank's safetensors file, checksummed as it streams out, and its manifest side-car.
-void write_rank_file(const fs::path& tmp, const std::string& file, const RankTensors& t) {
-  XXH64_state_t* state = XXH64_createState();
-  XXH64_reset(state, 0);
-  long bytes = (long)io::write_safetensors(
-      (tmp / file).string(), t.tensors, {{"format", kFormat}},
-      [state](const char* data, size_t size) { XXH64_update(state, data, size); });
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(state));
-  XXH64_freeState(state);
-  json side = {{"file", file}, {"bytes", bytes}, {"xxh64", hex}, {"tensors", t.entries}};
-  write_file_atomically((tmp / (file + ".json")).string(), side.dump());
+std::string rank_file_name(int t, int p) {
+  return "model_tp" + std::to_string(t) + "_pp" + std::to_string(p) + ".safetensors";
+}
+
+// Testing (SaveFault): what goes wrong once the file's first bytes are out.
+void inject_write_fault(SaveFault fault) {
+  if (fault == SaveFault::kWriteError)
+    throw SaveError(
+        "injected failure writing the checkpoint (--inject-fault-save-point "
+        "write-error)");
+  if (fault == SaveFault::kStallWriting)  // to be killed; goes on after 10 minutes
+    for (int second = 0; second < 600; ++second)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingState& state) {
@@ -127,60 +146,114 @@ json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingS
   return manifest;
 }
 
-// World rank 0: the manifest (with every rank's side-car folded in), then the commit.
-void write_manifest_and_commit(const fs::path& dir, const fs::path& tmp, const std::string& name,
-                               json manifest, const SaveOptions& options) {
-  for (auto& entry : fs::directory_iterator(tmp)) {
-    if (entry.path().extension() != ".json") continue;
-    std::ifstream in(entry.path());
-    manifest["files"].push_back(json::parse(in));
-    fs::remove(entry.path());
-  }
-  write_file_atomically((tmp / "manifest.json").string(), manifest.dump(1));
-  if (options.fault == SaveFault::kBeforeCommit) std::_Exit(9);
-  commit(dir, tmp, name, options.fault);
-  if (options.keep_checkpoints > 0) remove_old_checkpoints(dir, options.keep_checkpoints);
-}
-
-void report_saved(const fs::path& final_dir, std::chrono::steady_clock::time_point started,
-                  std::ostream& log) {
+double bytes_under(const fs::path& dir) {
   double bytes = 0;
-  for (auto& e : fs::recursive_directory_iterator(final_dir))
+  for (auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file()) bytes += (double)e.file_size();
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  log << "saved checkpoint " << final_dir.string() << " (" << bytes / 1e6 << " MB in " << seconds
-      << " s, " << bytes / 1e6 / seconds << " MB/s)\n";
+  return bytes;
 }
 
 }  // namespace
 
-void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
-          const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
-          const SaveOptions& options) {
+long SnapshotBuffers::bytes() const {
+  long total = 0;
+  for (const std::vector<float>& b : floats) total += (long)(b.capacity() * sizeof(float));
+  return total;
+}
+
+SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+                           const TrainingState& state, const engine::RankContext& rank,
+                           const SaveOptions& options, SnapshotBuffers& buffers, bool copy_model) {
   comm::Communicator& tp = *rank.groups->tensor;
   comm::Communicator& pp = *rank.groups->pipeline;
   comm::Communicator& dp = *rank.groups->data;
-  const auto started = std::chrono::steady_clock::now();
-  const std::string name = iteration_dir(state.iteration);
-  const fs::path tmp = fs::path(dir) / (name + ".tmp"), final_dir = fs::path(dir) / name;
+  SaveSnapshot s;
+  s.dir = dir, s.name = iteration_dir(state.iteration), s.options = options;
+  s.tmp = s.dir / (s.name + ".tmp");
   if (rank.world_rank == 0) {
-    tidy_interrupted_saves(dir);
-    fs::create_directories(tmp);
+    tidy_interrupted_saves(s.dir);
+    fs::create_directories(s.tmp);
   }
   barrier(rank);
   // Every rank takes part in gathering sharded moments; data-parallel rank 0 writes.
-  const RankTensors tensors = rank_tensors(model, dp, run.layout.distributed_optimizer);
-  const std::string file =
-      "model_tp" + std::to_string(tp.rank()) + "_pp" + std::to_string(pp.rank()) + ".safetensors";
-  if (dp.rank() == 0) write_rank_file(tmp, file, tensors);
+  s.writes = dp.rank() == 0;
+  s.file = rank_file_name(tp.rank(), pp.rank());
+  // Only a writer copies: the others' tensors are never written.
+  add_rank_tensors(model, dp, run.layout.distributed_optimizer, buffers, copy_model && s.writes, s);
+  s.commits = rank.world_rank == 0;
+  if (s.commits) {
+    s.manifest = manifest_of(run, model, state);
+    s.tokenizer = run.tokenizer;
+    for (int p = 0; p < run.layout.pipeline; ++p)
+      for (int t = 0; t < run.layout.tensor; ++t)
+        s.side_cars.push_back(rank_file_name(t, p) + ".json");
+  }
+  return s;
+}
+
+void write_rank_file(const SaveSnapshot& s) {
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  int pieces = 0;  // the header, then each tensor
+  long bytes = 0;
+  // The header is out when the first tensor is observed (observed before written).
+  auto observe = [&](const char* data, size_t size) {
+    XXH64_update(state, data, size);
+    if (++pieces == 2) inject_write_fault(s.options.fault);
+  };
+  try {
+    bytes = (long)io::write_safetensors((s.tmp / s.file).string(), s.tensors, {{"format", kFormat}},
+                                        observe);
+  } catch (...) {
+    XXH64_freeState(state);
+    throw;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(state));
+  XXH64_freeState(state);
+  json side = {{"file", s.file}, {"bytes", bytes}, {"xxh64", hex}, {"tensors", s.entries}};
+  write_file_atomically((s.tmp / (s.file + ".json")).string(), side.dump());
+}
+
+double commit_snapshot(const SaveSnapshot& s, const std::function<bool()>& keep_waiting) {
+  json manifest = s.manifest;
+  for (const std::string& side_car : s.side_cars) {
+    const fs::path path = s.tmp / side_car;
+    while (!fs::exists(path)) {
+      if (!keep_waiting())
+        throw SaveError(s.name + ": not committed, " + side_car +
+                        " never came (another rank's "
+                        "write failed)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::ifstream in(path);
+    manifest["files"].push_back(json::parse(in));
+    fs::remove(path);
+  }
+  if (!s.tokenizer.empty())
+    manifest["tokenizer"] = save_tokenizer_files(s.tokenizer, s.tmp.string());
+  write_file_atomically((s.tmp / "manifest.json").string(), manifest.dump(1));
+  if (s.options.fault == SaveFault::kBeforeCommit) std::_Exit(9);
+  commit(s.dir, s.tmp, s.name, s.options.fault);
+  if (s.options.keep_checkpoints > 0) remove_old_checkpoints(s.dir, s.options.keep_checkpoints);
+  return bytes_under(s.dir / s.name);
+}
+
+// Synchronous: every rank writes, then world rank 0 commits what the barrier says is there.
+void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+          const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
+          const SaveOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  SnapshotBuffers gathered;  // sharded moments only: the rest is written from the model
+  const SaveSnapshot s = take_snapshot(dir, run, model, state, rank, options, gathered, false);
+  if (s.writes) write_rank_file(s);
   barrier(rank);
-  if (rank.world_rank == 0) {
-    json manifest = manifest_of(run, model, state);
-    if (!run.tokenizer.empty())
-      manifest["tokenizer"] = save_tokenizer_files(run.tokenizer, tmp.string());
-    write_manifest_and_commit(dir, tmp, name, std::move(manifest), options);
-    report_saved(final_dir, started, log);
+  if (s.commits) {
+    const double bytes = commit_snapshot(s, [] { return true; });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    log << "saved checkpoint " << (s.dir / s.name).string() << " (" << bytes / 1e6 << " MB in "
+        << seconds << " s, " << bytes / 1e6 / seconds << " MB/s)\n";
   }
   barrier(rank);
 }

@@ -356,7 +356,14 @@ void add_batch_and_optimizer_flags(CLI::App& app, train::TrainingConfig& c) {
       ->group("Batch");
   opt("--lr", c.lr, "peak learning rate", "Optimizer");
   opt("--min-lr", c.min_lr, "learning-rate floor of the decay", "Optimizer");
-  opt("--lr-decay-style", c.lr_decay_style, "constant, linear or cosine", "Optimizer");
+  opt("--lr-decay-style", c.lr_decay_style,
+      "constant, linear, cosine, inverse-square-root or WSD (warmup-stable-decay)", "Optimizer");
+  opt("--lr-wsd-decay-style", c.lr_wsd_decay_style,
+      "WSD's annealing: linear, cosine, exponential (default) or minus_sqrt", "Optimizer");
+  opt("--lr-wsd-decay-iters", c.lr_wsd_decay_iters,
+      "WSD: iterations of annealing, the last of the decay", "Optimizer");
+  opt("--lr-wsd-decay-samples", c.lr_wsd_decay_samples,
+      "WSD: samples of annealing, the last of the decay (sample-based)", "Optimizer");
   opt("--lr-warmup-iters", c.lr_warmup_iters, "linear warm-up iterations", "Optimizer");
   opt("--lr-decay-iters", c.lr_decay_iters, "decay ends here (0: --train-iters)", "Optimizer");
   opt("--lr-warmup-samples", c.lr_warmup_samples, "linear warm-up samples (sample-based)",
@@ -418,8 +425,10 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
       "testing: rank 0 dies inside its N-th checkpoint save (see --inject-fault-save-point)",
       kHiddenGroup);
   opt("--inject-fault-save-point", c.inject_fault_save_point,
-      "testing: before-commit (files written, nothing renamed) or mid-commit (an existing "
-      "directory of the same iteration moved aside, the new one not yet in place)",
+      "testing: before-commit (files written, nothing renamed), mid-commit (an existing "
+      "directory of the same iteration moved aside, the new one not yet in place), "
+      "stall-write (rank 0's writer stops after its first bytes) or write-error (the writer "
+      "of the last tensor and pipeline rank fails)",
       kHiddenGroup);
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
 }
@@ -443,6 +452,10 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
+  app.add_flag("--async-save", c.async_save,
+               "save in the background: the step copies the checkpoint into a snapshot and goes "
+               "on while a thread per rank writes it (the commit waits for every rank's files)")
+      ->group("Checkpoints");
   opt("--load", c.load,
       "resume from a checkpoint: its directory (the latest iteration), that `latest` file or "
       "an iter_NNNNNNN directory, under any layout; its seed, batch sizes, sequence length, "

@@ -13,6 +13,7 @@ const std::vector<std::vector<std::string>> kConcepts = {
     {"train-iters", "train-samples"},
     {"lr-warmup-iters", "lr-warmup-samples", "lr-warmup-fraction"},
     {"lr-decay-iters", "lr-decay-samples"},
+    {"lr-wsd-decay-iters", "lr-wsd-decay-samples"},
     {"bf16", "fp16"},
     {"mock-data", "data-path"},
     {"norm-epsilon", "layernorm-epsilon"},
@@ -204,6 +205,7 @@ std::string iterations_to_samples(const ConfigOverrides& o, train::TrainingConfi
   };
   convert("lr-warmup-iters", c.lr_warmup_iters, c.lr_warmup_samples);
   convert("lr-decay-iters", c.lr_decay_iters, c.lr_decay_samples);
+  convert("lr-wsd-decay-iters", c.lr_wsd_decay_iters, c.lr_wsd_decay_samples);
   if (changed.empty()) return "";
   return ": the config's " + changed + " (x the global batch " + std::to_string(gbs) + ")";
 }

@@ -4,7 +4,7 @@
 // (one per micro-batch and chunk, kept between steps), the tied word embedding's gradient
 // received from the other end of the pipeline, and the temporaries Open MPI's non-blocking
 // reductions allocate while overlapped gradient buckets are in flight. The planner sizes
-// layouts with the same function.
+// layouts with the same function. With --async-save, the checkpoint snapshot too.
 #include "model/memory_plan.h"
 
 namespace trident::engine {
@@ -17,6 +17,10 @@ struct RankBufferShape {
   long gradient_floats = 0;        // this rank's gradient buffers, all chunks
   int data = 1;
   bool overlap_grad_reduce = false;
+  // --async-save: the checkpoint snapshot a save copies the rank's weights and both Adam
+  // moments (gathered whole when sharded) into, kept between saves for the background writer
+  // (planned for every rank: data-parallel rank 0, which writes, holds all of it).
+  bool checkpoint_snapshot = false;
 };
 
 MemoryPlan plan_rank_buffers(const RankBufferShape& s);

@@ -16,9 +16,11 @@ long RankMemoryPlan::group_bytes(const std::string& group) const {
   return total;
 }
 
-RankMemoryPlan planned_rank_memory(const RankLayout& layout, int stage, const ScheduleNeeds& needs,
-                                   int microbatches, bool overlap_grad_reduce,
-                                   const ChunkSizes& sizes) {
+namespace {
+
+RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds& needs,
+                       int microbatches, bool overlap_grad_reduce, const ChunkSizes& sizes,
+                       bool checkpoint_snapshot) {
   RankMemoryPlan out;
   const TensorParallelRank tp{0, layout.tensor};
   const int seq = layout.model.seq_length;
@@ -34,17 +36,27 @@ RankMemoryPlan planned_rank_memory(const RankLayout& layout, int stage, const Sc
                              adam_moment_floats(layout, shape.parameter_floats));
     gradient_floats += shape.parameter_floats;
   }
-  out.buffers = plan_rank_buffers(
-      rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce));
+  RankBufferShape buffers =
+      rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce);
+  buffers.checkpoint_snapshot = checkpoint_snapshot;
+  out.buffers = plan_rank_buffers(buffers);
   return out;
+}
+
+}  // namespace
+
+RankMemoryPlan planned_rank_memory(const RankLayout& layout, int stage, const ScheduleNeeds& needs,
+                                   int microbatches, bool overlap_grad_reduce,
+                                   const ChunkSizes& sizes) {
+  return plan_of(layout, stage, needs, microbatches, overlap_grad_reduce, sizes, false);
 }
 
 RankMemoryPlan planned_rank_memory(const RankModelOptions& o, int stage) {
   int microbatches = 1;
   for (const pipeline_parallel::ScheduleConfig& s : o.schedules)
     microbatches = std::max(microbatches, s.microbatches);
-  return planned_rank_memory(o.layout, stage, schedule_needs(o.schedules, stage), microbatches,
-                             o.reduce.overlap);
+  return plan_of(o.layout, stage, schedule_needs(o.schedules, stage), microbatches,
+                 o.reduce.overlap, {}, o.async_save);
 }
 
 FullestStage fullest_stage(const RankModelOptions& o) {

@@ -87,8 +87,10 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
     microbatches = std::max(microbatches, s.microbatches);
   long gradient_floats = 0;
   for (const auto& chunk : m.chunks) gradient_floats += chunk->parameters().size();
-  m.buffers = plan_rank_buffers(
-      rank_buffer_shape(o.layout, pp.rank(), microbatches, gradient_floats, o.reduce.overlap));
+  RankBufferShape buffers =
+      rank_buffer_shape(o.layout, pp.rank(), microbatches, gradient_floats, o.reduce.overlap);
+  buffers.checkpoint_snapshot = o.async_save;
+  m.buffers = plan_rank_buffers(buffers);
   return m;
 }
 

@@ -48,6 +48,7 @@ struct RankModelOptions {
   optim::LossScaler scaler = optim::LossScaler::none();
   std::uint64_t seed = 1234;  // initialisation, unless load_hf
   std::string load_hf;        // a HuggingFace directory to import the weights from
+  bool async_save = false;    // checkpoints saved in the background: their snapshot is planned
 };
 
 // Builds this rank's chunks (activation slots sized by the schedules), then initialises

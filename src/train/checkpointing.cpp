@@ -24,11 +24,23 @@ checkpoint::LoadMode load_mode(const TrainingConfig& c) {
                                       : checkpoint::LoadMode::kResume;
 }
 
-// Testing (--inject-fault-save N): world rank 0 dies inside the run's N-th save.
-checkpoint::SaveFault fault_of_save(const TrainingConfig& c, long save, int world_rank) {
-  if (save != c.inject_fault_save || world_rank != 0) return checkpoint::SaveFault::kNone;
-  return c.inject_fault_save_point == "mid-commit" ? checkpoint::SaveFault::kMidCommit
-                                                   : checkpoint::SaveFault::kBeforeCommit;
+// Testing (--inject-fault-save N): inside the run's N-th save, world rank 0 dies or stalls
+// writing; or the writer of the last (tensor, pipeline) position, another rank than 0 where
+// there are several, fails writing.
+checkpoint::SaveFault fault_of_save(const TrainingConfig& c, long save,
+                                    const engine::RankContext& rank) {
+  using checkpoint::SaveFault;
+  if (save != c.inject_fault_save) return SaveFault::kNone;
+  const std::string& point = c.inject_fault_save_point;
+  if (point == "write-error") {
+    const distributed::ProcessGroups& g = *rank.groups;
+    const bool last_writer = g.data->rank() == 0 && g.tensor->rank() == g.tensor->size() - 1 &&
+                             g.pipeline->rank() == g.pipeline->size() - 1;
+    return last_writer ? SaveFault::kWriteError : SaveFault::kNone;
+  }
+  if (rank.world_rank != 0) return SaveFault::kNone;
+  if (point == "stall-write") return SaveFault::kStallWriting;
+  return point == "mid-commit" ? SaveFault::kMidCommit : SaveFault::kBeforeCommit;
 }
 
 }  // namespace
@@ -66,12 +78,22 @@ void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& star
 void save_checkpoint(TrainingRun& run, long iteration) {
   const TrainingConfig& c = run.config;
   const TrainingProgress& p = run.progress;
-  const checkpoint::SaveFault fault =
-      fault_of_save(c, ++run.checkpoints_saved, run.rank.world_rank);
+  const checkpoint::SaveFault fault = fault_of_save(c, ++run.checkpoints_saved, run.rank);
   run.model.finish_param_gather();
-  checkpoint::save(c.save, run_record(c), run.model,
-                   {iteration, p.consumed_samples, p.evaluations, p.lr_schedule_samples}, run.rank,
-                   run.log, {c.keep_checkpoints, fault});
+  const checkpoint::TrainingState state{iteration, p.consumed_samples, p.evaluations,
+                                        p.lr_schedule_samples};
+  if (!c.async_save) {
+    checkpoint::save(c.save, run_record(c), run.model, state, run.rank, run.log,
+                     {c.keep_checkpoints, fault});
+    return;
+  }
+  if (!run.async_saver) run.async_saver = std::make_unique<checkpoint::AsyncSaver>();
+  run.async_saver->save(c.save, run_record(c), run.model, state, run.rank, run.log,
+                        {c.keep_checkpoints, fault});
+}
+
+void finish_checkpoint_saves(TrainingRun& run) {
+  if (run.async_saver) run.async_saver->finish(run.rank, run.log);
 }
 
 namespace {

@@ -18,8 +18,13 @@ struct TrainingRun;
 // nothing to resume yet.
 void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& startup);
 
-// Collective over the world: saves the state after `iteration` under --save.
+// Collective over the world: saves the state after `iteration` under --save; with
+// --async-save, takes its snapshot and returns while a background thread writes it.
 void save_checkpoint(TrainingRun& run, long iteration);
+
+// Collective over the world: waits for the asynchronous save in flight, if any; throws
+// checkpoint::SaveError on every rank when any rank's write failed (the run fails).
+void finish_checkpoint_saves(TrainingRun& run);
 
 // Collective over the model's ranks: the whole model, written by world rank 0 (--save-hf).
 void export_hf_model(TrainingRun& run);

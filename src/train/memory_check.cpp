@@ -59,7 +59,8 @@ void print_check(const engine::FullestStage& fullest, int stages, const RankBudg
   if (stages > 1)
     log << "pipeline stage " << fullest.stage << " of " << stages << ", the fullest: ";
   std::string groups;
-  for (const char* group : {"parameters", "optimizer", "activations", "scratch", "communication"})
+  for (const char* group :
+       {"parameters", "optimizer", "activations", "scratch", "communication", "checkpoint"})
     if (const long bytes = fullest.plan.group_bytes(group); bytes > 0)
       groups +=
           (groups.empty() ? "" : ", ") + std::string(group) + " " + format_bytes((double)bytes);

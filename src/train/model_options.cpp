@@ -42,6 +42,7 @@ engine::RankModelOptions TrainingConfig::rank_model_options() const {
                                                            loss_scale_window, hysteresis);
   o.seed = seed;
   o.load_hf = load_hf;
+  o.async_save = async_save && !save.empty();
   return o;
 }
 

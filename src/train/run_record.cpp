@@ -33,15 +33,24 @@ std::string data_description(const TrainingConfig& c) {
 // the same schedule given as iterations or as samples is the same run.
 std::vector<checkpoint::RunSetting> lr_schedule_settings(const TrainingConfig& c) {
   const optim::LrSchedule lr = c.lr_schedule();
-  return {{"lr", "--lr", c.lr},
-          {"min_lr", "--min-lr", c.min_lr},
-          {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
-          {"lr_schedule_warmup_samples",
-           "--lr-warmup-iters/-samples/-fraction (the warm-up in samples)", lr.warmup_steps},
-          {"lr_schedule_decay_samples",
-           "--lr-decay-iters/-samples (the decay length in samples; by default the training "
-           "length)",
-           lr.decay_steps}};
+  std::vector<checkpoint::RunSetting> s = {
+      {"lr", "--lr", c.lr},
+      {"min_lr", "--min-lr", c.min_lr},
+      {"lr_decay_style", "--lr-decay-style", c.lr_decay_style},
+      {"lr_schedule_warmup_samples",
+       "--lr-warmup-iters/-samples/-fraction (the warm-up in samples)", lr.warmup_steps},
+      {"lr_schedule_decay_samples",
+       "--lr-decay-iters/-samples (the decay length in samples; by default the training length)",
+       lr.decay_steps}};
+  // WSD's annealing only where it runs: another style's manifest stays as it was (and a
+  // change of style is caught by lr_decay_style).
+  if (lr.style == optim::DecayStyle::kWsd) {
+    s.push_back({"lr_wsd_decay_style", "--lr-wsd-decay-style",
+                 c.lr_wsd_decay_style.empty() ? "exponential" : c.lr_wsd_decay_style});
+    s.push_back({"lr_schedule_wsd_decay_samples",
+                 "--lr-wsd-decay-iters/-samples (the annealing in samples)", lr.wsd_decay_steps});
+  }
+  return s;
 }
 
 namespace {

@@ -48,7 +48,12 @@ void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {
   log << "\ntraining: " << c.total_train_iters() << " iterations, " << c.total_train_samples()
       << " samples" << (c.sample_based() ? " (sample-based)" : "") << "; learning rate "
       << c.lr_decay_style << " from " << c.lr << " to " << c.min_lr << ", warm-up "
-      << lr.warmup_steps << " samples, decay ends at " << lr.decay_steps << " samples\n";
+      << lr.warmup_steps << " samples, decay ends at " << lr.decay_steps << " samples";
+  if (lr.style == optim::DecayStyle::kWsd)
+    log << " (WSD: stable until " << lr.decay_steps - lr.wsd_decay_steps << ", then "
+        << (c.lr_wsd_decay_style.empty() ? "exponential" : c.lr_wsd_decay_style)
+        << " annealing over " << lr.wsd_decay_steps << " samples)";
+  log << "\n";
 }
 
 // Bytes of optimizer state per parameter, against what the distributed optimizer promises.

@@ -46,6 +46,7 @@ void finish_training(TrainingRun& run, long last_saved, RunSummary summary,
   summary.test_loss = run_test(run);
   if (!c.save_hf.empty()) export_hf_model(run);
   report_end_of_run(run, training);
+  finish_checkpoint_saves(run);  // --async-save: the last save, written meanwhile
   summary.wall_seconds = seconds_since(started);
   print_run_summary(run, summary);
 }

@@ -86,7 +86,15 @@ optim::LrSchedule TrainingConfig::lr_schedule() const {
   double warmup = lr_warmup_fraction >= 0 ? lr_warmup_fraction * (double)decay
                   : sample_based()        ? (double)lr_warmup_samples
                                           : (double)lr_warmup_iters * gbs;
-  return {lr, min_lr, warmup, decay, optim::parse_decay_style(lr_decay_style)};
+  const long wsd = sample_based() ? lr_wsd_decay_samples : lr_wsd_decay_iters * gbs;
+  return {lr,
+          min_lr,
+          warmup,
+          decay,
+          optim::parse_decay_style(lr_decay_style),
+          wsd,
+          optim::parse_wsd_decay_style(lr_wsd_decay_style.empty() ? "exponential"
+                                                                  : lr_wsd_decay_style)};
 }
 
 pipeline_parallel::ScheduleConfig pipeline_schedule_of(const TrainingConfig& c) {

@@ -60,6 +60,12 @@ struct TrainingConfig {
   long lr_warmup_samples = 0;
   long lr_decay_samples = 0;       // 0: train_samples
   double lr_warmup_fraction = -1;  // < 0: not given; else warm-up = fraction x decay steps
+  // --lr-decay-style WSD: the annealing phase, the last of the decay length, in iterations
+  // or samples as the other lengths (0: not given; WSD needs one), and its curve ("":
+  // Megatron's default, exponential).
+  std::string lr_wsd_decay_style;
+  long lr_wsd_decay_iters = 0;
+  long lr_wsd_decay_samples = 0;
   optim::AdamWConfig adam;
 
   std::uint64_t seed = 1234;
@@ -114,6 +120,9 @@ struct TrainingConfig {
   std::string load_hf;
   std::string save;        // checkpoint directory
   long save_interval = 0;  // 0: only at the end
+  // --async-save (Megatron's): a save copies what it needs into a snapshot and the step goes
+  // on while a thread per rank writes it (checkpoint/async_save.h).
+  bool async_save = false;
   // Resume from this checkpoint directory's `latest`, that `latest` file, or one iteration
   // directory; --ckpt-step N (>= 0) loads iteration N under the checkpoint directory instead.
   std::string load;
@@ -162,7 +171,8 @@ struct TrainingConfig {
   bool override_opt_param_scheduler = false;
   // Testing: where --inject-fault-save dies: before-commit (files written, nothing renamed)
   // or mid-commit (the same iteration's committed directory moved aside, the new one not yet
-  // in place).
+  // in place); or, not dying: stall-write (rank 0's writer stops for good after its first
+  // bytes, to be killed) or write-error (the writer of the last (t, p) fails).
   std::string inject_fault_save_point = "before-commit";
 
   int data_parallel_size() const;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 #include "data/dataset_builder.h"
 #include "data/gpt_dataset.h"
@@ -111,6 +112,7 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   require(c.save_hf_dtype.empty() || c.save_hf_dtype == "bf16" || c.save_hf_dtype == "fp32",
           "--save-hf-dtype must be bf16 or fp32 (got '" + c.save_hf_dtype + "')");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
+  require(!c.async_save || !c.save.empty(), "--async-save needs --save");
   // A restart of a run that began from --load-hf resumes its own checkpoint instead.
   require(c.load.empty() || c.load_hf.empty() || c.load_defaulted_to_save,
           "give --load or --load-hf, not both");
@@ -126,8 +128,11 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
   require(c.inject_fault_kind == "error" || c.inject_fault_kind == "stop" ||
               c.inject_fault_kind == "spin",
           "--inject-fault-kind must be error, stop or spin");
-  require(c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit",
-          "--inject-fault-save-point must be before-commit or mid-commit");
+  require(
+      c.inject_fault_save_point == "before-commit" || c.inject_fault_save_point == "mid-commit" ||
+          c.inject_fault_save_point == "stall-write" || c.inject_fault_save_point == "write-error",
+      "--inject-fault-save-point must be before-commit, mid-commit, stall-write or "
+      "write-error");
 }
 
 // Stopping early: signals, a time budget, an iteration count.
@@ -271,8 +276,19 @@ void check_length_flags(const TrainingConfig& c, std::vector<std::string>& error
   require(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0");
   require(c.lr_warmup_samples >= 0, "--lr-warmup-samples must be >= 0");
   require(c.lr_decay_samples >= 0, "--lr-decay-samples must be >= 0");
+  require(c.lr_wsd_decay_iters >= 0, "--lr-wsd-decay-iters must be >= 0");
+  require(c.lr_wsd_decay_samples >= 0, "--lr-wsd-decay-samples must be >= 0");
   const bool fraction = c.lr_warmup_fraction >= 0;
   require(c.lr_warmup_fraction <= 1, "--lr-warmup-fraction must be in [0, 1]");
+  if (c.sample_based()) {
+    require(c.lr_wsd_decay_iters == 0,
+            "sample-based training (--train-samples) takes --lr-wsd-decay-samples, not "
+            "--lr-wsd-decay-iters");
+  } else {
+    require(c.lr_wsd_decay_samples == 0,
+            "--lr-wsd-decay-samples needs sample-based training (--train-samples); with "
+            "--train-iters use --lr-wsd-decay-iters");
+  }
   if (c.sample_based()) {
     require(c.train_iters == 0,
             "give --train-iters or --train-samples, not both (iteration-based or sample-based "
@@ -300,10 +316,11 @@ void check_training_length(const TrainingConfig& c, std::vector<std::string>& er
   const double gbs = c.effective_global_batch();
   const bool samples_fit =
       (double)c.train_iters * gbs < kMaxSamples && (double)c.lr_decay_iters * gbs < kMaxSamples &&
-      (double)c.lr_warmup_iters * gbs < kMaxSamples && (double)c.train_samples < kMaxSamples;
+      (double)c.lr_warmup_iters * gbs < kMaxSamples &&
+      (double)c.lr_wsd_decay_iters * gbs < kMaxSamples && (double)c.train_samples < kMaxSamples;
   require(samples_fit,
-          "--train-iters, --lr-decay-iters and --lr-warmup-iters x the global batch, and "
-          "--train-samples, must stay below 2^62 samples");
+          "--train-iters, --lr-decay-iters, --lr-warmup-iters and --lr-wsd-decay-iters x the "
+          "global batch, and --train-samples, must stay below 2^62 samples");
   if (!samples_fit) return;
   require((double)c.eval_runs() * c.eval_iters * gbs < kMaxSamples,
           "--eval-iters x the global batch x the evaluations must stay below 2^62 samples");
@@ -320,6 +337,37 @@ void check_training_length(const TrainingConfig& c, std::vector<std::string>& er
                   " samples) must end before the decay does (" + std::to_string(lr.decay_steps) +
                   " samples; --lr-decay-iters / --lr-decay-samples default to the training "
                   "length; iterations count as iterations x global batch)");
+    if (lr.style == optim::DecayStyle::kWsd && lr.wsd_decay_steps > 0)
+      require(lr.wsd_decay_steps <= lr.decay_steps,
+              "--lr-wsd-decay-iters / --lr-wsd-decay-samples (" +
+                  std::to_string(lr.wsd_decay_steps) + " samples) must be <= the decay length (" +
+                  std::to_string(lr.decay_steps) +
+                  " samples; --lr-decay-iters / --lr-decay-samples, by default the training "
+                  "length; iterations count as iterations x global batch)");
+  } catch (const std::exception& e) {
+    // An unknown style is check_optimizer's to report, once.
+    if (!dynamic_cast<const std::invalid_argument*>(&e)) errors.push_back(e.what());
+  }
+}
+
+// WSD's annealing phase: WSD needs its length, and its flags mean nothing to another style
+// (Megatron ignores them; a run that meant WSD would silently decay otherwise).
+void check_wsd_flags(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  const bool wsd_length = c.lr_wsd_decay_iters > 0 || c.lr_wsd_decay_samples > 0;
+  if (c.lr_decay_style == "WSD") {
+    require(wsd_length || c.lr_wsd_decay_iters < 0 || c.lr_wsd_decay_samples < 0,
+            "--lr-decay-style WSD needs the length of its annealing phase: "
+            "--lr-wsd-decay-iters N (or --lr-wsd-decay-samples N with --train-samples)");
+  } else {
+    require(!wsd_length && c.lr_wsd_decay_style.empty(),
+            "--lr-wsd-decay-style, --lr-wsd-decay-iters and --lr-wsd-decay-samples need "
+            "--lr-decay-style WSD (got '" +
+                c.lr_decay_style + "')");
+  }
+  if (c.lr_wsd_decay_style.empty()) return;
+  try {
+    optim::parse_wsd_decay_style(c.lr_wsd_decay_style);
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
@@ -336,6 +384,7 @@ void check_optimizer(const TrainingConfig& c, std::vector<std::string>& errors) 
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
+  check_wsd_flags(c, errors);
   require(c.adam.beta1 >= 0.f && c.adam.beta1 < 1.f, "--adam-beta1 must be in [0, 1)");
   require(c.adam.beta2 >= 0.f && c.adam.beta2 < 1.f, "--adam-beta2 must be in [0, 1)");
   require(c.adam.eps > 0.f && std::isfinite(c.adam.eps), "--adam-eps must be > 0 and finite");

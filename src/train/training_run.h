@@ -7,6 +7,7 @@
 #include <ostream>
 #include <vector>
 
+#include "checkpoint/async_save.h"
 #include "config/batch_schedule.h"
 #include "engine/rank_context.h"
 #include "engine/rank_model.h"
@@ -59,6 +60,9 @@ struct TrainingRun {
   double seconds_per_sample = 0;  // of the latest step
   // What evaluations sent: not training traffic, so kept out of the collectives report.
   GroupCollectives evaluation_traffic;
+  // --async-save: the background writer (made by the first save). Last, so that it is
+  // destroyed first: its destructor waits for the write in flight.
+  std::unique_ptr<checkpoint::AsyncSaver> async_saver;
 
  private:
   void build_executor();

@@ -51,11 +51,12 @@ TEST(TrainCommand, ReportsEveryInvalidArgumentAtOnce) {
           "--max-position-embeddings 256 --micro-batch-size 3 --global-batch-size 8 "
           "--lr 1e-4 --min-lr 1e-3 --lr-decay-style exponential --tensor-model-parallel-size 2");
   EXPECT_EQ(r.exit_code, 2);
-  for (const char* msg : {"--hidden-size (100) must be divisible by --num-attention-heads (12)",
-                          "--seq-length (512) must be <= --max-position-embeddings (256)",
-                          "--global-batch-size (8) must be divisible by --micro-batch-size",
-                          "--min-lr", "--lr-decay-style must be constant, linear or cosine",
-                          "world size (1) must be divisible by --tensor-model-parallel-size"})
+  for (const char* msg :
+       {"--hidden-size (100) must be divisible by --num-attention-heads (12)",
+        "--seq-length (512) must be <= --max-position-embeddings (256)",
+        "--global-batch-size (8) must be divisible by --micro-batch-size", "--min-lr",
+        "--lr-decay-style must be constant, linear, cosine, inverse-square-root or WSD",
+        "world size (1) must be divisible by --tensor-model-parallel-size"})
     EXPECT_NE(r.output.find(msg), std::string::npos) << "missing: " << msg << "\n" << r.output;
 }
 

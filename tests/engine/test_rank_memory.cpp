@@ -63,6 +63,8 @@ TEST(PlannedRankMemory, IsWhatBuildRankModelAllocates) {
   for (pp::ScheduleConfig* s : {&o.schedule, &o.schedules[0], &o.schedules[1]})
     s->kind = pp::ScheduleKind::kZeroBubbleH1;
   expect_plan_of_built_rank(o);
+  o.async_save = true;  // the checkpoint snapshot
+  expect_plan_of_built_rank(o);
 }
 
 // The model's parameters, as Megatron counts them: embedding (V padded to 512) and
@@ -86,6 +88,10 @@ TEST(PlannedRankMemory, SixteenBytesPerParameterOrEightPlusEightOverD) {
   plan = planned_rank_memory(o, 0);
   EXPECT_EQ(plan.group_bytes("parameters"), 8 * padded(n, 64));  // padded to 16 d
   EXPECT_EQ(plan.group_bytes("optimizer"), 8 * padded(n, 64) / 4);
+  EXPECT_EQ(plan.group_bytes("checkpoint"), 0);
+  // --async-save: a copy of the weights and of both moments, gathered whole: 12 bytes each.
+  o.async_save = true;
+  EXPECT_EQ(planned_rank_memory(o, 0).group_bytes("checkpoint"), 12 * padded(n, 64));
 }
 
 TEST(PlannedRankMemory, FullestStageIsTheOneWithTheEmbeddingAndMostLayers) {

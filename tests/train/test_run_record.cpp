@@ -51,5 +51,22 @@ TEST(RunRecord, ScheduleSettingsAreTheOverridablePart) {
                                       "lr_schedule_warmup_samples", "lr_schedule_decay_samples"}));
 }
 
+TEST(RunRecord, WsdRecordsItsAnnealingInSamples) {
+  TrainingConfig c = iteration_run();
+  for (const checkpoint::RunSetting& s : run_record(c).settings)
+    EXPECT_EQ(s.key.find("wsd"), std::string::npos) << "cosine records no WSD setting";
+  c.lr_decay_style = "WSD", c.lr_wsd_decay_iters = 3;
+  EXPECT_EQ(setting(c, "lr_wsd_decay_style"), "exponential");  // Megatron's default
+  EXPECT_EQ(setting(c, "lr_schedule_wsd_decay_samples"), 24);  // 3 x 8
+  TrainingConfig samples = c;
+  samples.train_iters = 0, samples.lr_warmup_iters = 0, samples.lr_wsd_decay_iters = 0;
+  samples.train_samples = 80, samples.lr_warmup_samples = 16, samples.lr_wsd_decay_samples = 24;
+  samples.lr_wsd_decay_style = "exponential";
+  for (const checkpoint::RunSetting& s : run_record(c).settings)
+    EXPECT_EQ(setting(samples, s.key), s.value) << s.key << ": the same schedule in samples";
+  samples.lr_wsd_decay_style = "minus_sqrt";
+  EXPECT_EQ(setting(samples, "lr_wsd_decay_style"), "minus_sqrt");
+}
+
 }  // namespace
 }  // namespace trident::train

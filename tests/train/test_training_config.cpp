@@ -107,6 +107,51 @@ TEST(TrainConfig, EmptyListIsRefused) {
   EXPECT_EQ(p.errors.find("empty list"), std::string::npos) << p.errors;
 }
 
+// --lr-decay-style WSD needs its annealing length, within the decay, in the run's unit; its
+// flags without WSD are refused (Megatron would ignore them).
+TEST(TrainConfig, WsdFlagsAreChecked) {
+  const std::string base = "mock-data = true\nmicro-batch-size = 2\nglobal-batch-size = 8\n";
+  struct Case {
+    const char* toml;
+    const char* message;  // "": valid
+  };
+  const Case cases[] = {
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = 4\n", ""},
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = 10\n"
+       "lr-wsd-decay-style = \"minus_sqrt\"\n",
+       ""},
+      {"train-samples = 80\nlr-decay-style = \"WSD\"\nlr-wsd-decay-samples = 20\n", ""},
+      {"train-iters = 10\nlr-decay-style = \"inverse-square-root\"\nlr-warmup-iters = 2\n", ""},
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\n",
+       "--lr-decay-style WSD needs the length of its annealing phase: --lr-wsd-decay-iters"},
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = 11\n",
+       "--lr-wsd-decay-iters / --lr-wsd-decay-samples (88 samples) must be <= the decay length "
+       "(80 samples"},
+      {"train-iters = 10\nlr-decay-iters = 5\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = 6\n",
+       "(48 samples) must be <= the decay length (40 samples"},
+      {"train-samples = 80\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = 2\n",
+       "takes --lr-wsd-decay-samples, not --lr-wsd-decay-iters"},
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\nlr-wsd-decay-samples = 16\n",
+       "--lr-wsd-decay-samples needs sample-based training"},
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = -1\n",
+       "--lr-wsd-decay-iters must be >= 0"},
+      {"train-iters = 10\nlr-decay-style = \"WSD\"\nlr-wsd-decay-iters = 2\n"
+       "lr-wsd-decay-style = \"square\"\n",
+       "--lr-wsd-decay-style must be linear, cosine, exponential or minus_sqrt (got 'square')"},
+      {"train-iters = 10\nlr-wsd-decay-iters = 2\n",
+       "--lr-wsd-decay-style, --lr-wsd-decay-iters and --lr-wsd-decay-samples need "
+       "--lr-decay-style WSD (got 'cosine')"},
+      {"train-iters = 10\nlr-wsd-decay-style = \"linear\"\n", "need --lr-decay-style WSD"},
+  };
+  for (const Case& c : cases) {
+    Parsed p = parse_toml(base + c.toml);
+    EXPECT_EQ(p.ok, *c.message == 0) << c.toml << "\n -> " << p.errors;
+    if (*c.message == 0) continue;
+    EXPECT_EQ(p.code, 2) << c.toml;
+    EXPECT_NE(p.errors.find(c.message), std::string::npos) << c.toml << "\n -> " << p.errors;
+  }
+}
+
 // A ramp-up over 2^63 samples is counted a batch size at a time, at once.
 TEST(TrainConfig, RampUpOfAnyLengthIsCountedAtOnce) {
   Parsed p = parse_toml(

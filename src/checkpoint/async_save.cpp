@@ -1,0 +1,131 @@
+#include "checkpoint/async_save.h"
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <ostream>
+#include <vector>
+
+namespace trident::checkpoint {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// "0.125 s", "15.2 MB": fixed, whatever the log stream's precision.
+std::string fixed(double value, int decimals, const char* unit) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f %s", decimals, value, unit);
+  return text;
+}
+
+// "1, 3": the world ranks whose flag is set.
+std::string ranks_listed(const std::vector<double>& flags) {
+  std::string out;
+  for (size_t r = 0; r < flags.size(); ++r)
+    if (flags[r] > 0) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+}  // namespace
+
+AsyncSaver::~AsyncSaver() {
+  if (!writer_.joinable()) return;
+  // A run failing elsewhere may never reach finish(): rank 0 then commits only if every
+  // side-car is already there, instead of waiting for ranks that may be gone.
+  if (std::uncaught_exceptions() > 0) give_up_ = true;
+  writer_.join();
+}
+
+void AsyncSaver::save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+                      const TrainingState& state, const engine::RankContext& rank,
+                      std::ostream& log, const SaveOptions& options) {
+  const Clock::time_point started = Clock::now();
+  finish(rank, log);  // a new save waits for the previous one
+  const double waited = seconds_since(started);
+  snapshot_ = std::make_unique<SaveSnapshot>(
+      take_snapshot(dir, run, model, state, rank, options, buffers_, true));
+  file_done_ = false, give_up_ = false;
+  file_error_.clear(), commit_error_.clear();
+  write_seconds_ = 0, bytes_ = 0;
+  writer_ = std::thread(&AsyncSaver::write, this);
+  blocked_seconds_ = seconds_since(started);
+  log << "checkpoint " << snapshot_->name << ": snapshot taken, writing in the background "
+      << "(the step was blocked " << fixed(blocked_seconds_, 3, "s") << ": "
+      << fixed(waited, 3, "s") << " waiting for the previous save, "
+      << fixed(blocked_seconds_ - waited, 3, "s") << " copying "
+      << fixed((double)buffers_.bytes() / 1e6, 1, "MB") << ")\n";
+}
+
+// This rank's file; then, on world rank 0, the commit once every rank's side-car is there.
+void AsyncSaver::write() {
+  const Clock::time_point started = Clock::now();
+  const SaveSnapshot& s = *snapshot_;
+  std::string error;
+  if (s.writes) {
+    try {
+      write_rank_file(s);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    file_error_ = error, file_done_ = true;
+  }
+  file_written_.notify_all();
+  if (s.commits && error.empty()) {
+    try {
+      bytes_ = commit_snapshot(s, [this] { return !give_up_; });
+    } catch (const std::exception& e) {
+      commit_error_ = e.what();
+    }
+  }
+  write_seconds_ = seconds_since(started);
+}
+
+bool AsyncSaver::wait_for_own_file() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  file_written_.wait(lock, [this] { return file_done_; });
+  return file_error_.empty();
+}
+
+void AsyncSaver::stop_thread() {
+  if (writer_.joinable()) writer_.join();
+}
+
+void AsyncSaver::finish(const engine::RankContext& rank, std::ostream& log) {
+  if (!snapshot_) return;
+  comm::Communicator& world = *rank.groups->world;
+  const std::string name = snapshot_->name;
+  const std::string path = (snapshot_->dir / name).string();
+  // Every rank's file first: the only collective waits on files that need no other rank.
+  std::vector<double> failed(world.size(), 0.0);
+  failed[world.rank()] = wait_for_own_file() ? 0.0 : 1.0;
+  world.all_reduce(failed.data(), (long)failed.size(), comm::ReduceOp::kSum);
+  const std::string failing = ranks_listed(failed);
+  if (!failing.empty()) give_up_ = true;  // rank 0 stops waiting for the missing side-cars
+  stop_thread();
+  std::unique_ptr<SaveSnapshot> done = std::move(snapshot_);
+  if (!failing.empty())
+    throw SaveError("checkpoint " + name + " was not written: the background write failed on " +
+                    "world rank " + failing +
+                    (file_error_.empty() ? "" : " (this rank: " + file_error_ + ")") +
+                    "; the previous checkpoint stays the latest");
+  double commit_failed = commit_error_.empty() ? 0.0 : 1.0;
+  world.all_reduce(&commit_failed, 1, comm::ReduceOp::kMax);
+  if (commit_failed > 0)
+    throw SaveError("checkpoint " + name + " was not committed" +
+                    (commit_error_.empty() ? "" : ": " + commit_error_));
+  if (rank.world_rank == 0)
+    log << "saved checkpoint " << path << " (" << fixed(bytes_ / 1e6, 1, "MB") << " written in "
+        << fixed(write_seconds_, 3, "s") << " in the background, "
+        << fixed(bytes_ / 1e6 / write_seconds_, 1, "MB/s") << "; the step was blocked "
+        << fixed(blocked_seconds_, 3, "s") << ")\n";
+}
+
+}  // namespace trident::checkpoint

@@ -1,0 +1,72 @@
+#pragma once
+// Asynchronous checkpoints (--async-save, Megatron's flag). A save takes a snapshot of the
+// rank's share (weights and Adam moments copied, sharded moments gathered; the manifest with
+// the iteration, data position, loss scaler and optimizer steps built) and returns; a thread
+// per rank writes it with the synchronous save's atomic protocol.
+//
+// How the commit knows every rank's files are durable without a communicator. Collectives
+// from two threads on one communicator would interleave, so every collective of a save runs
+// on the training thread, while the snapshot is taken or while finish() waits; the writers
+// use files only. Each writing rank writes its safetensors file (fsynced, renamed, directory
+// fsynced), then its side-car json atomically: a side-car in iter_N.tmp means its file is
+// durable. World rank 0's writer, after its own file, waits for every (t, p)'s side-car to
+// appear, writes the manifest and commits (rename to iter_N, then `latest`). A rank whose
+// write failed never writes its side-car, so nothing is committed; finish() — called by the
+// next save and at the end of the run — first waits for this rank's own file, then all
+// ranks agree (all-reduce) whether every file was written: if not, rank 0's writer is told
+// to stop waiting and every rank throws SaveError; if so, rank 0's commit will complete, and
+// a second all-reduce says whether it did.
+#include <atomic>
+#include <condition_variable>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/save_snapshot.h"
+
+namespace trident::checkpoint {
+
+class AsyncSaver {
+ public:
+  AsyncSaver() = default;
+  AsyncSaver(const AsyncSaver&) = delete;
+  AsyncSaver& operator=(const AsyncSaver&) = delete;
+  // Waits for the write in flight; never throws. Unwinding from an exception, it lets rank
+  // 0's writer give up waiting for other ranks (the previous checkpoint stays `latest`).
+  ~AsyncSaver();
+
+  // Collective over the world: finishes the previous save (finish()), takes the snapshot
+  // and starts writing it. Logs how long the caller was blocked.
+  void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
+            const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
+            const SaveOptions& options = {});
+
+  // Collective over the world: waits for the save in flight (none: returns), logs how long
+  // its write took, and throws SaveError on every rank when any rank's write or the commit
+  // failed.
+  void finish(const engine::RankContext& rank, std::ostream& log);
+
+  // The snapshot's buffers, allocated by the first save and reused.
+  long snapshot_bytes() const { return buffers_.bytes(); }
+
+ private:
+  void write();  // the background thread
+  bool wait_for_own_file();
+  void stop_thread();
+
+  SnapshotBuffers buffers_;
+  std::unique_ptr<SaveSnapshot> snapshot_;
+  std::thread writer_;
+  std::mutex mutex_;
+  std::condition_variable file_written_;
+  bool file_done_ = false;            // this rank's file (and side-car) written, or failed
+  std::string file_error_;            // why this rank's file failed ("": it did not)
+  std::string commit_error_;          // world rank 0: why the commit failed
+  std::atomic<bool> give_up_{false};  // rank 0's writer stops waiting for side-cars
+  double blocked_seconds_ = 0, write_seconds_ = 0, bytes_ = 0;
+};
+
+}  // namespace trident::checkpoint
