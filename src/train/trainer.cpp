@@ -63,6 +63,7 @@ void stop_early(TrainingRun& run, long iteration, long last_saved, const std::st
     run.log << "warning: no --save: the run stops without a checkpoint\n";
   else if (last_saved != iteration)
     save_checkpoint(run, iteration);
+  finish_checkpoint_saves(run);  // --async-save: the stop waits until the save is committed
   run.model.finish_param_gather();
   summary.stopped_early = reason;
   summary.wall_seconds = seconds_since(started);
