@@ -6,7 +6,8 @@ bit after the stopped run is resumed.
   the stop): exit 0 within one iteration of the signal, a checkpoint of that iteration, and
   the same command without --load resumes it (--load defaults to --save);
 - 4 ranks, (t, p, d) = (2, 2, 1) with every rank signalled (as Slurm does), and
-  (1, 2, 2) with the distributed optimizer where only rank 3 gets SIGUSR1: all ranks stop
+  (1, 2, 2) with the distributed optimizer and --async-save where only rank 3 gets SIGUSR1
+  (the stop waits for the background write to commit): all ranks stop
   after the same iteration, nobody hangs;
 - --exit-interval and --exit-duration-in-mins stop with a checkpoint and exit 0;
 - a --finetune run that stopped resumes its own checkpoint, not the weights it began from;
@@ -35,7 +36,7 @@ ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attent
         "--inject-slow-rank", "0", "--inject-slow-forward-ms", "10"]
 LAYOUTS = {
     "tp2pp2": ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"],
-    "pp2dp2": ["--pipeline-model-parallel-size", "2", "--use-distributed-optimizer"],
+    "pp2dp2": ["--pipeline-model-parallel-size", "2", "--use-distributed-optimizer", "--async-save"],
 }
 check = Checks()
 
