@@ -17,6 +17,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_snapshot.h"
 #include "core/files.h"
+#include "core/huge_pages.h"
 #include "io/safetensors.h"
 
 namespace trident::checkpoint {
@@ -46,10 +47,17 @@ void full_moments(optim::AdamW& opt, long size, comm::Communicator& dp, bool sha
   }
 }
 
-// The next of `buffers`, `floats` long (reused: no allocation after the first save).
+// The next of `buffers`, `floats` long (reused: no allocation after the first save). A new
+// buffer asks for huge pages before its first write: the first asynchronous save of a large
+// model would otherwise block the step for a page fault per 4 KiB.
 float* next_buffer(SnapshotBuffers& buffers, size_t& used, long floats) {
   if (buffers.floats.size() <= used) buffers.floats.emplace_back();
   std::vector<float>& b = buffers.floats[used++];
+  if (b.capacity() < (size_t)floats) {
+    b = std::vector<float>();
+    b.reserve(floats);
+    advise_huge_pages(b.data(), floats * sizeof(float));
+  }
   b.resize(floats);
   return b.data();
 }
