@@ -36,7 +36,7 @@ ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attent
         "--inject-slow-rank", "0", "--inject-slow-forward-ms", "10"]
 LAYOUTS = {
     "tp2pp2": ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"],
-    "pp2dp2": ["--pipeline-model-parallel-size", "2", "--use-distributed-optimizer", "--async-save"],
+    "pp2dp2": ["--pipeline-model-parallel-size", "2", "--use-distributed-optimizer"],
 }
 check = Checks()
 
@@ -99,8 +99,9 @@ def stopped_at(log):
 def stop_and_resume(trident, tmp, name, ranks, layout, reference, signalled, signum):
     """Signal a run of `layout` at a random iteration, then resume it; checks both halves."""
     ckpt, metrics = f"{tmp}/{name}_ckpt", f"{tmp}/{name}.jsonl"
-    cmd = command(trident, ranks, layout + ["--save", ckpt, "--exit-signal-handler",
-                                            "--metrics-file", metrics])
+    saving = ["--async-save"] if signum == signal.SIGUSR1 else []
+    cmd = command(trident, ranks, layout + saving + ["--save", ckpt, "--exit-signal-handler",
+                                                     "--metrics-file", metrics])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=MPI_ENV, start_new_session=True)
     target = random.randint(5, ITERS - 20)

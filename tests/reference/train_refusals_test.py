@@ -88,7 +88,10 @@ def test_load_paths(trident, tmp):
         f.write("not a checkpoint\n")
     missing = os.path.join(tmp, "missing")
     save = os.path.join(tmp, "other_save")
-    cases = [(missing, "no such file or directory"), (stray, "a directory without `latest`"),
+    plain = os.path.join(tmp, "plain")
+    os.makedirs(plain)
+    cases = [(missing, "no such file or directory"), (plain, "a directory without `latest`"),
+             (stray, "a directory of iter_NNNNNNN directories none of which has manifest.json"),
              (os.path.join(stray, "iter_0000009"), "an iter_NNNNNNN directory without manifest.json"),
              (os.path.join(stray, "notes.txt"), "a file other than `latest`")]
     for path, what in cases:
@@ -96,7 +99,7 @@ def test_load_paths(trident, tmp):
                   TINY + ["--train-iters", "2", "--load", path, "--save", save])
         ok, why = refused(run, [f"--load {path}: not a checkpoint ({what})",
                                 "expected a checkpoint directory (holding `latest`)"],
-                          {stray: listing(stray), save: False, missing: False})
+                          {stray: listing(stray), plain: listing(plain), save: False, missing: False})
         check(ok, f"--load {os.path.relpath(path, tmp)} ({what}): exit 2 naming it, nothing written {why}")
 
 
