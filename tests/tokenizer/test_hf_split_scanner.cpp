@@ -80,7 +80,7 @@ const std::vector<std::string> kHardStrings = {
     "mixed\u00a0nbsp\u2009thin\u3000ideographic\u2028line\u2029para"
     "\u0085nel",
     "zero\u200bwidth\u200djoiner\ufeffbom",
-    std::string("\0nul and \x01 control \x7f", 24),
+    std::string("\0nul and \x01 control \x7f", sizeof("\0nul and \x01 control \x7f") - 1),
     "Ünïcödé ß straße café naïve",
     "$$$ ... !!! ??? ((())) --- ___ *** ###",
     "  \n  \n\t\n ",
