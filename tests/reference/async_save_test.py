@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from parity import MPI_ENV, Checks
+from parity import MPI_ENV, Checks, metrics_by_iteration
 
 MODEL = ["--mock-data", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
          "--seq-length", "32", "--vocab-size", "301", "--log-interval", "1", "--eval-iters", "0",
@@ -42,17 +42,7 @@ def run(trident, ranks, args):
                           env=MPI_ENV, timeout=300)
 
 
-def losses(path):
-    out = {}
-    if os.path.exists(path):
-        for line in open(path):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # cut short by a kill
-                continue
-            if "loss" in row:
-                out[row["iteration"]] = (row["loss"], row["grad_norm"])
-    return out
+losses = metrics_by_iteration  # iteration -> (loss, grad norm, lr)
 
 
 def same_checkpoint(a, b):

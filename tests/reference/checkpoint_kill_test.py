@@ -7,7 +7,6 @@ for bit. The test also asserts that the interruptions really happened where inte
 save death left its unfinished .tmp directory after the step it saved, and every kill -9
 ended a run that had trained some steps but not the last.
 Usage: checkpoint_kill_test.py TRIDENT"""
-import json
 import os
 import random
 import signal
@@ -16,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from parity import MPI_ENV, Checks, read_safetensors
+from parity import MPI_ENV, Checks, read_safetensors, metrics_by_iteration
 
 TRAIN_ITERS = 40
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "128", "--num-attention-heads", "4",
@@ -32,18 +31,7 @@ def command(trident, extra):
     return ["mpirun", "--oversubscribe", "-np", "2", trident, "train"] + ARGS + extra
 
 
-def losses(path):
-    """Iteration -> (loss, grad norm); a line cut short by a kill is skipped."""
-    out = {}
-    if os.path.exists(path):
-        for line in open(path):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if "loss" in row:
-                out[row["iteration"]] = (row["loss"], row["grad_norm"])
-    return out
+losses = metrics_by_iteration  # iteration -> (loss, grad norm, lr)
 
 
 def kill_after_steps(proc, metrics, steps):
