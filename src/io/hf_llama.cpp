@@ -148,6 +148,27 @@ bool is_llama_model(const ModelConfig& c) {
   return c.rms_norm() && c.rope() && c.swiglu && c.group_query_attention && c.rotary_percent == 1.f;
 }
 
+namespace {
+
+// HF's head_dim (Mistral-Nemo: 128 with hidden 5120 / 32 heads) is Megatron's
+// --kv-channels; without it heads are hidden_size / num_attention_heads wide.
+void parse_head_dim(const nlohmann::json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    const nlohmann::json& d = j["head_dim"];
+    if (!d.is_number_integer() || d.get<long>() <= 0 || d.get<long>() > 65536)
+      problems.push_back("\"head_dim\" is " + d.dump() + ": must be a positive integer");
+    else if (c.num_attention_heads <= 0 || c.hidden_size <= 0 ||
+             d.get<long>() * c.num_attention_heads != c.hidden_size)
+      c.kv_channels = d.get<int>();
+  } else if (c.hidden_size > 0 && c.num_attention_heads > 0 &&
+             c.hidden_size % c.num_attention_heads) {
+    problems.push_back(
+        "hidden_size must be divisible by num_attention_heads (or \"head_dim\" given)");
+  }
+}
+
+}  // namespace
+
 ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>& problems) {
   auto get_int = [&](const char* key, int fallback) -> int {
     if (!j.contains(key) || j[key].is_null()) {
@@ -215,20 +236,7 @@ ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>
   if (j.contains("partial_rotary_factor") && j["partial_rotary_factor"] != 1.0)
     problems.push_back("\"partial_rotary_factor\" is " + j["partial_rotary_factor"].dump() +
                        ": LlamaForCausalLM rotates whole heads");
-  // HF's head_dim (Mistral-Nemo: 128 with hidden 5120 / 32 heads) is Megatron's
-  // --kv-channels; without it heads are hidden_size / num_attention_heads wide.
-  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    const nlohmann::json& d = j["head_dim"];
-    if (!d.is_number_integer() || d.get<long>() <= 0 || d.get<long>() > 65536)
-      problems.push_back("\"head_dim\" is " + d.dump() + ": must be a positive integer");
-    else if (c.num_attention_heads <= 0 || c.hidden_size <= 0 ||
-             d.get<long>() * c.num_attention_heads != c.hidden_size)
-      c.kv_channels = d.get<int>();
-  } else if (c.hidden_size > 0 && c.num_attention_heads > 0 &&
-             c.hidden_size % c.num_attention_heads) {
-    problems.push_back(
-        "hidden_size must be divisible by num_attention_heads (or \"head_dim\" given)");
-  }
+  parse_head_dim(j, c, problems);
   if (c.num_attention_heads > 0 && c.num_query_groups > 0 &&
       c.num_attention_heads % c.num_query_groups)
     problems.push_back("num_attention_heads must be divisible by num_key_value_heads");
