@@ -49,7 +49,7 @@ void AsyncSaver::save(const std::string& dir, const RunRecord& run, engine::Rank
   const double waited = seconds_since(started);
   snapshot_ = std::make_unique<SaveSnapshot>(
       take_snapshot(dir, run, model, state, rank, options, buffers_, true));
-  file_done_ = false, give_up_ = false;
+  file_done_ = false, copied_ = false, give_up_ = false;
   file_error_.clear(), commit_error_.clear();
   write_seconds_ = 0, bytes_ = 0;
   writer_ = std::thread(&AsyncSaver::write, this);
@@ -57,14 +57,20 @@ void AsyncSaver::save(const std::string& dir, const RunRecord& run, engine::Rank
   log << "checkpoint " << snapshot_->name << ": snapshot taken, writing in the background "
       << "(the step was blocked " << fixed(blocked_seconds_, 3, "s") << ": "
       << fixed(waited, 3, "s") << " waiting for the previous save, "
-      << fixed(blocked_seconds_ - waited, 3, "s") << " copying "
-      << fixed((double)buffers_.bytes() / 1e6, 1, "MB") << ")\n";
+      << fixed(blocked_seconds_ - waited, 3, "s") << " taking it; "
+      << fixed((double)buffers_.bytes() / 1e6, 1, "MB") << " to copy)\n";
 }
 
 // This rank's file; then, on world rank 0, the commit once every rank's side-car is there.
 void AsyncSaver::write() {
   const Clock::time_point started = Clock::now();
   const SaveSnapshot& s = *snapshot_;
+  copy_into_snapshot(s);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    copied_ = true;
+  }
+  file_written_.notify_all();
   std::string error;
   if (s.writes) {
     try {
@@ -86,6 +92,14 @@ void AsyncSaver::write() {
     }
   }
   write_seconds_ = seconds_since(started);
+}
+
+void AsyncSaver::wait_until_copied() {
+  if (!snapshot_) return;
+  const Clock::time_point started = Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  file_written_.wait(lock, [this] { return copied_; });
+  blocked_seconds_ += seconds_since(started);
 }
 
 bool AsyncSaver::wait_for_own_file() {

@@ -1,8 +1,11 @@
 #pragma once
 // Asynchronous checkpoints (--async-save, Megatron's flag). A save takes a snapshot of the
-// rank's share (weights and Adam moments copied, sharded moments gathered; the manifest with
-// the iteration, data position, loss scaler and optimizer steps built) and returns; a thread
-// per rank writes it with the synchronous save's atomic protocol.
+// rank's share (sharded moments gathered; the manifest with the iteration, data position,
+// loss scaler and optimizer steps built) and returns; a thread per rank copies the weights
+// and Adam moments into the snapshot and writes it with the synchronous save's atomic
+// protocol. The copy overlaps the next iteration's forward and backward, which read the
+// weights but change neither them nor the moments: the trainer calls wait_until_copied()
+// before the next optimizer step (it waits only if forward and backward were shorter).
 //
 // How the commit knows every rank's files are durable without a communicator. Collectives
 // from two threads on one communicator would interleave, so every collective of a save runs
@@ -38,11 +41,20 @@ class AsyncSaver {
   // 0's writer give up waiting for other ranks (the previous checkpoint stays `latest`).
   ~AsyncSaver();
 
+  // Allocates the snapshot's buffers now (at start-up) rather than in the first save.
+  void reserve(engine::RankModel& model, const engine::RankContext& rank) {
+    reserve_snapshot_buffers(model, rank, buffers_);
+  }
+
   // Collective over the world: finishes the previous save (finish()), takes the snapshot
   // and starts writing it. Logs how long the caller was blocked.
   void save(const std::string& dir, const RunRecord& run, engine::RankModel& model,
             const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
             const SaveOptions& options = {});
+
+  // Returns once the save in flight (if any) no longer reads the model; called before
+  // anything changes the weights or moments. Training thread only.
+  void wait_until_copied();
 
   // Collective over the world: waits for the save in flight (none: returns), logs how long
   // its write took, and throws SaveError on every rank when any rank's write or the commit
@@ -61,7 +73,8 @@ class AsyncSaver {
   std::unique_ptr<SaveSnapshot> snapshot_;
   std::thread writer_;
   std::mutex mutex_;
-  std::condition_variable file_written_;
+  std::condition_variable file_written_;  // and copied_
+  bool copied_ = false;                   // the snapshot holds its copies of the model
   bool file_done_ = false;            // this rank's file (and side-car) written, or failed
   std::string file_error_;            // why this rank's file failed ("": it did not)
   std::string commit_error_;          // world rank 0: why the commit failed

@@ -15,7 +15,7 @@ enum class SaveFault {
   kNone,
   kBeforeCommit,  // every file written, nothing renamed
   kMidCommit,     // the iteration's committed directory moved aside, the new one not yet in place
-  kStallWriting,  // the rank's file stops after its first bytes, for good (to be killed)
+  kStallWriting,  // the rank's file stops after its header, for good (to be killed)
   kWriteError,    // writing the rank's file fails (as a full disk would)
 };
 

@@ -17,7 +17,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_snapshot.h"
 #include "core/files.h"
-#include "core/huge_pages.h"
+#include "core/first_touch.h"
 #include "io/safetensors.h"
 
 namespace trident::checkpoint {
@@ -47,29 +47,32 @@ void full_moments(optim::AdamW& opt, long size, comm::Communicator& dp, bool sha
   }
 }
 
-// The next of `buffers`, `floats` long (reused: no allocation after the first save). A new
-// buffer asks for huge pages before its first write: the first asynchronous save of a large
-// model would otherwise block the step for a page fault per 4 KiB.
+// The next of `buffers`, `floats` long (reused: no allocation after the first save; a new
+// one comes touched, in huge pages where the kernel gives them: core/first_touch.h).
 float* next_buffer(SnapshotBuffers& buffers, size_t& used, long floats) {
   if (buffers.floats.size() <= used) buffers.floats.emplace_back();
-  std::vector<float>& b = buffers.floats[used++];
-  if (b.capacity() < (size_t)floats) {
-    b = std::vector<float>();
-    b.reserve(floats);
-    advise_huge_pages(b.data(), floats * sizeof(float));
-  }
+  FirstTouchVector<float>& b = buffers.floats[used++];
+  if (b.capacity() < (size_t)floats) FirstTouchVector<float>().swap(b);
   b.resize(floats);
   return b.data();
 }
 
-const float* copied(SnapshotBuffers& buffers, size_t& used, const float* from, long floats) {
+// A buffer that copy_into_snapshot fills from `from`.
+const float* copied(SnapshotBuffers& buffers, size_t& used, const float* from, long floats,
+                    SaveSnapshot& out) {
   float* to = next_buffer(buffers, used, floats);
-  std::copy(from, from + floats, to);
+  out.copies.push_back({from, to, floats});
   return to;
 }
 
+bool optimizer_sharded(const optim::AdamW& opt, long size) {
+  return opt.range_begin() != 0 || opt.range_end() != size;
+}
+
 // What this rank writes: each owned tensor with its two moments, and their manifest entries.
-// Collective over data parallelism when the optimizer is sharded.
+// Collective over data parallelism when the optimizer is sharded. The buffers it takes, in
+// order, per chunk: the two moments (gathered when sharded, else copied with copy_model),
+// then the weights (copy_model); reserve_snapshot_buffers takes the same.
 void add_rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sharded,
                       SnapshotBuffers& buffers, bool copy_model, SaveSnapshot& out) {
   size_t used = 0;
@@ -79,16 +82,16 @@ void add_rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sha
     const long size = params.size();
     const float* values = params.values();
     const float* moments[2] = {opt.exp_avg().data(), opt.exp_avg_sq().data()};
-    if (opt.range_begin() != 0 || opt.range_end() != size) {  // sharded: gather
+    if (optimizer_sharded(opt, size)) {
       float* m = next_buffer(buffers, used, size);
       float* v = next_buffer(buffers, used, size);
       full_moments(opt, size, dp, sharded, m, v);
       moments[0] = m, moments[1] = v;
     } else if (copy_model) {
-      moments[0] = copied(buffers, used, moments[0], size);
-      moments[1] = copied(buffers, used, moments[1], size);
+      moments[0] = copied(buffers, used, moments[0], size, out);
+      moments[1] = copied(buffers, used, moments[1], size, out);
     }
-    if (copy_model) values = copied(buffers, used, values, size);
+    if (copy_model) values = copied(buffers, used, values, size, out);
     for (const ParamSpec& s : params.layout().specs()) {
       if (!s.owned) continue;
       out.tensors.push_back({s.name, s.local_shape, values + s.offset});
@@ -165,8 +168,20 @@ double bytes_under(const fs::path& dir) {
 
 long SnapshotBuffers::bytes() const {
   long total = 0;
-  for (const std::vector<float>& b : floats) total += (long)(b.capacity() * sizeof(float));
+  for (const FirstTouchVector<float>& b : floats) total += (long)(b.capacity() * sizeof(float));
   return total;
+}
+
+void reserve_snapshot_buffers(engine::RankModel& model, const engine::RankContext& rank,
+                              SnapshotBuffers& buffers) {
+  const bool copy_model = rank.groups->data->rank() == 0;  // the writer, as in take_snapshot
+  size_t used = 0;
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    const long size = model.chunks[j]->parameters().size();
+    const bool moments = copy_model || optimizer_sharded(*model.optimizers[j], size);
+    for (int b = 0; b < (moments ? 2 : 0) + (copy_model ? 1 : 0); ++b)
+      next_buffer(buffers, used, size);
+  }
 }
 
 SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine::RankModel& model,
@@ -199,12 +214,17 @@ SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine:
   return s;
 }
 
+void copy_into_snapshot(const SaveSnapshot& s) {
+  for (const SnapshotCopy& c : s.copies) std::copy(c.from, c.from + c.floats, c.to);
+}
+
 void write_rank_file(const SaveSnapshot& s) {
   XXH64_state_t* state = XXH64_createState();
   XXH64_reset(state, 0);
   int pieces = 0;  // the header, then each tensor
   long bytes = 0;
-  // The header is out when the first tensor is observed (observed before written).
+  // The header is written (staged: the file reaches the disk in 8 MiB blocks) when the first
+  // tensor is observed.
   auto observe = [&](const char* data, size_t size) {
     XXH64_update(state, data, size);
     if (++pieces == 2) inject_write_fault(s.options.fault);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "core/first_touch.h"
 #include "io/safetensors.h"
 
 namespace trident::checkpoint {
@@ -18,8 +19,15 @@ namespace trident::checkpoint {
 // The floats a snapshot copies into, kept from one save to the next so that a save after
 // the first allocates nothing.
 struct SnapshotBuffers {
-  std::vector<std::vector<float>> floats;
+  std::vector<FirstTouchVector<float>> floats;
   long bytes() const;
+};
+
+// Weights or moments of the model that the snapshot holds a copy of, once copied.
+struct SnapshotCopy {
+  const float* from;
+  float* to;
+  long floats;
 };
 
 struct SaveSnapshot {
@@ -30,6 +38,7 @@ struct SaveSnapshot {
   bool writes = false;
   std::string file;  // model_tpT_ppP.safetensors
   std::vector<io::TensorToWrite> tensors;
+  std::vector<SnapshotCopy> copies;  // to make (copy_into_snapshot) before the tensors are read
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();  // their manifest entries
   // World rank 0 commits: the manifest (its "files" filled from the side-cars), the tokenizer.
   bool commits = false;
@@ -38,13 +47,24 @@ struct SaveSnapshot {
   std::vector<std::string> side_cars;  // of every rank's file, which the commit waits for
 };
 
+// Allocates and first-touches (huge pages asked for) the buffers this rank's snapshots with
+// copy_model copy into, so that the first asynchronous save blocks the step for the copy only.
+// Not collective.
+void reserve_snapshot_buffers(engine::RankModel& model, const engine::RankContext& rank,
+                              SnapshotBuffers& buffers);
+
 // Collective over the world. World rank 0 tidies interrupted saves and makes `tmp`; every
 // rank takes part in gathering sharded Adam moments (into `buffers`). With copy_model the
-// weights and unsharded moments are copied into `buffers` too and the model may change at
-// once; without, the tensors point into the model until written.
+// tensors of the weights and unsharded moments point into `buffers`, to be filled by
+// copy_into_snapshot, after which the model may change; without, they point into the model
+// until written.
 SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine::RankModel& model,
                            const TrainingState& state, const engine::RankContext& rank,
                            const SaveOptions& options, SnapshotBuffers& buffers, bool copy_model);
+
+// Makes the snapshot's copies of the weights and moments. Reads the model: until it returns,
+// nothing may change them (an optimizer step).
+void copy_into_snapshot(const SaveSnapshot& s);
 
 // The rank's file, streamed out and fsynced, then its side-car (size, xxh64, tensor
 // entries) written atomically beside it: a side-car in `tmp` means its file is durable.

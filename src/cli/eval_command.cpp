@@ -1,7 +1,5 @@
 #include "cli/eval_command.h"
 
-#include <omp.h>
-
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -183,9 +181,7 @@ int eval_main(const std::vector<std::string>& args) {
     o.decode_panels = false;  // scoring runs long steps; the decode copy would only cost memory
     RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
                     launch_options(a.inference, "trident eval"));
-    omp_set_num_threads(a.inference.threads > 0
-                            ? a.inference.threads
-                            : default_threads(setup.context.nodes, mpi.world_rank()));
+    apply_inference_runtime(a.inference, setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
     generation::InferenceModel model(o, setup.context, discard);
     if (!model.coordinator()) {

@@ -1,7 +1,5 @@
 #include "cli/generate_command.h"
 
-#include <omp.h>
-
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -165,9 +163,7 @@ int generate_main(const std::vector<std::string>& args) {
     const generation::InferenceOptions& o = a.inference.model;
     RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
                     launch_options(a.inference, "trident generate"));
-    omp_set_num_threads(a.inference.threads > 0
-                            ? a.inference.threads
-                            : default_threads(setup.context.nodes, mpi.world_rank()));
+    apply_inference_runtime(a.inference, setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cerr : discard;
     generation::InferenceModel model(o, setup.context, log);

@@ -1,8 +1,11 @@
 #include "cli/inference_args.h"
 
+#include <omp.h>
+
 #include <cstdint>
 
 #include "cli/tokenizer_args.h"
+#include "core/first_touch.h"
 
 namespace trident::cli {
 
@@ -40,6 +43,8 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
       ->group(C);
   add_tokenizer_args(app, &a->tokenizer, "Tokenizer", kTokenizerDefaultHelp);
   app.add_option("--threads", a->threads, "OpenMP threads per rank (0: cores / ranks)");
+  app.add_flag("--no-huge-pages", a->no_huge_pages,
+               "do not ask for transparent huge pages for the weights and the KV cache");
 }
 
 std::string check_inference_args(const InferenceArgs& a, int world_size, bool data_parallel) {
@@ -69,6 +74,12 @@ std::string check_inference_args(const InferenceArgs& a, int world_size, bool da
   require(a.distributed_timeout_minutes >= 0,
           "--distributed-timeout-minutes must be >= 0 (0 turns the watchdog off)");
   return errors;
+}
+
+void apply_inference_runtime(const InferenceArgs& a, const std::vector<std::string>& nodes,
+                             int world_rank) {
+  omp_set_num_threads(a.threads > 0 ? a.threads : default_threads(nodes, world_rank));
+  if (a.no_huge_pages) disable_huge_pages();
 }
 
 LaunchOptions launch_options(const InferenceArgs& a, const std::string& command) {

@@ -14,6 +14,7 @@ namespace trident::cli {
 struct InferenceArgs {
   generation::InferenceOptions model;
   tokenizer::TokenizerOptions tokenizer;    // GPT-2's files default as tokenizer_options says
+  bool no_huge_pages = false;               // --no-huge-pages (core/first_touch.h)
   int threads = 0;                          // OpenMP threads per rank (0: the node's cores / ranks)
   double distributed_timeout_minutes = 10;  // a step's wait on other ranks (0: unwatched)
   bool allow_tensor_parallel_across_nodes = false;
@@ -23,6 +24,10 @@ struct InferenceArgs {
 LaunchOptions launch_options(const InferenceArgs& a, const std::string& command);
 
 void add_inference_args(CLI::App& app, InferenceArgs* a);
+// --threads (0: the node's cores / its ranks) and --no-huge-pages, for this process.
+void apply_inference_runtime(const InferenceArgs& a, const std::vector<std::string>& nodes,
+                             int world_rank);
+
 // Empty when the flags are consistent for a world of world_size ranks, else every rule
 // broken, one per line. With data_parallel, t x p need only divide the world (eval runs one
 // model replica per t x p ranks); generate and serve run one replica.

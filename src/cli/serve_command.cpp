@@ -1,7 +1,5 @@
 #include "cli/serve_command.h"
 
-#include <omp.h>
-
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -129,9 +127,7 @@ int serve_main(const std::vector<std::string>& args) {
     const generation::InferenceOptions& o = a.inference.model;
     RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
                     launch_options(a.inference, kCommand));
-    omp_set_num_threads(a.inference.threads > 0
-                            ? a.inference.threads
-                            : default_threads(setup.context.nodes, mpi.world_rank()));
+    apply_inference_runtime(a.inference, setup.context.nodes, mpi.world_rank());
     std::ostringstream discard;
     generation::InferenceModel model(o, setup.context, mpi.world_rank() == 0 ? std::cerr : discard);
     if (!model.coordinator()) {

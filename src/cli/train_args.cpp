@@ -410,6 +410,10 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
       "while an iteration runs longer than this, say so every this many seconds (0: never)",
       "Logging");
   opt("--threads", c.threads, "OpenMP threads (0: the node's cores / ranks on it)", "Runtime");
+  app.add_flag("--no-huge-pages", c.no_huge_pages,
+               "do not ask for transparent huge pages for the large buffers (they are still "
+               "touched at start-up)")
+      ->group("Runtime");
   opt("--inject-fault-iteration", c.inject_fault_iteration,
       "testing: fail on --inject-fault-rank at this iteration", kHiddenGroup);
   opt("--inject-fault-rank", c.inject_fault_rank, "testing: the rank that fails", kHiddenGroup);
@@ -427,7 +431,7 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--inject-fault-save-point", c.inject_fault_save_point,
       "testing: before-commit (files written, nothing renamed), mid-commit (an existing "
       "directory of the same iteration moved aside, the new one not yet in place), "
-      "stall-write (rank 0's writer stops after its first bytes) or write-error (the writer "
+      "stall-write (rank 0's writer stops after the file's header) or write-error (the writer "
       "of the last tensor and pipeline rank fails)",
       kHiddenGroup);
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");

@@ -3,6 +3,8 @@
 // A file is written under path + ".tmp", fsynced, renamed over path, and its directory is
 // fsynced, so a reader sees the old file or the whole new one, also after a power loss.
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -15,20 +17,39 @@ class FormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How a file's bytes reach the disk. kPageCache: plain writes. kDirect: O_DIRECT from an
+// aligned staging buffer, for large files written once (checkpoints, exported weights). On
+// these VMs a buffered write of a 400 MB checkpoint spent up to ~1.2 s of system time on
+// page-cache pages (allocation, reclaim, write-back) against ~0.03 s for the same bytes
+// written direct, and that time is taken from the cores training runs on while an
+// asynchronous save writes. A file system that refuses O_DIRECT (tmpfs, some FUSE) gets
+// plain writes instead.
+enum class WriteMode { kPageCache, kDirect };
+
 // A file being written under path + ".tmp"; commit() makes it path, durably. Destroyed
 // without commit(), the temporary is removed and path is untouched.
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::string& path);
+  explicit AtomicFile(const std::string& path, WriteMode mode = WriteMode::kPageCache);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   void write(const char* data, std::size_t size);
   void commit();
+  // Whether the bytes bypass the page cache (false for kPageCache and after a fallback).
+  bool direct() const { return direct_; }
 
  private:
+  void write_at(const char* data, std::size_t size, std::size_t offset);
+  void flush_staging();
+  void fall_back_to_page_cache();
+
   std::string path_, tmp_;
   int fd_ = -1;
+  bool direct_ = false;
+  std::unique_ptr<char, void (*)(void*)> staging_{nullptr, std::free};
+  std::size_t staged_ = 0;   // bytes in staging_ not yet written
+  std::size_t written_ = 0;  // bytes of the file written so far
 };
 
 // Writes bytes to path atomically (temporary name, fsync, rename, fsync of the directory).

@@ -265,8 +265,9 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
   std::uint64_t len = json.size();
   for (int i = 0; i < 8; ++i) head[i] = (char)((len >> (8 * i)) & 0xff);
   head += json;
-  // Streamed tensor by tensor (no copy of the whole file in memory), then flushed and renamed.
-  AtomicFile file(path);
+  // Streamed tensor by tensor (no copy of the whole file in memory), past the page cache (a
+  // checkpoint is written once and not read back by this process), then flushed and renamed.
+  AtomicFile file(path, WriteMode::kDirect);
   auto put = [&](const char* data, size_t size) {
     if (observe) observe(data, size);
     file.write(data, size);

@@ -64,6 +64,8 @@ StepResult train_step(TrainingRun& run, long iteration) {
   r.loss_sum = forward_backward(run, r.global_batch, loss_scale);
   const double optimizer_start = run.executor->now_us();
   r.lr = run.lr_schedule.at(run.progress.lr_schedule_samples);
+  // A save in the background may still be copying the weights and moments the step changes.
+  if (run.async_saver) run.async_saver->wait_until_copied();
   const engine::StepOutcome outcome = optimizer_step(run, iteration, loss_scale, r.lr);
   if (iteration > run.first_iteration) run.data_parallel_waits.add(run.model);  // 1st warms up
   r.grad_norm = outcome.grad_norm, r.skipped = outcome.skipped;

@@ -34,6 +34,11 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, 
   evaluation_traffic = snapshot_collectives(*rank.groups);
   for (auto& entry : evaluation_traffic) entry.second = {};
   resume_from_checkpoint(*this, resumable, startup);
+  if (c.async_save) {  // (--async-save needs --save)
+    startup.begin("snapshot buffers");
+    async_saver = std::make_unique<checkpoint::AsyncSaver>();
+    async_saver->reserve(model, rank);
+  }
   startup.finish();
 }
 

@@ -46,8 +46,10 @@ TEST(AsyncSaver, TheCheckpointIsTheStateAtTheSave) {
   std::ostringstream log;
   AsyncSaver saver;
   saver.save(dir.str(), record_of(o), model, {3, 12, 0, 12}, one.rank, log);
-  train_on(model, 1.f);  // while it is written
+  saver.wait_until_copied();  // as the trainer, before its next optimizer step
+  train_on(model, 1.f);       // while it is written
   saver.save(dir.str(), record_of(o), model, {4, 16, 0, 16}, one.rank, log);
+  saver.wait_until_copied();
   train_on(model, 1.f);
   saver.finish(one.rank, log);
   EXPECT_EQ(latest_checkpoint(dir.str()), (dir.path / "iter_0000004").string());
