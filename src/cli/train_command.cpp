@@ -7,6 +7,8 @@
 #include "cli/mpi_job.h"
 #include "comm/mpi_communicator.h"
 #include "core/files.h"
+#include "core/first_touch.h"
+#include "core/stop_signals.h"
 #include "data/indexed_dataset.h"
 #include "train/memory_check.h"
 #include "train/trainer.h"
@@ -22,6 +24,9 @@ int fail(const comm::MpiRuntime& mpi, int code, const std::string& message) {
 }  // namespace
 
 int train_main(const std::vector<std::string>& args) {
+  // Before MPI starts its threads, which inherit the mask (core/stop_signals.h); the flags
+  // that may release the signals are read only once MPI runs.
+  StopSignals::hold();
   comm::MpiRuntime mpi(nullptr, nullptr);
   train::TrainingConfig config;
   config.world_size = mpi.world_size();
@@ -38,9 +43,10 @@ int train_main(const std::vector<std::string>& args) {
                     launch);
     if (config.threads == 0)
       config.threads = default_threads(setup.context.nodes, mpi.world_rank());
+    if (config.no_huge_pages) disable_huge_pages();
     std::ostringstream discard;
     std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
-    // Installed before the model is built: a signal during start-up stops after step 1.
+    // A signal during start-up (held since the start) stops after step 1.
     const StopSignals signals(config.exit_signal_handler);
     code = train::run_training(config, setup.context, log, signals);
     if (code != 0) return fail(mpi, code, "training stopped");

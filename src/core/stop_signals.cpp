@@ -1,5 +1,7 @@
 #include "core/stop_signals.h"
 
+#include <pthread.h>
+
 #include <atomic>
 
 namespace trident {
@@ -16,10 +18,27 @@ void record_stop_signal(int signal) {
   first_stop_signal.compare_exchange_strong(none, signal);
 }
 
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, signal);
+  return set;
+}
+
 }  // namespace
 
+void StopSignals::hold() {
+  const sigset_t set = stop_signal_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 StopSignals::StopSignals(bool enabled) : enabled_(enabled) {
-  if (!enabled_) return;
+  const sigset_t set = stop_signal_set();
+  if (!enabled_) {
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    return;
+  }
+  hold();
   first_stop_signal.store(0);
   struct sigaction action = {};
   action.sa_handler = record_stop_signal;
@@ -29,7 +48,11 @@ StopSignals::StopSignals(bool enabled) : enabled_(enabled) {
 }
 
 int StopSignals::received() const {
-  return enabled_ ? first_stop_signal.load() : 0;
+  if (!enabled_) return 0;
+  const sigset_t set = stop_signal_set();
+  const timespec now = {0, 0};
+  for (int signal; (signal = sigtimedwait(&set, nullptr, &now)) > 0;) record_stop_signal(signal);
+  return first_stop_signal.load();
 }
 
 std::string signal_name(int signal) {

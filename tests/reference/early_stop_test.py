@@ -12,6 +12,8 @@ bit after the stopped run is resumed.
 - --exit-interval and --exit-duration-in-mins stop with a checkpoint and exit 0;
 - a --finetune run that stopped resumes its own checkpoint, not the weights it began from;
 - a --save directory without `latest` resumes its newest complete iteration;
+- SIGTERM during start-up (once main holds the signals, before MPI starts) stops the run
+  after its first iteration with a checkpoint, exit 0;
 - without the handler SIGTERM ends the process as before; in a Slurm job with --save the
   handler is on by default; bad values exit 2 naming the flag.
 Usage: early_stop_test.py TRIDENT"""
@@ -193,6 +195,34 @@ def restart_without_latest(trident, tmp):
           f"iterations without manifest.json: exit {code}, nothing written")
 
 
+def blocked_signals(pid):
+    """The signal mask of a process's main thread (/proc/PID/status SigBlk), 0 if gone."""
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("SigBlk:"):
+                return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return 0
+
+
+def signal_during_startup(trident, tmp):
+    ckpt = f"{tmp}/startup_ckpt"
+    proc = subprocess.Popen(command(trident, 1, ["--save", ckpt, "--exit-signal-handler"]),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=MPI_ENV)
+    deadline = time.time() + 10
+    while not blocked_signals(proc.pid) & (1 << (signal.SIGTERM - 1)) and time.time() < deadline:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGTERM)
+    log, _ = proc.communicate(timeout=120)
+    latest = open(f"{ckpt}/latest").read().strip() if os.path.exists(f"{ckpt}/latest") else None
+    check(proc.returncode == 0 and stopped_at(log) == 1 and latest == "iter_0000001" and
+          "start-up:" in log.split("stopping after")[0],
+          f"SIGTERM during start-up: exit {proc.returncode}, stopped after iteration "
+          f"{stopped_at(log)}, latest {latest}" + ("" if proc.returncode == 0 else "\n" + log[-2000:]))
+
+
 def defaults_and_refusals(trident, tmp):
     proc = subprocess.Popen(command(trident, 1, ["--save", f"{tmp}/plain_ckpt", "--metrics-file",
                                                  f"{tmp}/plain.jsonl"]),
@@ -237,6 +267,7 @@ def main():
         budgets(trident, tmp, reference)
         finetune_restart(trident, tmp)
         restart_without_latest(trident, tmp)
+        signal_during_startup(trident, tmp)
         defaults_and_refusals(trident, tmp)
     return check.summary()
 
