@@ -4,8 +4,8 @@
 - requeued by `scontrol requeue` while it trains: every rank gets SIGTERM, saves and exits 0,
   Slurm puts the job back, and its second start resumes from --save by itself;
 - sent the time limit's SIGUSR1 (`scancel --signal=USR1 --batch`, what --signal=B:USR1@120
-  sends): the script passes it to the ranks, they save and exit 0, the script requeues the
-  job, and it resumes;
+  sends) while it saves asynchronously every 5 iterations (--async-save): the script passes
+  it to the ranks, they save and exit 0, the script requeues the job, and it resumes;
 and each finishes with every loss, grad norm and learning rate bit-identical to an
 uninterrupted job of the same layout. (Slurm holds a requeued job 120 s before it may start
 again; the test moves its start time to 5 s after the requeue.) Slurm and the hosts are stopped even on failure.
@@ -67,12 +67,12 @@ def wait_for(predicate, seconds):
     return False
 
 
-def interrupted_job(cluster, reference, name, interrupt, how):
+def interrupted_job(cluster, reference, name, interrupt, how, saving=()):
     """Submits a saving job, interrupts it once it trained a few steps, and checks that it
     came back, resumed and ended with the uninterrupted losses."""
     env, work = cluster.env, cluster.work
     metrics, save = os.path.join(work, f"{name}.jsonl"), os.path.join(work, f"{name}_ckpt")
-    code, job, out = sbatch(cluster, name, ["--save", save], wait=False)
+    code, job, out = sbatch(cluster, name, ["--save", save] + list(saving), wait=False)
     if code != 0 or not wait_for(lambda: max(rows(metrics), default=0) >= 8, 120):
         check(False, f"{name}: job {job} did not start training")
         return
@@ -122,7 +122,8 @@ def main():
             return check.summary()
         interrupted_job(cluster, reference, "requeued", ["scontrol", "requeue"], "scontrol requeue")
         log = interrupted_job(cluster, reference, "time_limit", ["scancel", "--signal=USR1", "--batch"],
-                              "the time limit's SIGUSR1 to the batch script")
+                              "the time limit's SIGUSR1 to the batch script",
+                              ["--async-save", "--save-interval", "5"])
         check(log is not None and "requeueing job" in log,
               "time_limit: the batch script requeued the job itself")
     return check.summary()
