@@ -75,10 +75,10 @@ class AsyncSaver {
   std::mutex mutex_;
   std::condition_variable file_written_;  // and copied_
   bool copied_ = false;                   // the snapshot holds its copies of the model
-  bool file_done_ = false;            // this rank's file (and side-car) written, or failed
-  std::string file_error_;            // why this rank's file failed ("": it did not)
-  std::string commit_error_;          // world rank 0: why the commit failed
-  std::atomic<bool> give_up_{false};  // rank 0's writer stops waiting for side-cars
+  bool file_done_ = false;                // this rank's file (and side-car) written, or failed
+  std::string file_error_;                // why this rank's file failed ("": it did not)
+  std::string commit_error_;              // world rank 0: why the commit failed
+  std::atomic<bool> give_up_{false};      // rank 0's writer stops waiting for side-cars
   double blocked_seconds_ = 0, write_seconds_ = 0, bytes_ = 0;
 };
 

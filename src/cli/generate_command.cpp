@@ -9,8 +9,8 @@
 #include "cli/inference_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
-#include "generation/generator.h"
 #include "core/files.h"
+#include "generation/generator.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_classes.h"
 

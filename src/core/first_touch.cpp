@@ -54,6 +54,8 @@ void release_touched(void* block, std::size_t bytes) noexcept {
   if (block) ::munmap(block, rounded_to_huge_pages(bytes));
 }
 
-void disable_huge_pages() { ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); }
+void disable_huge_pages() {
+  ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+}
 
 }  // namespace trident

@@ -141,8 +141,8 @@ struct TrainingConfig {
   double exit_duration_in_mins = 0;  // 0: no limit
   long exit_interval = 0;            // 0: none
   std::string save_hf;
-  std::string save_hf_dtype;  // bf16 or fp32; empty: bf16 for --bf16 or a BF16 --load-hf
-  int threads = 0;  // 0: OpenMP's default
+  std::string save_hf_dtype;   // bf16 or fp32; empty: bf16 for --bf16 or a BF16 --load-hf
+  int threads = 0;             // 0: OpenMP's default
   bool no_huge_pages = false;  // --no-huge-pages (core/first_touch.h)
   // Megatron's flag and default: a wait on other ranks longer than this ends the job with a
   // diagnosis (comm/watchdog.h); fractions allowed, 0 turns the watchdog off.

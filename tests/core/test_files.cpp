@@ -66,8 +66,8 @@ double resident_fraction(const fs::path& path) {
 TEST(AtomicFile, EveryModeWritesTheBytesGivenWhateverTheirSizeAndPieces) {
   const fs::path dir = empty_temp_dir("files", "sizes");
   const size_t staging = 8u << 20;
-  for (size_t size : {size_t(0), size_t(1), size_t(4095), size_t(4096), size_t(4097),
-                      staging - 1, staging, staging + 1, 2 * staging + 12345})
+  for (size_t size : {size_t(0), size_t(1), size_t(4095), size_t(4096), size_t(4097), staging - 1,
+                      staging, staging + 1, 2 * staging + 12345})
     for (size_t piece : {size_t(1000), size_t(4096), staging + 7})
       for (WriteMode mode : {WriteMode::kPageCache, WriteMode::kDirect}) {
         if (size > 4097 && piece == 1000) continue;  // slow and nothing new

@@ -3,7 +3,6 @@
 // one not installed leaves received() at 0 and the signals unblocked (read back with
 // pthread_sigmask).
 #include <gtest/gtest.h>
-
 #include <pthread.h>
 
 #include <csignal>
