@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace trident::comm {
@@ -359,7 +360,35 @@ std::unique_ptr<Request> MpiCommunicator::irecv(float* data, long n, int source,
   return r;
 }
 
+namespace {
+
+bool env_set(const char* name) { return std::getenv(name) != nullptr; }
+
+bool env_equal(const char* a, const char* b) {
+  return env_set(a) && env_set(b) && std::string(std::getenv(a)) == std::getenv(b);
+}
+
+// Nothing listens on a network interface unless the job spans nodes. Left to itself, Open MPI
+// opens its TCP transport's listening sockets on 0.0.0.0 and [::] in every process, and a
+// process started without a launcher also forks a helper daemon (orted) that listens on all
+// interfaces. A process without a launcher runs without that daemon (it cannot spawn
+// processes, which trident never does) and, like every rank of a one-node job, talks
+// through shared memory and to itself only. Jobs over several nodes keep TCP (restrict it
+// with OMPI_MCA_btl_tcp_if_include). A user's own setting wins.
+void keep_off_the_network() {
+  const bool launched = env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMIX_RANK") ||
+                        env_set("PMI_RANK") || env_set("SLURM_STEP_ID");
+  const bool one_node = env_equal("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE") ||
+                        (env_set("SLURM_STEP_NUM_NODES") &&
+                         std::string(std::getenv("SLURM_STEP_NUM_NODES")) == "1");
+  if (!launched) setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  if (!launched || one_node) setenv("OMPI_MCA_btl", "self,vader", 0);
+}
+
+}  // namespace
+
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  keep_off_the_network();
   // Non-blocking reductions allocate their temporaries per operation (Open MPI's libnbc);
   // from fresh mmaps every page faults again each step (measured: the distributed
   // optimizer's exposed reduce-scatter halves when they come from a reused heap instead).
