@@ -8,6 +8,7 @@
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
 #include "comm/mpi_communicator.h"
+#include "core/files.h"
 #include "curation/exchange.h"
 #include "curation/pipeline.h"
 #include "curation/quality.h"
@@ -235,6 +236,16 @@ int curate_main(const std::vector<std::string>& args) {
   const std::string cmd = "trident curate";
   if (const std::string error = resolve_options(text, o); !error.empty())
     return fail_job(mpi, cmd, 2, error);
+  try {
+    // Before any work: a report that cannot be written is found now, not after the output.
+    if (mpi.world_rank() == 0) {
+      check_output_file(o.output, "--output");
+      check_output_file(o.report, "--report");
+      if (!o.removed.empty()) check_output_file(o.removed, "--removed");
+    }
+  } catch (const FormatError& e) {
+    return fail_job(mpi, cmd, 2, std::string(e.what()) + "; nothing written");
+  }
   try {
     curation::Exchange ex;
     curation::CurateResult r = curation::curate(o, ex, std::cerr);

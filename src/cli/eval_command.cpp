@@ -172,8 +172,10 @@ int eval_main(const std::vector<std::string>& args) {
   }
   a.config.tasks = split_tasks(a.tasks);
   return run_job(mpi, "trident eval", [&]() -> int {
-    // Names are checked before any model is loaded: a typo costs nothing.
+    // Names and output paths are checked before any model is loaded: a typo costs nothing.
     for (const std::string& t : a.config.tasks) evaluation::find_task(t);
+    if (!a.output.empty()) check_output_file(a.output, "--output");
+    if (!a.log_samples.empty()) check_output_file(a.log_samples, "--log-samples");
     generation::InferenceOptions o = a.inference.model;
     o.max_batch = a.batch_size;
     o.prefill_chunk = std::max(1, a.max_step_tokens - a.batch_size);

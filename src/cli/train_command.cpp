@@ -11,6 +11,7 @@
 #include "core/stop_signals.h"
 #include "data/indexed_dataset.h"
 #include "train/memory_check.h"
+#include "train/output_paths.h"
 #include "train/trainer.h"
 
 namespace trident::cli {
@@ -48,6 +49,7 @@ int train_main(const std::vector<std::string>& args) {
     std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
     // A signal during start-up (held since the start) stops after step 1.
     const StopSignals signals(config.exit_signal_handler);
+    train::check_output_paths(config);  // before anything is built: exit 2 in seconds
     code = train::run_training(config, setup.context, log, signals);
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;

@@ -111,6 +111,31 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   file.commit();
 }
 
+void check_output_directory(const std::string& dir, const std::string& flag) {
+  const std::string where = flag + " " + dir + ": ";
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) throw FormatError(where + "cannot create the directory (" + error.message() + ")");
+  if (!std::filesystem::is_directory(dir)) throw FormatError(where + "not a directory");
+  const std::string probe =
+      (std::filesystem::path(dir) / (".trident-write-probe-" + std::to_string(::getpid())))
+          .string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const bool written = fd >= 0 && ::write(fd, "", 0) == 0;
+  const int write_errno = errno;
+  if (fd >= 0) ::close(fd), ::unlink(probe.c_str());
+  if (!written)
+    throw FormatError(where + "cannot write in the directory (" + std::strerror(write_errno) + ")");
+}
+
+void check_output_file(const std::string& path, const std::string& flag) {
+  if (std::filesystem::is_directory(path))
+    throw FormatError(flag + " " + path + ": is a directory, not a file");
+  check_output_directory(parent_of(path), flag);
+  if (std::filesystem::exists(path) && ::access(path.c_str(), W_OK) != 0)
+    throw FormatError(flag + " " + path + ": cannot write the file (" + std::strerror(errno) + ")");
+}
+
 void fsync_directory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0)

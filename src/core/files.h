@@ -55,6 +55,13 @@ class AtomicFile {
 // Writes bytes to path atomically (temporary name, fsync, rename, fsync of the directory).
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// Output paths checked at start-up, so that a run does not find out at its end that it
+// cannot write what it made: the directory (a file's parent directory) is created and a
+// probe file written in it and removed; an existing file must be writable, and a file path
+// must not name a directory. Throws FormatError naming the flag, the path and the reason.
+void check_output_directory(const std::string& dir, const std::string& flag);
+void check_output_file(const std::string& path, const std::string& flag);
+
 // Flushes a directory's entries (created, renamed, removed names) to disk: a rename is only
 // durable once its parent directory is fsynced.
 void fsync_directory(const std::string& dir);
