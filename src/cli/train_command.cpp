@@ -49,7 +49,9 @@ int train_main(const std::vector<std::string>& args) {
     std::ostream& log = mpi.world_rank() == 0 ? std::cout : discard;
     // A signal during start-up (held since the start) stops after step 1.
     const StopSignals signals(config.exit_signal_handler);
-    train::check_output_paths(config);  // before anything is built: exit 2 in seconds
+    // Before anything is built: exit 2 in seconds. One rank checks (checks of one path by
+    // several processes would race), and its refusal ends the job.
+    if (mpi.world_rank() == 0) train::check_output_paths(config);
     code = train::run_training(config, setup.context, log, signals);
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;

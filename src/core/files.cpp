@@ -113,6 +113,14 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 
 void check_output_directory(const std::string& dir, const std::string& flag) {
   const std::string where = flag + " " + dir + ": ";
+  // The outermost directory this check creates: removed again, so a refused run leaves
+  // nothing behind (the writers create their directories when they write).
+  std::filesystem::path created;
+  for (std::filesystem::path p = std::filesystem::absolute(dir);
+       !p.empty() && !std::filesystem::exists(p); p = p.parent_path()) {
+    created = p;
+    if (p == p.parent_path()) break;
+  }
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) throw FormatError(where + "cannot create the directory (" + error.message() + ")");
@@ -121,11 +129,11 @@ void check_output_directory(const std::string& dir, const std::string& flag) {
       (std::filesystem::path(dir) / (".trident-write-probe-" + std::to_string(::getpid())))
           .string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const bool written = fd >= 0 && ::write(fd, "", 0) == 0;
-  const int write_errno = errno;
+  const int open_errno = errno;
   if (fd >= 0) ::close(fd), ::unlink(probe.c_str());
-  if (!written)
-    throw FormatError(where + "cannot write in the directory (" + std::strerror(write_errno) + ")");
+  if (!created.empty()) std::filesystem::remove_all(created, error);
+  if (fd < 0)
+    throw FormatError(where + "cannot write in the directory (" + std::strerror(open_errno) + ")");
 }
 
 void check_output_file(const std::string& path, const std::string& flag) {

@@ -4,7 +4,8 @@
 --output or --log-samples, and `curate` with an unwritable --report or --output exit 2
 within 5 s, naming the flag, with nothing written. Unwritable means here a path under a
 regular file (no directory can be made there), and, where `chattr` works (root on ext4), a
-directory made immutable (root writes anywhere else). A writable new directory is created.
+directory made immutable (root writes anywhere else). A refused run leaves no directory the
+check made; a new --save directory is made by the save.
 Usage: output_paths_test.py TRIDENT"""
 import os
 import subprocess
@@ -55,9 +56,15 @@ def main():
                 check(os.listdir(locked) == [], "nothing written in it")
             finally:
                 subprocess.run(["chattr", "-i", locked])
+        fresh = os.path.join(tmp, "fresh", "ckpt")
+        refused(check, "train with a new --save and an unwritable --timeline",
+                [trident] + TRAIN + ["--save", fresh, "--timeline", os.path.join(under, "t.json")],
+                "--timeline")
+        check(not os.path.exists(os.path.join(tmp, "fresh")),
+              "the refused run left no directory behind (the check removes what it made)")
         code, out, _ = run([trident] + TRAIN + ["--save", os.path.join(tmp, "new", "ckpt")])
         check(code == 0 and os.path.exists(os.path.join(tmp, "new", "ckpt", "latest")),
-              f"train --save in a directory that does not exist yet: created, exit {code}")
+              f"train --save in a directory that does not exist yet: made by the save, exit {code}")
 
         write_model(os.path.join(tmp, "hf"))
         for flag in ["--output", "--log-samples"]:
