@@ -111,7 +111,11 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   file.commit();
 }
 
-void check_output_directory(const std::string& dir, const std::string& flag) {
+namespace {
+
+// check_output_directory's work; with keep_created the directories it makes stay (a file's
+// writer writes into its parent directory without creating it).
+void probe_directory(const std::string& dir, const std::string& flag, bool keep_created) {
   const std::string where = flag + " " + dir + ": ";
   // The outermost directory this check creates: removed again, so a refused run leaves
   // nothing behind (the writers create their directories when they write).
@@ -131,15 +135,21 @@ void check_output_directory(const std::string& dir, const std::string& flag) {
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int open_errno = errno;
   if (fd >= 0) ::close(fd), ::unlink(probe.c_str());
-  if (!created.empty()) std::filesystem::remove_all(created, error);
+  if (!created.empty() && !keep_created) std::filesystem::remove_all(created, error);
   if (fd < 0)
     throw FormatError(where + "cannot write in the directory (" + std::strerror(open_errno) + ")");
+}
+
+}  // namespace
+
+void check_output_directory(const std::string& dir, const std::string& flag) {
+  probe_directory(dir, flag, false);
 }
 
 void check_output_file(const std::string& path, const std::string& flag) {
   if (std::filesystem::is_directory(path))
     throw FormatError(flag + " " + path + ": is a directory, not a file");
-  check_output_directory(parent_of(path), flag);
+  probe_directory(parent_of(path), flag, true);
   if (std::filesystem::exists(path) && ::access(path.c_str(), W_OK) != 0)
     throw FormatError(flag + " " + path + ": cannot write the file (" + std::strerror(errno) + ")");
 }

@@ -57,8 +57,9 @@ void write_file_atomically(const std::string& path, const std::string& bytes);
 
 // Output paths checked at start-up, so that a run does not find out at its end that it
 // cannot write what it made: the directory (a file's parent directory) is created, a probe
-// file written in it and removed, and what the check created removed again; an existing
-// file must be writable, and a file path must not name a directory. Throws FormatError
+// file written in it and removed; the directories the check made are removed again for a
+// directory (its writers make it) and kept for a file's parent (its writer does not make
+// it); an existing file must be writable, and a file path must not name a directory. Throws FormatError
 // naming the flag, the path and the reason. Not for several processes on one path at once.
 void check_output_directory(const std::string& dir, const std::string& flag);
 void check_output_file(const std::string& path, const std::string& flag);
