@@ -66,6 +66,12 @@ def main():
         check(code == 0 and os.path.exists(os.path.join(tmp, "new", "ckpt", "latest")),
               f"train --save in a directory that does not exist yet: made by the save, exit {code}")
 
+        timeline, report = os.path.join(tmp, "tl", "t.json"), os.path.join(tmp, "rep")
+        code, out, _ = run([trident] + TRAIN + ["--timeline", timeline, "--report-dir", report])
+        check(code == 0 and os.path.exists(timeline) and
+              os.path.exists(os.path.join(report, "report.html")),
+              f"--timeline and --report-dir in folders that do not exist yet: written, exit {code}")
+
         write_model(os.path.join(tmp, "hf"))
         for flag in ["--output", "--log-samples"]:
             refused(check, f"eval {flag} under a regular file",
