@@ -31,6 +31,12 @@ std::string peer_address(const sockaddr_storage& a) {
   return text;
 }
 
+std::string seconds(std::chrono::milliseconds ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", ms.count() / 1000.0);
+  return text;
+}
+
 }  // namespace
 
 void ConnectionLoop::accept_all() {
@@ -94,6 +100,7 @@ bool ConnectionLoop::shed_oldest(const std::string* peer) {
 }
 
 void ConnectionLoop::on_readable(Connection& c) {
+  if (c.with_worker) return;  // its worker owns it until it comes back
   char buf[kReadBytes];
   for (int i = 0; i < kReadsPerWake; ++i) {
     const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
@@ -147,9 +154,8 @@ void ConnectionLoop::expire() {
   for (Connection* c : late) {
     if (c->reading_request && !c->draining)
       refuse(*c, 408,
-             "the request did not arrive within " +
-                 std::to_string(options_.request_timeout.count() / 1000.0).substr(0, 5) +
-                 " s (--request-timeout)");
+             "the request did not arrive within " + seconds(options_.request_timeout) +
+                 " (--request-timeout)");
     else
       close_connection(*c);
   }
