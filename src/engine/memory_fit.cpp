@@ -3,6 +3,7 @@
 #include <functional>
 #include <optional>
 
+#include "engine/memory_bound.h"
 #include "engine/rank_memory.h"
 
 namespace trident::engine {
@@ -101,6 +102,8 @@ std::optional<Candidate> with_data(const Candidate& c, int data) {
 }
 
 bool fits(const Candidate& c, long available) {
+  // The closed form first: the exact plan costs a plan per pipeline rank.
+  if (memory_lower_bound(c.o.layout).total_bytes() > (double)available) return false;
   return needed_bytes(c.o) <= available;
 }
 
