@@ -81,6 +81,10 @@ void print_plan(const engine::FullestStage& fullest, std::ostream& log) {
     fullest.plan.buffers.print(log, "memory plan of " + stage + ", besides the chunks");
 }
 
+// The remedies plan dozens of layouts, each in time linear in the layers: 10^8 layers took
+// 11 s. Beyond this many only the refusal is given (the one plan, a fraction of a second).
+constexpr int kMostLayersSearched = 1 << 20;
+
 // The model's shape as its flags give it, and its parameters.
 std::string shape_of(const TrainingConfig& c, const engine::MemoryBound& b) {
   const ModelConfig& m = c.model;
@@ -99,6 +103,12 @@ std::string refusal(const TrainingConfig& c, const engine::FullestStage& fullest
   m << "the model (" << shape_of(c, engine::memory_lower_bound(c.rank_layout())) << ") needs "
     << format_bytes((double)fullest.plan.total_bytes()) << " per rank, "
     << format_bytes(b.per_rank()) << " available (" << where(b) << ")";
+  if (c.model.num_layers > kMostLayersSearched) {
+    m << "; what would fit is not searched beyond " << kMostLayersSearched
+      << " layers (each layout's plan costs time in proportion): fewer layers (--num-layers)"
+      << "\n(--no-memory-check skips this check)";
+    return m.str();
+  }
   const std::vector<engine::MemoryRemedy> remedies =
       engine::memory_remedies(c.rank_model_options(), (long)b.per_rank());
   if (remedies.empty())

@@ -2,8 +2,8 @@
 """Absurd model sizes are refused before anything is built (issue 40, item 9): each run below
 exits 2 within 5 s (one process, and under mpirun -np 2 with one report and no abort),
 nothing written, with the needed and available memory in GiB and the flags to change. Before,
---num-layers 100000 took 14 s to refuse and --num-layers 200000000 grew to 24 GB and was
-killed while sizing its memory plan.
+--num-layers 100000 took 14 s to refuse, and --num-layers 200000000 and --micro-batch-size
+10^9 grew to 24 GB and were killed while sizing memory plans.
 The needed GiB is checked against Megatron's parameter count, written out here from the
 PTD-P paper (Narayanan et al. 2021, section 5.1): P = 12 l h^2 (1 + 13/(12 h) + (V + s)/(12 l h))
 (plus the final LayerNorm's 2 h), at 16 bytes per parameter for fp32 weights, gradients and
@@ -75,6 +75,11 @@ def main():
         ("--num-layers 200000000 --hidden-size 64",
          ["--num-layers", "200000000", "--hidden-size", "64", "--num-attention-heads", "1"],
          200000000, 64),
+        ("--num-layers 100000000 --hidden-size 4 (what would fit not searched)",
+         ["--num-layers", "100000000", "--hidden-size", "4", "--num-attention-heads", "1"],
+         100000000, 4),
+        ("--micro-batch-size 10^9",
+         ["--micro-batch-size", "1000000000", "--global-batch-size", "1000000000"], 2, 128),
         ("--num-layers 1000 --hidden-size 500000000 (beyond a 64-bit count)",
          ["--num-layers", "1000", "--hidden-size", "500000000", "--num-attention-heads", "1"],
          1000, 500000000),
