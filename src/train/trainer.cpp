@@ -87,12 +87,12 @@ int refuse_untrained(TrainingRun& run, long iterations, long last_saved) {
     log << " (dynamic, from --initial-loss-scale " << c.initial_loss_scale
         << "). A smaller --initial-loss-scale, or more iterations, lets it find a scale "
         << "that does not overflow.\n";
-  log << "error: the weights are those the run started with: no final checkpoint";
-  if (!c.save_hf.empty()) log << " and no --save-hf export";
-  log << " written";
+  log << "error: the weights are those the run started with";
   if (last_saved > 0)
-    log << " (the --save-interval checkpoint of iteration " << last_saved
-        << " holds the same weights)";
+    log << "; the --save-interval checkpoints (the latest: iteration " << last_saved
+        << ") hold them, untrained";
+  if (!c.save.empty() && last_saved != run.train_iters) log << "; no final checkpoint written";
+  if (!c.save_hf.empty()) log << "; no --save-hf export written";
   log << ".\n" << std::flush;
   return kExitEveryStepSkipped;
 }

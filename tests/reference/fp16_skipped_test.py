@@ -7,7 +7,8 @@ so a constant --loss-scale 1e30 makes the scaled loss gradient infinite at every
     checkpoint and no --save-hf export (its weights are the initial ones);
   * under mpirun -np 2 (d = 2) both ranks agree: exit 4, no abort, one report.
 And a run with dynamic loss scaling from 2^32, which skips its first steps and then trains,
-still exits 0 with its checkpoint; its lines say "skipped" exactly where every step of the
+still exits 0 with its checkpoint (one of 2 iterations, which skips both, exits 4 naming
+--initial-loss-scale); its lines say "skipped" exactly where every step of the
 interval was skipped (the metrics file's skipped_in_interval equals the interval's length).
 Usage: fp16_skipped_test.py TRIDENT"""
 import json
@@ -54,6 +55,15 @@ def test_constant_scale_overflows(trident, tmp):
     check(not os.path.exists(os.path.join(save, "latest")) and not os.path.exists(hf),
           "no final checkpoint and no HuggingFace export of the untrained weights")
 
+    interval = os.path.join(tmp, "interval_ckpt")
+    p, _ = train(trident, tmp, "interval", ["--loss-scale", "1e30", "--train-iters", "3",
+                                            "--save", interval, "--save-interval", "2"])
+    check(p.returncode == 4 and "the --save-interval checkpoints (the latest: iteration 2) hold "
+          "them, untrained; no final checkpoint written" in p.stdout and
+          sorted(os.listdir(interval)) == ["iter_0000002", "latest"],
+          f"with --save-interval 2 of 3: exit {p.returncode}, the interval's checkpoint named "
+          "as untrained, none of iteration 3")
+
     p, _ = train(trident, tmp, "constant_mpi", ["--loss-scale", "1e30", "--train-iters", "2",
                                                 "--log-interval", "1"], ranks=2)
     check(p.returncode == 4 and p.stderr.count("no step updated the weights") == 1 and
@@ -81,11 +91,23 @@ def test_dynamic_scale_recovers(trident, tmp):
     check("were skipped: the fp16" not in p.stdout, "no error at the end of a run that trained")
 
 
+def test_dynamic_scale_all_skipped(trident, tmp):
+    # From 2^32 the first steps overflow (Megatron's default start, hysteresis 2): a run of
+    # two iterations skips both.
+    p, rows = train(trident, tmp, "dynamic_short", ["--train-iters", "2", "--log-interval", "1"])
+    check(p.returncode == 4 and "(dynamic, from --initial-loss-scale 4.29497e+09)" in p.stdout
+          and "A smaller --initial-loss-scale" in p.stdout and
+          [r["skipped_in_interval"] for r in rows] == [1, 1],
+          f"dynamic scaling that skipped all 2 iterations: exit {p.returncode}, the dynamic remedy "
+          "named")
+
+
 def main():
     trident = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         test_constant_scale_overflows(trident, tmp)
         test_dynamic_scale_recovers(trident, tmp)
+        test_dynamic_scale_all_skipped(trident, tmp)
     return check.summary()
 
 
