@@ -208,10 +208,15 @@ void Curator::publish() {
     throw PublishError(message + "; " + listed(staged_, 0, i, "written: ", "nothing written") +
                        "; " + listed(staged_, i, staged_.size(), "not written: ", ""));
   }
-  // Durable, as the checkpoints' renames (core/files.h).
-  for (const StagedOutput& s : staged_) {
-    const std::string dir = std::filesystem::path(s.path).parent_path().string();
-    fsync_directory(dir.empty() ? "." : dir);
+  // Durable, as the checkpoints' renames (core/files.h). Every output is in place by now.
+  try {
+    for (const StagedOutput& s : staged_) {
+      const std::string dir = std::filesystem::path(s.path).parent_path().string();
+      fsync_directory(dir.empty() ? "." : dir);
+    }
+  } catch (const std::exception& e) {
+    throw PublishError(std::string(e.what()) + "; " +
+                       listed(staged_, 0, staged_.size(), "written (maybe not yet on disk): ", ""));
   }
 }
 
