@@ -18,11 +18,11 @@ class PieceCache {
     const int* end = nullptr;
   };
 
-  // Pieces longer than this are encoded every time, as HF `tokenizers` does (its BPE cache
+  // Pieces of 256 bytes or more are encoded every time, as HF `tokenizers` does (its BPE cache
   // takes words under 256 bytes): natural text repeats short pieces, and one long word (a
   // 10 MB prompt) would evict the whole cache to make room for a piece seen once.
-  static constexpr size_t kMaxPieceBytes = 256;
-  static bool worth_caching(std::string_view piece) { return piece.size() <= kMaxPieceBytes; }
+  static constexpr size_t kLongPieceBytes = 256;
+  static bool worth_caching(std::string_view piece) { return piece.size() < kLongPieceBytes; }
 
   static std::uint64_t hash(std::string_view piece);
   // The piece's ids; begin == nullptr when it is not cached.
