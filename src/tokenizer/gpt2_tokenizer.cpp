@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/piece_cache.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/unicode_classes.h"
 
@@ -84,14 +86,6 @@ std::string token_text_to_bytes(const std::string& text, const std::string& path
   return bytes;
 }
 
-std::uint64_t pair_key(int a, int b) {
-  return ((std::uint64_t)(std::uint32_t)a << 32) | (std::uint32_t)b;
-}
-
-}  // namespace
-
-namespace {
-
 std::uint64_t next_cache_id() {
   static std::atomic<std::uint64_t> last{0};
   return ++last;
@@ -150,7 +144,7 @@ GPT2Tokenizer::GPT2Tokenizer(const std::string& vocab_file, const std::string& m
     if (ia == bytes_to_id.end() || ib == bytes_to_id.end() || im == bytes_to_id.end())
       throw std::runtime_error(merges_file + ":" + std::to_string(line_no) + ": merge '" + line +
                                "' uses or makes a token missing from " + vocab_file);
-    merges_.emplace(pair_key(ia->second, ib->second), std::make_pair(rank++, im->second));
+    merges_.emplace(bpe_pair_key(ia->second, ib->second), std::make_pair(rank++, im->second));
   }
   if (merges_.empty()) throw std::runtime_error(merges_file + ": no merges");
 }
@@ -159,46 +153,33 @@ void GPT2Tokenizer::bpe(std::string_view piece, std::vector<int>* out) const {
   thread_local std::vector<int> word;
   word.clear();
   for (unsigned char c : piece) word.push_back(byte_to_id_[c]);
-  while (word.size() > 1) {
-    int best_rank = -1, best_id = -1, first = -1, second = -1;
-    for (size_t i = 0; i + 1 < word.size(); ++i) {
-      auto it = merges_.find(pair_key(word[i], word[i + 1]));
-      if (it != merges_.end() && (best_rank < 0 || it->second.first < best_rank)) {
-        best_rank = it->second.first, best_id = it->second.second;
-        first = word[i], second = word[i + 1];
-      }
-    }
-    if (best_rank < 0) break;
-    size_t w = 0;  // merge every occurrence, left to right
-    for (size_t i = 0; i < word.size();) {
-      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-        word[w++] = best_id;
-        i += 2;
-      } else {
-        word[w++] = word[i++];
-      }
-    }
-    word.resize(w);
-  }
+  merge_symbols(merges_, MergeOrder::kEveryOccurrence, &word);
   out->insert(out->end(), word.begin(), word.end());
+  if (word.capacity() > (1u << 16)) word = std::vector<int>();  // a long word's buffer goes back
 }
 
 void GPT2Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {
   thread_local std::vector<Piece> pieces;
   // Per-thread cache of piece -> ids; pieces repeat heavily in natural text.
-  thread_local std::unordered_map<std::string, std::vector<int>> cache;
+  thread_local PieceCache cache;
   thread_local std::uint64_t cache_owner = 0;
-  if (cache_owner != cache_id_ || cache.size() > (1u << 20)) cache.clear(), cache_owner = cache_id_;
+  if (cache_owner != cache_id_) cache.clear(), cache_owner = cache_id_;
   pretokenize(text, js_whitespace_, &pieces);
   for (const Piece& p : pieces) {
-    std::string_view piece = text.substr(p.begin, p.end - p.begin);
-    auto it = cache.find(std::string(piece));
-    if (it == cache.end()) {
-      std::vector<int> piece_ids;
-      bpe(piece, &piece_ids);
-      it = cache.emplace(std::string(piece), std::move(piece_ids)).first;
+    const std::string_view piece = text.substr(p.begin, p.end - p.begin);
+    if (!PieceCache::worth_caching(piece)) {
+      bpe(piece, ids);
+      continue;
     }
-    ids->insert(ids->end(), it->second.begin(), it->second.end());
+    const std::uint64_t hash = PieceCache::hash(piece);
+    PieceCache::Ids found = cache.find(piece, hash);
+    if (!found.begin) {
+      thread_local std::vector<int> piece_ids;
+      piece_ids.clear();
+      bpe(piece, &piece_ids);
+      found = cache.insert(piece, hash, piece_ids);
+    }
+    ids->insert(ids->end(), found.begin, found.end);
   }
 }
 

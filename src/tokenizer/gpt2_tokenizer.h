@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/bpe_merge.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trident::tokenizer {
@@ -36,9 +37,9 @@ class GPT2Tokenizer : public Tokenizer {
  private:
   void bpe(std::string_view piece, std::vector<int>* out) const;
 
-  std::vector<std::string> id_to_bytes_;                           // raw bytes of each token
-  int byte_to_id_[256];                                            // single-byte tokens
-  std::unordered_map<std::uint64_t, std::pair<int, int>> merges_;  // (a,b) -> (rank, merged)
+  std::vector<std::string> id_to_bytes_;  // raw bytes of each token
+  int byte_to_id_[256];                   // single-byte tokens
+  BpeMerges merges_;
   int eod_ = kEndOfText;
   // Names this tokenizer's vocabulary for the per-thread BPE cache: an address could be
   // reused by a later tokenizer with other files (a copy shares the id and the vocabulary).

@@ -2,9 +2,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <queue>
 #include <stdexcept>
 
+#include "tokenizer/bpe_merge.h"
 #include "tokenizer/hf_pre_tokenizers.h"
 #include "tokenizer/piece_cache.h"
 #include "tokenizer/unicode_classes.h"
@@ -12,10 +12,6 @@
 namespace trident::tokenizer {
 
 namespace {
-
-std::uint64_t pair_key(int a, int b) {
-  return ((std::uint64_t)(std::uint32_t)a << 32) | (std::uint32_t)b;
-}
 
 std::uint64_t next_cache_id() {
   static std::atomic<std::uint64_t> last{0};
@@ -90,12 +86,11 @@ void HfBpe::read_merges(const nlohmann::json& merges) {
     if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
       throw std::runtime_error("model BPE: merge '" + a + " " + b +
                                "' uses or makes a token missing from the vocabulary");
-    merges_[pair_key(ia->second, ib->second)] = {rank++, im->second};
+    merges_[bpe_pair_key(ia->second, ib->second)] = {rank++, im->second};
   }
 }
 
-void HfBpe::initial_symbols(std::string_view piece, std::vector<int>* symbols,
-                            std::vector<int>* lengths) const {
+void HfBpe::initial_symbols(std::string_view piece, std::vector<int>* symbols) const {
   int unk_length = 0;  // a pending unknown run (fuse_unk) of this many bytes; 0: none
   std::string s;
   for (size_t i = 0; i < piece.size();) {
@@ -107,15 +102,15 @@ void HfBpe::initial_symbols(std::string_view piece, std::vector<int>* symbols,
     i += n;
     auto it = vocab_.find(s);
     if (it != vocab_.end()) {
-      if (unk_length) symbols->push_back(unk_id_), lengths->push_back(unk_length), unk_length = 0;
-      symbols->push_back(it->second), lengths->push_back(n);
+      if (unk_length) symbols->push_back(unk_id_), unk_length = 0;
+      symbols->push_back(it->second);
       continue;
     }
     if (byte_fallback_) {
       bool all = true;
       for (unsigned char c : s) all = all && byte_ids_[c] >= 0;
       if (all) {  // as HF: a pending unknown run is not flushed first
-        for (unsigned char c : s) symbols->push_back(byte_ids_[c]), lengths->push_back(1);
+        for (unsigned char c : s) symbols->push_back(byte_ids_[c]);
         continue;
       }
     }
@@ -124,51 +119,10 @@ void HfBpe::initial_symbols(std::string_view piece, std::vector<int>* symbols,
       unk_length += n;
       continue;
     }
-    if (unk_length) symbols->push_back(unk_id_), lengths->push_back(unk_length);
+    if (unk_length) symbols->push_back(unk_id_);
     unk_length = n;
   }
-  if (unk_length) symbols->push_back(unk_id_), lengths->push_back(unk_length);
-}
-
-// HF's Word::merge_all: a queue of (rank, position) candidates, symbols in a linked list.
-void HfBpe::merge_all(std::vector<int>* symbols, std::vector<int>* lengths) const {
-  const int n = (int)symbols->size();
-  std::vector<int>& id = *symbols;
-  std::vector<int>& length = *lengths;
-  std::vector<int> prev(n), next(n);
-  for (int i = 0; i < n; ++i) prev[i] = i - 1, next[i] = i + 1 < n ? i + 1 : -1;
-  struct Candidate {
-    int rank, pos, merged;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
-  auto consider = [&](int pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    auto it = merges_.find(pair_key(id[pos], id[next[pos]]));
-    if (it != merges_.end()) queue.push({it->second.first, pos, it->second.second});
-  };
-  for (int i = 0; i + 1 < n; ++i) consider(i);
-  while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
-    const int pos = top.pos, right = next[pos];
-    if (length[pos] == 0 || right < 0) continue;
-    auto it = merges_.find(pair_key(id[pos], id[right]));
-    if (it == merges_.end() || it->second.second != top.merged) continue;  // stale
-    id[pos] = top.merged;
-    length[pos] += length[right];
-    length[right] = 0;
-    next[pos] = next[right];
-    if (next[pos] >= 0) prev[next[pos]] = pos;
-    consider(prev[pos]);
-    consider(pos);
-  }
-  int w = 0;
-  for (int i = 0; i < n; ++i)
-    if (length[i] > 0) id[w++] = id[i];
-  symbols->resize(w);
+  if (unk_length) symbols->push_back(unk_id_);
 }
 
 void HfBpe::tokenize(std::string_view piece, std::vector<int>* ids, bool byte_level) const {
@@ -176,6 +130,11 @@ void HfBpe::tokenize(std::string_view piece, std::vector<int>* ids, bool byte_le
   thread_local PieceCache cache;
   thread_local std::uint64_t cache_owner = 0;
   if (cache_owner != cache_id_) cache.clear(), cache_owner = cache_id_;
+  if (!PieceCache::worth_caching(piece)) {
+    const std::vector<int> piece_ids = encode_uncached(piece, byte_level);
+    ids->insert(ids->end(), piece_ids.begin(), piece_ids.end());
+    return;
+  }
   const std::uint64_t hash = PieceCache::hash(piece);
   PieceCache::Ids found = cache.find(piece, hash);
   if (!found.begin) found = cache.insert(piece, hash, encode_uncached(piece, byte_level));
@@ -188,11 +147,11 @@ std::vector<int> HfBpe::encode_uncached(std::string_view piece, bool byte_level)
     for (unsigned char c : piece) text += byte_level_char(c);
   else
     text = piece;
-  std::vector<int> symbols, lengths;
+  std::vector<int> symbols;
   auto whole = ignore_merges_ ? vocab_.find(text) : vocab_.end();
   if (whole != vocab_.end()) return {whole->second};  // ignore_merges: a word in the vocabulary
-  initial_symbols(text, &symbols, &lengths);
-  merge_all(&symbols, &lengths);
+  initial_symbols(text, &symbols);
+  merge_symbols(merges_, MergeOrder::kLowestRankFirst, &symbols);
   return symbols;
 }
 

@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/bpe_merge.h"
+
 namespace trident::tokenizer {
 
 struct StringViewHash {
@@ -29,7 +31,7 @@ class HfBpe {
   // merge whose tokens or result are not in the vocabulary, an unk_token missing from it.
   explicit HfBpe(const nlohmann::json& model);
 
-  // Appends the ids of one piece; results are cached per thread, as pieces repeat.
+  // Appends the ids of one piece; short pieces' ids are cached per thread, as they repeat.
   // byte_level: the piece is raw bytes still to be written in GPT-2's byte alphabet (the
   // pre-tokenizers' final ByteLevel step, deferred so that a cached piece skips it).
   void tokenize(std::string_view piece, std::vector<int>* ids, bool byte_level = false) const;
@@ -41,16 +43,14 @@ class HfBpe {
   const std::string& token(int id) const { return id_to_token_[id]; }
 
  private:
-  void initial_symbols(std::string_view piece, std::vector<int>* symbols,
-                       std::vector<int>* lengths) const;
-  void merge_all(std::vector<int>* symbols, std::vector<int>* lengths) const;
+  void initial_symbols(std::string_view piece, std::vector<int>* symbols) const;
   std::vector<int> encode_uncached(std::string_view piece, bool byte_level) const;
   void read_merges(const nlohmann::json& merges);
 
   TokenIds vocab_;
   std::vector<std::string> id_to_token_;
-  std::unordered_map<std::uint64_t, std::pair<int, int>> merges_;  // (a, b) -> (rank, merged)
-  int byte_ids_[256];                                              // <0xXX>, -1 if absent
+  BpeMerges merges_;
+  int byte_ids_[256];  // <0xXX>, -1 if absent
   int unk_id_ = -1;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   std::string prefix_, suffix_;  // continuing_subword_prefix, end_of_word_suffix

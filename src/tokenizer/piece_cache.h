@@ -18,10 +18,17 @@ class PieceCache {
     const int* end = nullptr;
   };
 
+  // Pieces of 256 bytes or more are encoded every time, as HF `tokenizers` does (its BPE cache
+  // takes words under 256 bytes): natural text repeats short pieces, and one long word (a
+  // 10 MB prompt) would evict the whole cache to make room for a piece seen once.
+  static constexpr size_t kLongPieceBytes = 256;
+  static bool worth_caching(std::string_view piece) { return piece.size() < kLongPieceBytes; }
+
   static std::uint64_t hash(std::string_view piece);
   // The piece's ids; begin == nullptr when it is not cached.
   Ids find(std::string_view piece, std::uint64_t hash) const;
-  // Caches a piece that find did not return; starts afresh past ~1M pieces or 64 MiB of keys.
+  // Caches a piece that find did not return (and worth_caching); starts afresh past ~1M pieces
+  // or 64 MiB of keys.
   Ids insert(std::string_view piece, std::uint64_t hash, const std::vector<int>& ids);
   void clear();
   size_t size() const { return size_; }

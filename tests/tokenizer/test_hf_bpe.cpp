@@ -1,6 +1,6 @@
 // The BPE model of a tokenizer.json on vocabularies small enough to merge by hand: merges by
 // rank then position, both merge spellings, ignore_merges, byte_fallback, unk_token and
-// fuse_unk, and the errors that name the bad entry.
+// fuse_unk, pieces too long to cache, and the errors that name the bad entry.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +65,20 @@ TEST(HfBpe, UnknownCharactersByteFallbackUnkOrDropped) {
   EXPECT_EQ(ids(HfBpe(model({}, {{"unk_token", "<unk>"}, {"fuse_unk", true}})), "azya"),
             (std::vector<int>{0, 6, 0}));
   EXPECT_EQ(ids(HfBpe(model({})), "azya"), (std::vector<int>{0, 0}));
+}
+
+TEST(HfBpe, PiecesTooLongForTheCacheMergeAsShortOnesDo) {
+  // 300 and 3000 bytes (past PieceCache's 256) then 3 bytes: each "abc" becomes one token, the
+  // second time too, and a long piece between short ones does not disturb their cached ids.
+  HfBpe bpe(model({"a b", "ab c"}));
+  for (int round = 0; round < 2; ++round) {
+    for (int copies : {100, 1000, 1}) {
+      std::string piece;
+      for (int i = 0; i < copies; ++i) piece += "abc";
+      EXPECT_EQ(ids(bpe, piece), std::vector<int>(copies, 5)) << copies << " copies";
+    }
+    EXPECT_EQ(ids(bpe, std::string(301, 'c')), (std::vector<int>(301, 2)));
+  }
 }
 
 TEST(HfBpe, BadEntriesAreNamed) {

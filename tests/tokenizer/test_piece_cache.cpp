@@ -1,5 +1,6 @@
 // The flat piece cache against std::unordered_map on many random pieces: every inserted piece
-// is found with its ids (through the table's growth), an absent one is not, and clear empties it.
+// is found with its ids (through the table's growth), an absent one is not, and clear empties it;
+// pieces of 256 bytes or more are left out, as HF tokenizers' BPE cache leaves them.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -40,6 +41,13 @@ TEST(PieceCache, FindsWhatWasInsertedAsAMapDoes) {
   cache.clear();
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_EQ(cache.find("ab", PieceCache::hash("ab")).begin, nullptr);
+}
+
+TEST(PieceCache, OnlyPiecesUnder256BytesAreWorthCaching) {
+  // HF tokenizers' BPE caches a word when sequence.len() < MAX_LENGTH (256 bytes).
+  EXPECT_TRUE(PieceCache::worth_caching(std::string(255, 'a')));
+  EXPECT_FALSE(PieceCache::worth_caching(std::string(256, 'a')));
+  EXPECT_FALSE(PieceCache::worth_caching(std::string(10u << 20, 'a')));
 }
 
 TEST(PieceCache, HashIsNeverTheEmptyMarker) {
