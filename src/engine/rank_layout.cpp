@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "data_parallel/grad_reducer.h"
+
 namespace trident::engine {
 
 std::vector<int> RankLayout::even_split(int num_layers, int stages) {
@@ -76,6 +78,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.precision = layout.precision;
   options.dropout = layout.dropout;
   options.pad_multiple = layout.distributed_optimizer ? 16L * layout.data : 16;
+  options.shard_gradients = layout.shard_gradients && layout.data > 1;
   options.logits_chunk_rows = layout.logits_chunk_rows;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
@@ -83,6 +86,20 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 
 long adam_moment_floats(const RankLayout& layout, long parameter_floats) {
   return 2 * (layout.distributed_optimizer ? parameter_floats / layout.data : parameter_floats);
+}
+
+long gradient_bucket_floats(const RankLayout& layout) {
+  if (layout.ddp_bucket_size > 0) return layout.ddp_bucket_size;
+  const long minimum = layout.shard_gradients ? 10'000'000L : 40'000'000L;
+  return std::max(minimum, 1'000'000L * layout.data);
+}
+
+long resident_gradient_floats(const RankLayout& layout, long parameter_floats) {
+  if (!layout.shard_gradients || layout.data < 2) return parameter_floats;
+  // A bucket being filled by backward, and those whose reductions are in flight.
+  const long buckets =
+      (data_parallel::kShardedBucketsInFlight + 1) * gradient_bucket_floats(layout);
+  return std::min(parameter_floats, parameter_floats / layout.data + buckets);
 }
 
 RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,
@@ -101,6 +118,9 @@ RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int micro
   s.gradient_floats = gradient_floats;
   s.data = layout.data;
   s.overlap_grad_reduce = overlap_grad_reduce;
+  if (layout.shard_gradients && layout.data > 1)
+    s.reduction_cap_floats = (long)layout.virtual_stages * data_parallel::kShardedBucketsInFlight *
+                             gradient_bucket_floats(layout);
   return s;
 }
 

@@ -34,6 +34,7 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
     // As build_rank_model resizes them once the optimizer holds its shard.
     out.chunks.back().resize("adam exp_avg + exp_avg_sq",
                              adam_moment_floats(layout, shape.parameter_floats));
+    out.chunks.back().resize("gradients", resident_gradient_floats(layout, shape.parameter_floats));
     gradient_floats += shape.parameter_floats;
   }
   RankBufferShape buffers =

@@ -30,7 +30,7 @@ void RankModel::finish_param_gather() {
 }
 
 void RankModel::zero_grads() {
-  for (auto& c : chunks) c->parameters().zero_grads();
+  for (auto& r : reducers) r->zero_grads();
 }
 
 namespace {
@@ -63,14 +63,14 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
     });
   if (clock) clock->begin("allocation");
   data_parallel::ReducerOptions reduce = o.reduce;
-  if (reduce.bucket_floats <= 0)
-    reduce.bucket_floats = std::max(40'000'000L, 1'000'000L * dp.size());
+  if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
   m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));
   m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
                                         m.optimizers.back()->moment_bytes() / 4);
+  m.chunks.back()->memory_plan().resize("gradients", resident_gradient_floats(l, params.size()));
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ struct ChunkOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   kernels::DropoutConfig dropout{};
   long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
+  // Sharded gradients (ZeRO-2): the gradient buffer's pages come on first write; all but
+  // this rank's shard are given back after each reduction (GradientMemory::kOnFirstWrite).
+  bool shard_gradients = false;
   // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
   // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
   int logits_chunk_rows = 0;
