@@ -28,18 +28,9 @@ GradientReducer::GradientReducer(Parameters& params, comm::Communicator& data,
   } else {
     shard_end_ = params.size();
   }
-  long filled = 0;
-  int end = n;
-  for (int k = n - 1; k >= 0; --k) {  // reverse order of use
-    filled += specs[k].numel();
-    if (filled >= options.bucket_floats || k == 0) {
-      long lo = k == 0 ? 0 : specs[k].offset;
-      long hi = end == n ? params.size() : specs[end].offset;  // the last takes the padding
-      buckets_.push_back({k, end, lo, hi - lo});
-      end = k;
-      filled = 0;
-    }
-  }
+  std::vector<std::pair<long, long>> tensors;
+  for (const ParamSpec& spec : specs) tensors.emplace_back(spec.offset, spec.numel());
+  buckets_ = gradient_buckets(tensors, params.size(), options.bucket_floats);
   bucket_of_spec_.assign(n, 0);
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (int k = buckets_[b].spec_begin; k < buckets_[b].spec_end; ++k) bucket_of_spec_[k] = (int)b;

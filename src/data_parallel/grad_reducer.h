@@ -20,14 +20,10 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "data_parallel/buckets.h"
 #include "parameters/parameters.h"
 
 namespace trident::data_parallel {
-
-struct Bucket {
-  int spec_begin, spec_end;  // parameter specs [begin, end)
-  long offset, floats;       // range in the flat buffer
-};
 
 struct ReducerOptions {
   long bucket_floats = 40'000'000;  // Megatron's default with overlap

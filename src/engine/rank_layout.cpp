@@ -94,12 +94,18 @@ long gradient_bucket_floats(const RankLayout& layout) {
   return std::max(minimum, 1'000'000L * layout.data);
 }
 
-long resident_gradient_floats(const RankLayout& layout, long parameter_floats) {
-  if (!layout.shard_gradients || layout.data < 2) return parameter_floats;
-  // A bucket being filled by backward, and those whose reductions are in flight.
-  const long buckets =
-      (data_parallel::kShardedBucketsInFlight + 1) * gradient_bucket_floats(layout);
-  return std::min(parameter_floats, parameter_floats / layout.data + buckets);
+HeldGradientFloats held_gradient_floats(const RankLayout& layout, const LayoutSizes& sizes,
+                                        long parameter_floats) {
+  if (!layout.shard_gradients || layout.data < 2) return {parameter_floats, parameter_floats};
+  const std::vector<data_parallel::Bucket> buckets = data_parallel::gradient_buckets(
+      sizes.tensors, parameter_floats, gradient_bucket_floats(layout));
+  const int in_flight = data_parallel::kShardedBucketsInFlight;
+  HeldGradientFloats held;
+  // The bucket backward fills, and those still being reduced.
+  held.resident = data_parallel::largest_sharded_gradient_floats(buckets, parameter_floats,
+                                                                 layout.data, in_flight);
+  held.in_flight = data_parallel::largest_bucket_window(buckets, in_flight - 1);
+  return held;
 }
 
 RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,

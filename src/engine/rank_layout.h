@@ -68,9 +68,15 @@ long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 // the shard is memory held only until its reduction.
 long gradient_bucket_floats(const RankLayout& layout);
 
-// Floats of a chunk's gradient buffer in memory at once: all of it, or with sharded
-// gradients this rank's 1/d shard plus the buckets being filled and reduced.
-long resident_gradient_floats(const RankLayout& layout, long parameter_floats);
+// Floats of a chunk's gradients held at once: `resident` of its buffer (all of it, or with
+// sharded gradients this rank's 1/d shard plus the buckets being filled and reduced) and
+// `in_flight` in reductions (MPI's temporaries: every bucket at the end of an overlapped
+// backward; with sharded gradients the largest run of buckets that may be in flight).
+struct HeldGradientFloats {
+  long resident = 0, in_flight = 0;
+};
+HeldGradientFloats held_gradient_floats(const RankLayout& layout, const LayoutSizes& sizes,
+                                        long parameter_floats);
 
 // The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
 // microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.

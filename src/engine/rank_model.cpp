@@ -70,7 +70,9 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
                                                         m.reducers.back()->shard_end()));
   m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
                                         m.optimizers.back()->moment_bytes() / 4);
-  m.chunks.back()->memory_plan().resize("gradients", resident_gradient_floats(l, params.size()));
+  const LayoutSizes sizes = layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement);
+  m.chunks.back()->memory_plan().resize("gradients",
+                                        held_gradient_floats(l, sizes, params.size()).resident);
 }
 
 }  // namespace
@@ -85,10 +87,17 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
   int microbatches = 1;
   for (const pipeline_parallel::ScheduleConfig& s : o.schedules)
     microbatches = std::max(microbatches, s.microbatches);
-  long gradient_floats = 0;
-  for (const auto& chunk : m.chunks) gradient_floats += chunk->parameters().size();
+  long gradient_floats = 0, in_flight = 0;
+  for (const auto& chunk : m.chunks) {
+    const long floats = chunk->parameters().size();
+    gradient_floats += floats;
+    const LayoutSizes sizes =
+        layout_sizes(o.layout.model, {tp.rank(), tp.size()}, chunk->placement());
+    in_flight += held_gradient_floats(o.layout, sizes, floats).in_flight;
+  }
   RankBufferShape buffers =
       rank_buffer_shape(o.layout, pp.rank(), microbatches, gradient_floats, o.reduce.overlap);
+  if (o.layout.shard_gradients) buffers.reduction_cap_floats = in_flight;
   buffers.checkpoint_snapshot = o.async_save;
   m.buffers = plan_rank_buffers(buffers);
   return m;

@@ -85,10 +85,12 @@ long ChunkShape::deferred_weight_grad_floats() const {
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement) {
   ParameterLayout layout(config, tp, placement);
-  LayoutSizes sizes{layout.total(), 0};
-  for (const ParamSpec& spec : layout.specs())
+  LayoutSizes sizes{layout.total(), 0, {}};
+  for (const ParamSpec& spec : layout.specs()) {
     if (spec.local_shape.size() == 2)
       sizes.largest_weight = std::max(sizes.largest_weight, spec.numel());
+    sizes.tensors.emplace_back(spec.offset, spec.numel());
+  }
   return sizes;
 }
 

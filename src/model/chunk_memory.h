@@ -120,6 +120,7 @@ struct ChunkShape {
 struct LayoutSizes {
   long parameters = 0;
   long largest_weight = 0;
+  std::vector<std::pair<long, long>> tensors;  // (offset, floats) of each, in layout order
 };
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement);
