@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -215,6 +216,21 @@ void print_summary(const curation::CurateResult& r, const curation::CurateOption
             << "\n";
 }
 
+// Each output writable, and no two the same file (their temporary names would collide).
+void check_outputs(const curation::CurateOptions& o) {
+  std::vector<std::pair<std::string, std::string>> outputs = {{"--output", o.output},
+                                                              {"--report", o.report}};
+  if (!o.removed.empty()) outputs.push_back({"--removed", o.removed});
+  if (!o.candidates_out.empty()) outputs.push_back({"--candidates-out", o.candidates_out});
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (std::filesystem::weakly_canonical(outputs[i].second) ==
+          std::filesystem::weakly_canonical(outputs[j].second))
+        throw FormatError(outputs[i].first + " " + outputs[i].second + " is also " +
+                          outputs[j].first + ": each output needs a file of its own");
+  for (const auto& [flag, path] : outputs) check_output_file(path, flag);
+}
+
 }  // namespace
 
 int curate_main(const std::vector<std::string>& args) {
@@ -237,12 +253,8 @@ int curate_main(const std::vector<std::string>& args) {
   if (const std::string error = resolve_options(text, o); !error.empty())
     return fail_job(mpi, cmd, 2, error);
   try {
-    // Before any work: a report that cannot be written is found now, not after the output.
-    if (mpi.world_rank() == 0) {
-      check_output_file(o.output, "--output");
-      check_output_file(o.report, "--report");
-      if (!o.removed.empty()) check_output_file(o.removed, "--removed");
-    }
+    // Before any work: an output that cannot be written is found now, not after the others.
+    if (mpi.world_rank() == 0) check_outputs(o);
   } catch (const FormatError& e) {
     return fail_job(mpi, cmd, 2, std::string(e.what()) + "; nothing written");
   }
@@ -254,9 +266,12 @@ int curate_main(const std::vector<std::string>& args) {
   } catch (const curation::BadLineError& e) {
     return fail_job(mpi, cmd, 2,
                     std::string("bad line ") + e.what() +
-                        " (use --on-bad-line skip to skip such lines); no output written");
+                        " (use --on-bad-line skip to skip such lines); nothing written");
+  } catch (const curation::PublishError& e) {
+    return fail_job(mpi, cmd, 2, e.what());  // it names what is in place and what is not
   } catch (const std::exception& e) {
-    return fail_job(mpi, cmd, 2, std::string(e.what()) + "; no output written");
+    // curation::curate leaves nothing behind before it publishes (curation/pipeline.h).
+    return fail_job(mpi, cmd, 2, std::string(e.what()) + "; nothing written");
   }
 }
 

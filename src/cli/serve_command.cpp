@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
-#include "cli/inference_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
+#include "cli/serve_args.h"
 #include "core/files.h"
 #include "serve/generator_batcher.h"
 #include "serve/http_server.h"
@@ -21,49 +21,39 @@ namespace {
 
 constexpr const char* kCommand = "trident serve";
 
-struct ServeArgs {
-  InferenceArgs inference;
-  serve::HttpOptions http;
-  int max_queue = 256;
-  std::string model_name;
-};
-
-void add_serve_args(CLI::App& app, ServeArgs* a) {
-  add_inference_args(app, &a->inference);
-  const char* S = "Server";
-  app.add_option("--host", a->http.host, "address to listen on")->group(S)->capture_default_str();
-  app.add_option("--port", a->http.port, "port to listen on (0: any free port, printed)")
-      ->group(S)
-      ->capture_default_str();
-  app.add_option("--max-queue", a->max_queue,
-                 "requests waiting for a KV-cache slot; more get HTTP 503")
-      ->group(S)
-      ->capture_default_str();
-  app.add_option("--max-body-bytes", a->http.max_body_bytes,
-                 "largest request body; larger get HTTP 413")
-      ->group(S)
-      ->capture_default_str();
-  app.add_option("--model-name", a->model_name,
-                 "the model's name in /v1/models and answers (default: the --load/--load-hf "
-                 "directory's name)")
-      ->group(S);
-}
-
-// Every rule broken by the flags, one per line (empty: none).
-std::string check_serve_args(const ServeArgs& a, int world_size) {
-  std::string errors = check_inference_args(a.inference, world_size);
-  if (a.http.port < 0 || a.http.port > 65535) errors += "--port must be in [0, 65535]\n";
-  if (a.http.host.empty()) errors += "--host must not be empty\n";
-  if (a.max_queue < 1 || a.max_queue > 100000) errors += "--max-queue must be in [1, 100000]\n";
-  if (a.http.max_body_bytes < 1024) errors += "--max-body-bytes must be at least 1024\n";
-  return errors;
-}
-
 std::string default_model_name(const generation::InferenceOptions& o) {
   std::filesystem::path p(o.load_hf.empty() ? o.load : o.load_hf);
   std::string name = p.filename().string();
   if (name.empty()) name = p.parent_path().filename().string();  // "dir/"
   return name.empty() ? "trident" : name;
+}
+
+// The prompt limits: the flags', or the context and 32 bytes a token.
+serve::ModelLimits model_limits(const ServeArgs& a, int max_sequence) {
+  serve::ModelLimits limits;
+  limits.max_sequence = max_sequence;
+  limits.max_prompt_tokens = a.max_prompt_tokens > 0 ? a.max_prompt_tokens : max_sequence;
+  limits.max_prompt_chars =
+      a.max_prompt_chars > 0 ? a.max_prompt_chars : 32 * limits.max_prompt_tokens;
+  return limits;
+}
+
+// SIGINT / SIGTERM: the first stops accepting and lets running requests finish within
+// --shutdown-timeout; a second cancels them at once.
+std::function<void(int)> on_shutdown_signal(const ServeArgs& a, serve::Engine& engine,
+                                            serve::HttpServer& http) {
+  auto signals = std::make_shared<int>(0);  // the watcher thread alone calls this
+  return [&a, &engine, &http, signals](int sig) {
+    if (++*signals > 1) {
+      std::cerr << kCommand << ": signal " << sig << " again, cancelling" << std::endl;
+      return engine.stop();
+    }
+    std::cerr << kCommand << ": signal " << sig << ", finishing the requests in progress (up to "
+              << a.shutdown_timeout_s << " s, --shutdown-timeout)" << std::endl;
+    http.begin_shutdown();
+    engine.drain(std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds((long long)(a.shutdown_timeout_s * 1000)));
+  };
 }
 
 // Rank 0: the HTTP server on its threads, the engine loop on this one (it owns MPI), until
@@ -72,39 +62,35 @@ int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
                    const comm::MpiRuntime& mpi) {
   const std::unique_ptr<tokenizer::Tokenizer> built =
       build_inference_tokenizer(a.inference, model.vocab());
-  const tokenizer::Tokenizer& tok = *built;
-  generation::Generator generator(model, &tok);
+  generation::Generator generator(model, built.get());
   serve::GeneratorBatcher batcher(generator);
   serve::Engine engine(batcher, a.max_queue);
   const std::string name =
       a.model_name.empty() ? default_model_name(a.inference.model) : a.model_name;
-  serve::Service service(engine, tok, {model.max_sequence()}, name);
+  serve::Service service(engine, *built, model_limits(a, model.max_sequence()), name);
   serve::HttpOptions http_options = a.http;
-  http_options.threads = model.max_batch() + a.max_queue + 16;  // every waiting client holds one
+  // Every client waiting on a generation holds a worker: running + queued + some for the rest.
+  http_options.connections.workers = model.max_batch() + a.max_queue + 16;
   serve::HttpServer http(service, http_options);
   const std::string bind_error = http.bind();
   if (!bind_error.empty()) throw FormatError(bind_error);
   std::thread http_thread([&http] { http.serve(); });
-  http.wait_until_running();
-  serve::ShutdownSignals signals([&engine](int sig) {
-    std::cerr << kCommand << ": signal " << sig << ", shutting down" << std::endl;
-    engine.stop();
-  });
+  serve::ShutdownSignals signals(on_shutdown_signal(a, engine, http));
   std::cout << kCommand << ": serving " << name << " on http://" << a.http.host << ":"
             << http.port() << " (" << model.max_batch() << " slots x " << model.max_sequence()
             << " positions, " << mpi.world_size() << " rank" << (mpi.world_size() > 1 ? "s" : "")
-            << ")" << std::endl;
+            << ", up to " << http.max_connections() << " connections"
+            << (a.http.api_key.empty() ? "" : ", API key required") << ")" << std::endl;
+  std::string failure;
   try {
-    engine.run();  // until a signal; its waiting clients are answered 503
+    engine.run();  // until a signal; clients still waiting then are answered 503
   } catch (const std::exception& e) {
-    // The model failed (a rank gone, say): answer the clients, then end every rank.
-    http.stop();
-    http_thread.join();
-    return fail_job(mpi, kCommand, 1, std::string("generation failed: ") + e.what());
+    failure = std::string("generation failed: ") + e.what();  // a rank gone, say
   }
   http.stop();
   http_thread.join();
-  model.stop();  // releases the other ranks
+  if (!failure.empty()) return fail_job(mpi, kCommand, 1, failure);  // ends every rank
+  model.stop();                                                      // releases the other ranks
   return 0;
 }
 
@@ -118,7 +104,8 @@ int serve_main(const std::vector<std::string>& args) {
   add_serve_args(app, &a);
   int code = 0;
   if (!parse_quietly_off_rank_0(mpi, [&] { return parse_args(app, args, &code); })) return code;
-  const std::string errors = check_serve_args(a, mpi.world_size());
+  std::string errors = check_serve_args(a, mpi.world_size());
+  if (errors.empty()) errors = resolve_serve_args(&a);
   if (!errors.empty()) {
     if (mpi.world_rank() == 0) std::cerr << kCommand << ":\n" << errors;
     return 2;

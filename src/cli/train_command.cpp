@@ -53,6 +53,14 @@ int train_main(const std::vector<std::string>& args) {
     // several processes would race), and its refusal ends the job.
     if (mpi.world_rank() == 0) train::check_output_paths(config);
     code = train::run_training(config, setup.context, log, signals);
+    if (code == train::kExitEveryStepSkipped) {
+      // Every rank skipped alike (the overflow is reduced over the world): no abort needed.
+      if (mpi.world_rank() == 0)
+        std::cerr << "trident train: no step updated the weights (fp16 overflow at every "
+                     "iteration, see the error above); exit "
+                  << code << std::endl;
+      return code;
+    }
     if (code != 0) return fail(mpi, code, "training stopped");
     return 0;
   } catch (const LayoutError& e) {

@@ -16,17 +16,34 @@ int ModelConfig::padded_vocab_size(int t) const {
   return (int)std::min(padded_vocab(*this, t), (long)INT_MAX);
 }
 
+namespace {
+// The model's parameters by kind, in T: long for the exact count, double for sizes whose
+// count would overflow a long (a refusal names them, train/memory_check.h).
+template <class T>
+ParameterShares<T> shares_of(const ModelConfig& c, int t) {
+  const T h = c.hidden_size, f = c.ffn(), f1 = c.fc1_rows(), b = c.add_bias_linear() ? 1 : 0;
+  const T norm = c.rms_norm() ? h : 2 * h;  // RMSNorm has no bias
+  const T d = c.num_attention_heads > 0 ? c.head_dim() : 0, a = c.attention_width();
+  const T qkv = a + 2 * (T)c.query_groups() * d, qkv_b = c.qkv_bias() ? 1 : 0;
+  const T qk_norm = c.qk_layernorm ? 2 * d : 0;  // q's and k's, each head_dim wide
+  ParameterShares<T> s;
+  s.per_layer = 2 * norm + (qkv * h + qkv_b * qkv) + qk_norm + (a * h + b * h) + (f1 * h + b * f1) +
+                (f * h + b * h);
+  s.word_embedding = (T)c.padded_vocab_size(t) * h;
+  s.positions = c.learned_positions() ? (T)c.max_positions() * h : 0;
+  s.final_norm = norm;
+  s.output = c.tied_output() ? 0 : s.word_embedding;
+  return s;
+}
+}  // namespace
+
 long ModelConfig::parameter_count(int t) const {
-  const long h = hidden_size, f = ffn(), f1 = fc1_rows(), b = add_bias_linear() ? 1 : 0;
-  const long norm = rms_norm() ? h : 2 * h;  // RMSNorm has no bias
-  const long d = num_attention_heads > 0 ? head_dim() : 0, a = attention_width();
-  const long qkv = a + 2L * query_groups() * d, qkv_b = qkv_bias() ? 1 : 0;
-  const long qk_norm = qk_layernorm ? 2 * d : 0;  // q's and k's, each head_dim wide
-  const long per_layer = 2 * norm + (qkv * h + qkv_b * qkv) + qk_norm + (a * h + b * h) +
-                         (f1 * h + b * f1) + (f * h + b * h);
-  const long vocab = (long)padded_vocab_size(t) * h;
-  return vocab + (learned_positions() ? (long)max_positions() * h : 0) + num_layers * per_layer +
-         norm + (tied_output() ? 0 : vocab);
+  const ParameterShares<long> s = shares_of<long>(*this, t);
+  return s.word_embedding + s.positions + num_layers * s.per_layer + s.final_norm + s.output;
+}
+
+ParameterShares<double> ModelConfig::parameter_shares(int t) const {
+  return shares_of<double>(*this, t);
 }
 
 namespace {

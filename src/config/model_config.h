@@ -7,6 +7,16 @@
 namespace trident {
 
 // The GPT-2 architecture's shape. Field names follow Megatron's flags.
+// A model's parameters by kind (whole tensors, before tensor-parallel sharding).
+template <class T>
+struct ParameterShares {
+  T word_embedding = 0;  // padded vocabulary x hidden
+  T positions = 0;       // learned position embeddings (0 with RoPE)
+  T per_layer = 0;       // one transformer layer
+  T final_norm = 0;
+  T output = 0;  // an untied output layer (0 when tied to the word embedding)
+};
+
 struct ModelConfig {
   int num_layers = 2;
   int hidden_size = 128;
@@ -98,6 +108,8 @@ struct ModelConfig {
   int padded_vocab_size(int tensor_parallel_size) const;
   // Parameters of the model (padded vocabulary, tied output layer).
   long parameter_count(int tensor_parallel_size) const;
+  // The same by kind, in double: no overflow for any size the flags allow.
+  ParameterShares<double> parameter_shares(int tensor_parallel_size) const;
 };
 
 // Every rule the RoPE scaling and sliding-window options break (part of validate_model_config).

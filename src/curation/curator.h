@@ -164,11 +164,14 @@ class Curator {
   // pipeline.cpp: set-up, the commit of the ranks' parts, the report.
   void build_ngram_index();
   void name_temp_files();
-  void commit(const std::string& final_path, const std::string& part_prefix);
+  void stage_parts(const std::string& flag, const std::string& final_path,
+                   const std::string& part_prefix);
+  void stage_file(const std::string& flag, const std::string& final_path, const std::string& tmp);
+  void publish();
   nlohmann::json local_report() const;
   nlohmann::json merged_report(const std::vector<std::string>& parts, double seconds,
                                double phase1_seconds, double phase3_seconds) const;
-  void write_report(const nlohmann::json& report) const;
+  void write_report(const nlohmann::json& report);
   std::string temp(const std::string& base, const std::string& what) const {
     return base + ".tmp." + token_ + "." + what;
   }
@@ -199,7 +202,7 @@ class Curator {
                               const std::unordered_map<std::uint32_t, std::uint32_t>& keeper,
                               const ShingleSets& sets, StageReport& s);
   void write_candidates(const FuzzyCandidates& c, const ShingleSets& sets,
-                        const std::vector<float>& jaccards) const;
+                        const std::vector<float>& jaccards);
 
   // pipeline_phase3.cpp: the spool read back, decontaminated and written.
   void phase3();
@@ -220,6 +223,11 @@ class Curator {
   std::string token_;
   std::string spool_path_, out_part_, removed_part_;
   std::vector<std::string> temp_files_;
+  // Rank 0's outputs, complete under their temporary names, in the order they are renamed.
+  struct StagedOutput {
+    std::string flag, path, tmp;
+  };
+  std::vector<StagedOutput> staged_;
   std::ofstream removed_out_;
 
   // Phase 1 results: the index of this rank's surviving documents.

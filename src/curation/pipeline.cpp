@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 
+#include "core/files.h"
 #include "curation/curator.h"
 
 namespace trident::curation {
@@ -150,23 +154,70 @@ void Curator::name_temp_files() {
   if (!o_.removed.empty()) temp_files_.push_back(removed_part_);
 }
 
-// Rank 0 joins the ranks' parts, in rank order, under a temporary name and renames it.
-void Curator::commit(const std::string& final_path, const std::string& part_prefix) {
+// Rank 0 joins the ranks' parts, in rank order, under a temporary name, renamed by publish().
+void Curator::stage_parts(const std::string& flag, const std::string& final_path,
+                          const std::string& part_prefix) {
   if (ex_.rank() != 0) return;
   const std::string tmp = final_path + ".tmp." + token_;
   temp_files_.push_back(tmp);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    for (int r = 0; r < ex_.size(); ++r) {
-      std::ifstream in(part_prefix + std::to_string(r), std::ios::binary);
-      if (!in) throw std::runtime_error(part_prefix + std::to_string(r) + ": missing part");
-      if (in.peek() != std::ifstream::traits_type::eof()) out << in.rdbuf();
-    }
-    out.close();
-    if (!out) throw std::runtime_error(tmp + ": write failed");
+  std::ofstream out(tmp, std::ios::binary);
+  for (int r = 0; r < ex_.size(); ++r) {
+    std::ifstream in(part_prefix + std::to_string(r), std::ios::binary);
+    if (!in) throw std::runtime_error(part_prefix + std::to_string(r) + ": missing part");
+    if (in.peek() != std::ifstream::traits_type::eof()) out << in.rdbuf();
   }
-  if (std::rename(tmp.c_str(), final_path.c_str()) != 0)
-    throw std::runtime_error(final_path + ": cannot rename " + tmp + " to it");
+  out.close();
+  if (!out) throw std::runtime_error(flag + " " + final_path + ": cannot write " + tmp);
+  stage_file(flag, final_path, tmp);
+}
+
+void Curator::stage_file(const std::string& flag, const std::string& final_path,
+                         const std::string& tmp) {
+  staged_.push_back({flag, final_path, tmp});
+}
+
+namespace {
+
+// "prefix: --flag path, --flag path" for outputs [from, to), or `none` when there are none.
+template <class Outputs>
+std::string listed(const Outputs& outputs, size_t from, size_t to, const std::string& prefix,
+                   const std::string& none) {
+  std::string out;
+  for (size_t j = from; j < to; ++j)
+    out += (out.empty() ? prefix : ", ") + outputs[j].flag + " " + outputs[j].path;
+  return out.empty() ? none : out;
+}
+
+}  // namespace
+
+// Every output is complete: each is renamed into place. A failed rename says which are in
+// place already (renamed, or overwritten: nothing can be undone) and which are not.
+void Curator::publish() {
+  // The curated output first; the report, which describes the others, last.
+  const std::vector<std::string> order = {"--output", "--removed", "--candidates-out", "--report"};
+  const auto rank = [&](const StagedOutput& s) {
+    return std::find(order.begin(), order.end(), s.flag) - order.begin();
+  };
+  std::stable_sort(staged_.begin(), staged_.end(),
+                   [&](const StagedOutput& a, const StagedOutput& b) { return rank(a) < rank(b); });
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    const StagedOutput& s = staged_[i];
+    if (std::rename(s.tmp.c_str(), s.path.c_str()) == 0) continue;
+    std::string message = s.flag + " " + s.path + ": cannot rename " + s.tmp + " to it (" +
+                          std::strerror(errno) + ")";
+    throw PublishError(message + "; " + listed(staged_, 0, i, "written: ", "nothing written") +
+                       "; " + listed(staged_, i, staged_.size(), "not written: ", ""));
+  }
+  // Durable, as the checkpoints' renames (core/files.h). Every output is in place by now.
+  try {
+    for (const StagedOutput& s : staged_) {
+      const std::string dir = std::filesystem::path(s.path).parent_path().string();
+      fsync_directory(dir.empty() ? "." : dir);
+    }
+  } catch (const std::exception& e) {
+    throw PublishError(std::string(e.what()) + "; " +
+                       listed(staged_, 0, staged_.size(), "written (maybe not yet on disk): ", ""));
+  }
 }
 
 // This rank's stages and counters, for rank 0 to merge.
@@ -225,16 +276,15 @@ nlohmann::json Curator::merged_report(const std::vector<std::string>& parts, dou
   return rep;
 }
 
-void Curator::write_report(const nlohmann::json& report) const {
+void Curator::write_report(const nlohmann::json& report) {
   if (o_.report.empty()) return;
   const std::string tmp = o_.report + ".tmp." + token_;
+  temp_files_.push_back(tmp);
   std::ofstream f(tmp, std::ios::binary);
   f << report.dump(2) << '\n';
   f.close();
-  if (!f || std::rename(tmp.c_str(), o_.report.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(o_.report + ": cannot write");
-  }
+  if (!f) throw std::runtime_error("--report " + o_.report + ": cannot write " + tmp);
+  stage_file("--report", o_.report, tmp);
 }
 
 CurateResult Curator::run() {
@@ -260,8 +310,8 @@ CurateResult Curator::run() {
   removed_out_.close();
   if (!removed_out_) throw std::runtime_error(removed_part_ + ": write failed");
   ex_.barrier();  // every part is complete
-  commit(o_.output, temp(o_.output, "part"));
-  if (!o_.removed.empty()) commit(o_.removed, temp(o_.removed, "part"));
+  stage_parts("--output", o_.output, temp(o_.output, "part"));
+  if (!o_.removed.empty()) stage_parts("--removed", o_.removed, temp(o_.removed, "part"));
 
   // The report: every rank's stages and counters, merged on rank 0.
   std::vector<std::string> parts = ex_.all_gather(dump(local_report()));
@@ -271,6 +321,7 @@ CurateResult Curator::run() {
   if (ex_.rank() != 0) return result;
   result.report = merged_report(parts, seconds, phase1_seconds, phase3_seconds);
   write_report(result.report);
+  publish();
   return result;
 }
 

@@ -74,8 +74,18 @@ class BadLineError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws BadLineError or std::runtime_error (bad input, unreadable files); no output is then
-// left behind by this rank.
+// Every output (--output, --removed, --candidates-out, --report) is written whole under a
+// temporary name first, and only then are they renamed into place, in that order. A rename
+// that fails (the last step, which leaves nothing half written) throws PublishError, whose
+// message names the outputs already in place and those not written.
+class PublishError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws BadLineError or std::runtime_error (bad input, unreadable files, an output that
+// cannot be written) before any output is in place, and no file is then left behind by this
+// rank; or PublishError.
 CurateResult curate(const CurateOptions& options, const Exchange& exchange, std::ostream& progress);
 
 }  // namespace trident::curation

@@ -197,11 +197,13 @@ void Curator::remove_near_duplicates(const FuzzyCandidates& c, UnionFind& uf,
 }
 
 // --candidates-out (rank 0): every candidate pair with its Jaccard, written under a
-// temporary name and renamed.
+// temporary name, renamed with the other outputs at the end.
 void Curator::write_candidates(const FuzzyCandidates& c, const ShingleSets& sets,
-                               const std::vector<float>& jaccards) const {
+                               const std::vector<float>& jaccards) {
   if (ex_.rank() != 0 || o_.candidates_out.empty()) return;
-  std::ofstream out(o_.candidates_out + ".tmp." + token_, std::ios::binary);
+  const std::string tmp = o_.candidates_out + ".tmp." + token_;
+  temp_files_.push_back(tmp);
+  std::ofstream out(tmp, std::ios::binary);
   for (size_t k = 0; k < c.pairs.size(); ++k)
     out << dump(nlohmann::json{{"a", sets.at(c.pairs[k].first).first},
                                {"b", sets.at(c.pairs[k].second).first},
@@ -209,9 +211,8 @@ void Curator::write_candidates(const FuzzyCandidates& c, const ShingleSets& sets
                                {"duplicate", jaccards[k] >= o_.jaccard_threshold}})
         << '\n';
   out.close();
-  if (!out ||
-      std::rename((o_.candidates_out + ".tmp." + token_).c_str(), o_.candidates_out.c_str()))
-    throw std::runtime_error(o_.candidates_out + ": cannot write");
+  if (!out) throw std::runtime_error(o_.candidates_out + ": cannot write " + tmp);
+  stage_file("--candidates-out", o_.candidates_out, tmp);
 }
 
 }  // namespace trident::curation::detail

@@ -3,11 +3,14 @@
 #include <functional>
 #include <optional>
 
+#include "engine/memory_bound.h"
 #include "engine/rank_memory.h"
 
 namespace trident::engine {
 
 namespace {
+
+constexpr long kMostMicrobatches = 1L << 20;
 
 // A layout with changes, and the flags that ask for them.
 struct Candidate {
@@ -59,6 +62,10 @@ std::optional<Candidate> with_full_recompute(const Candidate& c) {
 std::optional<Candidate> with_micro_batch(const Candidate& c, int micro_batch) {
   const int now = c.o.layout.micro_batch;
   if (micro_batch >= now || now % micro_batch != 0) return std::nullopt;
+  // A schedule is planned op by op: beyond a million micro-batches per step (--micro-batch-size
+  // 10^9 cut to 1) the plan itself would not fit, and no run has such a step.
+  if ((long)c.o.schedule.microbatches * (now / micro_batch) > kMostMicrobatches)
+    return std::nullopt;
   Candidate n = c;
   n.o.layout.micro_batch = micro_batch;
   n.o.schedule.microbatches *= now / micro_batch;
@@ -101,6 +108,8 @@ std::optional<Candidate> with_data(const Candidate& c, int data) {
 }
 
 bool fits(const Candidate& c, long available) {
+  // The closed form first: the exact plan costs a plan per pipeline rank.
+  if (memory_lower_bound(c.o.layout).total_bytes() > (double)available) return false;
   return needed_bytes(c.o) <= available;
 }
 
@@ -113,15 +122,30 @@ std::optional<Candidate> first_fitting(const Candidate& c, long available,
   return std::nullopt;
 }
 
+// The divisors of n, ascending: O(sqrt n), where a list of every size up to n took 4 GB for
+// --micro-batch-size 10^9 (only divisors can be changes: with_micro_batch, with_pipeline).
+std::vector<int> divisors(int n) {
+  std::vector<int> low, high;
+  for (int d = 1; (long)d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
 std::vector<int> smaller_micro_batches(int micro_batch) {  // largest first
   std::vector<int> out;
-  for (int b = micro_batch - 1; b >= 1; --b) out.push_back(b);
+  for (int b : divisors(micro_batch))
+    if (b < micro_batch) out.insert(out.begin(), b);
   return out;
 }
 
 std::vector<int> more_stages(const RankLayout& l) {
   std::vector<int> out;
-  for (int p = l.pipeline + 1; p <= l.model.num_layers; ++p) out.push_back(p);
+  for (int p : divisors(l.model.num_layers))
+    if (p > l.pipeline) out.push_back(p);
   return out;
 }
 

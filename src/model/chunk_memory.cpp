@@ -82,8 +82,10 @@ long ChunkShape::deferred_weight_grad_floats() const {
          (layers > recomputed_layers ? fc2_copies * operand(h) : 0);
 }
 
-LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
-                         const ChunkPlacement& placement) {
+namespace {
+
+LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
+                            const ChunkPlacement& placement) {
   ParameterLayout layout(config, tp, placement);
   LayoutSizes sizes{layout.total(), 0, {}};
   for (const ParamSpec& spec : layout.specs()) {
@@ -92,6 +94,23 @@ LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
     sizes.tensors.emplace_back(spec.offset, spec.numel());
   }
   return sizes;
+}
+
+}  // namespace
+
+LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
+                         const ChunkPlacement& placement) {
+  const int layers =
+      placement.num_layers < 0 ? config.num_layers - placement.first_layer : placement.num_layers;
+  if (layers <= 2) return sizes_of_layout(config, tp, placement);
+  // Every layer has the same tensors, each padded on its own (parameters/parameter_layout.h):
+  // a chunk of L layers is one of 1 layer and L - 1 times the second layer's share. Built
+  // whole, the layout of 10^8 layers named 10^9 tensors before anything could refuse it.
+  ChunkPlacement one = placement, two = placement;
+  one.num_layers = 1, two.num_layers = 2;
+  const LayoutSizes a = sizes_of_layout(config, tp, one), b = sizes_of_layout(config, tp, two);
+  return {a.parameters + (long)(layers - 1) * (b.parameters - a.parameters),
+          std::max(a.largest_weight, b.largest_weight)};
 }
 
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,

@@ -43,44 +43,38 @@ struct Stream {
 
 // One call: writes the events that arrived (waiting up to 1 s for one); a comment line when
 // none did, so a client that went away is noticed while its request still waits for a slot.
-bool write_events(Stream& st, const tokenizer::Tokenizer& tok, httplib::DataSink& sink) {
+StreamStep write_events(Stream& st, const tokenizer::Tokenizer& tok, const ChunkWriter& put) {
   std::vector<SequenceEvent> events;
   ApiError error;
   bool more = st.job->next_events(std::chrono::milliseconds(1000), &events, &error);
-  auto put = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
   for (const SequenceEvent& e : events)
     if (!put(completion_chunk(st.meta, e.sequence, e.event, tok, &st.cursors[e.sequence])))
-      return false;
-  if (!error.ok() && !put("data: " + error_json(error) + "\n\n")) return false;
-  if (!more) {
-    if (!put(kStreamDone)) return false;
-    sink.done();
-    return true;
-  }
-  return !events.empty() || put(": waiting\n\n");
+      return StreamStep::kFailed;
+  if (!error.ok() && !put("data: " + error_json(error) + "\n\n")) return StreamStep::kFailed;
+  if (!more) return put(kStreamDone) ? StreamStep::kDone : StreamStep::kFailed;
+  if (events.empty() && !put(": waiting\n\n")) return StreamStep::kFailed;
+  return StreamStep::kMore;
 }
 
-void stream_response(Service& s, std::shared_ptr<Job> job, CompletionMeta meta,
-                     httplib::Response& res) {
+void stream_response(Service& s, std::shared_ptr<Job> job, CompletionMeta meta, HttpResponse& res) {
   auto st = std::make_shared<Stream>();
   st->job = job;
   st->meta = std::move(meta);
   for (const auto& seq : job->sequences())
     st->cursors.push_back({chars_started(s.tok.decode_bytes(seq.prompt))});
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st, &s](size_t, httplib::DataSink& sink) { return write_events(*st, s.tok, sink); },
-      [st, &s](bool success) {
-        if (success) return;
-        st->job->cancel();  // the client went away (or the server is stopping)
-        s.engine.notify();
-      });
+  res.headers.emplace_back("Cache-Control", "no-cache");
+  res.content_type = "text/event-stream";
+  res.stream = [st, &s](const ChunkWriter& put) { return write_events(*st, s.tok, put); };
+  res.on_stream_end = [st, &s](bool completed) {
+    if (completed) return;
+    st->job->cancel();  // the client went away (or stopped reading)
+    s.engine.notify();
+  };
 }
 
 }  // namespace
 
-void handle_completion(Service& s, const httplib::Request& req, httplib::Response& res) {
+void handle_completion(Service& s, const HttpRequest& req, HttpResponse& res) {
   CompletionRequest r;
   std::vector<generation::GenerationRequest> seqs;
   ApiError e = parse_completion_request(req.body, &r);

@@ -21,7 +21,7 @@ Engine::Engine(Batcher& batcher, int max_queue) : batcher_(batcher), max_queue_(
 
 ApiError Engine::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) return unavailable("the server is shutting down", "shutting_down");
+  if (stopping_ || draining_) return unavailable("the server is shutting down", "shutting_down");
   if ((int)queue_.size() >= max_queue_)
     return unavailable("the server is busy: " + std::to_string(queue_.size()) +
                            " requests are already waiting (--max-queue); retry later",
@@ -60,12 +60,23 @@ void Engine::stop() {
   cv_.notify_all();
 }
 
-// Sleeps while nothing runs and nothing waits. False once stopping.
+void Engine::drain(std::chrono::steady_clock::time_point deadline) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+  drain_deadline_ = deadline;
+  cv_.notify_all();
+}
+
+// Sleeps while nothing runs and nothing waits. False once stopping, or draining and either
+// done or out of time.
 bool Engine::wait_for_work() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (running_.empty() && !admitting_)
-    cv_.wait(lock, [&] { return stopping_ || woken_ || !queue_.empty(); });
+  const auto idle = [&] { return running_.empty() && !admitting_; };
+  if (idle()) cv_.wait(lock, [&] { return stopping_ || woken_ || draining_ || !queue_.empty(); });
   woken_ = false;
+  if (draining_ &&
+      ((idle() && queue_.empty()) || std::chrono::steady_clock::now() >= drain_deadline_))
+    return false;
   return !stopping_;
 }
 

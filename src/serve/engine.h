@@ -5,6 +5,7 @@
 // client went away, and sleeps while there is nothing to do. HTTP handler threads only
 // submit jobs and wait on them.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -38,6 +39,9 @@ class Engine {
 
   // Any thread: ends run() (outstanding jobs fail with 503).
   void stop();
+  // Any thread: new jobs are refused (503); run() ends once the jobs already accepted are
+  // answered, or at `deadline` (those still outstanding then fail with 503).
+  void drain(std::chrono::steady_clock::time_point deadline);
 
   // The model's thread: serves until stop(). A model failure fails every job (500) and is
   // rethrown.
@@ -59,8 +63,10 @@ class Engine {
   const int max_queue_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> queue_;  // guarded by mu_
-  bool stopping_ = false, woken_ = false;   // guarded by mu_
+  std::deque<std::shared_ptr<Job>> queue_;                // guarded by mu_
+  bool stopping_ = false, woken_ = false;                 // guarded by mu_
+  bool draining_ = false;                                 // guarded by mu_
+  std::chrono::steady_clock::time_point drain_deadline_;  // guarded by mu_
   std::atomic<int> running_count_{0};
   std::atomic<long> completed_{0}, cancelled_{0}, generated_{0};
 

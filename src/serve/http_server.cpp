@@ -1,43 +1,19 @@
 #include "serve/http_server.h"
 
+#include <netdb.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "serve/responses.h"
 
 namespace trident::serve {
 
-// httplib's listen backlog is compiled into Debian's library as 5; a burst of clients
-// connecting at once would see SYNs dropped and 1 s retransmits. listen() on a listening
-// socket only changes its backlog, so it is raised after the bind.
-class HttpServer::Server : public httplib::Server {
- public:
-  void deepen_backlog() { ::listen(svr_sock_, 1024); }
-};
-
 namespace {
-
-ApiError route_not_found(const httplib::Request& req) {
-  ApiError e;
-  e.status = 404;
-  e.code = "not_found";
-  e.message = "no route " + req.method + " " + req.path +
-              " (routes: PUT /api, POST /v1/completions, GET /v1/models, GET /health, GET /)";
-  return e;
-}
-
-ApiError http_error(int status) {
-  ApiError e;
-  e.status = status;
-  e.message = "HTTP " + std::to_string(status);
-  if (status == 413) e.message = "request body is larger than --max-body-bytes";
-  if (status == 400) e.message = "malformed HTTP request";
-  if (status >= 500) e.type = "server_error";
-  return e;
-}
 
 std::string health(const Service& s) {
   EngineStats st = s.engine.stats();
@@ -51,76 +27,148 @@ std::string health(const Service& s) {
       .dump();
 }
 
+ApiError route_not_found(const HttpRequest& req) {
+  ApiError e;
+  e.status = 404;
+  e.code = "not_found";
+  e.message = "no route " + req.method + " " + req.path +
+              " (routes: PUT /api, POST /v1/completions, GET /v1/models, GET /health, GET /)";
+  return e;
+}
+
+// Compares every byte of the key whatever matches, so the time taken says nothing of how
+// much of a guess was right.
+bool same_secret(std::string_view given, std::string_view key) {
+  unsigned diff = given.size() != key.size();
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= (unsigned char)key[i] ^ (unsigned char)(i < given.size() ? given[i] : 0);
+  return diff == 0;
+}
+
+// The open-file limit raised to its hard limit; the connections that fit under it, leaving
+// room for the model's files, MPI and the workers.
+int connections_within_file_limit(int wanted) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return wanted;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+    ::getrlimit(RLIMIT_NOFILE, &r);
+  }
+  const long room = (long)std::min<rlim_t>(r.rlim_cur, 1 << 20) - 128;
+  return (int)std::max(1L, std::min((long)wanted, room));
+}
+
+// A listening socket on host:port (the first address of the host that binds), or -1.
+int listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
+  int fd = -1;
+  for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    const int one = 1;
+    if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    // A deep backlog: a burst of clients connecting at once is not answered with dropped
+    // SYNs and 1 s retransmits.
+    if (fd >= 0 && (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 1024) != 0)) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(fd, (sockaddr*)&a, &len) != 0) return -1;
+  if (a.ss_family == AF_INET6) return ntohs(((sockaddr_in6&)a).sin6_port);
+  return ntohs(((sockaddr_in&)a).sin_port);
+}
+
 }  // namespace
 
-HttpServer::HttpServer(Service& service, const HttpOptions& options)
-    : service_(service), options_(options), server_(std::make_unique<Server>()) {
-  const int threads = options.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_->set_payload_max_length(options.max_body_bytes);
-  server_->set_keep_alive_max_count(1000);
-  add_routes();
+HttpResponse front_end_error(int status, const std::string& message) {
+  ApiError e;
+  e.status = status;
+  e.message = message;
+  if (status >= 500) e.type = "server_error";
+  HttpResponse res;
+  send_error(res, e);
+  return res;
 }
+
+HttpServer::HttpServer(Service& service, const HttpOptions& options)
+    : service_(service), options_(options) {}
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::add_routes() {
-  Service& s = service_;
-  server_->Put("/api", [&s](const auto& req, auto& res) { handle_megatron(s, req, res); });
-  server_->Post("/v1/completions",
-                [&s](const auto& req, auto& res) { handle_completion(s, req, res); });
-  server_->Get("/v1/models", [&s](const auto&, auto& res) {
-    send_json(res, models_response(s.model_name, s.started));
-  });
-  server_->Get("/health", [&s](const auto&, auto& res) { send_json(res, health(s)); });
-  server_->Get("/", [](const auto&, auto& res) {
-    res.set_content(index_page(), "text/html; charset=utf-8");
-  });
-  // Whatever httplib answers by itself (unknown route, body too large, bad HTTP) gets the
-  // same JSON error shape as the handlers' errors.
-  server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.get_header_value("Content-Type") == "application/json") return;
-    send_error(res, res.status == 404 ? route_not_found(req) : http_error(res.status));
-  });
-  server_->set_exception_handler([](const auto&, auto& res, std::exception_ptr ep) {
-    ApiError e = http_error(500);
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& ex) {
-      e.message = std::string("internal error: ") + ex.what();
-    } catch (...) {
-      e.message = "internal error";
-    }
-    send_error(res, e);
-  });
-}
-
 std::string HttpServer::bind() {
-  if (options_.port == 0) {
-    port_ = server_->bind_to_any_port(options_.host);
-    if (port_ <= 0) return "cannot bind " + options_.host + " to any port";
-  } else {
-    if (!server_->bind_to_port(options_.host, options_.port))
-      return "cannot bind " + options_.host + ":" + std::to_string(options_.port) +
-             " (in use, or not an address of this machine)";
-    port_ = options_.port;
-  }
-  server_->deepen_backlog();
+  options_.connections.max_connections =
+      connections_within_file_limit(options_.connections.max_connections);
+  options_.connections.max_connections_per_client = std::min(
+      options_.connections.max_connections_per_client, options_.connections.max_connections);
+  const int fd = listen_on(options_.host, options_.port);
+  if (fd < 0)
+    return "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+           " (in use, or not an address of this machine)";
+  port_ = bound_port(fd);
+  loop_ = std::make_unique<ConnectionLoop>(
+      fd, options_.limits, options_.connections,
+      [this](const HttpRequest& req, HttpResponse* res) { handle(req, res); }, front_end_error);
   return "";
 }
 
 void HttpServer::serve() {
-  server_->listen_after_bind();
+  loop_->run();
 }
-
-bool HttpServer::wait_until_running() {
-  for (int i = 0; i < 10000 && !server_->is_running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return server_->is_running();
+void HttpServer::begin_shutdown() {
+  loop_->begin_shutdown();
 }
-
 void HttpServer::stop() {
-  server_->stop();
+  loop_->stop();
+}
+
+bool HttpServer::authorized(const HttpRequest& req) const {
+  if (options_.api_key.empty()) return true;
+  const std::string* auth = req.header("authorization");
+  if (!auth || auth->size() < 7) return false;
+  std::string scheme = auth->substr(0, 7);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), ::tolower);
+  return scheme == "bearer " && same_secret(std::string_view(*auth).substr(7), options_.api_key);
+}
+
+void HttpServer::handle(const HttpRequest& req, HttpResponse* res) const {
+  Service& s = service_;
+  const bool api = req.path == "/api" || req.path.rfind("/v1/", 0) == 0;
+  if (api && !authorized(req)) {
+    ApiError e;
+    e.status = 401;
+    e.code = "invalid_api_key";
+    e.message =
+        "missing or wrong API key: send the header 'Authorization: Bearer <key>' "
+        "with the key the server was started with (--api-key / --api-key-file)";
+    send_error(*res, e);
+    res->headers.emplace_back("WWW-Authenticate", "Bearer");
+  } else if (req.method == "PUT" && req.path == "/api") {
+    handle_megatron(s, req, *res);
+  } else if (req.method == "POST" && req.path == "/v1/completions") {
+    handle_completion(s, req, *res);
+  } else if (req.method == "GET" && req.path == "/v1/models") {
+    send_json(*res, models_response(s.model_name, s.started));
+  } else if (req.method == "GET" && req.path == "/health") {
+    send_json(*res, health(s));
+  } else if (req.method == "GET" && req.path == "/") {
+    res->body = index_page();
+    res->content_type = "text/html; charset=utf-8";
+  } else {
+    send_error(*res, route_not_found(req));
+  }
 }
 
 }  // namespace trident::serve

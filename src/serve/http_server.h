@@ -1,11 +1,10 @@
 #pragma once
-// The HTTP front end (cpp-httplib): routes, JSON errors for everything httplib answers itself
-// (404, 413, exceptions), a handler thread per waiting client, and a deeper listen backlog.
-#include <httplib.h>
-
+// The HTTP front end of `trident serve`: the routes of both APIs, API-key authentication,
+// and JSON errors for everything, over ConnectionLoop (which owns sockets and threads).
 #include <memory>
 #include <string>
 
+#include "serve/connection_loop.h"
 #include "serve/service.h"
 
 namespace trident::serve {
@@ -13,34 +12,41 @@ namespace trident::serve {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 5000;  // 0: any free port
-  size_t max_body_bytes = 1 << 20;
-  // Handler threads: every client waiting on a generation holds one (running + queued +
-  // some for cheap requests); further connections wait for a thread.
-  int threads = 64;
+  HttpLimits limits;
+  ConnectionOptions connections;
+  // Non-empty: the API routes (/api, /v1/...) want "Authorization: Bearer <api_key>"; the
+  // page and /health stay open.
+  std::string api_key;
 };
 
 class HttpServer {
  public:
   HttpServer(Service& service, const HttpOptions& options);
   ~HttpServer();
-  // Binds the socket (before the model loads, so a busy port fails fast). Empty, or why not.
+  // Binds and listens (before the model loads, so a busy port fails fast); raises the open
+  // file limit to what connections need. Empty, or why not.
   std::string bind();
   int port() const { return port_; }
-  // Accepts and serves connections until stop(); run it on its own thread.
+  // The connections that may be open at once (--max-connections, within the file limit).
+  int max_connections() const { return options_.connections.max_connections; }
+  // Serves until stop(); run it on its own thread, after bind().
   void serve();
-  // Blocks until serve() accepts (a stop() before that would be lost); false after 10 s.
-  bool wait_until_running();
-  // Ends serve(): no new connections; returns once the handlers in flight have answered.
+  // Any thread: no new connections; requests already read are answered.
+  void begin_shutdown();
+  // Any thread: ends serve() once the answers in progress are written.
   void stop();
 
  private:
-  class Server;
-  void add_routes();
+  void handle(const HttpRequest& req, HttpResponse* res) const;
+  bool authorized(const HttpRequest& req) const;
   Service& service_;
   HttpOptions options_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<ConnectionLoop> loop_;
   int port_ = 0;
 };
+
+// The answer for an error the front end finds itself (status and message).
+HttpResponse front_end_error(int status, const std::string& message);
 
 // The page at GET /: a prompt box whose completion streams in (no external assets).
 const std::string& index_page();

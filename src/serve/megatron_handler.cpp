@@ -6,7 +6,7 @@
 
 namespace trident::serve {
 
-void handle_megatron(Service& s, const httplib::Request& req, httplib::Response& res) {
+void handle_megatron(Service& s, const HttpRequest& req, HttpResponse& res) {
   MegatronRequest r;
   std::vector<generation::GenerationRequest> seqs;
   ApiError e = parse_megatron_request(req.body, &r);

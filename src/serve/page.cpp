@@ -34,12 +34,19 @@ const char* kPage = R"HTML(<!doctype html>
   <label>max tokens <input id="max_tokens" type="number" value="64" min="0"></label>
   <label>temperature <input id="temperature" type="number" value="0.8" min="0" max="2" step="0.1"></label>
   <label>top-p <input id="top_p" type="number" value="0.9" min="0" max="1" step="0.05"></label>
+  <label>API key <input id="api_key" type="password" placeholder="if the server wants one"></label>
   <button id="go">Generate</button>
 </p>
 <div id="status"></div>
 <div id="output"><span id="prompt_text"></span><span id="completion" class="completion"></span></div>
 <script>
 const $ = (id) => document.getElementById(id);
+
+// The headers of an API request: the key as a Bearer token when one is typed (--api-key).
+function apiHeaders(extra) {
+  const key = $("api_key").value.trim();
+  return key ? Object.assign({Authorization: "Bearer " + key}, extra) : extra;
+}
 
 // Feeds the SSE lines of one chunk of the body to onData; returns the unfinished tail.
 function parseEvents(buffer, onData) {
@@ -60,7 +67,7 @@ async function generate() {
   try {
     const response = await fetch("/v1/completions", {
       method: "POST",
-      headers: {"Content-Type": "application/json"},
+      headers: apiHeaders({"Content-Type": "application/json"}),
       body: JSON.stringify({prompt: $("prompt").value, stream: true,
                             max_tokens: Number($("max_tokens").value),
                             temperature: Number($("temperature").value),
@@ -95,7 +102,8 @@ async function generate() {
 
 async function showModel() {
   try {
-    const models = await (await fetch("/v1/models")).json();
+    const models = await (await fetch("/v1/models", {headers: apiHeaders({})})).json();
+    if (models.error) throw new Error(models.error.message);
     $("model").textContent = models.data.map((m) => m.id).join(", ");
   } catch (e) {
     $("model").textContent = "unknown (" + e.message + ")";
@@ -103,6 +111,7 @@ async function showModel() {
 }
 
 $("go").addEventListener("click", generate);
+$("api_key").addEventListener("change", showModel);
 showModel();
 </script>
 </body>

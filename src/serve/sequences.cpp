@@ -20,11 +20,35 @@ ApiError check_context(const std::string& prompt_field, const char* count_field,
   return e;
 }
 
-std::vector<int> tokenize(const std::string& text, bool bos, const tokenizer::Tokenizer& tok) {
-  std::vector<int> ids;
-  if (bos) ids.push_back(tok.eod());
-  tok.encode(text, &ids);
-  return ids;
+ApiError prompt_too_long(const std::string& field, const std::string& what, long limit,
+                         const char* flag) {
+  ApiError e = bad_request(field, field + " is " + what + "; the server takes at most " +
+                                      std::to_string(limit) + " (" + flag + ")");
+  e.code = "prompt_too_long";
+  return e;
+}
+
+// The prompt's tokens (after BOS when asked); its bytes are counted first, so an over-long
+// prompt is refused without tokenizing it.
+ApiError tokenize(const std::string& text, bool bos, const tokenizer::Tokenizer& tok,
+                  const ModelLimits& limits, const std::string& field, std::vector<int>* ids) {
+  if ((long)text.size() > limits.max_prompt_chars)
+    return prompt_too_long(field, std::to_string(text.size()) + " bytes", limits.max_prompt_chars,
+                           "--max-prompt-chars");
+  ids->clear();
+  if (bos) ids->push_back(tok.eod());
+  tok.encode(text, ids);
+  return {};
+}
+
+// The prompt within --max-prompt-tokens, and prompt + new tokens within the context.
+ApiError check_lengths(const std::string& field, const char* count_field, size_t prompt,
+                       std::int64_t count, const ModelLimits& limits) {
+  ApiError e = check_context(field, count_field, prompt, count, limits);
+  if (e.ok() && (long)prompt > limits.max_prompt_tokens)
+    e = prompt_too_long(field, std::to_string(prompt) + " tokens", limits.max_prompt_tokens,
+                        "--max-prompt-tokens");
+  return e;
 }
 
 generation::SamplingParams megatron_sampling(const MegatronRequest& r, std::uint64_t seed) {
@@ -63,10 +87,10 @@ ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::Tokenizer
   out->clear();
   for (size_t i = 0; i < r.prompts.size(); ++i) {
     generation::GenerationRequest g;
-    g.prompt = tokenize(r.prompts[i], r.add_BOS, tok);
     std::string field = "prompts[" + std::to_string(i) + "]";
-    ApiError e =
-        check_context(field, "tokens_to_generate", g.prompt.size(), r.tokens_to_generate, limits);
+    ApiError e = tokenize(r.prompts[i], r.add_BOS, tok, limits, field, &g.prompt);
+    if (e.ok())
+      e = check_lengths(field, "tokens_to_generate", g.prompt.size(), r.tokens_to_generate, limits);
     if (!e.ok()) return e;
     g.tokens_to_generate = (int)r.tokens_to_generate;
     g.sampling = megatron_sampling(r, sequence_seed(base, i));
@@ -84,10 +108,10 @@ ApiError completion_sequences(const CompletionRequest& r, const tokenizer::Token
   out->clear();
   for (size_t i = 0; i < r.prompts.size(); ++i) {
     generation::GenerationRequest g;
-    // OpenAI's models start an empty prompt from <|endoftext|>; so does trident.
-    g.prompt = tokenize(r.prompts[i], r.prompts[i].empty(), tok);
     std::string field = r.prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
-    ApiError e = check_context(field, "max_tokens", g.prompt.size(), r.max_tokens, limits);
+    // OpenAI's models start an empty prompt from <|endoftext|>; so does trident.
+    ApiError e = tokenize(r.prompts[i], r.prompts[i].empty(), tok, limits, field, &g.prompt);
+    if (e.ok()) e = check_lengths(field, "max_tokens", g.prompt.size(), r.max_tokens, limits);
     if (!e.ok()) return e;
     g.tokens_to_generate = (int)r.max_tokens;
     g.logprobs = r.logprobs.has_value();

@@ -16,6 +16,10 @@ namespace trident::serve {
 // What a request is checked against before it reaches the Generator.
 struct ModelLimits {
   int max_sequence = 0;  // positions per KV-cache slot: prompt + generated tokens
+  // A prompt longer than these is refused: in bytes before it is tokenized (so no prompt
+  // costs more than a bounded tokenization), then in tokens.
+  long max_prompt_tokens = 1L << 40;
+  long max_prompt_chars = 1L << 40;
 };
 
 // The seed of sequence `index` of a request seeded `base`: sequence 0 gets base itself (so a

@@ -28,14 +28,16 @@ ApiError Service::check_with_model(const std::vector<generation::GenerationReque
   return {};
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status;
-  res.set_content(error_json(e), "application/json");
+  res.content_type = "application/json";
+  res.body = error_json(e);
 }
 
-void send_json(httplib::Response& res, const std::string& body) {
+void send_json(HttpResponse& res, const std::string& body) {
   res.status = 200;
-  res.set_content(body, "application/json");
+  res.content_type = "application/json";
+  res.body = body;
 }
 
 }  // namespace trident::serve

@@ -2,14 +2,13 @@
 // What the HTTP handlers share: the engine, the tokenizer, the limits requests are checked
 // against, the served model's name, and a source of fresh seeds. Handlers are functions of
 // (Service, request, response), one file per API.
-#include <httplib.h>
-
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "serve/engine.h"
+#include "serve/http_message.h"
 #include "serve/sequences.h"
 
 namespace trident::serve {
@@ -35,10 +34,10 @@ class Service {
   std::atomic<std::uint64_t> seed_counter_{0};
 };
 
-void send_error(httplib::Response& res, const ApiError& e);
-void send_json(httplib::Response& res, const std::string& body);
+void send_error(HttpResponse& res, const ApiError& e);
+void send_json(HttpResponse& res, const std::string& body);
 
-void handle_megatron(Service& s, const httplib::Request& req, httplib::Response& res);
-void handle_completion(Service& s, const httplib::Request& req, httplib::Response& res);
+void handle_megatron(Service& s, const HttpRequest& req, HttpResponse& res);
+void handle_completion(Service& s, const HttpRequest& req, HttpResponse& res);
 
 }  // namespace trident::serve

@@ -1,7 +1,7 @@
 #pragma once
 // SIGINT / SIGTERM as an orderly shutdown: the signal handler only writes a byte to a pipe
 // (async-signal-safe, and whichever thread the kernel picks runs it: MPI's, OpenMP's or
-// httplib's); a watcher thread reads it and calls the callback. SIGPIPE is ignored, as a
+// a worker's); a watcher thread reads it and calls the callback. SIGPIPE is ignored, as a
 // client that closes its socket mid-answer must not end the server (httplib writes without
 // MSG_NOSIGNAL).
 #include <functional>

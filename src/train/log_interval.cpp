@@ -9,7 +9,10 @@ void LogInterval::add(const StepResult& step, int seq_length, double flops) {
   flops_ += flops;
   tokens_ += step.global_batch * seq_length;
   ++iterations_;
-  if (step.skipped) return;  // as Megatron, skipped iterations stay out of the averages
+  if (step.skipped) {
+    ++skipped_;
+    return;
+  }  // as Megatron, skipped iterations stay out of the averages
   loss_ += step.loss_sum / ((double)step.global_batch * seq_length);
   grad_norm_ += step.grad_norm;
   ++stepped_;
@@ -26,6 +29,7 @@ IterationStats LogInterval::take(const TrainingRun& run, long iteration, const S
   if (c.fp16)
     s.loss_scale = run.model.scaler.scale(),
     s.skipped_iterations = run.model.scaler.state().skipped;
+  s.interval_iterations = iterations_, s.interval_skipped = skipped_;
   s.tokens_per_s = (double)tokens_ / seconds_;
   s.tflops = flops_ / seconds_ / 1e12 / c.world_size, s.mfu = s.tflops / run.peak_tflops;
   *this = LogInterval();

@@ -16,7 +16,8 @@ class LogInterval {
  private:
   double loss_ = 0, grad_norm_ = 0, seconds_ = 0, flops_ = 0;
   long tokens_ = 0;
-  int iterations_ = 0, stepped_ = 0;  // stepped: iterations that updated the weights
+  // stepped: iterations that updated the weights; skipped: fp16 overflows, which did not.
+  int iterations_ = 0, stepped_ = 0, skipped_ = 0;
 };
 
 }  // namespace trident::train

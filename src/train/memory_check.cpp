@@ -1,12 +1,14 @@
 #include "train/memory_check.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "core/node_memory.h"
+#include "engine/memory_bound.h"
 #include "engine/memory_fit.h"
 #include "engine/rank_memory.h"
 
@@ -79,11 +81,34 @@ void print_plan(const engine::FullestStage& fullest, std::ostream& log) {
     fullest.plan.buffers.print(log, "memory plan of " + stage + ", besides the chunks");
 }
 
+// The remedies plan dozens of layouts, each in time linear in the layers: 10^8 layers took
+// 11 s. Beyond this many only the refusal is given (the one plan, a fraction of a second).
+constexpr int kMostLayersSearched = 1 << 20;
+
+// The model's shape as its flags give it, and its parameters.
+std::string shape_of(const TrainingConfig& c, const engine::MemoryBound& b) {
+  const ModelConfig& m = c.model;
+  char parameters[64];
+  std::snprintf(parameters, sizeof parameters, "%.3g", b.parameters);
+  return "--num-layers " + std::to_string(m.num_layers) + " --hidden-size " +
+         std::to_string(m.hidden_size) + " --seq-length " + std::to_string(m.seq_length) +
+         " --micro-batch-size " + std::to_string(c.micro_batch_size) + ", vocabulary padded to " +
+         std::to_string(m.padded_vocab_size(c.tensor_model_parallel_size)) + ": " + parameters +
+         " parameters";
+}
+
 std::string refusal(const TrainingConfig& c, const engine::FullestStage& fullest,
                     const RankBudget& b) {
   std::ostringstream m;
-  m << "needs " << format_bytes((double)fullest.plan.total_bytes()) << " per rank, "
+  m << "the model (" << shape_of(c, engine::memory_lower_bound(c.rank_layout())) << ") needs "
+    << format_bytes((double)fullest.plan.total_bytes()) << " per rank, "
     << format_bytes(b.per_rank()) << " available (" << where(b) << ")";
+  if (c.model.num_layers > kMostLayersSearched) {
+    m << "; what would fit is not searched beyond " << kMostLayersSearched
+      << " layers (each layout's plan costs time in proportion): fewer layers (--num-layers)"
+      << "\n(--no-memory-check skips this check)";
+    return m.str();
+  }
   const std::vector<engine::MemoryRemedy> remedies =
       engine::memory_remedies(c.rank_model_options(), (long)b.per_rank());
   if (remedies.empty())
@@ -97,19 +122,59 @@ std::string refusal(const TrainingConfig& c, const engine::FullestStage& fullest
   return m.str();
 }
 
+// What the bound counts, for the refusals made from it.
+std::string bound_words(const engine::MemoryBound& b) {
+  char per[32];
+  std::snprintf(per, sizeof per, "%.3g", b.bytes_per_parameter);
+  return "at least " + format_bytes(b.total_bytes()) + " per rank (" +
+         format_bytes(b.parameter_bytes()) + " for fp32 weights, gradients and Adam moments, " +
+         per + " bytes per parameter of the fullest rank, and " + format_bytes(b.activation_bytes) +
+         " for the layers' kept inputs)";
+}
+
+// Nothing memory_remedies tries can fit (its most changed layout's bound does not): refused
+// from the bound, without the exact plans.
+std::string refusal_from_bound(const TrainingConfig& c, const engine::MemoryBound& bound,
+                               const engine::MemoryBound& best, const RankBudget& b) {
+  return "the model is too large for these nodes: " + shape_of(c, bound) + ", need " +
+         bound_words(bound) + "; " + format_bytes(b.per_rank()) + " available (" + where(b) +
+         "). Nothing tried fits: one layer per pipeline stage with --use-distributed-optimizer " +
+         "over 1024 times the data-parallel ranks, --micro-batch-size 1 and full recomputation " +
+         "still need " + bound_words(best) + ". A smaller model (--num-layers, --hidden-size), " +
+         "or nodes with more memory\n(--no-memory-check skips this check)";
+}
+
 }  // namespace
+
+void refuse_unaddressable(const TrainingConfig& c) {
+  const engine::MemoryBound bound = engine::memory_lower_bound(c.rank_layout());
+  if (bound.total_bytes() <= kAddressableBytes) return;
+  throw MemoryRefused("the model is too large: " + shape_of(c, bound) + ", need " +
+                      bound_words(bound) + ", more than any process can address (" +
+                      format_bytes(kAddressableBytes) +
+                      "). A smaller model (--num-layers, --hidden-size)");
+}
 
 void check_memory(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
   if (!c.memory_check) {
     log << "memory check: off (--no-memory-check)\n";
     return;
   }
-  const engine::FullestStage fullest = engine::fullest_stage(c.rank_model_options());
   const RankBudget budget = tightest_budget(rank);
   if (budget.node_available < 0) {
     log << "memory check: skipped, the node's available memory cannot be read\n";
     return;
   }
+  const engine::RankLayout layout = c.rank_layout();
+  const engine::MemoryBound bound = engine::memory_lower_bound(layout);
+  const engine::MemoryBound best = engine::memory_lower_bound(engine::most_remedied(layout));
+  if (best.total_bytes() > budget.per_rank()) {
+    log << "memory check: needs " << bound_words(bound) << "; " << format_bytes(budget.per_rank())
+        << " available per rank: does not fit\n";
+    throw MemoryRefused(rank.world_rank == 0 ? refusal_from_bound(c, bound, best, budget)
+                                             : "does not fit");
+  }
+  const engine::FullestStage fullest = engine::fullest_stage(c.rank_model_options());
   print_check(fullest, c.pipeline_model_parallel_size, budget, log);
   if ((double)fullest.plan.total_bytes() <= budget.per_rank()) {
     log << ": fits\n";

@@ -25,8 +25,20 @@ struct MemoryRefused : std::runtime_error {
 // transport with more ranks, oneDNN's primitive cache and a large corpus's indices.
 constexpr long kProcessBytes = 256L << 20;
 
+// x86-64's user address space (47 bits): no process holds more. A model whose closed-form
+// lower bound (engine/memory_bound.h) exceeds it is refused whatever the node has, also under
+// --no-memory-check; below it, the exact plan's byte counts stay far from a long's limit.
+constexpr double kAddressableBytes = (double)(1L << 47);
+
+// Refuses (MemoryRefused) a model no process can hold, from the config alone: no
+// communication, no allocation, every rank alike. Before anything prints the model's
+// parameter count, whose long would overflow.
+void refuse_unaddressable(const TrainingConfig& c);
+
 // Prints the check (and, when refusing, the fullest stage's plan) on `log`; throws
-// MemoryRefused when the plan does not fit. Collective over the world group.
+// MemoryRefused when the plan does not fit. Collective over the world group. When even the
+// closed-form bound of the most any remedy changes does not fit, refuses from the bound
+// without the exact plan, whose cost grows with the layers (10^5 layers: seconds).
 void check_memory(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log);
 
 }  // namespace trident::train

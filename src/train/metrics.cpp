@@ -31,6 +31,21 @@ std::string format_log_line(const IterationStats& s) {
                   s.loss_scale, s.skipped_iterations);
     line += buf;
   }
+  // Said in words: a line without a loss is easily read as a line that lost its loss.
+  if (s.loss_scale > 0 && s.interval_iterations > 0 &&
+      s.interval_skipped == s.interval_iterations) {
+    if (s.interval_iterations == 1)
+      std::snprintf(buf, sizeof buf,
+                    " the iteration in this interval was skipped (fp16 gradient overflow at loss "
+                    "scale %g) |",
+                    s.loss_scale);
+    else
+      std::snprintf(buf, sizeof buf,
+                    " all %d iterations in this interval were skipped (fp16 gradient overflow at "
+                    "loss scale %g) |",
+                    s.interval_iterations, s.loss_scale);
+    line += buf;
+  }
   if (s.elapsed_s >= 0)
     line +=
         " elapsed: " + format_duration(s.elapsed_s) + " | ETA: " + format_duration(s.eta_s) + " |";
@@ -76,6 +91,7 @@ void MetricsWriter::write(const IterationStats& s) {
   if (s.loss_scale > 0) {
     j["loss_scale"] = s.loss_scale;
     j["skipped_iterations"] = s.skipped_iterations;
+    j["skipped_in_interval"] = s.interval_skipped;
   }
   if (s.elapsed_s >= 0) {
     j["elapsed_s"] = s.elapsed_s;

@@ -20,8 +20,10 @@ struct IterationStats {
   double tokens_per_s = 0;
   double tflops = 0;
   double mfu = 0;
-  double loss_scale = 0;  // fp16 only (0: not shown)
-  long skipped_iterations = 0;
+  double loss_scale = 0;        // fp16 only (0: not shown)
+  long skipped_iterations = 0;  // fp16: since training began (restored on resume)
+  // The iterations this line covers and those of them skipped (fp16 overflow).
+  int interval_iterations = 0, interval_skipped = 0;
   // Since the run started, and the time left at the recent iterations' pace (< 0: not shown).
   double elapsed_s = -1, eta_s = -1;
 };

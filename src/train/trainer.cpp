@@ -70,6 +70,33 @@ void stop_early(TrainingRun& run, long iteration, long last_saved, const std::st
   print_run_summary(run, summary);
 }
 
+// fp16, every iteration of the run skipped: the weights are those it started with, and a
+// final checkpoint or export would present them as trained. Says why and what to change.
+int refuse_untrained(TrainingRun& run, long iterations, long last_saved) {
+  const TrainingConfig& c = run.config;
+  const double scale = run.model.scaler.scale();
+  run.model.finish_param_gather();
+  finish_checkpoint_saves(run);
+  std::ostream& log = run.log;
+  log << "error: all " << iterations << " iterations of this run were skipped: the fp16 "
+      << "gradients overflowed at every step, at loss scale " << scale;
+  if (c.loss_scale > 0)
+    log << " (--loss-scale " << c.loss_scale << ", constant). Leave out --loss-scale for "
+        << "dynamic loss scaling, or give a smaller --loss-scale.\n";
+  else
+    log << " (dynamic, from --initial-loss-scale " << c.initial_loss_scale
+        << "). A smaller --initial-loss-scale, or more iterations, lets it find a scale "
+        << "that does not overflow.\n";
+  log << "error: the weights are those the run started with";
+  if (last_saved > 0)
+    log << "; the --save-interval checkpoints (the latest: iteration " << last_saved
+        << ") hold them, untrained";
+  if (!c.save.empty() && last_saved != run.train_iters) log << "; no final checkpoint written";
+  if (!c.save_hf.empty()) log << "; no --save-hf export written";
+  log << ".\n" << std::flush;
+  return kExitEveryStepSkipped;
+}
+
 }  // namespace
 
 int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log,
@@ -84,7 +111,7 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
   summary.first_iteration = run.first_iteration, summary.train_iters = run.train_iters;
   summary.last_iteration = run.first_iteration - 1;  // none yet
   Heartbeat heartbeat(log, rank.world_rank == 0 ? c.heartbeat_seconds : 0);
-  long last_saved = -1;
+  long last_saved = -1, stepped = 0;  // stepped: iterations that updated the weights
   for (long it = run.first_iteration; it <= run.train_iters; ++it) {
     heartbeat.begin(it);
     const StepResult step = train_step(run, it);
@@ -92,11 +119,12 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
     recent.add(step.seconds);
     summary.last_iteration = it, summary.train_seconds += step.seconds;
     summary.tokens += step.global_batch * seq;
+    stepped += step.skipped ? 0 : 1;
     interval.add(step, seq,
                  training_flops_per_iteration(c.model, step.global_batch, seq, padded_vocab));
     if (!std::isfinite(step.loss_sum)) {
       log << "error: loss is not finite at iteration " << it << "\n";
-      return 3;
+      return kExitLossNotFinite;
     }
     if (it % c.log_interval == 0 || it == run.train_iters) {
       IterationStats s = interval.take(run, it, step);
@@ -112,6 +140,9 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
       return 0;
     }
   }
+  const long iterations = run.train_iters - run.first_iteration + 1;
+  if (c.fp16 && iterations > 0 && stepped == 0)
+    return refuse_untrained(run, iterations, last_saved);
   finish_training(run, last_saved, summary, started);
   return 0;
 }

@@ -14,6 +14,7 @@ namespace trident::train {
 TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, std::ostream& l)
     : config(c), rank(r), log(l) {
   if (c.threads > 0) omp_set_num_threads(c.threads);
+  refuse_unaddressable(c);  // before the layout's print counts the parameters in a long
   print_run_layout(c, rank, log);
   // Before the first large allocation: a run that cannot fit is refused, not killed.
   check_memory(c, rank, log);

@@ -16,6 +16,7 @@
 #include <cstdio>
 
 #include "model/chunk_memory.h"
+#include "parameters/parameter_layout.h"
 #include "pipeline_parallel/schedules.h"
 
 namespace trident {
@@ -119,6 +120,39 @@ TEST(ZeroBubbleMemory, BenchShapesPerRank) {
       EXPECT_LE(most[1], most[0] + (long)sh.seq * sh.hidden) << sh.name << " p=" << p;
     }
   }
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+// A chunk's parameter sizes, taken from one and two layers (so that sizing 10^8 layers
+// costs two small layouts), equal those of its whole parameter layout.
+TEST(LayoutSizes, FromTwoLayersEqualTheWholeLayout) {
+  ModelConfig llama;
+  llama.num_layers = 7, llama.hidden_size = 64, llama.num_attention_heads = 4;
+  llama.seq_length = 16, llama.vocab_size = 300;
+  llama.normalization = "RMSNorm", llama.position_embedding_type = "rope";
+  llama.num_query_groups = 2, llama.group_query_attention = true;
+  ModelConfig gpt2 = llama;
+  gpt2.normalization = "LayerNorm", gpt2.position_embedding_type = "learned_absolute";
+  gpt2.group_query_attention = false;
+  for (const ModelConfig& m : {gpt2, llama})
+    for (int t : {1, 2})
+      for (const ChunkPlacement& c :
+           {ChunkPlacement{0, -1, true, true}, ChunkPlacement{0, 5, true, false},
+            ChunkPlacement{2, 3, false, false}, ChunkPlacement{3, 4, false, true}}) {
+        ParameterLayout whole(m, {0, t}, c);
+        long largest = 0;
+        for (const ParamSpec& s : whole.specs())
+          if (s.local_shape.size() == 2) largest = std::max(largest, s.numel());
+        const LayoutSizes sizes = layout_sizes(m, {0, t}, c);
+        EXPECT_EQ(sizes.parameters, whole.total()) << m.normalization << " t " << t << " first "
+                                                   << c.first_layer << " layers " << c.num_layers;
+        EXPECT_EQ(sizes.largest_weight, largest);
+      }
 }
 
 }  // namespace

@@ -37,8 +37,10 @@ class Server:
     """`trident serve --port 0 ...` (under mpirun with ranks > 1); the port is read from the
     line the server prints once it listens."""
 
-    def __init__(self, trident, args, ranks=1, timeout=60):
+    def __init__(self, trident, args, ranks=1, timeout=60, api_key=None):
         cmd = [trident, "serve", "--port", "0"] + args
+        # Sent with every request of request() and stream() (the server's --api-key).
+        self.headers = {"Authorization": "Bearer " + api_key} if api_key else {}
         if ranks > 1:
             cmd = ["mpirun", "-np", str(ranks)] + cmd
         # stderr to a file: a pipe nobody reads could fill and block the server.
@@ -66,7 +68,8 @@ class Server:
         """(status, parsed JSON or text) of one request on a fresh connection."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        conn.request(method, path, body=data,
+                     headers=dict(self.headers, **{"Content-Type": "application/json"}))
         resp = conn.getresponse()
         text = resp.read().decode("utf-8")
         conn.close()
@@ -80,7 +83,7 @@ class Server:
         the connection is closed after that many events (a client going away)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         conn.request("POST", "/v1/completions", body=json.dumps(dict(body, stream=True)),
-                     headers={"Content-Type": "application/json"})
+                     headers=dict(self.headers, **{"Content-Type": "application/json"}))
         resp = conn.getresponse()
         assert resp.status == 200, (resp.status, resp.read())
         events = []

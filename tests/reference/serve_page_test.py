@@ -108,6 +108,9 @@ def wait_for_status(browser, session):
     return status
 
 
+API_KEY = "page-test-key"
+
+
 def check_defaults(check, browser, session, server):
     _, models = server.request("GET", "/v1/models")
     expected = ", ".join(m["id"] for m in models["data"])
@@ -122,6 +125,20 @@ def check_defaults(check, browser, session, server):
     check(defaults == ["0.8", "0.9"], f"the page samples by default: {defaults}")
 
 
+def check_api_key(check, browser, session):
+    """The server wants --api-key: the page says so until the key is typed into its field."""
+    deadline = time.time() + 10
+    shown = "..."
+    while shown == "..." and time.time() < deadline:
+        shown = browser.evaluate(session, 'document.getElementById("model").textContent')
+        time.sleep(0.05)
+    check("missing or wrong API key" in shown, f"without the key the page says: {shown!r}")
+    browser.evaluate(session, 'document.getElementById("api_key").focus(); true')
+    browser.call("Input.insertText", session, text=API_KEY)
+    browser.evaluate(session, 'document.getElementById("model").textContent = "...";'
+                     'document.getElementById("api_key").dispatchEvent(new Event("change")); true')
+
+
 def run_page(check, browser, server, expected, screenshot):
     target = browser.call("Target.createTarget", url=f"http://127.0.0.1:{server.port}/")
     session = browser.call("Target.attachToTarget", targetId=target["targetId"],
@@ -131,6 +148,7 @@ def run_page(check, browser, server, expected, screenshot):
     while not browser.evaluate(session, loaded) and time.time() < deadline:
         time.sleep(0.05)
     check(browser.evaluate(session, "document.title") == "trident serve", "GET / is the page")
+    check_api_key(check, browser, session)
     check_defaults(check, browser, session, server)
     browser.evaluate(session, 'document.getElementById("temperature").value = "0"; true')
     # Every change of the completion, with its time, as the browser renders it.
@@ -177,9 +195,10 @@ def main():
         # Wider than the other serve tests' model: each token takes long enough (~2 ms) that
         # the browser renders the stream several times instead of once at the end.
         write_model(model, config=dict(TINY, n_layer=4, n_embd=256))
-        server = Server(trident, ["--load-hf", model, "--threads", "1",
+        server = Server(trident, ["--load-hf", model, "--threads", "1", "--api-key", API_KEY,
                                   "--vocab-file", os.path.join(source, "data/gpt2/encoder.json"),
-                                  "--merge-file", os.path.join(source, "data/gpt2/vocab.bpe")])
+                                  "--merge-file", os.path.join(source, "data/gpt2/vocab.bpe")],
+                        api_key=API_KEY)
         browser = DevTools(os.path.join(tmp, "profile"))
         try:
             # The page asks for 64 tokens (its default); the test sets temperature 0.

@@ -274,6 +274,32 @@ TEST_F(ServeSequences, ContextIsChecked) {
   EXPECT_NE(e.message.find("prompts[0] is 1 tokens"), std::string::npos) << e.message;
 }
 
+// --max-prompt-chars refuses by bytes before tokenizing; --max-prompt-tokens by tokens
+// ("Hello world" is 2 GPT-2 tokens, 11 bytes).
+TEST_F(ServeSequences, PromptLimitsAreChecked) {
+  ModelLimits limits = limits_;
+  limits.max_prompt_chars = 10;
+  CompletionRequest r;
+  std::vector<generation::GenerationRequest> seqs;
+  ASSERT_TRUE(parse_completion_request(R"({"prompt": ["a", "Hello world"]})", &r).ok());
+  ApiError e = completion_sequences(r, *tok_, limits, 1, &seqs);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.code, "prompt_too_long");
+  EXPECT_EQ(e.param, "prompt[1]");
+  EXPECT_EQ(e.message, "prompt[1] is 11 bytes; the server takes at most 10 (--max-prompt-chars)");
+  limits.max_prompt_chars = 11;
+  EXPECT_TRUE(completion_sequences(r, *tok_, limits, 1, &seqs).ok());
+  limits.max_prompt_tokens = 1;
+  MegatronRequest m;
+  ASSERT_TRUE(
+      parse_megatron_request(R"({"prompts": ["Hello world"], "tokens_to_generate": 1})", &m).ok());
+  e = megatron_sequences(m, *tok_, limits, 1, &seqs);
+  EXPECT_EQ(e.code, "prompt_too_long");
+  EXPECT_EQ(e.message, "prompts[0] is 2 tokens; the server takes at most 1 (--max-prompt-tokens)");
+  limits.max_prompt_tokens = 2;
+  EXPECT_TRUE(megatron_sequences(m, *tok_, limits, 1, &seqs).ok());
+}
+
 TEST(ServeErrors, JsonShape) {
   ApiError e = bad_request("top_k", "top_k must be an integer in [0, 1000]");
   EXPECT_EQ(error_json(e), R"({"error":{"message":"top_k must be an integer in [0, 1000]",)"

@@ -2,6 +2,8 @@
 // validation and test lines alike; values worked by hand (exp(0) = 1, exp(2.5) = 12.18249...).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "train/metrics.h"
 
 using namespace trident::train;
@@ -17,4 +19,26 @@ TEST(LogLines, TestAndValidationLossesUseMegatronsCapitalE) {
   EXPECT_EQ(format_validation_line(v),
             " validation loss at iteration 50 | lm loss value: 2.500000E+00 | lm loss PPL: "
             "1.218249E+01 |");
+}
+
+// fp16: a line whose interval had no step that updated the weights says so in words, with
+// the loss scale; a line with some steps taken does not.
+TEST(LogLines, AnIntervalOfSkippedStepsSaysSo) {
+  IterationStats s;
+  s.iteration = 4, s.train_iters = 4, s.loss = NAN, s.grad_norm = NAN;
+  s.loss_scale = 1e30, s.skipped_iterations = 4;
+  s.interval_iterations = 2, s.interval_skipped = 2;
+  const std::string all = format_log_line(s);
+  EXPECT_NE(all.find(" all 2 iterations in this interval were skipped (fp16 gradient overflow "
+                     "at loss scale 1e+30) |"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("lm loss"), std::string::npos);
+  s.interval_iterations = 1, s.interval_skipped = 1;
+  EXPECT_NE(format_log_line(s).find(" the iteration in this interval was skipped"),
+            std::string::npos);
+  s.interval_iterations = 3, s.interval_skipped = 2, s.loss = 2.5, s.grad_norm = 1;
+  EXPECT_EQ(format_log_line(s).find("skipped ("), std::string::npos);
+  s.loss_scale = 0, s.interval_skipped = 3;  // bf16 and fp32 never skip: nothing said
+  EXPECT_EQ(format_log_line(s).find("skipped"), std::string::npos);
 }
