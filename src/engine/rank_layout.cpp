@@ -96,7 +96,8 @@ long gradient_bucket_floats(const RankLayout& layout) {
 
 HeldGradientFloats held_gradient_floats(const RankLayout& layout, const LayoutSizes& sizes,
                                         long parameter_floats) {
-  if (!layout.shard_gradients || layout.data < 2) return {parameter_floats, parameter_floats};
+  if (!layout.shard_gradients || layout.data < 2 || sizes.tensors.empty())
+    return {parameter_floats, parameter_floats};
   const std::vector<data_parallel::Bucket> buckets = data_parallel::gradient_buckets(
       sizes.tensors, parameter_floats, gradient_bucket_floats(layout));
   const int in_flight = data_parallel::kShardedBucketsInFlight;

@@ -120,8 +120,11 @@ struct ChunkShape {
 struct LayoutSizes {
   long parameters = 0;
   long largest_weight = 0;
-  std::vector<std::pair<long, long>> tensors;  // (offset, floats) of each, in layout order
+  // (offset, floats) of each tensor, in layout order; empty past kLayersSizedWhole layers.
+  std::vector<std::pair<long, long>> tensors;
 };
+// Chunks of up to this many layers are sized from their whole parameter layout.
+inline constexpr int kLayersSizedWhole = 4096;
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement);
 
