@@ -25,7 +25,9 @@ long largest_bucket_window(const std::vector<Bucket>& buckets, int in_flight);
 // The same with sharded gradients, for the data-parallel rank that holds the most: its
 // shard [r S / d, (r + 1) S / d) of the buffer (S floats) stays, and so do the buckets of
 // the window around it; the whole 2 MiB pages that bucket edges split stay too.
+// last_bucket_held: the last bucket (the word embedding's) is written from the forward on
+// (a tied output layer's gradient is formed with the loss) and stays through backward.
 long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long buffer_floats,
-                                     int data_ranks, int in_flight);
+                                     int data_ranks, int in_flight, bool last_bucket_held);
 
 }  // namespace trident::data_parallel

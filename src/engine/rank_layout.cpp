@@ -94,8 +94,8 @@ long gradient_bucket_floats(const RankLayout& layout) {
   return std::max(minimum, 1'000'000L * layout.data);
 }
 
-HeldGradientFloats held_gradient_floats(const RankLayout& layout, const LayoutSizes& sizes,
-                                        long parameter_floats) {
+HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                        const LayoutSizes& sizes, long parameter_floats) {
   if (!layout.shard_gradients || layout.data < 2 || sizes.tensors.empty())
     return {parameter_floats, parameter_floats};
   const std::vector<data_parallel::Bucket> buckets = data_parallel::gradient_buckets(
@@ -103,8 +103,11 @@ HeldGradientFloats held_gradient_floats(const RankLayout& layout, const LayoutSi
   const int in_flight = data_parallel::kShardedBucketsInFlight;
   HeldGradientFloats held;
   // The bucket backward fills, and those still being reduced.
-  held.resident = data_parallel::largest_sharded_gradient_floats(buckets, parameter_floats,
-                                                                 layout.data, in_flight);
+  // The last stage forms a tied output layer's gradient (the word embedding's copy, the
+  // first tensor: the last bucket) with the loss in forward.
+  const bool embedding_held = placement.post_process && layout.model.tied_output();
+  held.resident = data_parallel::largest_sharded_gradient_floats(
+      buckets, parameter_floats, layout.data, in_flight, embedding_held);
   held.in_flight = data_parallel::largest_bucket_window(buckets, in_flight - 1);
   return held;
 }

@@ -75,8 +75,8 @@ long gradient_bucket_floats(const RankLayout& layout);
 struct HeldGradientFloats {
   long resident = 0, in_flight = 0;
 };
-HeldGradientFloats held_gradient_floats(const RankLayout& layout, const LayoutSizes& sizes,
-                                        long parameter_floats);
+HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                        const LayoutSizes& sizes, long parameter_floats);
 
 // The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
 // microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.

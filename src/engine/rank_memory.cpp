@@ -33,7 +33,8 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
     // As build_rank_model resizes them once the optimizer holds its shard.
     out.chunks.back().resize("adam exp_avg + exp_avg_sq",
                              adam_moment_floats(layout, shape.parameter_floats));
-    const HeldGradientFloats held = held_gradient_floats(layout, ls, shape.parameter_floats);
+    const HeldGradientFloats held =
+        held_gradient_floats(layout, o.placement, ls, shape.parameter_floats);
     out.chunks.back().resize("gradients", held.resident);
     gradient_floats += shape.parameter_floats;
     in_flight += held.in_flight;
