@@ -53,6 +53,26 @@ TEST(PlannerSharding, StageParametersAreGpt2sCount) {
   EXPECT_DOUBLE_EQ(gathered_working_set_floats(p.units), kEmbedding + kLayer);
 }
 
+// Every parameter of a stage is in exactly one gathered unit, whatever the pipeline split.
+TEST(PlannerSharding, UnitsCoverTheStagesParametersOnce) {
+  for (bool tied : {true, false}) {
+    Workload w = gpt2_small(8);
+    w.model.untie_embeddings_and_output_weights = !tied;
+    IterationModel model(one_node(8), w);
+    for (auto [p, v] : {std::pair{1, 1}, {2, 1}, {2, 3}, {4, 1}}) {
+      Layout l = layout(2, 1, ShardingStrategy::kOptimGradsParams);
+      l.pipeline = p, l.virtual_stages = v;
+      for (int stage = 0; stage < p; ++stage) {
+        const StageParameters s = model.stage_parameters(l, stage);
+        double sum = 0;
+        for (double unit : s.units) sum += unit;
+        EXPECT_DOUBLE_EQ(sum, s.floats) << l.describe() << " stage " << stage;
+        EXPECT_GE(s.units.size(), (size_t)(12 / p));
+      }
+    }
+  }
+}
+
 // Per iteration on a ring of d ranks, each rank sends (d - 1) / d of every reduce-scatter's or
 // all-gather's buffer (an all-reduce is one of each); the buffer is Psi fp32 floats.
 TEST(PlannerSharding, DataParallelBytesPerIterationAreZerosAccounting) {
