@@ -95,19 +95,23 @@ long gradient_bucket_floats(const RankLayout& layout) {
 }
 
 HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
-                                        const LayoutSizes& sizes, long parameter_floats) {
+                                        const LayoutSizes& sizes, long parameter_floats,
+                                        bool overlap_grad_reduce) {
   if (!layout.shard_gradients || layout.data < 2 || sizes.tensors.empty())
     return {parameter_floats, parameter_floats};
   const std::vector<data_parallel::Bucket> buckets = data_parallel::gradient_buckets(
       sizes.tensors, parameter_floats, gradient_bucket_floats(layout));
   const int in_flight = data_parallel::kShardedBucketsInFlight;
   HeldGradientFloats held;
-  // The bucket backward fills, and those still being reduced.
-  // The last stage forms a tied output layer's gradient (the word embedding's copy, the
-  // first tensor: the last bucket) with the loss in forward.
+  // The bucket backward fills, and those still being reduced. The last stage forms a tied output
+  // layer's gradient (the word embedding's copy, the first tensor: the last bucket) with the loss
+  // in forward.
   const bool embedding_held = placement.post_process && layout.model.tied_output();
-  held.resident = data_parallel::largest_sharded_gradient_floats(
-      buckets, parameter_floats, layout.data, in_flight, embedding_held);
+  // Without overlap every bucket is filled before the first is reduced.
+  held.resident = overlap_grad_reduce
+                      ? data_parallel::largest_sharded_gradient_floats(
+                            buckets, parameter_floats, layout.data, in_flight, embedding_held)
+                      : parameter_floats;
   held.in_flight = data_parallel::largest_bucket_window(buckets, in_flight - 1);
   return held;
 }

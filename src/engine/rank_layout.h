@@ -69,14 +69,16 @@ long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 long gradient_bucket_floats(const RankLayout& layout);
 
 // Floats of a chunk's gradients held at once: `resident` of its buffer (all of it, or with
-// sharded gradients this rank's 1/d shard plus the buckets being filled and reduced) and
-// `in_flight` in reductions (MPI's temporaries: every bucket at the end of an overlapped
-// backward; with sharded gradients the largest run of buckets that may be in flight).
+// sharded gradients reduced while backward runs, this rank's 1/d shard plus the buckets
+// being filled and reduced; without overlap every bucket fills before any is reduced) and
+// `in_flight` in reductions (MPI's temporaries: every bucket, launched together at the
+// step; with sharded gradients the largest run of buckets that may be in flight).
 struct HeldGradientFloats {
   long resident = 0, in_flight = 0;
 };
 HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
-                                        const LayoutSizes& sizes, long parameter_floats);
+                                        const LayoutSizes& sizes, long parameter_floats,
+                                        bool overlap_grad_reduce);
 
 // The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
 // microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.

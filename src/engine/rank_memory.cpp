@@ -34,7 +34,7 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
     out.chunks.back().resize("adam exp_avg + exp_avg_sq",
                              adam_moment_floats(layout, shape.parameter_floats));
     const HeldGradientFloats held =
-        held_gradient_floats(layout, o.placement, ls, shape.parameter_floats);
+        held_gradient_floats(layout, o.placement, ls, shape.parameter_floats, overlap_grad_reduce);
     out.chunks.back().resize("gradients", held.resident);
     gradient_floats += shape.parameter_floats;
     in_flight += held.in_flight;

@@ -72,7 +72,8 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
                                         m.optimizers.back()->moment_bytes() / 4);
   const LayoutSizes sizes = layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement);
   m.chunks.back()->memory_plan().resize(
-      "gradients", held_gradient_floats(l, options.placement, sizes, params.size()).resident);
+      "gradients",
+      held_gradient_floats(l, options.placement, sizes, params.size(), o.reduce.overlap).resident);
 }
 
 }  // namespace
@@ -93,7 +94,8 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
     gradient_floats += floats;
     const LayoutSizes sizes =
         layout_sizes(o.layout.model, {tp.rank(), tp.size()}, chunk->placement());
-    in_flight += held_gradient_floats(o.layout, chunk->placement(), sizes, floats).in_flight;
+    in_flight += held_gradient_floats(o.layout, chunk->placement(), sizes, floats, o.reduce.overlap)
+                     .in_flight;
   }
   RankBufferShape buffers =
       rank_buffer_shape(o.layout, pp.rank(), microbatches, gradient_floats, o.reduce.overlap);

@@ -261,6 +261,10 @@ TEST(RankBuffers, SendCopiesTiedEmbeddingAndMpiTemporaries) {
   EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 4L * (8 * 100 + 1000 + 5000));
   s.stages = 1, s.chunks = 1, s.stage = 0, s.overlap_grad_reduce = false;
   EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 0);
+  s.reduction_cap_floats = 1200;  // sharded gradients: a few buckets in flight, overlap or not
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 4L * 1200);
+  s.data = 1;
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 0);
 }
 
 // The planner's plan of a pipeline stage's rank against the plan training prints for that
