@@ -17,13 +17,13 @@
 # given half a core: 4 ranks share the machine's 2 cores here, so the copy halves each
 # rank's peak, memory bandwidth and memory and doubles its per-element costs. The times are
 # therefore those of 4 ranks time-sharing 2 cores, not of 4 devices.
-#   bench/zero_vs_ptdp.sh        (ROUNDS=2 ITERS=6 MICRO=1; the run takes ~4-6 minutes)
+#   bench/zero_vs_ptdp.sh        (ROUNDS=2 ITERS=5 MICRO=1; about 5 minutes here, ranks at nice 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
 CLUSTER=${CLUSTER:-clusters/this-machine.toml}
 ROUNDS=${ROUNDS:-2}
-ITERS=${ITERS:-6}
+ITERS=${ITERS:-5}
 MICRO=${MICRO:-1}
 TRIDENT=${TRIDENT:-build/trident}
 work=$(mktemp -d)
