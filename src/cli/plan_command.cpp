@@ -18,6 +18,7 @@
 #include "cli/tokenizer_args.h"
 #include "cli/train_args.h"
 #include "core/files.h"
+#include "data_parallel/sharding_strategy.h"
 #include "planner/calibrate.h"
 #include "planner/launch.h"
 #include "planner/report.h"
@@ -34,7 +35,8 @@ struct PlanArgs {
   planner::SearchOptions search;
   std::string recompute;  // --recompute-granularity: fixes it when given
   bool use_distributed_optimizer = false, no_distributed_optimizer = false;  // else searched
-  bool sequence_parallel = false, no_sequence_parallel = false;              // else searched
+  std::string sharding_strategy;  // --data-parallel-sharding-strategy: fixes it when given
+  bool sequence_parallel = false, no_sequence_parallel = false;  // else searched
   std::string pipeline_schedule;  // zb-h1 fixes the zero-bubble schedule; 1f1b excludes it
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
@@ -67,6 +69,12 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
       ->group("Layout");
   app.add_flag("--no-distributed-optimizer", a.no_distributed_optimizer,
                "fix it off (planner only)")
+      ->group("Layout");
+  app.add_option("--data-parallel-sharding-strategy", a.sharding_strategy,
+                 "fix what the data-parallel ranks shard: no_shard, optim (ZeRO-1), optim_grads "
+                 "(ZeRO-2), or optim_grads_params (ZeRO-3: modelled, planned only when given, "
+                 "not launched); default: the first three searched")
+      ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}))
       ->group("Layout");
   app.add_flag("--sequence-parallel", a.sequence_parallel, "fix sequence parallelism on (t > 1)")
       ->group("Layout");
@@ -167,6 +175,30 @@ int run_calibration(const PlanArgs& a) {
   });
 }
 
+// --data-parallel-sharding-strategy against the distributed-optimizer switches and --launch.
+std::vector<std::string> sharding_flag_errors(const PlanArgs& a) {
+  std::vector<std::string> errors;
+  if (a.use_distributed_optimizer && a.no_distributed_optimizer)
+    errors.push_back(
+        "--use-distributed-optimizer and --no-distributed-optimizer exclude each other");
+  const std::string& s = a.sharding_strategy;
+  if (s.empty()) return errors;
+  if (a.use_distributed_optimizer && s == "no_shard")
+    errors.push_back(
+        "--use-distributed-optimizer shards the optimizer (optim); it cannot be combined with "
+        "--data-parallel-sharding-strategy no_shard");
+  if (a.no_distributed_optimizer && s != "no_shard")
+    errors.push_back(
+        "--no-distributed-optimizer leaves the optimizer whole; it cannot be "
+        "combined with --data-parallel-sharding-strategy " +
+        s + ", which shards it");
+  if (a.launch && s == "optim_grads_params")
+    errors.push_back(
+        "--launch: trident train does not build --data-parallel-sharding-strategy "
+        "optim_grads_params (ZeRO-3) yet; plan it without --launch, or launch optim_grads");
+  return errors;
+}
+
 // Splits `trident plan ... -- <trident train flags>`.
 std::vector<std::string> split_train_args(std::vector<std::string> args, PlanArgs& a) {
   auto dash = std::find(args.begin(), args.end(), "--");
@@ -187,8 +219,10 @@ int run_plan(PlanArgs& a) {
     a.search.recompute = a.recompute == "full"        ? planner::Recompute::kFull
                          : a.recompute == "selective" ? planner::Recompute::kSelective
                                                       : planner::Recompute::kNone;
-  if (a.use_distributed_optimizer) a.search.distributed_optimizer = true;
-  if (a.no_distributed_optimizer) a.search.distributed_optimizer = false;
+  if (a.use_distributed_optimizer) a.search.sharding = data_parallel::ShardingStrategy::kOptim;
+  if (a.no_distributed_optimizer) a.search.sharding = data_parallel::ShardingStrategy::kNoShard;
+  if (!a.sharding_strategy.empty())
+    a.search.sharding = data_parallel::parse_sharding_strategy(a.sharding_strategy);
   if (a.sequence_parallel) a.search.sequence_parallel = true;
   if (a.no_sequence_parallel) a.search.sequence_parallel = false;
   if (!a.pipeline_schedule.empty()) a.search.zero_bubble = a.pipeline_schedule == "zb-h1";
@@ -268,9 +302,7 @@ int plan_main(const std::vector<std::string>& all_args) {
     if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
     if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");
     if (a.bf16 && a.fp16) errors.push_back("--bf16 and --fp16 exclude each other");
-    if (a.use_distributed_optimizer && a.no_distributed_optimizer)
-      errors.push_back(
-          "--use-distributed-optimizer and --no-distributed-optimizer exclude each other");
+    for (const std::string& e : sharding_flag_errors(a)) errors.push_back(e);
     if (a.sequence_parallel && a.no_sequence_parallel)
       errors.push_back("--sequence-parallel and --no-sequence-parallel exclude each other");
     if (!errors.empty()) {

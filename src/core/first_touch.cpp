@@ -4,8 +4,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 namespace trident {
 
@@ -47,6 +49,29 @@ void* allocate_touched(std::size_t bytes) {
   ::madvise(block, mapped, MADV_HUGEPAGE);  // advice: refused where THP is off or disabled
   touch_pages(block, mapped);
   return block;
+}
+
+void* allocate_untouched(std::size_t bytes) {
+  if (bytes < kHugePageBytes) return std::calloc(bytes, 1);
+  const std::size_t mapped = rounded_to_huge_pages(bytes);
+  char* block = map_aligned(mapped);
+  if (block) ::madvise(block, mapped, MADV_HUGEPAGE);
+  return block;
+}
+
+void release_pages(void* data, std::size_t bytes) noexcept {
+  char* begin = static_cast<char*>(data);
+  char* end = begin + bytes;
+  const auto round_up = [](char* p) {
+    return (char*)(((std::uintptr_t)p + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+  };
+  char* first = std::min(round_up(begin), end);
+  char* last = std::max(first, (char*)((std::uintptr_t)end / kHugePageBytes * kHugePageBytes));
+  std::memset(begin, 0, (std::size_t)(first - begin));
+  std::memset(last, 0, (std::size_t)(end - last));
+  // Private anonymous memory (every block from the allocators above): reads zero afterwards.
+  if (last > first && ::madvise(first, (std::size_t)(last - first), MADV_DONTNEED) != 0)
+    std::memset(first, 0, (std::size_t)(last - first));
 }
 
 void release_touched(void* block, std::size_t bytes) noexcept {

@@ -11,6 +11,7 @@
 // the block is then touched page by page, still at allocation. Small blocks use calloc.
 #include <cstddef>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,12 +22,19 @@ constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
 
 // `bytes` of zeros, touched; nullptr when the memory cannot be had.
 void* allocate_touched(std::size_t bytes);
+// The same block untouched: its pages come on first write (a buffer mostly given back).
+void* allocate_untouched(std::size_t bytes);
+// Gives back the memory of [data, data + bytes) inside a block of allocate_touched or
+// allocate_untouched: whole 2 MiB-aligned blocks are returned to the system (they read as
+// zero and come back on the next write, huge pages intact), the rest is zeroed.
+void release_pages(void* data, std::size_t bytes) noexcept;
 // Releases a block from allocate_touched, given the same size.
 void release_touched(void* block, std::size_t bytes) noexcept;
 
 // For --no-huge-pages: the process asks for no transparent huge pages from now on.
 void disable_huge_pages();
 
+// touch false: the pages are left for the first write (allocate_untouched).
 template <class T>
 struct ZeroedAllocator {
   using value_type = T;
@@ -34,14 +42,20 @@ struct ZeroedAllocator {
   struct rebind {
     using other = ZeroedAllocator<U>;
   };
+  // A vector keeps its kind of pages through swaps and assignments.
+  using propagate_on_container_swap = std::true_type;
+  using propagate_on_container_move_assignment = std::true_type;
+  using propagate_on_container_copy_assignment = std::true_type;
   ZeroedAllocator() = default;
+  explicit ZeroedAllocator(bool touch) noexcept : touch(touch) {}
   template <class U>
-  ZeroedAllocator(const ZeroedAllocator<U>&) noexcept {}
+  ZeroedAllocator(const ZeroedAllocator<U>& other) noexcept : touch(other.touch) {}
   T* allocate(std::size_t n) {
-    void* p = allocate_touched(n * sizeof(T));
+    void* p = touch ? allocate_touched(n * sizeof(T)) : allocate_untouched(n * sizeof(T));
     if (!p && n > 0) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
+  bool touch = true;
   void deallocate(T* p, std::size_t n) noexcept { release_touched(p, n * sizeof(T)); }
   // Default-initialisation: nothing is written for arithmetic types (the zeros stay).
   template <class U>
@@ -52,6 +66,7 @@ struct ZeroedAllocator {
   void construct(U* p, Args&&... args) {
     ::new ((void*)p) U(std::forward<Args>(args)...);
   }
+  // Either frees the other's blocks (the same system calls): a swap may mix them.
   template <class U>
   bool operator==(const ZeroedAllocator<U>&) const noexcept {
     return true;

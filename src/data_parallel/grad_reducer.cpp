@@ -28,18 +28,9 @@ GradientReducer::GradientReducer(Parameters& params, comm::Communicator& data,
   } else {
     shard_end_ = params.size();
   }
-  long filled = 0;
-  int end = n;
-  for (int k = n - 1; k >= 0; --k) {  // reverse order of use
-    filled += specs[k].numel();
-    if (filled >= options.bucket_floats || k == 0) {
-      long lo = k == 0 ? 0 : specs[k].offset;
-      long hi = end == n ? params.size() : specs[end].offset;  // the last takes the padding
-      buckets_.push_back({k, end, lo, hi - lo});
-      end = k;
-      filled = 0;
-    }
-  }
+  std::vector<std::pair<long, long>> tensors;
+  for (const ParamSpec& spec : specs) tensors.emplace_back(spec.offset, spec.numel());
+  buckets_ = gradient_buckets(tensors, params.size(), options.bucket_floats);
   bucket_of_spec_.assign(n, 0);
   for (size_t b = 0; b < buckets_.size(); ++b)
     for (int k = buckets_[b].spec_begin; k < buckets_[b].spec_end; ++k) bucket_of_spec_[k] = (int)b;
@@ -47,6 +38,7 @@ GradientReducer::GradientReducer(Parameters& params, comm::Communicator& data,
   launched_.resize(buckets_.size());
   held_back_.resize(buckets_.size());
   gathers_.resize(buckets_.size());
+  reductions_.resize(buckets_.size());
 }
 
 void GradientReducer::hold_back_spec(int spec) {
@@ -55,6 +47,7 @@ void GradientReducer::hold_back_spec(int spec) {
 
 void GradientReducer::arm() {
   armed_ = options_.overlap && data_.size() > 1;
+  backward_pending_ = true;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     remaining_[b] = buckets_[b].spec_end - buckets_[b].spec_begin;
     launched_[b] = false;
@@ -63,7 +56,13 @@ void GradientReducer::arm() {
 }
 
 void GradientReducer::progress() {
-  for (auto& r : requests_) r->test();
+  for (size_t i = 0; i < in_flight_.size();) {
+    const size_t b = in_flight_[i];
+    if (reductions_[b]->test())
+      complete_reduction(b);  // takes it out of in_flight_
+    else
+      ++i;
+  }
   for (auto& g : gathers_)
     if (g) g->test();
 }
@@ -91,27 +90,61 @@ std::vector<long> GradientReducer::owner_counts(size_t b) const {
 
 void GradientReducer::launch(size_t b) {
   launched_[b] = true;
+  while (shards_gradients() && (int)in_flight_.size() >= kShardedBucketsInFlight)
+    complete_reduction(in_flight_.front());
   if (on_launch_)
     on_launch_((options_.distributed_optimizer ? "reduce-scatter bucket " : "all-reduce bucket ") +
                std::to_string(b));
   float* grads = params_.grads() + buckets_[b].offset;
   if (options_.distributed_optimizer)  // in place: the sums land in the owners' shards
-    requests_.push_back(data_.ireduce_scatter_v(grads, owner_counts(b)));
+    reductions_[b] = data_.ireduce_scatter_v(grads, owner_counts(b));
   else
-    requests_.push_back(data_.iall_reduce(grads, buckets_[b].floats, comm::ReduceOp::kSum));
+    reductions_[b] = data_.iall_reduce(grads, buckets_[b].floats, comm::ReduceOp::kSum);
+  in_flight_.push_back(b);
+}
+
+void GradientReducer::complete_reduction(size_t b) {
+  reductions_[b]->wait();
+  reductions_[b].reset();
+  in_flight_.erase(std::find(in_flight_.begin(), in_flight_.end(), b));
+  if (shards_gradients())
+    release_outside_shard(buckets_[b].offset, buckets_[b].offset + buckets_[b].floats);
+}
+
+// What lies outside the shard holds other ranks' partial sums: zero it (for the next
+// micro-batch's accumulation) and give its memory back.
+void GradientReducer::release_outside_shard(long begin, long end) {
+  params_.release_grads(begin, std::min(end, shard_begin_));
+  params_.release_grads(std::max(begin, shard_end_), end);
 }
 
 void GradientReducer::finish() {
   armed_ = false;
+  backward_pending_ = false;
   if (data_.size() == 1) return;
   finish_param_gather();
   for (size_t b = 0; b < buckets_.size(); ++b)
     if (!launched_[b]) launch(b);
   auto start = std::chrono::steady_clock::now();
-  for (auto& r : requests_) r->wait();
+  while (!in_flight_.empty()) complete_reduction(in_flight_.front());
   last_wait_seconds_ = seconds_since(start);
-  requests_.clear();
   for (size_t b = 0; b < buckets_.size(); ++b) launched_[b] = false;
+}
+
+void GradientReducer::finish_micro_batch() {
+  if (!shards_gradients() || !backward_pending_) return;
+  armed_ = false;
+  backward_pending_ = false;
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    if (!launched_[b] && !held_back_[b]) launch(b);
+  while (!in_flight_.empty()) complete_reduction(in_flight_.front());
+  for (size_t b = 0; b < buckets_.size(); ++b) launched_[b] = false;
+}
+
+void GradientReducer::zero_grads() {
+  if (!shards_gradients()) return params_.zero_grads();
+  release_outside_shard(0, params_.size());
+  std::fill(params_.grads() + shard_begin_, params_.grads() + shard_end_, 0.f);
 }
 
 void GradientReducer::all_gather_values() {
@@ -178,6 +211,7 @@ void GradientReducer::print(std::ostream& os) const {
   for (const Bucket& b : buckets_) os << " [" << b.offset << ", +" << b.floats << ")";
   if (options_.distributed_optimizer)
     os << "; this rank's optimizer shard [" << shard_begin_ << ", " << shard_end_ << ")";
+  if (shards_gradients()) os << ", the only gradients it keeps (sharded gradients)";
   os << "\n";
 }
 

@@ -8,6 +8,11 @@
 // buffer: each bucket is reduce-scattered onto the owners of its pieces, and after the
 // update the owners' values are all-gathered back — bucket by bucket in forward order,
 // overlapped with the next forward when asked (--overlap-param-gather).
+// With sharded gradients (ZeRO-2) buckets are reduce-scattered after every micro-batch's
+// backward, not only the last: the owners' shards accumulate the reduced sums (the other
+// ranks' copies of a shard are zero again, so the next reduce-scatter adds just their new
+// gradients), and everything outside this rank's shard is given back to the system once its
+// reduction completes. At most two buckets are in flight, so MPI's temporaries stay small.
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -15,21 +20,21 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "data_parallel/buckets.h"
 #include "parameters/parameters.h"
 
 namespace trident::data_parallel {
-
-struct Bucket {
-  int spec_begin, spec_end;  // parameter specs [begin, end)
-  long offset, floats;       // range in the flat buffer
-};
 
 struct ReducerOptions {
   long bucket_floats = 40'000'000;  // Megatron's default with overlap
   bool overlap = true;
   bool distributed_optimizer = false;
   bool overlap_param_gather = false;  // distributed optimizer: all-gather during next forward
+  bool shard_gradients = false;       // ZeRO-2 (needs distributed_optimizer)
 };
+
+// Buckets in flight at once with sharded gradients.
+inline constexpr int kShardedBucketsInFlight = 2;
 
 class GradientReducer {
  public:
@@ -46,6 +51,14 @@ class GradientReducer {
   // Launches what is left and waits. After it, gradients are summed over the data-parallel
   // group: everywhere (all-reduce), or on this rank's shard (distributed optimizer).
   void finish();
+  // Sharded gradients, between micro-batches: completes this micro-batch's reductions (all
+  // buckets but a held-back one, which accumulates until finish()). Nothing to do when no
+  // backward ran since the last call.
+  void finish_micro_batch();
+  // Before a step's first backward: zero gradients (sharded: only this rank's shard stays
+  // in memory).
+  void zero_grads();
+  bool shards_gradients() const { return options_.shard_gradients && data_.size() > 1; }
   // The range this rank updates: everything, or its shard with the distributed optimizer.
   long shard_begin() const { return shard_begin_; }
   long shard_end() const { return shard_end_; }
@@ -78,6 +91,9 @@ class GradientReducer {
 
  private:
   void launch(size_t bucket);
+  // Waits for bucket b's reduction; sharded gradients: gives back all of it but the shard.
+  void complete_reduction(size_t bucket);
+  void release_outside_shard(long begin, long end);
   // Floats of bucket b in each rank's shard, in rank order (the uneven collectives' blocks).
   std::vector<long> owner_counts(size_t bucket) const;
   void complete_gather(size_t bucket);
@@ -89,9 +105,11 @@ class GradientReducer {
   std::vector<int> bucket_of_spec_;
   std::vector<int> remaining_;  // per bucket: specs not yet final
   std::vector<bool> launched_, held_back_;
-  std::vector<std::unique_ptr<comm::Request>> requests_;
-  std::vector<std::unique_ptr<comm::Request>> gathers_;  // per bucket, while in flight
+  std::vector<std::unique_ptr<comm::Request>> reductions_;  // per bucket, while in flight
+  std::vector<size_t> in_flight_;                           // buckets, in launch order
+  std::vector<std::unique_ptr<comm::Request>> gathers_;     // per bucket, while in flight
   bool armed_ = false;
+  bool backward_pending_ = false;  // a backward ran since the last finish
   int launched_early_ = 0;
   double last_wait_seconds_ = 0, gather_wait_seconds_ = 0, last_gather_wait_seconds_ = 0;
   std::function<void(const std::string&)> on_launch_;

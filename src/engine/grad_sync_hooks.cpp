@@ -9,17 +9,21 @@ namespace {
 
 // A chunk's gradients are reduced once per step, after its last backward: earlier
 // backwards only accumulate, so their gradients are not final and the hook is taken off.
-void arm_reducer_before_last_backward(RankModel& model,
-                                      pipeline_parallel::PipelineExecutor& executor) {
+// Sharded gradients are reduced after every backward instead: the previous micro-batch's
+// reductions complete before the chunk's next forward (the last stage's forward writes the
+// output layer's gradients) or backward writes into the buffer they read.
+void arm_reducers(RankModel& model, pipeline_parallel::PipelineExecutor& executor) {
   std::vector<GPTModel*> chunks = model.chunk_pointers();
   std::vector<data_parallel::GradientReducer*> reducers;
   for (const auto& r : model.reducers) reducers.push_back(r.get());
+  executor.set_before_forward([reducers](int j) { reducers[j]->finish_micro_batch(); });
   executor.set_before_backward([chunks, reducers](int j, bool last) {
-    if (!last) {
+    data_parallel::GradientReducer* reducer = reducers[j];
+    reducer->finish_micro_batch();
+    if (!last && !reducer->shards_gradients()) {
       chunks[j]->set_grad_ready_hook({});
       return;
     }
-    data_parallel::GradientReducer* reducer = reducers[j];
     reducer->arm();
     chunks[j]->set_grad_ready_hook([reducer](int b, int e) { reducer->mark_ready(b, e); });
   });
@@ -29,7 +33,7 @@ void arm_reducer_before_last_backward(RankModel& model,
 
 void register_grad_sync_hooks(RankModel& model, pipeline_parallel::PipelineExecutor& executor,
                               const GradSyncOptions& options) {
-  arm_reducer_before_last_backward(model, executor);
+  arm_reducers(model, executor);
   // MPI moves a non-blocking collective only inside its calls: without these, overlapped
   // buckets would wait for the step's end (nothing is in flight at d = 1).
   if (options.overlap_grad_reduce && options.data_parallel_size > 1)

@@ -1,5 +1,7 @@
 #include "engine/rank_buffers.h"
 
+#include <algorithm>
+
 namespace trident::engine {
 
 MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
@@ -16,8 +18,13 @@ MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
       plan.add(C, "pipeline: tied embedding gradient from the other end", s.tied_embedding_floats);
   }
   // Open MPI's libnbc stages each non-blocking reduction in a temporary of its size; at the
-  // end of the last backward every bucket can be in flight.
-  if (s.data > 1 && s.overlap_grad_reduce)
+  // end of the last backward every bucket can be in flight; with sharded gradients a few
+  // buckets are, overlapped or not. (Without overlap the step launches every bucket at once
+  // too: their temporaries are not planned yet.)
+  if (s.data > 1 && s.reduction_cap_floats > 0)
+    plan.add(C, "data parallel: MPI temporaries of in-flight buckets",
+             std::min(s.gradient_floats, s.reduction_cap_floats));
+  else if (s.data > 1 && s.overlap_grad_reduce)
     plan.add(C, "data parallel: MPI temporaries of in-flight buckets", s.gradient_floats);
   if (s.checkpoint_snapshot)
     plan.add("checkpoint", "--async-save snapshot: weights, exp_avg, exp_avg_sq", s.gradient_floats,

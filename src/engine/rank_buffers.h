@@ -17,6 +17,8 @@ struct RankBufferShape {
   long gradient_floats = 0;        // this rank's gradient buffers, all chunks
   int data = 1;
   bool overlap_grad_reduce = false;
+  // Sharded gradients: at most this many floats of buckets are reduced at once (0: no cap).
+  long reduction_cap_floats = 0;
   // --async-save: the checkpoint snapshot a save copies the rank's weights and both Adam
   // moments (gathered whole when sharded) into, kept between saves for the background writer
   // (planned for every rank: data-parallel rank 0, which writes, holds all of it).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "data_parallel/grad_reducer.h"
+
 namespace trident::engine {
 
 std::vector<int> RankLayout::even_split(int num_layers, int stages) {
@@ -76,6 +78,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.precision = layout.precision;
   options.dropout = layout.dropout;
   options.pad_multiple = layout.distributed_optimizer ? 16L * layout.data : 16;
+  options.shard_gradients = layout.shard_gradients && layout.data > 1;
   options.logits_chunk_rows = layout.logits_chunk_rows;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
@@ -83,6 +86,34 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 
 long adam_moment_floats(const RankLayout& layout, long parameter_floats) {
   return 2 * (layout.distributed_optimizer ? parameter_floats / layout.data : parameter_floats);
+}
+
+long gradient_bucket_floats(const RankLayout& layout) {
+  if (layout.ddp_bucket_size > 0) return layout.ddp_bucket_size;
+  const long minimum = layout.shard_gradients ? 10'000'000L : 40'000'000L;
+  return std::max(minimum, 1'000'000L * layout.data);
+}
+
+HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                        const LayoutSizes& sizes, long parameter_floats,
+                                        bool overlap_grad_reduce) {
+  if (!layout.shard_gradients || layout.data < 2 || sizes.tensors.empty())
+    return {parameter_floats, parameter_floats};
+  const std::vector<data_parallel::Bucket> buckets = data_parallel::gradient_buckets(
+      sizes.tensors, parameter_floats, gradient_bucket_floats(layout));
+  const int in_flight = data_parallel::kShardedBucketsInFlight;
+  HeldGradientFloats held;
+  // The bucket backward fills, and those still being reduced. The last stage forms a tied output
+  // layer's gradient (the word embedding's copy, the first tensor: the last bucket) with the loss
+  // in forward.
+  const bool embedding_held = placement.post_process && layout.model.tied_output();
+  // Without overlap every bucket is filled before the first is reduced.
+  held.resident = overlap_grad_reduce
+                      ? data_parallel::largest_sharded_gradient_floats(
+                            buckets, parameter_floats, layout.data, in_flight, embedding_held)
+                      : parameter_floats;
+  held.in_flight = data_parallel::largest_bucket_window(buckets, in_flight - 1);
+  return held;
 }
 
 RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,
@@ -101,6 +132,9 @@ RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int micro
   s.gradient_floats = gradient_floats;
   s.data = layout.data;
   s.overlap_grad_reduce = overlap_grad_reduce;
+  if (layout.shard_gradients && layout.data > 1)
+    s.reduction_cap_floats = (long)layout.virtual_stages * data_parallel::kShardedBucketsInFlight *
+                             gradient_bucket_floats(layout);
   return s;
 }
 

@@ -29,6 +29,8 @@ struct RankLayout {
   std::string recompute_method = "uniform";  // uniform | block
   int recompute_num_layers = 1;
   bool distributed_optimizer = false;
+  bool shard_gradients = false;    // ZeRO-2 (with distributed_optimizer)
+  long ddp_bucket_size = 0;        // floats per gradient bucket (0: gradient_bucket_floats)
   bool sequence_parallel = false;  // in effect: asked for and t > 1
   int logits_chunk_rows = 0;       // 0: the output layer picks
 
@@ -60,6 +62,23 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 // Floats of a chunk's two Adam moments: its whole buffer, or its 1/d shard under the
 // distributed optimizer (the buffer is padded to a multiple of 16 d).
 long adam_moment_floats(const RankLayout& layout, long parameter_floats);
+
+// Floats a gradient bucket gathers before it is reduced: --ddp-bucket-size, or Megatron's
+// default max(40M, 1M x d); with sharded gradients max(10M, 1M x d), as every bucket outside
+// the shard is memory held only until its reduction.
+long gradient_bucket_floats(const RankLayout& layout);
+
+// Floats of a chunk's gradients held at once: `resident` of its buffer (all of it, or with
+// sharded gradients reduced while backward runs, this rank's 1/d shard plus the buckets
+// being filled and reduced; without overlap every bucket fills before any is reduced) and
+// `in_flight` in reductions (MPI's temporaries: every bucket, launched together at the
+// step; with sharded gradients the largest run of buckets that may be in flight).
+struct HeldGradientFloats {
+  long resident = 0, in_flight = 0;
+};
+HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                        const LayoutSizes& sizes, long parameter_floats,
+                                        bool overlap_grad_reduce);
 
 // The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
 // microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.

@@ -24,20 +24,24 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
   RankMemoryPlan out;
   const TensorParallelRank tp{0, layout.tensor};
   const int seq = layout.model.seq_length;
-  long gradient_floats = 0;
+  long gradient_floats = 0, in_flight = 0;
   for (int j = 0; j < layout.virtual_stages; ++j) {
     const ChunkOptions o = chunk_options(layout, stage, j, needs);
-    const ChunkShape shape =
-        sizes ? chunk_shape(layout.model, tp, layout.micro_batch, seq, o, sizes(o.placement))
-              : chunk_shape(layout.model, tp, layout.micro_batch, seq, o);
+    const LayoutSizes ls = sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement);
+    const ChunkShape shape = chunk_shape(layout.model, tp, layout.micro_batch, seq, o, ls);
     out.chunks.push_back(plan_chunk_memory(shape));
     // As build_rank_model resizes them once the optimizer holds its shard.
     out.chunks.back().resize("adam exp_avg + exp_avg_sq",
                              adam_moment_floats(layout, shape.parameter_floats));
+    const HeldGradientFloats held =
+        held_gradient_floats(layout, o.placement, ls, shape.parameter_floats, overlap_grad_reduce);
+    out.chunks.back().resize("gradients", held.resident);
     gradient_floats += shape.parameter_floats;
+    in_flight += held.in_flight;
   }
   RankBufferShape buffers =
       rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce);
+  if (layout.shard_gradients) buffers.reduction_cap_floats = in_flight;
   buffers.checkpoint_snapshot = checkpoint_snapshot;
   out.buffers = plan_rank_buffers(buffers);
   return out;

@@ -30,7 +30,7 @@ void RankModel::finish_param_gather() {
 }
 
 void RankModel::zero_grads() {
-  for (auto& c : chunks) c->parameters().zero_grads();
+  for (auto& r : reducers) r->zero_grads();
 }
 
 namespace {
@@ -63,14 +63,17 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
     });
   if (clock) clock->begin("allocation");
   data_parallel::ReducerOptions reduce = o.reduce;
-  if (reduce.bucket_floats <= 0)
-    reduce.bucket_floats = std::max(40'000'000L, 1'000'000L * dp.size());
+  if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
   m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));
   m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
                                         m.optimizers.back()->moment_bytes() / 4);
+  const LayoutSizes sizes = layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement);
+  m.chunks.back()->memory_plan().resize(
+      "gradients",
+      held_gradient_floats(l, options.placement, sizes, params.size(), o.reduce.overlap).resident);
 }
 
 }  // namespace
@@ -85,10 +88,18 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
   int microbatches = 1;
   for (const pipeline_parallel::ScheduleConfig& s : o.schedules)
     microbatches = std::max(microbatches, s.microbatches);
-  long gradient_floats = 0;
-  for (const auto& chunk : m.chunks) gradient_floats += chunk->parameters().size();
+  long gradient_floats = 0, in_flight = 0;
+  for (const auto& chunk : m.chunks) {
+    const long floats = chunk->parameters().size();
+    gradient_floats += floats;
+    const LayoutSizes sizes =
+        layout_sizes(o.layout.model, {tp.rank(), tp.size()}, chunk->placement());
+    in_flight += held_gradient_floats(o.layout, chunk->placement(), sizes, floats, o.reduce.overlap)
+                     .in_flight;
+  }
   RankBufferShape buffers =
       rank_buffer_shape(o.layout, pp.rank(), microbatches, gradient_floats, o.reduce.overlap);
+  if (o.layout.shard_gradients) buffers.reduction_cap_floats = in_flight;
   buffers.checkpoint_snapshot = o.async_save;
   m.buffers = plan_rank_buffers(buffers);
   return m;

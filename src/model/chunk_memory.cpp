@@ -87,10 +87,12 @@ namespace {
 LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
                             const ChunkPlacement& placement) {
   ParameterLayout layout(config, tp, placement);
-  LayoutSizes sizes{layout.total(), 0};
-  for (const ParamSpec& spec : layout.specs())
+  LayoutSizes sizes{layout.total(), 0, {}};
+  for (const ParamSpec& spec : layout.specs()) {
     if (spec.local_shape.size() == 2)
       sizes.largest_weight = std::max(sizes.largest_weight, spec.numel());
+    sizes.tensors.emplace_back(spec.offset, spec.numel());
+  }
   return sizes;
 }
 
@@ -100,10 +102,11 @@ LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement) {
   const int layers =
       placement.num_layers < 0 ? config.num_layers - placement.first_layer : placement.num_layers;
-  if (layers <= 2) return sizes_of_layout(config, tp, placement);
+  if (layers <= kLayersSizedWhole) return sizes_of_layout(config, tp, placement);
   // Every layer has the same tensors, each padded on its own (parameters/parameter_layout.h):
   // a chunk of L layers is one of 1 layer and L - 1 times the second layer's share. Built
   // whole, the layout of 10^8 layers named 10^9 tensors before anything could refuse it.
+  // (No tensor list then: gradient buckets are not cut, and planned as one.)
   ChunkPlacement one = placement, two = placement;
   one.num_layers = 1, two.num_layers = 2;
   const LayoutSizes a = sizes_of_layout(config, tp, one), b = sizes_of_layout(config, tp, two);

@@ -41,6 +41,9 @@ struct ChunkOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   kernels::DropoutConfig dropout{};
   long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
+  // Sharded gradients (ZeRO-2): the gradient buffer's pages come on first write; all but
+  // this rank's shard are given back after each reduction (GradientMemory::kOnFirstWrite).
+  bool shard_gradients = false;
   // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
   // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
   int logits_chunk_rows = 0;
@@ -117,7 +120,11 @@ struct ChunkShape {
 struct LayoutSizes {
   long parameters = 0;
   long largest_weight = 0;
+  // (offset, floats) of each tensor, in layout order; empty past kLayersSizedWhole layers.
+  std::vector<std::pair<long, long>> tensors;
 };
+// Chunks of up to this many layers are sized from their whole parameter layout.
+inline constexpr int kLayersSizedWhole = 4096;
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement);
 

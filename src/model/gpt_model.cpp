@@ -49,7 +49,10 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       options_(options),
       shape_(chunk_shape(config, {tp.rank(), tp.size()}, micro_batch, seq, options)),
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
-              options.pad_multiple, !options.inference) {
+              options.pad_multiple,
+              options.inference         ? GradientMemory::kNone
+              : options.shard_gradients ? GradientMemory::kOnFirstWrite
+                                        : GradientMemory::kTouched) {
   options_.slots = std::max(1, options.slots);
   sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
   check_sequence_split(micro_batch, seq);

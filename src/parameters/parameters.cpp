@@ -11,11 +11,15 @@
 
 namespace trident {
 
-Parameters::Parameters(ParameterLayout layout, long pad_multiple, bool gradients)
+Parameters::Parameters(ParameterLayout layout, long pad_multiple, GradientMemory gradients)
     : layout_(std::move(layout)) {
   long size = (layout_.total() + pad_multiple - 1) / pad_multiple * pad_multiple;
   assign_parallel(values_, size, 0.f);
-  if (gradients) assign_parallel(grads_, size, 0.f);
+  if (gradients == GradientMemory::kTouched) assign_parallel(grads_, size, 0.f);
+  if (gradients == GradientMemory::kOnFirstWrite) {
+    FirstTouchVector<float>(ZeroedAllocator<float>(false)).swap(grads_);
+    grads_.resize((size_t)size);  // default-initialised: nothing written, nothing touched
+  }
 }
 
 ParamRef Parameters::get(const std::string& name) {
@@ -96,6 +100,10 @@ void Parameters::refresh_low_precision(long begin, long end) {
 
 void Parameters::zero_grads() {
   kernels::fill(grads_.data(), 0.f, (long)grads_.size());
+}
+
+void Parameters::release_grads(long begin, long end) {
+  if (end > begin) release_pages(grads_.data() + begin, (size_t)(end - begin) * sizeof(float));
 }
 
 void Parameters::initialize(std::uint64_t seed, float std, int num_layers,

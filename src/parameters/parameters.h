@@ -22,12 +22,17 @@ struct ParamRef {
   const void* panels = nullptr;
 };
 
+// The gradient buffer: none (inference; grads() and ParamRef::grad are null), touched at
+// allocation, or left for the first write (sharded gradients, ZeRO-2: most of the buffer is
+// given back after each reduction, see release_grads).
+enum class GradientMemory { kNone, kTouched, kOnFirstWrite };
+
 class Parameters {
  public:
   // pad_multiple: the buffers' length is rounded up to it (the distributed optimizer
-  // splits them exactly over the data-parallel ranks). gradients false: no gradient buffer
-  // (inference); grads() is then null and ParamRef::grad too.
-  explicit Parameters(ParameterLayout layout, long pad_multiple = 16, bool gradients = true);
+  // splits them exactly over the data-parallel ranks).
+  explicit Parameters(ParameterLayout layout, long pad_multiple = 16,
+                      GradientMemory gradients = GradientMemory::kTouched);
   const ParameterLayout& layout() const { return layout_; }
   ParamRef get(const std::string& name);
   // Writable access marks the 16-bit copy stale.
@@ -41,6 +46,9 @@ class Parameters {
   bool has_gradients() const { return !grads_.empty(); }
   long size() const { return (long)values_.size(); }
   void zero_grads();
+  // Zeroes gradients [begin, end) and gives their whole 2 MiB blocks back to the system
+  // (core/first_touch.h release_pages): they read as zero until written again.
+  void release_grads(long begin, long end);
   // Grows both buffers with zeros to a multiple of `multiple` floats (the distributed
   // optimizer splits the buffer exactly over the data-parallel ranks).
   void pad_to_multiple(long multiple);

@@ -125,6 +125,7 @@ double PipelineExecutor::train_step(const std::function<const int*(int)>& tokens
         if (options_.testing_forward_delay_ms > 0)
           std::this_thread::sleep_for(
               std::chrono::microseconds((long)(options_.testing_forward_delay_ms * 1e3)));
+        if (before_forward_) before_forward_(op.chunk);
         loss += chunk.forward_chunk(take_slot(op.chunk, op.microbatch), tokens_of(op.microbatch),
                                     micro_batch_, seq_, grad_scale, nullptr,
                                     first_sample_of ? first_sample_of(op.microbatch) : -1);

@@ -48,6 +48,9 @@ class PipelineExecutor {
   void set_before_backward(std::function<void(int chunk, bool last)> f) {
     before_backward_ = std::move(f);
   }
+  // Called before every training forward of a chunk (the last stage's forward already
+  // accumulates the output layer's gradients, fused with the loss).
+  void set_before_forward(std::function<void(int chunk)> f) { before_forward_ = std::move(f); }
   // The next train_step runs `microbatches` micro-batches (a batch-size ramp-up step): the
   // schedule is rebuilt; the activation slots planned at construction must suffice.
   void set_microbatches(int microbatches);
@@ -89,6 +92,7 @@ class PipelineExecutor {
   std::vector<TraceEvent> events_;
   long boundary_bytes_ = 0;
   std::function<void(int, bool)> before_backward_;
+  std::function<void(int)> before_forward_;
   bool training_ = false;
   std::chrono::steady_clock::time_point origin_;
 };

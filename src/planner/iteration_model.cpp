@@ -11,6 +11,7 @@
 #include "planner/collectives.h"
 #include "planner/layer_costs.h"
 #include "planner/paper_model.h"
+#include "planner/sharding.h"
 
 namespace trident::planner {
 
@@ -23,11 +24,6 @@ constexpr double kCommBytes = 4;
 
 pp::ScheduleConfig schedule_of(const Layout& l, int m) {
   return {l.schedule(), l.pipeline, l.virtual_stages, m};
-}
-
-// trident's default --ddp-bucket-size: max(40M, 1M x d) floats (src/engine/rank_model.cpp).
-double bucket_floats(int d) {
-  return std::max(40e6, 1e6 * d);
 }
 
 }  // namespace
@@ -142,7 +138,9 @@ engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
   r.recompute_granularity = l.recompute == Recompute::kFull        ? "full"
                             : l.recompute == Recompute::kSelective ? "selective"
                                                                    : "";
-  r.distributed_optimizer = l.distributed_optimizer;
+  // ZeRO-3 is planned on ZeRO-2's buffers (stage_memory shards the weights on top).
+  r.distributed_optimizer = l.distributed_optimizer();
+  r.shard_gradients = data_parallel::shards_gradients(l.sharding);
   r.sequence_parallel = l.sequence_parallel && l.tensor > 1;
   return r;
 }
@@ -180,11 +178,37 @@ std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) 
   return plans;
 }
 
+StageParameters IterationModel::stage_parameters(const Layout& l, int stage) {
+  const engine::RankLayout r = rank_layout(l);
+  const double layer = sizes_of(l.tensor, {0, 1, false, false}).parameters;
+  StageParameters out;
+  for (int j = 0; j < l.virtual_stages; ++j) {
+    const ChunkPlacement p = r.placement(stage, j);
+    const double chunk = sizes_of(l.tensor, p).parameters;
+    out.floats += chunk;
+    out.units.insert(out.units.end(), p.num_layers, layer);
+    // Past the layers: the embedding (first chunk), the final norm and an untied output layer
+    // or the tied word embedding's copy (last chunk); with both, the embedding on its own.
+    double ends = chunk - p.num_layers * layer;
+    if (p.pre_process && p.post_process) {
+      const double embedding = sizes_of(l.tensor, {0, 1, true, false}).parameters - layer;
+      out.units.push_back(embedding);
+      ends -= embedding;
+    }
+    if (p.pre_process || p.post_process) out.units.push_back(ends);
+  }
+  return out;
+}
+
 MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
   MemoryBreakdown out;
   out.stage = stage;
   for (const MemoryPlan& plan : stage_plans(l, stage)) add_plan(plan, out);
   out.runtime = cluster_.device.runtime_memory_gib * (1L << 30);
+  if (data_parallel::shards_parameters(l.sharding) && l.data > 1) {
+    const StageParameters params = stage_parameters(l, stage);
+    out = zero3_memory(out, l.data, params.floats, gathered_working_set_floats(params.units));
+  }
   return out;
 }
 
@@ -255,29 +279,27 @@ Prediction IterationModel::predict(const Layout& l) {
   }
 
   out.memory = device_memory(l);
-  const double params = out.memory.gradients / 4;  // this device's gradient floats
-  const LinkSpec& dp_link = group_link(cluster_, l.data, l.tensor);
-  const double grad_bytes = params * kCommBytes;
-  double reduce = 0, hide = 0;
-  if (l.distributed_optimizer) {
-    // Reduce-scatter the gradients during the last backward, all-gather the updated values
-    // during the next forward (--overlap-grad-reduce --overlap-param-gather).
-    reduce = ring_reduce_scatter_seconds(grad_bytes, l.data, dp_link) +
-             ring_all_gather_seconds(grad_bytes, l.data, dp_link);
-    hide = backward + forward;
-  } else {
-    reduce = ring_all_reduce_seconds(grad_bytes, l.data, dp_link);
-    hide = backward;
-  }
-  // The last bucket to fill cannot overlap anything.
-  const double last_bucket = reduce * std::min(1.0, bucket_floats(l.data) / std::max(params, 1.0));
-  time.data_comm = std::max(reduce - hide, l.data > 1 ? last_bucket : 0.0);
-  time.data_comm_hidden = reduce - time.data_comm;
+  // Psi: the parameters of the fullest stage (the planned gradient buffer may hold only a
+  // shard of them).
+  const StageParameters params = stage_parameters(l, out.memory.stage);
+  DataParallelWork work;
+  work.data = l.data, work.microbatches = mb;
+  work.parameter_floats = params.floats;
+  work.bucket_floats = (double)engine::gradient_bucket_floats(rank_layout(l));
+  work.unit_floats = *std::max_element(params.units.begin(), params.units.end());
+  work.forward = forward, work.backward = backward;
+  const DataParallelTraffic dp =
+      data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));
+  out.data_parallel_bytes = dp.bytes;
+  time.data_comm = dp.exposed;
+  time.data_comm_hidden = dp.seconds - dp.exposed;
   // The gradient norm and AdamW over this rank's shard, and the gradients zeroed for the
-  // next step (4 bytes written per parameter).
-  const double shard = l.distributed_optimizer ? params / l.data : params;
+  // next step (4 bytes written per float held).
+  const double shard = l.distributed_optimizer() ? params.floats / l.data : params.floats;
+  const double zeroed =
+      data_parallel::shards_gradients(l.sharding) ? params.floats / l.data : params.floats;
   time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
-                   memory_traffic_seconds(cluster_, params, 4);
+                   memory_traffic_seconds(cluster_, zeroed, 4);
 
   GptShape shape{m.num_layers, m.hidden_size, m.padded_vocab_size(l.tensor), m.seq_length};
   out.model_flops = paper_flops_per_iteration(shape, (double)workload_.global_batch,

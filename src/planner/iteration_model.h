@@ -8,11 +8,13 @@
 // - pipeline parallelism: the boundary sends (1/t of the tensor with scatter/gather, then an
 //   all-gather inside the tensor group), and the bubble from simulating trident's own
 //   schedule lists (src/pipeline_parallel), not from a formula;
-// - data parallelism: the gradient all-reduce (or reduce-scatter + all-gather with the
-//   distributed optimizer), less what overlaps with the last backward / first forward;
+// - data parallelism: the collectives of the layout's sharding strategy, ZeRO-0 to 3
+//   (src/planner/sharding.h), less what overlaps with the backward and forward passes;
 // - the optimizer: AdamW streams its state through memory once per step;
 // - memory: the chunk memory plans trident prints before step 1 (src/model/chunk_memory),
-//   with the micro-batches in flight taken from the same schedule lists.
+//   with the micro-batches in flight taken from the same schedule lists; ZeRO-3, which
+//   training does not build yet, as the ZeRO-2 plan with the weights sharded and a gathered
+//   working set added (src/planner/sharding.h).
 #include <map>
 #include <tuple>
 #include <vector>
@@ -52,12 +54,20 @@ struct MemoryBreakdown {  // bytes on the fullest device (first or last pipeline
   }
 };
 
+// The parameters of one pipeline rank, and the units ZeRO-3 gathers there one at a time
+// (each layer, the embedding, the final norm with an untied output layer).
+struct StageParameters {
+  double floats = 0;
+  std::vector<double> units;
+};
+
 struct Prediction {
   Layout layout;
   TimeBreakdown time;
   MemoryBreakdown memory;
-  double bubble_fraction = 0;  // simulated idle / busy time of the schedule
-  double model_flops = 0;      // the paper's FLOPs of one iteration
+  double bubble_fraction = 0;      // simulated idle / busy time of the schedule
+  double data_parallel_bytes = 0;  // sent by each rank per iteration in data parallelism
+  double model_flops = 0;          // the paper's FLOPs of one iteration
   double tflops_per_device = 0;
   double peak_fraction = 0;
   bool fits = false;
@@ -81,8 +91,10 @@ class IterationModel {
   // buffers come from the same functions as training's.
   engine::RankLayout rank_layout(const Layout& layout) const;
   // Every buffer pipeline stage `stage`'s ranks hold: one plan per chunk, then the rank's
-  // buffers besides them — the plans training prints for such a rank.
+  // buffers besides them — the plans training prints for such a rank (for ZeRO-3, which
+  // training does not build yet, ZeRO-2's).
   std::vector<MemoryPlan> stage_plans(const Layout& layout, int stage);
+  StageParameters stage_parameters(const Layout& layout, int stage);
   const Cluster& cluster() const { return cluster_; }
   const Workload& workload() const { return workload_; }
 
@@ -114,7 +126,8 @@ class IterationModel {
   };
   PipelineRun run_pipeline(const Layout& l, int microbatches) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
-  const engine::ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s, int stage);
+  const engine::ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s,
+                                              int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);
 
   Cluster cluster_;

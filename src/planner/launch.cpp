@@ -32,10 +32,13 @@ void add_layout_flags(std::vector<std::string>& argv, const Layout& l, const Wor
   add(argv, "--micro-batch-size", l.micro_batch);
   add(argv, "--global-batch-size", w.global_batch);
   if (l.data > 1) argv.push_back("--overlap-grad-reduce");
-  if (l.distributed_optimizer) {
+  // ZeRO-1 by Megatron's own flag; ZeRO-2 and 3 by Megatron-FSDP's strategy names.
+  if (l.sharding == data_parallel::ShardingStrategy::kOptim)
     argv.push_back("--use-distributed-optimizer");
-    argv.push_back("--overlap-param-gather");
-  }
+  else if (l.distributed_optimizer())
+    add(argv, "--data-parallel-sharding-strategy",
+        data_parallel::sharding_strategy_name(l.sharding));
+  if (l.distributed_optimizer()) argv.push_back("--overlap-param-gather");
   if (l.sequence_parallel) argv.push_back("--sequence-parallel");
   if (l.zero_bubble) argv.insert(argv.end(), {"--pipeline-schedule", "zb-h1"});
   if (l.recompute == Recompute::kFull) {

@@ -16,6 +16,20 @@ std::string recompute_name(Recompute r) {
   return "?";
 }
 
+std::string sharding_short_name(data_parallel::ShardingStrategy s) {
+  switch (s) {
+    case data_parallel::ShardingStrategy::kNoShard:
+      return "";
+    case data_parallel::ShardingStrategy::kOptim:
+      return "zero-1";
+    case data_parallel::ShardingStrategy::kOptimGrads:
+      return "zero-2";
+    case data_parallel::ShardingStrategy::kOptimGradsParams:
+      return "zero-3";
+  }
+  return "?";
+}
+
 pipeline_parallel::ScheduleKind Layout::schedule() const {
   if (zero_bubble) return pipeline_parallel::ScheduleKind::kZeroBubbleH1;
   return virtual_stages > 1 ? pipeline_parallel::ScheduleKind::kInterleaved
@@ -27,7 +41,7 @@ std::string Layout::describe() const {
                   " d=" + std::to_string(data) + " b=" + std::to_string(micro_batch) +
                   " v=" + std::to_string(virtual_stages);
   if (recompute != Recompute::kNone) s += " recompute=" + recompute_name(recompute);
-  if (distributed_optimizer) s += " dist-opt";
+  if (distributed_optimizer()) s += " " + sharding_short_name(sharding);
   if (sequence_parallel) s += " sp";
   if (zero_bubble) s += " zb-h1";
   return s;
@@ -50,8 +64,16 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
                      ")");
     return errors;
   }
-  if (l.distributed_optimizer && l.data < 2)
-    errors.push_back("--use-distributed-optimizer needs d >= 2 to shard anything");
+  const std::string strategy = data_parallel::sharding_strategy_name(l.sharding);
+  if (l.distributed_optimizer() && l.data < 2)
+    errors.push_back("--data-parallel-sharding-strategy " + strategy +
+                     " needs d >= 2 to shard anything");
+  // Training reduce-scatters each micro-batch's gradients as its backward ends; ZB-H1 defers
+  // weight gradients past later backwards (src/train's rule, the same words).
+  if (data_parallel::shards_gradients(l.sharding) && l.zero_bubble)
+    errors.push_back("--data-parallel-sharding-strategy " + strategy +
+                     " reduce-scatters each micro-batch's gradients when its backward ends; "
+                     "--pipeline-schedule zb-h1 computes weight gradients after later backwards");
   if (l.sequence_parallel && l.tensor < 2)
     errors.push_back("--sequence-parallel needs t >= 2 (it splits the sequence over t)");
   if (l.sequence_parallel && (long)l.micro_batch * m.seq_length % l.tensor)

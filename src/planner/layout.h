@@ -1,10 +1,11 @@
 #pragma once
-// One candidate layout (t, p, d, b, v, recomputation, distributed optimizer, sequence
-// parallelism, zero-bubble schedule) and the
+// One candidate layout (t, p, d, b, v, recomputation, data-parallel sharding strategy,
+// sequence parallelism, zero-bubble schedule) and the
 // workload it runs: the model's shape, the global batch and the training precision.
 #include <string>
 
 #include "config/model_config.h"
+#include "data_parallel/sharding_strategy.h"
 #include "kernels/low_precision.h"
 #include "pipeline_parallel/schedules.h"
 
@@ -12,6 +13,8 @@ namespace trident::planner {
 
 enum class Recompute { kNone, kSelective, kFull };
 std::string recompute_name(Recompute r);  // none, selective, full
+// "zero-1", "zero-2", "zero-3", or "" for no_shard: the short name plans show.
+std::string sharding_short_name(data_parallel::ShardingStrategy s);
 
 struct Layout {
   int tensor = 1;    // t
@@ -20,7 +23,8 @@ struct Layout {
   int micro_batch = 1;
   int virtual_stages = 1;  // v (model chunks per pipeline rank)
   Recompute recompute = Recompute::kNone;
-  bool distributed_optimizer = false;
+  // --data-parallel-sharding-strategy: what the d replicas shard (ZeRO stage 0 to 3).
+  data_parallel::ShardingStrategy sharding = data_parallel::ShardingStrategy::kNoShard;
   // Korthikanti et al. 2022: LayerNorms, dropout and the residual stream split over t.
   bool sequence_parallel = false;
   // Qi et al. 2023's ZB-H1 (--pipeline-schedule zb-h1): weight gradients deferred into the
@@ -29,12 +33,14 @@ struct Layout {
 
   // The pipeline schedule this layout runs: zb-h1, interleaved 1F1B (v > 1) or 1F1B.
   pipeline_parallel::ScheduleKind schedule() const;
+  // The Adam moments are sharded (ZeRO-1 and up: Megatron's distributed optimizer).
+  bool distributed_optimizer() const { return data_parallel::shards_optimizer(sharding); }
   long devices() const { return (long)tensor * pipeline * data; }
   int microbatches(long global_batch) const {
     return (int)(global_batch / ((long)micro_batch * data));
   }
   int layers_per_chunk(int num_layers) const { return num_layers / (pipeline * virtual_stages); }
-  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=1 recompute=full dist-opt sp zb-h1"
+  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=1 recompute=full zero-1 sp zb-h1"
 };
 
 struct Workload {

@@ -38,23 +38,33 @@ std::string where_time_goes(const TimeBreakdown& t) {
   return out;
 }
 
+// "none", "zero-1", "zero-2", "zero-3".
+std::string sharding_column(data_parallel::ShardingStrategy s) {
+  const std::string name = sharding_short_name(s);
+  return name.empty() ? "none" : name;
+}
+
+std::string bytes_text(double bytes) {
+  return bytes >= 1e9 ? format("%.2f GB", bytes / 1e9) : format("%.1f MB", bytes / 1e6);
+}
+
 }  // namespace
 
 void print_plan_table(std::ostream& os, const std::vector<Prediction>& plans, size_t top) {
   char line[512];
   std::snprintf(line, sizeof line,
-                "%4s  %3s %3s %4s %3s %3s %-9s %-4s %-3s %-3s  %10s %8s %6s %10s %7s  %s\n", "#",
-                "t", "p", "d", "b", "v", "recompute", "dopt", "sp", "zb", "time/iter", "TFLOP/s",
-                "%peak", "mem/dev", "bubble", "where the time goes");
+                "%4s  %3s %3s %4s %3s %3s %-9s %-8s %-3s %-3s  %10s %8s %6s %10s %7s  %s\n", "#",
+                "t", "p", "d", "b", "v", "recompute", "sharding", "sp", "zb", "time/iter",
+                "TFLOP/s", "%peak", "mem/dev", "bubble", "where the time goes");
   os << line;
   for (size_t i = 0; i < std::min(top, plans.size()); ++i) {
     const Prediction& p = plans[i];
     const Layout& l = p.layout;
     std::snprintf(
         line, sizeof line,
-        "%4zu  %3d %3d %4d %3d %3d %-9s %-4s %-3s %-3s  %10s %8.3g %5.1f%% %6.2f GiB %6.1f%%  %s\n",
+        "%4zu  %3d %3d %4d %3d %3d %-9s %-8s %-3s %-3s  %10s %8.3g %5.1f%% %6.2f GiB %6.1f%%  %s\n",
         i + 1, l.tensor, l.pipeline, l.data, l.micro_batch, l.virtual_stages,
-        recompute_name(l.recompute).c_str(), l.distributed_optimizer ? "yes" : "no",
+        recompute_name(l.recompute).c_str(), sharding_column(l.sharding).c_str(),
         l.sequence_parallel ? "yes" : "no", l.zero_bubble ? "yes" : "no",
         seconds_text(p.time.total()).c_str(), p.tflops_per_device, 100 * p.peak_fraction,
         p.memory.total() / (1L << 30), 100 * p.bubble_fraction, where_time_goes(p.time).c_str());
@@ -133,16 +143,19 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
       "  time per iteration %s = matrix products %s + attention core and element-wise "
       "kernels %s + tensor-parallel collectives %s + "
       "pipeline sends %s + bubble %s (%.1f%% of the schedule, simulated) + exposed "
-      "data-parallel reduction %s (%s hidden under backward/forward) + optimizer %s\n"
+      "data-parallel collectives %s (%s: %s sent per rank, %s hidden under backward/forward) + "
+      "optimizer %s\n"
       "  memory per device (stage %d) %.2f GiB = weights %.2f + gradients %.2f + Adam "
       "moments %.2f + activations %.2f + scratch %.2f + communication %.2f + runtime %.2f GiB\n",
       p.layout.describe().c_str(), seconds_text(t.total()).c_str(), seconds_text(t.compute).c_str(),
       seconds_text(t.other_kernels).c_str(), seconds_text(t.tensor_comm).c_str(),
       seconds_text(t.pipeline_comm).c_str(), seconds_text(t.bubble).c_str(),
       100 * p.bubble_fraction, seconds_text(t.data_comm).c_str(),
-      seconds_text(t.data_comm_hidden).c_str(), seconds_text(t.optimizer).c_str(), m.stage,
-      m.total() / gib, m.weights / gib, m.gradients / gib, m.optimizer / gib, m.activations / gib,
-      m.scratch / gib, m.communication / gib, m.runtime / gib);
+      data_parallel::sharding_strategy_name(p.layout.sharding),
+      bytes_text(p.data_parallel_bytes).c_str(), seconds_text(t.data_comm_hidden).c_str(),
+      seconds_text(t.optimizer).c_str(), m.stage, m.total() / gib, m.weights / gib,
+      m.gradients / gib, m.optimizer / gib, m.activations / gib, m.scratch / gib,
+      m.communication / gib, m.runtime / gib);
   os << buf;
 }
 
@@ -157,7 +170,10 @@ std::string plans_json(const std::vector<Prediction>& plans, size_t top) {
          {"micro_batch", p.layout.micro_batch},
          {"virtual", p.layout.virtual_stages},
          {"recompute", recompute_name(p.layout.recompute)},
-         {"distributed_optimizer", p.layout.distributed_optimizer},
+         {"distributed_optimizer", p.layout.distributed_optimizer()},
+         {"data_parallel_sharding_strategy",
+          data_parallel::sharding_strategy_name(p.layout.sharding)},
+         {"data_parallel_bytes", p.data_parallel_bytes},
          {"sequence_parallel", p.layout.sequence_parallel},
          {"pipeline_schedule", pipeline_parallel::schedule_name(p.layout.schedule())},
          {"time_per_iteration_s", p.time.total()},

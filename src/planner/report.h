@@ -24,8 +24,10 @@ void print_training_time(std::ostream& os, const Prediction& best, const Workloa
                          double tokens);
 
 // {"plans": [{"tensor", "pipeline", "data", "micro_batch", "virtual", "recompute",
-//  "distributed_optimizer", "time_per_iteration_s", "tflops_per_device",
-//  "memory_per_device_gib", "bubble"}, ...]}
+//  "distributed_optimizer", "data_parallel_sharding_strategy", "sequence_parallel",
+//  "pipeline_schedule", "time_per_iteration_s", "tflops_per_device",
+//  "memory_per_device_gib", "bubble", "data_parallel_bytes"}, ...]}
+// data_parallel_bytes: what each rank sends per iteration in the data-parallel collectives.
 std::string plans_json(const std::vector<Prediction>& plans, size_t top);
 
 }  // namespace trident::planner

@@ -34,6 +34,13 @@ std::vector<Recompute> recompute_choices(const SearchOptions& o) {
   return {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
 }
 
+std::vector<data_parallel::ShardingStrategy> sharding_choices(const SearchOptions& o, int d) {
+  using data_parallel::ShardingStrategy;
+  if (o.sharding) return {*o.sharding};
+  if (d < 2) return {ShardingStrategy::kNoShard};
+  return {ShardingStrategy::kNoShard, ShardingStrategy::kOptim, ShardingStrategy::kOptimGrads};
+}
+
 // An on/off dimension: the user's setting, else both where it can matter (off elsewhere).
 std::vector<bool> switch_choices(const std::optional<bool>& fixed, bool can_matter) {
   if (fixed) return {*fixed};
@@ -55,10 +62,10 @@ void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit 
           if (o.layers_per_virtual_stage > 0 && layers / p != v * o.layers_per_virtual_stage)
             continue;
           for (Recompute r : recompute_choices(o))
-            for (bool dist : switch_choices(o.distributed_optimizer, d > 1))
+            for (data_parallel::ShardingStrategy shard : sharding_choices(o, d))
               for (bool sp : switch_choices(o.sequence_parallel, t > 1))
                 for (bool zb : switch_choices(o.zero_bubble, p > 1 && v == 1)) {
-                  Layout l{t, p, d, b, v, r, dist, sp, zb};
+                  Layout l{t, p, d, b, v, r, shard, sp, zb};
                   if (layout_violations(l, w).empty()) visit(l);
                 }
         }
@@ -197,11 +204,10 @@ std::string explain_no_fit(IterationModel& model, const SearchOptions& o,
   SearchOptions free = o;
   free.tensor = free.pipeline = free.micro_batch = free.layers_per_virtual_stage = 0;
   free.recompute.reset();
-  free.distributed_optimizer.reset();
-  const bool fixed = free.tensor != o.tensor || free.pipeline != o.pipeline ||
-                     free.micro_batch != o.micro_batch ||
-                     free.layers_per_virtual_stage != o.layers_per_virtual_stage || o.recompute ||
-                     o.distributed_optimizer;
+  free.sharding.reset();
+  const bool fixed =
+      free.tensor != o.tensor || free.pipeline != o.pipeline || free.micro_batch != o.micro_batch ||
+      free.layers_per_virtual_stage != o.layers_per_virtual_stage || o.recompute || o.sharding;
   if (fixed) {
     SearchResult r = search_layouts(model, free);
     if (!r.fitting.empty())

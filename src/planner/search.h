@@ -1,6 +1,6 @@
 #pragma once
-// The layout search: every valid (t, p, d, b, v, recomputation, distributed optimizer,
-// sequence parallelism, the zero-bubble schedule) for n
+// The layout search: every valid (t, p, d, b, v, recomputation, data-parallel sharding
+// strategy, sequence parallelism, the zero-bubble schedule) for n
 // devices, with t inside a node (Megatron's and MT-NLG's placement), the ones over memory
 // set aside, the rest ranked by predicted time per iteration. A dimension the user gave is
 // fixed.
@@ -18,7 +18,10 @@ struct SearchOptions {
   int tensor = 0, pipeline = 0, micro_batch = 0;
   int layers_per_virtual_stage = 0;  // --num-layers-per-virtual-pipeline-stage: v = l / (p x it)
   std::optional<Recompute> recompute;
-  std::optional<bool> distributed_optimizer;
+  // --data-parallel-sharding-strategy. Searched when d > 1: no_shard, optim and optim_grads;
+  // optim_grads_params (ZeRO-3) is modelled but only planned when given, as trident train does
+  // not build it yet (a plan must be one --launch can run).
+  std::optional<data_parallel::ShardingStrategy> sharding;
   std::optional<bool> sequence_parallel;  // searched over t > 1 when not given
   std::optional<bool> zero_bubble;        // zb-h1: searched over p > 1, v = 1 when not given
   int max_micro_batch = 64;

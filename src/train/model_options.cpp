@@ -4,6 +4,15 @@
 
 namespace trident::train {
 
+data_parallel::ShardingStrategy TrainingConfig::sharding_strategy() const {
+  if (data_parallel_sharding_strategy.empty())
+    return use_distributed_optimizer ? data_parallel::ShardingStrategy::kOptim
+                                     : data_parallel::ShardingStrategy::kNoShard;
+  // An unknown name is refused by the rules (check_sharding).
+  return data_parallel::parse_sharding_strategy(data_parallel_sharding_strategy)
+      .value_or(data_parallel::ShardingStrategy::kNoShard);
+}
+
 engine::RankLayout TrainingConfig::rank_layout() const {
   engine::RankLayout l;
   l.model = model;
@@ -18,7 +27,9 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   l.recompute_granularity = recompute_granularity;
   l.recompute_method = recompute_method;
   l.recompute_num_layers = recompute_num_layers;
-  l.distributed_optimizer = use_distributed_optimizer;
+  l.distributed_optimizer = distributed_optimizer();
+  l.shard_gradients = data_parallel::shards_gradients(sharding_strategy());
+  l.ddp_bucket_size = ddp_bucket_size;
   l.sequence_parallel = sequence_parallel_active();
   l.logits_chunk_rows = logits_chunk_rows;
   return l;
@@ -33,7 +44,8 @@ engine::RankModelOptions TrainingConfig::rank_model_options() const {
     o.schedules.push_back(pipeline_schedule_of(*this, (int)(gbs / unit)));
   o.reduce.bucket_floats = ddp_bucket_size;  // 0: Megatron's default for d
   o.reduce.overlap = overlap_grad_reduce;
-  o.reduce.distributed_optimizer = use_distributed_optimizer;
+  o.reduce.distributed_optimizer = distributed_optimizer();
+  o.reduce.shard_gradients = o.layout.shard_gradients;
   o.reduce.overlap_param_gather = overlap_param_gather;
   o.adam = adam;
   if (fp16)

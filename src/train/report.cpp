@@ -40,8 +40,8 @@ void DataParallelWaits::print(const engine::RankModel& model, const TrainingConf
       << " gradient buckets started during the last backward of the last iteration"
       << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
       << std::fixed << std::setprecision(1) << reduction / n * 1e3 << " ms for the "
-      << (c.use_distributed_optimizer ? "reduce-scatter" : "reduction");
-  if (c.use_distributed_optimizer)
+      << (c.distributed_optimizer() ? "reduce-scatter" : "reduction");
+  if (c.distributed_optimizer())
     log << "; the parameter all-gather kept it waiting " << gather / n * 1e3 << " ms"
         << (c.overlap_param_gather ? " inside the forward (--overlap-param-gather)"
                                    : " (--overlap-param-gather is off)");

@@ -56,15 +56,30 @@ void print_batch_and_schedule(const TrainingConfig& c, std::ostream& log) {
   log << "\n";
 }
 
-// Bytes of optimizer state per parameter, against what the distributed optimizer promises.
-void print_optimizer_state(const engine::RankModel& model, int d, std::ostream& log) {
+// Floats of the planned buffer `name` over the rank's chunks.
+long planned_floats(const engine::RankModel& model, const std::string& name) {
+  long floats = 0;
+  for (const auto& chunk : model.chunks)
+    for (const PlannedBuffer& b : chunk->memory_plan().buffers())
+      if (b.name == name) floats += b.total_floats();
+  return floats;
+}
+
+// Bytes per parameter this rank holds for weights, gradients and Adam, against what each
+// sharding strategy promises (the ZeRO paper's 4 + 4 + 8 for fp32 weights and gradients:
+// optim 4 + 4 + 8/d, optim_grads 4 + (4 + 8)/d plus the buckets being reduced).
+void print_optimizer_state(const engine::RankModel& model, data_parallel::ShardingStrategy s, int d,
+                           std::ostream& log) {
   long params = 0, moments = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j)
     params += model.chunks[j]->parameters().size(), moments += model.optimizers[j]->moment_bytes();
+  const double grads = 4.0 * (double)planned_floats(model, "gradients") / params;
   log << "optimizer state on this rank: " << format_bytes(moments) << " (" << std::setprecision(3)
-      << 8.0 + (double)moments / params << " bytes per parameter with fp32 "
-      << "weights and gradients; 16 without the distributed optimizer, 8 + 8/d = " << 8.0 + 8.0 / d
-      << " with it at d = " << d << ")\n";
+      << 4.0 + grads + (double)moments / params << " bytes per parameter with fp32 weights and "
+      << "gradients, of which gradients " << grads << "; "
+      << data_parallel::sharding_strategy_name(s) << " (" << data_parallel::zero_stage_name(s)
+      << ") at d = " << d << ": no_shard 16, optim 8 + 8/d = " << 8.0 + 8.0 / d
+      << ", optim_grads 4 + 12/d = " << 4.0 + 12.0 / d << " plus the buckets in reduction)\n";
   log << std::setprecision(6);
 }
 
@@ -95,7 +110,7 @@ void print_rank_model(const TrainingConfig& c, const engine::RankModel& model,
   if (!model.buffers.buffers().empty())
     model.buffers.print(log, "memory plan, besides the chunks (this rank)");
   for (const auto& reducer : model.reducers) reducer->print(log);
-  print_optimizer_state(model, data_parallel_size, log);
+  print_optimizer_state(model, c.sharding_strategy(), data_parallel_size, log);
 }
 
 double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank,

@@ -44,7 +44,7 @@ engine::StepOutcome optimizer_step(TrainingRun& run, long iteration, float loss_
   engine::StepOptions step;
   step.lr = lr;
   step.loss_scale = loss_scale, step.clip_grad = run.config.adam.clip_grad;
-  step.distributed_optimizer = run.config.use_distributed_optimizer;
+  step.distributed_optimizer = run.config.distributed_optimizer();
   step.inject_overflow =
       iteration == run.config.inject_grad_overflow_iteration && run.rank.world_rank == 0;
   step.now_us = [&executor] { return executor.now_us(); };

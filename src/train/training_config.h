@@ -7,6 +7,7 @@
 
 #include "config/batch_schedule.h"
 #include "config/model_config.h"
+#include "data_parallel/sharding_strategy.h"
 #include "engine/rank_layout.h"
 #include "engine/rank_model.h"
 #include "kernels/dropout.h"
@@ -38,10 +39,18 @@ struct TrainingConfig {
   std::string report_dir;
   bool records_timeline() const { return !timeline.empty() || !timeline_svg.empty(); }
   bool use_distributed_optimizer = false;  // ZeRO-1 over the data-parallel group
-  bool overlap_grad_reduce = false;        // bucketed all-reduce during backward
-  bool overlap_param_gather = false;       // distributed optimizer: all-gather during forward
-  long ddp_bucket_size = 0;                // floats per bucket (0: Megatron's default)
-  int world_size = 1;                      // set by the launcher, not a flag
+  // --data-parallel-sharding-strategy (Megatron-FSDP's names); "": optim with
+  // --use-distributed-optimizer, else no_shard.
+  std::string data_parallel_sharding_strategy;
+  data_parallel::ShardingStrategy sharding_strategy() const;
+  // The Adam moments are sharded (ZeRO-1 and up): Megatron's distributed optimizer.
+  bool distributed_optimizer() const {
+    return data_parallel::shards_optimizer(sharding_strategy());
+  }
+  bool overlap_grad_reduce = false;   // bucketed all-reduce during backward
+  bool overlap_param_gather = false;  // distributed optimizer: all-gather during forward
+  long ddp_bucket_size = 0;           // floats per bucket (0: Megatron's default)
+  int world_size = 1;                 // set by the launcher, not a flag
 
   int micro_batch_size = 4;
   int global_batch_size = 0;  // 0: micro_batch_size * data-parallel size

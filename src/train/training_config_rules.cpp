@@ -50,7 +50,7 @@ void check_parallel_layout(const TrainingConfig& c, std::vector<std::string>& er
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
-  require(!c.overlap_param_gather || (c.use_distributed_optimizer && c.overlap_grad_reduce),
+  require(!c.overlap_param_gather || (c.distributed_optimizer() && c.overlap_grad_reduce),
           "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce "
           "(Megatron's rule: the parameters it gathers are the optimizer's shards)");
   require(c.logits_chunk_rows >= 0, "--logits-chunk-rows must be >= 0 (0: automatic)");
@@ -181,6 +181,31 @@ void check_pipeline_stages(const TrainingConfig& c, std::vector<std::string>& er
           "--num-layers-per-virtual-pipeline-stage must be >= 0");
   require(c.num_layers_per_virtual_pipeline_stage == 0 || p > 1,
           "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+}
+
+// --data-parallel-sharding-strategy: a known name, agreeing with --use-distributed-optimizer,
+// and a schedule that finishes each micro-batch's weight gradients in its backward.
+void check_sharding(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  const std::string& name = c.data_parallel_sharding_strategy;
+  if (name.empty()) return;
+  const auto strategy = data_parallel::parse_sharding_strategy(name);
+  require(strategy.has_value(),
+          "--data-parallel-sharding-strategy must be no_shard, optim, "
+          "optim_grads or optim_grads_params, got '" +
+              name + "'");
+  if (!strategy) return;
+  require(!(c.use_distributed_optimizer && *strategy == data_parallel::ShardingStrategy::kNoShard),
+          "--use-distributed-optimizer shards the optimizer (optim); it cannot be combined with "
+          "--data-parallel-sharding-strategy no_shard");
+  require(*strategy != data_parallel::ShardingStrategy::kOptimGradsParams,
+          "--data-parallel-sharding-strategy optim_grads_params (ZeRO-3) is not available yet; "
+          "use optim_grads (ZeRO-2) or optim (ZeRO-1)");
+  require(!data_parallel::shards_gradients(*strategy) || c.pipeline_schedule != "zb-h1",
+          "--data-parallel-sharding-strategy " + name +
+              " reduce-scatters each micro-batch's gradients when its backward ends, and "
+              "--pipeline-schedule zb-h1 computes weight gradients after later backwards: use "
+              "1f1b or interleaved, or --data-parallel-sharding-strategy optim");
 }
 
 // The micro-batch and the global batch, which splits into whole micro-batches per replica.
@@ -453,6 +478,7 @@ void check_data(const TrainingConfig& c, std::vector<std::string>& errors) {
 std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   std::vector<std::string> errors = validate_model_config(c.model, c.tensor_model_parallel_size);
   check_parallel_layout(c, errors);
+  check_sharding(c, errors);
   check_precision(c, errors);
   check_recomputation(c, errors);
   check_checkpoint_and_fault_flags(c, errors);

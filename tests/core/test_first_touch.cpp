@@ -103,3 +103,26 @@ TEST(FirstTouch, SmallBlocksAndGrowthKeepZerosAndValues) {
   trident::assign_parallel(v, 3000000, 2.5f);
   for (float x : v) ASSERT_EQ(x, 2.5f);
 }
+
+// Sharded gradients' buffer: nothing resident until written; release_pages gives the whole
+// 2 MiB blocks of a range back (the kernel's mincore says so), zeroes its ragged edges, and
+// leaves what lies outside the range alone.
+TEST(FirstTouch, AnUntouchedBlockIsResidentOnlyWhereWrittenAndReleasesWholeBlocks) {
+  const size_t floats = (16u << 20) / sizeof(float);
+  FirstTouchVector<float> v{trident::ZeroedAllocator<float>(false)};
+  v.resize(floats);
+  ASSERT_EQ((std::uintptr_t)v.data() % kHugePageBytes, 0u);
+  EXPECT_LT(resident_fraction(v.data(), floats * sizeof(float)), 0.01);
+  for (float& x : v) x = 1.f;
+  EXPECT_GT(resident_fraction(v.data(), floats * sizeof(float)), 0.99);
+  const size_t mib = (1u << 20) / sizeof(float);
+  // [3 MiB, 13 MiB): blocks [4, 12) MiB go back; [3, 4) and [12, 13) are zeroed in place.
+  trident::release_pages(v.data() + 3 * mib, 10 * mib * sizeof(float));
+  EXPECT_LT(resident_fraction(v.data() + 4 * mib, 8 * mib * sizeof(float)), 0.01);
+  EXPECT_GT(resident_fraction(v.data() + 3 * mib, mib * sizeof(float)), 0.99);
+  EXPECT_GT(resident_fraction(v.data() + 12 * mib, mib * sizeof(float)), 0.99);
+  for (size_t i = 0; i < floats; ++i) {
+    const bool released = i >= 3 * mib && i < 13 * mib;
+    ASSERT_EQ(v[i], released ? 0.f : 1.f) << i;
+  }
+}

@@ -138,7 +138,7 @@ TEST(PlannerIterationModel, ZeroBubbleTradesMemoryForTheBubble) {
   Workload w = gpt(8, 512, 8, 256, 16);
   w.model.vocab_size = 1000;
   IterationModel model(a100_node(1), w);
-  Layout one{1, 4, 1, 1, 1, Recompute::kNone, false}, zb = one;
+  Layout one{1, 4, 1, 1, 1, Recompute::kNone}, zb = one;
   zb.zero_bubble = true;
   const Prediction a = model.predict(one), b = model.predict(zb);
   EXPECT_LT(b.bubble_fraction, 0.7 * a.bubble_fraction);  // W is under a third of the work here
@@ -155,7 +155,7 @@ TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
   IterationModel model(c, w);
   GptShape shape{4, 1024, 51200, 512};
   for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
-    Layout l{1, 1, 1, 2, 1, r, false};
+    Layout l{1, 1, 1, 2, 1, r};
     Prediction p = model.predict(l);
     double flops = paper_flops_per_iteration(shape, 8, r == Recompute::kFull);
     EXPECT_NEAR((p.time.compute + p.time.other_kernels) * 312e12 * 0.5 / flops, 1, 1e-9);
@@ -175,7 +175,7 @@ TEST(PlannerIterationModel, EveryMicroBatchAddsItsWeightGradients) {
   Workload w = gpt(4, 1024, 16, 512, 8);
   w.precision = kernels::Precision::kBf16;
   IterationModel model(c, w);
-  Layout few{1, 1, 1, 8, 1, Recompute::kNone, false}, many = few;
+  Layout few{1, 1, 1, 8, 1, Recompute::kNone}, many = few;
   many.micro_batch = 1;
   const double h = 1024, V = 51200;  // V is already a multiple of 128
   const double layer_bytes = 12 * h * h * 16;
@@ -203,7 +203,7 @@ TEST(PlannerIterationModel, TheOutputLayerMakesTheLastStageTheSlowest) {
   c.gemm.table = {{1, 0.5}, {2, 0.5}};  // every product at half of peak: the FLOPs decide
   c.kernels.attention_efficiency = 0.5;
   IterationModel model(c, w);
-  Layout one{1, 1, 1, 1, 1, Recompute::kNone, false}, two = one;
+  Layout one{1, 1, 1, 1, 1, Recompute::kNone}, two = one;
   two.pipeline = 2;
   const Prediction a = model.predict(one), b = model.predict(two);
   EXPECT_LT(b.bubble_fraction, 0.25 * (2 - 1.0) / 16);
@@ -216,7 +216,7 @@ TEST(PlannerIterationModel, MemoryIsThePlanOfTheChunkTridentBuilds) {
   w.precision = kernels::Precision::kBf16;
   IterationModel model(a100_node(1), w);
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    Layout l{1, 1, 1, 2, 1, r, false};
+    Layout l{1, 1, 1, 2, 1, r};
     ChunkOptions o;
     o.precision = kernels::Precision::kBf16;
     o.recompute_layers = r == Recompute::kFull ? 2 : 0;
@@ -230,8 +230,8 @@ TEST(PlannerIterationModel, MemoryIsThePlanOfTheChunkTridentBuilds) {
 TEST(PlannerIterationModel, DistributedOptimizerShardsTheMoments) {
   Workload w = gpt(8, 1024, 16, 512, 64);
   IterationModel model(a100_node(1), w);
-  Layout plain{1, 1, 8, 1, 1, Recompute::kNone, false}, sharded = plain;
-  sharded.distributed_optimizer = true;
+  Layout plain{1, 1, 8, 1, 1, Recompute::kNone}, sharded = plain;
+  sharded.sharding = data_parallel::ShardingStrategy::kOptim;
   MemoryBreakdown a = model.device_memory(plain), b = model.device_memory(sharded);
   EXPECT_NEAR(b.optimizer / a.optimizer, 1.0 / 8, 1e-4);  // 8 bytes per parameter -> 1 + 1/d
   EXPECT_NEAR(a.optimizer, 2 * a.gradients, 64);
@@ -242,7 +242,7 @@ TEST(PlannerIterationModel, OneFOneBHoldsPMicroBatchesOnTheFirstStage) {
   Workload w = gpt(8, 256, 4, 64, 8);
   w.model.vocab_size = 1000;  // the layers, not the output layer, dominate
   IterationModel model(a100_node(1), w);
-  Layout l1{1, 4, 1, 1, 1, Recompute::kNone, false}, l2 = l1;
+  Layout l1{1, 4, 1, 1, 1, Recompute::kNone}, l2 = l1;
   l2.pipeline = 2;  // half the stages: half the micro-batches in flight, twice the layers
   MemoryBreakdown a = model.device_memory(l1), b = model.device_memory(l2);
   EXPECT_EQ(a.stage, 0);
@@ -260,6 +260,10 @@ TEST(RankBuffers, SendCopiesTiedEmbeddingAndMpiTemporaries) {
   s.stage = 1;  // both chunks send backward
   EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 4L * (8 * 100 + 1000 + 5000));
   s.stages = 1, s.chunks = 1, s.stage = 0, s.overlap_grad_reduce = false;
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 0);
+  s.reduction_cap_floats = 1200;  // sharded gradients: a few buckets in flight, overlap or not
+  EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 4L * 1200);
+  s.data = 1;
   EXPECT_EQ(engine::plan_rank_buffers(s).total_bytes(), 0);
 }
 
@@ -293,7 +297,10 @@ train::TrainingConfig training_config(const Layout& l, const Workload& w) {
   c.micro_batch_size = l.micro_batch;
   c.global_batch_size = (int)w.global_batch;
   c.bf16 = w.precision == kernels::Precision::kBf16;
-  c.use_distributed_optimizer = l.distributed_optimizer;
+  // ZeRO-1 by Megatron's flag, ZeRO-2 by its strategy name (as --launch passes them).
+  c.use_distributed_optimizer = l.sharding == data_parallel::ShardingStrategy::kOptim;
+  if (data_parallel::shards_gradients(l.sharding))
+    c.data_parallel_sharding_strategy = data_parallel::sharding_strategy_name(l.sharding);
   c.overlap_grad_reduce = l.data > 1;
   c.sequence_parallel = l.sequence_parallel;
   if (l.recompute != Recompute::kNone) {
@@ -337,13 +344,27 @@ TEST(PlannerMemory, EqualsTrainingWithTensorDataAndOptions) {
     Workload w{small_model(llama, !llama), 16, kernels::Precision::kBf16};
     Layout l;
     l.tensor = 2, l.pipeline = 2, l.data = 2, l.micro_batch = 2;
-    l.distributed_optimizer = true, l.sequence_parallel = true;
+    l.sharding = data_parallel::ShardingStrategy::kOptim, l.sequence_parallel = true;
     for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       l.recompute = r;
       expect_same_plans(l, w);
     }
     l.recompute = Recompute::kNone, l.sequence_parallel = false, l.zero_bubble = true;
     expect_same_plans(l, w);
+  }
+}
+
+// ZeRO-2: the gradient buffer holds this rank's shard and the buckets being filled and
+// reduced, MPI's temporaries are capped; the planner's plan is training's, buffer by buffer.
+TEST(PlannerMemory, EqualsTrainingWithShardedGradients) {
+  for (bool llama : {false, true}) {
+    Workload w{small_model(llama, !llama), 16, kernels::Precision::kBf16};
+    Layout l;
+    l.sharding = data_parallel::ShardingStrategy::kOptimGrads;
+    for (auto [t, p, d] : {std::tuple{1, 1, 4}, {2, 2, 2}, {1, 2, 4}}) {
+      l.tensor = t, l.pipeline = p, l.data = d, l.micro_batch = 2;
+      expect_same_plans(l, w);
+    }
   }
 }
 

@@ -21,7 +21,7 @@ Workload workload() {
 }
 
 TEST(PlannerLaunch, MpirunOrSrunWithRootFlag) {
-  Layout l{2, 2, 2, 1, 1, Recompute::kNone, false};
+  Layout l{2, 2, 2, 1, 1, Recompute::kNone};
   LaunchContext c{"/bin/trident", {"--mock-data"}, false, true};
   std::vector<std::string> argv = launch_command(l, workload(), c);
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 6),
@@ -34,11 +34,17 @@ TEST(PlannerLaunch, MpirunOrSrunWithRootFlag) {
             (std::vector<std::string>{"srun", "--ntasks", "8", "/bin/trident", "train"}));
 }
 
+using data_parallel::ShardingStrategy;
+
 TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
   const Workload w = workload();
-  for (Layout l : {Layout{2, 2, 2, 2, 2, Recompute::kFull, true, true},
-                   Layout{1, 4, 1, 1, 1, Recompute::kSelective, false, false, true},
-                   Layout{4, 1, 2, 4, 1, Recompute::kNone, true}}) {
+  for (Layout l :
+       {Layout{2, 2, 2, 2, 2, Recompute::kFull, ShardingStrategy::kOptim, true},
+        Layout{1, 4, 1, 1, 1, Recompute::kSelective, ShardingStrategy::kNoShard, false, true},
+        Layout{4, 1, 2, 4, 1, Recompute::kNone, ShardingStrategy::kOptim},
+        Layout{1, 2, 4, 1, 1, Recompute::kNone, ShardingStrategy::kOptimGrads},
+        Layout{2, 1, 4, 2, 1, Recompute::kFull, ShardingStrategy::kOptimGrads, true},
+        Layout{1, 1, 8, 1, 1, Recompute::kNone, ShardingStrategy::kNoShard}}) {
     LaunchContext c{"trident", {"--mock-data"}, false, false};
     std::vector<std::string> argv = launch_command(l, w, c);
     std::vector<std::string> args(argv.begin() + 5, argv.end());  // after "trident train"
@@ -52,7 +58,10 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
     EXPECT_EQ(config.virtual_stages(), l.virtual_stages);
     EXPECT_EQ(config.micro_batch_size, l.micro_batch);
     EXPECT_EQ(config.global_batch_size, w.global_batch);
-    EXPECT_EQ(config.use_distributed_optimizer, l.distributed_optimizer);
+    EXPECT_EQ(config.sharding_strategy(), l.sharding) << shell_line(argv);
+    EXPECT_EQ(config.distributed_optimizer(), l.distributed_optimizer());
+    // The overlapped all-gather of the updated values the planner's time assumes.
+    EXPECT_EQ(config.overlap_param_gather, l.distributed_optimizer());
     EXPECT_EQ(config.sequence_parallel, l.sequence_parallel);
     EXPECT_EQ(config.pipeline_schedule, l.zero_bubble ? "zb-h1" : "");
     EXPECT_EQ(config.recompute_granularity, l.recompute == Recompute::kFull        ? "full"
@@ -61,6 +70,28 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
     EXPECT_EQ(config.model.hidden_size, 256);
     EXPECT_TRUE(config.bf16);
   }
+}
+
+// ZeRO-1 keeps Megatron's --use-distributed-optimizer; ZeRO-2 and ZeRO-3 are named by
+// Megatron-FSDP's --data-parallel-sharding-strategy (ZeRO-3 is planned, not launched, until
+// trident train builds it; its line still names it).
+TEST(PlannerLaunch, TheStrategyIsNamedByMegatronsFlags) {
+  auto flags_of = [](ShardingStrategy s) {
+    const Layout l{1, 1, 4, 1, 1, Recompute::kNone, s};
+    const std::vector<std::string> argv = launch_command(l, workload(), {"trident", {}});
+    return shell_line(argv);
+  };
+  const std::string none = flags_of(ShardingStrategy::kNoShard);
+  EXPECT_EQ(none.find("--use-distributed-optimizer"), std::string::npos) << none;
+  EXPECT_EQ(none.find("--data-parallel-sharding-strategy"), std::string::npos) << none;
+  EXPECT_NE(flags_of(ShardingStrategy::kOptim).find("--use-distributed-optimizer"),
+            std::string::npos);
+  EXPECT_NE(flags_of(ShardingStrategy::kOptimGrads)
+                .find("--data-parallel-sharding-strategy optim_grads --overlap-param-gather"),
+            std::string::npos);
+  EXPECT_NE(flags_of(ShardingStrategy::kOptimGradsParams)
+                .find("--data-parallel-sharding-strategy optim_grads_params"),
+            std::string::npos);
 }
 
 // The architecture options of today's open models (as --load-hf reads them from config.json)
@@ -85,7 +116,7 @@ TEST(PlannerLaunch, TrainReadsBackTheSameModel) {
   qwen3.model.rope_low_freq_factor = 1.f, qwen3.model.rope_high_freq_factor = 4.f;
   qwen3.model.rope_original_max_positions = 8192;
   for (const Workload& w : {llama3, linear, qwen3}) {
-    const Layout l{2, 1, 1, 1, 1, Recompute::kNone, false};
+    const Layout l{2, 1, 1, 1, 1, Recompute::kNone};
     const std::vector<std::string> argv = launch_command(l, w, {"trident", {"--mock-data"}});
     std::vector<std::string> args(argv.begin() + 5, argv.end());
     train::TrainingConfig config;

@@ -122,11 +122,38 @@ TEST(PlannerSearch, ZeroBubbleOnlyWithAPipelineOfOneChunkPerRank) {
   for (const Prediction& p : fixed.fitting) EXPECT_TRUE(p.layout.zero_bubble);
 }
 
+// ZeRO-0 to 2 are searched where d > 1; ZeRO-3 is planned only when asked for (trident train
+// does not build it yet); sharded gradients never with ZB-H1, whose deferred weight gradients
+// come after the reduce-scatter.
+TEST(PlannerSearch, ShardingStrategiesAreSearchedWhereTheyCanRun) {
+  using data_parallel::ShardingStrategy;
+  IterationModel model(cluster(1, 4, 80), small_gpt());
+  SearchOptions o{4};
+  std::set<ShardingStrategy> searched;
+  for (const Prediction& p : search_layouts(model, o).fitting) {
+    searched.insert(p.layout.sharding);
+    if (p.layout.data == 1) EXPECT_EQ(p.layout.sharding, ShardingStrategy::kNoShard);
+    if (data_parallel::shards_gradients(p.layout.sharding))
+      EXPECT_FALSE(p.layout.zero_bubble) << p.layout.describe();
+  }
+  EXPECT_EQ(searched,
+            (std::set<ShardingStrategy>{ShardingStrategy::kNoShard, ShardingStrategy::kOptim,
+                                        ShardingStrategy::kOptimGrads}));
+  o.sharding = ShardingStrategy::kOptimGradsParams;
+  SearchResult zero3 = search_layouts(model, o);
+  ASSERT_FALSE(zero3.fitting.empty());
+  for (const Prediction& p : zero3.fitting) {
+    EXPECT_EQ(p.layout.sharding, ShardingStrategy::kOptimGradsParams);
+    EXPECT_GT(p.layout.data, 1) << p.layout.describe();
+    EXPECT_NE(p.layout.describe().find(" zero-3"), std::string::npos);
+  }
+}
+
 // Where only the sequence-parallel form of a layout fits, that is what the search returns.
 TEST(PlannerSearch, SequenceParallelFitsWhereTheSameLayoutWithoutDoesNot) {
   Workload w = small_gpt(8);
   w.model.seq_length = 2048;  // activations dominate
-  const Layout plain{4, 1, 1, 2, 1, Recompute::kNone, false, false};
+  const Layout plain{4, 1, 1, 2, 1, Recompute::kNone};
   Layout split = plain;
   split.sequence_parallel = true;
   IterationModel probe(cluster(1, 4, 80), w);
@@ -145,7 +172,8 @@ TEST(PlannerSearch, SequenceParallelFitsWhereTheSameLayoutWithoutDoesNot) {
 }
 
 // Issue 16's keys, plus sequence_parallel and pipeline_schedule (issue 19: the planner
-// searches sequence parallelism and ZB-H1 too).
+// searches sequence parallelism and ZB-H1 too), the sharding strategy and the bytes each rank
+// sends for data parallelism (issue 31: ZeRO-2 and 3).
 TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   IterationModel model(cluster(1, 4, 80), small_gpt());
   SearchResult r = search_layouts(model, {4});
@@ -154,11 +182,11 @@ TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   ASSERT_EQ(j["plans"].size(), 3u);
   std::set<std::string> keys;
   for (const auto& [key, value] : j["plans"][0].items()) keys.insert(key);
-  EXPECT_EQ(keys,
-            (std::set<std::string>{"tensor", "pipeline", "data", "micro_batch", "virtual",
-                                   "recompute", "distributed_optimizer", "time_per_iteration_s",
-                                   "tflops_per_device", "memory_per_device_gib", "bubble",
-                                   "sequence_parallel", "pipeline_schedule"}));
+  EXPECT_EQ(keys, (std::set<std::string>{
+                      "tensor", "pipeline", "data", "micro_batch", "virtual", "recompute",
+                      "distributed_optimizer", "time_per_iteration_s", "tflops_per_device",
+                      "memory_per_device_gib", "bubble", "sequence_parallel", "pipeline_schedule",
+                      "data_parallel_sharding_strategy", "data_parallel_bytes"}));
   EXPECT_DOUBLE_EQ(j["plans"][0]["time_per_iteration_s"], r.fitting[0].time.total());
 }
 
@@ -189,7 +217,7 @@ TEST(PlannerSearch, ImpossibleRequestsSayWhy) {
 TEST(PlannerSearch, FewerDevicesThanOneReplicaNeedsNamesTheCountThatFits) {
   Workload w = small_gpt();
   IterationModel roomy(cluster(1, 8, 80), w);
-  Layout one{1, 1, 1, 1, 1, Recompute::kFull, false};
+  Layout one{1, 1, 1, 1, 1, Recompute::kFull};
   // One device holds a little less than the whole model with its smallest activations.
   const double gib = 1L << 30, need = roomy.device_memory(one).total();
   IterationModel model(cluster(1, 8, 0.9 * need / gib), w);
@@ -205,7 +233,7 @@ TEST(PlannerSearch, HeadsThatAllowNoTensorSplitAreNamed) {
   Workload w = small_gpt();
   w.model.num_attention_heads = 7, w.model.hidden_size = 448;
   IterationModel roomy(cluster(1, 8, 80), w);
-  Layout one{1, 1, 1, 1, 1, Recompute::kFull, false};
+  Layout one{1, 1, 1, 1, 1, Recompute::kFull};
   const double gib = 1L << 30, need = roomy.device_memory(one).total();
   IterationModel model(cluster(1, 8, 0.9 * need / gib), w);
   SearchOptions o{1};
@@ -280,21 +308,53 @@ TEST(PlanCommand, RanksExplainsAndEstimates) {
       16);
 }
 
-TEST(PlanCommand, DistributedOptimizerIsSearchedUnlessFixed) {
+TEST(PlanCommand, ShardingIsSearchedUnlessFixed) {
   const std::string gpt = kGpt + " --num-devices 16 --json --top 1000";
   auto count = [](const std::string& out, const std::string& text) {
     size_t n = 0;
     for (size_t at = out.find(text); at != std::string::npos; at = out.find(text, at + 1)) ++n;
     return n;
   };
+  auto strategy = [](const char* name) {
+    return "\"data_parallel_sharding_strategy\": \"" + std::string(name) + "\"";
+  };
   CommandResult searched = run(gpt);
+  for (const char* name : {"no_shard", "optim", "optim_grads"})
+    EXPECT_GT(count(searched.output, strategy(name)), 0u) << name;
+  EXPECT_EQ(count(searched.output, strategy("optim_grads_params")), 0u);
   EXPECT_GT(count(searched.output, "\"distributed_optimizer\": true"), 0u);
   EXPECT_GT(count(searched.output, "\"distributed_optimizer\": false"), 0u);
+  // The old switches keep their meaning: off is no_shard, on is optim (ZeRO-1).
   CommandResult off = run(gpt + " --no-distributed-optimizer --recompute-granularity none");
   EXPECT_EQ(count(off.output, "\"distributed_optimizer\": true"), 0u) << off.output;
   EXPECT_EQ(count(off.output, "\"recompute\": \"full\""), 0u);
   CommandResult on = run(gpt + " --use-distributed-optimizer");
   EXPECT_EQ(count(on.output, "\"distributed_optimizer\": false"), 0u);
+  EXPECT_EQ(count(on.output, strategy("optim")), count(on.output, "\"tensor\""));
+  for (const char* name : {"optim_grads", "optim_grads_params"}) {
+    CommandResult fixed = run(gpt + " --data-parallel-sharding-strategy " + name);
+    ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+    EXPECT_GT(count(fixed.output, strategy(name)), 0u) << name;
+    EXPECT_EQ(count(fixed.output, strategy(name)), count(fixed.output, "\"tensor\"")) << name;
+  }
+}
+
+// A strategy that cannot combine with the other flags says which and why.
+TEST(PlanCommand, ShardingFlagsThatDisagreeExitTwo) {
+  auto expect_refused = [](const std::string& flags, const std::string& why) {
+    CommandResult r = run(kGpt + " --num-devices 16 " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(why), std::string::npos) << flags << "\n" << r.output;
+  };
+  expect_refused("--data-parallel-sharding-strategy zero2",
+                 "--data-parallel-sharding-strategy: zero2 not in");
+  expect_refused("--data-parallel-sharding-strategy no_shard --use-distributed-optimizer",
+                 "cannot be combined with --data-parallel-sharding-strategy no_shard");
+  expect_refused("--data-parallel-sharding-strategy optim_grads --no-distributed-optimizer",
+                 "--no-distributed-optimizer leaves the optimizer whole");
+  expect_refused("--data-parallel-sharding-strategy optim_grads_params --launch",
+                 "trident train does not build --data-parallel-sharding-strategy "
+                 "optim_grads_params (ZeRO-3) yet");
 }
 
 TEST(PlanCommand, BadInputExitsNonZeroWithTheReason) {

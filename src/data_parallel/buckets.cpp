@@ -1,0 +1,70 @@
+#include "data_parallel/buckets.h"
+
+#include <algorithm>
+
+namespace trident::data_parallel {
+
+std::vector<Bucket> gradient_buckets(const std::vector<std::pair<long, long>>& tensors,
+                                     long buffer_floats, long bucket_floats) {
+  std::vector<Bucket> buckets;
+  const int n = (int)tensors.size();
+  long filled = 0;
+  int end = n;
+  for (int k = n - 1; k >= 0; --k) {  // reverse order of use
+    filled += tensors[k].second;
+    if (filled >= bucket_floats || k == 0) {
+      const long lo = k == 0 ? 0 : tensors[k].first;
+      const long hi = end == n ? buffer_floats : tensors[end].first;  // the first takes the padding
+      buckets.push_back({k, end, lo, hi - lo});
+      end = k;
+      filled = 0;
+    }
+  }
+  return buckets;
+}
+
+long largest_bucket_window(const std::vector<Bucket>& buckets, int in_flight) {
+  long largest = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    long held = 0;
+    for (size_t j = i >= (size_t)in_flight ? i - in_flight : 0; j <= i; ++j)
+      held += buckets[j].floats;
+    largest = std::max(largest, held);
+  }
+  return largest;
+}
+
+namespace {
+
+// Floats covered by the union of ranges [lo, hi) (empty ones allowed).
+long union_floats(std::vector<std::pair<long, long>> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  long covered = 0, reached = 0;
+  for (auto [lo, hi] : ranges) {
+    lo = std::max(lo, reached);
+    if (hi > lo) covered += hi - lo, reached = hi;
+  }
+  return covered;
+}
+
+}  // namespace
+
+long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long buffer_floats,
+                                     int data_ranks, int in_flight, bool last_bucket_held) {
+  const long shard = buffer_floats / data_ranks;
+  const long page_floats = 512L * 1024;  // 2 MiB
+  std::pair<long, long> held{0, 0};
+  if (last_bucket_held && !buckets.empty())
+    held = {buckets.back().offset, buckets.back().offset + buckets.back().floats};
+  long largest = 0;
+  for (int r = 0; r < data_ranks; ++r)
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      // Buckets i - in_flight .. i lie side by side: [lo, hi).
+      const size_t first = i >= (size_t)in_flight ? i - in_flight : 0;
+      const long lo = buckets[i].offset, hi = buckets[first].offset + buckets[first].floats;
+      largest = std::max(largest, union_floats({{r * shard, (r + 1) * shard}, {lo, hi}, held}));
+    }
+  return std::min(buffer_floats, largest + page_floats * (long)(buckets.size() + 1));
+}
+
+}  // namespace trident::data_parallel

@@ -1,0 +1,33 @@
+#pragma once
+// Gradient buckets as a pure function of a chunk's tensors: the reducer cuts its buffer with
+// it, and the memory plan (and so the planner) sizes the buckets a rank holds at once with
+// the same cut.
+#include <utility>
+#include <vector>
+
+namespace trident::data_parallel {
+
+struct Bucket {
+  int spec_begin, spec_end;  // parameter specs [begin, end)
+  long offset, floats;       // range in the flat buffer
+};
+
+// Tensors (offset, floats), in layout order, grouped from the last (the order backward
+// finishes them, as Megatron's DDP does) into buckets of at least bucket_floats; the first
+// bucket (the last tensors) also takes the buffer's padding up to buffer_floats.
+std::vector<Bucket> gradient_buckets(const std::vector<std::pair<long, long>>& tensors,
+                                     long buffer_floats, long bucket_floats);
+
+// The most floats of buckets held at once when each bucket, in order, is filled while up to
+// `in_flight` earlier ones are still being reduced.
+long largest_bucket_window(const std::vector<Bucket>& buckets, int in_flight);
+
+// The same with sharded gradients, for the data-parallel rank that holds the most: its
+// shard [r S / d, (r + 1) S / d) of the buffer (S floats) stays, and so do the buckets of
+// the window around it; the whole 2 MiB pages that bucket edges split stay too.
+// last_bucket_held: the last bucket (the word embedding's) is written from the forward on
+// (a tied output layer's gradient is formed with the loss) and stays through backward.
+long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long buffer_floats,
+                                     int data_ranks, int in_flight, bool last_bucket_held);
+
+}  // namespace trident::data_parallel
