@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/rank_memory.h"
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
 
@@ -85,23 +86,8 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
   m.scaler = o.scaler;
   const ScheduleNeeds needs = schedule_needs(o.schedules, pp.rank());
   for (int j = 0; j < m.schedule.chunks; ++j) add_chunk(o, needs, j, m, tp, pp, dp, clock);
-  int microbatches = 1;
-  for (const pipeline_parallel::ScheduleConfig& s : o.schedules)
-    microbatches = std::max(microbatches, s.microbatches);
-  long gradient_floats = 0, in_flight = 0;
-  for (const auto& chunk : m.chunks) {
-    const long floats = chunk->parameters().size();
-    gradient_floats += floats;
-    const LayoutSizes sizes =
-        layout_sizes(o.layout.model, {tp.rank(), tp.size()}, chunk->placement());
-    in_flight += held_gradient_floats(o.layout, chunk->placement(), sizes, floats, o.reduce.overlap)
-                     .in_flight;
-  }
-  RankBufferShape buffers =
-      rank_buffer_shape(o.layout, pp.rank(), microbatches, gradient_floats, o.reduce.overlap);
-  if (o.layout.shard_gradients) buffers.reduction_cap_floats = in_flight;
-  buffers.checkpoint_snapshot = o.async_save;
-  m.buffers = plan_rank_buffers(buffers);
+  // The buffers besides the chunks, as the plan sizes them (one source for both).
+  m.buffers = planned_rank_memory(o, pp.rank()).buffers;
   return m;
 }
 

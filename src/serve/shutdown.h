@@ -2,8 +2,8 @@
 // SIGINT / SIGTERM as an orderly shutdown: the signal handler only writes a byte to a pipe
 // (async-signal-safe, and whichever thread the kernel picks runs it: MPI's, OpenMP's or
 // a worker's); a watcher thread reads it and calls the callback. SIGPIPE is ignored, as a
-// client that closes its socket mid-answer must not end the server (httplib writes without
-// MSG_NOSIGNAL).
+// client that closes its socket mid-answer must not end the server (the front end writes
+// with MSG_NOSIGNAL; a library that does not must not end it either).
 #include <functional>
 #include <thread>
 
