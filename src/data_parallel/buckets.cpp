@@ -4,6 +4,14 @@
 
 namespace trident::data_parallel {
 
+std::vector<long> shard_counts(long lo, long hi, long buffer_floats, int ranks) {
+  const long shard = buffer_floats / ranks;
+  std::vector<long> counts(ranks);
+  for (int r = 0; r < ranks; ++r)
+    counts[r] = std::max(0L, std::min(hi, (r + 1) * shard) - std::max(lo, r * shard));
+  return counts;
+}
+
 std::vector<Bucket> gradient_buckets(const std::vector<std::pair<long, long>>& tensors,
                                      long buffer_floats, long bucket_floats) {
   std::vector<Bucket> buckets;

@@ -12,6 +12,10 @@ struct Bucket {
   long offset, floats;       // range in the flat buffer
 };
 
+// Floats of [lo, hi) in each data-parallel rank's shard [r S / d, (r + 1) S / d) of a
+// buffer of S floats, in rank order: the blocks of the uneven collectives over the range.
+std::vector<long> shard_counts(long lo, long hi, long buffer_floats, int ranks);
+
 // Tensors (offset, floats), in layout order, grouped from the last (the order backward
 // finishes them, as Megatron's DDP does) into buckets of at least bucket_floats; the first
 // bucket (the last tensors) also takes the buffer's padding up to buffer_floats.

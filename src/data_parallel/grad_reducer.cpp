@@ -80,12 +80,8 @@ void GradientReducer::mark_ready(int begin, int end) {
 }
 
 std::vector<long> GradientReducer::owner_counts(size_t b) const {
-  const long lo = buckets_[b].offset, hi = lo + buckets_[b].floats;
-  const long shard = params_.size() / data_.size();
-  std::vector<long> counts(data_.size());
-  for (int r = 0; r < data_.size(); ++r)
-    counts[r] = std::max(0L, std::min(hi, (r + 1) * shard) - std::max(lo, r * shard));
-  return counts;
+  const long lo = buckets_[b].offset;
+  return shard_counts(lo, lo + buckets_[b].floats, params_.size(), data_.size());
 }
 
 void GradientReducer::launch(size_t b) {
@@ -148,7 +144,7 @@ void GradientReducer::zero_grads() {
 }
 
 void GradientReducer::all_gather_values() {
-  if (!options_.distributed_optimizer || data_.size() == 1) return;
+  if (!options_.distributed_optimizer || options_.shard_parameters || data_.size() == 1) return;
   if (!options_.overlap_param_gather) {
     auto start = std::chrono::steady_clock::now();
     const long piece = shard_end_ - shard_begin_;

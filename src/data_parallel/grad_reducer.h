@@ -31,6 +31,9 @@ struct ReducerOptions {
   bool distributed_optimizer = false;
   bool overlap_param_gather = false;  // distributed optimizer: all-gather during next forward
   bool shard_gradients = false;       // ZeRO-2 (needs distributed_optimizer)
+  // ZeRO-3 (needs shard_gradients): the weights stay sharded after the update; each unit is
+  // gathered before it runs (data_parallel/param_gatherer.h), so there is no gather here.
+  bool shard_parameters = false;
 };
 
 // Buckets in flight at once with sharded gradients.
@@ -72,7 +75,8 @@ class GradientReducer {
   std::pair<long, long> shard_part(size_t bucket) const;
   void start_gather(size_t bucket);
   bool overlaps_param_gather() const {
-    return options_.overlap_param_gather && options_.distributed_optimizer && data_.size() > 1;
+    return options_.overlap_param_gather && options_.distributed_optimizer &&
+           !options_.shard_parameters && data_.size() > 1;
   }
   // Specs [begin, end) are about to be read: waits for the all-gather of their buckets.
   void params_needed(int spec_begin, int spec_end);

@@ -36,14 +36,22 @@ void register_grad_sync_hooks(RankModel& model, pipeline_parallel::PipelineExecu
   arm_reducers(model, executor);
   // MPI moves a non-blocking collective only inside its calls: without these, overlapped
   // buckets would wait for the step's end (nothing is in flight at d = 1).
-  if (options.overlap_grad_reduce && options.data_parallel_size > 1)
-    for (size_t j = 0; j < model.chunks.size(); ++j)
-      model.chunks[j]->set_progress_hook(
-          [reducer = model.reducers[j].get()] { reducer->progress(); });
-  if (options.overlap_param_gather)
-    for (size_t j = 0; j < model.chunks.size(); ++j)
+  // Sharded weights: the gathers of the next unit move too.
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    data_parallel::GradientReducer* reducer = model.reducers[j].get();
+    data_parallel::ParameterGatherer* gatherer =
+        j < model.gatherers.size() ? model.gatherers[j].get() : nullptr;
+    if (gatherer)
+      model.chunks[j]->set_progress_hook([reducer, gatherer] {
+        reducer->progress();
+        gatherer->progress();
+      });
+    else if (options.overlap_grad_reduce && options.data_parallel_size > 1)
+      model.chunks[j]->set_progress_hook([reducer] { reducer->progress(); });
+    if (reducer->overlaps_param_gather())  // ZeRO-1's gather of the updated weights
       model.chunks[j]->set_params_needed_hook(
-          [reducer = model.reducers[j].get()](int b, int e) { reducer->params_needed(b, e); });
+          [reducer](int b, int e) { reducer->params_needed(b, e); });
+  }
   // Each launched reduction appears on the timeline, where it overlaps the backward.
   for (auto& reducer : model.reducers)
     reducer->set_launch_observer([&executor](const std::string& name) {

@@ -79,6 +79,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.dropout = layout.dropout;
   options.pad_multiple = layout.distributed_optimizer ? 16L * layout.data : 16;
   options.shard_gradients = layout.shard_gradients && layout.data > 1;
+  options.shard_parameters = layout.shard_parameters && layout.data > 1;
   options.logits_chunk_rows = layout.logits_chunk_rows;
   options.sequence_parallel = layout.sequence_parallel;
   return options;

@@ -30,6 +30,7 @@ struct RankLayout {
   int recompute_num_layers = 1;
   bool distributed_optimizer = false;
   bool shard_gradients = false;    // ZeRO-2 (with distributed_optimizer)
+  bool shard_parameters = false;   // ZeRO-3 (with shard_gradients)
   long ddp_bucket_size = 0;        // floats per gradient bucket (0: gradient_bucket_floats)
   bool sequence_parallel = false;  // in effect: asked for and t > 1
   int logits_chunk_rows = 0;       // 0: the output layer picks

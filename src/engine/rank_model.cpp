@@ -30,6 +30,14 @@ void RankModel::finish_param_gather() {
   for (auto& r : reducers) r->finish_param_gather();
 }
 
+void RankModel::gather_all_values() {
+  for (auto& g : gatherers) g->gather_all();
+}
+
+void RankModel::release_gathered_values() {
+  for (auto& g : gatherers) g->release_all();
+}
+
 void RankModel::zero_grads() {
   for (auto& r : reducers) r->zero_grads();
 }
@@ -44,6 +52,46 @@ bool holds_tied_copy(const RankLayout& l, const ChunkPlacement& placement, int s
          (placement.pre_process || placement.post_process);
 }
 
+// Sharded weights: a gatherer over the chunk's units, wired to its passes.
+void add_gatherer(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
+  const auto& specs = chunk.parameters().layout().specs();
+  std::vector<data_parallel::GatherUnit> units;
+  for (auto [begin, end] : chunk.weight_units()) {
+    const long offset = specs[begin].offset;
+    const long stop = end < (int)specs.size() ? specs[end].offset : chunk.parameters().size();
+    units.push_back({begin, end, offset, stop - offset});
+  }
+  m.gatherers.push_back(
+      std::make_unique<data_parallel::ParameterGatherer>(chunk.parameters(), dp, units));
+  data_parallel::ParameterGatherer* g = m.gatherers.back().get();
+  chunk.set_params_needed_hook([g](int b, int e) { g->need(b, e); });
+  chunk.set_pass_hooks(
+      [g](bool backward) {
+        g->begin_pass(backward ? data_parallel::Pass::kBackward : data_parallel::Pass::kForward);
+      },
+      [g] { g->end_pass(); });
+}
+
+// Fills chunk j's weights: its shard of them when they are sharded.
+void fill_weights(const RankModelOptions& o, int j, RankModel& m, StartupClock* clock) {
+  const RankLayout& l = o.layout;
+  Parameters& params = m.chunks.back()->parameters();
+  if (clock) clock->begin(o.load_hf.empty() ? "initialisation" : "HF import");
+  auto progress = [&](double done) {
+    if (clock) clock->progress((j + done) / m.schedule.chunks);
+  };
+  if (!o.load_hf.empty()) {
+    io::load_hf_weights(o.load_hf, l.model, params);
+    if (params.values_sharded()) m.gatherers.back()->release_all();
+  } else if (params.values_sharded()) {
+    const data_parallel::ParameterGatherer& g = *m.gatherers.back();
+    params.initialize(o.seed, l.model.init_method_std, l.model.num_layers, progress,
+                      g.shard_begin(), g.shard_end());
+  } else {
+    params.initialize(o.seed, l.model.init_method_std, l.model.num_layers, progress);
+  }
+}
+
 // Allocates chunk j, fills its weights (seed or HF import), and gives it a reducer and an
 // optimizer over the reducer's shard.
 void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, RankModel& m,
@@ -55,16 +103,12 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   m.chunks.push_back(
       std::make_unique<GPTModel>(l.model, tp, l.micro_batch, l.model.seq_length, options));
   Parameters& params = m.chunks.back()->parameters();
-  if (clock) clock->begin(o.load_hf.empty() ? "initialisation" : "HF import");
-  if (!o.load_hf.empty())
-    io::load_hf_weights(o.load_hf, l.model, params);
-  else
-    params.initialize(o.seed, l.model.init_method_std, l.model.num_layers, [&](double done) {
-      if (clock) clock->progress((j + done) / m.schedule.chunks);
-    });
+  if (params.values_sharded()) add_gatherer(*m.chunks.back(), dp, m);
+  fill_weights(o, j, m, clock);
   if (clock) clock->begin("allocation");
   data_parallel::ReducerOptions reduce = o.reduce;
   if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
+  reduce.shard_parameters = params.values_sharded();
   m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),

@@ -11,6 +11,7 @@
 #include "comm/communicator.h"
 #include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
+#include "data_parallel/param_gatherer.h"
 #include "engine/rank_buffers.h"
 #include "engine/rank_layout.h"
 #include "model/gpt_model.h"
@@ -25,6 +26,8 @@ struct RankModel {
   std::vector<std::unique_ptr<GPTModel>> chunks;
   std::vector<std::unique_ptr<data_parallel::GradientReducer>> reducers;
   std::vector<std::unique_ptr<optim::AdamW>> optimizers;
+  // Sharded weights (ZeRO-3): one per chunk, wired to its pass hooks; empty otherwise.
+  std::vector<std::unique_ptr<data_parallel::ParameterGatherer>> gatherers;
   optim::LossScaler scaler = optim::LossScaler::none();
   MemoryPlan buffers;  // besides the chunks' plans (engine/rank_buffers.h)
 
@@ -34,6 +37,10 @@ struct RankModel {
   void zero_grads();
   // Completes overlapped parameter all-gathers (before anything outside forward reads values).
   void finish_param_gather();
+  // Sharded weights: every chunk's whole buffer for a reader outside the passes (a sample,
+  // an HF export), and back to the shards. Nothing to do otherwise.
+  void gather_all_values();
+  void release_gathered_values();
 };
 
 // What a trainable rank model is built from, besides its layout.

@@ -44,6 +44,9 @@ struct ChunkOptions {
   // Sharded gradients (ZeRO-2): the gradient buffer's pages come on first write; all but
   // this rank's shard are given back after each reduction (GradientMemory::kOnFirstWrite).
   bool shard_gradients = false;
+  // Sharded weights (ZeRO-3): the weight buffer (and its 16-bit copy) likewise; a unit's
+  // weights outside this rank's shard exist only while it runs (data_parallel/param_gatherer.h).
+  bool shard_parameters = false;
   // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
   // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
   int logits_chunk_rows = 0;

@@ -52,7 +52,9 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
               options.pad_multiple,
               options.inference         ? GradientMemory::kNone
               : options.shard_gradients ? GradientMemory::kOnFirstWrite
-                                        : GradientMemory::kTouched) {
+                                        : GradientMemory::kTouched,
+              options.shard_parameters && !options.inference ? ValueMemory::kSharded
+                                                             : ValueMemory::kTouched) {
   options_.slots = std::max(1, options.slots);
   sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
   check_sequence_split(micro_batch, seq);
@@ -97,6 +99,31 @@ void GPTModel::build_layers(const ModelConfig& config) {
     ++embedding_specs_;
   for (int l = 0; l < count; ++l)
     layer_end_spec_.push_back(l + 1 < count ? layer_first_spec_[l + 1] : post_first_spec_);
+}
+
+std::vector<std::pair<int, int>> GPTModel::weight_units() const {
+  std::vector<std::pair<int, int>> units;
+  if (embedding_specs_ > 0) units.emplace_back(0, embedding_specs_);
+  for (size_t l = 0; l < layers_.size(); ++l)
+    units.emplace_back(layer_first_spec_[l], layer_end_spec_[l]);
+  const int specs = (int)params_.layout().specs().size();
+  if (options_.placement.post_process && post_first_spec_ < specs)
+    units.emplace_back(post_first_spec_, specs);
+  return units;
+}
+
+GPTModel::PassScope::PassScope(const GPTModel& m, bool backward) : model(m) {
+  if (model.pass_begin_) model.pass_begin_(backward);
+}
+
+GPTModel::PassScope::~PassScope() {
+  if (model.pass_end_) model.pass_end_();
+}
+
+std::pair<int, int> GPTModel::backward_specs(int l) const {
+  if (l >= recompute_.layers) return {layer_first_spec_[l], layer_end_spec_[l]};
+  if (!recompute_.last(l)) return {0, 0};
+  return {layer_first_spec_[recompute_.first(l)], layer_end_spec_[l]};
 }
 
 void GPTModel::build_embedding_and_head(const ModelConfig& config) {
@@ -478,6 +505,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   }
   split_tokens(a, tokens, batch, seq);
   a.first_sample = grad_scale != 0.f ? first_sample : -1;  // no dropout when evaluating
+  const PassScope pass(*this, false);
   params_.refresh_low_precision();
   const int rows = batch * seq, n = (int)local_rows(rows), h = config_.hidden_size;
   const int specs = (int)params_.layout().specs().size();
@@ -497,9 +525,9 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
     x = a.layers[l].output;
   }
   if (!options_.placement.post_process) return 0.0;
-  need(post_first_spec_, specs);          // final norm (and an untied output layer)
-  if (config_.tied_output()) need(0, 1);  // the output layer's (tied) word embedding
+  need(post_first_spec_, specs);  // final norm (and an untied output layer)
   final_norm_.forward(x, a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, n, h);
+  if (config_.tied_output()) need(0, 1);  // the output layer's (tied) word embedding
   if (sequence_parallel_) {
     // The logits need every row: all-gather the final LayerNorm output (g-bar); d(its
     // rows) is reduce-scattered from the partial d(input) in row_out into d_final_ln_out.
@@ -581,7 +609,12 @@ void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
   };
   const float* last = output_buffer(slot);
   const LayerCall call = layer_call(a, batch, seq);
+  const PassScope pass(*this, true);
+  auto need = [&](std::pair<int, int> specs) {
+    if (params_needed_ && specs.first < specs.second) params_needed_(specs.first, specs.second);
+  };
   if (options_.placement.post_process) {
+    need({post_first_spec_, specs});
     // The output layer's gradients were formed with the loss, in forward_chunk.
     final_norm_.backward(a.d_final_ln_out, last, a.final_ln_mean, a.final_ln_rstd, d_residual_, n,
                          h, false);
@@ -591,6 +624,7 @@ void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
     std::copy_n(a.output_grad, (long)n * h, d_residual_);
   }
   for (int l = (int)layers_.size() - 1; l >= 0; --l) {
+    need(backward_specs(l));
     if (recompute_.last(l))
       recompute_group(a, l, call);
     else if (l >= recompute_.layers && options_.recompute_attention)

@@ -67,8 +67,20 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // Called during forward_chunk with [begin, end) spec indices about to be read (the
   // embedding, each layer, the final LayerNorm and output layer, in that order): the
   // distributed optimizer's overlapped all-gather waits there for the buckets holding them.
+  // With sharded weights (ZeRO-3) also during backward (the final LayerNorm, then each layer,
+  // or each recomputed group before its recomputation; the embedding's backward reads no
+  // weights), each call naming whole units of weight_units().
   using ParamsNeededHook = std::function<void(int spec_begin, int spec_end)>;
   void set_params_needed_hook(ParamsNeededHook hook) { params_needed_ = std::move(hook); }
+  // Sharded weights: told as each forward or backward pass over the chunk begins (backward:
+  // true) and ends, so that the gathered units can be given back.
+  void set_pass_hooks(std::function<void(bool backward)> begin, std::function<void()> end) {
+    pass_begin_ = std::move(begin), pass_end_ = std::move(end);
+  }
+  // The spec ranges the chunk's weights are gathered in under ZeRO-3, in layout order: the
+  // embedding (or a last stage's tied copy of the word embedding), each layer, the final
+  // LayerNorm with an untied output layer.
+  std::vector<std::pair<int, int>> weight_units() const;
   // Called between the big products inside each layer's backward (communication progress).
   void set_progress_hook(std::function<void()> hook) { progress_ = std::move(hook); }
 
@@ -194,6 +206,17 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::map<int, int> held_by_key_;  // micro-batch between its B and W -> its held set
   GradReadyHook grad_ready_;
   ParamsNeededHook params_needed_;
+  std::function<void(bool)> pass_begin_;
+  std::function<void()> pass_end_;
+  // Tells pass_end_ when a pass leaves its scope, however it leaves.
+  struct PassScope {
+    PassScope(const GPTModel& m, bool backward);
+    ~PassScope();
+    const GPTModel& model;
+  };
+  // The specs a layer's backward needs: the recomputed group it ends (rebuilt first), its
+  // own, or none (inside a recomputed group, gathered with the group).
+  std::pair<int, int> backward_specs(int l) const;
   std::function<void()> progress_;
   std::vector<int> layer_first_spec_;  // index of each layer's first parameter spec
   std::vector<int> layer_end_spec_;    // one past each layer's last

@@ -11,15 +11,25 @@
 
 namespace trident {
 
-Parameters::Parameters(ParameterLayout layout, long pad_multiple, GradientMemory gradients)
-    : layout_(std::move(layout)) {
+namespace {
+// Default-initialised: nothing written, nothing touched (the pages come on first write).
+template <class T>
+void assign_untouched(FirstTouchVector<T>& v, long n) {
+  FirstTouchVector<T>(ZeroedAllocator<T>(false)).swap(v);
+  v.resize((size_t)n);
+}
+}  // namespace
+
+Parameters::Parameters(ParameterLayout layout, long pad_multiple, GradientMemory gradients,
+                       ValueMemory values)
+    : layout_(std::move(layout)), value_memory_(values) {
   long size = (layout_.total() + pad_multiple - 1) / pad_multiple * pad_multiple;
-  assign_parallel(values_, size, 0.f);
+  if (values == ValueMemory::kSharded)
+    assign_untouched(values_, size);
+  else
+    assign_parallel(values_, size, 0.f);
   if (gradients == GradientMemory::kTouched) assign_parallel(grads_, size, 0.f);
-  if (gradients == GradientMemory::kOnFirstWrite) {
-    FirstTouchVector<float>(ZeroedAllocator<float>(false)).swap(grads_);
-    grads_.resize((size_t)size);  // default-initialised: nothing written, nothing touched
-  }
+  if (gradients == GradientMemory::kOnFirstWrite) assign_untouched(grads_, size);
 }
 
 ParamRef Parameters::get(const std::string& name) {
@@ -46,13 +56,16 @@ void Parameters::pad_to_multiple(long multiple) {
 void Parameters::set_low_precision(kernels::Precision p) {
   low_precision_ = p;
   if (handed_out_) throw std::logic_error("Parameters::set_low_precision after get()");
-  assign_parallel<std::uint16_t>(low_, p == kernels::Precision::kFp32 ? 0 : (long)values_.size(),
-                                 0);
+  const long copy = p == kernels::Precision::kFp32 ? 0 : (long)values_.size();
+  if (values_sharded())
+    assign_untouched(low_, copy);
+  else
+    assign_parallel<std::uint16_t>(low_, copy, 0);
   low_stale_ = true;
 }
 
 void Parameters::refresh_low_precision() {
-  if (!low_stale_ || (low_.empty() && panels_.empty())) return;
+  if (!low_stale_ || (low_.empty() && panels_.empty()) || values_sharded()) return;
   if (!low_.empty() && low_precision_ == kernels::Precision::kBf16)
     kernels::to_bf16(values_.data(), low_.data(), (long)low_.size());
   else if (!low_.empty())
@@ -106,19 +119,35 @@ void Parameters::release_grads(long begin, long end) {
   if (end > begin) release_pages(grads_.data() + begin, (size_t)(end - begin) * sizeof(float));
 }
 
+void Parameters::release_values(long begin, long end) {
+  if (end <= begin) return;
+  release_pages(values_.data() + begin, (size_t)(end - begin) * sizeof(float));
+  if (!low_.empty())
+    release_pages(low_.data() + begin, (size_t)(end - begin) * sizeof(std::uint16_t));
+}
+
+void Parameters::release_low_precision(long begin, long end) {
+  if (end > begin && !low_.empty())
+    release_pages(low_.data() + begin, (size_t)(end - begin) * sizeof(std::uint16_t));
+}
+
 void Parameters::initialize(std::uint64_t seed, float std, int num_layers,
-                            const std::function<void(double)>& progress) {
+                            const std::function<void(double)>& progress, long begin, long end) {
   const float scaled_std = std / std::sqrt(2.f * num_layers);
+  if (end < 0) end = (long)values_.size();
   for (const ParamSpec& s : layout_.specs()) {
+    // The part of the tensor inside [begin, end): elements [first, first + n).
+    const long first = std::max(0L, begin - s.offset);
+    const long n = std::min(s.numel(), end - s.offset) - first;
+    if (n <= 0) continue;
     float* dst = values_.data() + s.offset;
-    long n = s.numel();
     std::uint64_t stream = hash_string(s.name);
     switch (s.init) {
       case InitKind::kZeros:
-        kernels::fill(dst, 0.f, n);
+        kernels::fill(dst + first, 0.f, n);
         break;
       case InitKind::kOnes:
-        kernels::fill(dst, 1.f, n);
+        kernels::fill(dst + first, 1.f, n);
         break;
       case InitKind::kNormal:
       case InitKind::kScaledNormal: {
@@ -127,8 +156,8 @@ void Parameters::initialize(std::uint64_t seed, float std, int num_layers,
         // draws at a time; any split gives the one-process values.
         constexpr long kBlock = 1 << 14;
 #pragma omp parallel for schedule(static)
-        for (long b = 0; b < n; b += kBlock) {
-          const long end = std::min(n, b + kBlock);
+        for (long b = first; b < first + n; b += kBlock) {
+          const long end = std::min(first + n, b + kBlock);
           for (long i = b, run = 0; i < end; i += run) {
             run = std::min(end - i, s.contiguous_run(i));
             normal_fill(dst + i, run, sigma, seed, stream, (std::uint64_t)s.global_index(i));
@@ -137,7 +166,7 @@ void Parameters::initialize(std::uint64_t seed, float std, int num_layers,
         break;
       }
     }
-    if (progress) progress((double)(s.offset + n) / (double)values_.size());
+    if (progress) progress((double)(s.offset + first + n) / (double)values_.size());
   }
 }
 

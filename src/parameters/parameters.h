@@ -27,12 +27,18 @@ struct ParamRef {
 // given back after each reduction, see release_grads).
 enum class GradientMemory { kNone, kTouched, kOnFirstWrite };
 
+// The weight buffer (and its 16-bit copy): touched at allocation, or sharded (ZeRO-3: only
+// this rank's shard stays; a unit's other weights are all-gathered into place before it runs
+// and given back after, see data_parallel/param_gatherer.h).
+enum class ValueMemory { kTouched, kSharded };
+
 class Parameters {
  public:
   // pad_multiple: the buffers' length is rounded up to it (the distributed optimizer
   // splits them exactly over the data-parallel ranks).
   explicit Parameters(ParameterLayout layout, long pad_multiple = 16,
-                      GradientMemory gradients = GradientMemory::kTouched);
+                      GradientMemory gradients = GradientMemory::kTouched,
+                      ValueMemory values = ValueMemory::kTouched);
   const ParameterLayout& layout() const { return layout_; }
   ParamRef get(const std::string& name);
   // Writable access marks the 16-bit copy stale.
@@ -49,6 +55,12 @@ class Parameters {
   // Zeroes gradients [begin, end) and gives their whole 2 MiB blocks back to the system
   // (core/first_touch.h release_pages): they read as zero until written again.
   void release_grads(long begin, long end);
+  // Sharded values: zeroes values [begin, end) and their 16-bit copy and gives their whole
+  // 2 MiB blocks back, as release_grads.
+  void release_values(long begin, long end);
+  // Gives back the 16-bit copy of [begin, end) alone.
+  void release_low_precision(long begin, long end);
+  bool values_sharded() const { return value_memory_ == ValueMemory::kSharded; }
   // Grows both buffers with zeros to a multiple of `multiple` floats (the distributed
   // optimizer splits the buffer exactly over the data-parallel ranks).
   void pad_to_multiple(long multiple);
@@ -56,14 +68,17 @@ class Parameters {
   // biases 0; every element drawn from its global index, so any tensor-parallel split
   // starts from the same model.
   // progress (optional) is told the fraction of elements done after each tensor.
+  // Only floats [begin, end) of the buffer are written (end < 0: to the end): a rank with
+  // sharded values draws just its shard.
   void initialize(std::uint64_t seed, float std, int num_layers,
-                  const std::function<void(double)>& progress = {});
+                  const std::function<void(double)>& progress = {}, long begin = 0, long end = -1);
 
   // Mixed precision: keep a bf16 or fp16 copy of every value for the matrix products (fp32
   // master values stay the ones the optimizer updates). Call before handing out ParamRefs.
   void set_low_precision(kernels::Precision p);
   kernels::Precision low_precision() const { return low_precision_; }
-  // Re-rounds the copy if any value may have changed since it was made.
+  // Re-rounds the copy if any value may have changed since it was made. Not with sharded
+  // values: their copy is made range by range as units are gathered.
   void refresh_low_precision();
   // Re-rounds floats [begin, end) of the copy, whatever the staleness flag says (a range
   // another rank just sent).
@@ -84,6 +99,7 @@ class Parameters {
   ParameterLayout layout_;
   FirstTouchVector<float> values_;
   FirstTouchVector<float> grads_;
+  ValueMemory value_memory_ = ValueMemory::kTouched;
   kernels::Precision low_precision_ = kernels::Precision::kFp32;
   FirstTouchVector<std::uint16_t> low_;
   bool low_stale_ = true;

@@ -141,6 +141,7 @@ engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
   // ZeRO-3 is planned on ZeRO-2's buffers (stage_memory shards the weights on top).
   r.distributed_optimizer = l.distributed_optimizer();
   r.shard_gradients = data_parallel::shards_gradients(l.sharding);
+  r.shard_parameters = data_parallel::shards_parameters(l.sharding);
   r.sequence_parallel = l.sequence_parallel && l.tensor > 1;
   return r;
 }

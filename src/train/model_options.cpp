@@ -29,6 +29,7 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   l.recompute_num_layers = recompute_num_layers;
   l.distributed_optimizer = distributed_optimizer();
   l.shard_gradients = data_parallel::shards_gradients(sharding_strategy());
+  l.shard_parameters = data_parallel::shards_parameters(sharding_strategy());
   l.ddp_bucket_size = ddp_bucket_size;
   l.sequence_parallel = sequence_parallel_active();
   l.logits_chunk_rows = logits_chunk_rows;

@@ -198,9 +198,6 @@ void check_sharding(const TrainingConfig& c, std::vector<std::string>& errors) {
   require(!(c.use_distributed_optimizer && *strategy == data_parallel::ShardingStrategy::kNoShard),
           "--use-distributed-optimizer shards the optimizer (optim); it cannot be combined with "
           "--data-parallel-sharding-strategy no_shard");
-  require(*strategy != data_parallel::ShardingStrategy::kOptimGradsParams,
-          "--data-parallel-sharding-strategy optim_grads_params (ZeRO-3) is not available yet; "
-          "use optim_grads (ZeRO-2) or optim (ZeRO-1)");
   require(!data_parallel::shards_gradients(*strategy) || c.pipeline_schedule != "zb-h1",
           "--data-parallel-sharding-strategy " + name +
               " reduce-scatters each micro-batch's gradients when its backward ends, and "

@@ -1,0 +1,134 @@
+#include "data_parallel/param_gatherer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace trident::data_parallel {
+
+ParameterGatherer::ParameterGatherer(Parameters& params, comm::Communicator& data,
+                                     std::vector<GatherUnit> units)
+    : params_(params), data_(data), units_(std::move(units)) {
+  const long piece = params.size() / data.size();
+  if (piece * data.size() != params.size())
+    throw std::logic_error("ParameterGatherer: a buffer of " + std::to_string(params.size()) +
+                           " floats does not split over " + std::to_string(data.size()) +
+                           " data-parallel ranks");
+  shard_begin_ = piece * data.rank();
+  shard_end_ = shard_begin_ + piece;
+  state_.assign(units_.size(), State::kReleased);
+  requests_.resize(units_.size());
+}
+
+ParameterGatherer::UnitSet ParameterGatherer::units_of(int begin, int end) const {
+  UnitSet out;
+  for (size_t u = 0; u < units_.size(); ++u)
+    if (units_[u].spec_begin < end && begin < units_[u].spec_end) out.push_back((int)u);
+  return out;
+}
+
+void ParameterGatherer::begin_pass(Pass pass) {
+  if (in_pass_) end_pass();
+  pass_ = pass;
+  in_pass_ = true;
+  step_ = 0;
+  const int k = (int)pass;
+  following_ = recorded_[k];
+  if (!recorded_[k]) record_[k].clear();
+}
+
+const ParameterGatherer::UnitSet* ParameterGatherer::next_in_record() const {
+  const std::vector<UnitSet>& record = record_[(int)pass_];
+  return following_ && step_ + 1 < record.size() ? &record[step_ + 1] : nullptr;
+}
+
+void ParameterGatherer::need(int spec_begin, int spec_end) {
+  if (!in_pass_) throw std::logic_error("ParameterGatherer::need outside a pass");
+  const UnitSet wanted = units_of(spec_begin, spec_end);
+  std::vector<UnitSet>& record = record_[(int)pass_];
+  if (!recorded_[(int)pass_])
+    record.push_back(wanted);
+  else if (following_)
+    following_ = step_ < record.size() && record[step_] == wanted;
+  for (int u : wanted)
+    if (state_[u] == State::kReleased) start(u), ++stats_.unprefetched;
+  static const UnitSet kNone;
+  const UnitSet& next = next_in_record() ? *next_in_record() : kNone;
+  for (int u : next)
+    if (state_[u] == State::kReleased) start(u);
+  auto kept = [&](int u) {
+    return std::binary_search(wanted.begin(), wanted.end(), u) ||
+           std::binary_search(next.begin(), next.end(), u);
+  };
+  for (int u = 0; u < (int)units_.size(); ++u)
+    if (state_[u] != State::kReleased && !kept(u)) release(u);
+  const auto start_wait = std::chrono::steady_clock::now();
+  for (int u : wanted) complete(u);
+  stats_.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_wait).count();
+  ++step_;
+}
+
+void ParameterGatherer::end_pass() {
+  if (!in_pass_) return;
+  for (int u = 0; u < (int)units_.size(); ++u)
+    if (state_[u] != State::kReleased) release(u);
+  recorded_[(int)pass_] = true;
+  in_pass_ = false;
+}
+
+void ParameterGatherer::progress() {
+  for (auto& r : requests_)
+    if (r) r->test();
+}
+
+void ParameterGatherer::start(int u) {
+  const GatherUnit& unit = units_[u];
+  requests_[u] = data_.iall_gather_v(
+      params_.values() + unit.offset,
+      shard_counts(unit.offset, unit.offset + unit.floats, params_.size(), data_.size()));
+  state_[u] = State::kGathering;
+  ++stats_.gathers;
+}
+
+void ParameterGatherer::complete(int u) {
+  if (state_[u] != State::kGathering) return;
+  requests_[u]->wait();
+  requests_[u].reset();
+  params_.refresh_low_precision(units_[u].offset, units_[u].offset + units_[u].floats);
+  state_[u] = State::kHere;
+}
+
+// The unit's weights outside the shard go; its 16-bit copy goes whole (the next gather
+// re-rounds it, shard included).
+void ParameterGatherer::release(int u) {
+  complete(u);  // a prefetch no one asked for: MPI still writes into it until it completes
+  const long lo = units_[u].offset, hi = lo + units_[u].floats;
+  params_.release_values(lo, std::min(hi, shard_begin_));
+  params_.release_values(std::max(lo, shard_end_), hi);
+  params_.release_low_precision(std::max(lo, shard_begin_), std::min(hi, shard_end_));
+  state_[u] = State::kReleased;
+}
+
+void ParameterGatherer::gather_all() {
+  if (in_pass_) end_pass();
+  data_.all_gather(params_.values() + shard_begin_, params_.values(), shard_end_ - shard_begin_);
+  params_.refresh_low_precision(0, params_.size());
+  std::fill(state_.begin(), state_.end(), State::kHere);
+}
+
+void ParameterGatherer::release_all() {
+  params_.release_values(0, shard_begin_);
+  params_.release_values(shard_end_, params_.size());
+  params_.release_low_precision(shard_begin_, shard_end_);
+  std::fill(state_.begin(), state_.end(), State::kReleased);
+}
+
+ParameterGatherer::Stats ParameterGatherer::take_stats() {
+  Stats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+}  // namespace trident::data_parallel

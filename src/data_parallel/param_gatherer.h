@@ -1,0 +1,81 @@
+#pragma once
+// Sharded weights (ZeRO-3, --data-parallel-sharding-strategy optim_grads_params): each
+// data-parallel rank keeps only its shard [r S / d, (r + 1) S / d) of a chunk's weight buffer
+// (the optimizer's shard). The chunk runs in units — the embedding, each layer, the final
+// norm with an untied output layer, a last stage's copy of a tied word embedding — and
+// before a unit runs its weights are all-gathered into their place in the buffer (so every
+// pointer into it stays valid), the 16-bit copy re-rounded from them; when the pass moves
+// past a unit, its weights outside the shard are given back to the system.
+// Prefetch: the units a pass asks for, in order, are recorded on the first pass of each kind
+// (forward, backward) and replayed by the later ones, which start the next unit's gather
+// before the current one computes. A pass that asks differently loses only its prefetch.
+// Every data-parallel rank runs the same passes, so all issue the same gathers in the same
+// order, as MPI's collectives require.
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "data_parallel/buckets.h"
+#include "parameters/parameters.h"
+
+namespace trident::data_parallel {
+
+// A unit is laid out as a bucket is: a spec range and its flat range in the buffer.
+using GatherUnit = Bucket;
+
+enum class Pass { kForward, kBackward };
+
+class ParameterGatherer {
+ public:
+  // units: in layout order, covering the specs a pass asks for. The buffer must be padded to
+  // a multiple of d (the shards split it exactly).
+  ParameterGatherer(Parameters& params, comm::Communicator& data, std::vector<GatherUnit> units);
+  void begin_pass(Pass pass);
+  // Specs [begin, end) are about to run: waits for their units' weights (gathering any that
+  // are not here), starts gathering what the pass asked for next last time, and gives back
+  // every other unit.
+  void need(int spec_begin, int spec_end);
+  // The pass is over: gathers in flight complete and every unit is given back.
+  void end_pass();
+  // Lets gathers in flight move (MPI progresses them only inside its calls).
+  void progress();
+  // Outside passes (a sample, an export): the whole buffer, then back to the shard alone.
+  void gather_all();
+  void release_all();
+  long shard_begin() const { return shard_begin_; }
+  long shard_end() const { return shard_end_; }
+  // Since the last take: gathers made, and of those the ones that had to be waited for
+  // because no prefetch had started them; seconds spent waiting in need().
+  struct Stats {
+    long gathers = 0, unprefetched = 0;
+    double wait_seconds = 0;
+  };
+  Stats take_stats();
+
+ private:
+  using UnitSet = std::vector<int>;  // unit indices, ascending
+  UnitSet units_of(int spec_begin, int spec_end) const;
+  void start(int unit);
+  void complete(int unit);
+  void release(int unit);
+  // The units the recorded pass asks for after the current step, if this pass follows it.
+  const UnitSet* next_in_record() const;
+
+  Parameters& params_;
+  comm::Communicator& data_;
+  std::vector<GatherUnit> units_;
+  long shard_begin_ = 0, shard_end_ = 0;
+  enum class State { kReleased, kGathering, kHere };
+  std::vector<State> state_;
+  std::vector<std::unique_ptr<comm::Request>> requests_;
+  // Per pass kind: the units each need() asked for, as first recorded; whether it is
+  // complete (a whole pass ran); this pass's step, while it follows the record.
+  std::vector<UnitSet> record_[2];
+  bool recorded_[2] = {false, false};
+  Pass pass_ = Pass::kForward;
+  bool in_pass_ = false, following_ = false;
+  size_t step_ = 0;
+  Stats stats_;
+};
+
+}  // namespace trident::data_parallel
