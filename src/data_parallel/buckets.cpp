@@ -75,4 +75,42 @@ long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long bu
   return std::min(buffer_floats, largest + page_floats * (long)(buckets.size() + 1));
 }
 
+namespace {
+// The ranges of units held together: `window` consecutive ones, and with `wrap` the last
+// with the first.
+std::vector<std::vector<std::pair<long, long>>> unit_windows(
+    const std::vector<std::pair<long, long>>& units, int window, bool wrap) {
+  std::vector<std::vector<std::pair<long, long>>> windows;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const size_t last = std::min(units.size(), i + (size_t)window) - 1;
+    windows.push_back({{units[i].first, units[last].first + units[last].second}});
+  }
+  if (wrap && units.size() > 1)
+    windows.push_back({{units.front().first, units.front().first + units.front().second},
+                       {units.back().first, units.back().first + units.back().second}});
+  return windows;
+}
+}  // namespace
+
+long largest_unit_window(const std::vector<std::pair<long, long>>& units, int window, bool wrap) {
+  long largest = 0;
+  for (const auto& held : unit_windows(units, window, wrap))
+    largest = std::max(largest, union_floats(held));
+  return largest;
+}
+
+long largest_sharded_weight_floats(const std::vector<std::pair<long, long>>& units,
+                                   long buffer_floats, int data_ranks, int window, bool wrap) {
+  const long shard = buffer_floats / data_ranks;
+  const long page_floats = 512L * 1024;  // 2 MiB
+  const auto windows = unit_windows(units, window, wrap);
+  long largest = 0;
+  for (int r = 0; r < data_ranks; ++r)
+    for (std::vector<std::pair<long, long>> held : windows) {
+      held.emplace_back(r * shard, (r + 1) * shard);
+      largest = std::max(largest, union_floats(held));
+    }
+  return std::min(buffer_floats, largest + page_floats * 2 * (long)window);
+}
+
 }  // namespace trident::data_parallel

@@ -117,6 +117,27 @@ HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPla
   return held;
 }
 
+HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                    const LayoutSizes& sizes, long parameter_floats) {
+  const long copy = layout.precision == kernels::Precision::kFp32 ? 0 : (parameter_floats + 1) / 2;
+  if (!layout.shard_parameters || layout.data < 2 || sizes.units.empty())
+    return {parameter_floats, copy};
+  // A pass holds the units running (a recomputed group's, in backward) and the next ones.
+  const int layers = placement.num_layers < 0 ? layout.model.num_layers - placement.first_layer
+                                              : placement.num_layers;
+  const int group = layout.recomputed_layers(layers) > 0 ? layout.recompute_group_size() : 1;
+  const bool wrap = placement.post_process && layout.model.tied_output();
+  HeldWeightFloats held;
+  held.weights = data_parallel::largest_sharded_weight_floats(sizes.units, parameter_floats,
+                                                              layout.data, 2 * group, wrap);
+  if (copy > 0) {
+    // Every unit's copy goes as it is given back: the largest window, whole.
+    const long window = data_parallel::largest_unit_window(sizes.units, 2 * group, wrap);
+    held.low_precision_copy = (window + 1) / 2;
+  }
+  return held;
+}
+
 RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,
                                   long gradient_floats, bool overlap_grad_reduce) {
   const ModelConfig& m = layout.model;

@@ -81,6 +81,15 @@ HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPla
                                         const LayoutSizes& sizes, long parameter_floats,
                                         bool overlap_grad_reduce);
 
+// Sharded weights (ZeRO-3): floats of a chunk's weight buffer held at once (this rank's 1/d
+// shard plus the units gathered around it) and of its 16-bit copy (the gathered units,
+// whole; in floats: half their elements). Else the whole buffer and its copy.
+struct HeldWeightFloats {
+  long weights = 0, low_precision_copy = 0;
+};
+HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                    const LayoutSizes& sizes, long parameter_floats);
+
 // The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
 // microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.
 RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int microbatches,

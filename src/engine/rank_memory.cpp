@@ -16,6 +16,20 @@ long RankMemoryPlan::group_bytes(const std::string& group) const {
   return total;
 }
 
+long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPlacement& placement,
+                      const LayoutSizes& sizes, long parameter_floats, bool overlap_grad_reduce) {
+  plan.resize("adam exp_avg + exp_avg_sq", adam_moment_floats(layout, parameter_floats));
+  const HeldGradientFloats grads =
+      held_gradient_floats(layout, placement, sizes, parameter_floats, overlap_grad_reduce);
+  plan.resize("gradients", grads.resident);
+  const HeldWeightFloats weights = held_weight_floats(layout, placement, sizes, parameter_floats);
+  plan.resize("weights", weights.weights);
+  if (layout.precision != kernels::Precision::kFp32)
+    plan.resize(kernels::precision_name(layout.precision) + std::string(" weight copy"),
+                weights.low_precision_copy);
+  return grads.in_flight;
+}
+
 namespace {
 
 RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds& needs,
@@ -30,14 +44,9 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
     const LayoutSizes ls = sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement);
     const ChunkShape shape = chunk_shape(layout.model, tp, layout.micro_batch, seq, o, ls);
     out.chunks.push_back(plan_chunk_memory(shape));
-    // As build_rank_model resizes them once the optimizer holds its shard.
-    out.chunks.back().resize("adam exp_avg + exp_avg_sq",
-                             adam_moment_floats(layout, shape.parameter_floats));
-    const HeldGradientFloats held =
-        held_gradient_floats(layout, o.placement, ls, shape.parameter_floats, overlap_grad_reduce);
-    out.chunks.back().resize("gradients", held.resident);
+    in_flight += shard_chunk_plan(out.chunks.back(), layout, o.placement, ls,
+                                  shape.parameter_floats, overlap_grad_reduce);
     gradient_floats += shape.parameter_floats;
-    in_flight += held.in_flight;
   }
   RankBufferShape buffers =
       rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce);

@@ -26,6 +26,13 @@ struct RankMemoryPlan {
 // each chunk's parameter layout.
 using ChunkSizes = std::function<LayoutSizes(const ChunkPlacement&)>;
 
+// A chunk's plan as the data-parallel sharding strategy shrinks it: the Adam moments, the
+// gradients and, with sharded weights, the weights and their 16-bit copy held at once.
+// Returns the floats of its gradient reductions in flight (MPI's temporaries). Both the plan
+// and build_rank_model size the chunk with it.
+long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPlacement& placement,
+                      const LayoutSizes& sizes, long parameter_floats, bool overlap_grad_reduce);
+
 // Pipeline rank `stage` of `layout` (tensor-parallel rank 0: every tensor rank holds as much),
 // with the schedule's needs, the run's largest number of micro-batches and whether gradient
 // buckets are reduced while backward runs.

@@ -113,12 +113,9 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));
-  m.chunks.back()->memory_plan().resize("adam exp_avg + exp_avg_sq",
-                                        m.optimizers.back()->moment_bytes() / 4);
   const LayoutSizes sizes = layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement);
-  m.chunks.back()->memory_plan().resize(
-      "gradients",
-      held_gradient_floats(l, options.placement, sizes, params.size(), o.reduce.overlap).resident);
+  shard_chunk_plan(m.chunks.back()->memory_plan(), l, options.placement, sizes, params.size(),
+                   o.reduce.overlap);
 }
 
 }  // namespace

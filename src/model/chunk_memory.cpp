@@ -93,6 +93,11 @@ LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
       sizes.largest_weight = std::max(sizes.largest_weight, spec.numel());
     sizes.tensors.emplace_back(spec.offset, spec.numel());
   }
+  const std::vector<ParamSpec>& specs = layout.specs();
+  for (auto [begin, end] : weight_units(layout)) {
+    const long stop = end < (int)specs.size() ? specs[end].offset : layout.total();
+    sizes.units.emplace_back(specs[begin].offset, stop - specs[begin].offset);
+  }
   return sizes;
 }
 

@@ -125,6 +125,9 @@ struct LayoutSizes {
   long largest_weight = 0;
   // (offset, floats) of each tensor, in layout order; empty past kLayersSizedWhole layers.
   std::vector<std::pair<long, long>> tensors;
+  // (offset, floats) of each weight unit (parameters/parameter_layout.h weight_units), the
+  // padding up to the next unit included; empty with `tensors`.
+  std::vector<std::pair<long, long>> units;
 };
 // Chunks of up to this many layers are sized from their whole parameter layout.
 inline constexpr int kLayersSizedWhole = 4096;

@@ -101,17 +101,6 @@ void GPTModel::build_layers(const ModelConfig& config) {
     layer_end_spec_.push_back(l + 1 < count ? layer_first_spec_[l + 1] : post_first_spec_);
 }
 
-std::vector<std::pair<int, int>> GPTModel::weight_units() const {
-  std::vector<std::pair<int, int>> units;
-  if (embedding_specs_ > 0) units.emplace_back(0, embedding_specs_);
-  for (size_t l = 0; l < layers_.size(); ++l)
-    units.emplace_back(layer_first_spec_[l], layer_end_spec_[l]);
-  const int specs = (int)params_.layout().specs().size();
-  if (options_.placement.post_process && post_first_spec_ < specs)
-    units.emplace_back(post_first_spec_, specs);
-  return units;
-}
-
 GPTModel::PassScope::PassScope(const GPTModel& m, bool backward) : model(m) {
   if (model.pass_begin_) model.pass_begin_(backward);
 }

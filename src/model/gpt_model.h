@@ -77,10 +77,11 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   void set_pass_hooks(std::function<void(bool backward)> begin, std::function<void()> end) {
     pass_begin_ = std::move(begin), pass_end_ = std::move(end);
   }
-  // The spec ranges the chunk's weights are gathered in under ZeRO-3, in layout order: the
-  // embedding (or a last stage's tied copy of the word embedding), each layer, the final
-  // LayerNorm with an untied output layer.
-  std::vector<std::pair<int, int>> weight_units() const;
+  // The spec ranges the chunk's weights are gathered in under ZeRO-3
+  // (parameters/parameter_layout.h).
+  std::vector<std::pair<int, int>> weight_units() const {
+    return trident::weight_units(params_.layout());
+  }
   // Called between the big products inside each layer's backward (communication progress).
   void set_progress_hook(std::function<void()> hook) { progress_ = std::move(hook); }
 

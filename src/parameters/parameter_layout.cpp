@@ -55,6 +55,26 @@ std::string layer_param(int layer, const std::string& leaf) {
   return "layers." + std::to_string(layer) + "." + leaf;
 }
 
+namespace {
+// "embedding", "layers.N" or "" (the final norm and output layer): a tensor's unit.
+std::string unit_of(const std::string& name) {
+  if (name.rfind("embedding.", 0) == 0) return "embedding";
+  if (name.rfind("layers.", 0) != 0) return "";
+  return name.substr(0, name.find('.', 7));
+}
+}  // namespace
+
+std::vector<std::pair<int, int>> weight_units(const ParameterLayout& layout) {
+  const std::vector<ParamSpec>& specs = layout.specs();
+  std::vector<std::pair<int, int>> units;
+  for (int k = 0; k < (int)specs.size(); ++k)
+    if (k == 0 || unit_of(specs[k].name) != unit_of(specs[k - 1].name))
+      units.emplace_back(k, k + 1);
+    else
+      units.back().second = k + 1;
+  return units;
+}
+
 // Megatron's names for every variant. The Llama options drop tensors (biases, RMSNorm's
 // bias, the position embedding) or add them (the untied output layer); grouped-query
 // attention splits the fused q|k|v into linear_q and linear_kv ([k of G groups | v of G

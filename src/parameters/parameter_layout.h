@@ -3,6 +3,7 @@
 // offset in the rank's one flat buffer. A pure function of the config, printable.
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/model_config.h"
@@ -76,5 +77,10 @@ constexpr int kParamsPerLayer = 12;
 
 // Names, shared by the layout, the layers and the checkpoint formats.
 std::string layer_param(int layer, const std::string& leaf);
+
+// The units a chunk's weights are gathered in under sharded weights (ZeRO-3), as spec ranges
+// [begin, end) in layout order: the embedding (or a last stage's copy of a tied word
+// embedding), each layer, and the rest (the final norm, an untied output layer).
+std::vector<std::pair<int, int>> weight_units(const ParameterLayout& layout);
 
 }  // namespace trident

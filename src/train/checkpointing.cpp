@@ -71,6 +71,7 @@ void resume_from_checkpoint(TrainingRun& run, bool resumable, StartupClock& star
   }
   const checkpoint::TrainingState st = checkpoint::load(
       path, record, run.model, run.rank, run.log, mode, [&](double f) { startup.progress(f); });
+  run.model.release_gathered_values();  // sharded weights: back to this rank's shard
   run.first_iteration = st.iteration + 1;
   run.progress = {st.consumed_samples, st.evaluations, st.lr_schedule_samples};
 }
@@ -82,14 +83,19 @@ void save_checkpoint(TrainingRun& run, long iteration) {
   run.model.finish_param_gather();
   const checkpoint::TrainingState state{iteration, p.consumed_samples, p.evaluations,
                                         p.lr_schedule_samples};
+  // Sharded weights: data-parallel rank 0 writes the whole buffer, for the save only.
+  run.model.gather_all_values();
   if (!c.async_save) {
     checkpoint::save(c.save, run_record(c), run.model, state, run.rank, run.log,
                      {c.keep_checkpoints, fault});
-    return;
+  } else {
+    if (!run.async_saver) run.async_saver = std::make_unique<checkpoint::AsyncSaver>();
+    run.async_saver->save(c.save, run_record(c), run.model, state, run.rank, run.log,
+                          {c.keep_checkpoints, fault});
+    // The next forward gathers into the buffer the copy reads.
+    if (!run.model.gatherers.empty()) run.async_saver->wait_until_copied();
   }
-  if (!run.async_saver) run.async_saver = std::make_unique<checkpoint::AsyncSaver>();
-  run.async_saver->save(c.save, run_record(c), run.model, state, run.rank, run.log,
-                        {c.keep_checkpoints, fault});
+  run.model.release_gathered_values();
 }
 
 void finish_checkpoint_saves(TrainingRun& run) {

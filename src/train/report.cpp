@@ -186,7 +186,11 @@ void report_end_of_run(TrainingRun& run, const GroupCollectives& training) {
   if (run.config.records_timeline()) write_timeline(run.config, run.timeline, run.rank, run.log);
   print_collectives(training, iterations_run(run), run.log, run.training_log->metrics());
   if (run.rank.groups->tensor->size() > 1) print_replicated_drift(run);
-  run.log << "peak RSS " << format_bytes(peak_rss_bytes())
+  // The largest of the data-parallel group's: they share one plan, for the rank holding the
+  // most (sharded strategies hold different units outside their shards).
+  double peak = (double)peak_rss_bytes();
+  run.rank.groups->data->all_reduce(&peak, 1, comm::ReduceOp::kMax);
+  run.log << "peak RSS " << format_bytes((long)peak)
           << " (plan: " << format_bytes(run.model.planned_bytes()) << ")\n";
   write_report_page(run);
 }
