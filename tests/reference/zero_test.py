@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""ZeRO-2 (--data-parallel-sharding-strategy optim_grads: gradients reduce-scattered after
-every micro-batch, only the rank's shard kept) under mpirun:
+"""ZeRO-2 and ZeRO-3 (--data-parallel-sharding-strategy optim_grads: gradients
+reduce-scattered after every micro-batch, only the rank's shard kept; optim_grads_params: the
+weights too, each unit all-gathered before it runs) under mpirun:
   * parity with the one-process run (every logged loss and grad norm, and the final weights,
     within 1e-5) at d = 2 and 4, overlapped, with t = 2, with p = 2 (the tied embedding),
     interleaved p = 2 v = 2, full and selective recomputation; under bf16 and fp16 with
     dynamic loss scaling against a one-process run in the same precision, within those
     formats' tolerances (the same steps skipped at the same loss scales in fp16);
-  * memory: rank 0's peak RSS and the printed memory check are ordered no_shard > optim >
-    optim_grads, and the peak RSS is within 15% of each printed plan;
-  * checkpoints: an optim_grads checkpoint resumed with the same flags repeats the
-    uninterrupted run bit for bit (log lines, metrics, weights), and loads under optim,
-    no_shard at d = 2 and one process, matching each layout's uninterrupted run within 1e-5;
+  * memory at d = 4: the peak RSS (the largest of the data-parallel ranks') and the printed
+    memory check are ordered no_shard > optim > optim_grads > optim_grads_params, each peak
+    RSS is within 15% of its printed plan, and ZeRO-3's is printed against the one-process run's;
+  * checkpoints: an optim_grads and an optim_grads_params checkpoint resumed with the same
+    flags repeat the uninterrupted run bit for bit (log lines, metrics, weights), and load
+    under the other strategies, d = 2 and one process, matching each layout's uninterrupted
+    run within 1e-5;
   * refusals (exit 2, naming the rule): an unknown strategy, --use-distributed-optimizer with
-    no_shard, optim_grads with zb-h1, optim_grads_params;
+    no_shard, optim_grads and optim_grads_params with zb-h1;
   * the report: with m micro-batches per replica, optim_grads makes m times the
     reduce-scatter calls of optim (one per bucket per micro-batch against one per bucket).
 Usage: zero_test.py TRIDENT"""
@@ -31,6 +34,7 @@ ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attent
         "--global-batch-size", "16", "--train-iters", "10", "--lr", "1e-3", "--lr-warmup-iters", "2",
         "--log-interval", "1", "--eval-iters", "1", "--peak-tflops", "1", "--seed", "13"]
 ZERO2 = ["--data-parallel-sharding-strategy", "optim_grads"]
+ZERO3 = ["--data-parallel-sharding-strategy", "optim_grads_params"]
 ZERO1 = ["--data-parallel-sharding-strategy", "optim"]
 NO_SHARD = ["--data-parallel-sharding-strategy", "no_shard"]
 OVERLAP = ["--overlap-grad-reduce", "--ddp-bucket-size", "20000", "--overlap-param-gather"]
@@ -47,7 +51,20 @@ LAYOUTS = [("optim_grads d=2", ZERO2, 2),
            ("optim_grads d=2 full recompute", ZERO2 + OVERLAP + ["--recompute-granularity", "full", "--recompute-method", "uniform",
                                "--recompute-num-layers", "1"], 2),
            ("optim_grads d=2 selective recompute",
-            ZERO2 + OVERLAP + ["--recompute-granularity", "selective"], 2)]
+            ZERO2 + OVERLAP + ["--recompute-granularity", "selective"], 2),
+           # ZeRO-3: every unit gathered for its forward and backward; the tied embedding
+           # twice in forward on the last stage; a recomputed group of 2 gathered together
+           ("optim_grads_params d=2", ZERO3, 2),
+           ("optim_grads_params d=4 overlapped", ZERO3 + OVERLAP, 4),
+           ("optim_grads_params t=2 d=2", ZERO3 + OVERLAP + ["--tensor-model-parallel-size", "2"], 4),
+           ("optim_grads_params p=2 d=2", ZERO3 + OVERLAP + ["--pipeline-model-parallel-size", "2"], 4),
+           ("optim_grads_params p=2 v=2 d=2", ZERO3 + OVERLAP + ["--pipeline-model-parallel-size", "2",
+                                                                 "--num-layers-per-virtual-pipeline-stage", "1"], 4),
+           ("optim_grads_params d=2 full recompute (groups of 2)",
+            ZERO3 + OVERLAP + ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                               "--recompute-num-layers", "2"], 2),
+           ("optim_grads_params d=2 selective recompute",
+            ZERO3 + OVERLAP + ["--recompute-granularity", "selective"], 2)]
 # bf16 and fp16 runs differ from one process by far more than 1e-5 under any data-parallel
 # layout (a different summation order flips the rounding of some weights to 8 or 11 mantissa
 # bits, and that grows), so plain data parallelism (no_shard) runs beside them to show the
@@ -57,14 +74,18 @@ BF16_TOLERANCE, FP16_TOLERANCE = 2e-3, 5e-4
 BF16_LAYOUTS = [("bf16 no_shard d=2 (plain data parallelism, for scale)", NO_SHARD, 2),
                 ("bf16 optim_grads d=2", ZERO2, 2),
                 ("bf16 optim_grads d=2 overlapped", ZERO2 + OVERLAP, 2),
-                ("bf16 optim_grads p=2 d=2", ZERO2 + OVERLAP + ["--pipeline-model-parallel-size", "2"], 4)]
+                ("bf16 optim_grads p=2 d=2", ZERO2 + OVERLAP + ["--pipeline-model-parallel-size", "2"], 4),
+                # the bf16 copy is re-rounded from each gathered unit
+                ("bf16 optim_grads_params d=2 overlapped", ZERO3 + OVERLAP, 2),
+                ("bf16 optim_grads_params p=2 d=2", ZERO3 + OVERLAP + ["--pipeline-model-parallel-size", "2"], 4)]
 # dynamic loss scaling: the scale doubles every 3 steps from 2^20 until the step to 2^23
 # overflows (iteration 10 here) and is skipped, halving it: skip and scale go through the
 # sharded gradients too
 FP16 = ["--fp16", "--initial-loss-scale", "1048576", "--hysteresis", "1", "--loss-scale-window", "3"]
 FP16_LAYOUTS = [("fp16 no_shard d=2 (plain data parallelism, for scale)", NO_SHARD, 2),
                 ("fp16 optim_grads d=2", ZERO2, 2),
-                ("fp16 optim_grads d=2 overlapped", ZERO2 + OVERLAP, 2)]
+                ("fp16 optim_grads d=2 overlapped", ZERO2 + OVERLAP, 2),
+                ("fp16 optim_grads_params d=2 overlapped", ZERO3 + OVERLAP, 2)]
 
 # Rank 0's peak RSS: a model whose gradients and MPI buffers are hundreds of MiB.
 BIG = ["--mock-data", "--num-layers", "12", "--hidden-size", "512", "--num-attention-heads", "8",
@@ -110,26 +131,42 @@ def check_fp16(check, trident):
                   f"scales; the others: {summary}" + ("; " + "; ".join(bad) if bad else ""))
 
 
+STRATEGIES = ("no_shard", "optim", "optim_grads", "optim_grads_params")
+
+
+def memory_run(trident, ranks, flags):
+    """(peak RSS, plan, memory check's need) in MiB, or an error string."""
+    out = mpirun(ranks, trident, BIG + flags, timeout=240)
+    peak = re.search(r"^peak RSS ([0-9.]+) ([KMG]iB) \(plan: ([0-9.]+) ([KMG]iB)\)$", out.stdout, re.M)
+    need = re.search(r"^memory check: needs ([0-9.]+) ([KMG]iB) per rank", out.stdout, re.M)
+    if out.returncode != 0 or not peak or not need:
+        return f"exit {out.returncode}: {out.stderr[-800:]}"
+    return mib(*peak.group(1, 2)), mib(*peak.group(3, 4)), mib(*need.group(1, 2))
+
+
 def check_memory(check, trident):
     peaks, needs = {}, {}
-    for name in ("no_shard", "optim", "optim_grads"):
-        out = mpirun(2, trident, BIG + ["--data-parallel-sharding-strategy", name], timeout=180)
-        peak = re.search(r"^peak RSS ([0-9.]+) ([KMG]iB) \(plan: ([0-9.]+) ([KMG]iB)\)$", out.stdout, re.M)
-        need = re.search(r"^memory check: needs ([0-9.]+) ([KMG]iB) per rank", out.stdout, re.M)
-        if out.returncode != 0 or not peak or not need:
-            check(False, f"{name} d=2 (memory run): exit {out.returncode}: {out.stderr[-800:]}")
+    for name in STRATEGIES:
+        got = memory_run(trident, 4, ["--data-parallel-sharding-strategy", name])
+        if isinstance(got, str):
+            check(False, f"{name} d=4 (memory run): {got}")
             return
-        rss, plan = mib(*peak.group(1, 2)), mib(*peak.group(3, 4))
-        peaks[name], needs[name] = rss, mib(*need.group(1, 2))
+        rss, plan, needs[name] = got
+        peaks[name] = rss
         check(abs(rss - plan) <= 0.15 * plan,
-              f"{name} d=2: rank 0's peak RSS {rss:.1f} MiB within 15% of its plan {plan:.1f} MiB "
-              f"({(rss - plan) / plan:+.1%})")
-    check(peaks["no_shard"] > peaks["optim"] > peaks["optim_grads"],
-          "peak RSS no_shard > optim > optim_grads: " +
-          " > ".join(f"{peaks[n]:.1f}" for n in ("no_shard", "optim", "optim_grads")) + " MiB")
-    check(needs["no_shard"] > needs["optim"] > needs["optim_grads"],
-          "memory check's needs no_shard > optim > optim_grads: " +
-          " > ".join(f"{needs[n]:.1f}" for n in ("no_shard", "optim", "optim_grads")) + " MiB")
+              f"{name} d=4: the largest peak RSS of the 4 ranks, {rss:.1f} MiB, within 15% of the "
+              f"plan {plan:.1f} MiB ({(rss - plan) / plan:+.1%})")
+    order = lambda values: " > ".join(f"{values[n]:.1f}" for n in STRATEGIES) + " MiB"
+    check(all(peaks[a] > peaks[b] for a, b in zip(STRATEGIES, STRATEGIES[1:])),
+          "peak RSS " + " > ".join(STRATEGIES) + ": " + order(peaks))
+    check(all(needs[a] > needs[b] for a, b in zip(STRATEGIES, STRATEGIES[1:])),
+          "memory check's needs " + " > ".join(STRATEGIES) + ": " + order(needs))
+    one = memory_run(trident, 1, [])
+    if isinstance(one, str):
+        check(False, f"one process (memory run): {one}")
+        return
+    print(f"     ZeRO-3 at d=4: peak RSS {peaks['optim_grads_params']:.1f} MiB = "
+          f"{peaks['optim_grads_params'] / one[0]:.2f} x the one-process run's {one[0]:.1f} MiB")
 
 
 def log_steps(stdout, first):
@@ -145,10 +182,22 @@ def log_steps(stdout, first):
 
 
 def check_checkpoints(check, trident):
+    # Each saved under one strategy at d = 2, loaded under the others and other (t, p, d).
+    check_checkpoint_round(check, trident, "optim_grads", ZERO2,
+                           (("optim d=2", ZERO1, 2), ("no_shard d=2", NO_SHARD, 2),
+                            ("optim_grads_params d=2", ZERO3, 2), ("one process", [], 1)))
+    check_checkpoint_round(check, trident, "optim_grads_params", ZERO3,
+                           (("optim_grads d=2", ZERO2, 2), ("no_shard d=2", NO_SHARD, 2),
+                            ("optim t=2 p=2", ZERO1 + ["--tensor-model-parallel-size", "2",
+                                                       "--pipeline-model-parallel-size", "2"], 4),
+                            ("one process", [], 1)))
+
+
+def check_checkpoint_round(check, trident, strategy, flags, others):
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = os.path.join(tmp, "ckpt")
         logs = []
-        full = train(trident, ARGS + ZERO2 + ["--save", ckpt, "--save-interval", "5"], 2, tmp, "full", logs=logs)
+        full = train(trident, ARGS + flags + ["--save", ckpt, "--save-interval", "5"], 2, tmp, "full", logs=logs)
         full_log = log_steps(logs[-1], 6)
         resume = os.path.join(tmp, "at5")
         shutil.copytree(ckpt, resume)
@@ -156,9 +205,9 @@ def check_checkpoints(check, trident):
             f.write("iter_0000005\n")
         logs = []
         try:
-            resumed = train(trident, ARGS + ZERO2 + ["--load", resume], 2, tmp, "resumed", logs=logs)
+            resumed = train(trident, ARGS + flags + ["--load", resume], 2, tmp, "resumed", logs=logs)
         except RuntimeError as e:
-            check(False, f"optim_grads d=2 resumed at 5: {str(e)[-800:]}")
+            check(False, f"{strategy} d=2 resumed at 5: {str(e)[-800:]}")
             resumed = None
         if resumed:
             rows, w = resumed
@@ -168,27 +217,26 @@ def check_checkpoints(check, trident):
                     [(r["iteration"], r["loss"], r["grad_norm"]) for r in got_rows] ==
                     [(r["iteration"], r["loss"], r["grad_norm"]) for r in ref_rows] and
                     w.keys() == full[1].keys() and all((w[k] == full[1][k]).all() for k in w))
-            check(same, "optim_grads d=2 resumed at 5: iterations 6-10 (loss, grad norm) and the final "
-                        "weights bit for bit")
+            check(same, f"{strategy} d=2 resumed at 5: iterations 6-10 (loss, grad norm) and the "
+                        "final weights bit for bit")
             got_log = log_steps(logs[-1], 6)
             check(len(full_log) == 5 and got_log == full_log,
-                  "optim_grads d=2 resumed at 5: the log lines of iterations 6-10 are identical "
+                  f"{strategy} d=2 resumed at 5: the log lines of iterations 6-10 are identical "
                   f"(e.g. {' | '.join(got_log.get(10, ['none']))})")
-        # The optim_grads checkpoint under other layouts, against each one's uninterrupted run.
-        for name, flags, ranks in (("optim d=2", ZERO1, 2), ("no_shard d=2", NO_SHARD, 2),
-                                   ("one process", [], 1)):
+        # The checkpoint under other layouts, against each one's uninterrupted run.
+        for name, other, ranks in others:
             tag = name.replace(" ", "_").replace("=", "")
             try:
-                ref = train(trident, ARGS + flags, ranks, tmp, tag + "_ref")
-                got = train(trident, ARGS + flags + ["--load", resume], ranks, tmp, tag + "_resumed")
+                ref = train(trident, ARGS + other, ranks, tmp, tag + "_ref")
+                got = train(trident, ARGS + other + ["--load", resume], ranks, tmp, tag + "_resumed")
             except RuntimeError as e:
-                check(False, f"optim_grads checkpoint loaded under {name}: {str(e)[-800:]}")
+                check(False, f"{strategy} checkpoint loaded under {name}: {str(e)[-800:]}")
                 continue
             later = lambda rows: [r for r in rows if "loss" not in r or r["iteration"] >= 6]
             summary, bad = compare((later(ref[0]), ref[1]), (later(got[0]), got[1]), 1e-5)
             steps = [r["iteration"] for r in got[0] if "loss" in r]
             check(not bad and steps == list(range(6, 11)),
-                  f"optim_grads d=2 checkpoint at 5 loaded under {name}: iterations 6-10 vs its "
+                  f"{strategy} d=2 checkpoint at 5 loaded under {name}: iterations 6-10 vs its "
                   f"uninterrupted run: {summary}" + ("; " + "; ".join(bad) if bad else ""))
 
 
@@ -201,7 +249,8 @@ def check_refusals(check, trident):
              "cannot be combined with --data-parallel-sharding-strategy no_shard"),
             ([strategy, "optim_grads", "--pipeline-schedule", "zb-h1", "--pipeline-model-parallel-size", "2"],
              4, "--pipeline-schedule zb-h1 computes weight gradients after later backwards"),
-            ([strategy, "optim_grads_params"], 1, "optim_grads_params (ZeRO-3) is not available yet")):
+            ([strategy, "optim_grads_params", "--pipeline-schedule", "zb-h1", "--pipeline-model-parallel-size", "2"],
+             4, "--pipeline-schedule zb-h1 computes weight gradients after later backwards")):
         if ranks == 1:
             out = subprocess.run([trident, "train"] + ARGS + flags, capture_output=True, text=True,
                                  env=MPI_ENV, timeout=60)
