@@ -76,18 +76,16 @@ long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long bu
 }
 
 namespace {
-// The ranges of units held together: `window` consecutive ones, and with `wrap` the last
-// with the first.
+// The ranges of units held together: `window` consecutive ones, and with `wrap` the first
+// with each of them (a tied embedding stays through the forward for the output layer).
 std::vector<std::vector<std::pair<long, long>>> unit_windows(
     const std::vector<std::pair<long, long>>& units, int window, bool wrap) {
   std::vector<std::vector<std::pair<long, long>>> windows;
   for (size_t i = 0; i < units.size(); ++i) {
     const size_t last = std::min(units.size(), i + (size_t)window) - 1;
     windows.push_back({{units[i].first, units[last].first + units[last].second}});
+    if (wrap) windows.back().emplace_back(units[0].first, units[0].first + units[0].second);
   }
-  if (wrap && units.size() > 1)
-    windows.push_back({{units.front().first, units.front().first + units.front().second},
-                       {units.back().first, units.back().first + units.back().second}});
   return windows;
 }
 }  // namespace

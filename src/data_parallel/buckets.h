@@ -37,9 +37,9 @@ long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long bu
 // Sharded weights (ZeRO-3): the most floats of a weight buffer of S floats that a
 // data-parallel rank holds at once, for the rank that holds the most: its shard of S / d,
 // and outside it the units (offset, floats; in layout order) a pass holds together —
-// `window` consecutive ones (those running and the next, prefetched), and with `wrap` the
-// last and the first (a tied output layer runs right after the final norm) — plus the whole
-// 2 MiB pages their edges split.
+// `window` consecutive ones (those running and the next, prefetched), with `wrap` each with
+// the first (a tied word embedding, kept through the forward for the output layer) — plus
+// the whole 2 MiB pages their edges split.
 long largest_sharded_weight_floats(const std::vector<std::pair<long, long>>& units,
                                    long buffer_floats, int data_ranks, int window, bool wrap);
 // The most floats of units held together, as above, shard or not.

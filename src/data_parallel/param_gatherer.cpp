@@ -59,7 +59,7 @@ void ParameterGatherer::need(int spec_begin, int spec_end) {
     if (state_[u] == State::kReleased) start(u);
   auto kept = [&](int u) {
     return std::binary_search(wanted.begin(), wanted.end(), u) ||
-           std::binary_search(next.begin(), next.end(), u);
+           std::binary_search(next.begin(), next.end(), u) || needed_later(u);
   };
   for (int u = 0; u < (int)units_.size(); ++u)
     if (state_[u] != State::kReleased && !kept(u)) release(u);
@@ -68,6 +68,16 @@ void ParameterGatherer::need(int spec_begin, int spec_end) {
   stats_.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_wait).count();
   ++step_;
+}
+
+// A unit the recorded pass asks for again after the next step stays (a tied word embedding,
+// read by the embedding first and by the output layer last: gathered once per forward).
+bool ParameterGatherer::needed_later(int u) const {
+  if (!following_) return false;
+  const std::vector<UnitSet>& record = record_[(int)pass_];
+  for (size_t k = step_ + 2; k < record.size(); ++k)
+    if (std::binary_search(record[k].begin(), record[k].end(), u)) return true;
+  return false;
 }
 
 void ParameterGatherer::end_pass() {

@@ -8,7 +8,9 @@
 // past a unit, its weights outside the shard are given back to the system.
 // Prefetch: the units a pass asks for, in order, are recorded on the first pass of each kind
 // (forward, backward) and replayed by the later ones, which start the next unit's gather
-// before the current one computes. A pass that asks differently loses only its prefetch.
+// before the current one computes, and keep a unit they ask for again (a tied word embedding,
+// read first by the embedding and last by the output layer, is gathered once per forward).
+// A pass that asks differently loses only its prefetch.
 // Every data-parallel rank runs the same passes, so all issue the same gathers in the same
 // order, as MPI's collectives require.
 #include <memory>
@@ -60,6 +62,7 @@ class ParameterGatherer {
   void release(int unit);
   // The units the recorded pass asks for after the current step, if this pass follows it.
   const UnitSet* next_in_record() const;
+  bool needed_later(int unit) const;
 
   Parameters& params_;
   comm::Communicator& data_;

@@ -82,7 +82,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<std::pair<int, int>> weight_units() const {
     return trident::weight_units(params_.layout());
   }
-  // Called between the big products inside each layer's backward (communication progress).
+  // Called between the big products inside each layer's forward and backward (communication
+  // progress).
   void set_progress_hook(std::function<void()> hook) { progress_ = std::move(hook); }
 
   Parameters& parameters() { return params_; }

@@ -265,7 +265,10 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   } else {
     project_qkv(column_input(a.ln1_out, n, w), a.qkv, rows);
   }
+  // Between the big products, communication in flight moves (the next unit's gather).
+  if (call.progress) (*call.progress)();
   attention_core(a, call);
+  if (call.progress) (*call.progress)();
   proj_.forward(a.attn_out, w.row_out, rows);
   kernels::bias_dropout_residual_add(x, row_output(w, n), proj_.bias.value, a.residual1, n, h,
                                      call.dropout,
@@ -273,6 +276,7 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
 
   ln2_.forward(a.residual1, a.ln2_out, a.ln2_mean, a.ln2_rstd, n, h);
   fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
+  if (call.progress) (*call.progress)();
   mlp_activation(a.fc1_pre, a.fc1_act, rows);
   fc2_.forward(a.fc1_act.operand(), w.row_out, rows);
   kernels::bias_dropout_residual_add(a.residual1, row_output(w, n), fc2_.bias.value, a.output, n, h,

@@ -24,7 +24,13 @@ long peak_rss_bytes() {
   return usage.ru_maxrss * 1024L;
 }
 
-void DataParallelWaits::add(const engine::RankModel& model) {
+void DataParallelWaits::add(engine::RankModel& model, bool count) {
+  for (auto& g : model.gatherers) {
+    const data_parallel::ParameterGatherer::Stats s = g->take_stats();
+    if (count)
+      unit_gathers += s.gathers, unprefetched += s.unprefetched, unit_wait += s.wait_seconds;
+  }
+  if (!count) return;
   for (const auto& r : model.reducers)
     reduction += r->last_wait_seconds(), gather += r->last_gather_wait_seconds();
   ++iterations;
@@ -41,7 +47,10 @@ void DataParallelWaits::print(const engine::RankModel& model, const TrainingConf
       << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
       << std::fixed << std::setprecision(1) << reduction / n * 1e3 << " ms for the "
       << (c.distributed_optimizer() ? "reduce-scatter" : "reduction");
-  if (c.distributed_optimizer())
+  if (!model.gatherers.empty())
+    log << "; ZeRO-3: " << unit_gathers / n << " unit all-gathers, " << unprefetched / n
+        << " of them not prefetched, " << unit_wait / n * 1e3 << " ms waiting for them";
+  else if (c.distributed_optimizer())
     log << "; the parameter all-gather kept it waiting " << gather / n * 1e3 << " ms"
         << (c.overlap_param_gather ? " inside the forward (--overlap-param-gather)"
                                    : " (--overlap-param-gather is off)");

@@ -20,8 +20,13 @@ long peak_rss_bytes();
 struct DataParallelWaits {
   double reduction = 0, gather = 0;
   long iterations = 0;
+  // Sharded weights (ZeRO-3): the units' all-gathers, those no prefetch had started, and
+  // the seconds the passes waited for them.
+  long unit_gathers = 0, unprefetched = 0;
+  double unit_wait = 0;
 
-  void add(const engine::RankModel& model);
+  // After an iteration; `count` false: the first, which warms up (its figures are dropped).
+  void add(engine::RankModel& model, bool count);
   void print(const engine::RankModel& model, const TrainingConfig& c, std::ostream& log) const;
 };
 

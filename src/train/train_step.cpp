@@ -67,7 +67,7 @@ StepResult train_step(TrainingRun& run, long iteration) {
   // A save in the background may still be copying the weights and moments the step changes.
   if (run.async_saver) run.async_saver->wait_until_copied();
   const engine::StepOutcome outcome = optimizer_step(run, iteration, loss_scale, r.lr);
-  if (iteration > run.first_iteration) run.data_parallel_waits.add(run.model);  // 1st warms up
+  run.data_parallel_waits.add(run.model, iteration > run.first_iteration);  // 1st warms up
   r.grad_norm = outcome.grad_norm, r.skipped = outcome.skipped;
   // As Megatron, the schedule advances only on steps that updated the weights.
   if (!r.skipped) run.progress.lr_schedule_samples += r.global_batch;
