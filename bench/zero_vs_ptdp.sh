@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The seeds' comparison, measured (issue 31): the same model trained on 4 ranks as d = 4 with
-# each data-parallel sharding strategy (no sharding, ZeRO-1, ZeRO-2; ZeRO-3 is refused by
-# trident train: not built yet, so its row has the planner's prediction only), as t = 2 x d = 2,
+# each data-parallel sharding strategy (no sharding, ZeRO-1, ZeRO-2, ZeRO-3), as t = 2 x d = 2,
 # p = 2 x d = 2 and t = 2 x p = 2. Per layout:
 #   - time per iteration: the median of the iterations after the first, pooled over ROUNDS
 #     runs taken round-robin (a slow minute of the shared machine hits every layout alike);
@@ -33,13 +32,12 @@ MODEL="--num-layers 6 --hidden-size 512 --num-attention-heads 8 --seq-length 128
 T=--tensor-model-parallel-size P=--pipeline-model-parallel-size S=--data-parallel-sharding-strategy
 OVERLAP="--overlap-grad-reduce --overlap-param-gather"
 # Each layout: name | trident train's layout flags | trident plan's extra flags (fixing what
-# the train flags leave to defaults: v = 1, 1F1B, no sequence parallelism). An empty train
-# field: not trained (the planner's row only).
+# the train flags leave to defaults: v = 1, 1F1B, no sequence parallelism).
 layouts=(
   "d=4 no_shard|$T 1 $P 1 $S no_shard|"
   "d=4 ZeRO-1 (optim)|$T 1 $P 1 $S optim $OVERLAP|"
   "d=4 ZeRO-2 (optim_grads)|$T 1 $P 1 $S optim_grads $OVERLAP|"
-  "d=4 ZeRO-3 (optim_grads_params)||$T 1 $P 1 $S optim_grads_params"
+  "d=4 ZeRO-3 (optim_grads_params)|$T 1 $P 1 $S optim_grads_params --overlap-grad-reduce|"
   "t=2 x d=2 (ZeRO-1)|$T 2 $P 1 $S optim $OVERLAP|--no-sequence-parallel"
   "p=2 x d=2 (ZeRO-1)|$T 1 $P 2 $S optim $OVERLAP|--num-layers-per-virtual-pipeline-stage 3 --pipeline-schedule 1f1b"
   "t=2 x p=2|$T 2 $P 2|--no-sequence-parallel --num-layers-per-virtual-pipeline-stage 3 --pipeline-schedule 1f1b"
@@ -89,27 +87,16 @@ for i in "${!layouts[@]}"; do
   IFS='|' read -r name flags extra <<< "${layouts[$i]}"
   # The planner's flags: the train flags without the overlap switches (the planner assumes
   # them) plus the fixed dimensions.
-  pflags=$(echo "${flags:-$extra}" | sed 's/--overlap-grad-reduce//; s/--overlap-param-gather//')
-  [[ -n $flags ]] && pflags="$pflags $extra"
+  pflags="$(echo "$flags" | sed 's/--overlap-grad-reduce//; s/--overlap-param-gather//') $extra"
   plan=$("$TRIDENT" plan --cluster "$work/cluster.toml" --num-devices 4 $MODEL --micro-batch-size "$MICRO" \
     --recompute-granularity none $pflags --json --top 1)
-  refusal=
-  if [[ -z $flags ]]; then
-    # What trident train says to it (it refuses before any work).
-    refusal=$(nice -n 10 mpirun --oversubscribe -np 4 "$TRIDENT" train --mock-data $MODEL \
-      --micro-batch-size "$MICRO" $pflags --train-iters 1 2>&1 | grep -m1 -- "^  - " || true)
-  fi
-  /usr/bin/python3 - "$name" "$work" "$i" "$plan" "$refusal" <<'PY'
+  /usr/bin/python3 - "$name" "$work" "$i" "$plan" <<'PY'
 import json, os, statistics, sys
-name, work, i, plan, refusal = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])["plans"][0], sys.argv[5]
+name, work, i, plan = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])["plans"][0]
 pt, pm = plan["time_per_iteration_s"] * 1e3, plan["memory_per_device_gib"] * 1024
 pdp = plan["data_parallel_bytes"] / 2**20
 layout = f"t={plan['tensor']} p={plan['pipeline']} d={plan['data']} {plan['data_parallel_sharding_strategy']}"
 print(f"\n{name}  [planned as {layout}]")
-if not os.path.exists(f"{work}/ms.{i}"):
-    print(f"  trident train: not built yet ({refusal.strip().lstrip('- ')})")
-    print(f"  planned: {pt:7.0f} ms/iteration, {pm:6.0f} MiB per rank, data-parallel {pdp:6.0f} MiB sent per rank")
-    sys.exit()
 ms = statistics.median(float(x) for x in open(f"{work}/ms.{i}"))
 rss = max(int(x) for x in open(f"{work}/rss.{i}")) / 1024
 print(f"  time   {ms:7.0f} ms/iteration   planned {pt:7.0f} ms   (measured / planned {ms / pt:4.2f})")
