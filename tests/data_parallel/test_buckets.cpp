@@ -57,5 +57,30 @@ TEST(GradientBuckets, ShardedHoldsTheShardAndTheWindowOnTheWorstRank) {
   EXPECT_EQ(largest_sharded_gradient_floats(bb, 32 * M, 4, 0, true), 30 * M + edges);
 }
 
+TEST(ShardCounts, EachRanksPartOfARange) {
+  // A buffer of 32 over 4 ranks: shards [0, 8), [8, 16), [16, 24), [24, 32).
+  EXPECT_EQ(shard_counts(6, 19, 32, 4), (std::vector<long>{2, 8, 3, 0}));
+  EXPECT_EQ(shard_counts(24, 32, 32, 4), (std::vector<long>{0, 0, 0, 8}));
+  EXPECT_EQ(shard_counts(3, 3, 32, 4), (std::vector<long>{0, 0, 0, 0}));
+}
+
+TEST(ShardedWeights, TheShardAndTheUnitsAPassHoldsOnTheWorstRank) {
+  // Units (in 10-million floats): embedding [0, 10), layers [10, 16), [16, 22), [22, 28), the
+  // final norm [28, 32); d = 2 shards [0, 16M) and [16M, 32M).
+  const long M = 10'000'000, edges = 512L * 1024 * 2 * 2;
+  const std::vector<std::pair<long, long>> units = {
+      {0, 10 * M}, {10 * M, 6 * M}, {16 * M, 6 * M}, {22 * M, 6 * M}, {28 * M, 4 * M}};
+  // Two at a time: rank 1 with [0, 16M) (the embedding and layer 0) holds everything.
+  EXPECT_EQ(largest_sharded_weight_floats(units, 32 * M, 2, 2, false), 32 * M);
+  // d = 4 (shards of 8M): rank 0 [0, 8M) with [16M, 28M) -> 20M; rank 3 [24M, 32M) with
+  // [0, 16M) -> 24M, the most.
+  EXPECT_EQ(largest_sharded_weight_floats(units, 32 * M, 4, 2, false), 24 * M + edges);
+  // A tied embedding stays with every window: rank 3 with [0, 10M) + [16M, 28M) -> 30M.
+  EXPECT_EQ(largest_sharded_weight_floats(units, 32 * M, 4, 2, true), 30 * M + edges);
+  // The units whole, shard or not: [0, 16M) two at a time; tied: [0, 10M) + [16M, 28M).
+  EXPECT_EQ(largest_unit_window(units, 2, false), 16 * M);
+  EXPECT_EQ(largest_unit_window(units, 2, true), 22 * M);
+}
+
 }  // namespace
 }  // namespace trident::data_parallel

@@ -76,6 +76,52 @@ TEST(Parameters, InitialisationIndependentOfTensorParallelSize) {
   }
 }
 
+// Sharded weights (ZeRO-3) draw only their shard: any range, even one cutting tensors, holds
+// the whole buffer's values there and nothing else.
+TEST(Parameters, InitialisingARangeDrawsTheWholeBuffersValuesThere) {
+  ModelConfig c = tiny();
+  Parameters whole(ParameterLayout(c, {0, 1}));
+  whole.initialize(42, 0.02f, c.num_layers);
+  const long n = whole.size();
+  for (auto [begin, end] : std::vector<std::pair<long, long>>{{0, n / 3}, {n / 3 + 5, n - 7}}) {
+    Parameters part(ParameterLayout(c, {0, 1}), 16, GradientMemory::kNone, ValueMemory::kSharded);
+    part.initialize(42, 0.02f, c.num_layers, {}, begin, end);
+    for (long i = 0; i < n; ++i)
+      ASSERT_EQ(part.values()[i], i >= begin && i < end ? whole.values()[i] : 0.f) << i;
+  }
+}
+
+// The units ZeRO-3 gathers: the embedding, each layer, the final norm; on a later stage of a
+// tied model the copy of the word embedding comes first, on its own.
+TEST(ParameterLayout, WeightUnitsAreTheEmbeddingEachLayerAndTheRest) {
+  ModelConfig c = tiny();
+  const ParameterLayout layout(c, {0, 1});
+  const auto units = weight_units(layout);
+  ASSERT_EQ(units.size(), 4u);
+  const auto& specs = layout.specs();
+  auto names = [&](std::pair<int, int> u) {
+    std::string all;
+    for (int k = u.first; k < u.second; ++k) all += specs[k].name + " ";
+    return all;
+  };
+  EXPECT_EQ(names(units[0]),
+            "embedding.word_embeddings.weight embedding.position_embeddings.weight ");
+  EXPECT_EQ(units[1].second - units[1].first, kParamsPerLayer);
+  EXPECT_EQ(specs[units[1].first].name, "layers.0.input_layernorm.weight");
+  EXPECT_EQ(specs[units[2].first].name, "layers.1.input_layernorm.weight");
+  EXPECT_EQ(names(units[3]), "final_layernorm.weight final_layernorm.bias ");
+  EXPECT_EQ(units.back().second, (int)specs.size());
+  // The last of two stages: the tied copy, layer 1, the final norm.
+  ChunkPlacement last;
+  last.first_layer = 1, last.num_layers = 1, last.pre_process = false, last.post_process = true;
+  const ParameterLayout tail(c, {0, 1}, last);
+  const auto tail_units = weight_units(tail);
+  ASSERT_EQ(tail_units.size(), 3u);
+  EXPECT_EQ(tail_units[0], std::make_pair(0, 1));
+  EXPECT_EQ(tail.specs()[0].name, "embedding.word_embeddings.weight");
+  EXPECT_EQ(tail.specs()[tail_units[1].first].name, "layers.1.input_layernorm.weight");
+}
+
 TEST(Parameters, InitScalesOutputProjections) {
   ModelConfig c = tiny();
   c.hidden_size = 64, c.num_layers = 8;
