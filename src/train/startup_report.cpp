@@ -67,19 +67,22 @@ long planned_floats(const engine::RankModel& model, const std::string& name) {
 
 // Bytes per parameter this rank holds for weights, gradients and Adam, against what each
 // sharding strategy promises (the ZeRO paper's 4 + 4 + 8 for fp32 weights and gradients:
-// optim 4 + 4 + 8/d, optim_grads 4 + (4 + 8)/d plus the buckets being reduced).
+// optim 4 + 4 + 8/d, optim_grads 4 + (4 + 8)/d plus the buckets being reduced,
+// optim_grads_params 16/d plus the units gathered).
 void print_optimizer_state(const engine::RankModel& model, data_parallel::ShardingStrategy s, int d,
                            std::ostream& log) {
   long params = 0, moments = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j)
     params += model.chunks[j]->parameters().size(), moments += model.optimizers[j]->moment_bytes();
   const double grads = 4.0 * (double)planned_floats(model, "gradients") / params;
+  const double weights = 4.0 * (double)planned_floats(model, "weights") / params;
   log << "optimizer state on this rank: " << format_bytes(moments) << " (" << std::setprecision(3)
-      << 4.0 + grads + (double)moments / params << " bytes per parameter with fp32 weights and "
-      << "gradients, of which gradients " << grads << "; "
+      << weights + grads + (double)moments / params << " bytes per parameter with fp32 weights "
+      << "and gradients, of which weights " << weights << " and gradients " << grads << "; "
       << data_parallel::sharding_strategy_name(s) << " (" << data_parallel::zero_stage_name(s)
       << ") at d = " << d << ": no_shard 16, optim 8 + 8/d = " << 8.0 + 8.0 / d
-      << ", optim_grads 4 + 12/d = " << 4.0 + 12.0 / d << " plus the buckets in reduction)\n";
+      << ", optim_grads 4 + 12/d = " << 4.0 + 12.0 / d << " plus the buckets in reduction"
+      << ", optim_grads_params 16/d = " << 16.0 / d << " plus the units gathered)\n";
   log << std::setprecision(6);
 }
 
