@@ -82,10 +82,18 @@ bool ParameterGatherer::needed_later(int u) const {
 
 void ParameterGatherer::end_pass() {
   if (!in_pass_) return;
+  const int other = 1 - (int)pass_;
+  static const UnitSet kNone;
+  const UnitSet& next = prefetch_after_[(int)pass_] && recorded_[other] && !record_[other].empty()
+                            ? record_[other].front()
+                            : kNone;
   for (int u = 0; u < (int)units_.size(); ++u)
-    if (state_[u] != State::kReleased) release(u);
+    if (state_[u] != State::kReleased && !std::binary_search(next.begin(), next.end(), u))
+      release(u);
   recorded_[(int)pass_] = true;
   in_pass_ = false;
+  for (int u : next)
+    if (state_[u] == State::kReleased) start(u);
 }
 
 void ParameterGatherer::progress() {
@@ -123,12 +131,15 @@ void ParameterGatherer::release(int u) {
 
 void ParameterGatherer::gather_all() {
   if (in_pass_) end_pass();
+  for (int u = 0; u < (int)units_.size(); ++u) complete(u);
   data_.all_gather(params_.values() + shard_begin_, params_.values(), shard_end_ - shard_begin_);
   params_.refresh_low_precision(0, params_.size());
   std::fill(state_.begin(), state_.end(), State::kHere);
 }
 
 void ParameterGatherer::release_all() {
+  if (in_pass_) end_pass();
+  for (int u = 0; u < (int)units_.size(); ++u) complete(u);
   params_.release_values(0, shard_begin_);
   params_.release_values(shard_end_, params_.size());
   params_.release_low_precision(shard_begin_, shard_end_);

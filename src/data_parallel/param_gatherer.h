@@ -37,11 +37,16 @@ class ParameterGatherer {
   // are not here), starts gathering what the pass asked for next last time, and gives back
   // every other unit.
   void need(int spec_begin, int spec_end);
-  // The pass is over: gathers in flight complete and every unit is given back.
+  // The pass is over: gathers in flight complete and every unit is given back. Then, if the
+  // caller allowed it for this kind of pass, the first units the other kind asks for start
+  // gathering (the weights must not change before that pass: no step in between).
   void end_pass();
+  // Whether the end of a forward (backward) pass may prefetch for a backward (forward) one.
+  void allow_prefetch_after(Pass pass, bool allowed) { prefetch_after_[(int)pass] = allowed; }
   // Lets gathers in flight move (MPI progresses them only inside its calls).
   void progress();
-  // Outside passes (a sample, an export): the whole buffer, then back to the shard alone.
+  // Outside passes (a sample, an export): the whole buffer, then back to the shard alone
+  // (also before a step: nothing gathered may outlive the weights it copied).
   void gather_all();
   void release_all();
   long shard_begin() const { return shard_begin_; }
@@ -77,6 +82,7 @@ class ParameterGatherer {
   bool recorded_[2] = {false, false};
   Pass pass_ = Pass::kForward;
   bool in_pass_ = false, following_ = false;
+  bool prefetch_after_[2] = {false, false};
   size_t step_ = 0;
   Stats stats_;
 };

@@ -17,7 +17,16 @@ void arm_reducers(RankModel& model, pipeline_parallel::PipelineExecutor& executo
   std::vector<data_parallel::GradientReducer*> reducers;
   for (const auto& r : model.reducers) reducers.push_back(r.get());
   executor.set_before_forward([reducers](int j) { reducers[j]->finish_micro_batch(); });
-  executor.set_before_backward([chunks, reducers](int j, bool last) {
+  std::vector<data_parallel::ParameterGatherer*> gatherers;
+  for (const auto& g : model.gatherers) {
+    gatherers.push_back(g.get());
+    g->allow_prefetch_after(data_parallel::Pass::kForward, true);
+  }
+  executor.set_before_backward([chunks, reducers, gatherers](int j, bool last) {
+    // Sharded weights: a backward that is not the step's last may prefetch the next
+    // forward's first unit (the weights change only at the step).
+    if (!gatherers.empty())
+      gatherers[j]->allow_prefetch_after(data_parallel::Pass::kBackward, !last);
     data_parallel::GradientReducer* reducer = reducers[j];
     reducer->finish_micro_batch();
     if (!last && !reducer->shards_gradients()) {

@@ -36,6 +36,8 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // two stages' shards cover different elements (the reducer holds that bucket back).
   if (o.distributed_optimizer) sync_tied_embedding(chunks, pp);
   std::vector<optim::GradRange> ranges = finish_reductions(model, dp.size(), o);
+  // Sharded weights: no gathered unit may outlive the weights it copied.
+  for (auto& gatherer : model.gatherers) gatherer->release_all();
   if (!o.distributed_optimizer) sync_tied_embedding(chunks, pp);
   // Sequence parallelism's partial LayerNorm gradients, summed over the tensor group after
   // the data-parallel reduction (it is linear, so the order does not matter; doing it after
