@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "data_parallel/buckets.h"
 #include "engine/rank_layout.h"
 #include "engine/rank_memory.h"
 #include "model/chunk_memory.h"
@@ -180,12 +181,26 @@ std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) 
 
 StageParameters IterationModel::stage_parameters(const Layout& l, int stage) {
   const engine::RankLayout r = rank_layout(l);
+  const bool tied = workload_.model.tied_output();
+  const engine::ScheduleNeeds& needs =
+      schedule_needs(schedule_of(l, l.microbatches(workload_.global_batch)), stage);
   StageParameters out;
   for (int j = 0; j < l.virtual_stages; ++j) {
-    const ChunkPlacement p = r.placement(stage, j);
-    const LayoutSizes& sizes = sizes_of(l.tensor, p);
+    const ChunkOptions o = engine::chunk_options(r, stage, j, needs);
+    const LayoutSizes& sizes = sizes_of(l.tensor, o.placement);
     out.floats += sizes.parameters;
-    out.gathers += chunk_unit_gathers(sizes, p, workload_.model.tied_output());
+    out.gathers += chunk_unit_gathers(sizes, o.placement, tied);
+    // As engine/rank_model.cpp's holds_tied_copy: the word embedding is the first tensor,
+    // so its bucket is the last cut (data_parallel/buckets.h).
+    const bool holds_copy = l.distributed_optimizer() && l.pipeline > 1 && tied &&
+                            (o.placement.pre_process || o.placement.post_process);
+    if (holds_copy && !sizes.tensors.empty()) {
+      const long buffer = (sizes.parameters + o.pad_multiple - 1) / o.pad_multiple * o.pad_multiple;
+      out.held_back_floats +=
+          data_parallel::gradient_buckets(sizes.tensors, buffer, engine::gradient_bucket_floats(r))
+              .back()
+              .floats;
+    }
   }
   return out;
 }
@@ -273,6 +288,7 @@ Prediction IterationModel::predict(const Layout& l) {
   work.parameter_floats = params.floats;
   work.bucket_floats = (double)engine::gradient_bucket_floats(rank_layout(l));
   work.gathers = params.gathers;
+  work.held_back_floats = params.held_back_floats;
   work.forward = forward, work.backward = backward;
   const DataParallelTraffic dp =
       data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));

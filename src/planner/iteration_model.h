@@ -60,6 +60,9 @@ struct MemoryBreakdown {  // bytes on the fullest device (first or last pipeline
 struct StageParameters {
   double floats = 0;
   UnitGathers gathers;
+  // Under the distributed optimizer with a tied output layer on a pipeline: the end chunks'
+  // gradient bucket holding the word embedding, reduced once after the two stages' sum.
+  double held_back_floats = 0;
 };
 
 struct Prediction {

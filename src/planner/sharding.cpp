@@ -22,40 +22,59 @@ double last_part(double seconds, double part_floats, double floats) {
   return seconds * std::min(1.0, part_floats / std::max(floats, 1.0));
 }
 
+// Sharded gradients: the buckets reduce-scattered after every micro-batch's backward (under
+// it, less the last bucket), and those held back to the step (exposed: nothing is left to
+// run under them).
+struct GradientScatters {
+  double each = 0, each_exposed_part = 0, held = 0, bytes = 0;
+};
+
+GradientScatters gradient_scatters(const DataParallelWork& w, const LinkSpec& link) {
+  const double each_floats = w.parameter_floats - w.held_back_floats;
+  GradientScatters g;
+  if (each_floats > 0) {
+    g.each = ring_reduce_scatter_seconds(each_floats * kWireBytes, w.data, link);
+    g.each_exposed_part = last_part(g.each, w.bucket_floats, each_floats);
+  }
+  if (w.held_back_floats > 0)
+    g.held = ring_reduce_scatter_seconds(w.held_back_floats * kWireBytes, w.data, link);
+  g.bytes =
+      ring_half_bytes((w.microbatches * each_floats + w.held_back_floats) * kWireBytes, w.data);
+  return g;
+}
+
 DataParallelTraffic zero3_traffic(const DataParallelWork& w, const LinkSpec& link) {
   const UnitGathers& g = w.gathers;
   const double forward_gather = ring_all_gather_seconds(g.forward * kWireBytes, w.data, link);
   const double backward_gather = ring_all_gather_seconds(g.backward * kWireBytes, w.data, link);
-  const double scatter = ring_reduce_scatter_seconds(w.parameter_floats * kWireBytes, w.data, link);
+  const GradientScatters scatter = gradient_scatters(w, link);
   // Each micro-batch: the forward's gathers run ahead of it (prefetch), except its first
   // unit's; the backward's gathers and the reduce-scatters run under the backward, except its
   // first unit's gather and the last bucket's reduction.
   const double forward =
       std::max(forward_gather - w.forward, last_part(forward_gather, g.forward_waited, g.forward));
-  const double backward = std::max(backward_gather + scatter - w.backward,
-                                   last_part(backward_gather, g.backward_waited, g.backward) +
-                                       last_part(scatter, w.bucket_floats, w.parameter_floats));
+  const double backward = std::max(
+      backward_gather + scatter.each - w.backward,
+      last_part(backward_gather, g.backward_waited, g.backward) + scatter.each_exposed_part);
   DataParallelTraffic t;
-  t.bytes = w.microbatches *
-            ring_half_bytes((g.forward + g.backward + w.parameter_floats) * kWireBytes, w.data);
-  t.seconds = w.microbatches * (forward_gather + backward_gather + scatter);
-  t.exposed = w.microbatches * (forward + backward);
+  t.bytes = w.microbatches * ring_half_bytes((g.forward + g.backward) * kWireBytes, w.data) +
+            scatter.bytes;
+  t.seconds = w.microbatches * (forward_gather + backward_gather + scatter.each) + scatter.held;
+  t.exposed = w.microbatches * (forward + backward) + scatter.held;
   return t;
 }
 
 DataParallelTraffic zero2_traffic(const DataParallelWork& w, const LinkSpec& link) {
-  const double buffer = w.parameter_floats * kWireBytes;
-  const double gather = ring_all_gather_seconds(buffer, w.data, link);
-  const double scatter = ring_reduce_scatter_seconds(buffer, w.data, link);
+  const double gather = ring_all_gather_seconds(w.parameter_floats * kWireBytes, w.data, link);
+  const GradientScatters scatter = gradient_scatters(w, link);
   // Every micro-batch's reductions complete before the next micro-batch starts
   // (GradientReducer::finish_micro_batch): each hides under its own backward, less its last
   // bucket; the updated values are gathered during the next forward (--overlap-param-gather).
-  const double per_microbatch =
-      std::max(scatter - w.backward, last_part(scatter, w.bucket_floats, w.parameter_floats));
+  const double per_microbatch = std::max(scatter.each - w.backward, scatter.each_exposed_part);
   DataParallelTraffic t;
-  t.bytes = (w.microbatches + 1) * ring_half_bytes(buffer, w.data);
-  t.seconds = w.microbatches * scatter + gather;
-  t.exposed = w.microbatches * per_microbatch + std::max(gather - w.forward, 0.0);
+  t.bytes = scatter.bytes + ring_half_bytes(w.parameter_floats * kWireBytes, w.data);
+  t.seconds = w.microbatches * scatter.each + scatter.held + gather;
+  t.exposed = w.microbatches * per_microbatch + scatter.held + std::max(gather - w.forward, 0.0);
   return t;
 }
 

@@ -9,12 +9,16 @@
 //   no_shard            one all-reduce of the gradients after the last backward: 2 Psi
 //   optim (ZeRO-1)      one reduce-scatter + one all-gather of the updated values: 2 Psi
 //   optim_grads (ZeRO-2) a reduce-scatter after every micro-batch's backward + one
-//                       all-gather: (m + 1) Psi
+//                       all-gather: (m + 1) Psi, less (m - 1) H (below)
 //   optim_grads_params (ZeRO-3) per micro-batch every unit's weights all-gathered before it
 //                       runs in forward and again in backward, the gradients
 //                       reduce-scattered: 3 m Psi, less what backward does not gather (below)
+//                       and (m - 1) H
 // each times (d - 1) / d on a ring (Rajbhandari et al. 2020, section 7: ZeRO-3 moves 1.5x the
-// data of plain data parallelism at m = 1).
+// data of plain data parallelism at m = 1). H: with a tied output layer on a pipeline, the
+// end stages' gradient bucket holding the word embedding waits for the two stages' sum after
+// the last backward, so it is reduce-scattered once per iteration, not per micro-batch
+// (engine/rank_model.cpp, holds_tied_copy).
 #include <utility>
 #include <vector>
 
@@ -47,6 +51,7 @@ struct DataParallelWork {
   int microbatches = 1;
   double parameter_floats = 0;       // Psi: this rank's chunks
   double bucket_floats = 0;          // a gradient bucket (the last one cannot overlap)
+  double held_back_floats = 0;       // H: of Psi, reduced once after the last backward
   UnitGathers gathers;               // ZeRO-3: all the rank's chunks, one micro-batch
   double forward = 0, backward = 0;  // seconds of one micro-batch through this rank's chunks
 };

@@ -279,6 +279,59 @@ TEST(PlannerSharding, ExposedTimeWorkedByHand) {
               1e-12);
 }
 
+// A tied output layer on a pipeline: the end stages' bucket holding the word embedding waits
+// for the two stages' sum, so it is reduce-scattered once per iteration. Psi = 100M floats, of
+// them H = 40M held back, over d = 4 at 1 GB/s (a reduce-scatter of 60M floats takes 0.18 s,
+// of 40M 0.12 s); m = 2, the micro-batch and gathers of ExposedTimeWorkedByHand.
+TEST(PlannerSharding, HeldBackBucketsReduceOncePerIterationWorkedByHand) {
+  const LinkSpec link{1, 0};
+  DataParallelWork w;
+  w.data = 4, w.microbatches = 2;
+  w.parameter_floats = 100e6, w.bucket_floats = 10e6, w.held_back_floats = 40e6;
+  w.gathers.forward = 100e6, w.gathers.forward_waited = 40e6;
+  w.gathers.backward = 60e6, w.gathers.backward_waited = 10e6;
+  w.forward = 0.1, w.backward = 0.2;
+  // ZeRO-2: 2 x 0.18 + 0.12 + the gather 0.3; exposed: each micro-batch's last bucket
+  // (10/60 of 0.18), the held bucket, the gather less the forward (0.2).
+  const DataParallelTraffic zero2 = data_parallel_traffic(ShardingStrategy::kOptimGrads, w, link);
+  EXPECT_NEAR(zero2.seconds, 0.78, 1e-12);
+  EXPECT_NEAR(zero2.exposed, 2 * 0.03 + 0.12 + 0.2, 1e-12);
+  EXPECT_NEAR(zero2.bytes, 0.75 * (2 * 60e6 + 40e6 + 100e6) * 4, 1);
+  // ZeRO-3: per micro-batch 0.3 + 0.18 of gathers and 0.18 of reduce-scatter, then 0.12;
+  // exposed per micro-batch 0.3 - 0.1 and 0.18 + 0.18 - 0.2, then the held bucket.
+  const DataParallelTraffic zero3 =
+      data_parallel_traffic(ShardingStrategy::kOptimGradsParams, w, link);
+  EXPECT_NEAR(zero3.seconds, 2 * 0.66 + 0.12, 1e-12);
+  EXPECT_NEAR(zero3.exposed, 2 * (0.2 + 0.16) + 0.12, 1e-12);
+  EXPECT_NEAR(zero3.bytes, 0.75 * (2 * 160e6 + 2 * 60e6 + 40e6) * 4, 1);
+}
+
+// The bytes of a small tied model on p = 2 (2 layers, h = 64, the 500-word vocabulary padded
+// to 512, 32 positions), d = 2, m = 4: each stage's buffer is one bucket (under 10M floats),
+// held back whole. Stage 0 holds E = (512 + 32) 64 and layer L = 12 h^2 + 13 h; forward
+// gathers E + L, backward L. Stage 1 holds the copy of the word embedding C = 512 x 64, L and
+// the final norm (2h); forward gathers all of it, backward L + 2h. (trident train's own count
+// on stage 0: 12 all-gathers and one reduce-scatter per iteration.)
+TEST(PlannerSharding, ZeroThreeBytesOnATiedPipelineByHand) {
+  Workload w;
+  w.model.num_layers = 2, w.model.hidden_size = 64, w.model.num_attention_heads = 2;
+  w.model.seq_length = 32, w.model.vocab_size = 500;
+  w.global_batch = 8;
+  IterationModel model(one_node(4), w);
+  const double h = 64, E = (512 + 32) * h, C = 512 * h, L = 12 * h * h + 13 * h;
+  const double half = 0.5 * 4;  // (d - 1) / d of fp32
+  const double stage0 = 4 * half * ((E + L) + L) + half * (E + L);
+  const double stage1 = 4 * half * ((C + L + 2 * h) + (L + 2 * h)) + half * (C + L + 2 * h);
+  const Prediction p =
+      model.predict({1, 2, 2, 1, 1, Recompute::kNone, ShardingStrategy::kOptimGradsParams});
+  EXPECT_DOUBLE_EQ(p.data_parallel_bytes, p.memory.stage == 0 ? stage0 : stage1);
+  // ZeRO-2: the one held-back reduce-scatter and the all-gather of the values.
+  const Prediction zero2 =
+      model.predict({1, 2, 2, 1, 1, Recompute::kNone, ShardingStrategy::kOptimGrads});
+  const double psi = zero2.memory.stage == 0 ? E + L : C + L + 2 * h;
+  EXPECT_DOUBLE_EQ(zero2.data_parallel_bytes, 2 * half * psi);
+}
+
 // Sharded gradients reduce after every micro-batch, so ZeRO-2's time for the data-parallel
 // collectives grows with m while ZeRO-1's does not.
 TEST(PlannerSharding, ZeroTwoPaysItsReductionsPerMicroBatch) {
