@@ -141,7 +141,9 @@ PassUnits pass_units(int units, const ChunkPlacement& p, bool tied_output) {
   for (int u = first_layer; u < end_layers; ++u) out.forward.push_back(u);
   if (p.post_process) {
     out.forward.push_back(units - 1);
-    if (tied_output) out.forward.push_back(0);  // the output layer's word embedding
+    // A later stage's copy of a tied word embedding, for the output layer (a chunk with the
+    // embedding keeps it through the forward: gathered once).
+    if (tied_output && !p.pre_process) out.forward.push_back(0);
     out.backward.push_back(units - 1);
   }
   // A recomputed group is gathered whole before its recomputation: still each layer once.

@@ -12,13 +12,13 @@
 //                       all-gather: (m + 1) Psi, less (m - 1) H (below)
 //   optim_grads_params (ZeRO-3) per micro-batch every unit's weights all-gathered before it
 //                       runs in forward and again in backward, the gradients
-//                       reduce-scattered: 3 m Psi, less what backward does not gather (below)
-//                       and (m - 1) H
+//                       reduce-scattered: 3 m Psi, less m times the embedding (or a tied
+//                       copy of it), which backward does not gather (below), and (m - 1) H
 // each times (d - 1) / d on a ring (Rajbhandari et al. 2020, section 7: ZeRO-3 moves 1.5x the
-// data of plain data parallelism at m = 1). H: with a tied output layer on a pipeline, the
-// end stages' gradient bucket holding the word embedding waits for the two stages' sum after
-// the last backward, so it is reduce-scattered once per iteration, not per micro-batch
-// (engine/rank_model.cpp, holds_tied_copy).
+// data of plain data parallelism at m = 1; trident a little less, the embedding's share).
+// H: with a tied output layer on a pipeline, the end stages' gradient bucket holding the word
+// embedding waits for the two stages' sum after the last backward, so it is reduce-scattered
+// once per iteration, not per micro-batch (engine/rank_model.cpp, holds_tied_copy).
 #include <utility>
 #include <vector>
 
@@ -29,10 +29,10 @@
 namespace trident::planner {
 
 // ZeRO-3's all-gathers of one micro-batch, in floats, as training's passes ask for the units
-// (GPTModel::forward_chunk and backward): forward gathers every unit once, and a chunk holding
-// both ends with a tied output layer gathers the embedding again for the output layer;
-// backward gathers every unit but the embedding (its backward reads no weights) and a last
-// stage's copy of a tied word embedding (the output layer's gradients are formed in forward).
+// (GPTModel::forward_chunk and backward, data_parallel/param_gatherer.h): forward gathers
+// every unit once (a tied word embedding is kept from the embedding to the output layer);
+// backward every unit but the embedding (its backward reads no weights) and a last stage's
+// copy of a tied word embedding (the output layer's gradients are formed in forward).
 struct UnitGathers {
   double forward = 0, backward = 0;
   // Of those, what each pass waits for: its first unit (prefetch starts only inside a pass).
