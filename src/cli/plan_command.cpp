@@ -72,8 +72,8 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
       ->group("Layout");
   app.add_option("--data-parallel-sharding-strategy", a.sharding_strategy,
                  "fix what the data-parallel ranks shard: no_shard, optim (ZeRO-1), optim_grads "
-                 "(ZeRO-2), or optim_grads_params (ZeRO-3: modelled, planned only when given, "
-                 "not launched); default: the first three searched")
+                 "(ZeRO-2), or optim_grads_params (ZeRO-3); default: all four searched where "
+                 "d > 1")
       ->check(CLI::IsMember({"no_shard", "optim", "optim_grads", "optim_grads_params"}))
       ->group("Layout");
   app.add_flag("--sequence-parallel", a.sequence_parallel, "fix sequence parallelism on (t > 1)")
@@ -175,7 +175,7 @@ int run_calibration(const PlanArgs& a) {
   });
 }
 
-// --data-parallel-sharding-strategy against the distributed-optimizer switches and --launch.
+// --data-parallel-sharding-strategy against the distributed-optimizer switches.
 std::vector<std::string> sharding_flag_errors(const PlanArgs& a) {
   std::vector<std::string> errors;
   if (a.use_distributed_optimizer && a.no_distributed_optimizer)
@@ -192,10 +192,6 @@ std::vector<std::string> sharding_flag_errors(const PlanArgs& a) {
         "--no-distributed-optimizer leaves the optimizer whole; it cannot be "
         "combined with --data-parallel-sharding-strategy " +
         s + ", which shards it");
-  if (a.launch && s == "optim_grads_params")
-    errors.push_back(
-        "--launch: trident train does not build --data-parallel-sharding-strategy "
-        "optim_grads_params (ZeRO-3) yet; plan it without --launch, or launch optim_grads");
   return errors;
 }
 

@@ -55,6 +55,52 @@ long union_floats(std::vector<std::pair<long, long>> ranges) {
   return covered;
 }
 
+// Sorted, disjoint and non-empty: the union of `ranges`.
+std::vector<std::pair<long, long>> merged(std::vector<std::pair<long, long>> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<long, long>> out;
+  for (auto [lo, hi] : ranges) {
+    if (hi <= lo) continue;
+    if (!out.empty() && lo <= out.back().second)
+      out.back().second = std::max(out.back().second, hi);
+    else
+      out.emplace_back(lo, hi);
+  }
+  return out;
+}
+
+// The least any rank's shard [r S, (r + 1) S) of `ranks` overlaps the merged ranges: 0 when
+// some shard misses them all (checked without visiting every rank, as d runs to thousands in
+// the planner's search).
+long least_shard_overlap(const std::vector<std::pair<long, long>>& ranges, long shard, int ranks) {
+  long touched = 0, last = -1;
+  for (auto [lo, hi] : ranges) {
+    const long first = std::max(lo / shard, last + 1),
+               end = std::min<long>(ranks - 1, (hi - 1) / shard);
+    if (end >= first) touched += end - first + 1, last = end;
+  }
+  if (touched < ranks) return 0;
+  long least = shard;
+  for (int r = 0; r < ranks; ++r) {
+    long overlap = 0;
+    for (auto [lo, hi] : ranges)
+      overlap += std::max(0L, std::min(hi, (r + 1) * shard) - std::max(lo, r * shard));
+    least = std::min(least, overlap);
+  }
+  return least;
+}
+
+// The most floats a rank holds of the ranges beside its own shard, for the rank that holds
+// the most: the union of both, |ranges| + S - (their overlap), largest where the overlap is
+// least.
+long largest_with_shard(const std::vector<std::pair<long, long>>& ranges, long shard, int ranks) {
+  const std::vector<std::pair<long, long>> held = merged(ranges);
+  long covered = 0;
+  for (auto [lo, hi] : held) covered += hi - lo;
+  if (shard <= 0) return covered;
+  return covered + shard - least_shard_overlap(held, shard, ranks);
+}
+
 }  // namespace
 
 long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long buffer_floats,
@@ -65,13 +111,12 @@ long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long bu
   if (last_bucket_held && !buckets.empty())
     held = {buckets.back().offset, buckets.back().offset + buckets.back().floats};
   long largest = 0;
-  for (int r = 0; r < data_ranks; ++r)
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      // Buckets i - in_flight .. i lie side by side: [lo, hi).
-      const size_t first = i >= (size_t)in_flight ? i - in_flight : 0;
-      const long lo = buckets[i].offset, hi = buckets[first].offset + buckets[first].floats;
-      largest = std::max(largest, union_floats({{r * shard, (r + 1) * shard}, {lo, hi}, held}));
-    }
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    // Buckets i - in_flight .. i lie side by side: [lo, hi).
+    const size_t first = i >= (size_t)in_flight ? i - in_flight : 0;
+    const long lo = buckets[i].offset, hi = buckets[first].offset + buckets[first].floats;
+    largest = std::max(largest, largest_with_shard({{lo, hi}, held}, shard, data_ranks));
+  }
   return std::min(buffer_floats, largest + page_floats * (long)(buckets.size() + 1));
 }
 
@@ -103,11 +148,8 @@ long largest_sharded_weight_floats(const std::vector<std::pair<long, long>>& uni
   const long page_floats = 512L * 1024;  // 2 MiB
   const auto windows = unit_windows(units, window, wrap);
   long largest = 0;
-  for (int r = 0; r < data_ranks; ++r)
-    for (std::vector<std::pair<long, long>> held : windows) {
-      held.emplace_back(r * shard, (r + 1) * shard);
-      largest = std::max(largest, union_floats(held));
-    }
+  for (const std::vector<std::pair<long, long>>& held : windows)
+    largest = std::max(largest, largest_with_shard(held, shard, data_ranks));
   return std::min(buffer_floats, largest + page_floats * 2 * (long)window);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "data_parallel/buckets.h"
 #include "engine/rank_layout.h"
 #include "engine/rank_memory.h"
 #include "model/chunk_memory.h"
@@ -138,7 +139,6 @@ engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
   r.recompute_granularity = l.recompute == Recompute::kFull        ? "full"
                             : l.recompute == Recompute::kSelective ? "selective"
                                                                    : "";
-  // ZeRO-3 is planned on ZeRO-2's buffers (stage_memory shards the weights on top).
   r.distributed_optimizer = l.distributed_optimizer();
   r.shard_gradients = data_parallel::shards_gradients(l.sharding);
   r.shard_parameters = data_parallel::shards_parameters(l.sharding);
@@ -181,22 +181,26 @@ std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) 
 
 StageParameters IterationModel::stage_parameters(const Layout& l, int stage) {
   const engine::RankLayout r = rank_layout(l);
-  const double layer = sizes_of(l.tensor, {0, 1, false, false}).parameters;
+  const bool tied = workload_.model.tied_output();
+  const engine::ScheduleNeeds& needs =
+      schedule_needs(schedule_of(l, l.microbatches(workload_.global_batch)), stage);
   StageParameters out;
   for (int j = 0; j < l.virtual_stages; ++j) {
-    const ChunkPlacement p = r.placement(stage, j);
-    const double chunk = sizes_of(l.tensor, p).parameters;
-    out.floats += chunk;
-    out.units.insert(out.units.end(), p.num_layers, layer);
-    // Past the layers: the embedding (first chunk), the final norm and an untied output layer
-    // or the tied word embedding's copy (last chunk); with both, the embedding on its own.
-    double ends = chunk - p.num_layers * layer;
-    if (p.pre_process && p.post_process) {
-      const double embedding = sizes_of(l.tensor, {0, 1, true, false}).parameters - layer;
-      out.units.push_back(embedding);
-      ends -= embedding;
+    const ChunkOptions o = engine::chunk_options(r, stage, j, needs);
+    const LayoutSizes& sizes = sizes_of(l.tensor, o.placement);
+    out.floats += sizes.parameters;
+    out.gathers += chunk_unit_gathers(sizes, o.placement, tied);
+    // As engine/rank_model.cpp's holds_tied_copy: the word embedding is the first tensor,
+    // so its bucket is the last cut (data_parallel/buckets.h).
+    const bool holds_copy = l.distributed_optimizer() && l.pipeline > 1 && tied &&
+                            (o.placement.pre_process || o.placement.post_process);
+    if (holds_copy && !sizes.tensors.empty()) {
+      const long buffer = (sizes.parameters + o.pad_multiple - 1) / o.pad_multiple * o.pad_multiple;
+      out.held_back_floats +=
+          data_parallel::gradient_buckets(sizes.tensors, buffer, engine::gradient_bucket_floats(r))
+              .back()
+              .floats;
     }
-    if (p.pre_process || p.post_process) out.units.push_back(ends);
   }
   return out;
 }
@@ -206,10 +210,6 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
   out.stage = stage;
   for (const MemoryPlan& plan : stage_plans(l, stage)) add_plan(plan, out);
   out.runtime = cluster_.device.runtime_memory_gib * (1L << 30);
-  if (data_parallel::shards_parameters(l.sharding) && l.data > 1) {
-    const StageParameters params = stage_parameters(l, stage);
-    out = zero3_memory(out, l.data, params.floats, gathered_working_set_floats(params.units));
-  }
   return out;
 }
 
@@ -287,7 +287,8 @@ Prediction IterationModel::predict(const Layout& l) {
   work.data = l.data, work.microbatches = mb;
   work.parameter_floats = params.floats;
   work.bucket_floats = (double)engine::gradient_bucket_floats(rank_layout(l));
-  work.unit_floats = *std::max_element(params.units.begin(), params.units.end());
+  work.gathers = params.gathers;
+  work.held_back_floats = params.held_back_floats;
   work.forward = forward, work.backward = backward;
   const DataParallelTraffic dp =
       data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));

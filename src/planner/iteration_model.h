@@ -12,9 +12,9 @@
 //   (src/planner/sharding.h), less what overlaps with the backward and forward passes;
 // - the optimizer: AdamW streams its state through memory once per step;
 // - memory: the chunk memory plans trident prints before step 1 (src/model/chunk_memory),
-//   with the micro-batches in flight taken from the same schedule lists; ZeRO-3, which
-//   training does not build yet, as the ZeRO-2 plan with the weights sharded and a gathered
-//   working set added (src/planner/sharding.h).
+//   with the micro-batches in flight taken from the same schedule lists, every sharding
+//   strategy's buffers (ZeRO-3's sharded weights and gathered units included) sized by
+//   training's own engine::planned_rank_memory.
 #include <map>
 #include <tuple>
 #include <vector>
@@ -23,6 +23,7 @@
 #include "model/chunk_memory.h"
 #include "planner/cluster.h"
 #include "planner/layout.h"
+#include "planner/sharding.h"
 
 namespace trident::planner {
 
@@ -54,11 +55,14 @@ struct MemoryBreakdown {  // bytes on the fullest device (first or last pipeline
   }
 };
 
-// The parameters of one pipeline rank, and the units ZeRO-3 gathers there one at a time
-// (each layer, the embedding, the final norm with an untied output layer).
+// The parameters of one pipeline rank, and what ZeRO-3 gathers there per micro-batch (its
+// chunks' units: the embedding, each layer, the final norm with an untied output layer).
 struct StageParameters {
   double floats = 0;
-  std::vector<double> units;
+  UnitGathers gathers;
+  // Under the distributed optimizer with a tied output layer on a pipeline: the end chunks'
+  // gradient bucket holding the word embedding, reduced once after the two stages' sum.
+  double held_back_floats = 0;
 };
 
 struct Prediction {
@@ -91,8 +95,7 @@ class IterationModel {
   // buffers come from the same functions as training's.
   engine::RankLayout rank_layout(const Layout& layout) const;
   // Every buffer pipeline stage `stage`'s ranks hold: one plan per chunk, then the rank's
-  // buffers besides them — the plans training prints for such a rank (for ZeRO-3, which
-  // training does not build yet, ZeRO-2's).
+  // buffers besides them — the plans training prints for such a rank.
   std::vector<MemoryPlan> stage_plans(const Layout& layout, int stage);
   StageParameters stage_parameters(const Layout& layout, int stage);
   const Cluster& cluster() const { return cluster_; }

@@ -38,7 +38,8 @@ std::vector<data_parallel::ShardingStrategy> sharding_choices(const SearchOption
   using data_parallel::ShardingStrategy;
   if (o.sharding) return {*o.sharding};
   if (d < 2) return {ShardingStrategy::kNoShard};
-  return {ShardingStrategy::kNoShard, ShardingStrategy::kOptim, ShardingStrategy::kOptimGrads};
+  return {ShardingStrategy::kNoShard, ShardingStrategy::kOptim, ShardingStrategy::kOptimGrads,
+          ShardingStrategy::kOptimGradsParams};
 }
 
 // An on/off dimension: the user's setting, else both where it can matter (off elsewhere).

@@ -18,9 +18,8 @@ struct SearchOptions {
   int tensor = 0, pipeline = 0, micro_batch = 0;
   int layers_per_virtual_stage = 0;  // --num-layers-per-virtual-pipeline-stage: v = l / (p x it)
   std::optional<Recompute> recompute;
-  // --data-parallel-sharding-strategy. Searched when d > 1: no_shard, optim and optim_grads;
-  // optim_grads_params (ZeRO-3) is modelled but only planned when given, as trident train does
-  // not build it yet (a plan must be one --launch can run).
+  // --data-parallel-sharding-strategy. Searched when d > 1: no_shard, optim, optim_grads and
+  // optim_grads_params (sharded gradients never with zb-h1: layout_violations).
   std::optional<data_parallel::ShardingStrategy> sharding;
   std::optional<bool> sequence_parallel;  // searched over t > 1 when not given
   std::optional<bool> zero_bubble;        // zb-h1: searched over p > 1, v = 1 when not given

@@ -1,7 +1,6 @@
 #include "planner/sharding.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "planner/collectives.h"
 
@@ -23,37 +22,59 @@ double last_part(double seconds, double part_floats, double floats) {
   return seconds * std::min(1.0, part_floats / std::max(floats, 1.0));
 }
 
+// Sharded gradients: the buckets reduce-scattered after every micro-batch's backward (under
+// it, less the last bucket), and those held back to the step (exposed: nothing is left to
+// run under them).
+struct GradientScatters {
+  double each = 0, each_exposed_part = 0, held = 0, bytes = 0;
+};
+
+GradientScatters gradient_scatters(const DataParallelWork& w, const LinkSpec& link) {
+  const double each_floats = w.parameter_floats - w.held_back_floats;
+  GradientScatters g;
+  if (each_floats > 0) {
+    g.each = ring_reduce_scatter_seconds(each_floats * kWireBytes, w.data, link);
+    g.each_exposed_part = last_part(g.each, w.bucket_floats, each_floats);
+  }
+  if (w.held_back_floats > 0)
+    g.held = ring_reduce_scatter_seconds(w.held_back_floats * kWireBytes, w.data, link);
+  g.bytes =
+      ring_half_bytes((w.microbatches * each_floats + w.held_back_floats) * kWireBytes, w.data);
+  return g;
+}
+
 DataParallelTraffic zero3_traffic(const DataParallelWork& w, const LinkSpec& link) {
-  const double buffer = w.parameter_floats * kWireBytes;
-  const double gather = ring_all_gather_seconds(buffer, w.data, link);
-  const double scatter = ring_reduce_scatter_seconds(buffer, w.data, link);
-  // Each micro-batch: the forward's gathers run ahead of it (prefetch), except the first
-  // unit's; the backward's gathers and the reduce-scatters run under the backward, except the
-  // last bucket's reduction.
+  const UnitGathers& g = w.gathers;
+  const double forward_gather = ring_all_gather_seconds(g.forward * kWireBytes, w.data, link);
+  const double backward_gather = ring_all_gather_seconds(g.backward * kWireBytes, w.data, link);
+  const GradientScatters scatter = gradient_scatters(w, link);
+  // Each micro-batch: the forward's gathers run ahead of it (prefetch), except its first
+  // unit's; the backward's gathers and the reduce-scatters run under the backward, except its
+  // first unit's gather and the last bucket's reduction.
   const double forward =
-      std::max(gather - w.forward, last_part(gather, w.unit_floats, w.parameter_floats));
-  const double backward = std::max(gather + scatter - w.backward,
-                                   last_part(scatter, w.bucket_floats, w.parameter_floats));
+      std::max(forward_gather - w.forward, last_part(forward_gather, g.forward_waited, g.forward));
+  const double backward = std::max(
+      backward_gather + scatter.each - w.backward,
+      last_part(backward_gather, g.backward_waited, g.backward) + scatter.each_exposed_part);
   DataParallelTraffic t;
-  t.bytes = w.microbatches * 3 * ring_half_bytes(buffer, w.data);
-  t.seconds = w.microbatches * (2 * gather + scatter);
-  t.exposed = w.microbatches * (forward + backward);
+  t.bytes = w.microbatches * ring_half_bytes((g.forward + g.backward) * kWireBytes, w.data) +
+            scatter.bytes;
+  t.seconds = w.microbatches * (forward_gather + backward_gather + scatter.each) + scatter.held;
+  t.exposed = w.microbatches * (forward + backward) + scatter.held;
   return t;
 }
 
 DataParallelTraffic zero2_traffic(const DataParallelWork& w, const LinkSpec& link) {
-  const double buffer = w.parameter_floats * kWireBytes;
-  const double gather = ring_all_gather_seconds(buffer, w.data, link);
-  const double scatter = ring_reduce_scatter_seconds(buffer, w.data, link);
+  const double gather = ring_all_gather_seconds(w.parameter_floats * kWireBytes, w.data, link);
+  const GradientScatters scatter = gradient_scatters(w, link);
   // Every micro-batch's reductions complete before the next micro-batch starts
   // (GradientReducer::finish_micro_batch): each hides under its own backward, less its last
   // bucket; the updated values are gathered during the next forward (--overlap-param-gather).
-  const double per_microbatch =
-      std::max(scatter - w.backward, last_part(scatter, w.bucket_floats, w.parameter_floats));
+  const double per_microbatch = std::max(scatter.each - w.backward, scatter.each_exposed_part);
   DataParallelTraffic t;
-  t.bytes = (w.microbatches + 1) * ring_half_bytes(buffer, w.data);
-  t.seconds = w.microbatches * scatter + gather;
-  t.exposed = w.microbatches * per_microbatch + std::max(gather - w.forward, 0.0);
+  t.bytes = scatter.bytes + ring_half_bytes(w.parameter_floats * kWireBytes, w.data);
+  t.seconds = w.microbatches * scatter.each + scatter.held + gather;
+  t.exposed = w.microbatches * per_microbatch + scatter.held + std::max(gather - w.forward, 0.0);
   return t;
 }
 
@@ -97,22 +118,55 @@ DataParallelTraffic data_parallel_traffic(data_parallel::ShardingStrategy strate
   return {};
 }
 
-double gathered_working_set_floats(std::vector<double> units) {
-  std::sort(units.begin(), units.end(), std::greater<>());
-  double floats = 0;
-  for (size_t i = 0; i < std::min<size_t>(2, units.size()); ++i) floats += units[i];
-  return floats;
+UnitGathers& UnitGathers::operator+=(const UnitGathers& o) {
+  forward += o.forward, backward += o.backward;
+  forward_waited += o.forward_waited, backward_waited += o.backward_waited;
+  return *this;
 }
 
-MemoryBreakdown zero3_memory(MemoryBreakdown zero2, int data, double parameter_floats,
-                             double working_set_floats) {
-  // The plan's weight buffers hold every parameter once in each format (4 bytes in fp32,
-  // 6 with the bf16 or fp16 copy); the shard keeps 1/d of them, the working set all formats
-  // of the gathered units (an estimate until training builds ZeRO-3 and plans it itself).
-  const double bytes_per_float = zero2.weights / std::max(parameter_floats, 1.0);
-  const double working_set = std::min(working_set_floats, parameter_floats);
-  zero2.weights = zero2.weights / data + working_set * bytes_per_float;
-  return zero2;
+namespace {
+
+// The units (indices into LayoutSizes::units) each pass asks for, in order: the embedding
+// (or a last stage's tied copy) first in the layout, then the layers, then the final norm
+// with an untied output layer (parameters/parameter_layout.h weight_units).
+struct PassUnits {
+  std::vector<int> forward, backward;
+};
+
+PassUnits pass_units(int units, const ChunkPlacement& p, bool tied_output) {
+  const bool embedding = p.pre_process || (p.post_process && tied_output);
+  const int first_layer = embedding ? 1 : 0, end_layers = units - (p.post_process ? 1 : 0);
+  PassUnits out;
+  if (p.pre_process) out.forward.push_back(0);
+  for (int u = first_layer; u < end_layers; ++u) out.forward.push_back(u);
+  if (p.post_process) {
+    out.forward.push_back(units - 1);
+    // A later stage's copy of a tied word embedding, for the output layer (a chunk with the
+    // embedding keeps it through the forward: gathered once).
+    if (tied_output && !p.pre_process) out.forward.push_back(0);
+    out.backward.push_back(units - 1);
+  }
+  // A recomputed group is gathered whole before its recomputation: still each layer once.
+  for (int u = end_layers - 1; u >= first_layer; --u) out.backward.push_back(u);
+  return out;
+}
+
+}  // namespace
+
+UnitGathers chunk_unit_gathers(const LayoutSizes& sizes, const ChunkPlacement& placement,
+                               bool tied_output) {
+  UnitGathers g;
+  if (sizes.units.empty()) {
+    g.forward = g.backward = (double)sizes.parameters;
+    return g;
+  }
+  const PassUnits passes = pass_units((int)sizes.units.size(), placement, tied_output);
+  auto floats = [&](int u) { return (double)sizes.units[u].second; };
+  for (int u : passes.forward) g.forward += floats(u);
+  for (int u : passes.backward) g.backward += floats(u);
+  if (!passes.forward.empty()) g.forward_waited = floats(passes.forward.front());
+  if (!passes.backward.empty()) g.backward_waited = floats(passes.backward.front());
+  return g;
 }
 
 }  // namespace trident::planner

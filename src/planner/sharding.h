@@ -1,26 +1,49 @@
 #pragma once
 // What each data-parallel sharding strategy costs a rank per iteration, beside the memory
-// plan training prints: the bytes its data-parallel collectives move and their time on the
-// ring model, less what overlaps with compute; and ZeRO-3's memory, which training does not
-// build yet, as an adjustment of the ZeRO-2 plan.
+// plan training prints (engine::planned_rank_memory, which also sizes ZeRO-3's sharded
+// weights): the bytes its data-parallel collectives move and their time on the ring model,
+// less what overlaps with compute.
 //
 // Per iteration, with Psi this rank's parameters (its chunks' floats), m micro-batches per
 // replica and every collective on fp32 (trident's wire format):
 //   no_shard            one all-reduce of the gradients after the last backward: 2 Psi
 //   optim (ZeRO-1)      one reduce-scatter + one all-gather of the updated values: 2 Psi
 //   optim_grads (ZeRO-2) a reduce-scatter after every micro-batch's backward + one
-//                       all-gather: (m + 1) Psi
-//   optim_grads_params (ZeRO-3) per micro-batch the weights all-gathered before its forward
-//                       and again before its backward, the gradients reduce-scattered: 3 m Psi
+//                       all-gather: (m + 1) Psi, less (m - 1) H (below)
+//   optim_grads_params (ZeRO-3) per micro-batch every unit's weights all-gathered before it
+//                       runs in forward and again in backward, the gradients
+//                       reduce-scattered: 3 m Psi, less m times the embedding (or a tied
+//                       copy of it), which backward does not gather (below), and (m - 1) H
 // each times (d - 1) / d on a ring (Rajbhandari et al. 2020, section 7: ZeRO-3 moves 1.5x the
-// data of plain data parallelism at m = 1).
+// data of plain data parallelism at m = 1; trident a little less, the embedding's share).
+// H: with a tied output layer on a pipeline, the end stages' gradient bucket holding the word
+// embedding waits for the two stages' sum after the last backward, so it is reduce-scattered
+// once per iteration, not per micro-batch (engine/rank_model.cpp, holds_tied_copy).
+#include <utility>
 #include <vector>
 
 #include "data_parallel/sharding_strategy.h"
+#include "model/chunk_memory.h"
 #include "planner/cluster.h"
-#include "planner/iteration_model.h"
 
 namespace trident::planner {
+
+// ZeRO-3's all-gathers of one micro-batch, in floats, as training's passes ask for the units
+// (GPTModel::forward_chunk and backward, data_parallel/param_gatherer.h): forward gathers
+// every unit once (a tied word embedding is kept from the embedding to the output layer);
+// backward every unit but the embedding (its backward reads no weights) and a last stage's
+// copy of a tied word embedding (the output layer's gradients are formed in forward).
+struct UnitGathers {
+  double forward = 0, backward = 0;
+  // Of those, what each pass waits for: its first unit (prefetch starts only inside a pass).
+  double forward_waited = 0, backward_waited = 0;
+  UnitGathers& operator+=(const UnitGathers& o);
+};
+
+// One chunk's gathers, from its units (LayoutSizes::units) and place in the pipeline. Sizes
+// without units (chunks past kLayersSizedWhole layers): every parameter once each way.
+UnitGathers chunk_unit_gathers(const LayoutSizes& sizes, const ChunkPlacement& placement,
+                               bool tied_output);
 
 // The work the data-parallel collectives of one iteration can hide under, on one rank.
 struct DataParallelWork {
@@ -28,7 +51,8 @@ struct DataParallelWork {
   int microbatches = 1;
   double parameter_floats = 0;       // Psi: this rank's chunks
   double bucket_floats = 0;          // a gradient bucket (the last one cannot overlap)
-  double unit_floats = 0;            // ZeRO-3: the largest unit gathered at once (the first waits)
+  double held_back_floats = 0;       // H: of Psi, reduced once after the last backward
+  UnitGathers gathers;               // ZeRO-3: all the rank's chunks, one micro-batch
   double forward = 0, backward = 0;  // seconds of one micro-batch through this rank's chunks
 };
 
@@ -40,15 +64,5 @@ struct DataParallelTraffic {
 
 DataParallelTraffic data_parallel_traffic(data_parallel::ShardingStrategy strategy,
                                           const DataParallelWork& work, const LinkSpec& link);
-
-// ZeRO-3's gathered-unit working set: the unit in use and the one prefetched, taken as the two
-// largest units (a layer; the embedding; the final norm with an untied output layer).
-double gathered_working_set_floats(std::vector<double> unit_floats);
-
-// The memory of a ZeRO-3 rank from its ZeRO-2 plan: every weight buffer (fp32 values and the
-// 16-bit copy) sharded 1/d, plus the gathered working set held in the same formats.
-// parameter_floats: the floats the plan's weight buffers hold (all of this rank's chunks).
-MemoryBreakdown zero3_memory(MemoryBreakdown zero2, int data, double parameter_floats,
-                             double working_set_floats);
 
 }  // namespace trident::planner

@@ -1,6 +1,9 @@
-// Gradient buckets as a pure function of the tensors, and the floats sharded gradients hold at
-// once, against cuts and unions worked out by hand.
+// Gradient buckets as a pure function of the tensors, and the floats sharded gradients and
+// weights hold at once, against cuts and unions worked out by hand and counted float by float.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
 
 #include "data_parallel/buckets.h"
 
@@ -80,6 +83,68 @@ TEST(ShardedWeights, TheShardAndTheUnitsAPassHoldsOnTheWorstRank) {
   // The units whole, shard or not: [0, 16M) two at a time; tied: [0, 10M) + [16M, 28M).
   EXPECT_EQ(largest_unit_window(units, 2, false), 16 * M);
   EXPECT_EQ(largest_unit_window(units, 2, true), 22 * M);
+}
+
+// The worst rank's floats, counted float by float over a buffer of `blocks` blocks of M floats
+// (every range and shard edge on a block boundary): its shard plus the ranges of one window.
+long counted_worst_rank(const std::vector<std::vector<std::pair<long, long>>>& windows, long blocks,
+                        int ranks, long M) {
+  long worst = 0;
+  for (int r = 0; r < ranks; ++r)
+    for (const auto& window : windows) {
+      std::vector<bool> held(blocks, false);
+      for (long k = r * blocks / ranks; k < (r + 1) * blocks / ranks; ++k) held[k] = true;
+      for (auto [lo, hi] : window)
+        for (long k = lo / M; k < hi / M; ++k) held[k] = true;
+      worst = std::max(worst, (long)std::count(held.begin(), held.end(), true) * M);
+    }
+  return worst;
+}
+
+// Both sharded plans against the worst rank counted float by float, on random layouts of
+// 10-million-float blocks (the 2 MiB page allowance then caps nothing but whole buffers).
+TEST(GradientBuckets, ShardedPlansAreTheWorstRankCountedFloatByFloat) {
+  const long M = 10'000'000, page = 512L * 1024;
+  std::mt19937 random(31);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int ranks = std::vector<int>{1, 2, 3, 4, 7, 16}[pick(0, 5)];
+    std::vector<std::pair<long, long>> units;
+    long blocks = 0;
+    for (int u = pick(1, 12); u > 0; --u) {
+      const long size = pick(1, 5);
+      units.emplace_back(blocks * M, size * M);
+      blocks += size;
+    }
+    blocks = (blocks + ranks - 1) / ranks * ranks + ranks * pick(0, 1);  // padded to d
+    const long buffer = blocks * M;
+    const int window = pick(1, 4);
+    const bool wrap = pick(0, 1) == 1;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    // Weights: every `window` consecutive units, and with `wrap` the first unit with each.
+    std::vector<std::vector<std::pair<long, long>>> windows;
+    for (size_t i = 0; i < units.size(); ++i) {
+      const size_t last = std::min(units.size(), i + window) - 1;
+      windows.push_back({{units[i].first, units[last].first + units[last].second}});
+      if (wrap) windows.back().push_back({units[0].first, units[0].first + units[0].second});
+    }
+    EXPECT_EQ(largest_sharded_weight_floats(units, buffer, ranks, window, wrap),
+              std::min(buffer, counted_worst_rank(windows, blocks, ranks, M) + page * 2 * window));
+    // Gradients: buckets i - in_flight .. i, and with the flag the last bucket too.
+    const std::vector<Bucket> buckets = gradient_buckets(units, buffer, pick(1, 8) * M);
+    const int in_flight = window - 1;
+    windows.clear();
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const size_t first = i >= (size_t)in_flight ? i - in_flight : 0;
+      windows.push_back({{buckets[i].offset, buckets[first].offset + buckets[first].floats}});
+      if (wrap)
+        windows.back().push_back(
+            {buckets.back().offset, buckets.back().offset + buckets.back().floats});
+    }
+    EXPECT_EQ(largest_sharded_gradient_floats(buckets, buffer, ranks, in_flight, wrap),
+              std::min(buffer, counted_worst_rank(windows, blocks, ranks, M) +
+                                   page * (long)(buckets.size() + 1)));
+  }
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
         Layout{4, 1, 2, 4, 1, Recompute::kNone, ShardingStrategy::kOptim},
         Layout{1, 2, 4, 1, 1, Recompute::kNone, ShardingStrategy::kOptimGrads},
         Layout{2, 1, 4, 2, 1, Recompute::kFull, ShardingStrategy::kOptimGrads, true},
+        Layout{1, 2, 4, 1, 2, Recompute::kSelective, ShardingStrategy::kOptimGradsParams},
         Layout{1, 1, 8, 1, 1, Recompute::kNone, ShardingStrategy::kNoShard}}) {
     LaunchContext c{"trident", {"--mock-data"}, false, false};
     std::vector<std::string> argv = launch_command(l, w, c);
@@ -73,8 +74,7 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
 }
 
 // ZeRO-1 keeps Megatron's --use-distributed-optimizer; ZeRO-2 and ZeRO-3 are named by
-// Megatron-FSDP's --data-parallel-sharding-strategy (ZeRO-3 is planned, not launched, until
-// trident train builds it; its line still names it).
+// Megatron-FSDP's --data-parallel-sharding-strategy.
 TEST(PlannerLaunch, TheStrategyIsNamedByMegatronsFlags) {
   auto flags_of = [](ShardingStrategy s) {
     const Layout l{1, 1, 4, 1, 1, Recompute::kNone, s};
@@ -165,6 +165,23 @@ TEST(PlanCommand, LaunchRunsTheBestPlanHere) {
   const auto [exit_code, out] = trident::testing::run_shell(cmd);
   EXPECT_EQ(exit_code, 0) << out;
   EXPECT_NE(out.find("launch: mpirun -np 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("iteration        2/       2"), std::string::npos) << out;
+}
+
+// ZeRO-3 launches and trains: fixed on both ranks here, the plan runs as d = 2 with the
+// weights sharded.
+TEST(PlanCommand, LaunchRunsZeroThree) {
+  std::string cmd = std::string(TRIDENT_BINARY) +
+                    " plan --cluster " TRIDENT_SOURCE_DIR
+                    "/clusters/this-machine.toml --num-devices 2 --num-layers 2 "
+                    "--hidden-size 64 --num-attention-heads 2 --seq-length 32 --vocab-size 500 "
+                    "--global-batch-size 4 --data-parallel-sharding-strategy optim_grads_params "
+                    "--launch -- --mock-data --train-iters 2 --log-interval 1 2>&1";
+  const auto [exit_code, out] = trident::testing::run_shell(cmd);
+  EXPECT_EQ(exit_code, 0) << out;
+  EXPECT_NE(out.find("launch: mpirun -np 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("--data-parallel-sharding-strategy optim_grads_params"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("iteration        2/       2"), std::string::npos) << out;
 }
 

@@ -122,9 +122,8 @@ TEST(PlannerSearch, ZeroBubbleOnlyWithAPipelineOfOneChunkPerRank) {
   for (const Prediction& p : fixed.fitting) EXPECT_TRUE(p.layout.zero_bubble);
 }
 
-// ZeRO-0 to 2 are searched where d > 1; ZeRO-3 is planned only when asked for (trident train
-// does not build it yet); sharded gradients never with ZB-H1, whose deferred weight gradients
-// come after the reduce-scatter.
+// ZeRO-0 to 3 are searched where d > 1; sharded gradients never with ZB-H1, whose deferred
+// weight gradients come after the reduce-scatter.
 TEST(PlannerSearch, ShardingStrategiesAreSearchedWhereTheyCanRun) {
   using data_parallel::ShardingStrategy;
   IterationModel model(cluster(1, 4, 80), small_gpt());
@@ -136,9 +135,9 @@ TEST(PlannerSearch, ShardingStrategiesAreSearchedWhereTheyCanRun) {
     if (data_parallel::shards_gradients(p.layout.sharding))
       EXPECT_FALSE(p.layout.zero_bubble) << p.layout.describe();
   }
-  EXPECT_EQ(searched,
-            (std::set<ShardingStrategy>{ShardingStrategy::kNoShard, ShardingStrategy::kOptim,
-                                        ShardingStrategy::kOptimGrads}));
+  EXPECT_EQ(searched, (std::set<ShardingStrategy>{
+                          ShardingStrategy::kNoShard, ShardingStrategy::kOptim,
+                          ShardingStrategy::kOptimGrads, ShardingStrategy::kOptimGradsParams}));
   o.sharding = ShardingStrategy::kOptimGradsParams;
   SearchResult zero3 = search_layouts(model, o);
   ASSERT_FALSE(zero3.fitting.empty());
@@ -147,6 +146,32 @@ TEST(PlannerSearch, ShardingStrategiesAreSearchedWhereTheyCanRun) {
     EXPECT_GT(p.layout.data, 1) << p.layout.describe();
     EXPECT_NE(p.layout.describe().find(" zero-3"), std::string::npos);
   }
+}
+
+// A model whose weights fit 4 devices only when sharded (ZeRO-3): 3 heads and 7 layers leave
+// t = 1 and p = 1 on a node of 4, so d = 4; the devices hold less than any ZeRO-2 layout needs
+// and more than the largest ZeRO-3 one. The search picks ZeRO-3, and only ZeRO-3 fits.
+TEST(PlannerSearch, PicksZeroThreeWhereNothingElseFits) {
+  using data_parallel::ShardingStrategy;
+  Workload w;
+  w.model.num_layers = 7, w.model.hidden_size = 768, w.model.num_attention_heads = 3;
+  w.model.seq_length = 32, w.model.vocab_size = 1000;
+  w.global_batch = 4;
+  IterationModel probe(cluster(1, 4, 80), w);
+  auto gib = [&](ShardingStrategy s, Recompute r) {
+    return probe.device_memory(Layout{1, 1, 4, 1, 1, r, s}).total() / (1L << 30);
+  };
+  const double zero2 = gib(ShardingStrategy::kOptimGrads, Recompute::kFull);
+  const double zero3 = gib(ShardingStrategy::kOptimGradsParams, Recompute::kNone);
+  ASSERT_LT(zero3, zero2);
+  IterationModel model(cluster(1, 4, (zero2 + zero3) / 2), w);
+  const SearchResult r = search_layouts(model, {4});
+  ASSERT_FALSE(r.fitting.empty());
+  EXPECT_EQ(r.fitting.front().layout.sharding, ShardingStrategy::kOptimGradsParams);
+  for (const Prediction& p : r.fitting)
+    EXPECT_EQ(p.layout.sharding, ShardingStrategy::kOptimGradsParams) << p.layout.describe();
+  for (const Prediction& p : r.over_memory)
+    EXPECT_NE(p.layout.sharding, ShardingStrategy::kOptimGradsParams) << p.layout.describe();
 }
 
 // Where only the sequence-parallel form of a layout fits, that is what the search returns.
@@ -319,9 +344,8 @@ TEST(PlanCommand, ShardingIsSearchedUnlessFixed) {
     return "\"data_parallel_sharding_strategy\": \"" + std::string(name) + "\"";
   };
   CommandResult searched = run(gpt);
-  for (const char* name : {"no_shard", "optim", "optim_grads"})
+  for (const char* name : {"no_shard", "optim", "optim_grads", "optim_grads_params"})
     EXPECT_GT(count(searched.output, strategy(name)), 0u) << name;
-  EXPECT_EQ(count(searched.output, strategy("optim_grads_params")), 0u);
   EXPECT_GT(count(searched.output, "\"distributed_optimizer\": true"), 0u);
   EXPECT_GT(count(searched.output, "\"distributed_optimizer\": false"), 0u);
   // The old switches keep their meaning: off is no_shard, on is optim (ZeRO-1).
@@ -352,9 +376,6 @@ TEST(PlanCommand, ShardingFlagsThatDisagreeExitTwo) {
                  "cannot be combined with --data-parallel-sharding-strategy no_shard");
   expect_refused("--data-parallel-sharding-strategy optim_grads --no-distributed-optimizer",
                  "--no-distributed-optimizer leaves the optimizer whole");
-  expect_refused("--data-parallel-sharding-strategy optim_grads_params --launch",
-                 "trident train does not build --data-parallel-sharding-strategy "
-                 "optim_grads_params (ZeRO-3) yet");
 }
 
 TEST(PlanCommand, BadInputExitsNonZeroWithTheReason) {
