@@ -282,8 +282,8 @@ void add_parallelism_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--data-parallel-sharding-strategy", c.data_parallel_sharding_strategy,
       "what the data-parallel ranks shard: no_shard, optim (ZeRO-1, as "
       "--use-distributed-optimizer), optim_grads (ZeRO-2: gradients reduce-scattered after "
-      "every micro-batch, only this rank's shard kept) or optim_grads_params (ZeRO-3: not built "
-      "yet, refused)",
+      "every micro-batch, only this rank's shard kept) or optim_grads_params (ZeRO-3: the "
+      "weights too, each layer all-gathered before it runs and given back after)",
       "Parallelism");
   app.add_flag("--overlap-grad-reduce", c.overlap_grad_reduce,
                "all-reduce gradient buckets during the last backward")

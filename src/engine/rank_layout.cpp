@@ -106,8 +106,11 @@ HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPla
   HeldGradientFloats held;
   // The bucket backward fills, and those still being reduced. The last stage forms a tied output
   // layer's gradient (the word embedding's copy, the first tensor: the last bucket) with the loss
-  // in forward.
-  const bool embedding_held = placement.post_process && layout.model.tied_output();
+  // in forward; on a pipeline the first stage's bucket of it also waits for the step (summed
+  // across the two stages first: RankModel's holds_tied_copy).
+  const bool embedding_held =
+      layout.model.tied_output() &&
+      (placement.post_process || (placement.pre_process && layout.pipeline > 1));
   // Without overlap every bucket is filled before the first is reduced.
   held.resident = overlap_grad_reduce
                       ? data_parallel::largest_sharded_gradient_floats(
