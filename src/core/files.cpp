@@ -105,6 +105,38 @@ void AtomicFile::commit() {
   rename_durably(tmp_, path_);
 }
 
+SharedFile::SharedFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+}
+
+SharedFile::~SharedFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SharedFile::write_at(const char* data, std::size_t size, std::size_t offset) {
+  for (std::size_t done = 0; done < size;) {
+    ssize_t n = ::pwrite(fd_, data + done, size - done, (off_t)(offset + done));
+    if (n <= 0) throw std::runtime_error("write to " + path_ + " failed: " + std::strerror(errno));
+    done += (std::size_t)n;
+  }
+}
+
+void SharedFile::resize(std::size_t bytes) {
+  if (::ftruncate(fd_, (off_t)bytes) != 0)
+    throw std::runtime_error("cannot size " + path_ + ": " + std::strerror(errno));
+}
+
+void SharedFile::sync_and_close() {
+  const bool synced = ::fsync(fd_) == 0;
+  const int sync_errno = errno;
+  if (synced) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd_);
+  fd_ = -1;
+  if (!synced)
+    throw std::runtime_error("fsync of " + path_ + " failed: " + std::strerror(sync_errno));
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   AtomicFile file(path);
   file.write(bytes.data(), bytes.size());
