@@ -1,9 +1,14 @@
 #include "checkpoint/sharded_write.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <xxhash.h>
 
+#include <cerrno>
 #include <chrono>
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -23,21 +28,37 @@ fs::path marker(const SaveSnapshot& s, int data_rank) {
   return s.tmp / (s.file + ".dp" + std::to_string(data_rank) + ".written");
 }
 
-// The whole file's xxh64, read back in 1 MiB blocks.
+// The whole file's xxh64, read back O_DIRECT in 2 MiB blocks (no page-cache copy: a fraction
+// of the system time, and nothing left in the page cache), or through the page cache where the
+// file system refuses O_DIRECT.
 std::uint64_t xxh64_of_file(const fs::path& path, std::uint64_t* bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SaveError(path.string() + ": cannot read it back for its checksum");
+  constexpr size_t kBlock = 2u << 20;  // a multiple of every device's logical block
+  std::unique_ptr<char, void (*)(void*)> block(static_cast<char*>(std::aligned_alloc(4096, kBlock)),
+                                               std::free);
+  int fd = block ? ::open(path.c_str(), O_RDONLY | O_DIRECT) : -1;
+  if (fd < 0) fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0 || !block)
+    throw SaveError(path.string() + ": cannot read it back for its checksum (" +
+                    std::strerror(errno) + ")");
   XXH64_state_t* state = XXH64_createState();
   XXH64_reset(state, 0);
-  std::vector<char> block(1 << 20);
   *bytes = 0;
-  while (in) {
-    in.read(block.data(), (std::streamsize)block.size());
-    XXH64_update(state, block.data(), (size_t)in.gcount());
-    *bytes += (std::uint64_t)in.gcount();
+  ssize_t n = 0;
+  while ((n = ::pread(fd, block.get(), kBlock, (off_t)*bytes)) != 0) {
+    if (n < 0 && errno == EINVAL && *bytes == 0 && (::fcntl(fd, F_GETFL) & O_DIRECT)) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);  // refused: read buffered
+      continue;
+    }
+    if (n < 0) break;
+    XXH64_update(state, block.get(), (size_t)n);
+    *bytes += (std::uint64_t)n;
   }
+  const int read_errno = errno;
+  ::close(fd);
   const std::uint64_t digest = XXH64_digest(state);
   XXH64_freeState(state);
+  if (n < 0)
+    throw SaveError(path.string() + ": reading it back failed (" + std::strerror(read_errno) + ")");
   return digest;
 }
 

@@ -54,8 +54,10 @@ class AtomicFile {
 
 // One file written by several processes at once, each its own byte ranges (a checkpoint
 // sharded over data parallelism). Opened for writing, created when missing and never
-// truncated, so the writers may open it in any order; pieces go at their offsets through the
-// page cache (they are not block aligned, as O_DIRECT would need). Nothing is renamed: the
+// truncated, so the writers may open it in any order. A piece's whole 4 KiB blocks go out
+// O_DIRECT from an aligned staging buffer (as AtomicFile's, and for the same reason); its
+// partial first and last blocks, which a neighbouring piece of another writer may share, go
+// through the page cache, where both writers' bytes meet in one page. Nothing is renamed: the
 // caller writes a temporary name and renames it once every writer has synced.
 class SharedFile {
  public:
@@ -71,8 +73,13 @@ class SharedFile {
   void sync_and_close();
 
  private:
+  void write_buffered(const char* data, std::size_t size, std::size_t offset);
+  void write_direct(const char* data, std::size_t size, std::size_t offset);
+
   std::string path_;
   int fd_ = -1;
+  int direct_fd_ = -1;  // -1: the file system refuses O_DIRECT, everything is buffered
+  std::unique_ptr<char, void (*)(void*)> staging_{nullptr, std::free};
 };
 
 // Writes bytes to path atomically (temporary name, fsync, rename, fsync of the directory).

@@ -188,7 +188,7 @@ def failing_write(check, trident, tmp):
               f"nothing later committed")
 
 
-BIG = ["--num-layers", "4", "--hidden-size", "256", "--seq-length", "64", "--train-iters", "3",
+BIG = ["--num-layers", "4", "--hidden-size", "384", "--seq-length", "64", "--train-iters", "3",
        "--lr-decay-iters", "3"]
 
 
