@@ -115,7 +115,7 @@ void add_rank_pieces(engine::RankModel& model, SnapshotBuffers& buffers, bool co
     Parameters& params = model.chunks[j]->parameters();
     optim::AdamW& opt = *model.optimizers[j];
     const long lo = opt.range_begin(), hi = opt.range_end();
-    // Each of values, exp_avg, exp_avg_sq at float `lo` of the buffer.
+    // exp_avg, exp_avg_sq and the values, each from float `lo` of the buffer.
     const float* shard[3] = {opt.exp_avg().data(), opt.exp_avg_sq().data(), params.values() + lo};
     if (copy_model)
       for (const float*& from : shard) from = copied(buffers, used, from, hi - lo, out);

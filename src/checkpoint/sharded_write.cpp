@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -35,9 +36,10 @@ std::uint64_t xxh64_of_file(const fs::path& path, std::uint64_t* bytes) {
   constexpr size_t kBlock = 2u << 20;  // a multiple of every device's logical block
   std::unique_ptr<char, void (*)(void*)> block(static_cast<char*>(std::aligned_alloc(4096, kBlock)),
                                                std::free);
-  int fd = block ? ::open(path.c_str(), O_RDONLY | O_DIRECT) : -1;
+  if (!block) throw std::bad_alloc();
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
   if (fd < 0) fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0 || !block)
+  if (fd < 0)
     throw SaveError(path.string() + ": cannot read it back for its checksum (" +
                     std::strerror(errno) + ")");
   XXH64_state_t* state = XXH64_createState();
@@ -45,10 +47,10 @@ std::uint64_t xxh64_of_file(const fs::path& path, std::uint64_t* bytes) {
   *bytes = 0;
   ssize_t n = 0;
   while ((n = ::pread(fd, block.get(), kBlock, (off_t)*bytes)) != 0) {
-    if (n < 0 && errno == EINVAL && *bytes == 0 && (::fcntl(fd, F_GETFL) & O_DIRECT)) {
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);  // refused: read buffered
-      continue;
-    }
+    // Refused (a file system without direct reads, or one that wants even the unaligned end
+    // of the file aligned): the rest is read through the page cache.
+    const int flags = n < 0 && errno == EINVAL ? ::fcntl(fd, F_GETFL) : 0;
+    if (flags > 0 && (flags & O_DIRECT) && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0) continue;
     if (n < 0) break;
     XXH64_update(state, block.get(), (size_t)n);
     *bytes += (std::uint64_t)n;
