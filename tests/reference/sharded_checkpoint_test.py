@@ -12,10 +12,12 @@ mpirun, at d = 2 and 4 with --use-distributed-optimizer and at d = 2 with
     within 1e-5 of the uninterrupted run; --finetune of a sharded checkpoint under d = 2
     trains as a one-process --finetune of it does (within 1e-5);
   * --async-save writes the same bytes as the synchronous save and resumes bit for bit;
-  * a write failing on the last data-parallel rank (sync and async) fails the run on every
+  * world rank 0 dying before the commit leaves the previous checkpoint, which resumes bit for
+    bit; a write failing on the last data-parallel rank (sync and async) fails the run on every
     rank, non-zero, without hanging, and nothing after the previous checkpoint is committed;
-  * memory: the asynchronous snapshot per rank is the optimizer shard (1/d of the d = 1 one)
-    and a synchronous sharded save adds no more to the peak RSS than a small fraction of it.
+  * memory: the asynchronous snapshot per rank is the optimizer shard (1/d of the d = 1 one),
+    as the printed memory plan says, and a synchronous sharded save adds less to the peak RSS
+    than one float per parameter of the shard.
 Usage: sharded_checkpoint_test.py TRIDENT"""
 import json
 import os
@@ -167,6 +169,27 @@ def asynchronous(check, trident, tmp):
               f"{name} --async-save: resumed from iteration 5, steps 6-10 bit for bit")
 
 
+def dying_rank_zero(check, trident, tmp):
+    """World rank 0 dies inside the second save (iteration 6) once every piece is written and
+    the manifest too, before anything is renamed; the rerun resumes from iteration 3 bit for
+    bit (against the uninterrupted optim d=2 run)."""
+    ckpt = os.path.join(tmp, "die")
+    out = run(trident, ZERO1 + ["--save", ckpt, "--save-interval", "3", "--inject-fault-save", "2",
+                                "--inject-fault-save-point", "before-commit"], 2, timeout=120)
+    latest = open(os.path.join(ckpt, "latest")).read().strip()
+    check(out.returncode != 0 and latest == "iter_0000003" and
+          not os.path.exists(os.path.join(ckpt, "iter_0000006")),
+          f"optim d=2: world rank 0 dying before the commit of iteration 6 (exit {out.returncode}) "
+          f"leaves iter_0000003 the latest")
+    metrics = os.path.join(tmp, "die.jsonl")
+    resumed = run(trident, ZERO1 + ["--load", ckpt, "--metrics-file", metrics], 2)
+    rows = metrics_by_iteration(metrics)
+    reference = metrics_by_iteration(os.path.join(tmp, "optim_d2.jsonl"))
+    check(resumed.returncode == 0 and sorted(rows) == list(range(4, 11)) and
+          all(rows[i] == reference[i] for i in rows),
+          "optim d=2: resumed from that iteration 3, steps 4-10 bit for bit")
+
+
 def failing_write(check, trident, tmp):
     """The last data-parallel rank's write fails in the second save (iteration 6)."""
     for mode in ([], ["--async-save"]):
@@ -195,19 +218,25 @@ BIG = ["--num-layers", "4", "--hidden-size", "384", "--seq-length", "64", "--tra
 def memory(check, trident, tmp):
     """The asynchronous snapshot's bytes per rank at d = 1, 2, 4, and rank 0's peak RSS with and
     without a synchronous save at d = 2."""
-    copied = {}
+    copied, planned = {}, {}
     for d in (1, 2, 4):
         out = run(trident, BIG + ZERO1 + ["--save", os.path.join(tmp, f"mem{d}"), "--async-save"], d)
         m = re.search(r"snapshot taken.*; ([0-9.]+) MB to copy\)", out.stdout)
-        if out.returncode != 0 or not m:
+        plan = re.search(r"--async-save snapshot: weights, exp_avg, exp_avg_sq +(\d+) floats x +3",
+                         out.stdout)
+        if out.returncode != 0 or not m or not plan:
             check(False, f"d={d} --async-save: exit {out.returncode}: {out.stderr[-500:]}")
             return
-        copied[d] = float(m.group(1))
+        copied[d], planned[d] = float(m.group(1)), int(plan.group(1))
     print(f"     async snapshot per rank (weights + exp_avg + exp_avg_sq): d=1 {copied[1]} MB, "
           f"d=2 {copied[2]} MB, d=4 {copied[4]} MB")
     check(all(abs(copied[d] * d - copied[1]) <= 0.01 * copied[1] for d in (2, 4)),
           f"--async-save snapshot per rank is the shard: d=2 {copied[2]} MB, d=4 {copied[4]} MB "
           f"= {copied[1]} MB / d (within 1%)")
+    check(all(abs(planned[d] * d - planned[1]) <= 16 * d for d in (2, 4)) and
+          all(abs(planned[d] * 3 * 4 / 1e6 - copied[d]) <= 0.1 for d in (1, 2, 4)),
+          f"the printed memory plan's snapshot agrees: {planned[1]}, {planned[2]}, {planned[4]} "
+          f"floats x 3 at d = 1, 2, 4")
     peaks = {}
     for tag, extra in (("without a save", []), ("with a sharded save", ["--save", os.path.join(tmp, "rss")])):
         out = run(trident, BIG + ZERO1 + extra, 2)
@@ -230,7 +259,8 @@ def main():
     trident = sys.argv[1]
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
-        for part in (sharded_layouts, other_layouts, asynchronous, failing_write, memory):
+        for part in (sharded_layouts, other_layouts, asynchronous, dying_rank_zero, failing_write,
+                     memory):
             start = time.monotonic()
             if part is sharded_layouts:
                 ckpt, reference_tag = part(check, trident, tmp)
