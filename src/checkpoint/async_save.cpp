@@ -6,6 +6,8 @@
 #include <ostream>
 #include <vector>
 
+#include "checkpoint/sharded_write.h"
+
 namespace trident::checkpoint {
 
 namespace {
@@ -49,8 +51,8 @@ void AsyncSaver::save(const std::string& dir, const RunRecord& run, engine::Rank
   const double waited = seconds_since(started);
   snapshot_ = std::make_unique<SaveSnapshot>(
       take_snapshot(dir, run, model, state, rank, options, buffers_, true));
-  file_done_ = false, copied_ = false, give_up_ = false;
-  file_error_.clear(), commit_error_.clear();
+  file_done_ = false, file_finished_ = false, copied_ = false, give_up_ = false;
+  file_error_.clear(), finish_error_.clear(), commit_error_.clear();
   write_seconds_ = 0, bytes_ = 0;
   writer_ = std::thread(&AsyncSaver::write, this);
   blocked_seconds_ = seconds_since(started);
@@ -61,7 +63,8 @@ void AsyncSaver::save(const std::string& dir, const RunRecord& run, engine::Rank
       << fixed((double)buffers_.bytes() / 1e6, 1, "MB") << " to copy)\n";
 }
 
-// This rank's file; then, on world rank 0, the commit once every rank's side-car is there.
+// This rank's file (sharded: its pieces); then, sharded, data-parallel rank 0 finishes the
+// file once every rank's pieces are there; then world rank 0 commits once every side-car is.
 void AsyncSaver::write() {
   const Clock::time_point started = Clock::now();
   const SaveSnapshot& s = *snapshot_;
@@ -72,19 +75,33 @@ void AsyncSaver::write() {
   }
   file_written_.notify_all();
   std::string error;
-  if (s.writes) {
-    try {
+  try {
+    if (s.sharded)
+      write_rank_pieces(s);
+    else if (s.writes)
       write_rank_file(s);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+  } catch (const std::exception& e) {
+    error = e.what();
   }
+  std::string finish_error;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     file_error_ = error, file_done_ = true;
   }
   file_written_.notify_all();
-  if (s.commits && error.empty()) {
+  if (s.sharded && s.writes && error.empty()) {
+    try {
+      finish_sharded_file(s, [this] { return !give_up_; });
+    } catch (const std::exception& e) {
+      finish_error = e.what();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finish_error_ = finish_error, file_finished_ = true;
+  }
+  file_written_.notify_all();
+  if (s.commits && error.empty() && finish_error.empty()) {
     try {
       bytes_ = commit_snapshot(s, [this] { return !give_up_; });
     } catch (const std::exception& e) {
@@ -108,6 +125,28 @@ bool AsyncSaver::wait_for_own_file() {
   return file_error_.empty();
 }
 
+bool AsyncSaver::wait_for_finished_file() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  file_written_.wait(lock, [this] { return file_finished_; });
+  return finish_error_.empty();
+}
+
+void AsyncSaver::agree_on_failure(comm::Communicator& world, bool ok, const std::string& error,
+                                  const std::string& what) {
+  std::vector<double> failed(world.size(), 0.0);
+  failed[world.rank()] = ok ? 0.0 : 1.0;
+  world.all_reduce(failed.data(), (long)failed.size(), comm::ReduceOp::kSum);
+  const std::string failing = ranks_listed(failed);
+  if (failing.empty()) return;
+  give_up_ = true;  // rank 0 stops waiting for the missing side-cars (and markers)
+  stop_thread();
+  const std::string name = snapshot_->name;
+  snapshot_.reset();
+  throw SaveError("checkpoint " + name + " was not written: " + what + " failed on world rank " +
+                  failing + (error.empty() ? "" : " (this rank: " + error + ")") +
+                  "; the previous checkpoint stays the latest");
+}
+
 void AsyncSaver::stop_thread() {
   if (writer_.joinable()) writer_.join();
 }
@@ -118,18 +157,13 @@ void AsyncSaver::finish(const engine::RankContext& rank, std::ostream& log) {
   const std::string name = snapshot_->name;
   const std::string path = (snapshot_->dir / name).string();
   // Every rank's file first: the only collective waits on files that need no other rank.
-  std::vector<double> failed(world.size(), 0.0);
-  failed[world.rank()] = wait_for_own_file() ? 0.0 : 1.0;
-  world.all_reduce(failed.data(), (long)failed.size(), comm::ReduceOp::kSum);
-  const std::string failing = ranks_listed(failed);
-  if (!failing.empty()) give_up_ = true;  // rank 0 stops waiting for the missing side-cars
+  const bool written = wait_for_own_file();
+  agree_on_failure(world, written, file_error_, "the background write");
+  // Sharded: every rank's pieces are out, so each file's finishing ends.
+  const bool finished = wait_for_finished_file();
+  agree_on_failure(world, finished, finish_error_, "finishing the file (checksum, side-car)");
   stop_thread();
-  std::unique_ptr<SaveSnapshot> done = std::move(snapshot_);
-  if (!failing.empty())
-    throw SaveError("checkpoint " + name + " was not written: the background write failed on " +
-                    "world rank " + failing +
-                    (file_error_.empty() ? "" : " (this rank: " + file_error_ + ")") +
-                    "; the previous checkpoint stays the latest");
+  snapshot_.reset();
   double commit_failed = commit_error_.empty() ? 0.0 : 1.0;
   world.all_reduce(&commit_failed, 1, comm::ReduceOp::kMax);
   if (commit_failed > 0)

@@ -7,6 +7,11 @@
 // weights but change neither them nor the moments: the trainer calls wait_until_copied()
 // before the next optimizer step (it waits only if forward and backward were shorter).
 //
+// With a sharded optimizer every data-parallel rank's writer writes its pieces of the file in
+// place, and data-parallel rank 0's, once their markers say all pieces are durable, finishes
+// the file: checksum, side-car (checkpoint/sharded_write.h). The snapshot then holds the
+// rank's shard of the weights and moments only.
+//
 // How the commit knows every rank's files are durable without a communicator. Collectives
 // from two threads on one communicator would interleave, so every collective of a save runs
 // on the training thread, while the snapshot is taken or while finish() waits; the writers
@@ -16,9 +21,11 @@
 // appear, writes the manifest and commits (rename to iter_N, then `latest`). A rank whose
 // write failed never writes its side-car, so nothing is committed; finish() — called by the
 // next save and at the end of the run — first waits for this rank's own file, then all
-// ranks agree (all-reduce) whether every file was written: if not, rank 0's writer is told
-// to stop waiting and every rank throws SaveError; if so, rank 0's commit will complete, and
-// a second all-reduce says whether it did.
+// ranks agree (all-reduce) whether every file (sharded: every rank's pieces) was written: if
+// not, the writers waiting for others are told to stop and every rank throws SaveError; if
+// so, each data-parallel rank 0 finishes its file, and a second all-reduce says whether all
+// did (the same way out if not); then rank 0's commit will complete, and a third all-reduce
+// says whether it did.
 #include <atomic>
 #include <condition_variable>
 #include <iosfwd>
@@ -67,6 +74,11 @@ class AsyncSaver {
  private:
   void write();  // the background thread
   bool wait_for_own_file();
+  bool wait_for_finished_file();
+  // Collective: every rank says whether its step went well; if any did not, the writer is
+  // stopped and SaveError thrown on every rank, naming the failing ranks and `what` failed.
+  void agree_on_failure(comm::Communicator& world, bool ok, const std::string& error,
+                        const std::string& what);
   void stop_thread();
 
   SnapshotBuffers buffers_;
@@ -77,6 +89,8 @@ class AsyncSaver {
   bool copied_ = false;                   // the snapshot holds its copies of the model
   bool file_done_ = false;                // this rank's file (and side-car) written, or failed
   std::string file_error_;                // why this rank's file failed ("": it did not)
+  bool file_finished_ = false;            // sharded: data-parallel rank 0 finished the file
+  std::string finish_error_;              // why finishing it failed
   std::string commit_error_;              // world rank 0: why the commit failed
   std::atomic<bool> give_up_{false};      // rank 0's writer stops waiting for side-cars
   double blocked_seconds_ = 0, write_seconds_ = 0, bytes_ = 0;

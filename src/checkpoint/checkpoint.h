@@ -4,7 +4,9 @@
 //                       samples, optimizer steps, every tensor's global shape and shard,
 //                       and the size and xxh64 checksum of every file
 //   model_tpT_ppP.safetensors   what tensor rank T of pipeline rank P owns: each tensor's
-//                       local shard and its two Adam moments (data-parallel rank 0 writes)
+//                       local shard and its two Adam moments (data-parallel rank 0 writes it;
+//                       with a sharded optimizer every data-parallel rank writes its shard of
+//                       it in place, the same bytes: checkpoint/sharded_write.h)
 //   tokenizer/          the run's tokenizer files, when it had one (checkpoint/tokenizer_files.h)
 // How saves are committed crash-safely: checkpoint/lifecycle.h. The manifest's "run" object
 // holds the settings that shape the run; a resume that changes one is refused unless asked
@@ -68,7 +70,9 @@ void save(const std::string& dir, const RunRecord& run, engine::RankModel& model
 
 // Loads `latest` under `dir` into the model (any layout) after validating the manifest, the
 // run settings (kResume) and every file; throws CheckpointError, naming the file and the
-// problem, before changing anything. Collective over the world.
+// problem, before changing anything. Collective over the world. With a sharded optimizer each
+// rank places its shard of the weights and moments, and the weights are all-gathered over
+// data parallelism (GradientReducer::all_gather_values).
 // progress (optional) is told the fraction of this rank's tensors in place.
 TrainingState load(const std::string& dir, const RunRecord& run, engine::RankModel& model,
                    const engine::RankContext& rank, std::ostream& log, LoadMode mode,

@@ -1,7 +1,9 @@
 // checkpoint::load: the manifest and run settings checked, the files this rank needs chosen
 // (with an unchanged layout, the one holding exactly its slices), each of them checked
 // (size, checksum, header, shapes), and only then the tensors placed — resharded through
-// their global shape when the layout changed — so a failed load changes nothing.
+// their global shape when the layout changed — so a failed load changes nothing. With a
+// sharded optimizer each rank places its shard of the values and moments and the values are
+// all-gathered over data parallelism.
 #include <xxhash.h>
 
 #include <chrono>
@@ -190,29 +192,51 @@ void read_slice(const std::vector<Piece>& parts, const ParamSpec& s, const std::
   }
 }
 
-// Weights, and unless kWeightsOnly the moments inside this rank's optimizer range.
+// The floats of a chunk's buffer this rank places: its optimizer shard when the optimizer
+// is sharded (the rest comes from the other data-parallel ranks), else all of it.
+struct PlacedRange {
+  long begin, end;
+  bool sharded;
+};
+
+PlacedRange placed_range(const Parameters& params, const optim::AdamW* opt) {
+  if (!opt || (opt->range_begin() == 0 && opt->range_end() == params.size()))
+    return {0, params.size(), false};
+  return {opt->range_begin(), opt->range_end(), true};
+}
+
+// local[from - s.offset, to - s.offset) into dst[from - base, to - base).
+void copy_range(const std::vector<float>& local, const ParamSpec& s, long from, long to, long base,
+                float* dst) {
+  for (long g = from; g < to; ++g) dst[g - base] = local[g - s.offset];
+}
+
+// Weights, and unless kWeightsOnly the moments, inside `range` (the moments never reach
+// beyond the optimizer's range).
 void place_chunk(Parameters& params, optim::AdamW* opt, const OpenFiles& open, LoadMode mode,
-                 const std::function<void(double)>& progress) {
+                 const PlacedRange& range, const std::function<void(double)>& progress) {
   const char* suffixes[3] = {"", ".exp_avg", ".exp_avg_sq"};
   std::vector<float> local;
   for (const ParamSpec& s : params.layout().specs()) {
     if (progress) progress((double)s.offset / (double)params.size());
+    const long lo = std::max(range.begin, s.offset), hi = std::min(range.end, s.offset + s.numel());
+    if (lo >= hi) continue;  // outside this rank's shard: nothing of it is read
     const std::vector<Piece>& parts = open.pieces.at(s.name);
     read_slice(parts, s, suffixes[0], local);
-    std::copy(local.begin(), local.end(), params.values() + s.offset);
+    copy_range(local, s, lo, hi, 0, params.values());
     if (mode == LoadMode::kWeightsOnly) continue;  // the moments stay zero: a fresh optimizer
     FirstTouchVector<float>* moments[2] = {&opt->exp_avg(), &opt->exp_avg_sq()};
+    const long mlo = std::max(opt->range_begin(), lo), mhi = std::min(opt->range_end(), hi);
     for (int k = 1; k < 3; ++k) {
       read_slice(parts, s, suffixes[k], local);
-      long lo = std::max(opt->range_begin(), s.offset);
-      long hi = std::min(opt->range_end(), s.offset + s.numel());
-      for (long g = lo; g < hi; ++g)
-        (*moments[k - 1])[g - opt->range_begin()] = local[g - s.offset];
+      copy_range(local, s, mlo, mhi, opt->range_begin(), moments[k - 1]->data());
     }
   }
 }
 
 // Everything is checked: from here on nothing can fail, so tensors go straight into place.
+// A sharded optimizer's rank places its shard, then the data-parallel ranks all-gather the
+// values (collective over data parallelism; under ZeRO-3 each keeps its shard only).
 void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& manifest,
                    LoadMode mode, const std::function<void(double)>& progress) {
   const double chunk_share = 1.0 / (double)model.chunks.size();
@@ -223,10 +247,14 @@ void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& 
       throw std::logic_error("checkpoint::load: resuming needs the model's optimizers");
     std::function<void(double)> chunk_progress;
     if (progress) chunk_progress = [&](double f) { progress(chunk_share * ((double)j + f)); };
-    place_chunk(model.chunks[j]->parameters(), opt, open, mode, chunk_progress);
+    Parameters& params = model.chunks[j]->parameters();
+    const PlacedRange range = placed_range(params, opt);
+    place_chunk(params, opt, open, mode, range, chunk_progress);
+    if (range.sharded) model.reducers.at(j)->all_gather_values();
     if (mode != LoadMode::kWeightsOnly)
       opt->set_steps_taken(manifest["optimizer_steps"].get<long>());
   }
+  model.finish_param_gather();  // overlapped gathers: complete before anything reads values
 }
 
 // The loss scaler and the position in the run.

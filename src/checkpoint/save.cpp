@@ -1,6 +1,7 @@
-// checkpoint::save: every rank gathers what it writes (sharded Adam moments are all-gathered
-// over data parallelism), data-parallel rank 0 of each (tensor, pipeline) position writes its
-// file and a side-car with its checksum, and world rank 0 writes the manifest and commits.
+// checkpoint::save: data-parallel rank 0 of each (tensor, pipeline) position writes its file
+// and a side-car with its checksum — with a sharded optimizer, every data-parallel rank writes
+// its shard of the file in place (checkpoint/sharded_write.h), nothing is gathered — and world
+// rank 0 writes the manifest and commits.
 // The snapshot functions (checkpoint/save_snapshot.h) are the same steps, split where an
 // asynchronous save hands them to a background thread.
 #include <xxhash.h>
@@ -16,6 +17,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_snapshot.h"
+#include "checkpoint/sharded_write.h"
 #include "core/files.h"
 #include "core/first_touch.h"
 #include "io/safetensors.h"
@@ -30,21 +32,6 @@ namespace {
 void barrier(const engine::RankContext& rank) {
   double x = 0;
   rank.groups->world->all_reduce(&x, 1, comm::ReduceOp::kSum);
-}
-
-// The full moments of a chunk's buffer, into m and v (`size` floats each; gathered over
-// data parallelism when sharded).
-void full_moments(optim::AdamW& opt, long size, comm::Communicator& dp, bool sharded, float* m,
-                  float* v) {
-  std::fill(m, m + size, 0.f);
-  std::fill(v, v + size, 0.f);
-  std::copy(opt.exp_avg().begin(), opt.exp_avg().end(), m + opt.range_begin());
-  std::copy(opt.exp_avg_sq().begin(), opt.exp_avg_sq().end(), v + opt.range_begin());
-  if (sharded && dp.size() > 1) {
-    const long piece = opt.range_end() - opt.range_begin();
-    dp.all_gather(m + opt.range_begin(), m, piece);
-    dp.all_gather(v + opt.range_begin(), v, piece);
-  }
 }
 
 // The next of `buffers`, `floats` long (reused: no allocation after the first save; a new
@@ -69,12 +56,27 @@ bool optimizer_sharded(const optim::AdamW& opt, long size) {
   return opt.range_begin() != 0 || opt.range_end() != size;
 }
 
-// What this rank writes: each owned tensor with its two moments, and their manifest entries.
-// Collective over data parallelism when the optimizer is sharded. The buffers it takes, in
-// order, per chunk: the two moments (gathered when sharded, else copied with copy_model),
-// then the weights (copy_model); reserve_snapshot_buffers takes the same.
-void add_rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sharded,
-                      SnapshotBuffers& buffers, bool copy_model, SaveSnapshot& out) {
+// Whether every data-parallel rank writes its shard (the same answer on every rank: the
+// optimizer is sharded everywhere or nowhere).
+bool sharded_save(const engine::RankModel& model) {
+  for (size_t j = 0; j < model.chunks.size(); ++j)
+    if (optimizer_sharded(*model.optimizers[j], model.chunks[j]->parameters().size())) return true;
+  return false;
+}
+
+void add_entries(const ParamSpec& s, const float* values, const float* m, const float* v,
+                 SaveSnapshot& out) {
+  out.tensors.push_back({s.name, s.local_shape, values});
+  out.tensors.push_back({s.name + ".exp_avg", s.local_shape, m});
+  out.tensors.push_back({s.name + ".exp_avg_sq", s.local_shape, v});
+  out.entries.push_back(spec_json(s));
+}
+
+// What data-parallel rank 0 writes of an unsharded optimizer: each owned tensor with its two
+// moments, and their manifest entries. The buffers it takes with copy_model, in order, per
+// chunk: the two moments, then the weights; reserve_snapshot_buffers takes the same.
+void add_rank_tensors(engine::RankModel& model, SnapshotBuffers& buffers, bool copy_model,
+                      SaveSnapshot& out) {
   size_t used = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     Parameters& params = model.chunks[j]->parameters();
@@ -82,31 +84,64 @@ void add_rank_tensors(engine::RankModel& model, comm::Communicator& dp, bool sha
     const long size = params.size();
     const float* values = params.values();
     const float* moments[2] = {opt.exp_avg().data(), opt.exp_avg_sq().data()};
-    if (optimizer_sharded(opt, size)) {
-      float* m = next_buffer(buffers, used, size);
-      float* v = next_buffer(buffers, used, size);
-      full_moments(opt, size, dp, sharded, m, v);
-      moments[0] = m, moments[1] = v;
-    } else if (copy_model) {
+    if (copy_model) {
       moments[0] = copied(buffers, used, moments[0], size, out);
       moments[1] = copied(buffers, used, moments[1], size, out);
+      values = copied(buffers, used, values, size, out);
     }
-    if (copy_model) values = copied(buffers, used, values, size, out);
+    for (const ParamSpec& s : params.layout().specs())
+      if (s.owned)
+        add_entries(s, values + s.offset, moments[0] + s.offset, moments[1] + s.offset, out);
+  }
+}
+
+// A tensor's piece inside the shard: its index in out.tensors, the floats of the shard's copy
+// (or the model) it starts at, how many, and the float of the tensor it starts at.
+struct PendingPiece {
+  size_t tensor;
+  const float* data;
+  long floats, at;
+};
+
+// What every rank writes of a sharded optimizer: the pieces of each owned tensor and of its
+// two moments inside [range_begin, range_end), placed by the header all ranks compute alike
+// (the entries and `tensors` are the whole file's). The buffers it takes with copy_model, per
+// chunk, shard-sized: the two moments, then the weights; reserve_snapshot_buffers agrees.
+void add_rank_pieces(engine::RankModel& model, SnapshotBuffers& buffers, bool copy_model,
+                     SaveSnapshot& out) {
+  size_t used = 0;
+  std::vector<PendingPiece> pending;
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    Parameters& params = model.chunks[j]->parameters();
+    optim::AdamW& opt = *model.optimizers[j];
+    const long lo = opt.range_begin(), hi = opt.range_end();
+    // exp_avg, exp_avg_sq and the values, each from float `lo` of the buffer.
+    const float* shard[3] = {opt.exp_avg().data(), opt.exp_avg_sq().data(), params.values() + lo};
+    if (copy_model)
+      for (const float*& from : shard) from = copied(buffers, used, from, hi - lo, out);
     for (const ParamSpec& s : params.layout().specs()) {
       if (!s.owned) continue;
-      out.tensors.push_back({s.name, s.local_shape, values + s.offset});
-      out.tensors.push_back({s.name + ".exp_avg", s.local_shape, moments[0] + s.offset});
-      out.tensors.push_back({s.name + ".exp_avg_sq", s.local_shape, moments[1] + s.offset});
-      out.entries.push_back(spec_json(s));
+      const size_t first = out.tensors.size();
+      add_entries(s, nullptr, nullptr, nullptr, out);
+      const long a = std::max(lo, s.offset), b = std::min(hi, s.offset + s.numel());
+      if (a >= b) continue;
+      pending.push_back({first, shard[2] + (a - lo), b - a, a - s.offset});
+      pending.push_back({first + 1, shard[0] + (a - lo), b - a, a - s.offset});
+      pending.push_back({first + 2, shard[1] + (a - lo), b - a, a - s.offset});
     }
   }
+  const io::SafetensorsLayout layout = io::safetensors_layout(out.tensors, {{"format", kFormat}});
+  out.header = layout.header, out.file_bytes = layout.file_bytes;
+  for (const PendingPiece& p : pending)
+    out.pieces.push_back({p.data, p.floats, layout.offsets[p.tensor] + 4 * (std::uint64_t)p.at});
 }
 
 std::string rank_file_name(int t, int p) {
   return "model_tp" + std::to_string(t) + "_pp" + std::to_string(p) + ".safetensors";
 }
 
-// Testing (SaveFault): what goes wrong once the file's first bytes are out.
+}  // namespace
+
 void inject_write_fault(SaveFault fault) {
   if (fault == SaveFault::kWriteError)
     throw SaveError(
@@ -116,6 +151,8 @@ void inject_write_fault(SaveFault fault) {
     for (int second = 0; second < 600; ++second)
       std::this_thread::sleep_for(std::chrono::seconds(1));
 }
+
+namespace {
 
 json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingState& state) {
   const engine::RankLayout& l = run.layout;
@@ -174,13 +211,16 @@ long SnapshotBuffers::bytes() const {
 
 void reserve_snapshot_buffers(engine::RankModel& model, const engine::RankContext& rank,
                               SnapshotBuffers& buffers) {
-  const bool copy_model = rank.groups->data->rank() == 0;  // the writer, as in take_snapshot
+  // As take_snapshot: every rank copies its shard, or the writer the whole buffer.
+  const bool sharded = sharded_save(model);
+  const bool copy_model = sharded || rank.groups->data->rank() == 0;
+  if (!copy_model) return;
   size_t used = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
-    const long size = model.chunks[j]->parameters().size();
-    const bool moments = copy_model || optimizer_sharded(*model.optimizers[j], size);
-    for (int b = 0; b < (moments ? 2 : 0) + (copy_model ? 1 : 0); ++b)
-      next_buffer(buffers, used, size);
+    const optim::AdamW& opt = *model.optimizers[j];
+    const long floats =
+        sharded ? opt.range_end() - opt.range_begin() : model.chunks[j]->parameters().size();
+    for (int b = 0; b < 3; ++b) next_buffer(buffers, used, floats);
   }
 }
 
@@ -198,11 +238,16 @@ SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine:
     fs::create_directories(s.tmp);
   }
   barrier(rank);
-  // Every rank takes part in gathering sharded moments; data-parallel rank 0 writes.
+  // Data-parallel rank 0 writes the file; with a sharded optimizer every rank its pieces.
   s.writes = dp.rank() == 0;
   s.file = rank_file_name(tp.rank(), pp.rank());
-  // Only a writer copies: the others' tensors are never written.
-  add_rank_tensors(model, dp, run.layout.distributed_optimizer, buffers, copy_model && s.writes, s);
+  s.sharded = sharded_save(model);
+  s.data_rank = dp.rank(), s.data_size = dp.size();
+  s.markers = copy_model;  // asynchronous: no barrier says the other ranks' pieces are out
+  if (s.sharded)
+    add_rank_pieces(model, buffers, copy_model, s);
+  else  // only a writer copies: the others' tensors are never written
+    add_rank_tensors(model, buffers, copy_model && s.writes, s);
   s.commits = rank.world_rank == 0;
   if (s.commits) {
     s.manifest = manifest_of(run, model, state);
@@ -236,9 +281,14 @@ void write_rank_file(const SaveSnapshot& s) {
     XXH64_freeState(state);
     throw;
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(state));
+  const std::uint64_t digest = XXH64_digest(state);
   XXH64_freeState(state);
+  write_side_car(s, (std::uint64_t)bytes, digest);
+}
+
+void write_side_car(const SaveSnapshot& s, std::uint64_t bytes, std::uint64_t xxh64) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)xxh64);
   json side = {{"file", s.file}, {"bytes", bytes}, {"xxh64", hex}, {"tensors", s.entries}};
   write_file_atomically((s.tmp / (s.file + ".json")).string(), side.dump());
 }
@@ -272,9 +322,15 @@ void save(const std::string& dir, const RunRecord& run, engine::RankModel& model
           const TrainingState& state, const engine::RankContext& rank, std::ostream& log,
           const SaveOptions& options) {
   const auto started = std::chrono::steady_clock::now();
-  SnapshotBuffers gathered;  // sharded moments only: the rest is written from the model
-  const SaveSnapshot s = take_snapshot(dir, run, model, state, rank, options, gathered, false);
-  if (s.writes) write_rank_file(s);
+  SnapshotBuffers unused;  // everything is written straight from the model
+  const SaveSnapshot s = take_snapshot(dir, run, model, state, rank, options, unused, false);
+  if (s.sharded) {
+    write_rank_pieces(s);
+    barrier(rank);  // every rank's pieces durable
+    if (s.writes) finish_sharded_file(s, [] { return true; });
+  } else if (s.writes) {
+    write_rank_file(s);
+  }
   barrier(rank);
   if (s.commits) {
     const double bytes = commit_snapshot(s, [] { return true; });

@@ -437,8 +437,9 @@ void add_logging_and_testing_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--inject-fault-save-point", c.inject_fault_save_point,
       "testing: before-commit (files written, nothing renamed), mid-commit (an existing "
       "directory of the same iteration moved aside, the new one not yet in place), "
-      "stall-write (rank 0's writer stops after the file's header) or write-error (the writer "
-      "of the last tensor and pipeline rank fails)",
+      "stall-write (rank 0's writer stops after the file's header) or write-error (the last "
+      "writer of the last tensor and pipeline rank fails: its last data-parallel rank under "
+      "the distributed optimizer, where every data-parallel rank writes its shard)",
       kHiddenGroup);
   opt("--peak-tflops", c.peak_tflops, "peak for MFU (0: measure fp32 GEMM)", "Logging");
 }

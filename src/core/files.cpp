@@ -105,6 +105,70 @@ void AtomicFile::commit() {
   rename_durably(tmp_, path_);
 }
 
+SharedFile::SharedFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  staging_.reset(static_cast<char*>(std::aligned_alloc(kDirectAlignment, kStagingBytes)));
+  if (staging_) direct_fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT);
+}
+
+SharedFile::~SharedFile() {
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SharedFile::write_buffered(const char* data, std::size_t size, std::size_t offset) {
+  for (std::size_t done = 0; done < size;) {
+    ssize_t n = ::pwrite(fd_, data + done, size - done, (off_t)(offset + done));
+    if (n <= 0) throw std::runtime_error("write to " + path_ + " failed: " + std::strerror(errno));
+    done += (std::size_t)n;
+  }
+}
+
+// Whole blocks: offset and size are multiples of kDirectAlignment.
+void SharedFile::write_direct(const char* data, std::size_t size, std::size_t offset) {
+  for (std::size_t done = 0; done < size;) {
+    const std::size_t n = std::min(kStagingBytes, size - done);
+    std::memcpy(staging_.get(), data + done, n);
+    const ssize_t w = ::pwrite(direct_fd_, staging_.get(), n, (off_t)(offset + done));
+    if (w < 0 && errno == EINVAL) {  // opened O_DIRECT, but direct writes are refused
+      ::close(direct_fd_);
+      direct_fd_ = -1;
+      return write_buffered(data + done, size - done, offset + done);
+    }
+    if (w < 0) throw std::runtime_error("write to " + path_ + " failed: " + std::strerror(errno));
+    // A short direct write (a full disk) is finished through the page cache, or refused.
+    write_buffered(staging_.get() + w, n - (std::size_t)w, offset + done + (std::size_t)w);
+    done += n;
+  }
+}
+
+void SharedFile::write_at(const char* data, std::size_t size, std::size_t offset) {
+  const std::size_t end = offset + size;
+  const std::size_t first = (offset + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+  const std::size_t last = end / kDirectAlignment * kDirectAlignment;
+  if (direct_fd_ < 0 || first >= last) return write_buffered(data, size, offset);
+  write_buffered(data, first - offset, offset);
+  write_direct(data + (first - offset), last - first, first);
+  write_buffered(data + (last - offset), end - last, last);
+}
+
+void SharedFile::resize(std::size_t bytes) {
+  if (::ftruncate(fd_, (off_t)bytes) != 0)
+    throw std::runtime_error("cannot size " + path_ + ": " + std::strerror(errno));
+}
+
+void SharedFile::sync_and_close() {
+  const bool synced = ::fsync(fd_) == 0;
+  const int sync_errno = errno;
+  if (synced) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+  ::close(fd_);
+  fd_ = direct_fd_ = -1;
+  if (!synced)
+    throw std::runtime_error("fsync of " + path_ + " failed: " + std::strerror(sync_errno));
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   AtomicFile file(path);
   file.write(bytes.data(), bytes.size());

@@ -52,6 +52,36 @@ class AtomicFile {
   std::size_t written_ = 0;  // bytes of the file written so far
 };
 
+// One file written by several processes at once, each its own byte ranges (a checkpoint
+// sharded over data parallelism). Opened for writing, created when missing and never
+// truncated, so the writers may open it in any order. A piece's whole 4 KiB blocks go out
+// O_DIRECT from an aligned staging buffer (as AtomicFile's, and for the same reason); its
+// partial first and last blocks, which a neighbouring piece of another writer may share, go
+// through the page cache, where both writers' bytes meet in one page. Nothing is renamed: the
+// caller writes a temporary name and renames it once every writer has synced.
+class SharedFile {
+ public:
+  explicit SharedFile(const std::string& path);
+  ~SharedFile();
+  SharedFile(const SharedFile&) = delete;
+  SharedFile& operator=(const SharedFile&) = delete;
+  void write_at(const char* data, std::size_t size, std::size_t offset);
+  // Sets the file's length (the writer of the last bytes need not be the last to write).
+  void resize(std::size_t bytes);
+  // This process's pieces durable, then the page cache's copy of them dropped (written once,
+  // read back at most once: the pages would only crowd out the training's memory).
+  void sync_and_close();
+
+ private:
+  void write_buffered(const char* data, std::size_t size, std::size_t offset);
+  void write_direct(const char* data, std::size_t size, std::size_t offset);
+
+  std::string path_;
+  int fd_ = -1;
+  int direct_fd_ = -1;  // -1: the file system refuses O_DIRECT, everything is buffered
+  std::unique_ptr<char, void (*)(void*)> staging_{nullptr, std::free};
+};
+
 // Writes bytes to path atomically (temporary name, fsync, rename, fsync of the directory).
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
@@ -59,8 +89,9 @@ void write_file_atomically(const std::string& path, const std::string& bytes);
 // cannot write what it made: the directory (a file's parent directory) is created, a probe
 // file written in it and removed; the directories the check made are removed again for a
 // directory (its writers make it) and kept for a file's parent (its writer does not make
-// it); an existing file must be writable, and a file path must not name a directory. Throws FormatError
-// naming the flag, the path and the reason. Not for several processes on one path at once.
+// it); an existing file must be writable, and a file path must not name a directory. Throws
+// FormatError naming the flag, the path and the reason. Not for several processes on one path at
+// once.
 void check_output_directory(const std::string& dir, const std::string& flag);
 void check_output_file(const std::string& path, const std::string& flag);
 

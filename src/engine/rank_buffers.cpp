@@ -26,9 +26,9 @@ MemoryPlan plan_rank_buffers(const RankBufferShape& s) {
              std::min(s.gradient_floats, s.reduction_cap_floats));
   else if (s.data > 1 && s.overlap_grad_reduce)
     plan.add(C, "data parallel: MPI temporaries of in-flight buckets", s.gradient_floats);
-  if (s.checkpoint_snapshot)
-    plan.add("checkpoint", "--async-save snapshot: weights, exp_avg, exp_avg_sq", s.gradient_floats,
-             3);
+  if (s.checkpoint_snapshot_floats > 0)
+    plan.add("checkpoint", "--async-save snapshot: weights, exp_avg, exp_avg_sq",
+             s.checkpoint_snapshot_floats, 3);
   return plan;
 }
 

@@ -20,9 +20,10 @@ struct RankBufferShape {
   // Sharded gradients: at most this many floats of buckets are reduced at once (0: no cap).
   long reduction_cap_floats = 0;
   // --async-save: the checkpoint snapshot a save copies the rank's weights and both Adam
-  // moments (gathered whole when sharded) into, kept between saves for the background writer
-  // (planned for every rank: data-parallel rank 0, which writes, holds all of it).
-  bool checkpoint_snapshot = false;
+  // moments into, kept between saves for the background writer: this many floats of each
+  // (0: none) — the optimizer's shard when it is sharded (every rank writes its shard), else
+  // the whole buffer (planned for every rank: data-parallel rank 0, which writes, holds it).
+  long checkpoint_snapshot_floats = 0;
 };
 
 MemoryPlan plan_rank_buffers(const RankBufferShape& s);

@@ -51,7 +51,9 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
   RankBufferShape buffers =
       rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce);
   if (layout.shard_gradients) buffers.reduction_cap_floats = in_flight;
-  buffers.checkpoint_snapshot = checkpoint_snapshot;
+  // As checkpoint::reserve_snapshot_buffers: the optimizer's shard (adam_moment_floats' half).
+  if (checkpoint_snapshot)
+    buffers.checkpoint_snapshot_floats = adam_moment_floats(layout, gradient_floats) / 2;
   out.buffers = plan_rank_buffers(buffers);
   return out;
 }

@@ -251,25 +251,36 @@ void put_tensor(const TensorToWrite& t, const std::function<void(const char*, si
 
 }  // namespace
 
-size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                         const std::map<std::string, std::string>& metadata,
-                         const std::function<void(const char*, size_t)>& observe) {
+SafetensorsLayout safetensors_layout(const std::vector<TensorToWrite>& tensors,
+                                     const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<std::uint64_t> relative;
   std::uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
     const std::uint64_t bytes = (std::uint64_t)element_count(t.shape) * element_bytes(t.dtype);
     header[t.name] = {{"dtype", safetensors_dtype_name(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
+    relative.push_back(offset);
     offset += bytes;
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
-  std::string head(8, '\0');
+  SafetensorsLayout layout;
+  layout.header.assign(8, '\0');
   std::uint64_t len = json.size();
-  for (int i = 0; i < 8; ++i) head[i] = (char)((len >> (8 * i)) & 0xff);
-  head += json;
+  for (int i = 0; i < 8; ++i) layout.header[i] = (char)((len >> (8 * i)) & 0xff);
+  layout.header += json;
+  for (std::uint64_t r : relative) layout.offsets.push_back(layout.header.size() + r);
+  layout.file_bytes = layout.header.size() + offset;
+  return layout;
+}
+
+size_t write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                         const std::map<std::string, std::string>& metadata,
+                         const std::function<void(const char*, size_t)>& observe) {
+  const SafetensorsLayout layout = safetensors_layout(tensors, metadata);
   // Streamed tensor by tensor (no copy of the whole file in memory), past the page cache (a
   // checkpoint is written once and not read back by this process), then flushed and renamed.
   AtomicFile file(path, WriteMode::kDirect);
@@ -277,10 +288,10 @@ size_t write_safetensors(const std::string& path, const std::vector<TensorToWrit
     file.write(data, size);
     if (observe) observe(data, size);
   };
-  put(head.data(), head.size());
+  put(layout.header.data(), layout.header.size());
   for (const TensorToWrite& t : tensors) put_tensor(t, put);
   file.commit();
-  return head.size() + offset;
+  return layout.file_bytes;
 }
 
 }  // namespace trident::io

@@ -64,6 +64,18 @@ struct TensorToWrite {
   StoredDtype dtype = StoredDtype::kF32;
 };
 
+// Where write_safetensors puts everything, a pure function of the tensors' names, shapes and
+// dtypes and the metadata (their data is not read): the header's bytes (the 8-byte length and
+// the JSON, padded to 8 bytes) and each tensor's first byte in the file. Several writers of one
+// file (checkpoint/sharded_write.h) each place their pieces from it.
+struct SafetensorsLayout {
+  std::string header;
+  std::vector<std::uint64_t> offsets;  // absolute, one per tensor in order
+  std::uint64_t file_bytes = 0;
+};
+SafetensorsLayout safetensors_layout(const std::vector<TensorToWrite>& tensors,
+                                     const std::map<std::string, std::string>& metadata = {});
+
 // Writes the tensors (F32, or BF16 where they say so) to path + ".tmp", fsyncs, renames over path
 // and fsyncs the directory (so the rename itself survives a power loss). Returns the file's size;
 // `observe` (optional) sees every byte in order as it is written (e.g. to checksum).

@@ -25,8 +25,9 @@ checkpoint::LoadMode load_mode(const TrainingConfig& c) {
 }
 
 // Testing (--inject-fault-save N): inside the run's N-th save, world rank 0 dies or stalls
-// writing; or the writer of the last (tensor, pipeline) position, another rank than 0 where
-// there are several, fails writing.
+// writing; or the last writer of the last (tensor, pipeline) position, another rank than 0
+// where there are several, fails writing: its data-parallel rank 0, or its last
+// data-parallel rank when the optimizer is sharded (every data-parallel rank writes).
 checkpoint::SaveFault fault_of_save(const TrainingConfig& c, long save,
                                     const engine::RankContext& rank) {
   using checkpoint::SaveFault;
@@ -34,7 +35,8 @@ checkpoint::SaveFault fault_of_save(const TrainingConfig& c, long save,
   const std::string& point = c.inject_fault_save_point;
   if (point == "write-error") {
     const distributed::ProcessGroups& g = *rank.groups;
-    const bool last_writer = g.data->rank() == 0 && g.tensor->rank() == g.tensor->size() - 1 &&
+    const int writer = c.distributed_optimizer() ? g.data->size() - 1 : 0;
+    const bool last_writer = g.data->rank() == writer && g.tensor->rank() == g.tensor->size() - 1 &&
                              g.pipeline->rank() == g.pipeline->size() - 1;
     return last_writer ? SaveFault::kWriteError : SaveFault::kNone;
   }

@@ -1,16 +1,22 @@
 // checkpoint::save and load on one rank: what was saved comes back exactly (weights, both
 // Adam moments, optimizer steps, position in the run) into a model initialised otherwise;
 // weights-only loads leave the optimizer fresh; a damaged file or another model is refused,
-// naming the file, before the model changes.
+// naming the file, before the model changes. Sharded over two data-parallel ranks (threads):
+// a save reads nothing of the weights outside each rank's shard, and a load gives every rank
+// the whole weights and its shard of the moments.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_test_util.h"
+#include "tensor_parallel/thread_group.h"
 
 namespace trident::checkpoint {
 namespace {
@@ -131,6 +137,101 @@ TEST(Checkpoint, OverrideResumesWithTheDifferencesAsWarnings) {
             std::string::npos)
       << log.str();
   EXPECT_EQ(values(loaded), values(saved));
+}
+
+// Two data-parallel ranks with the distributed optimizer, each a thread: body(r, model, rank).
+void run_two_data_ranks(
+    const engine::RankModelOptions& o,
+    const std::function<void(int, engine::RankModel&, const engine::RankContext&)>& body) {
+  tensor_parallel_test::SharedGroup world(2), data(2);
+  distributed::ProcessGrid grid(2, 1, 1);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(2);
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      distributed::ProcessGroups g = distributed::make_single_rank_groups();
+      g.world = std::make_unique<tensor_parallel_test::ThreadCommunicator>(world, r);
+      g.data = std::make_unique<tensor_parallel_test::ThreadCommunicator>(data, r);
+      engine::RankContext rank{r, &grid, &g, {"local", "local"}};
+      try {
+        engine::RankModel m = engine::build_rank_model(o, *g.tensor, *g.pipeline, *g.data);
+        body(r, m, rank);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+        world.fail(), data.fail();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+}
+
+engine::RankModelOptions sharded_options(std::uint64_t seed) {
+  engine::RankModelOptions o = testing::tiny_model_options(seed);
+  o.layout.data = 2;
+  o.layout.distributed_optimizer = o.reduce.distributed_optimizer = true;
+  return o;
+}
+
+// Under ZeRO-3 a rank's weights outside its shard are not there: NaN here. The one-process
+// load of the sharded save has the initialisation's weights and the moments each rank held.
+TEST(Checkpoint, ShardedSaveReadsOnlyEachRanksShard) {
+  ScratchDir dir("trident-ckpt-sharded-save");
+  const engine::RankModelOptions o = sharded_options(1);
+  OneRank one;
+  const std::vector<float> initial = values(one.build(testing::tiny_model_options(1)));
+  std::vector<float> m(initial.size()), v(initial.size());
+  run_two_data_ranks(o, [&](int, engine::RankModel& model, const engine::RankContext& rank) {
+    optim::AdamW& opt = *model.optimizers[0];
+    float* w = model.chunks[0]->parameters().values();
+    const long size = model.chunks[0]->parameters().size();
+    std::fill(w, w + opt.range_begin(), std::nanf(""));
+    std::fill(w + opt.range_end(), w + size, std::nanf(""));
+    for (long g = opt.range_begin(); g < opt.range_end(); ++g) {
+      opt.exp_avg()[g - opt.range_begin()] = 0.5f * (float)g;
+      opt.exp_avg_sq()[g - opt.range_begin()] = 0.25f + (float)g;
+      if (g < (long)m.size()) m[g] = 0.5f * (float)g, v[g] = 0.25f + (float)g;
+    }
+    std::ostringstream log;
+    save(dir.str(), record_of(o), model, {3, 12, 0, 12}, rank, log);
+  });
+  engine::RankModelOptions whole = testing::tiny_model_options(2);
+  engine::RankModel loaded = one.build(whole);
+  std::ostringstream log;
+  load(dir.str(), record_of(testing::tiny_model_options(1)), loaded, one.rank, log,
+       LoadMode::kResume);
+  EXPECT_EQ(values(loaded), initial);
+  EXPECT_EQ(std::vector<float>(loaded.optimizers[0]->exp_avg().begin(),
+                               loaded.optimizers[0]->exp_avg().end()),
+            m);
+  EXPECT_EQ(std::vector<float>(loaded.optimizers[0]->exp_avg_sq().begin(),
+                               loaded.optimizers[0]->exp_avg_sq().end()),
+            v);
+}
+
+// A one-process checkpoint loaded by two data-parallel ranks: each places its shard, the
+// weights are all-gathered (every rank has them whole), the moments are each rank's range.
+TEST(Checkpoint, ShardedLoadGivesEveryRankTheWeightsAndItsMoments) {
+  ScratchDir dir("trident-ckpt-sharded-load");
+  OneRank one;
+  const engine::RankModelOptions o = testing::tiny_model_options(1);
+  engine::RankModel saved = one.build(o);
+  fill_moments(saved);
+  std::ostringstream log;
+  save(dir.str(), record_of(o), saved, {7, 28, 2, 24}, one.rank, log);
+  const std::vector<float> weights = values(saved);
+  const FirstTouchVector<float>& m = saved.optimizers[0]->exp_avg();
+  run_two_data_ranks(
+      sharded_options(2), [&](int, engine::RankModel& model, const engine::RankContext& rank) {
+        std::ostringstream rank_log;
+        load(dir.str(), record_of(o), model, rank, rank_log, LoadMode::kResume);
+        optim::AdamW& opt = *model.optimizers[0];
+        std::vector<float> got = values(model);
+        got.resize(weights.size());  // the rest is the distributed optimizer's padding: zero
+        EXPECT_EQ(got, weights);
+        for (long g = opt.range_begin(); g < std::min<long>(opt.range_end(), (long)m.size()); ++g)
+          ASSERT_EQ(opt.exp_avg()[g - opt.range_begin()], m[g]) << g;
+        EXPECT_EQ(opt.steps_taken(), 17);
+      });
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // AtomicFile's two write modes: the bytes on disk are the bytes written, whatever the sizes
 // and the pieces they arrive in (the direct mode stages them in 8 MiB blocks and pads the
 // last one), and a direct write leaves the file out of the page cache (read with mincore,
-// the kernel's own account of which pages are resident).
+// the kernel's own account of which pages are resident). SharedFile: two writers of one file,
+// pieces at any boundaries.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -110,4 +111,55 @@ TEST(AtomicFile, DroppedWithoutCommitLeavesNoFile) {
     file.write(bytes.data(), bytes.size());
   }
   EXPECT_TRUE(fs::is_empty(dir));
+}
+
+namespace {
+
+// Two writers of one file, each owning every other piece of `bytes` (pieces of `sizes`, at
+// unaligned boundaries, so neighbouring pieces share 4 KiB blocks), writing at once: the first
+// in order, the second backwards; the first sizes the file.
+void write_shared(const fs::path& path, const std::string& bytes,
+                  const std::vector<size_t>& sizes) {
+  std::vector<std::pair<size_t, size_t>> pieces[2];  // offset, size
+  size_t at = 0;
+  for (size_t i = 0; at < bytes.size(); ++i) {
+    const size_t size = std::min(sizes[i % sizes.size()], bytes.size() - at);
+    pieces[i % 2].push_back({at, size});
+    at += size;
+  }
+  trident::SharedFile first(path.string()), second(path.string());
+  first.resize(bytes.size());
+  const size_t n = std::max(pieces[0].size(), pieces[1].size());
+  for (size_t i = 0; i < n; ++i) {
+    if (i < pieces[0].size())
+      first.write_at(bytes.data() + pieces[0][i].first, pieces[0][i].second, pieces[0][i].first);
+    if (i < pieces[1].size()) {
+      const auto& p = pieces[1][pieces[1].size() - 1 - i];
+      second.write_at(bytes.data() + p.first, p.second, p.first);
+    }
+  }
+  second.sync_and_close();
+  first.sync_and_close();
+}
+
+}  // namespace
+
+// The pieces' whole blocks go out O_DIRECT, their partial blocks through the page cache, where
+// two writers' bytes share a page: the file is every byte in its place, and its pages are not
+// left in the page cache.
+TEST(SharedFile, TwoWritersPiecesMakeTheFileWhateverTheirBoundaries) {
+  const fs::path dir = empty_temp_dir("files", "shared");
+  const std::string bytes = random_bytes((20u << 20) + 4321, 11);
+  const std::vector<size_t> sizes = {1, 4095, 4097, 100, 3 * 4096, (9u << 20) + 17, 8191, 70000};
+  write_shared(dir / "shared.bin", bytes, sizes);
+  EXPECT_EQ(fs::file_size(dir / "shared.bin"), bytes.size());
+  EXPECT_LT(resident_fraction(dir / "shared.bin"), 0.05);  // before reading it back
+  EXPECT_TRUE(file_bytes(dir / "shared.bin") == bytes);
+  // Where the file system refuses O_DIRECT (tmpfs before Linux 6.6), every piece is buffered.
+  if (!fs::is_directory("/dev/shm")) return;
+  const fs::path shm = fs::path("/dev/shm") / ("trident_shared_" + std::to_string(::getpid()));
+  fs::create_directories(shm);
+  write_shared(shm / "shared.bin", bytes, sizes);
+  EXPECT_TRUE(file_bytes(shm / "shared.bin") == bytes);
+  fs::remove_all(shm);
 }

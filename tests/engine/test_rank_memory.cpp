@@ -89,9 +89,13 @@ TEST(PlannedRankMemory, SixteenBytesPerParameterOrEightPlusEightOverD) {
   EXPECT_EQ(plan.group_bytes("parameters"), 8 * padded(n, 64));  // padded to 16 d
   EXPECT_EQ(plan.group_bytes("optimizer"), 8 * padded(n, 64) / 4);
   EXPECT_EQ(plan.group_bytes("checkpoint"), 0);
-  // --async-save: a copy of the weights and of both moments, gathered whole: 12 bytes each.
+  // --async-save: a copy of the rank's shard of the weights and of both moments (every rank
+  // writes its shard): 12 bytes per parameter over d; unsharded, of the whole buffer.
   o.async_save = true;
-  EXPECT_EQ(planned_rank_memory(o, 0).group_bytes("checkpoint"), 12 * padded(n, 64));
+  EXPECT_EQ(planned_rank_memory(o, 0).group_bytes("checkpoint"), 12 * padded(n, 64) / 4);
+  RankModelOptions whole = options(1, 1, 1);
+  whole.async_save = true;
+  EXPECT_EQ(planned_rank_memory(whole, 0).group_bytes("checkpoint"), 12 * padded(n, 16));
 }
 
 TEST(PlannedRankMemory, FullestStageIsTheOneWithTheEmbeddingAndMostLayers) {

@@ -142,6 +142,27 @@ TEST(Safetensors, WriterOutputIsReadableAndAtomic) {
   EXPECT_EQ(len % 8, 0u);
 }
 
+// The layout other writers place pieces by is the one the writer produced and the reader
+// finds: the same header bytes, each tensor at the offset the header gives it, the same size.
+TEST(Safetensors, LayoutIsWhereTheWriterPutsEachTensor) {
+  std::string path = temp_path("layout.safetensors");
+  std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {7}, c = {8, 9, 10};
+  const std::vector<TensorToWrite> tensors = {
+      {"a", {2, 3}, a.data()}, {"b", {1}, b.data()}, {"c", {3}, c.data()}};
+  const size_t written = write_safetensors(path, tensors, {{"format", "pt"}});
+  const SafetensorsLayout layout = safetensors_layout(tensors, {{"format", "pt"}});
+  EXPECT_EQ(layout.file_bytes, written);
+  EXPECT_EQ(fs::file_size(path), written);
+  std::ifstream in(path, std::ios::binary);
+  std::string head(layout.header.size(), '\0');
+  in.read(head.data(), (std::streamsize)head.size());
+  EXPECT_EQ(head, layout.header);
+  SafetensorsFile f(path);
+  ASSERT_EQ(layout.offsets.size(), 3u);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    EXPECT_EQ(layout.offsets[i], layout.header.size() + f.find(tensors[i].name)->begin);
+}
+
 // BF16 tensors are the upper halves of the floats, rounded to nearest even: 1 + 2^-8 lies
 // halfway between 1 (0x3F80, even) and 1 + 2^-7 (0x3F81) and goes down; 1 + 3 x 2^-8 lies
 // halfway between 0x3F81 and 0x3F82 (even) and goes up; -2 is 0xC000 exactly. Little-endian

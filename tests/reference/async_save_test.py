@@ -130,8 +130,10 @@ def failed_write(trident, tmp, check, label, ranks, layout):
     out = run(trident, ranks, layout + ["--save", ckpt, "--save-interval", "3", "--async-save",
                                         "--inject-fault-save", "2", "--inject-fault-save-point",
                                         "write-error", "--metrics-file", ckpt + ".jsonl"])
-    # The writer of the last (t, p): t = 0, d = 0, p = 1 is world rank 2 (t fastest, then d).
-    writer = "2" if ranks == 4 else "0"
+    # The last writer of the last (t, p): with the distributed optimizer every data-parallel
+    # rank writes its shard, and the last one fails: t = 0, d = 1, p = 1 is world rank 3 (t
+    # fastest, then d); data-parallel rank 0 then gives up waiting for its pieces.
+    writer = "3" if ranks == 4 else "0"
     latest = open(os.path.join(ckpt, "latest")).read().strip()
     check(out.returncode not in (0, 2) and latest == "iter_0000003" and
           f"checkpoint iter_0000006 was not written: the background write failed on world rank "
