@@ -85,19 +85,16 @@ void save_checkpoint(TrainingRun& run, long iteration) {
   run.model.finish_param_gather();
   const checkpoint::TrainingState state{iteration, p.consumed_samples, p.evaluations,
                                         p.lr_schedule_samples};
-  // Sharded weights: data-parallel rank 0 writes the whole buffer, for the save only.
-  run.model.gather_all_values();
+  // A sharded optimizer (ZeRO-3's weights included) is saved shard by shard: every rank writes
+  // its own range, which no forward or backward changes while an asynchronous copy reads it.
   if (!c.async_save) {
     checkpoint::save(c.save, run_record(c), run.model, state, run.rank, run.log,
                      {c.keep_checkpoints, fault});
-  } else {
-    if (!run.async_saver) run.async_saver = std::make_unique<checkpoint::AsyncSaver>();
-    run.async_saver->save(c.save, run_record(c), run.model, state, run.rank, run.log,
-                          {c.keep_checkpoints, fault});
-    // The next forward gathers into the buffer the copy reads.
-    if (!run.model.gatherers.empty()) run.async_saver->wait_until_copied();
+    return;
   }
-  run.model.release_gathered_values();
+  if (!run.async_saver) run.async_saver = std::make_unique<checkpoint::AsyncSaver>();
+  run.async_saver->save(c.save, run_record(c), run.model, state, run.rank, run.log,
+                        {c.keep_checkpoints, fault});
 }
 
 void finish_checkpoint_saves(TrainingRun& run) {
