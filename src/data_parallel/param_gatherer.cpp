@@ -17,6 +17,8 @@ ParameterGatherer::ParameterGatherer(Parameters& params, comm::Communicator& dat
                            " data-parallel ranks");
   shard_begin_ = piece * data.rank();
   shard_end_ = shard_begin_ + piece;
+  for (GatherUnit& unit : units_)
+    if (unit.pieces.empty()) unit.pieces.push_back({unit.offset, unit.floats, false});
   state_.assign(units_.size(), State::kReleased);
   requests_.resize(units_.size());
 }
@@ -97,35 +99,44 @@ void ParameterGatherer::end_pass() {
 }
 
 void ParameterGatherer::progress() {
-  for (auto& r : requests_)
-    if (r) r->test();
+  for (auto& unit : requests_)
+    for (auto& r : unit) r->test();
 }
 
 void ParameterGatherer::start(int u) {
-  const GatherUnit& unit = units_[u];
-  requests_[u] = data_.iall_gather_v(
-      params_.values() + unit.offset,
-      shard_counts(unit.offset, unit.offset + unit.floats, params_.size(), data_.size()));
+  if (shard_copy_stale_) {
+    params_.refresh_low_precision(shard_begin_, shard_end_);
+    shard_copy_stale_ = false;
+  }
+  for (const GatherPiece& piece : units_[u].pieces) {
+    std::vector<long> counts =
+        shard_counts(piece.offset, piece.offset + piece.floats, params_.size(), data_.size());
+    float* at = params_.values() + piece.offset;
+    if (piece.low_only) {  // 16-bit pairs, as floats: shard edges and offsets are even
+      for (long& c : counts) c /= 2;
+      at = reinterpret_cast<float*>(params_.low_values() + piece.offset);
+    }
+    requests_[u].push_back(data_.iall_gather_v(at, counts));
+  }
   state_[u] = State::kGathering;
   ++stats_.gathers;
 }
 
 void ParameterGatherer::complete(int u) {
   if (state_[u] != State::kGathering) return;
-  requests_[u]->wait();
-  requests_[u].reset();
-  params_.refresh_low_precision(units_[u].offset, units_[u].offset + units_[u].floats);
+  for (auto& r : requests_[u]) r->wait();
+  requests_[u].clear();
+  for (const GatherPiece& piece : units_[u].pieces)  // the copy of what came in fp32
+    if (!piece.low_only) params_.refresh_low_precision(piece.offset, piece.offset + piece.floats);
   state_[u] = State::kHere;
 }
 
-// The unit's weights outside the shard go; its 16-bit copy goes whole (the next gather
-// re-rounds it, shard included).
+// The unit's weights and 16-bit copy outside the shard go.
 void ParameterGatherer::release(int u) {
   complete(u);  // a prefetch no one asked for: MPI still writes into it until it completes
   const long lo = units_[u].offset, hi = lo + units_[u].floats;
   params_.release_values(lo, std::min(hi, shard_begin_));
   params_.release_values(std::max(lo, shard_end_), hi);
-  params_.release_low_precision(std::max(lo, shard_begin_), std::min(hi, shard_end_));
   state_[u] = State::kReleased;
 }
 
@@ -142,8 +153,8 @@ void ParameterGatherer::release_all() {
   for (int u = 0; u < (int)units_.size(); ++u) complete(u);
   params_.release_values(0, shard_begin_);
   params_.release_values(shard_end_, params_.size());
-  params_.release_low_precision(shard_begin_, shard_end_);
   std::fill(state_.begin(), state_.end(), State::kReleased);
+  shard_copy_stale_ = true;  // the shard's values may change now (a step, a load)
 }
 
 ParameterGatherer::Stats ParameterGatherer::take_stats() {

@@ -22,8 +22,21 @@
 
 namespace trident::data_parallel {
 
-// A unit is laid out as a bucket is: a spec range and its flat range in the buffer.
-using GatherUnit = Bucket;
+// A piece of a unit: a flat range whose weights are gathered in fp32, or (low_only) only in
+// their 16-bit copy — the linear weights of a bf16/fp16 run, which nothing outside the
+// optimizer reads in fp32: half the bytes, and nothing to re-round on arrival.
+struct GatherPiece {
+  long offset, floats;
+  bool low_only = false;
+};
+
+// A unit: a spec range, its flat range in the buffer, and its pieces in order (empty: one
+// fp32 piece over the whole range).
+struct GatherUnit {
+  int spec_begin, spec_end;
+  long offset, floats;
+  std::vector<GatherPiece> pieces;
+};
 
 enum class Pass { kForward, kBackward };
 
@@ -75,7 +88,10 @@ class ParameterGatherer {
   long shard_begin_ = 0, shard_end_ = 0;
   enum class State { kReleased, kGathering, kHere };
   std::vector<State> state_;
-  std::vector<std::unique_ptr<comm::Request>> requests_;
+  std::vector<std::vector<std::unique_ptr<comm::Request>>> requests_;  // per unit, per piece
+  // This rank's shard of the 16-bit copy: the source of low-only pieces, re-rounded from the
+  // shard's values before the first gather after they change (a step, a load).
+  bool shard_copy_stale_ = true;
   // Per pass kind: the units each need() asked for, as first recorded; whether it is
   // complete (a whole pass ran); this pass's step, while it follows the record.
   std::vector<UnitSet> record_[2];

@@ -134,9 +134,10 @@ HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlaceme
   held.weights = data_parallel::largest_sharded_weight_floats(sizes.units, parameter_floats,
                                                               layout.data, 2 * group, wrap);
   if (copy > 0) {
-    // Every unit's copy goes as it is given back: the largest window, whole.
+    // The shard's copy stays (the source of the linear weights' gathers); a gathered unit's
+    // goes as it is given back: the shard plus the largest window, whole.
     const long window = data_parallel::largest_unit_window(sizes.units, 2 * group, wrap);
-    held.low_precision_copy = (window + 1) / 2;
+    held.low_precision_copy = (parameter_floats / layout.data + window + 1) / 2;
   }
   return held;
 }

@@ -82,8 +82,8 @@ HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPla
                                         bool overlap_grad_reduce);
 
 // Sharded weights (ZeRO-3): floats of a chunk's weight buffer held at once (this rank's 1/d
-// shard plus the units gathered around it) and of its 16-bit copy (the gathered units,
-// whole; in floats: half their elements). Else the whole buffer and its copy.
+// shard plus the units gathered around it) and of its 16-bit copy (the shard and the
+// gathered units, whole; in floats: half their elements). Else the whole buffer and its copy.
 struct HeldWeightFloats {
   long weights = 0, low_precision_copy = 0;
 };

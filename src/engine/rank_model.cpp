@@ -52,14 +52,34 @@ bool holds_tied_copy(const RankLayout& l, const ChunkPlacement& placement, int s
          (placement.pre_process || placement.post_process);
 }
 
-// Sharded weights: a gatherer over the chunk's units, wired to its passes.
+// The linear layers' weights: with a 16-bit copy, their products read only the copy.
+bool read_only_in_copy(const std::string& name) {
+  for (const char* leaf : {"linear_qkv.weight", "linear_q.weight", "linear_kv.weight",
+                           "linear_proj.weight", "linear_fc1.weight", "linear_fc2.weight"})
+    if (name.size() > std::string(leaf).size() &&
+        name.compare(name.size() - std::string(leaf).size(), std::string::npos, leaf) == 0)
+      return true;
+  return name == "output_layer.weight";
+}
+
+// Sharded weights: a gatherer over the chunk's units (each in pieces of the same kind: fp32,
+// or the 16-bit copy alone), wired to its passes.
 void add_gatherer(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
-  const auto& specs = chunk.parameters().layout().specs();
+  const Parameters& params = chunk.parameters();
+  const auto& specs = params.layout().specs();
+  const bool copy = params.low_precision() != kernels::Precision::kFp32;
+  auto end_of = [&](int k) { return k < (int)specs.size() ? specs[k].offset : params.size(); };
   std::vector<data_parallel::GatherUnit> units;
   for (auto [begin, end] : chunk.weight_units()) {
-    const long offset = specs[begin].offset;
-    const long stop = end < (int)specs.size() ? specs[end].offset : chunk.parameters().size();
-    units.push_back({begin, end, offset, stop - offset});
+    data_parallel::GatherUnit unit{
+        begin, end, specs[begin].offset, end_of(end) - specs[begin].offset, {}};
+    for (int k = begin; k < end; ++k) {
+      const bool low_only = copy && read_only_in_copy(specs[k].name);
+      if (unit.pieces.empty() || unit.pieces.back().low_only != low_only)
+        unit.pieces.push_back({specs[k].offset, 0, low_only});
+      unit.pieces.back().floats = end_of(k + 1) - unit.pieces.back().offset;
+    }
+    units.push_back(std::move(unit));
   }
   m.gatherers.push_back(
       std::make_unique<data_parallel::ParameterGatherer>(chunk.parameters(), dp, units));
