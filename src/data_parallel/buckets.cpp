@@ -12,21 +12,45 @@ std::vector<long> shard_counts(long lo, long hi, long buffer_floats, int ranks) 
   return counts;
 }
 
+std::vector<std::pair<long, long>> vocabulary_blocks(
+    const std::vector<std::pair<long, long>>& tensors, const VocabularyBlocks& vocab) {
+  std::vector<std::pair<long, long>> blocks;
+  if (vocab.head_tensor < 0) return blocks;
+  const auto [offset, floats] = tensors[vocab.head_tensor];
+  for (long at = 0; at < floats; at += vocab.block_floats)
+    blocks.emplace_back(offset + at, std::min(vocab.block_floats, floats - at));
+  return blocks;
+}
+
 std::vector<Bucket> gradient_buckets(const std::vector<std::pair<long, long>>& tensors,
-                                     long buffer_floats, long bucket_floats) {
+                                     long buffer_floats, long bucket_floats,
+                                     const VocabularyBlocks& vocab) {
   std::vector<Bucket> buckets;
   const int n = (int)tensors.size();
+  // Where tensor k's bucket ends: the next tensor, or (the last) the buffer with its padding.
+  auto end_of = [&](int k) { return k + 1 == n ? buffer_floats : tensors[k + 1].first; };
   long filled = 0;
   int end = n;
+  auto close = [&](int k) {  // tensors [k, end) as one bucket
+    const long lo = k == 0 ? 0 : tensors[k].first;
+    buckets.push_back({k, end, lo, end_of(end - 1) - lo});
+    end = k;
+    filled = 0;
+  };
   for (int k = n - 1; k >= 0; --k) {  // reverse order of use
-    filled += tensors[k].second;
-    if (filled >= bucket_floats || k == 0) {
-      const long lo = k == 0 ? 0 : tensors[k].first;
-      const long hi = end == n ? buffer_floats : tensors[end].first;  // the first takes the padding
-      buckets.push_back({k, end, lo, hi - lo});
+    if (k == vocab.head_tensor || k == vocab.sparse_tensor) {
+      if (end > k + 1) close(k + 1);
+      std::vector<std::pair<long, long>> blocks = vocabulary_blocks(tensors, vocab);
+      if (k != vocab.head_tensor) blocks = {tensors[k]};
+      blocks.front().first = k == 0 ? 0 : blocks.front().first;
+      blocks.back().second = end_of(k) - blocks.back().first;
+      for (size_t b = blocks.size(); b-- > 0;)
+        buckets.push_back({k, k + 1, blocks[b].first, blocks[b].second, true});
       end = k;
-      filled = 0;
+      continue;
     }
+    filled += tensors[k].second;
+    if (filled >= bucket_floats || k == 0) close(k);
   }
   return buckets;
 }
@@ -117,7 +141,11 @@ long largest_sharded_gradient_floats(const std::vector<Bucket>& buckets, long bu
     const long lo = buckets[i].offset, hi = buckets[first].offset + buckets[first].floats;
     largest = std::max(largest, largest_with_shard({{lo, hi}, held}, shard, data_ranks));
   }
-  return std::min(buffer_floats, largest + page_floats * (long)(buckets.size() + 1));
+  // The pages bucket edges split: each stays from its first write until the reduction of
+  // the second of the buckets that share it.
+  long split_pages = 1;  // the shard's edge
+  for (const Bucket& b : buckets) split_pages += b.offset % page_floats != 0;
+  return std::min(buffer_floats, largest + page_floats * split_pages);
 }
 
 namespace {
@@ -151,6 +179,29 @@ long largest_sharded_weight_floats(const std::vector<std::pair<long, long>>& uni
   for (const std::vector<std::pair<long, long>>& held : windows)
     largest = std::max(largest, largest_with_shard(held, shard, data_ranks));
   return std::min(buffer_floats, largest + page_floats * 2 * (long)window);
+}
+
+std::vector<std::pair<long, long>> vocabulary_units(
+    const std::vector<std::pair<long, long>>& units,
+    const std::vector<std::pair<long, long>>& tensors, const VocabularyBlocks& vocab) {
+  if (!vocab.active()) return units;
+  std::vector<std::pair<long, long>> taken;  // the vocabulary tensors' ranges
+  for (int k : {vocab.head_tensor, vocab.sparse_tensor})
+    if (k >= 0) taken.emplace_back(tensors[k].first, tensors[k].first + tensors[k].second);
+  std::vector<std::pair<long, long>> out;
+  for (auto [offset, floats] : units) {
+    long lo = offset;
+    const long hi = offset + floats;
+    for (auto [t_lo, t_hi] : merged(taken)) {
+      if (t_hi <= lo || t_lo >= hi) continue;
+      if (t_lo > lo) out.emplace_back(lo, t_lo - lo);
+      if (vocab.head_tensor >= 0 && t_lo == tensors[vocab.head_tensor].first)
+        for (auto block : vocabulary_blocks(tensors, vocab)) out.push_back(block);
+      lo = std::max(lo, t_hi);
+    }
+    if (hi > lo) out.emplace_back(lo, hi - lo);
+  }
+  return out;
 }
 
 }  // namespace trident::data_parallel

@@ -10,7 +10,27 @@ namespace trident::data_parallel {
 struct Bucket {
   int spec_begin, spec_end;  // parameter specs [begin, end)
   long offset, floats;       // range in the flat buffer
+  // Reduced only when its owner asks (GradientReducer::reduce_range), never with the others:
+  // a block of the output layer's weight, or the sparsely updated input word embedding.
+  bool on_demand = false;
 };
+
+// Sharded weights (ZeRO-3) keep the vocabulary-sized tensors out of the units and buckets
+// the rest of the chunk moves in, so no rank ever holds one whole: the output layer's weight
+// (the word embedding when tied) is gathered, and its gradient reduce-scattered, in blocks
+// of whole rows as the output layer reaches each; the input word embedding is read and
+// updated row by row (data_parallel/sharded_embedding.h), never gathered or reduced.
+// Tensors are indices into the chunk's tensor list; -1: none.
+struct VocabularyBlocks {
+  int head_tensor = -1;
+  int sparse_tensor = -1;
+  long block_floats = 0;  // whole rows
+  bool active() const { return head_tensor >= 0 || sparse_tensor >= 0; }
+};
+
+// The (offset, floats) blocks the head tensor is cut into, in order.
+std::vector<std::pair<long, long>> vocabulary_blocks(
+    const std::vector<std::pair<long, long>>& tensors, const VocabularyBlocks& vocab);
 
 // Floats of [lo, hi) in each data-parallel rank's shard [r S / d, (r + 1) S / d) of a
 // buffer of S floats, in rank order: the blocks of the uneven collectives over the range.
@@ -19,8 +39,18 @@ std::vector<long> shard_counts(long lo, long hi, long buffer_floats, int ranks);
 // Tensors (offset, floats), in layout order, grouped from the last (the order backward
 // finishes them, as Megatron's DDP does) into buckets of at least bucket_floats; the first
 // bucket (the last tensors) also takes the buffer's padding up to buffer_floats.
+// The vocabulary's tensors (if any) are buckets of their own, on demand: each head block one,
+// the sparse tensor one.
 std::vector<Bucket> gradient_buckets(const std::vector<std::pair<long, long>>& tensors,
-                                     long buffer_floats, long bucket_floats);
+                                     long buffer_floats, long bucket_floats,
+                                     const VocabularyBlocks& vocab = {});
+
+// Weight units (offset, floats; in layout order) with the vocabulary's tensors taken out of
+// them: the head's blocks become units of their own, in place of the unit that held it;
+// the sparse tensor is in none.
+std::vector<std::pair<long, long>> vocabulary_units(
+    const std::vector<std::pair<long, long>>& units,
+    const std::vector<std::pair<long, long>>& tensors, const VocabularyBlocks& vocab);
 
 // The most floats of buckets held at once when each bucket, in order, is filled while up to
 // `in_flight` earlier ones are still being reduced.

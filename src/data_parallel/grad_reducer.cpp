@@ -30,19 +30,23 @@ GradientReducer::GradientReducer(Parameters& params, comm::Communicator& data,
   }
   std::vector<std::pair<long, long>> tensors;
   for (const ParamSpec& spec : specs) tensors.emplace_back(spec.offset, spec.numel());
-  buckets_ = gradient_buckets(tensors, params.size(), options.bucket_floats);
-  bucket_of_spec_.assign(n, 0);
+  buckets_ = gradient_buckets(tensors, params.size(), options.bucket_floats, options.vocabulary);
+  bucket_of_spec_.assign(n, -1);  // -1: in on-demand buckets
   for (size_t b = 0; b < buckets_.size(); ++b)
-    for (int k = buckets_[b].spec_begin; k < buckets_[b].spec_end; ++k) bucket_of_spec_[k] = (int)b;
+    for (int k = buckets_[b].spec_begin; k < buckets_[b].spec_end && !buckets_[b].on_demand; ++k)
+      bucket_of_spec_[k] = (int)b;
   remaining_.resize(buckets_.size());
   launched_.resize(buckets_.size());
   held_back_.resize(buckets_.size());
+  // On demand: untouched until prepare_range (the sparse embedding's never, outside the shard).
+  clean_.resize(buckets_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) clean_[b] = buckets_[b].on_demand;
   gathers_.resize(buckets_.size());
   reductions_.resize(buckets_.size());
 }
 
 void GradientReducer::hold_back_spec(int spec) {
-  held_back_[bucket_of_spec_[spec]] = true;
+  if (bucket_of_spec_[spec] >= 0) held_back_[bucket_of_spec_[spec]] = true;
 }
 
 void GradientReducer::arm() {
@@ -51,6 +55,7 @@ void GradientReducer::arm() {
   for (size_t b = 0; b < buckets_.size(); ++b) {
     remaining_[b] = buckets_[b].spec_end - buckets_[b].spec_begin;
     launched_[b] = false;
+    if (!buckets_[b].on_demand) clean_[b] = false;
   }
   launched_early_ = 0;
 }
@@ -72,7 +77,7 @@ void GradientReducer::mark_ready(int begin, int end) {
   progress();  // the buckets already in flight
   for (int k = begin; k < end; ++k) {
     int b = bucket_of_spec_[k];
-    if (--remaining_[b] == 0 && !launched_[b] && !held_back_[b]) {
+    if (b >= 0 && --remaining_[b] == 0 && !launched_[b] && !held_back_[b]) {
       launch(b);
       ++launched_early_;
     }
@@ -86,7 +91,8 @@ std::vector<long> GradientReducer::owner_counts(size_t b) const {
 
 void GradientReducer::launch(size_t b) {
   launched_[b] = true;
-  while (shards_gradients() && (int)in_flight_.size() >= kShardedBucketsInFlight)
+  while (shards_gradients() &&
+         (int)in_flight_.size() >= sharded_buckets_in_flight(options_.shard_parameters))
     complete_reduction(in_flight_.front());
   if (on_launch_)
     on_launch_((options_.distributed_optimizer ? "reduce-scatter bucket " : "all-reduce bucket ") +
@@ -103,8 +109,21 @@ void GradientReducer::complete_reduction(size_t b) {
   reductions_[b]->wait();
   reductions_[b].reset();
   in_flight_.erase(std::find(in_flight_.begin(), in_flight_.end(), b));
-  if (shards_gradients())
-    release_outside_shard(buckets_[b].offset, buckets_[b].offset + buckets_[b].floats);
+  if (shards_gradients()) release_bucket(b);
+}
+
+void GradientReducer::release_bucket(size_t b) {
+  const long lo = buckets_[b].offset, hi = lo + buckets_[b].floats;
+  const long page = 512L * 1024;  // 2 MiB
+  long begin = lo / page * page, end = std::min(params_.size(), (hi + page - 1) / page * page);
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    const long k_lo = buckets_[k].offset, k_hi = k_lo + buckets_[k].floats;
+    if (k == b || clean_[k] || k_hi <= begin || k_lo >= end) continue;
+    if (k_hi <= lo) begin = std::max(begin, k_hi);
+    if (k_lo >= hi) end = std::min(end, k_lo);
+  }
+  release_outside_shard(begin, end);
+  clean_[b] = true;
 }
 
 // What lies outside the shard holds other ranks' partial sums: zero it (for the next
@@ -120,7 +139,7 @@ void GradientReducer::finish() {
   if (data_.size() == 1) return;
   finish_param_gather();
   for (size_t b = 0; b < buckets_.size(); ++b)
-    if (!launched_[b]) launch(b);
+    if (!launched_[b] && !buckets_[b].on_demand) launch(b);
   auto start = std::chrono::steady_clock::now();
   while (!in_flight_.empty()) complete_reduction(in_flight_.front());
   last_wait_seconds_ = seconds_since(start);
@@ -132,9 +151,36 @@ void GradientReducer::finish_micro_batch() {
   armed_ = false;
   backward_pending_ = false;
   for (size_t b = 0; b < buckets_.size(); ++b)
-    if (!launched_[b] && !held_back_[b]) launch(b);
+    if (!launched_[b] && !held_back_[b] && !buckets_[b].on_demand) launch(b);
   while (!in_flight_.empty()) complete_reduction(in_flight_.front());
   for (size_t b = 0; b < buckets_.size(); ++b) launched_[b] = false;
+}
+
+void GradientReducer::reduce_range(long begin, long end) {
+  if (!shards_gradients()) return;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bucket = buckets_[b];
+    if (!bucket.on_demand || bucket.offset < begin || bucket.offset >= end) continue;
+    if (reductions_[b]) complete_reduction(b);
+    launch(b);
+  }
+}
+
+void GradientReducer::complete_range(long begin, long end) {
+  for (size_t i = 0; i < in_flight_.size();) {
+    const Bucket& bucket = buckets_[in_flight_[i]];
+    if (bucket.offset < end && begin < bucket.offset + bucket.floats)
+      complete_reduction(in_flight_[i]);  // takes it out of in_flight_
+    else
+      ++i;
+  }
+}
+
+void GradientReducer::prepare_range(long begin, long end) {
+  complete_range(begin, end);
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    if (buckets_[b].on_demand && buckets_[b].offset >= begin && buckets_[b].offset < end)
+      clean_[b] = false;
 }
 
 void GradientReducer::zero_grads() {
@@ -194,7 +240,8 @@ void GradientReducer::params_needed(int begin, int end) {
     if (g) any = true, g->test();  // progress every gather, not just the one needed now
   if (!any) return;
   for (int k = begin; k < end; ++k)
-    if (gathers_[bucket_of_spec_[k]]) complete_gather(bucket_of_spec_[k]);
+    if (bucket_of_spec_[k] >= 0 && gathers_[bucket_of_spec_[k]])
+      complete_gather(bucket_of_spec_[k]);
 }
 
 void GradientReducer::finish_param_gather() {

@@ -34,10 +34,17 @@ struct ReducerOptions {
   // ZeRO-3 (needs shard_gradients): the weights stay sharded after the update; each unit is
   // gathered before it runs (data_parallel/param_gatherer.h), so there is no gather here.
   bool shard_parameters = false;
+  // ZeRO-3: the vocabulary's tensors, in buckets of their own that reduce_range() reduces.
+  VocabularyBlocks vocabulary;
 };
 
-// Buckets in flight at once with sharded gradients.
-inline constexpr int kShardedBucketsInFlight = 2;
+// Buckets in flight at once with sharded gradients: two under ZeRO-2; one under ZeRO-3, whose
+// point is the least memory (each bucket in reduction also holds MPI's temporaries, twice
+// its size on the inner ranks of a reduction tree), while the next bucket fills still overlaps
+// it with the backward.
+inline constexpr int sharded_buckets_in_flight(bool shard_parameters) {
+  return shard_parameters ? 1 : 2;
+}
 
 class GradientReducer {
  public:
@@ -49,6 +56,14 @@ class GradientReducer {
   void arm();
   // Specs [begin, end) have final gradients; launches every bucket that became complete.
   void mark_ready(int spec_begin, int spec_end);
+  // Sharded gradients: the on-demand buckets within [begin, end) (blocks of the output
+  // layer's weight) hold this rank's new partial sums: reduce-scatter them now. Their
+  // previous reductions complete first.
+  void reduce_range(long begin, long end);
+  // Completes the reductions in flight over [begin, end): before writing there.
+  void complete_range(long begin, long end);
+  // The same, before writing gradients of the on-demand buckets within [begin, end).
+  void prepare_range(long begin, long end);
   // Lets in-flight reductions and gathers move (MPI progresses them only inside its calls).
   void progress();
   // Launches what is left and waits. After it, gradients are summed over the data-parallel
@@ -98,6 +113,9 @@ class GradientReducer {
   // Waits for bucket b's reduction; sharded gradients: gives back all of it but the shard.
   void complete_reduction(size_t bucket);
   void release_outside_shard(long begin, long end);
+  // Sharded gradients: bucket b's part outside the shard goes, with the rest of the 2 MiB
+  // pages at its edges where the buckets sharing them are clean.
+  void release_bucket(size_t bucket);
   // Floats of bucket b in each rank's shard, in rank order (the uneven collectives' blocks).
   std::vector<long> owner_counts(size_t bucket) const;
   void complete_gather(size_t bucket);
@@ -109,6 +127,9 @@ class GradientReducer {
   std::vector<int> bucket_of_spec_;
   std::vector<int> remaining_;  // per bucket: specs not yet final
   std::vector<bool> launched_, held_back_;
+  // Per bucket: nothing of it outside the shard is in memory, and nothing writes it until
+  // the next backward (arm) or, on demand, prepare_range.
+  std::vector<bool> clean_;
   std::vector<std::unique_ptr<comm::Request>> reductions_;  // per bucket, while in flight
   std::vector<size_t> in_flight_;                           // buckets, in launch order
   std::vector<std::unique_ptr<comm::Request>> gathers_;     // per bucket, while in flight

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/first_touch.h"
+
 namespace trident::data_parallel {
 
 ParameterGatherer::ParameterGatherer(Parameters& params, comm::Communicator& data,
@@ -26,7 +28,8 @@ ParameterGatherer::ParameterGatherer(Parameters& params, comm::Communicator& dat
 ParameterGatherer::UnitSet ParameterGatherer::units_of(int begin, int end) const {
   UnitSet out;
   for (size_t u = 0; u < units_.size(); ++u)
-    if (units_[u].spec_begin < end && begin < units_[u].spec_end) out.push_back((int)u);
+    if (units_[u].spec_begin < end && begin < units_[u].spec_end && !units_[u].block)
+      out.push_back((int)u);
   return out;
 }
 
@@ -46,8 +49,19 @@ const ParameterGatherer::UnitSet* ParameterGatherer::next_in_record() const {
 }
 
 void ParameterGatherer::need(int spec_begin, int spec_end) {
+  need_units(units_of(spec_begin, spec_end));
+}
+
+void ParameterGatherer::need_range(long begin, long end) {
+  UnitSet wanted;
+  for (size_t u = 0; u < units_.size(); ++u)
+    if (units_[u].block && units_[u].offset >= begin && units_[u].offset < end)
+      wanted.push_back((int)u);
+  need_units(wanted);
+}
+
+void ParameterGatherer::need_units(const UnitSet& wanted) {
   if (!in_pass_) throw std::logic_error("ParameterGatherer::need outside a pass");
-  const UnitSet wanted = units_of(spec_begin, spec_end);
   std::vector<UnitSet>& record = record_[(int)pass_];
   if (!recorded_[(int)pass_])
     record.push_back(wanted);
@@ -75,7 +89,7 @@ void ParameterGatherer::need(int spec_begin, int spec_end) {
 // A unit the recorded pass asks for again after the next step stays (a tied word embedding,
 // read by the embedding first and by the output layer last: gathered once per forward).
 bool ParameterGatherer::needed_later(int u) const {
-  if (!following_) return false;
+  if (!following_ || units_[u].block) return false;
   const std::vector<UnitSet>& record = record_[(int)pass_];
   for (size_t k = step_ + 2; k < record.size(); ++k)
     if (std::binary_search(record[k].begin(), record[k].end(), u)) return true;
@@ -134,10 +148,29 @@ void ParameterGatherer::complete(int u) {
 // The unit's weights and 16-bit copy outside the shard go.
 void ParameterGatherer::release(int u) {
   complete(u);  // a prefetch no one asked for: MPI still writes into it until it completes
-  const long lo = units_[u].offset, hi = lo + units_[u].floats;
-  params_.release_values(lo, std::min(hi, shard_begin_));
-  params_.release_values(std::max(lo, shard_end_), hi);
   state_[u] = State::kReleased;
+  const long lo = units_[u].offset, hi = lo + units_[u].floats;
+  release_unheld(lo, std::min(hi, shard_begin_));
+  release_unheld(std::max(lo, shard_end_), hi);
+}
+
+// [lo, hi) goes, with the rest of the 2 MiB pages at its edges where nothing held (the shard,
+// a unit gathered) shares them: else a page split between two units would stay once either
+// had touched it, one more for every unit edge as the pass moves on.
+void ParameterGatherer::release_unheld(long lo, long hi) {
+  if (hi <= lo) return;
+  const long page = (long)(kHugePageBytes / sizeof(float));
+  long begin = lo / page * page, end = std::min(params_.size(), (hi + page - 1) / page * page);
+  auto keep_out = [&](long held_lo, long held_hi) {
+    if (held_hi <= begin || held_lo >= end || held_hi <= held_lo) return;
+    if (held_hi <= lo) begin = std::max(begin, held_hi);
+    if (held_lo >= hi) end = std::min(end, held_lo);
+  };
+  keep_out(shard_begin_, shard_end_);
+  for (size_t k = 0; k < units_.size(); ++k)
+    if (state_[k] != State::kReleased)
+      keep_out(units_[k].offset, units_[k].offset + units_[k].floats);
+  params_.release_values(begin, end);
 }
 
 void ParameterGatherer::gather_all() {

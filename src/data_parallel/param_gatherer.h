@@ -36,6 +36,10 @@ struct GatherUnit {
   int spec_begin, spec_end;
   long offset, floats;
   std::vector<GatherPiece> pieces;
+  // A block of the output layer's weight (buckets.h VocabularyBlocks), asked for by flat
+  // range (need_range) and never kept for a later use in the pass: the output layer reads
+  // every block twice per chunk of rows, and holding them would hold the whole weight.
+  bool block = false;
 };
 
 enum class Pass { kForward, kBackward };
@@ -50,6 +54,8 @@ class ParameterGatherer {
   // are not here), starts gathering what the pass asked for next last time, and gives back
   // every other unit.
   void need(int spec_begin, int spec_end);
+  // The same for the block units within flat range [begin, end).
+  void need_range(long begin, long end);
   // The pass is over: gathers in flight complete and every unit is given back. Then, if the
   // caller allowed it for this kind of pass, the first units the other kind asks for start
   // gathering (the weights must not change before that pass: no step in between).
@@ -75,9 +81,11 @@ class ParameterGatherer {
  private:
   using UnitSet = std::vector<int>;  // unit indices, ascending
   UnitSet units_of(int spec_begin, int spec_end) const;
+  void need_units(const UnitSet& wanted);
   void start(int unit);
   void complete(int unit);
   void release(int unit);
+  void release_unheld(long begin, long end);
   // The units the recorded pass asks for after the current step, if this pass follows it.
   const UnitSet* next_in_record() const;
   bool needed_later(int unit) const;

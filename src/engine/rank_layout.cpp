@@ -1,6 +1,7 @@
 #include "engine/rank_layout.h"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 #include "data_parallel/grad_reducer.h"
@@ -80,6 +81,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.pad_multiple = layout.distributed_optimizer ? 16L * layout.data : 16;
   options.shard_gradients = layout.shard_gradients && layout.data > 1;
   options.shard_parameters = layout.shard_parameters && layout.data > 1;
+  options.vocabulary_block_rows = vocabulary_block_rows(layout, options.placement);
   options.logits_chunk_rows = layout.logits_chunk_rows;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
@@ -95,28 +97,61 @@ long gradient_bucket_floats(const RankLayout& layout) {
   return std::max(minimum, 1'000'000L * layout.data);
 }
 
+// Half a gradient bucket: the output layer then holds about as much as the layers do (the
+// block running and the next, blocks of gradient in reduction), and it ends on a 2 MiB page
+// where the width allows (the word embedding starts the buffer, so its blocks' pages are
+// given back whole).
+int vocabulary_block_rows(const RankLayout& layout, const ChunkPlacement& placement) {
+  const ModelConfig& m = layout.model;
+  const bool tied_split = m.tied_output() && placement.pre_process != placement.post_process;
+  if (!layout.shard_parameters || layout.data < 2 ||
+      layout.precision != kernels::Precision::kFp32 || tied_split ||
+      !(placement.pre_process || placement.post_process))
+    return 0;
+  const long h = m.hidden_size, target = gradient_bucket_floats(layout) / 2;
+  const long page = 512L * 1024, page_rows = page / std::gcd(h, page);
+  if (page_rows * h <= target) return (int)(target / (page_rows * h) * page_rows);
+  return (int)std::max(1L, target / h);
+}
+
+data_parallel::VocabularyBlocks vocabulary_blocks(const RankLayout& layout,
+                                                  const ChunkPlacement& placement, int tensors) {
+  data_parallel::VocabularyBlocks v;
+  const int rows = vocabulary_block_rows(layout, placement);
+  if (rows == 0 || tensors == 0) return v;
+  v.block_floats = (long)rows * layout.model.hidden_size;
+  if (placement.post_process) v.head_tensor = layout.model.tied_output() ? 0 : tensors - 1;
+  if (placement.pre_process) v.sparse_tensor = 0;
+  return v;
+}
+
 HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPlacement& placement,
                                         const LayoutSizes& sizes, long parameter_floats,
                                         bool overlap_grad_reduce) {
   if (!layout.shard_gradients || layout.data < 2 || sizes.tensors.empty())
     return {parameter_floats, parameter_floats};
+  const data_parallel::VocabularyBlocks vocabulary =
+      vocabulary_blocks(layout, placement, (int)sizes.tensors.size());
   const std::vector<data_parallel::Bucket> buckets = data_parallel::gradient_buckets(
-      sizes.tensors, parameter_floats, gradient_bucket_floats(layout));
-  const int in_flight = data_parallel::kShardedBucketsInFlight;
+      sizes.tensors, parameter_floats, gradient_bucket_floats(layout), vocabulary);
+  const int in_flight = data_parallel::sharded_buckets_in_flight(layout.shard_parameters);
   HeldGradientFloats held;
   // The bucket backward fills, and those still being reduced. The last stage forms a tied output
   // layer's gradient (the word embedding's copy, the first tensor: the last bucket) with the loss
   // in forward; on a pipeline the first stage's bucket of it also waits for the step (summed
   // across the two stages first: RankModel's holds_tied_copy).
   const bool embedding_held =
-      layout.model.tied_output() &&
+      layout.model.tied_output() && !vocabulary.active() &&
       (placement.post_process || (placement.pre_process && layout.pipeline > 1));
   // Without overlap every bucket is filled before the first is reduced.
   held.resident = overlap_grad_reduce
                       ? data_parallel::largest_sharded_gradient_floats(
                             buckets, parameter_floats, layout.data, in_flight, embedding_held)
                       : parameter_floats;
-  held.in_flight = data_parallel::largest_bucket_window(buckets, in_flight - 1);
+  // MPI stages a reduction's incoming slices: once on the owner, twice on the inner ranks of
+  // its reduction tree (d > 2).
+  held.in_flight =
+      (layout.data > 2 ? 2 : 1) * data_parallel::largest_bucket_window(buckets, in_flight - 1);
   return held;
 }
 
@@ -129,14 +164,18 @@ HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlaceme
   const int layers = placement.num_layers < 0 ? layout.model.num_layers - placement.first_layer
                                               : placement.num_layers;
   const int group = layout.recomputed_layers(layers) > 0 ? layout.recompute_group_size() : 1;
-  const bool wrap = placement.post_process && layout.model.tied_output();
+  const data_parallel::VocabularyBlocks vocabulary =
+      vocabulary_blocks(layout, placement, (int)sizes.tensors.size());
+  const bool wrap = placement.post_process && layout.model.tied_output() && !vocabulary.active();
+  const std::vector<std::pair<long, long>> units =
+      data_parallel::vocabulary_units(sizes.units, sizes.tensors, vocabulary);
   HeldWeightFloats held;
-  held.weights = data_parallel::largest_sharded_weight_floats(sizes.units, parameter_floats,
-                                                              layout.data, 2 * group, wrap);
+  held.weights = data_parallel::largest_sharded_weight_floats(units, parameter_floats, layout.data,
+                                                              2 * group, wrap);
   if (copy > 0) {
     // The shard's copy stays (the source of the linear weights' gathers); a gathered unit's
     // goes as it is given back: the shard plus the largest window, whole.
-    const long window = data_parallel::largest_unit_window(sizes.units, 2 * group, wrap);
+    const long window = data_parallel::largest_unit_window(units, 2 * group, wrap);
     held.low_precision_copy = (parameter_floats / layout.data + window + 1) / 2;
   }
   return held;
@@ -159,7 +198,8 @@ RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int micro
   s.data = layout.data;
   s.overlap_grad_reduce = overlap_grad_reduce;
   if (layout.shard_gradients && layout.data > 1)
-    s.reduction_cap_floats = (long)layout.virtual_stages * data_parallel::kShardedBucketsInFlight *
+    s.reduction_cap_floats = (long)layout.virtual_stages *
+                             data_parallel::sharded_buckets_in_flight(layout.shard_parameters) *
                              gradient_bucket_floats(layout);
   return s;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "data_parallel/buckets.h"
 #include "engine/rank_buffers.h"
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
@@ -68,6 +69,15 @@ long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 // default max(40M, 1M x d); with sharded gradients max(10M, 1M x d), as every bucket outside
 // the shard is memory held only until its reduction.
 long gradient_bucket_floats(const RankLayout& layout);
+
+// Sharded weights in fp32 (ZeRO-3), unless a pipeline splits a tied word embedding's two uses
+// (whose gradients are summed across the stages whole): the chunk's vocabulary tensors run
+// in blocks of whole rows, one gradient bucket each (data_parallel/buckets.h). Tensors are
+// indices into the chunk's layout: the word embedding first, an untied output layer last.
+data_parallel::VocabularyBlocks vocabulary_blocks(const RankLayout& layout,
+                                                  const ChunkPlacement& placement, int tensors);
+// The rows of its blocks (ChunkOptions::vocabulary_block_rows); 0: off.
+int vocabulary_block_rows(const RankLayout& layout, const ChunkPlacement& placement);
 
 // Floats of a chunk's gradients held at once: `resident` of its buffer (all of it, or with
 // sharded gradients reduced while backward runs, this rank's 1/d shard plus the buckets

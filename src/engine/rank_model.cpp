@@ -1,6 +1,7 @@
 #include "engine/rank_model.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/rank_memory.h"
 #include "io/hf_gpt2.h"
@@ -62,27 +63,58 @@ bool read_only_in_copy(const std::string& name) {
   return name == "output_layer.weight";
 }
 
-// Sharded weights: a gatherer over the chunk's units (each in pieces of the same kind: fp32,
-// or the 16-bit copy alone), wired to its passes.
-void add_gatherer(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
-  const Parameters& params = chunk.parameters();
+// A unit of specs [begin, end): in pieces of the same kind (fp32, or the 16-bit copy alone).
+data_parallel::GatherUnit gather_unit(const Parameters& params, int begin, int end) {
   const auto& specs = params.layout().specs();
   const bool copy = params.low_precision() != kernels::Precision::kFp32;
   auto end_of = [&](int k) { return k < (int)specs.size() ? specs[k].offset : params.size(); };
+  data_parallel::GatherUnit unit{
+      begin, end, specs[begin].offset, end_of(end) - specs[begin].offset, {}};
+  for (int k = begin; k < end; ++k) {
+    const bool low_only = copy && read_only_in_copy(specs[k].name);
+    if (unit.pieces.empty() || unit.pieces.back().low_only != low_only)
+      unit.pieces.push_back({specs[k].offset, 0, low_only});
+    unit.pieces.back().floats = end_of(k + 1) - unit.pieces.back().offset;
+  }
+  return unit;
+}
+
+std::vector<std::pair<long, long>> tensors_of(const Parameters& params) {
+  std::vector<std::pair<long, long>> tensors;
+  for (const ParamSpec& spec : params.layout().specs())
+    tensors.emplace_back(spec.offset, spec.numel());
+  return tensors;
+}
+
+// The chunk's units, the vocabulary's tensors taken out: the output layer's weight as its
+// blocks, the input word embedding in none (it is never gathered).
+std::vector<data_parallel::GatherUnit> gather_units(const GPTModel& chunk,
+                                                    const data_parallel::VocabularyBlocks& v) {
+  const Parameters& params = chunk.parameters();
   std::vector<data_parallel::GatherUnit> units;
   for (auto [begin, end] : chunk.weight_units()) {
-    data_parallel::GatherUnit unit{
-        begin, end, specs[begin].offset, end_of(end) - specs[begin].offset, {}};
-    for (int k = begin; k < end; ++k) {
-      const bool low_only = copy && read_only_in_copy(specs[k].name);
-      if (unit.pieces.empty() || unit.pieces.back().low_only != low_only)
-        unit.pieces.push_back({specs[k].offset, 0, low_only});
-      unit.pieces.back().floats = end_of(k + 1) - unit.pieces.back().offset;
+    for (int k = begin; k < end;) {
+      if (k == v.head_tensor)
+        for (auto [offset, floats] : data_parallel::vocabulary_blocks(tensors_of(params), v))
+          units.push_back({k, k + 1, offset, floats, {{offset, floats, false}}, true});
+      if (k == v.head_tensor || k == v.sparse_tensor) {
+        ++k;
+        continue;
+      }
+      int stop = k + 1;
+      while (stop < end && stop != v.head_tensor && stop != v.sparse_tensor) ++stop;
+      units.push_back(gather_unit(params, k, stop));
+      k = stop;
     }
-    units.push_back(std::move(unit));
   }
-  m.gatherers.push_back(
-      std::make_unique<data_parallel::ParameterGatherer>(chunk.parameters(), dp, units));
+  return units;
+}
+
+// Sharded weights: a gatherer over the chunk's units, wired to its passes.
+void add_gatherer(GPTModel& chunk, comm::Communicator& dp,
+                  const data_parallel::VocabularyBlocks& vocabulary, RankModel& m) {
+  m.gatherers.push_back(std::make_unique<data_parallel::ParameterGatherer>(
+      chunk.parameters(), dp, gather_units(chunk, vocabulary)));
   data_parallel::ParameterGatherer* g = m.gatherers.back().get();
   chunk.set_params_needed_hook([g](int b, int e) { g->need(b, e); });
   chunk.set_pass_hooks(
@@ -90,6 +122,34 @@ void add_gatherer(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
         g->begin_pass(backward ? data_parallel::Pass::kBackward : data_parallel::Pass::kForward);
       },
       [g] { g->end_pass(); });
+}
+
+// The vocabulary in blocks: the output layer's through the gatherer and the reducer, the
+// input word embedding's rows through a ShardedEmbedding.
+void wire_vocabulary(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
+  data_parallel::ParameterGatherer* g = m.gatherers.back().get();
+  data_parallel::GradientReducer* r = m.reducers.back().get();
+  GPTModel::VocabularyHooks hooks;
+  hooks.need = [g](long b, long e) { g->need_range(b, e); };
+  hooks.grad_begin = [r](long b, long e) { r->prepare_range(b, e); };
+  hooks.grad_done = [r](long b, long e) { r->reduce_range(b, e); };
+  if (chunk.placement().pre_process) {
+    const tensor_parallel::VocabParallelEmbedding& e = chunk.embedding();
+    const long offset = e.word.value - std::as_const(chunk.parameters()).values();
+    m.sharded_embeddings.push_back(std::make_unique<data_parallel::ShardedEmbedding>(
+        chunk.parameters(), dp,
+        data_parallel::EmbeddingShard{offset, e.vocab_start, e.vocab_local, e.hidden,
+                                      g->shard_begin(), g->shard_end()}));
+    data_parallel::ShardedEmbedding* s = m.sharded_embeddings.back().get();
+    hooks.lookup = [s](const int* ids, int rows, float* out) { s->forward(ids, rows, out); };
+    // The rows land in the shard of the gradient: no reduction of it may be in flight.
+    const long end = offset + (long)e.vocab_local * e.hidden;
+    hooks.lookup_backward = [s, r, offset, end](const int* ids, int rows, const float* dout) {
+      r->complete_range(offset, end);
+      s->backward(ids, rows, dout);
+    };
+  }
+  chunk.set_vocabulary_hooks(std::move(hooks));
 }
 
 // Fills chunk j's weights: its shard of them when they are sharded.
@@ -123,13 +183,17 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   m.chunks.push_back(
       std::make_unique<GPTModel>(l.model, tp, l.micro_batch, l.model.seq_length, options));
   Parameters& params = m.chunks.back()->parameters();
-  if (params.values_sharded()) add_gatherer(*m.chunks.back(), dp, m);
+  const data_parallel::VocabularyBlocks vocabulary =
+      vocabulary_blocks(l, options.placement, (int)params.layout().specs().size());
+  if (params.values_sharded()) add_gatherer(*m.chunks.back(), dp, vocabulary, m);
   fill_weights(o, j, m, clock);
   if (clock) clock->begin("allocation");
   data_parallel::ReducerOptions reduce = o.reduce;
   if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
   reduce.shard_parameters = params.values_sharded();
+  if (reduce.shard_parameters) reduce.vocabulary = vocabulary;
   m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
+  if (reduce.shard_parameters && vocabulary.active()) wire_vocabulary(*m.chunks.back(), dp, m);
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));

@@ -12,6 +12,7 @@
 #include "core/startup_clock.h"
 #include "data_parallel/grad_reducer.h"
 #include "data_parallel/param_gatherer.h"
+#include "data_parallel/sharded_embedding.h"
 #include "engine/rank_buffers.h"
 #include "engine/rank_layout.h"
 #include "model/gpt_model.h"
@@ -28,6 +29,8 @@ struct RankModel {
   std::vector<std::unique_ptr<optim::AdamW>> optimizers;
   // Sharded weights (ZeRO-3): one per chunk, wired to its pass hooks; empty otherwise.
   std::vector<std::unique_ptr<data_parallel::ParameterGatherer>> gatherers;
+  // ZeRO-3's row-by-row input word embeddings (rank_layout.h vocabulary_blocks), any chunk's.
+  std::vector<std::unique_ptr<data_parallel::ShardedEmbedding>> sharded_embeddings;
   optim::LossScaler scaler = optim::LossScaler::none();
   MemoryPlan buffers;  // besides the chunks' plans (engine/rank_buffers.h)
 

@@ -47,6 +47,11 @@ struct ChunkOptions {
   // Sharded weights (ZeRO-3): the weight buffer (and its 16-bit copy) likewise; a unit's
   // weights outside this rank's shard exist only while it runs (data_parallel/param_gatherer.h).
   bool shard_parameters = false;
+  // Sharded weights in fp32 with both uses of the word embedding on this chunk (or untied):
+  // the output layer's weight comes and goes in blocks of this many rows and the input word
+  // embedding row by row (data_parallel/buckets.h VocabularyBlocks, set_vocabulary_hooks);
+  // 0: off.
+  int vocabulary_block_rows = 0;
   // Rows of logits formed at a time by the fused output layer + cross-entropy; 0 picks
   // tensor_parallel::lm_head_chunk_rows. The micro-batch's b * s gives the un-fused path.
   int logits_chunk_rows = 0;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/layernorm.h"
 #include "tensor_parallel/mappings.h"
@@ -128,7 +129,9 @@ void GPTModel::build_embedding_and_head(const ModelConfig& config) {
         vocab_local,
         config.hidden_size,
         &tp_,
-        sequence_parallel_};
+        sequence_parallel_,
+        {},
+        {}};
   }
   if (placement.post_process) {
     ParamRef weight = params_.get(config.tied_output() ? "embedding.word_embeddings.weight"
@@ -141,6 +144,22 @@ void GPTModel::build_embedding_and_head(const ModelConfig& config) {
   lm_head_.sequence_parallel = sequence_parallel_;
   lm_head_.chunk_rows = shape_.logits_chunk_rows;
   if (placement.post_process) final_norm_ = make_norm(params_, "final_layernorm", config);
+}
+
+void GPTModel::set_vocabulary_hooks(VocabularyHooks hooks) {
+  const int rows = options_.vocabulary_block_rows;
+  if (rows <= 0) throw std::logic_error("set_vocabulary_hooks: the chunk has no vocabulary blocks");
+  if (options_.placement.pre_process) {
+    embedding_.sharded_lookup = hooks.lookup;
+    embedding_.sharded_lookup_backward = hooks.lookup_backward;
+  }
+  if (!options_.placement.post_process) return;
+  const long h = config_.hidden_size,
+             at = lm_head_.output_layer.weight.value - std::as_const(params_).values();
+  auto flat = [at, h](const std::function<void(long, long)>& f) {
+    return [f, at, h](int first, int count) { f(at + first * h, at + (first + count) * h); };
+  };
+  lm_head_.blocks = {rows, flat(hooks.need), flat(hooks.grad_begin), flat(hooks.grad_done)};
 }
 
 long GPTModel::local_rows(long tokens) const {
@@ -516,7 +535,8 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   if (!options_.placement.post_process) return 0.0;
   need(post_first_spec_, specs);  // final norm (and an untied output layer)
   final_norm_.forward(x, a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, n, h);
-  if (config_.tied_output()) need(0, 1);  // the output layer's (tied) word embedding
+  if (config_.tied_output() && lm_head_.blocks.rows == 0)
+    need(0, 1);  // the output layer's (tied) word embedding (else: in blocks, as it runs)
   if (sequence_parallel_) {
     // The logits need every row: all-gather the final LayerNorm output (g-bar); d(its
     // rows) is reduce-scattered from the partial d(input) in row_out into d_final_ln_out.

@@ -82,6 +82,16 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<std::pair<int, int>> weight_units() const {
     return trident::weight_units(params_.layout());
   }
+  // With ChunkOptions::vocabulary_block_rows: the output layer's weight rows [begin, end) of
+  // the flat buffer are about to be read (need), their gradient written (grad_begin), or
+  // their gradient for this micro-batch's chunk of rows is complete (grad_done); and the
+  // input word embedding's lookup and its backward (tensor_parallel::VocabParallelEmbedding).
+  struct VocabularyHooks {
+    std::function<void(long begin, long end)> need, grad_begin, grad_done;
+    std::function<void(const int* ids, int rows, float* out)> lookup;
+    std::function<void(const int* ids, int rows, const float* dout)> lookup_backward;
+  };
+  void set_vocabulary_hooks(VocabularyHooks hooks);
   // Called between the big products inside each layer's forward and backward (communication
   // progress).
   void set_progress_hook(std::function<void()> hook) { progress_ = std::move(hook); }

@@ -70,17 +70,24 @@ void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float*
                                  weight.grad, rows, in_local, out);
 }
 
+void VocabParallelEmbedding::lookup(const int* ids, int rows, float* out) const {
+  if (sharded_lookup)
+    sharded_lookup(ids, rows, out);
+  else
+    kernels::embedding_forward(ids, rows, word.value, vocab_start, vocab_local, hidden, out);
+}
+
 void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out,
                                      float* full) const {
   const long rows = (long)batch * seq;
   if (!sequence_parallel) {
-    kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, out);
+    lookup(ids, (int)rows, out);
     reduce_from_region_forward(*tp, out, rows * hidden);
     if (position.value) kernels::add_position_embedding(out, position.value, batch, seq, hidden);
     return;
   }
   const long local_rows = rows / tp->size(), first = local_rows * tp->rank();
-  kernels::embedding_forward(ids, (int)rows, word.value, vocab_start, vocab_local, hidden, full);
+  lookup(ids, (int)rows, full);
   const float* summed = reduce_scatter_to_sequence_parallel_region(*tp, full, local_rows * hidden);
   std::copy_n(summed, local_rows * hidden, out);
   if (position.value)
@@ -95,7 +102,10 @@ void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const 
                                                         rows / tp->size() * hidden);
     dout = full;
   }
-  kernels::embedding_backward(ids, (int)rows, dout, vocab_start, vocab_local, hidden, word.grad);
+  if (sharded_lookup_backward)
+    sharded_lookup_backward(ids, (int)rows, dout);
+  else
+    kernels::embedding_backward(ids, (int)rows, dout, vocab_start, vocab_local, hidden, word.grad);
   if (position.value) kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
 }
 

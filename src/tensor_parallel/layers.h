@@ -2,6 +2,8 @@
 // ColumnParallelLinear, RowParallelLinear and VocabParallelEmbedding over one rank's
 // shards. Biases are returned to the caller un-added (Megatron's skip_bias_add) so they
 // can be fused into the element-wise kernel that follows.
+#include <functional>
+
 #include "comm/communicator.h"
 #include "kernels/mixed_linear.h"
 #include "parameters/parameters.h"
@@ -71,11 +73,18 @@ struct VocabParallelEmbedding {
   // rank's rows only (the position embedding is added to them), and backward all-gathers
   // dout. Both then need `full`, [batch * seq, hidden] of scratch.
   bool sequence_parallel = false;
+  // Sharded weights (ZeRO-3, data_parallel/sharded_embedding.h): this rank's partial rows
+  // come from the data-parallel ranks that hold them, and their gradient goes back there,
+  // in place of the local table's lookup and scatter-add.
+  std::function<void(const int* ids, int rows, float* out)> sharded_lookup;
+  std::function<void(const int* ids, int rows, const float* dout)> sharded_lookup_backward;
 
   void forward(const int* ids, int batch, int seq, float* out, float* full = nullptr) const;
   // The position gradient is taken from the all-gathered dout, so it is complete on every
   // rank (no tensor-parallel all-reduce afterwards).
   void backward(const int* ids, int batch, int seq, const float* dout, float* full = nullptr) const;
+  // This rank's partial rows of ids (zeros outside its vocabulary range).
+  void lookup(const int* ids, int rows, float* out) const;
 };
 
 }  // namespace trident::tensor_parallel

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/gemm.h"
 #include "tensor_parallel/mappings.h"
 
 namespace trident::tensor_parallel {
@@ -9,6 +10,15 @@ namespace trident::tensor_parallel {
 void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
                          float grad_scale, float* dx, float* dx_local) const {
   const int in = output_layer.in;
+  if (blocks.rows > 0) {
+    for (int first = 0; first < rows; first += chunk_rows) {
+      const int count = std::min(chunk_rows, rows - first);
+      chunk_in_blocks(x.fp32 + (long)first * in, targets + first, count, losses + first, grad_scale,
+                      dx + (long)first * in);
+    }
+    if (grad_scale != 0.f) reduce_dx(rows, dx, dx_local);
+    return;
+  }
   // In bf16 runs the fp32 logits chunk is free once the cross-entropy has written the bf16
   // d(logits): when it can hold the [vocab / t, hidden] weight gradient, the faster
   // inner-product kernel writes the chunk's dW there and it is added (see mixed_linear).
@@ -29,7 +39,38 @@ void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, f
     const kernels::GemmOperand dlogits = dlogits16 ? kernels::GemmOperand(dlogits16) : logits;
     layer.backward_partial(dlogits, x_chunk, dx + (long)first * in, count);
   }
+  if (grad_scale != 0.f) reduce_dx(rows, dx, dx_local);
+}
+
+void LMHeadLoss::chunk_in_blocks(const float* x, const int* targets, int count, float* losses,
+                                 float grad_scale, float* dx) const {
+  using kernels::Trans;
+  const int in = output_layer.in, vocab = output_layer.out_local;
+  const float* w = output_layer.weight.value;
+  float* dw = output_layer.weight.grad;
+  const int last = (vocab - 1) / blocks.rows * blocks.rows;
+  for (int v = 0; v < vocab; v += blocks.rows) {  // logits[:, v : v + n] = x W[v : v + n]^T
+    const int n = std::min(blocks.rows, vocab - v);
+    blocks.need(v, n);
+    kernels::gemm(Trans::kNo, Trans::kYes, count, n, in, 1.f, x, in, w + (long)v * in, in, 0.f,
+                  logits + v, vocab);
+  }
+  cross_entropy.forward(logits, targets, count, losses, grad_scale, nullptr);  // d(logits)
   if (grad_scale == 0.f) return;
+  for (int v = last; v >= 0; v -= blocks.rows) {
+    const int n = std::min(blocks.rows, vocab - v);
+    blocks.need(v, n);
+    kernels::gemm(Trans::kNo, Trans::kNo, count, in, n, 1.f, logits + v, vocab, w + (long)v * in,
+                  in, v == last ? 0.f : 1.f, dx, in);
+    blocks.grad_begin(v, n);
+    kernels::gemm(Trans::kYes, Trans::kNo, n, in, count, 1.f, logits + v, vocab, x, in, 1.f,
+                  dw + (long)v * in, in);
+    blocks.grad_done(v, n);
+  }
+}
+
+void LMHeadLoss::reduce_dx(int rows, float* dx, float* dx_local) const {
+  const int in = output_layer.in;
   comm::Communicator& tp = *output_layer.tp;
   if (sequence_parallel) {
     const long local = (long)rows / tp.size() * in;

@@ -6,6 +6,8 @@
 // classifier, made vocabulary-parallel). d(input) is summed over the tensor group once,
 // after the last chunk (f's backward). A chunk as tall as the micro-batch is the un-fused
 // reference: logits, then cross-entropy, then the output layer's backward.
+#include <functional>
+
 #include "tensor_parallel/cross_entropy.h"
 #include "tensor_parallel/layers.h"
 
@@ -23,12 +25,33 @@ struct LMHeadLoss {
   // scratch for the partial sums.
   bool sequence_parallel = false;
 
+  // Sharded weights (ZeRO-3, fp32; data_parallel/buckets.h VocabularyBlocks): the weight's
+  // rows are here only a block at a time. Each chunk of rows forms its logits block by block
+  // (columns of the logits), takes the cross-entropy over all of them, then forms d(input)
+  // and the weight gradient block by block in reverse (the last block is still here); after
+  // the last chunk a block's gradient is complete. The hooks take a block's first row and
+  // its row count.
+  struct RowBlocks {
+    int rows = 0;                                          // 0: the whole weight is here
+    std::function<void(int first, int count)> need;        // before a product reads them
+    std::function<void(int first, int count)> grad_begin;  // before their gradient is written
+    std::function<void(int first, int count)> grad_done;   // after: reduce it
+  } blocks;
+
   // losses[r] = -log softmax(x[r] W^T)[targets[r]]. With grad_scale != 0, also
   // dx = grad_scale * d(sum of losses)/dx and the weight gradient accumulated.
   void forward(kernels::GemmOperand x, const int* targets, int rows, float* losses,
                float grad_scale, float* dx, float* dx_local = nullptr) const;
   // This rank's logits for rows [first, first + count), count <= chunk_rows, in the scratch.
   const float* logits_rows(kernels::GemmOperand x, int first, int count) const;
+
+ private:
+  // One chunk of rows with the weight in blocks: its losses and (grad_scale != 0) its dx
+  // (partial over the tensor group) and its share of the weight gradient.
+  void chunk_in_blocks(const float* x, const int* targets, int count, float* losses,
+                       float grad_scale, float* dx) const;
+  // After the last chunk: d(input) summed over the tensor group.
+  void reduce_dx(int rows, float* dx, float* dx_local) const;
 };
 
 // Rows per chunk: at most about 128 MiB of fp32 logits (never fewer than 256 rows), the

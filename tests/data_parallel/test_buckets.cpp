@@ -32,6 +32,53 @@ TEST(GradientBuckets, CutFromTheLastTensorWithThePaddingInTheFirstBucket) {
   EXPECT_EQ(gradient_buckets(kTensors, 32, 1000).size(), 1u);  // one bucket of everything
 }
 
+// A tied output layer (the first tensor, 10 floats) in blocks of 4: buckets of their own,
+// reduced on demand, the rest cut as before; together they still tile the buffer.
+TEST(GradientBuckets, VocabularyBlocksAreBucketsOfTheirOwn) {
+  VocabularyBlocks tied;
+  tied.head_tensor = tied.sparse_tensor = 0;
+  tied.block_floats = 4;
+  const std::vector<Bucket> b = gradient_buckets(kTensors, 32, 8, tied);
+  const std::vector<std::pair<long, long>> want = {{18, 14}, {10, 8}, {8, 2}, {4, 4}, {0, 4}};
+  ASSERT_EQ(b.size(), want.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    EXPECT_EQ(b[i].offset, want[i].first) << i;
+    EXPECT_EQ(b[i].floats, want[i].second) << i;
+    EXPECT_EQ(b[i].on_demand, i >= 2) << i;
+  }
+  // Untied: the output layer is the last tensor ([22, 28), its last block takes the padding to
+  // 32); the input embedding one on-demand bucket that is never reduced; the tensors between
+  // are cut from the last as before ([14, 22) reaches 8, [10, 14) ends at the embedding).
+  VocabularyBlocks untied;
+  untied.head_tensor = 4, untied.sparse_tensor = 0, untied.block_floats = 4;
+  const std::vector<Bucket> u = gradient_buckets(kTensors, 32, 8, untied);
+  const std::vector<std::pair<long, long>> want_u = {{26, 6}, {22, 4}, {14, 8}, {10, 4}, {0, 10}};
+  ASSERT_EQ(u.size(), want_u.size());
+  for (size_t i = 0; i < u.size(); ++i) {
+    EXPECT_EQ(u[i].offset, want_u[i].first) << i;
+    EXPECT_EQ(u[i].floats, want_u[i].second) << i;
+    EXPECT_EQ(u[i].on_demand, i < 2 || i == 4) << i;
+  }
+}
+
+TEST(GradientBuckets, VocabularyUnitsTakeTheBlocksOutOfTheirUnit) {
+  // Units: the embedding [word 0..10 | position 10..14), a layer [14, 22), the rest [22, 32).
+  const std::vector<std::pair<long, long>> units = {{0, 14}, {14, 8}, {22, 10}};
+  VocabularyBlocks tied;
+  tied.head_tensor = tied.sparse_tensor = 0;
+  tied.block_floats = 4;
+  const std::vector<std::pair<long, long>> want = {{0, 4},  {4, 4},  {8, 2},
+                                                   {10, 4}, {14, 8}, {22, 10}};
+  EXPECT_EQ(vocabulary_units(units, kTensors, tied), want);
+  // Untied: the input embedding in no unit; the output layer [22, 28) as blocks, the padding
+  // after it a unit of its own.
+  VocabularyBlocks untied;
+  untied.head_tensor = 4, untied.sparse_tensor = 0, untied.block_floats = 4;
+  const std::vector<std::pair<long, long>> want_u = {{10, 4}, {14, 8}, {22, 4}, {26, 2}, {28, 4}};
+  EXPECT_EQ(vocabulary_units(units, kTensors, untied), want_u);
+  EXPECT_EQ(vocabulary_units(units, kTensors, {}), units);
+}
+
 TEST(GradientBuckets, LargestWindow) {
   const std::vector<Bucket> b = gradient_buckets(kTensors, 32, 8);  // 14, 8, 10
   EXPECT_EQ(largest_bucket_window(b, 0), 14);
@@ -48,7 +95,8 @@ TEST(GradientBuckets, ShardedHoldsTheShardAndTheWindowOnTheWorstRank) {
   std::vector<std::pair<long, long>> big;
   for (auto [offset, floats] : kTensors) big.emplace_back(offset * M, floats * M);
   const std::vector<Bucket> bb = gradient_buckets(big, 32 * M, 8 * M);
-  const long edges = 512L * 1024 * 4;
+  // The 2 MiB pages split: the shard's edge and the buckets' at 10M and 18M (0 starts one).
+  const long edges = 512L * 1024 * 3;
   // No window beyond the bucket being filled: rank 0 [0, 16M) with bucket [18M, 32M) -> 30M;
   // rank 1 [16M, 32M) with [0, 10M) -> 26M.
   EXPECT_EQ(largest_sharded_gradient_floats(bb, 32 * M, 2, 0, false), 30 * M + edges);
@@ -141,9 +189,11 @@ TEST(GradientBuckets, ShardedPlansAreTheWorstRankCountedFloatByFloat) {
         windows.back().push_back(
             {buckets.back().offset, buckets.back().offset + buckets.back().floats});
     }
+    long split_pages = 1;  // the shard's edge, and each bucket edge inside a page
+    for (const Bucket& b : buckets)
+      if (b.offset % page != 0) ++split_pages;
     EXPECT_EQ(largest_sharded_gradient_floats(buckets, buffer, ranks, in_flight, wrap),
-              std::min(buffer, counted_worst_rank(windows, blocks, ranks, M) +
-                                   page * (long)(buckets.size() + 1)));
+              std::min(buffer, counted_worst_rank(windows, blocks, ranks, M) + page * split_pages));
   }
 }
 

@@ -195,7 +195,9 @@ TEST(PlannerSharding, MemoryFallsStageByStageOnGpt2Small) {
   const double held = kEmbedding + 2 * kLayer, pages = 2 * 2 * 524288.0;
   ASSERT_LT(held, 2 * kPsi / d);
   EXPECT_NEAR(zero3.weights, 4 * (kPsi / d + held + pages) + 2 * (kPsi / d + held), 4);
-  EXPECT_EQ(zero3.gradients, zero2.gradients);
+  // ZeRO-3 keeps one bucket in reduction, not two (data_parallel::sharded_buckets_in_flight).
+  EXPECT_LT(zero3.gradients, zero2.gradients);
+  EXPECT_GE(zero3.gradients, 4 * kPsi / d);
   EXPECT_EQ(zero3.optimizer, zero2.optimizer);
   EXPECT_EQ(zero3.activations, none.activations);
 }
