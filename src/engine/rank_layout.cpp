@@ -105,7 +105,7 @@ int vocabulary_block_rows(const RankLayout& layout, const ChunkPlacement& placem
   const ModelConfig& m = layout.model;
   const bool tied_split = m.tied_output() && placement.pre_process != placement.post_process;
   if (!layout.shard_parameters || layout.data < 2 ||
-      layout.precision != kernels::Precision::kFp32 || tied_split ||
+      layout.precision == kernels::Precision::kFp16 || tied_split ||
       !(placement.pre_process || placement.post_process))
     return 0;
   const long h = m.hidden_size, target = gradient_bucket_floats(layout) / 2;

@@ -91,12 +91,16 @@ std::vector<std::pair<long, long>> tensors_of(const Parameters& params) {
 std::vector<data_parallel::GatherUnit> gather_units(const GPTModel& chunk,
                                                     const data_parallel::VocabularyBlocks& v) {
   const Parameters& params = chunk.parameters();
+  // In bf16 the output layer reads only the 16-bit copy: its blocks travel in it alone.
+  const bool copy = params.low_precision() != kernels::Precision::kFp32;
   std::vector<data_parallel::GatherUnit> units;
   for (auto [begin, end] : chunk.weight_units()) {
     for (int k = begin; k < end;) {
       if (k == v.head_tensor)
-        for (auto [offset, floats] : data_parallel::vocabulary_blocks(tensors_of(params), v))
-          units.push_back({k, k + 1, offset, floats, {{offset, floats, false}}, true});
+        for (auto [offset, floats] : data_parallel::vocabulary_blocks(tensors_of(params), v)) {
+          const bool low_only = copy && offset % 2 == 0 && floats % 2 == 0;
+          units.push_back({k, k + 1, offset, floats, {{offset, floats, low_only}}, true});
+        }
       if (k == v.head_tensor || k == v.sparse_tensor) {
         ++k;
         continue;

@@ -159,7 +159,9 @@ void GPTModel::set_vocabulary_hooks(VocabularyHooks hooks) {
   auto flat = [at, h](const std::function<void(long, long)>& f) {
     return [f, at, h](int first, int count) { f(at + first * h, at + (first + count) * h); };
   };
-  lm_head_.blocks = {rows, flat(hooks.need), flat(hooks.grad_begin), flat(hooks.grad_done)};
+  lm_head_.blocks = {rows, flat(hooks.need), flat(hooks.grad_begin), flat(hooks.grad_done), [this] {
+                       if (progress_) progress_();
+                     }};
 }
 
 long GPTModel::local_rows(long tokens) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/gemm.h"
+#include "kernels/low_precision.h"
 #include "tensor_parallel/mappings.h"
 
 namespace trident::tensor_parallel {
@@ -13,8 +14,8 @@ void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, f
   if (blocks.rows > 0) {
     for (int first = 0; first < rows; first += chunk_rows) {
       const int count = std::min(chunk_rows, rows - first);
-      chunk_in_blocks(x.fp32 + (long)first * in, targets + first, count, losses + first, grad_scale,
-                      dx + (long)first * in);
+      chunk_in_blocks(x.offset((long)first * in), targets + first, count, losses + first,
+                      grad_scale, dx + (long)first * in);
     }
     if (grad_scale != 0.f) reduce_dx(rows, dx, dx_local);
     return;
@@ -42,30 +43,51 @@ void LMHeadLoss::forward(kernels::GemmOperand x, const int* targets, int rows, f
   if (grad_scale != 0.f) reduce_dx(rows, dx, dx_local);
 }
 
-void LMHeadLoss::chunk_in_blocks(const float* x, const int* targets, int count, float* losses,
-                                 float grad_scale, float* dx) const {
+namespace {
+
+// C = op(A) op(B) + beta C in the run's precision: bf16 operands (oneDNN's bf16 kernels,
+// fp32 accumulation) or fp32.
+void head_product(kernels::Trans ta, kernels::Trans tb, int m, int n, int k, kernels::GemmOperand a,
+                  int lda, kernels::GemmOperand b, int ldb, float beta, float* c, int ldc) {
+  if (a.bf16)
+    kernels::gemm_bf16(ta, tb, m, n, k, a.bf16, lda, b.bf16, ldb, beta, c, ldc);
+  else
+    kernels::gemm(ta, tb, m, n, k, 1.f, a.fp32, lda, b.fp32, ldb, beta, c, ldc);
+}
+
+}  // namespace
+
+void LMHeadLoss::chunk_in_blocks(kernels::GemmOperand x, const int* targets, int count,
+                                 float* losses, float grad_scale, float* dx) const {
   using kernels::Trans;
   const int in = output_layer.in, vocab = output_layer.out_local;
-  const float* w = output_layer.weight.value;
+  const bool bf16 = x.bf16 != nullptr;  // x, the weight's copy and d(logits) in bf16
+  auto weight_rows = [&](int v) {
+    return bf16 ? kernels::GemmOperand(output_layer.weight.low + (long)v * in)
+                : kernels::GemmOperand(output_layer.weight.value + (long)v * in);
+  };
+  const kernels::GemmOperand dlogits = bf16 ? kernels::GemmOperand(dlogits16) : logits;
   float* dw = output_layer.weight.grad;
   const int last = (vocab - 1) / blocks.rows * blocks.rows;
   for (int v = 0; v < vocab; v += blocks.rows) {  // logits[:, v : v + n] = x W[v : v + n]^T
     const int n = std::min(blocks.rows, vocab - v);
     blocks.need(v, n);
-    kernels::gemm(Trans::kNo, Trans::kYes, count, n, in, 1.f, x, in, w + (long)v * in, in, 0.f,
-                  logits + v, vocab);
+    head_product(Trans::kNo, Trans::kYes, count, n, in, x, in, weight_rows(v), in, 0.f, logits + v,
+                 vocab);
+    blocks.progress();
   }
-  cross_entropy.forward(logits, targets, count, losses, grad_scale, nullptr);  // d(logits)
+  cross_entropy.forward(logits, targets, count, losses, grad_scale, bf16 ? dlogits16 : nullptr);
   if (grad_scale == 0.f) return;
   for (int v = last; v >= 0; v -= blocks.rows) {
     const int n = std::min(blocks.rows, vocab - v);
     blocks.need(v, n);
-    kernels::gemm(Trans::kNo, Trans::kNo, count, in, n, 1.f, logits + v, vocab, w + (long)v * in,
-                  in, v == last ? 0.f : 1.f, dx, in);
+    head_product(Trans::kNo, Trans::kNo, count, in, n, dlogits.offset(v), vocab, weight_rows(v), in,
+                 v == last ? 0.f : 1.f, dx, in);
     blocks.grad_begin(v, n);
-    kernels::gemm(Trans::kYes, Trans::kNo, n, in, count, 1.f, logits + v, vocab, x, in, 1.f,
-                  dw + (long)v * in, in);
+    head_product(Trans::kYes, Trans::kNo, n, in, count, dlogits.offset(v), vocab, x, in, 1.f,
+                 dw + (long)v * in, in);
     blocks.grad_done(v, n);
+    blocks.progress();
   }
 }
 

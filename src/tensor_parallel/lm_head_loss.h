@@ -25,7 +25,7 @@ struct LMHeadLoss {
   // scratch for the partial sums.
   bool sequence_parallel = false;
 
-  // Sharded weights (ZeRO-3, fp32; data_parallel/buckets.h VocabularyBlocks): the weight's
+  // Sharded weights (ZeRO-3, fp32 or bf16; data_parallel/buckets.h VocabularyBlocks): the weight's
   // rows are here only a block at a time. Each chunk of rows forms its logits block by block
   // (columns of the logits), takes the cross-entropy over all of them, then forms d(input)
   // and the weight gradient block by block in reverse (the last block is still here); after
@@ -36,6 +36,7 @@ struct LMHeadLoss {
     std::function<void(int first, int count)> need;        // before a product reads them
     std::function<void(int first, int count)> grad_begin;  // before their gradient is written
     std::function<void(int first, int count)> grad_done;   // after: reduce it
+    std::function<void()> progress;                        // between products
   } blocks;
 
   // losses[r] = -log softmax(x[r] W^T)[targets[r]]. With grad_scale != 0, also
@@ -48,7 +49,7 @@ struct LMHeadLoss {
  private:
   // One chunk of rows with the weight in blocks: its losses and (grad_scale != 0) its dx
   // (partial over the tensor group) and its share of the weight gradient.
-  void chunk_in_blocks(const float* x, const int* targets, int count, float* losses,
+  void chunk_in_blocks(kernels::GemmOperand x, const int* targets, int count, float* losses,
                        float grad_scale, float* dx) const;
   // After the last chunk: d(input) summed over the tensor group.
   void reduce_dx(int rows, float* dx, float* dx_local) const;
