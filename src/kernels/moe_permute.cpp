@@ -1,0 +1,93 @@
+#include "kernels/moe_permute.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace trident::kernels {
+
+MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts) {
+  MoePermutation p;
+  p.tokens = tokens, p.topk = topk, p.experts = experts;
+  const long n = p.rows();
+  // A counting sort by expert; tokens are visited in order, so each expert's rows stay in
+  // ascending token order.
+  p.offsets.assign(experts + 1, 0);
+  for (long i = 0; i < n; ++i) {
+    if (idx[i] < 0 || idx[i] >= experts)
+      throw std::invalid_argument("moe permutation: expert " + std::to_string(idx[i]) +
+                                  " of token " + std::to_string(i / topk) + " is outside [0, " +
+                                  std::to_string(experts) + ")");
+    ++p.offsets[idx[i] + 1];
+  }
+  for (int e = 0; e < experts; ++e) p.offsets[e + 1] += p.offsets[e];
+  std::vector<long> next(p.offsets.begin(), p.offsets.end() - 1);
+  p.source.resize(n), p.slot.resize(n), p.row_of.resize(n);
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < topk; ++j) {
+      const long r = next[idx[(long)t * topk + j]]++;
+      p.source[r] = t, p.slot[r] = j;
+      p.row_of[(long)t * topk + j] = r;
+    }
+  return p;
+}
+
+void moe_permute(const MoePermutation& p, const float* x, int h, float* out) {
+#pragma omp parallel for schedule(static)
+  for (long r = 0; r < p.rows(); ++r)
+    std::copy(x + (long)p.source[r] * h, x + (long)(p.source[r] + 1) * h, out + r * h);
+}
+
+void moe_permute_backward(const MoePermutation& p, const float* d_out, int h, float* dx) {
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < p.tokens; ++t) {
+    float* d = dx + (long)t * h;
+    std::fill(d, d + h, 0.f);
+    for (int j = 0; j < p.topk; ++j) {
+      const float* src = d_out + p.row_of[(long)t * p.topk + j] * h;
+      for (int c = 0; c < h; ++c) d[c] += src[c];
+    }
+  }
+}
+
+void moe_permute_weights(const MoePermutation& p, const float* weights, float* out) {
+  for (long r = 0; r < p.rows(); ++r) out[r] = weights[(long)p.source[r] * p.topk + p.slot[r]];
+}
+
+void moe_permute_weights_backward(const MoePermutation& p, const float* d_out, float* d_weights) {
+  for (long i = 0; i < p.rows(); ++i) d_weights[i] = d_out[p.row_of[i]];
+}
+
+void moe_unpermute(const MoePermutation& p, const float* rows, const float* weights, int h,
+                   float* y) {
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < p.tokens; ++t) {
+    float* out = y + (long)t * h;
+    std::fill(out, out + h, 0.f);
+    for (int j = 0; j < p.topk; ++j) {
+      const long i = (long)t * p.topk + j;
+      const float w = weights ? weights[i] : 1.f;
+      const float* src = rows + p.row_of[i] * h;
+      for (int c = 0; c < h; ++c) out[c] += w * src[c];
+    }
+  }
+}
+
+void moe_unpermute_backward(const MoePermutation& p, const float* rows, const float* weights,
+                            const float* dy, int h, float* d_rows, float* d_weights) {
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < p.tokens; ++t) {
+    const float* g = dy + (long)t * h;
+    for (int j = 0; j < p.topk; ++j) {
+      const long i = (long)t * p.topk + j, r = p.row_of[i];
+      const float w = weights ? weights[i] : 1.f;
+      for (int c = 0; c < h; ++c) d_rows[r * h + c] = w * g[c];
+      if (!d_weights) continue;
+      double dot = 0;
+      for (int c = 0; c < h; ++c) dot += (double)rows[r * h + c] * g[c];
+      d_weights[i] = (float)dot;
+    }
+  }
+}
+
+}  // namespace trident::kernels

@@ -1,0 +1,143 @@
+// Dropless permute / unpermute against naive loops written here from the definition
+// (expert-major rows, each expert's in ascending token order; each token's output the
+// weighted sum of its k experts' rows, in double), their backwards against the same loops'
+// adjoints, an expert that no token chose, the round trip back to the input, and a routing
+// that names an expert outside [0, E) refused.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "kernels/moe_permute.h"
+#include "test_util.h"
+
+namespace trident {
+namespace {
+
+using testing::random_vector;
+using testing::relative_error;
+
+// k distinct experts per token from [0, E), never `unused`.
+std::vector<int> random_routing(int tokens, int experts, int k, int unused, std::uint64_t seed) {
+  std::vector<int> idx;
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<int> pool;
+    for (int e = 0; e < experts; ++e)
+      if (e != unused) pool.push_back(e);
+    for (int i = (int)pool.size() - 1; i > 0; --i)
+      std::swap(pool[i], pool[(int)(std::abs(normal_at(seed, t, i)) * 1000) % (i + 1)]);
+    idx.insert(idx.end(), pool.begin(), pool.begin() + k);
+  }
+  return idx;
+}
+
+// The naive order: for each expert, for each token in order, its (token, slot) pairs.
+std::vector<std::pair<int, int>> naive_order(const std::vector<int>& idx, int tokens, int k,
+                                             int experts) {
+  std::vector<std::pair<int, int>> order;
+  for (int e = 0; e < experts; ++e)
+    for (int t = 0; t < tokens; ++t)
+      for (int j = 0; j < k; ++j)
+        if (idx[(size_t)t * k + j] == e) order.push_back({t, j});
+  return order;
+}
+
+TEST(MoePermute, ExpertMajorOrderAndOffsets) {
+  const int tokens = 7, E = 6, k = 2, h = 5, unused = 3;
+  const auto idx = random_routing(tokens, E, k, unused, 81);
+  const kernels::MoePermutation p = kernels::make_moe_permutation(idx.data(), tokens, k, E);
+  const auto order = naive_order(idx, tokens, k, E);
+  ASSERT_EQ(p.rows(), (long)order.size());
+  for (size_t r = 0; r < order.size(); ++r) {
+    EXPECT_EQ(p.source[r], order[r].first);
+    EXPECT_EQ(p.slot[r], order[r].second);
+    EXPECT_EQ(p.row_of[(size_t)order[r].first * k + order[r].second], (long)r);
+  }
+  long start = 0;
+  for (int e = 0; e < E; ++e) {
+    long n = 0;
+    for (int i : idx) n += i == e;
+    EXPECT_EQ(p.offsets[e], start);
+    EXPECT_EQ(p.rows_of(e), n);
+    start += n;
+  }
+  EXPECT_EQ(p.rows_of(unused), 0);
+  const auto x = random_vector((long)tokens * h, 82);
+  std::vector<float> rows(p.rows() * h);
+  kernels::moe_permute(p, x.data(), h, rows.data());
+  for (size_t r = 0; r < order.size(); ++r)
+    for (int c = 0; c < h; ++c) EXPECT_EQ(rows[r * h + c], x[(size_t)order[r].first * h + c]);
+}
+
+TEST(MoePermute, UnpermuteAndBackwardsMatchNaiveLoops) {
+  const int tokens = 6, E = 5, k = 3, h = 4;
+  const auto idx = random_routing(tokens, E, k, -1, 91);
+  const kernels::MoePermutation p = kernels::make_moe_permutation(idx.data(), tokens, k, E);
+  const auto order = naive_order(idx, tokens, k, E);
+  const auto rows = random_vector(p.rows() * h, 92), weights = random_vector(tokens * k, 93);
+  const auto dy = random_vector((long)tokens * h, 94);
+  auto row_of = [&](int t, int j) {
+    for (size_t r = 0; r < order.size(); ++r)
+      if (order[r] == std::make_pair(t, j)) return (long)r;
+    return -1L;
+  };
+  // y[t] = sum_j w[t, j] rows[row(t, j)]; d_rows[row(t, j)] = w[t, j] dy[t];
+  // d_w[t, j] = <rows[row(t, j)], dy[t]>; permute's backward dx[t] = sum_j d_out[row(t, j)].
+  std::vector<double> y_ref((size_t)tokens * h, 0), d_rows_ref(p.rows() * h), d_w_ref(tokens * k);
+  std::vector<double> dx_ref((size_t)tokens * h, 0);
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < k; ++j) {
+      const long r = row_of(t, j);
+      const double w = weights[(size_t)t * k + j];
+      double dot = 0;
+      for (int c = 0; c < h; ++c) {
+        y_ref[(size_t)t * h + c] += w * rows[r * h + c];
+        d_rows_ref[r * h + c] = w * dy[(size_t)t * h + c];
+        dot += (double)rows[r * h + c] * dy[(size_t)t * h + c];
+        dx_ref[(size_t)t * h + c] += rows[r * h + c];
+      }
+      d_w_ref[(size_t)t * k + j] = dot;
+    }
+  std::vector<float> y((size_t)tokens * h, 9.f), d_rows(p.rows() * h, 9.f), d_w(tokens * k, 9.f);
+  kernels::moe_unpermute(p, rows.data(), weights.data(), h, y.data());
+  EXPECT_LT(relative_error(y, y_ref), 1e-6);
+  kernels::moe_unpermute_backward(p, rows.data(), weights.data(), dy.data(), h, d_rows.data(),
+                                  d_w.data());
+  EXPECT_LT(relative_error(d_rows, d_rows_ref), 1e-6);
+  EXPECT_LT(relative_error(d_w, d_w_ref), 1e-6);
+  std::vector<float> dx((size_t)tokens * h, 9.f);
+  kernels::moe_permute_backward(p, rows.data(), h, dx.data());
+  EXPECT_LT(relative_error(dx, dx_ref), 1e-6);
+  // The weights in permuted order, and back.
+  std::vector<float> permuted(p.rows()), back(tokens * k, 9.f);
+  kernels::moe_permute_weights(p, weights.data(), permuted.data());
+  for (size_t r = 0; r < order.size(); ++r)
+    EXPECT_EQ(permuted[r], weights[(size_t)order[r].first * k + order[r].second]);
+  kernels::moe_permute_weights_backward(p, permuted.data(), back.data());
+  EXPECT_EQ(back, weights);
+}
+
+TEST(MoePermute, UnpermuteOfPermuteIsTheInput) {
+  const int tokens = 9, E = 4, h = 6;
+  const auto x = random_vector((long)tokens * h, 101);
+  for (int k : {1, 2}) {
+    const auto idx = random_routing(tokens, E, k, -1, 102 + k);
+    const kernels::MoePermutation p = kernels::make_moe_permutation(idx.data(), tokens, k, E);
+    std::vector<float> rows(p.rows() * h), y((size_t)tokens * h);
+    kernels::moe_permute(p, x.data(), h, rows.data());
+    // Unit weights with k = 1; weights 1/2 with k = 2 (x/2 + x/2 is x exactly).
+    const std::vector<float> weights(tokens * k, 1.f / k);
+    kernels::moe_unpermute(p, rows.data(), k == 1 ? nullptr : weights.data(), h, y.data());
+    EXPECT_EQ(y, x) << "k = " << k;
+  }
+}
+
+TEST(MoePermute, ExpertOutsideTheRangeIsRefused) {
+  const std::vector<int> idx = {0, 4, 1, 2};
+  EXPECT_THROW(kernels::make_moe_permutation(idx.data(), 2, 2, 4), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace trident
