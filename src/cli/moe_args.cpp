@@ -9,17 +9,31 @@ namespace {
 constexpr const char* kGroup =
     "Mixture of experts (checked, then refused: MoE layers are not built yet)";
 
-// The shape of the MoE layers: experts, router, which layers, widths, capacity.
-void add_shape_flags(CLI::App& app, MoeConfig& m, std::string& layer_freq, MoeFlags& f) {
-  auto add = [&](const char* flag, auto& field, const char* help) {
+// Adds the group's flags, recording each in `given`: a value (the last occurrence wins), a
+// switch, or a list (Megatron's nargs='+').
+struct MoeFlagAdder {
+  CLI::App& app;
+  MoeFlags& f;
+  template <class T>
+  void value(const char* flag, T& field, const char* help) const {
     f.given[flag] = app.add_option(flag, field, help)
                         ->capture_default_str()
                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
                         ->group(kGroup);
-  };
-  auto flag = [&](const char* name, bool& field, const char* help) {
+  }
+  void flag(const char* name, bool& field, const char* help) const {
     f.given[name] = app.add_flag(name, field, help)->group(kGroup);
-  };
+  }
+  template <class T>
+  void list(const char* flag, std::vector<T>& field, const char* help) const {
+    f.given[flag] = app.add_option(flag, field, help)->capture_default_str()->group(kGroup);
+  }
+};
+
+// The shape of the MoE layers: experts, router, which layers, widths, capacity.
+void add_shape_flags(const MoeFlagAdder& a, MoeConfig& m, std::string& layer_freq) {
+  auto add = [&](const char* flag, auto& field, const char* help) { a.value(flag, field, help); };
+  auto flag = [&](const char* name, bool& field, const char* help) { a.flag(name, field, help); };
   add("--num-experts", m.num_experts,
       "experts per MoE layer (0: none). trident does not build MoE layers yet: a run that "
       "asks for experts has its flags checked and is then refused (exit 2)");
@@ -47,34 +61,21 @@ void add_shape_flags(CLI::App& app, MoeConfig& m, std::string& layer_freq, MoeFl
 }
 
 // Expert parallelism, the dispatcher, the load-balancing loss and the logging.
-void add_training_side_flags(CLI::App& app, train::TrainingConfig& c, MoeFlags& f) {
-  auto add = [&](const char* flag, auto& field, const char* help) {
-    f.given[flag] = app.add_option(flag, field, help)
-                        ->capture_default_str()
-                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-                        ->group(kGroup);
-  };
-  auto flag = [&](const char* name, bool& field, const char* help) {
-    f.given[name] = app.add_flag(name, field, help)->group(kGroup);
-  };
+void add_training_side_flags(const MoeFlagAdder& a, train::TrainingConfig& c) {
+  auto add = [&](const char* flag, auto& field, const char* help) { a.value(flag, field, help); };
+  auto flag = [&](const char* name, bool& field, const char* help) { a.flag(name, field, help); };
   add("--expert-model-parallel-size", c.expert_model_parallel_size,
       "EP: the experts split over EP ranks of the data-parallel group (must divide it)");
   add("--expert-tensor-parallel-size", c.expert_tensor_parallel_size,
       "the experts' tensor-parallel size (0: t; only t is supported)");
   add("--moe-token-dispatcher-type", c.moe_token_dispatcher_type,
       "alltoall (Megatron's allgather and flex are not implemented)");
-  // Lists, as Megatron's nargs='+': one coefficient per load-balancing type.
-  f.given["--moe-router-load-balancing-type"] =
-      app.add_option("--moe-router-load-balancing-type", c.moe_router_load_balancing_type,
-                     "aux_loss (Switch/GShard, per micro-batch, as Megatron) or none")
-          ->capture_default_str()
-          ->group(kGroup);
-  f.given["--moe-aux-loss-coeff"] =
-      app.add_option("--moe-aux-loss-coeff", c.moe_aux_loss_coeff,
-                     "the load-balancing loss's coefficient (Megatron's default 0; 1e-2 is "
-                     "the usual value)")
-          ->capture_default_str()
-          ->group(kGroup);
+  // Lists, as Megatron's: one coefficient per load-balancing type.
+  a.list("--moe-router-load-balancing-type", c.moe_router_load_balancing_type,
+         "aux_loss (Switch/GShard, per micro-batch, as Megatron) or none");
+  a.list("--moe-aux-loss-coeff", c.moe_aux_loss_coeff,
+         "the load-balancing loss's coefficient (Megatron's default 0; 1e-2 is the usual "
+         "value)");
   add("--moe-z-loss-coeff", c.moe_z_loss_coeff, "the router z-loss's coefficient (0: none)");
   add("--moe-input-jitter-eps", c.moe_input_jitter_eps, "not implemented (0 only)");
   flag("--moe-grouped-gemm", c.moe_grouped_gemm,
@@ -87,8 +88,9 @@ void add_training_side_flags(CLI::App& app, train::TrainingConfig& c, MoeFlags& 
 
 MoeFlags add_moe_flags(CLI::App& app, train::TrainingConfig& c) {
   MoeFlags f;
-  add_shape_flags(app, c.model.moe, c.moe_layer_freq, f);
-  add_training_side_flags(app, c, f);
+  const MoeFlagAdder adder{app, f};
+  add_shape_flags(adder, c.model.moe, c.moe_layer_freq);
+  add_training_side_flags(adder, c);
   return f;
 }
 

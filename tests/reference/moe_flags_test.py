@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from parity import Checks
+from parity import MPI_ENV, Checks
 
 TINY = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "2",
         "--seq-length", "32", "--vocab-size", "128", "--micro-batch-size", "2", "--train-iters", "1",
@@ -28,7 +28,7 @@ def train(trident, tmp, tag, args, ranks=1):
     cmd = [trident, "train"] + TINY + args + ["--metrics-file", metrics]
     if ranks > 1:
         cmd = ["mpirun", "-np", str(ranks), "--allow-run-as-root", "--oversubscribe"] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)
     return out.returncode, out.stderr + out.stdout, os.path.exists(metrics)
 
 
