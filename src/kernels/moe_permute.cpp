@@ -90,4 +90,37 @@ void moe_unpermute_backward(const MoePermutation& p, const float* rows, const fl
   }
 }
 
+namespace {
+// Copies every chunk from its place in [s][e] order to its place in [e][s] order
+// (source_major_to_expert_major) or back.
+void move_chunks(const float* in, const long* counts, int sources, int experts, int h, float* out,
+                 bool to_expert_major) {
+  const long chunks = (long)sources * experts;
+  std::vector<long> source_major(chunks + 1, 0), expert_major(chunks, 0);
+  for (long c = 0; c < chunks; ++c) source_major[c + 1] = source_major[c] + counts[c];
+  long start = 0;
+  for (int e = 0; e < experts; ++e)
+    for (int s = 0; s < sources; ++s) {
+      expert_major[(long)s * experts + e] = start;
+      start += counts[(long)s * experts + e];
+    }
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) {
+    const long from = to_expert_major ? source_major[c] : expert_major[c];
+    const long to = to_expert_major ? expert_major[c] : source_major[c];
+    std::copy(in + from * h, in + (from + counts[c]) * h, out + to * h);
+  }
+}
+}  // namespace
+
+void sort_chunks_by_expert(const float* in, const long* counts, int sources, int experts, int h,
+                           float* out) {
+  move_chunks(in, counts, sources, experts, h, out, true);
+}
+
+void unsort_chunks_by_expert(const float* in, const long* counts, int sources, int experts, int h,
+                             float* out) {
+  move_chunks(in, counts, sources, experts, h, out, false);
+}
+
 }  // namespace trident::kernels

@@ -46,4 +46,14 @@ void moe_unpermute(const MoePermutation& p, const float* rows, const float* weig
 void moe_unpermute_backward(const MoePermutation& p, const float* rows, const float* weights,
                             const float* dy, int h, float* d_rows, float* d_weights);
 
+// Expert parallelism receives its rows as chunks ordered [source][local expert] (each
+// source rank's rows, expert-major within it); the grouped GEMM wants [local expert][source]
+// (Megatron's sort_chunks_by_idxs). counts[s * experts + e] is the rows source s sent for
+// local expert e. out [sum of counts, h] gets the chunks in [e][s] order;
+// unsort_chunks_by_expert is its inverse (and each is the other's backward).
+void sort_chunks_by_expert(const float* in, const long* counts, int sources, int experts, int h,
+                           float* out);
+void unsort_chunks_by_expert(const float* in, const long* counts, int sources, int experts, int h,
+                             float* out);
+
 }  // namespace trident::kernels

@@ -1,8 +1,9 @@
 // Dropless permute / unpermute against naive loops written here from the definition
 // (expert-major rows, each expert's in ascending token order; each token's output the
 // weighted sum of its k experts' rows, in double), their backwards against the same loops'
-// adjoints, an expert that no token chose, the round trip back to the input, and a routing
-// that names an expert outside [0, E) refused.
+// adjoints, an expert that no token chose, the round trip back to the input, the chunk sort
+// of expert parallelism against its naive order, and a routing that names an expert
+// outside [0, E) refused.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -132,6 +133,28 @@ TEST(MoePermute, UnpermuteOfPermuteIsTheInput) {
     kernels::moe_unpermute(p, rows.data(), k == 1 ? nullptr : weights.data(), h, y.data());
     EXPECT_EQ(y, x) << "k = " << k;
   }
+}
+
+TEST(MoePermute, ChunksSortFromSourceMajorToExpertMajorAndBack) {
+  // 3 sources x 2 local experts, with empty chunks; each row tagged with its (s, e, i).
+  const int sources = 3, experts = 2, h = 3;
+  const std::vector<long> counts = {2, 0, 1, 3, 0, 2};  // [s][e]
+  std::vector<float> in;
+  for (int s = 0; s < sources; ++s)
+    for (int e = 0; e < experts; ++e)
+      for (long i = 0; i < counts[s * experts + e]; ++i)
+        for (int c = 0; c < h; ++c) in.push_back(100.f * s + 10.f * e + i + 0.1f * c);
+  // The naive [e][s] order: for each expert, each source's rows in order.
+  std::vector<float> expected;
+  for (int e = 0; e < experts; ++e)
+    for (int s = 0; s < sources; ++s)
+      for (long i = 0; i < counts[s * experts + e]; ++i)
+        for (int c = 0; c < h; ++c) expected.push_back(100.f * s + 10.f * e + i + 0.1f * c);
+  std::vector<float> sorted(in.size(), -1.f), back(in.size(), -1.f);
+  kernels::sort_chunks_by_expert(in.data(), counts.data(), sources, experts, h, sorted.data());
+  EXPECT_EQ(sorted, expected);
+  kernels::unsort_chunks_by_expert(sorted.data(), counts.data(), sources, experts, h, back.data());
+  EXPECT_EQ(back, in);
 }
 
 TEST(MoePermute, ExpertOutsideTheRangeIsRefused) {
