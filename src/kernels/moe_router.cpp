@@ -98,8 +98,9 @@ double aux_loss_scale(double coeff, int experts, int topk, double total_tokens) 
 
 double moe_aux_loss(const float* probs, const float* counts, int tokens, int experts,
                     double scale) {
+  // One thread, in row order: the logged value is the same bits whatever the thread count
+  // (an OpenMP reduction combines its partial sums in arrival order).
   double sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
   for (int t = 0; t < tokens; ++t)
     for (int e = 0; e < experts; ++e) sum += (double)probs[(long)t * experts + e] * counts[e];
   return scale * sum;
