@@ -6,10 +6,11 @@
 
 namespace trident::kernels {
 
-MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts) {
+MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts,
+                                    const unsigned char* keep) {
   MoePermutation p;
   p.tokens = tokens, p.topk = topk, p.experts = experts;
-  const long n = p.rows();
+  const long n = (long)tokens * topk;
   // A counting sort by expert; tokens are visited in order, so each expert's rows stay in
   // ascending token order.
   p.offsets.assign(experts + 1, 0);
@@ -18,13 +19,15 @@ MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int ex
       throw std::invalid_argument("moe permutation: expert " + std::to_string(idx[i]) +
                                   " of token " + std::to_string(i / topk) + " is outside [0, " +
                                   std::to_string(experts) + ")");
-    ++p.offsets[idx[i] + 1];
+    if (!keep || keep[i]) ++p.offsets[idx[i] + 1];
   }
   for (int e = 0; e < experts; ++e) p.offsets[e + 1] += p.offsets[e];
   std::vector<long> next(p.offsets.begin(), p.offsets.end() - 1);
-  p.source.resize(n), p.slot.resize(n), p.row_of.resize(n);
+  p.source.resize(p.offsets[experts]), p.slot.resize(p.offsets[experts]);
+  p.row_of.assign(n, -1);
   for (int t = 0; t < tokens; ++t)
     for (int j = 0; j < topk; ++j) {
+      if (keep && !keep[(long)t * topk + j]) continue;
       const long r = next[idx[(long)t * topk + j]]++;
       p.source[r] = t, p.slot[r] = j;
       p.row_of[(long)t * topk + j] = r;
@@ -44,7 +47,9 @@ void moe_permute_backward(const MoePermutation& p, const float* d_out, int h, fl
     float* d = dx + (long)t * h;
     std::fill(d, d + h, 0.f);
     for (int j = 0; j < p.topk; ++j) {
-      const float* src = d_out + p.row_of[(long)t * p.topk + j] * h;
+      const long r = p.row_of[(long)t * p.topk + j];
+      if (r < 0) continue;  // dropped
+      const float* src = d_out + r * h;
       for (int c = 0; c < h; ++c) d[c] += src[c];
     }
   }
@@ -55,7 +60,8 @@ void moe_permute_weights(const MoePermutation& p, const float* weights, float* o
 }
 
 void moe_permute_weights_backward(const MoePermutation& p, const float* d_out, float* d_weights) {
-  for (long i = 0; i < p.rows(); ++i) d_weights[i] = d_out[p.row_of[i]];
+  for (long i = 0; i < (long)p.row_of.size(); ++i)
+    d_weights[i] = p.row_of[i] < 0 ? 0.f : d_out[p.row_of[i]];
 }
 
 void moe_unpermute(const MoePermutation& p, const float* rows, const float* weights, int h,
@@ -66,6 +72,7 @@ void moe_unpermute(const MoePermutation& p, const float* rows, const float* weig
     std::fill(out, out + h, 0.f);
     for (int j = 0; j < p.topk; ++j) {
       const long i = (long)t * p.topk + j;
+      if (p.row_of[i] < 0) continue;  // dropped
       const float w = weights ? weights[i] : 1.f;
       const float* src = rows + p.row_of[i] * h;
       for (int c = 0; c < h; ++c) out[c] += w * src[c];
@@ -80,6 +87,10 @@ void moe_unpermute_backward(const MoePermutation& p, const float* rows, const fl
     const float* g = dy + (long)t * h;
     for (int j = 0; j < p.topk; ++j) {
       const long i = (long)t * p.topk + j, r = p.row_of[i];
+      if (r < 0) {  // dropped: no row, and its weight had no effect
+        if (d_weights) d_weights[i] = 0.f;
+        continue;
+      }
       const float w = weights ? weights[i] : 1.f;
       for (int c = 0; c < h; ++c) d_rows[r * h + c] = w * g[c];
       if (!d_weights) continue;

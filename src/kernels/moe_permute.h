@@ -15,16 +15,21 @@ struct MoePermutation {
   // Permuted row r holds token source[r]'s copy for slot j = slot[r] of its idx row.
   std::vector<int> source;
   std::vector<int> slot;
-  // row_of[t * k + j]: the permuted row of token t's j-th expert (the inverse map).
+  // row_of[t * k + j]: the permuted row of token t's j-th expert (the inverse map); -1 for
+  // a choice dropped at its expert's capacity.
   std::vector<long> row_of;
-  // Expert e's rows are [offsets[e], offsets[e + 1]); offsets[E] = tokens * k.
+  // Expert e's rows are [offsets[e], offsets[e + 1]); offsets[E] = rows() (tokens * k
+  // without dropping).
   std::vector<long> offsets;
-  long rows() const { return (long)tokens * topk; }
+  long rows() const { return (long)source.size(); }
   long rows_of(int e) const { return offsets[e + 1] - offsets[e]; }
 };
 
-// The permutation of a routing idx [tokens, k] (k distinct experts per token, each < E).
-MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts);
+// The permutation of a routing idx [tokens, k] (k distinct experts per token, each < E);
+// with keep (moe_capacity_keep's mask), only the choices it keeps get a row. A dropped
+// choice contributes nothing to unpermute's output and gets zero gradients.
+MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts,
+                                    const unsigned char* keep = nullptr);
 
 // out [rows, h]: out[r] = x[source[r]].
 void moe_permute(const MoePermutation& p, const float* x, int h, float* out);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace trident::kernels {
 
@@ -133,6 +134,25 @@ void moe_z_loss_backward(const float* probs, const float* lse, int tokens, int e
     const double c = scale_times_grad * 2.0 * lse[t];
     for (int e = 0; e < experts; ++e)
       d_logits[(long)t * experts + e] += (float)(c * probs[(long)t * experts + e]);
+  }
+}
+
+int moe_expert_capacity(int tokens, int topk, int experts, double capacity_factor) {
+  return (int)std::ceil((double)tokens * topk / experts * capacity_factor);
+}
+
+void moe_capacity_keep(const int* idx, const float* weights, int tokens, int topk, int experts,
+                       int capacity, DropPolicy policy, unsigned char* keep) {
+  // Each expert's (token, slot) pairs, in token order.
+  std::vector<std::vector<long>> chosen(experts);
+  for (long i = 0; i < (long)tokens * topk; ++i) chosen[idx[i]].push_back(i);
+  std::fill(keep, keep + (long)tokens * topk, (unsigned char)0);
+  for (std::vector<long>& pairs : chosen) {
+    if (policy == DropPolicy::kProbs)  // stable: equal weights keep their token order
+      std::stable_sort(pairs.begin(), pairs.end(),
+                       [&](long a, long b) { return weights[a] > weights[b]; });
+    const long kept = std::min<long>(std::max(capacity, 0), (long)pairs.size());
+    for (long n = 0; n < kept; ++n) keep[pairs[n]] = 1;
   }
 }
 

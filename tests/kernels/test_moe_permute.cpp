@@ -2,8 +2,8 @@
 // (expert-major rows, each expert's in ascending token order; each token's output the
 // weighted sum of its k experts' rows, in double), their backwards against the same loops'
 // adjoints, an expert that no token chose, the round trip back to the input, the chunk sort
-// of expert parallelism against its naive order, and a routing that names an expert
-// outside [0, E) refused.
+// of expert parallelism against its naive order, choices dropped at capacity (no row, no
+// output, zero gradients), and a routing that names an expert outside [0, E) refused.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -155,6 +155,52 @@ TEST(MoePermute, ChunksSortFromSourceMajorToExpertMajorAndBack) {
   EXPECT_EQ(sorted, expected);
   kernels::unsort_chunks_by_expert(sorted.data(), counts.data(), sources, experts, h, back.data());
   EXPECT_EQ(back, in);
+}
+
+TEST(MoePermute, DroppedChoicesHaveNoRowAndNoGradient) {
+  const int tokens = 6, E = 3, k = 2, h = 3;
+  const auto idx = random_routing(tokens, E, k, -1, 151);
+  std::vector<unsigned char> keep(tokens * k, 1);
+  keep[1] = keep[4] = keep[11] = 0;
+  const kernels::MoePermutation p =
+      kernels::make_moe_permutation(idx.data(), tokens, k, E, keep.data());
+  EXPECT_EQ(p.rows(), tokens * k - 3);
+  EXPECT_EQ(p.offsets[E], p.rows());
+  const auto x = random_vector((long)tokens * h, 152), weights = random_vector(tokens * k, 153);
+  const auto dy = random_vector((long)tokens * h, 154);
+  std::vector<float> rows(p.rows() * h), y((size_t)tokens * h), dx((size_t)tokens * h);
+  std::vector<float> d_rows(p.rows() * h), d_w(tokens * k, 9.f), d_w2(tokens * k, 9.f);
+  kernels::moe_permute(p, x.data(), h, rows.data());
+  kernels::moe_unpermute(p, rows.data(), weights.data(), h, y.data());
+  kernels::moe_unpermute_backward(p, rows.data(), weights.data(), dy.data(), h, d_rows.data(),
+                                  d_w.data());
+  kernels::moe_permute_backward(p, d_rows.data(), h, dx.data());
+  std::vector<float> permuted(p.rows());
+  kernels::moe_permute_weights(p, weights.data(), permuted.data());
+  kernels::moe_permute_weights_backward(p, permuted.data(), d_w2.data());
+  // Through permute and unpermute a token's output is x times the sum of its kept weights,
+  // and its input gradient dy times the same sum.
+  std::vector<double> y_ref((size_t)tokens * h), dw_ref(tokens * k), dw2_ref(tokens * k);
+  for (int t = 0; t < tokens; ++t) {
+    double kept = 0;
+    for (int j = 0; j < k; ++j) {
+      const int i = t * k + j;
+      kept += keep[i] ? weights[i] : 0.0;
+      double dot = 0;
+      for (int c = 0; c < h; ++c) dot += (double)x[(size_t)t * h + c] * dy[(size_t)t * h + c];
+      dw_ref[i] = keep[i] ? dot : 0.0;
+      dw2_ref[i] = keep[i] ? weights[i] : 0.0;
+    }
+    for (int c = 0; c < h; ++c) y_ref[(size_t)t * h + c] = kept * x[(size_t)t * h + c];
+    std::vector<double> dx_ref(h);
+    for (int c = 0; c < h; ++c) dx_ref[c] = kept * dy[(size_t)t * h + c];
+    EXPECT_LT(
+        relative_error(std::vector<float>(dx.begin() + t * h, dx.begin() + (t + 1) * h), dx_ref),
+        1e-6);
+  }
+  EXPECT_LT(relative_error(y, y_ref), 1e-6);
+  EXPECT_LT(relative_error(d_w, dw_ref), 1e-6);
+  EXPECT_LT(relative_error(d_w2, dw2_ref), 1e-6);
 }
 
 TEST(MoePermute, ExpertOutsideTheRangeIsRefused) {

@@ -5,7 +5,8 @@
 // that reference; the load-balancing loss against its f_i * P_i form
 // (switch_load_balancing_loss_func: coeff * E * sum_i f_i P_i, f_i = n_i / (T k),
 // P_i = sum_x p(x, i) / T) and the z-loss against coeff / t * mean(lse^2), both with
-// finite-difference gradients. Logits are drawn with gaps of at least 0.15 between a row's
+// finite-difference gradients; the capacity and the choices each drop policy keeps against
+// a count of the choices ahead of each. Logits are drawn with gaps of at least 0.15 between a row's
 // values, so no top-k choice is a tie and none flips under the differences' steps.
 #include <gtest/gtest.h>
 
@@ -146,6 +147,37 @@ TEST(MoeRouter, TiesGoToTheLowerExpert) {
   const kernels::RouterShape s{1, 4, 2, false, 0.f};
   const Routed r = route(s, {0.5f, 1.f, 0.5f, 1.f});
   EXPECT_EQ(r.idx, (std::vector<int>{1, 3}));
+}
+
+TEST(MoeRouter, CapacityKeepsTheHighestWeightsOrTheFirstTokens) {
+  // Megatron's get_capacity: ceil(tokens * k / E * factor).
+  EXPECT_EQ(kernels::moe_expert_capacity(10, 2, 4, 1.0), 5);
+  EXPECT_EQ(kernels::moe_expert_capacity(10, 2, 4, 0.5), 3);   // ceil(2.5)
+  EXPECT_EQ(kernels::moe_expert_capacity(10, 2, 4, 1.25), 7);  // ceil(6.25)
+  const kernels::RouterShape s{12, 4, 2, false, 0.f};
+  const auto logits = tie_free_logits(s.tokens, s.experts, 141);
+  Routed r = route(s, logits);
+  r.weights[5] = r.weights[3];  // one tie of weights, if both go to one expert
+  const int capacity = kernels::moe_expert_capacity(s.tokens, s.topk, s.experts, 0.5);
+  for (auto policy : {kernels::DropPolicy::kProbs, kernels::DropPolicy::kPosition}) {
+    std::vector<unsigned char> keep(r.idx.size(), 7);
+    kernels::moe_capacity_keep(r.idx.data(), r.weights.data(), s.tokens, s.topk, s.experts,
+                               capacity, policy, keep.data());
+    // A choice is kept iff fewer than `capacity` choices of its expert come before it: a
+    // higher weight (or the same weight and an earlier token) under probs, an earlier
+    // token under position.
+    for (size_t i = 0; i < r.idx.size(); ++i) {
+      int ahead = 0;
+      for (size_t o = 0; o < r.idx.size(); ++o) {
+        if (o == i || r.idx[o] != r.idx[i]) continue;
+        const bool earlier = o < i;
+        ahead += policy == kernels::DropPolicy::kPosition
+                     ? earlier
+                     : r.weights[o] > r.weights[i] || (r.weights[o] == r.weights[i] && earlier);
+      }
+      EXPECT_EQ(keep[i], ahead < capacity ? 1 : 0) << "choice " << i;
+    }
+  }
 }
 
 TEST(MoeRouter, AuxLossAndGradientMatchSwitchFormula) {
