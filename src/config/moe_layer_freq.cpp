@@ -8,9 +8,12 @@ namespace trident {
 
 namespace {
 
-// Longer lists than this are no model's layers; the bound keeps "[1]*999999999" from
-// allocating before its length is compared with --num-layers.
-constexpr long kMaxEntries = 1L << 20;
+// Longer lists than this are no model's layers. The bounds keep a hostile text cheap: no
+// "[1]*999999999" allocated before its length is compared with --num-layers, no recursion
+// deep enough to overflow the stack, no long chain of copies.
+constexpr long kMaxEntries = 1L << 14;
+constexpr size_t kMaxText = 1 << 14;
+constexpr int kMaxDepth = 64;
 constexpr long kMaxNumber = 1L << 40;
 
 // An expression's value: an integer or a list of integers (Python's int and list).
@@ -27,6 +30,7 @@ class PatternParser {
   explicit PatternParser(const std::string& text) : text_(text) {}
 
   Value parse() {
+    if (text_.size() > kMaxText) fail("longer than " + std::to_string(kMaxText) + " characters");
     Value v = expression();
     skip_spaces();
     if (pos_ < text_.size()) fail("unexpected '" + std::string(1, text_[pos_]) + "'");
@@ -62,11 +66,11 @@ class PatternParser {
   Value factor() {
     skip_spaces();
     if (accept('(')) {
-      Value v = expression();
+      Value v = nested([&] { return expression(); });
       if (!accept(')')) fail("expected ')'");
       return v;
     }
-    if (accept('[')) return list();
+    if (accept('[')) return nested([&] { return list(); });
     if (pos_ < text_.size() && std::isdigit((unsigned char)text_[pos_])) return integer();
     fail(pos_ < text_.size() ? "unexpected '" + std::string(1, text_[pos_]) + "'"
                              : "unexpected end");
@@ -120,8 +124,17 @@ class PatternParser {
     return v;
   }
 
+  template <class F>
+  Value nested(F parse_inside) {
+    if (++depth_ > kMaxDepth) fail("brackets nested deeper than " + std::to_string(kMaxDepth));
+    Value v = parse_inside();
+    --depth_;
+    return v;
+  }
+
   const std::string& text_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // The integer form: digits alone, surrounded by spaces at most (Python's int()).

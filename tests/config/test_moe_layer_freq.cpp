@@ -38,6 +38,24 @@ TEST(MoeLayerFreq, ListExpressionsEvaluateAsPython) {
 }
 
 TEST(MoeLayerFreq, MalformedExpressionsAreRefused) {
+  // Bounded: no deep recursion, no huge list, no huge text.
+  auto message_of = [](const std::string& text) {
+    try {
+      evaluate_moe_layer_pattern(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message_of(std::string(1000, '(') + "[1]" + std::string(1000, ')'))
+                .find("brackets nested deeper than 64"),
+            std::string::npos);
+  EXPECT_EQ(evaluate_moe_layer_pattern(std::string(63, '(') + "[1]" + std::string(63, ')')),
+            std::vector<long>{1});
+  EXPECT_NE(message_of("[1]*16385").find("a list too long"), std::string::npos);
+  EXPECT_EQ(evaluate_moe_layer_pattern("[1]*16384").size(), 16384u);
+  EXPECT_NE(message_of("[1]" + std::string(20000, ' ')).find("longer than 16384 characters"),
+            std::string::npos);
   for (const char* text :
        {"[1,[0]]", "[1]+1", "1+[1]", "[1]*[1]", "[1,0", "(1,0)", "[1] [0]", "[1,0][1]", "[a]",
         "[1.5]", "[-1]", "[1,,0]", "[,1]", "([1]", "[1]*99999999999", "(1+1)*[1]+"}) {
