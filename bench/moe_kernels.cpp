@@ -19,22 +19,14 @@
 #include "kernels/grouped_gemm.h"
 #include "kernels/moe_permute.h"
 #include "kernels/moe_router.h"
+#include "time_ms.h"
 
 namespace {
 
 using namespace trident::kernels;
 
 double time_ms(const std::function<void()>& f) {
-  f();
-  auto t0 = std::chrono::steady_clock::now();
-  int reps = 0;
-  double elapsed;
-  do {
-    f();
-    ++reps;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } while (elapsed < 0.5);
-  return elapsed / reps * 1e3;
+  return trident::bench::time_ms(f, 0.5);
 }
 
 std::vector<float> filled(long n, std::uint64_t seed, float scale) {
