@@ -13,12 +13,13 @@
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
 #include "kernels/layernorm.h"
+#include "time_ms.h"
 
 namespace {
 
 using namespace trident::kernels;
 
-double time_ms(const std::function<void()>& f);
+using trident::bench::time_ms;
 
 // Sliding-window attention (Mistral's) against full causal attention at s = 2048 with
 // W = 512 (one sample, gpt2-small's 12 heads of 64): the key tiles outside the window are
@@ -40,19 +41,6 @@ void sliding_window_rows() {
     std::printf("  %-14s fwd %8.2f ms   bwd %8.2f ms\n", w ? "window 512" : "full causal", fwd,
                 bwd);
   }
-}
-
-double time_ms(const std::function<void()>& f) {
-  f();
-  auto t0 = std::chrono::steady_clock::now();
-  int reps = 0;
-  double elapsed;
-  do {
-    f();
-    ++reps;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } while (elapsed < 0.3);
-  return elapsed / reps * 1e3;
 }
 
 }  // namespace

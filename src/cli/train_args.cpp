@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli/moe_args.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "cli/train_args_config.h"
@@ -237,6 +238,7 @@ void apply_model_preset(const std::string& preset, const ModelFlags& flags, Mode
   keep("--qk-layernorm", model.qk_layernorm, explicit_values.qk_layernorm);
   keep("--kv-channels", model.kv_channels, explicit_values.kv_channels);
   keep_scaling_and_window(flags, explicit_values, model);
+  model.moe = explicit_values.moe;  // no preset is MoE: the MoE flags' values stand
   default_swiglu_ffn(flags, model);
 }
 
@@ -643,6 +645,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   app.config_formatter(config_file);
   ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
   add_training_flags(app, c);
+  const MoeFlags moe_flags = add_moe_flags(app, c);
   if (!parse_args(app, args, exit_code)) return false;
   const std::vector<std::string> notes = apply_config_overrides(config_file->overrides(), c);
   train::apply_report_dir(c);
@@ -660,6 +663,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
         "--rope-scaling-factor needs --use-rope-scaling (or a --load-hf "
         "config.json with rope_scaling)");
   check_scaling_detail_flags(flags, c.model, errors);
+  apply_moe_flags(moe_flags, c, errors);
   set_vocab_size_from_tokenizer(c, flags, errors);
   apply_slurm_defaults(c);
   train::default_load_to_save(c);

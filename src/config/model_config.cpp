@@ -137,6 +137,7 @@ std::vector<std::string> validate_model_config(const ModelConfig& c, int t) {
   validate_llama_options(c, t, errors);
   validate_qwen_options(c, errors);
   validate_rope_scaling_and_window(c, errors);
+  validate_moe_config(c, t, errors);
   return errors;
 }
 

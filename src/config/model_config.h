@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "config/moe_config.h"
+
 namespace trident {
 
 // The GPT-2 architecture's shape. Field names follow Megatron's flags.
@@ -56,6 +58,7 @@ struct ModelConfig {
   float rope_high_freq_factor = 4.f;       // llama3 only
   int rope_original_max_positions = 8192;  // llama3 only: the context trained before scaling
   int window_size = 0;                     // a token attends to the last W keys; 0: all
+  MoeConfig moe;                           // mixture of experts (none by default)
 
   // 4h unless given; saturates at INT_MAX, beyond which validation refuses the hidden size.
   int ffn() const {
@@ -81,6 +84,12 @@ struct ModelConfig {
   }
   // Dimensions of each head that RoPE rotates (even).
   int rotary_dim() const { return (int)(head_dim() * rotary_percent); }
+  // Layer l (0-based, over the whole model) replaces its MLP with experts.
+  bool is_moe_layer(int l) const {
+    return moe.enabled() && (moe.layer_pattern.empty() || moe.layer_pattern[l]);
+  }
+  // Each expert's width: --moe-ffn-hidden-size, or the dense MLP's (Megatron's default).
+  int moe_ffn() const { return moe.ffn_hidden_size > 0 ? moe.ffn_hidden_size : ffn(); }
   // Rows of fc1: [gate | up] with SwiGLU.
   int fc1_rows() const { return swiglu ? 2 * ffn() : ffn(); }
   // Grouped-query attention: rows of linear_kv on a rank of t ([k | v] of its G / t groups,
@@ -117,6 +126,10 @@ void validate_rope_scaling_and_window(const ModelConfig& c, std::vector<std::str
 
 // Every rule the model shape breaks, each as one line naming the flag and the rule.
 std::vector<std::string> validate_model_config(const ModelConfig& c, int tensor_parallel_size);
+// The mixture-of-experts shape's rules (config/moe_config.cpp), each naming its flag; t is
+// also the experts' tensor-parallel size.
+void validate_moe_config(const ModelConfig& c, int tensor_parallel_size,
+                         std::vector<std::string>& errors);
 // The Qwen options' rules (--kv-channels, --qk-layernorm), each naming its flag.
 void validate_qwen_options(const ModelConfig& c, std::vector<std::string>& errors);
 

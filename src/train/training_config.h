@@ -50,6 +50,22 @@ struct TrainingConfig {
   bool overlap_grad_reduce = false;   // bucketed all-reduce during backward
   bool overlap_param_gather = false;  // distributed optimizer: all-gather during forward
   long ddp_bucket_size = 0;           // floats per bucket (0: Megatron's default)
+  // Mixture of experts: the experts' layout and the router's training-side options
+  // (Megatron's flags; the shape is model.moe). Checked by train/moe_rules.cpp.
+  int expert_model_parallel_size = 1;   // EP: experts split over EP data-parallel ranks
+  int expert_tensor_parallel_size = 0;  // ETP; 0: t (the only value trident takes yet)
+  std::string moe_layer_freq = "1";     // --moe-layer-freq as given; model.moe.layer_pattern
+  std::string moe_token_dispatcher_type = "alltoall";  // Megatron defaults to allgather
+  std::vector<std::string> moe_router_load_balancing_type = {"aux_loss"};
+  std::vector<float> moe_aux_loss_coeff = {0.f};  // one per load-balancing type
+  float moe_z_loss_coeff = 0.f;                   // 0: no z-loss (Megatron's None)
+  float moe_input_jitter_eps = 0.f;               // 0: none (not implemented: refused)
+  bool moe_grouped_gemm = false;                  // accepted; the experts are always grouped
+  bool moe_per_layer_logging = false;
+  int expert_tensor_parallel() const {
+    return expert_tensor_parallel_size > 0 ? expert_tensor_parallel_size
+                                           : tensor_model_parallel_size;
+  }
   int world_size = 1;                 // set by the launcher, not a flag
 
   int micro_batch_size = 4;

@@ -13,6 +13,7 @@
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
 #include "train/checkpointing.h"
+#include "train/moe_rules.h"
 #include "train/training_config.h"
 
 namespace trident::train {
@@ -476,6 +477,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   std::vector<std::string> errors = validate_model_config(c.model, c.tensor_model_parallel_size);
   check_parallel_layout(c, errors);
   check_sharding(c, errors);
+  check_moe(c, errors);
   check_precision(c, errors);
   check_recomputation(c, errors);
   check_checkpoint_and_fault_flags(c, errors);

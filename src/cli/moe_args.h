@@ -1,0 +1,26 @@
+#pragma once
+// `trident train`'s mixture-of-experts flags (Megatron's spellings and defaults, except the
+// dispatcher: alltoall, the only one trident implements). The shape goes into
+// c.model.moe, the layout and the router's loss options into c itself.
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "train/training_config.h"
+
+namespace trident::cli {
+
+// The MoE flags; `given` tells which the command line (or the config file) set.
+struct MoeFlags {
+  std::map<std::string, CLI::Option*> given;
+};
+MoeFlags add_moe_flags(CLI::App& app, train::TrainingConfig& c);
+
+// After the model's shape is final (preset, --load-hf): --moe-layer-freq resolved into
+// c.model.moe.layer_pattern, and every MoE flag given without --num-experts refused by
+// name (Megatron ignores them; a run meant to be MoE would train a dense model).
+void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
+                     std::vector<std::string>& errors);
+
+}  // namespace trident::cli

@@ -1,0 +1,112 @@
+// check_moe: expert parallelism against the data-parallel size, ETP, sequence parallelism,
+// the dispatcher and load-balancing types trident refuses by name, the coefficients; and the
+// refusal of any run with experts while the MoE layer is not built.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "train/moe_rules.h"
+#include "train/training_config.h"
+
+namespace trident::train {
+namespace {
+
+std::vector<std::string> moe_errors(const TrainingConfig& c) {
+  std::vector<std::string> errors;
+  check_moe(c, errors);
+  return errors;
+}
+
+bool mentions(const std::vector<std::string>& errors, const std::string& text) {
+  for (const std::string& e : errors)
+    if (e.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// t = 2, p = 1, d = 4 on 8 ranks, 8 experts over EP = 2.
+TrainingConfig moe_run() {
+  TrainingConfig c;
+  c.world_size = 8, c.tensor_model_parallel_size = 2, c.sequence_parallel = true;
+  c.model.moe.num_experts = 8, c.expert_model_parallel_size = 2;
+  return c;
+}
+
+const char* const kNotBuilt = "trident does not build MoE layers yet";
+
+TEST(MoeRules, ADenseRunHasNoErrorAndAValidMoeRunIsOnlyRefusedAsNotBuilt) {
+  EXPECT_TRUE(moe_errors(TrainingConfig{}).empty());
+  const auto e = moe_errors(moe_run());
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(kNotBuilt), std::string::npos) << e[0];
+  TrainingConfig dense;
+  dense.expert_model_parallel_size = 2;
+  EXPECT_TRUE(mentions(moe_errors(dense), "--expert-model-parallel-size 2 needs --num-experts"));
+}
+
+TEST(MoeRules, ExpertLayoutRules) {
+  TrainingConfig c = moe_run();
+  c.expert_model_parallel_size = 3;  // divides neither 8 experts nor d = 4
+  c.expert_tensor_parallel_size = 1;
+  c.sequence_parallel = false;
+  const auto e = moe_errors(c);
+  EXPECT_EQ(e.size(), 5u);
+  EXPECT_TRUE(
+      mentions(e, "--num-experts (8) must be divisible by --expert-model-parallel-size (3)"));
+  EXPECT_TRUE(
+      mentions(e, "--expert-model-parallel-size (3) must divide the data-parallel size (4"));
+  EXPECT_TRUE(mentions(e,
+                       "--expert-tensor-parallel-size (1) must equal "
+                       "--tensor-model-parallel-size (2)"));
+  EXPECT_TRUE(mentions(e,
+                       "--num-experts with --tensor-model-parallel-size 2 needs "
+                       "--sequence-parallel"));
+  EXPECT_TRUE(mentions(e, kNotBuilt));
+  c = moe_run();
+  c.expert_tensor_parallel_size = 2;  // given as t: accepted
+  EXPECT_EQ(moe_errors(c).size(), 1u);
+  c.expert_model_parallel_size = 0;
+  EXPECT_TRUE(mentions(moe_errors(c), "--expert-model-parallel-size must be >= 1"));
+}
+
+TEST(MoeRules, DispatcherAndBalancingTypesAreRefusedByName) {
+  for (const char* d : {"allgather", "flex"}) {
+    TrainingConfig c = moe_run();
+    c.moe_token_dispatcher_type = d;
+    EXPECT_TRUE(mentions(moe_errors(c), std::string("--moe-token-dispatcher-type ") + d +
+                                            " is not implemented in trident"));
+  }
+  for (const char* t : {"seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing"}) {
+    TrainingConfig c = moe_run();
+    c.moe_router_load_balancing_type = {t};
+    EXPECT_TRUE(mentions(moe_errors(c), std::string("--moe-router-load-balancing-type ") + t +
+                                            " is not implemented in trident"));
+  }
+  TrainingConfig c = moe_run();
+  c.moe_router_load_balancing_type = {"aux_loss", "none"};
+  c.moe_aux_loss_coeff = {0.01f, 0.f, 0.f};
+  auto e = moe_errors(c);
+  EXPECT_TRUE(mentions(e, "--moe-router-load-balancing-type: give one type"));
+  EXPECT_TRUE(mentions(e, "one per --moe-router-load-balancing-type (2), got 3"));
+}
+
+TEST(MoeRules, Coefficients) {
+  TrainingConfig c = moe_run();
+  c.moe_router_load_balancing_type = {"none"};
+  c.moe_aux_loss_coeff = {0.01f};
+  c.moe_z_loss_coeff = -1.f;
+  c.moe_input_jitter_eps = 0.01f;
+  auto e = moe_errors(c);
+  EXPECT_EQ(e.size(), 4u);
+  EXPECT_TRUE(mentions(e,
+                       "--moe-aux-loss-coeff > 0 needs --moe-router-load-balancing-type "
+                       "aux_loss (got none)"));
+  EXPECT_TRUE(mentions(e, "--moe-z-loss-coeff must be >= 0"));
+  EXPECT_TRUE(mentions(e, "--moe-input-jitter-eps is not implemented"));
+  c = moe_run();
+  c.moe_aux_loss_coeff = {-0.5f};
+  EXPECT_TRUE(mentions(moe_errors(c), "--moe-aux-loss-coeff must be >= 0 and finite"));
+}
+
+}  // namespace
+}  // namespace trident::train
