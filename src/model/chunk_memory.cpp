@@ -139,11 +139,14 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
       std::max(sizes.largest_weight, s.layers > 0 && config.group_query_attention
                                          ? config.qkv_projection_local(tp.size) * config.hidden_size
                                          : 0L);
-  const int vocab_local = config.padded_vocab_size(tp.size) / tp.size;
-  s.logits_chunk_rows = options.logits_chunk_rows > 0
-                            ? (int)std::min<long>(options.logits_chunk_rows, s.tokens())
-                            : tensor_parallel::lm_head_chunk_rows(s.tokens(), vocab_local);
+  s.logits_chunk_rows = logits_chunk_rows(config, tp.size, s.tokens(), options);
   return s;
+}
+
+int logits_chunk_rows(const ModelConfig& config, int t, long tokens, const ChunkOptions& options) {
+  const int vocab_local = config.padded_vocab_size(t) / t;
+  return options.logits_chunk_rows > 0 ? (int)std::min<long>(options.logits_chunk_rows, tokens)
+                                       : tensor_parallel::lm_head_chunk_rows(tokens, vocab_local);
 }
 
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,

@@ -139,6 +139,10 @@ inline constexpr int kLayersSizedWhole = 4096;
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
                          const ChunkPlacement& placement);
 
+// Rows of logits the fused output layer forms at a time for a micro-batch of `tokens` rows
+// (ChunkOptions::logits_chunk_rows, or tensor_parallel::lm_head_chunk_rows).
+int logits_chunk_rows(const ModelConfig& config, int t, long tokens, const ChunkOptions& options);
+
 // The shape of chunk `options.placement` of a model on tensor-parallel rank `tp`,
 // from its parameter layout (or its sizes, computed before).
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,

@@ -179,6 +179,22 @@ std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) 
   return plans;
 }
 
+namespace {
+
+// As training runs the vocabulary under ZeRO-3 (engine::vocabulary_blocks).
+VocabularyTraffic vocabulary_traffic(const engine::RankLayout& r, const ChunkOptions& o,
+                                     const LayoutSizes& sizes) {
+  VocabularyTraffic v;
+  v.blocks = engine::vocabulary_blocks(r, o.placement, (int)sizes.tensors.size());
+  const long tokens = (long)r.micro_batch * r.model.seq_length;
+  const long rows = logits_chunk_rows(r.model, r.tensor, tokens, o);
+  v.logits_chunks = (int)((tokens + rows - 1) / rows);
+  v.swapped_floats = (double)r.data * tokens * r.model.hidden_size;
+  return v;
+}
+
+}  // namespace
+
 StageParameters IterationModel::stage_parameters(const Layout& l, int stage) {
   const engine::RankLayout r = rank_layout(l);
   const bool tied = workload_.model.tied_output();
@@ -189,7 +205,7 @@ StageParameters IterationModel::stage_parameters(const Layout& l, int stage) {
     const ChunkOptions o = engine::chunk_options(r, stage, j, needs);
     const LayoutSizes& sizes = sizes_of(l.tensor, o.placement);
     out.floats += sizes.parameters;
-    out.gathers += chunk_unit_gathers(sizes, o.placement, tied);
+    out.gathers += chunk_unit_gathers(sizes, o.placement, tied, vocabulary_traffic(r, o, sizes));
     // As engine/rank_model.cpp's holds_tied_copy: the word embedding is the first tensor,
     // so its bucket is the last cut (data_parallel/buckets.h).
     const bool holds_copy = l.distributed_optimizer() && l.pipeline > 1 && tied &&

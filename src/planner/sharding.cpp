@@ -30,7 +30,7 @@ struct GradientScatters {
 };
 
 GradientScatters gradient_scatters(const DataParallelWork& w, const LinkSpec& link) {
-  const double each_floats = w.parameter_floats - w.held_back_floats;
+  const double each_floats = w.parameter_floats - w.held_back_floats + w.gathers.extra_scattered;
   GradientScatters g;
   if (each_floats > 0) {
     g.each = ring_reduce_scatter_seconds(each_floats * kWireBytes, w.data, link);
@@ -121,6 +121,7 @@ DataParallelTraffic data_parallel_traffic(data_parallel::ShardingStrategy strate
 UnitGathers& UnitGathers::operator+=(const UnitGathers& o) {
   forward += o.forward, backward += o.backward;
   forward_waited += o.forward_waited, backward_waited += o.backward_waited;
+  extra_scattered += o.extra_scattered;
   return *this;
 }
 
@@ -153,8 +154,47 @@ PassUnits pass_units(int units, const ChunkPlacement& p, bool tied_output) {
 
 }  // namespace
 
+namespace {
+
+// The output layer's gathers per micro-batch: every block twice per chunk of rows, less the
+// block each turn finds still there (the last going up, the first coming down to the next
+// chunk).
+double head_gathers(const LayoutSizes& sizes, const VocabularyTraffic& v) {
+  const std::vector<std::pair<long, long>> blocks =
+      data_parallel::vocabulary_blocks(sizes.tensors, v.blocks);
+  if (blocks.empty()) return 0;
+  const double whole = (double)sizes.tensors[v.blocks.head_tensor].second;
+  return 2 * v.logits_chunks * whole - v.logits_chunks * (double)blocks.back().second -
+         (v.logits_chunks - 1) * (double)blocks.front().second;
+}
+
+// Training's passes with the vocabulary out of the units: the word embedding's floats leave
+// the first unit (swapped rows instead, both ways), the output layer's leave its unit and come
+// back as its blocks' gathers.
+void move_vocabulary(const LayoutSizes& sizes, const VocabularyTraffic& v, UnitGathers& g) {
+  const data_parallel::VocabularyBlocks& b = v.blocks;
+  if (b.sparse_tensor >= 0) {
+    const double word = (double)sizes.tensors[b.sparse_tensor].second;
+    g.forward += v.swapped_floats - word;
+    g.backward += v.swapped_floats;
+    g.forward_waited = std::max(0.0, g.forward_waited - word);
+    if (b.sparse_tensor != b.head_tensor) g.extra_scattered -= word;
+  }
+  if (b.head_tensor >= 0) {
+    const double head = (double)sizes.tensors[b.head_tensor].second;
+    if (b.head_tensor != b.sparse_tensor) {  // untied: it left the final norm's unit
+      g.forward -= head, g.backward -= head;
+      g.backward_waited = std::max(0.0, g.backward_waited - head);
+    }
+    g.forward += head_gathers(sizes, v);
+    g.extra_scattered += (v.logits_chunks - 1) * head;
+  }
+}
+
+}  // namespace
+
 UnitGathers chunk_unit_gathers(const LayoutSizes& sizes, const ChunkPlacement& placement,
-                               bool tied_output) {
+                               bool tied_output, const VocabularyTraffic& vocabulary) {
   UnitGathers g;
   if (sizes.units.empty()) {
     g.forward = g.backward = (double)sizes.parameters;
@@ -166,6 +206,7 @@ UnitGathers chunk_unit_gathers(const LayoutSizes& sizes, const ChunkPlacement& p
   for (int u : passes.backward) g.backward += floats(u);
   if (!passes.forward.empty()) g.forward_waited = floats(passes.forward.front());
   if (!passes.backward.empty()) g.backward_waited = floats(passes.backward.front());
+  if (vocabulary.blocks.active() && !sizes.tensors.empty()) move_vocabulary(sizes, vocabulary, g);
   return g;
 }
 

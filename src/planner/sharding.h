@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "data_parallel/buckets.h"
 #include "data_parallel/sharding_strategy.h"
 #include "model/chunk_memory.h"
 #include "planner/cluster.h"
@@ -37,13 +38,27 @@ struct UnitGathers {
   double forward = 0, backward = 0;
   // Of those, what each pass waits for: its first unit (prefetch starts only inside a pass).
   double forward_waited = 0, backward_waited = 0;
+  // Gradient floats reduce-scattered per micro-batch beyond the chunk's parameters: the
+  // output layer's blocks once per chunk of logits rows, the input embedding's never (its
+  // rows go straight to their owners' shards). 0 where the vocabulary is a unit.
+  double extra_scattered = 0;
   UnitGathers& operator+=(const UnitGathers& o);
+};
+
+// ZeRO-3's vocabulary, where it is not a unit (engine::vocabulary_blocks): the output layer
+// gathers each block for each chunk of logits rows twice (logits, then d(input) in reverse:
+// the block at each turn is still there); the input embedding gathers nothing and swaps
+// d x tokens x hidden floats each way instead (data_parallel/sharded_embedding.h).
+struct VocabularyTraffic {
+  data_parallel::VocabularyBlocks blocks;
+  int logits_chunks = 1;
+  double swapped_floats = 0;
 };
 
 // One chunk's gathers, from its units (LayoutSizes::units) and place in the pipeline. Sizes
 // without units (chunks past kLayersSizedWhole layers): every parameter once each way.
 UnitGathers chunk_unit_gathers(const LayoutSizes& sizes, const ChunkPlacement& placement,
-                               bool tied_output);
+                               bool tied_output, const VocabularyTraffic& vocabulary = {});
 
 // The work the data-parallel collectives of one iteration can hide under, on one rank.
 struct DataParallelWork {
