@@ -224,7 +224,16 @@ struct LayerRows {
   bool own_attention_core;  // false: selective recomputation shares one (see add_layers)
 };
 
-void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu, Rows& rows) {
+// An MoE model's MLP activations, dropless: R = tokens x k permuted rows, the worst case and
+// the exact size at expert-parallel size 1. Every layer of the chunk has them (a dense layer
+// of a mixed --moe-layer-freq pattern leaves its unused, as an MoE layer does fc1's).
+std::vector<long> moe_parts(const ChunkShape& s) {
+  if (!s.config.moe.enabled()) return {};
+  return moe_activation_parts(moe_dims(s.config, 0.0, 0.0), s.tokens());
+}
+
+void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu,
+                       const std::vector<long>& moe, Rows& rows) {
   auto held = [&](const std::string& name, Field field, long floats) {
     rows.add(r.prefix + name + r.held_suffix, r.held_home, field, r.held, {floats});
   };
@@ -248,6 +257,9 @@ void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu
   held(swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)", Field::kFc1Out, z.tokens * z.fc1);
   held((swiglu ? "SwiGLU out" : "GeLU out") + z.bf16_note, Field::kFc1Act,
        z.gemm_input(z.tokens * z.ffn));
+  if (!moe.empty())  // read by B only
+    other("MoE router (probs, lse, top-k) + expert rows (tokens x k: input, fc1 out, act)",
+          Field::kMoe, moe);
 }
 
 int count_layers(const ChunkShape& s, bool (ChunkShape::*where)(int) const) {
@@ -269,7 +281,7 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
   if (kept > 0)
     add_layer_buffers(
         z, {"", to_w, Home::kHeldLayers, Home::kSlotLayers, kept * sets, kept * n, !selective},
-        swiglu, rows);
+        swiglu, moe_parts(s), rows);
   if (const int held = count_layers(s, &ChunkShape::output_held); held > 0)
     rows.add("layer output" + to_w, Home::kHeldOutputs, Field::kLayerOutput, held * sets,
              {z.local * z.h});
@@ -281,7 +293,8 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
     // next layer's input). The group's last output is rewritten into a spare buffer
     // instead (see GPTModel::recompute_group), so one group needs no more than this.
     const Home home = Home::kRecomputeGroup;
-    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu, rows);
+    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu, moe_parts(s),
+                      rows);
     if (group > 1)
       rows.add("recompute: outputs within a group", Home::kRecomputeGroupInner, Field::kLayerOutput,
                group - 1, {z.local * z.h});
@@ -334,6 +347,9 @@ void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   add("row-parallel out + d_hidden", Field::kRowOutAndDHidden, {z.tokens * z.h, z.tokens * z.h});
   add("d_ffn", Field::kDFfn, {z.tokens * z.ffn});
   add("d_attn + d_qkv", Field::kDAttnAndDQkv, {z.tokens * z.attn, z.tokens * z.qkv});
+  if (s.config.moe.enabled() && s.layers > 0)
+    add("MoE router + expert rows scratch", Field::kMoeScratch,
+        moe_scratch_parts(moe_dims(s.config, 0.0, 0.0), s.tokens()));
   if (s.options.placement.post_process) {
     add("logits / dlogits of one row chunk", Field::kLogits, {s.logits_chunk_floats()});
     if (z.bf16)
