@@ -224,13 +224,16 @@ struct LayerRows {
   bool own_attention_core;  // false: selective recomputation shares one (see add_layers)
 };
 
-// An MoE model's MLP activations, dropless: R = tokens x k permuted rows, the worst case and
-// the exact size at expert-parallel size 1. Every layer of the chunk has them (a dense layer
-// of a mixed --moe-layer-freq pattern leaves its unused, as an MoE layer does fc1's).
+// An MoE layer's MLP activations, dropless: R = tokens x k permuted rows, the worst case and
+// the exact size at expert-parallel size 1. The kept MoE layers have them; the recompute
+// group has them in every layer when any recomputed layer is MoE (a group's layers change
+// from group to group). An MoE layer leaves the dense fc1 buffers unused.
 std::vector<long> moe_parts(const ChunkShape& s) {
   if (!s.config.moe.enabled()) return {};
   return moe_activation_parts(moe_dims(s.config, 0.0, 0.0), s.tokens());
 }
+const char* const kMoeRow =
+    "MoE router (probs, lse, top-k) + expert rows (tokens x k: input, fc1 out, act)";
 
 void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu,
                        const std::vector<long>& moe, Rows& rows) {
@@ -257,9 +260,7 @@ void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu
   held(swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)", Field::kFc1Out, z.tokens * z.fc1);
   held((swiglu ? "SwiGLU out" : "GeLU out") + z.bf16_note, Field::kFc1Act,
        z.gemm_input(z.tokens * z.ffn));
-  if (!moe.empty())  // read by B only
-    other("MoE router (probs, lse, top-k) + expert rows (tokens x k: input, fc1 out, act)",
-          Field::kMoe, moe);
+  if (!moe.empty()) other(kMoeRow, Field::kMoe, moe);  // read by B only
 }
 
 int count_layers(const ChunkShape& s, bool (ChunkShape::*where)(int) const) {
@@ -281,7 +282,9 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
   if (kept > 0)
     add_layer_buffers(
         z, {"", to_w, Home::kHeldLayers, Home::kSlotLayers, kept * sets, kept * n, !selective},
-        swiglu, moe_parts(s), rows);
+        swiglu, {}, rows);
+  if (const int moe = count_layers(s, &ChunkShape::kept_moe_layer); moe > 0)
+    rows.add(kMoeRow, Home::kSlotMoeLayers, Field::kMoe, moe * n, moe_parts(s));
   if (const int held = count_layers(s, &ChunkShape::output_held); held > 0)
     rows.add("layer output" + to_w, Home::kHeldOutputs, Field::kLayerOutput, held * sets,
              {z.local * z.h});
@@ -293,8 +296,10 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
     // next layer's input). The group's last output is rewritten into a spare buffer
     // instead (see GPTModel::recompute_group), so one group needs no more than this.
     const Home home = Home::kRecomputeGroup;
-    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu, moe_parts(s),
-                      rows);
+    bool moe = false;
+    for (int l = 0; l < s.recomputed_layers; ++l) moe = moe || s.moe_layer(l);
+    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu,
+                      moe ? moe_parts(s) : std::vector<long>{}, rows);
     if (group > 1)
       rows.add("recompute: outputs within a group", Home::kRecomputeGroupInner, Field::kLayerOutput,
                group - 1, {z.local * z.h});

@@ -125,6 +125,9 @@ struct ChunkShape {
   // every kept layer's, and of the recomputed ones only each group's last (the next
   // group's input).
   bool output_held(int l) const;
+  // Whether the chunk's layer l is an MoE layer, and one that keeps its activations.
+  bool moe_layer(int l) const { return config.is_moe_layer(options.placement.first_layer + l); }
+  bool kept_moe_layer(int l) const { return l >= recomputed_layers && moe_layer(l); }
   bool output_in_slot(int l) const;
 };
 
@@ -161,6 +164,7 @@ enum class BufferHome {
   kChunk,           // one copy
   kSlots,           // one per slot
   kSlotLayers,      // per slot, each kept layer
+  kSlotMoeLayers,   // per slot, each kept MoE layer
   kSlotOutputs,     // per slot, each layer with ChunkShape::output_in_slot
   kHeldLayers,      // per held set, each kept layer
   kHeldOutputs,     // per held set, each layer with ChunkShape::output_held

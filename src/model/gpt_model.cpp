@@ -284,6 +284,8 @@ std::vector<LayerActivations*> GPTModel::home_layers(BufferHome home) {
   auto inner = [&](int j) { return j + 1 < (int)recompute_act_.size(); };
   if (home == BufferHome::kSlotLayers)
     for (Activations& s : act_) add(s.layers, kept);
+  if (home == BufferHome::kSlotMoeLayers)
+    for (Activations& s : act_) add(s.layers, [&](int l) { return shape_.kept_moe_layer(l); });
   if (home == BufferHome::kSlotOutputs)
     for (Activations& s : act_) add(s.layers, slot_output);
   if (home == BufferHome::kHeldLayers)

@@ -178,7 +178,8 @@ TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
 }
 
 // MoE layers (t = 1, fp32, the schedules without deferred weight gradients): the plan is the
-// carve, and each layer's MoE row holds, for T tokens and R = T x k rows, the softmax [T, E],
+// carve, each kept MoE layer (only those) and the recompute group of a chunk recomputing one
+// has an MoE row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
 // lse [T], the top-k and their weights [T, k], and the permuted input [R, h], fc1 out
 // [R, 2F] and SwiGLU out [R, F]: the dropless worst case.
 TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
@@ -201,13 +202,23 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
         const std::string what =
             std::string("moe ") + stage.name + " " + schedule.name + " recompute " + r.name;
         expect_plan_is_carve(m, what);
-        int moe_rows = 0;
+        // Copies: the kept MoE layers of each slot (layers 0 and 2 are MoE), and the
+        // recompute group's layers when it recomputes an MoE layer.
+        const int first = stage.placement.first_layer;
+        const int layers = stage.placement.num_layers < 0 ? 3 : stage.placement.num_layers;
+        int kept_moe = 0, recomputed_moe = 0;
+        for (int l = 0; l < layers; ++l) {
+          const bool is_moe = (first + l) % 2 == 0;
+          (l < std::min(r.layers, layers) ? recomputed_moe : kept_moe) += is_moe;
+        }
+        int copies = 0;
         for (const ChunkBuffer& b : m.buffers())
           if (b.field == BufferField::kMoe) {
             EXPECT_EQ(b.parts, want) << what;
-            ++moe_rows;
+            copies += b.copies;
           }
-        EXPECT_GE(moe_rows, 1) << what;
+        const int group = recomputed_moe > 0 ? std::min(r.group, std::min(r.layers, layers)) : 0;
+        EXPECT_EQ(copies, kept_moe * schedule.slots + group) << what;
         ++built;
       }
   EXPECT_EQ(built, 4 * 2 * 4);
