@@ -126,6 +126,25 @@ void check_scaling_and_window(const Checker& check, const json& model) {
   check.integer(r, "original_max_position_embeddings", "model.rope_scaling.", 1, INT_MAX);
 }
 
+// The MoE shape, present only for a model with experts (validate_model_config checks the
+// values again when the run uses them).
+void check_moe(const Checker& check, const json& model) {
+  if (!model.contains("moe")) return;
+  const json& e = check.object(model, "moe", "model.");
+  for (const char* key : {"num_experts", "router_topk", "ffn_hidden_size"})
+    check.integer(e, key, "model.moe.", 1, INT_MAX);
+  if (!e.contains("router_pre_softmax") || !e["router_pre_softmax"].is_boolean())
+    check.fail("model.moe.router_pre_softmax", "must be a boolean");
+  if (!e.contains("router_topk_scaling_factor") || !e["router_topk_scaling_factor"].is_number())
+    check.fail("model.moe.router_topk_scaling_factor", "must be a number");
+  const json& pattern = check.array(e, "layer_pattern", "model.moe.");
+  if (pattern.size() != (size_t)model["num_layers"].get<long>())
+    check.fail("model.moe.layer_pattern", "must have one entry per layer");
+  for (const json& on : pattern)
+    if (!on.is_number_integer() || (on != 0 && on != 1))
+      check.fail("model.moe.layer_pattern", "entries must be 0 or 1");
+}
+
 // The Llama family's options, present only when they differ from GPT-2's block; their
 // values are checked again by validate_model_config when the run uses them.
 void check_llama_options(const Checker& check, const json& model) {
@@ -140,6 +159,7 @@ void check_llama_options(const Checker& check, const json& model) {
       check.fail("model." + std::string(key), "must be a boolean");
   check_qwen_options(check, model);
   check_scaling_and_window(check, model);
+  check_moe(check, model);
 }
 }  // namespace
 
@@ -231,6 +251,14 @@ ModelConfig manifest_model(const json& manifest) {
     c.rope_high_freq_factor = r["high_freq_factor"].get<float>();
     c.rope_original_max_positions = r["original_max_position_embeddings"];
   }
+  if (m.contains("moe")) {
+    const json& e = m["moe"];
+    c.moe.num_experts = e["num_experts"], c.moe.router_topk = e["router_topk"];
+    c.moe.ffn_hidden_size = e["ffn_hidden_size"];
+    c.moe.router_pre_softmax = e["router_pre_softmax"];
+    c.moe.router_topk_scaling_factor = e["router_topk_scaling_factor"].get<float>();
+    for (int on : e["layer_pattern"].get<std::vector<int>>()) c.moe.layer_pattern.push_back(on);
+  }
   return c;
 }
 
@@ -243,6 +271,21 @@ ParamSpec manifest_spec(const json& t) {
   s.shard = {shard["dim"], shard["stride"], shard["parts"], shard["rank"]};
   return s;
 }
+
+namespace {
+// The MoE shape (issue 32), written only for a model with experts: what builds its layers.
+json moe_json(const ModelConfig& m) {
+  json j = {{"num_experts", m.moe.num_experts},
+            {"router_topk", m.moe.router_topk},
+            {"ffn_hidden_size", m.moe_ffn()},
+            {"router_pre_softmax", m.moe.router_pre_softmax},
+            {"router_topk_scaling_factor", m.moe.router_topk_scaling_factor}};
+  std::vector<int> pattern;
+  for (int l = 0; l < m.num_layers; ++l) pattern.push_back(m.is_moe_layer(l) ? 1 : 0);
+  j["layer_pattern"] = pattern;
+  return j;
+}
+}  // namespace
 
 // The Llama family's options are written only when they differ from GPT-2's block, so a
 // GPT-2 checkpoint's manifest is what it was before they existed.
@@ -273,6 +316,7 @@ json model_json(const ModelConfig& m) {
                          {"high_freq_factor", m.rope_high_freq_factor},
                          {"original_max_position_embeddings", m.rope_original_max_positions}};
   if (m.window_size > 0) j["window_size"] = m.window_size;
+  if (m.moe.enabled()) j["moe"] = moe_json(m);
   return j;
 }
 

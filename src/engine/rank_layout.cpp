@@ -83,6 +83,8 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.shard_parameters = layout.shard_parameters && layout.data > 1;
   options.vocabulary_block_rows = vocabulary_block_rows(layout, options.placement);
   options.logits_chunk_rows = layout.logits_chunk_rows;
+  options.moe_aux_loss_coeff = layout.moe_aux_loss_coeff;
+  options.moe_z_loss_coeff = layout.moe_z_loss_coeff;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
 }

@@ -275,6 +275,9 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
 
 void save_hf_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
                    bool gradients, StoredDtype dtype) {
+  if (config.moe.enabled())
+    throw std::invalid_argument(
+        "HuggingFace export of MoE models (Mixtral, Qwen3-MoE) is not built yet (issue 32)");
   if (is_llama_model(config)) return save_llama_model(dir, config, params, gradients, dtype);
   if (!is_gpt2_block(config))
     throw std::invalid_argument(

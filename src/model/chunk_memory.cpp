@@ -227,7 +227,19 @@ struct LayerRows {
   bool own_attention_core;  // false: selective recomputation shares one (see add_layers)
 };
 
-void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu, Rows& rows) {
+// An MoE layer's MLP activations, dropless: R = tokens x k permuted rows, the worst case and
+// the exact size at expert-parallel size 1. The kept MoE layers have them; the recompute
+// group has them in every layer when any recomputed layer is MoE (a group's layers change
+// from group to group). An MoE layer leaves the dense fc1 buffers unused.
+std::vector<long> moe_parts(const ChunkShape& s) {
+  if (!s.config.moe.enabled()) return {};
+  return moe_activation_parts(moe_dims(s.config, 0.0, 0.0), s.tokens());
+}
+const char* const kMoeRow =
+    "MoE router (probs, lse, top-k) + expert rows (tokens x k: input, fc1 out, act)";
+
+void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu,
+                       const std::vector<long>& moe, Rows& rows) {
   auto held = [&](const std::string& name, Field field, long floats) {
     rows.add(r.prefix + name + r.held_suffix, r.held_home, field, r.held, {floats});
   };
@@ -251,6 +263,7 @@ void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu
   held(swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)", Field::kFc1Out, z.tokens * z.fc1);
   held((swiglu ? "SwiGLU out" : "GeLU out") + z.bf16_note, Field::kFc1Act,
        z.gemm_input(z.tokens * z.ffn));
+  if (!moe.empty()) other(kMoeRow, Field::kMoe, moe);  // read by B only
 }
 
 int count_layers(const ChunkShape& s, bool (ChunkShape::*where)(int) const) {
@@ -272,7 +285,9 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
   if (kept > 0)
     add_layer_buffers(
         z, {"", to_w, Home::kHeldLayers, Home::kSlotLayers, kept * sets, kept * n, !selective},
-        swiglu, rows);
+        swiglu, {}, rows);
+  if (const int moe = count_layers(s, &ChunkShape::kept_moe_layer); moe > 0)
+    rows.add(kMoeRow, Home::kSlotMoeLayers, Field::kMoe, moe * n, moe_parts(s));
   if (const int held = count_layers(s, &ChunkShape::output_held); held > 0)
     rows.add("layer output" + to_w, Home::kHeldOutputs, Field::kLayerOutput, held * sets,
              {z.local * z.h});
@@ -284,7 +299,10 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
     // next layer's input). The group's last output is rewritten into a spare buffer
     // instead (see GPTModel::recompute_group), so one group needs no more than this.
     const Home home = Home::kRecomputeGroup;
-    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu, rows);
+    bool moe = false;
+    for (int l = 0; l < s.recomputed_layers; ++l) moe = moe || s.moe_layer(l);
+    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu,
+                      moe ? moe_parts(s) : std::vector<long>{}, rows);
     if (group > 1)
       rows.add("recompute: outputs within a group", Home::kRecomputeGroupInner, Field::kLayerOutput,
                group - 1, {z.local * z.h});
@@ -337,6 +355,9 @@ void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   add("row-parallel out + d_hidden", Field::kRowOutAndDHidden, {z.tokens * z.h, z.tokens * z.h});
   add("d_ffn", Field::kDFfn, {z.tokens * z.ffn});
   add("d_attn + d_qkv", Field::kDAttnAndDQkv, {z.tokens * z.attn, z.tokens * z.qkv});
+  if (s.config.moe.enabled() && s.layers > 0)
+    add("MoE router + expert rows scratch", Field::kMoeScratch,
+        moe_scratch_parts(moe_dims(s.config, 0.0, 0.0), s.tokens()));
   if (s.options.placement.post_process) {
     add("logits / dlogits of one row chunk", Field::kLogits, {s.logits_chunk_floats()});
     if (z.bf16)

@@ -11,6 +11,7 @@
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "model/memory_plan.h"
+#include "model/moe_layer.h"
 #include "parameters/parameter_layout.h"
 
 namespace trident {
@@ -61,6 +62,11 @@ struct ChunkOptions {
   // output, boundary tensors and their gradients are then that block too. Ignored at t = 1
   // and for inference.
   bool sequence_parallel = false;
+  // MoE layers' router losses (--moe-aux-loss-coeff with aux_loss, --moe-z-loss-coeff),
+  // added to the training objective as Megatron does: (1/m) sum over micro-batches of each
+  // micro-batch's mean language-model loss plus its layers' router losses.
+  double moe_aux_loss_coeff = 0.0;
+  double moe_z_loss_coeff = 0.0;
   // Generation: no gradients or optimizer state (generation/ runs the layers on its own
   // cache and activations; micro_batch x seq should then be 1 x 1).
   bool inference = false;
@@ -119,6 +125,9 @@ struct ChunkShape {
   // every kept layer's, and of the recomputed ones only each group's last (the next
   // group's input).
   bool output_held(int l) const;
+  // Whether the chunk's layer l is an MoE layer, and one that keeps its activations.
+  bool moe_layer(int l) const { return config.is_moe_layer(options.placement.first_layer + l); }
+  bool kept_moe_layer(int l) const { return l >= recomputed_layers && moe_layer(l); }
   bool output_in_slot(int l) const;
 };
 
@@ -159,6 +168,7 @@ enum class BufferHome {
   kChunk,           // one copy
   kSlots,           // one per slot
   kSlotLayers,      // per slot, each kept layer
+  kSlotMoeLayers,   // per slot, each kept MoE layer
   kSlotOutputs,     // per slot, each layer with ChunkShape::output_in_slot
   kHeldLayers,      // per held set, each kept layer
   kHeldOutputs,     // per held set, each layer with ChunkShape::output_held
@@ -181,6 +191,7 @@ enum class BufferField {
   kLn2Out,
   kFc1Out,
   kFc1Act,
+  kMoe,  // an MoE MLP's MoeActivations (model/moe_layer.h), part by part
   kLayerOutput,
   // A slot's.
   kChunkInput,
@@ -196,6 +207,7 @@ enum class BufferField {
   kRowOutAndDHidden,  // row_out, d_hidden
   kDFfn,
   kDAttnAndDQkv,  // d_attn, d_qkv
+  kMoeScratch,    // MoeScratch, part by part
   kLogits,
   kDLogits16,
   kGemmOperands16,  // act16, in16

@@ -9,7 +9,8 @@ namespace trident {
 //   72 B s l h^2 (1 + s / (6h)) + 6 B s h V
 // where V is the padded vocabulary; the logit layer is never recomputed. With a sliding
 // window the attention term's s / (6h) counts only the attended keys
-// (ModelConfig::attention_keys).
+// (ModelConfig::attention_keys). An MoE layer counts each token's k experts and the
+// router instead of the dense MLP.
 double training_flops_per_iteration(const ModelConfig& c, long global_batch, int seq,
                                     int padded_vocab);
 

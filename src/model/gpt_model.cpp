@@ -30,8 +30,9 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
                              : std::vector<std::string>{};
   for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
     for (const std::string& w : attention) names.push_back(layer_param(l, w));
-    for (const char* w :
-         {"self_attention.linear_proj.weight", "mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
+    names.push_back(layer_param(l, "self_attention.linear_proj.weight"));
+    if (c.is_moe_layer(l)) continue;  // no decode panels for experts (no MoE generation yet)
+    for (const char* w : {"mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
       names.push_back(layer_param(l, w));
   }
   if (p.post_process)
@@ -81,7 +82,9 @@ void GPTModel::check_sequence_split(int micro_batch, int seq) const {
 // part (final norm and an untied output layer), for the gradient-ready and
 // parameters-needed hooks.
 void GPTModel::build_layers(const ModelConfig& config) {
-  const LayerDims dims = layer_dims(config, tp_.rank(), tp_.size());
+  LayerDims dims = layer_dims(config, tp_.rank(), tp_.size());
+  dims.moe.aux_loss_coeff = options_.moe_aux_loss_coeff;
+  dims.moe.z_loss_coeff = options_.moe_z_loss_coeff;
   const int first = options_.placement.first_layer, count = shape_.layers;
   const auto& specs = params_.layout().specs();
   auto spec_index = [&](const std::string& name) {
@@ -206,6 +209,10 @@ PartTarget to(float*& p) {
   return [&p](float* at, long) { p = at; };
 }
 
+PartTarget to(int*& p) {
+  return [&p](float* at, long) { p = reinterpret_cast<int*>(at); };
+}
+
 PartTarget to(std::uint16_t*& p) {
   return [&p](float* at, long) { p = reinterpret_cast<std::uint16_t*>(at); };
 }
@@ -244,6 +251,9 @@ std::vector<PartTarget> layer_targets(LayerActivations& a, BufferField field, bo
       return {to(a.fc1_act, bf16)};
     case BufferField::kLayerOutput:
       return {to(a.output)};
+    case BufferField::kMoe:
+      return {to(a.moe.probs), to(a.moe.lse),     to(a.moe.idx), to(a.moe.weights),
+              to(a.moe.rows),  to(a.moe.fc1_pre), to(a.moe.act)};
     default:
       throw std::logic_error("memory plan: a layer has no buffer of this kind");
   }
@@ -274,6 +284,8 @@ std::vector<LayerActivations*> GPTModel::home_layers(BufferHome home) {
   auto inner = [&](int j) { return j + 1 < (int)recompute_act_.size(); };
   if (home == BufferHome::kSlotLayers)
     for (Activations& s : act_) add(s.layers, kept);
+  if (home == BufferHome::kSlotMoeLayers)
+    for (Activations& s : act_) add(s.layers, [&](int l) { return shape_.kept_moe_layer(l); });
   if (home == BufferHome::kSlotOutputs)
     for (Activations& s : act_) add(s.layers, slot_output);
   if (home == BufferHome::kHeldLayers)
@@ -327,6 +339,11 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
       return {to(scratch_.d_ffn)};
     case BufferField::kDAttnAndDQkv:
       return {to(scratch_.d_attn), to(scratch_.d_qkv)};
+    case BufferField::kMoeScratch: {
+      MoeScratch& m = scratch_.moe;
+      return {to(m.logits),    to(m.counts), to(m.row_weights), to(m.d_row_weights),
+              to(m.d_weights), to(m.scaled), to(m.d_scaled),    to(m.expert_out)};
+    }
     case BufferField::kLogits:
       return {to(lm_head_.logits)};
     case BufferField::kDLogits16:
@@ -522,7 +539,10 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   auto need = [&](int begin, int end) {
     if (params_needed_) params_needed_(begin, end);
   };
-  const LayerCall call = layer_call(a, batch, seq);
+  LayerCall call = layer_call(a, batch, seq);
+  // Training forwards count the router losses (evaluation's are not part of any objective).
+  a.moe_loss_grad = (double)grad_scale * rows;
+  if (grad_scale != 0.f) call.moe_losses = &moe_losses_;
   if (options_.placement.pre_process) {
     need(0, embedding_specs_);  // word and (learned) position embeddings
     embedding_.forward(a.input_ids.data(), batch, seq, a.input, scratch_.row_out);
@@ -619,7 +639,8 @@ void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
     if (!defer_weight_grads) grad_ready(begin, end);
   };
   const float* last = output_buffer(slot);
-  const LayerCall call = layer_call(a, batch, seq);
+  LayerCall call = layer_call(a, batch, seq);
+  call.moe_loss_grad = a.moe_loss_grad;
   const PassScope pass(*this, true);
   auto need = [&](std::pair<int, int> specs) {
     if (params_needed_ && specs.first < specs.second) params_needed_(specs.first, specs.second);

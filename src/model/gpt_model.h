@@ -103,6 +103,13 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
   bool sequence_parallel() const { return sequence_parallel_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  // The router losses of the MoE layers of this chunk, summed over the training forwards
+  // since the last call (coefficients included), and reset.
+  MoeLosses take_moe_losses() {
+    const MoeLosses out = moe_losses_;
+    moe_losses_ = {};
+    return out;
+  }
   // The table memory_plan() lists, row for row, and where the carve put each part of each
   // copy of its arena buffers (offsets from the arena's start): tests hold one to the other.
   struct CarvedPart {
@@ -140,6 +147,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     float* output_grad;  // d(output) received from the next stage
     std::vector<int> input_ids, target_ids;
     long first_sample = -1;
+    // The micro-batch's factor of the language-model loss's mean (grad_scale x its
+    // tokens): the MoE router losses' gradient seed in backward.
+    double moe_loss_grad = 0.0;
     int held = -1;  // the set of held activations its layers use (-1: none yet)
   };
   // The activations W reads (ChunkShape::held_sets), of the layers that are not recomputed:
@@ -211,6 +221,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<CarvedPart> carved_;
   std::vector<Activations> act_;
   float* d_residual_ = nullptr;
+  MoeLosses moe_losses_{};  // see take_moe_losses
   LayerScratch scratch_{};
   kernels::WeightGradStore deferred_;  // zero-bubble schedules: the W ops' operands
   std::vector<HeldSet> held_;

@@ -1,6 +1,7 @@
 #include "model/transformer_layer.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "kernels/elementwise.h"
 #include "kernels/head_rmsnorm.h"
@@ -45,6 +46,7 @@ LayerDims layer_dims(const ModelConfig& c, int rank, int t) {
     d.kv_local = 2 * held * c.head_dim();
   }
   d.qk_norm = c.qk_layernorm;
+  if (c.moe.enabled()) d.moe = moe_dims(c, 0.0, 0.0);  // the loss coefficients: the chunk's
   return d;
 }
 
@@ -119,9 +121,24 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
            d.hidden,
            &tp,
            precision};
-  fc1_ = column("mlp.linear_fc1", d.swiglu ? 2 * d.ffn_local : d.ffn_local);
-  fc2_ = {
-      get("mlp.linear_fc2.weight"), bias("mlp.linear_fc2"), d.ffn_local, d.hidden, &tp, precision};
+  moe_ = p.layout().contains(layer_param(i, "mlp.router.weight"));
+  if (moe_) {
+    // Built so far at tensor- and expert-parallel size 1 in fp32 (train/moe_rules.cpp
+    // refuses the rest by name).
+    if (tp.size() > 1 || (precision && precision->precision != kernels::Precision::kFp32))
+      throw std::invalid_argument(layer_param(i, "mlp") +
+                                  ": MoE layers run at tensor-parallel size 1 in fp32 only");
+    moe_mlp_ = MoeMlp(d.moe, p, i);
+    fc1_ = {}, fc2_ = {};
+  } else {
+    fc1_ = column("mlp.linear_fc1", d.swiglu ? 2 * d.ffn_local : d.ffn_local);
+    fc2_ = {get("mlp.linear_fc2.weight"),
+            bias("mlp.linear_fc2"),
+            d.ffn_local,
+            d.hidden,
+            &tp,
+            precision};
+  }
   for (auto* l : {&qkv_, &q_, &kv_, &fc1_}) l->sequence_parallel = sequence_parallel;
   for (auto* l : {&proj_, &fc2_}) l->sequence_parallel = sequence_parallel;
 }
@@ -275,10 +292,15 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
                                      dropout_site(index_, DropoutKind::kAttentionOut));
 
   ln2_.forward(a.residual1, a.ln2_out, a.ln2_mean, a.ln2_rstd, n, h);
-  fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
-  if (call.progress) (*call.progress)();
-  mlp_activation(a.fc1_pre, a.fc1_act, rows);
-  fc2_.forward(a.fc1_act.operand(), w.row_out, rows);
+  if (moe_) {
+    const MoeLosses losses = moe_mlp_.forward(a.ln2_out.fp32, rows, a.moe, w.moe, w.row_out);
+    if (call.moe_losses) call.moe_losses->aux += losses.aux, call.moe_losses->z += losses.z;
+  } else {
+    fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
+    if (call.progress) (*call.progress)();
+    mlp_activation(a.fc1_pre, a.fc1_act, rows);
+    fc2_.forward(a.fc1_act.operand(), w.row_out, rows);
+  }
   kernels::bias_dropout_residual_add(a.residual1, row_output(w, n), fc2_.bias.value, a.output, n, h,
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
 }
@@ -304,19 +326,9 @@ void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch&
     tensor_parallel::copy_to_region_backward(*tp_, w.d_hidden, (long)rows * dims_.hidden);
 }
 
-// With sequence parallelism the column-parallel layers' inputs are all-gathered again
-// here rather than kept from forward (as Megatron does), so only 1/t of them is stored.
-void TransformerLayer::backward(const float* x, const LayerActivations& a, float* d_residual,
-                                const LayerScratch& w, const LayerCall& call) const {
-  const int rows = call.batch * call.seq, n = local_rows(call), h = dims_.hidden;
-  using kernels::DropoutKind, kernels::dropout_site;
-  // Zero-bubble B: the output gradients of the layer's linears are kept until W in its
-  // buffers that B has passed (the store takes those of the held activations that fit).
-  // The layer's output is the next layer's input, passed already.
-  donate(a.output, (long)n * h);
-  // d_residual passes the residual add unchanged; the dropped branch gets it masked.
-  fc2_.backward(row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kMlpOut)),
-                a.fc1_act.operand(), w.d_ffn, rows);
+void TransformerLayer::dense_mlp_backward(const float* d_out, const LayerActivations& a,
+                                          const LayerScratch& w, int rows, int n) const {
+  fc2_.backward(d_out, a.fc1_act.operand(), w.d_ffn, rows);
   // fc1's pre-activation is dead once its gradient is formed: a deferred W finds fc1's
   // output gradient there (in place with SwiGLU in fp32, else copied as the product takes it).
   donate(a.fc1_pre, (long)rows * fc1_.out_local);
@@ -328,6 +340,26 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
     fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
   }
   donate(nullptr, 0);
+}
+
+// With sequence parallelism the column-parallel layers' inputs are all-gathered again
+// here rather than kept from forward (as Megatron does), so only 1/t of them is stored.
+void TransformerLayer::backward(const float* x, const LayerActivations& a, float* d_residual,
+                                const LayerScratch& w, const LayerCall& call) const {
+  const int rows = call.batch * call.seq, n = local_rows(call), h = dims_.hidden;
+  using kernels::DropoutKind, kernels::dropout_site;
+  // Zero-bubble B: the output gradients of the layer's linears are kept until W in its
+  // buffers that B has passed (the store takes those of the held activations that fit).
+  // The layer's output is the next layer's input, passed already.
+  donate(a.output, (long)n * h);
+  // d_residual passes the residual add unchanged; the dropped branch gets it masked.
+  const float* d_mlp_out =
+      row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kMlpOut));
+  if (moe_)
+    moe_mlp_.backward(a.ln2_out.fp32, rows, a.moe, w.moe, d_mlp_out, call.moe_loss_grad,
+                      w.d_hidden);
+  else
+    dense_mlp_backward(d_mlp_out, a, w, rows, n);
   ln2_.backward(column_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h,
                 true);
   if (call.progress) (*call.progress)();

@@ -10,6 +10,7 @@
 #include "kernels/grouped_qkv.h"
 #include "kernels/mixed_linear.h"
 #include "kernels/rope.h"
+#include "model/moe_layer.h"
 #include "model/norm.h"
 #include "parameters/parameters.h"
 #include "tensor_parallel/layers.h"
@@ -39,6 +40,8 @@ struct LayerActivations {
   float* fc1_pre;
   kernels::GemmOperandBuffer fc1_act;
   float* output;
+  // An MoE layer's MLP (fc1_pre and fc1_act unused then); null in dense layers.
+  MoeActivations moe{};
 };
 
 // Reused by every layer; nothing in it survives a layer's call.
@@ -53,6 +56,7 @@ struct LayerScratch {
   // [tokens, q + k + v of this rank] (3h / t, or h / t + 2 G d / t grouped): the attention
   // core's d(q, k, v) laid out as LayerActivations::qkv.
   float* d_qkv;
+  MoeScratch moe{};  // the MoE layers' (null without MoE)
 };
 
 struct LayerDims {
@@ -71,6 +75,8 @@ struct LayerDims {
   int kv_local = 0;      // rows of this rank's linear_kv (grouped)
   bool qk_norm = false;  // --qk-layernorm: RMSNorm of each q and k head before RoPE
   int window = 0;        // sliding-window attention over the last `window` keys; 0: all
+  // The MoE layers' MLP (experts 0 without MoE; which layers are MoE, the parameters say).
+  MoeDims moe{};
 };
 
 // The layer dimensions of a model on tensor-parallel rank `rank` of `t`.
@@ -83,6 +89,11 @@ struct LayerCall {
   // Called between the big products of a backward pass (may be null): non-blocking
   // data-parallel reductions only move inside MPI calls, so they get more chances to.
   const std::function<void()>* progress = nullptr;
+  // MoE layers add their router losses here in forward (null: evaluation or recomputation,
+  // which must not count them twice), and backward seeds them with moe_loss_grad (the
+  // factor the language-model loss's per-token mean gets).
+  MoeLosses* moe_losses = nullptr;
+  double moe_loss_grad = 0.0;
 };
 
 // Generation: one step's rows (new tokens of several slots), reused by every layer.
@@ -154,6 +165,8 @@ class TransformerLayer {
   // (all-reduced unless sequence parallel); d_qkv is consumed.
   void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows) const;
   void mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act, int rows) const;
+  void dense_mlp_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
+                          int rows, int n) const;
   // Zero-bubble B: the output gradients of the next products may be kept in `region` (an
   // activation of this layer that B no longer reads) until W; null ends that.
   void donate(float* region, long floats) const;
@@ -169,6 +182,8 @@ class TransformerLayer {
   tensor_parallel::ColumnParallelLinear qkv_, fc1_;
   tensor_parallel::ColumnParallelLinear q_, kv_;  // grouped-query attention instead of qkv_
   tensor_parallel::RowParallelLinear proj_, fc2_;
+  bool moe_ = false;  // an MoE layer: moe_mlp_ instead of fc1_ / fc2_
+  MoeMlp moe_mlp_;
 };
 
 }  // namespace trident

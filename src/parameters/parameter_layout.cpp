@@ -128,6 +128,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
     linear(layer_param(l, "self_attention.linear_proj"), {h, attn}, cols, replicated,
            InitKind::kScaledNormal, bias);
     norm(layer_param(l, "post_attention_layernorm"));
+    if (c.is_moe_layer(l)) {
+      add_moe_mlp(c, l, tp);
+      continue;
+    }
     linear(layer_param(l, "mlp.linear_fc1"), {f, h}, fc1_rows, fc1_rows, InitKind::kNormal, bias);
     linear(layer_param(l, "mlp.linear_fc2"), {h, c.ffn()}, cols, replicated,
            InitKind::kScaledNormal, bias);
@@ -136,6 +140,30 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
     norm("final_layernorm");
     if (!c.tied_output()) add("output_layer.weight", {v, h}, rows, true, InitKind::kNormal);
   }
+}
+
+// An MoE layer's MLP (issue 32): the router [E, h], replicated over t (its gradient summed
+// over the tensor group like the LayerNorms'), then one fc1 and fc2 per expert, named by the
+// expert's global index so that every layout draws the same initial values (the stream is
+// the name). Experts shard over t as the dense fc1 / fc2 do and have no biases (Mixtral's
+// and Qwen3-MoE's experts have none). At expert-parallel size 1 they live in the chunk's one
+// buffer; expert parallelism will move them into a buffer of their own (kExperts in
+// /work/notes/moe_design.md B2), reduced over the expert-data-parallel group.
+void ParameterLayout::add_moe_mlp(const ModelConfig& c, int layer, TensorParallelRank tp) {
+  const long h = c.hidden_size, f = c.moe_ffn(), e = c.moe.num_experts;
+  add(layer_param(layer, "mlp.router.weight"), {e, h}, ShardSpec{}, true, InitKind::kNormal);
+  const ShardSpec fc1_rows{0, c.swiglu ? 2 : 1, tp.size, tp.rank};
+  const ShardSpec cols{1, 1, tp.size, tp.rank};
+  for (int x = 0; x < e; ++x) {
+    add(moe_expert_param(layer, x, "linear_fc1.weight"), {c.swiglu ? 2 * f : f, h}, fc1_rows, true,
+        InitKind::kNormal);
+    add(moe_expert_param(layer, x, "linear_fc2.weight"), {h, f}, cols, true,
+        InitKind::kScaledNormal);
+  }
+}
+
+std::string moe_expert_param(int layer, int expert, const std::string& leaf) {
+  return layer_param(layer, "mlp.experts." + std::to_string(expert) + "." + leaf);
 }
 
 // --qk-layernorm: one RMSNorm weight of head_dim for q's heads and one for k's, the same

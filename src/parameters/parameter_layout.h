@@ -67,6 +67,7 @@ class ParameterLayout {
  private:
   void add(std::string name, std::vector<long> shape, ShardSpec shard, bool decay, InitKind init);
   void add_qk_norms(const ModelConfig& config, int layer);
+  void add_moe_mlp(const ModelConfig& config, int layer, TensorParallelRank tp);
   std::vector<ParamSpec> specs_;
   long total_ = 0;
 };
@@ -77,6 +78,8 @@ constexpr int kParamsPerLayer = 12;
 
 // Names, shared by the layout, the layers and the checkpoint formats.
 std::string layer_param(int layer, const std::string& leaf);
+// An MoE layer's expert tensor by global expert index: layers.L.mlp.experts.E.<leaf>.
+std::string moe_expert_param(int layer, int expert, const std::string& leaf);
 
 // The units a chunk's weights are gathered in under sharded weights (ZeRO-3), as spec ranges
 // [begin, end) in layout order: the embedding (or a last stage's copy of a tied word

@@ -15,6 +15,7 @@ void LogInterval::add(const StepResult& step, int seq_length, double flops) {
   }  // as Megatron, skipped iterations stay out of the averages
   loss_ += step.loss_sum / ((double)step.global_batch * seq_length);
   grad_norm_ += step.grad_norm;
+  moe_aux_loss_ += step.moe_aux_loss, moe_z_loss_ += step.moe_z_loss;
   ++stepped_;
 }
 
@@ -26,6 +27,15 @@ IterationStats LogInterval::take(const TrainingRun& run, long iteration, const S
   s.ms_per_iter = seconds_ / iterations_ * 1e3, s.lr = last.lr, s.global_batch = last.global_batch;
   s.loss = stepped_ ? loss_ / stepped_ : NAN;
   s.grad_norm = stepped_ ? grad_norm_ / stepped_ : NAN;
+  // As Megatron's MoE logging: each loss over its coefficient, the mean over MoE layers.
+  int moe_layers = 0;
+  for (int l = 0; l < c.model.num_layers && c.model.moe.enabled(); ++l)
+    moe_layers += c.model.is_moe_layer(l);
+  const double aux_coeff = c.rank_layout().moe_aux_loss_coeff, z_coeff = c.moe_z_loss_coeff;
+  if (stepped_ && moe_layers > 0 && aux_coeff > 0)
+    s.load_balancing_loss = moe_aux_loss_ / stepped_ / (aux_coeff * moe_layers);
+  if (stepped_ && moe_layers > 0 && z_coeff > 0)
+    s.z_loss = moe_z_loss_ / stepped_ / (z_coeff * moe_layers);
   if (c.fp16)
     s.loss_scale = run.model.scaler.scale(),
     s.skipped_iterations = run.model.scaler.state().skipped;

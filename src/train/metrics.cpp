@@ -23,6 +23,12 @@ std::string format_log_line(const IterationStats& s) {
     std::snprintf(buf, sizeof buf, " lm loss: %.6E | grad norm: %.3f |", s.loss, s.grad_norm);
     line += buf;
   }
+  for (auto [name, value] :
+       {std::pair{"load_balancing_loss", s.load_balancing_loss}, std::pair{"z_loss", s.z_loss}})
+    if (!std::isnan(value)) {
+      std::snprintf(buf, sizeof buf, " %s: %.6E |", name, value);
+      line += buf;
+    }
   std::snprintf(buf, sizeof buf, " tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |", s.tokens_per_s,
                 s.tflops, s.mfu);
   line += buf;
@@ -88,6 +94,8 @@ void MetricsWriter::write(const IterationStats& s) {
                               {"tokens_per_s", s.tokens_per_s},
                               {"tflops", s.tflops},
                               {"mfu", s.mfu}};
+  if (!std::isnan(s.load_balancing_loss)) j["load_balancing_loss"] = s.load_balancing_loss;
+  if (!std::isnan(s.z_loss)) j["z_loss"] = s.z_loss;
   if (s.loss_scale > 0) {
     j["loss_scale"] = s.loss_scale;
     j["skipped_iterations"] = s.skipped_iterations;

@@ -1,6 +1,7 @@
 #pragma once
 // The per-interval log line (Megatron's format plus tokens/s, MFU, elapsed time and ETA) and the
 // same numbers as one JSON object per line in --metrics-file.
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,6 +27,9 @@ struct IterationStats {
   int interval_iterations = 0, interval_skipped = 0;
   // Since the run started, and the time left at the recent iterations' pace (< 0: not shown).
   double elapsed_s = -1, eta_s = -1;
+  // MoE (Megatron's names): the load-balancing loss and the z-loss without their
+  // coefficients, the mean over the MoE layers; NaN: not logged (no MoE, or coefficient 0).
+  double load_balancing_loss = NAN, z_loss = NAN;
 };
 
 struct ValidationStats {

@@ -33,6 +33,11 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   l.ddp_bucket_size = ddp_bucket_size;
   l.sequence_parallel = sequence_parallel_active();
   l.logits_chunk_rows = logits_chunk_rows;
+  // One load-balancing type (train/moe_rules.cpp): aux_loss with its coefficient, or none.
+  const bool aux_loss =
+      moe_router_load_balancing_type.size() == 1 && moe_router_load_balancing_type[0] == "aux_loss";
+  l.moe_aux_loss_coeff = aux_loss && !moe_aux_loss_coeff.empty() ? moe_aux_loss_coeff[0] : 0.0;
+  l.moe_z_loss_coeff = moe_z_loss_coeff;
   return l;
 }
 

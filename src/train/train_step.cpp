@@ -55,6 +55,23 @@ engine::StepOutcome optimizer_step(TrainingRun& run, long iteration, float loss_
 
 }  // namespace
 
+// The MoE layers' router losses of the step, from every chunk of every stage, as Megatron's
+// MoE logging reduces them: summed over pipeline stages, averaged over data-parallel ranks.
+void collect_moe_losses(TrainingRun& run, StepResult& r) {
+  double losses[2] = {0.0, 0.0};
+  for (GPTModel* chunk : run.model.chunk_pointers()) {
+    const MoeLosses l = chunk->take_moe_losses();
+    losses[0] += l.aux, losses[1] += l.z;
+  }
+  comm::Communicator& dp = *run.rank.groups->data;
+  run.rank.groups->pipeline->all_reduce(losses, 2, comm::ReduceOp::kSum);
+  dp.all_reduce(losses, 2, comm::ReduceOp::kSum);
+  const double micro_batches =
+      (double)r.global_batch / ((double)run.config.micro_batch_size * dp.size());
+  r.moe_aux_loss = losses[0] / (micro_batches * dp.size());
+  r.moe_z_loss = losses[1] / (micro_batches * dp.size());
+}
+
 StepResult train_step(TrainingRun& run, long iteration) {
   enter_iteration(run, iteration);
   const auto start = std::chrono::steady_clock::now();
@@ -62,6 +79,7 @@ StepResult train_step(TrainingRun& run, long iteration) {
   r.global_batch = run.batch_schedule.at(run.progress.consumed_samples);
   const float loss_scale = run.model.scaler.scale();
   r.loss_sum = forward_backward(run, r.global_batch, loss_scale);
+  if (run.config.model.moe.enabled()) collect_moe_losses(run, r);
   const double optimizer_start = run.executor->now_us();
   r.lr = run.lr_schedule.at(run.progress.lr_schedule_samples);
   // A save in the background may still be copying the weights and moments the step changes.

@@ -10,9 +10,12 @@ struct StepResult {
   long global_batch = 0;  // samples this iteration took (it grows under batch-size ramp-up)
   double loss_sum = 0;    // over every token of the global batch, all replicas added
   double grad_norm = 0;   // of the true (unscaled) gradients
-  float lr = 0;           // the learning rate the step used
-  bool skipped = false;   // fp16 overflow: the weights were not updated
-  double seconds = 0;     // wall time of the whole step
+  // MoE: the step's router losses as they enter the objective (coefficients included,
+  // summed over the MoE layers, (1/m) x summed over micro-batches, averaged over d).
+  double moe_aux_loss = 0, moe_z_loss = 0;
+  float lr = 0;          // the learning rate the step used
+  bool skipped = false;  // fp16 overflow: the weights were not updated
+  double seconds = 0;    // wall time of the whole step
 };
 
 // Collective over the world. Advances run.progress by the batch (and the LR schedule unless

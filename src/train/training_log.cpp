@@ -55,6 +55,8 @@ void TrainingLog::interval(const IterationStats& s) {
   both("learning-rate", s.lr);
   both("batch-size", s.global_batch);
   if (!std::isnan(s.loss)) both("lm loss", s.loss);
+  if (!std::isnan(s.load_balancing_loss)) both("load_balancing_loss", s.load_balancing_loss);
+  if (!std::isnan(s.z_loss)) both("z_loss", s.z_loss);
   if (!std::isnan(s.grad_norm)) tb.scalar("grad-norm", s.grad_norm, s.iteration);
   if (s.loss_scale > 0) tb.scalar("loss-scale", s.loss_scale, s.iteration);
   tb.scalar("iteration-time", s.ms_per_iter / 1e3, s.iteration);

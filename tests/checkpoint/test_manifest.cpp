@@ -85,6 +85,33 @@ TEST(Manifest, CarriesRopeScalingAndWindow) {
   EXPECT_NE(error_of(m.dump()).find("model.window_size"), std::string::npos);
 }
 
+// The MoE shape travels in the manifest (score, generate and resume rebuild the same
+// layers); a dense model's manifest has no "moe" key; a broken one is refused naming it.
+TEST(Manifest, CarriesTheMoeShape) {
+  ModelConfig c;
+  c.num_layers = 3, c.swiglu = true;
+  c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 24;
+  c.moe.router_pre_softmax = true, c.moe.layer_pattern = {true, false, true};
+  json m = json::parse(kManifest);
+  m["model"] = model_json(c);
+  const ModelConfig back = manifest_model(parse_manifest(m.dump(), "manifest.json"));
+  EXPECT_EQ(back.moe.num_experts, 4);
+  EXPECT_EQ(back.moe.router_topk, 2);
+  EXPECT_EQ(back.moe_ffn(), 24);
+  EXPECT_TRUE(back.moe.router_pre_softmax);
+  EXPECT_EQ(back.moe.layer_pattern, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(model_json(back), model_json(c));
+  EXPECT_FALSE(json::parse(model_json(ModelConfig{}).dump()).contains("moe"));
+  m["model"]["moe"]["layer_pattern"] = {1, 0};
+  EXPECT_NE(error_of(m.dump()).find("model.moe.layer_pattern must have one entry per layer"),
+            std::string::npos);
+  m["model"]["moe"]["layer_pattern"] = {1, 0, 2};
+  EXPECT_NE(error_of(m.dump()).find("model.moe.layer_pattern entries must be 0 or 1"),
+            std::string::npos);
+  m["model"]["moe"]["num_experts"] = 0;
+  EXPECT_NE(error_of(m.dump()).find("model.moe.num_experts"), std::string::npos);
+}
+
 // Found by fuzz/fuzz_manifest.cpp: "parts": 0 passed the range check (non-negative integers
 // are unsigned in the parsed JSON, and only their upper bound was checked) and the shard
 // check then divided by zero.

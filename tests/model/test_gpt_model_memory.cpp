@@ -177,6 +177,53 @@ TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
   EXPECT_EQ(built, 3 * 3 * 4 * 3 * 4 * 3 * 2);
 }
 
+// MoE layers (t = 1, fp32, the schedules without deferred weight gradients): the plan is the
+// carve, each kept MoE layer (only those) and the recompute group of a chunk recomputing one
+// has an MoE row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
+// lse [T], the top-k and their weights [T, k], and the permuted input [R, h], fc1 out
+// [R, 2F] and SwiGLU out [R, F]: the dropless worst case.
+TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
+  ModelConfig c = tiny_llama(false);
+  c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
+  c.moe.layer_pattern = {true, false, true};
+  const long T = 2L * c.seq_length, R = T * 2, h = c.hidden_size;
+  const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20};
+  int built = 0;
+  for (const Stage& stage : kStages)
+    for (const Schedule& schedule : {kSchedules[0], kSchedules[1]})
+      for (const Recompute& r : kRecompute) {
+        ChunkOptions o;
+        o.placement = stage.placement;
+        o.slots = schedule.slots;
+        o.recompute_layers = r.layers, o.recompute_group = r.group;
+        o.recompute_attention = r.attention;
+        testing::PlacedCommunicator tp(0, 1);
+        GPTModel m(c, tp, 2, c.seq_length, o);
+        const std::string what =
+            std::string("moe ") + stage.name + " " + schedule.name + " recompute " + r.name;
+        expect_plan_is_carve(m, what);
+        // Copies: the kept MoE layers of each slot (layers 0 and 2 are MoE), and the
+        // recompute group's layers when it recomputes an MoE layer.
+        const int first = stage.placement.first_layer;
+        const int layers = stage.placement.num_layers < 0 ? 3 : stage.placement.num_layers;
+        int kept_moe = 0, recomputed_moe = 0;
+        for (int l = 0; l < layers; ++l) {
+          const bool is_moe = (first + l) % 2 == 0;
+          (l < std::min(r.layers, layers) ? recomputed_moe : kept_moe) += is_moe;
+        }
+        int copies = 0;
+        for (const ChunkBuffer& b : m.buffers())
+          if (b.field == BufferField::kMoe) {
+            EXPECT_EQ(b.parts, want) << what;
+            copies += b.copies;
+          }
+        const int group = recomputed_moe > 0 ? std::min(r.group, std::min(r.layers, layers)) : 0;
+        EXPECT_EQ(copies, kept_moe * schedule.slots + group) << what;
+        ++built;
+      }
+  EXPECT_EQ(built, 4 * 2 * 4);
+}
+
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'
 // own, listed after the scratch).
 TEST(GPTModelMemory, InferencePlanIsTheCarve) {

@@ -188,5 +188,76 @@ TEST(Parameters, InitialisationEqualsTheScalarDefinition) {
     }
 }
 
+// MoE layers (issue 32): Megatron's names per global expert, the router replicated, no dense
+// fc1 / fc2; dense layers of a mixed --moe-layer-freq pattern keep theirs. The experts'
+// values under t = 2 are slices of the one-process ones and equal the scalar definition
+// (the dense fc1's sigma for fc1 and the router, the scaled one for fc2), so every layout
+// draws the same model.
+ModelConfig tiny_moe() {
+  ModelConfig c = tiny();
+  c.num_layers = 3, c.swiglu = true;
+  c.moe.num_experts = 4, c.moe.ffn_hidden_size = 24;
+  c.moe.layer_pattern = {true, false, true};
+  return c;
+}
+
+TEST(ParameterLayout, MoeLayersHoldTheRouterAndOneFc1AndFc2PerExpert) {
+  const ModelConfig c = tiny_moe();
+  const ParameterLayout layout(c, {0, 1});
+  for (int l : {0, 2}) {
+    EXPECT_FALSE(layout.contains(layer_param(l, "mlp.linear_fc1.weight")));
+    EXPECT_FALSE(layout.contains(layer_param(l, "mlp.linear_fc2.weight")));
+    EXPECT_EQ(layout.find(layer_param(l, "mlp.router.weight")).global_shape,
+              (std::vector<long>{4, 16}));
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_EQ(layout.find(moe_expert_param(l, e, "linear_fc1.weight")).global_shape,
+                (std::vector<long>{48, 16}));
+      EXPECT_EQ(layout.find(moe_expert_param(l, e, "linear_fc2.weight")).global_shape,
+                (std::vector<long>{16, 24}));
+    }
+    EXPECT_EQ(moe_expert_param(l, 3, "linear_fc2.weight"),
+              "layers." + std::to_string(l) + ".mlp.experts.3.linear_fc2.weight");
+  }
+  EXPECT_TRUE(layout.contains("layers.1.mlp.linear_fc1.weight"));
+  EXPECT_FALSE(layout.contains("layers.1.mlp.router.weight"));
+  const ParameterLayout half(c, {1, 2});
+  EXPECT_EQ(half.find("layers.0.mlp.router.weight").local_shape, (std::vector<long>{4, 16}));
+  EXPECT_EQ(half.find(moe_expert_param(0, 1, "linear_fc1.weight")).local_shape,
+            (std::vector<long>{24, 16}));
+  EXPECT_EQ(half.find(moe_expert_param(0, 1, "linear_fc2.weight")).local_shape,
+            (std::vector<long>{16, 12}));
+}
+
+TEST(Parameters, MoeExpertsDrawTheSameValuesUnderAnyTensorParallelSize) {
+  const ModelConfig c = tiny_moe();
+  Parameters whole(ParameterLayout(c, {0, 1}));
+  whole.initialize(7, 0.02f, c.num_layers);
+  const float scaled = 0.02f / std::sqrt(2.f * c.num_layers);
+  for (const ParamSpec& s : whole.layout().specs()) {
+    if (s.name.find(".mlp.") == std::string::npos ||
+        s.name.find(".mlp.linear") != std::string::npos)
+      continue;
+    const bool fc2 = s.name.find("linear_fc2") != std::string::npos;
+    EXPECT_EQ(s.init, fc2 ? InitKind::kScaledNormal : InitKind::kNormal) << s.name;
+    EXPECT_TRUE(s.weight_decay) << s.name;
+    for (long i = 0; i < s.numel(); ++i)
+      ASSERT_EQ(
+          whole.values()[s.offset + i],
+          (float)((fc2 ? scaled : 0.02f) * normal_at(7, hash_string(s.name), (std::uint64_t)i)))
+          << s.name;
+  }
+  for (int r = 0; r < 2; ++r) {
+    Parameters shard(ParameterLayout(c, {r, 2}));
+    shard.initialize(7, 0.02f, c.num_layers);
+    for (const ParamSpec& s : shard.layout().specs()) {
+      if (s.name.find(".mlp.") == std::string::npos) continue;
+      const ParamSpec& w = whole.layout().find(s.name);
+      for (long i = 0; i < s.numel(); ++i)
+        ASSERT_EQ(shard.values()[s.offset + i], whole.values()[w.offset + s.global_index(i)])
+            << s.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trident

@@ -3,9 +3,10 @@
 Megatron's MoE argument checks (and trident's refusals by name of what it does not build)
 gives its message and exit 2, with nothing written; all broken rules are listed at once;
 a flag that shapes MoE layers without --num-experts is refused (Megatron would ignore it
-and train a dense model); the same keys from a TOML config; and, while the MoE layer is not
-built, a run whose MoE flags are all valid is refused too, rather than trained dense. The
-data-parallel size that EP must divide is checked under mpirun -np 2 as well.
+and train a dense model); the same keys from a TOML config; a run whose MoE flags are all
+valid trains (EP = 1, t = 1, fp32), and what the MoE layer does not do yet is refused by name
+(expert parallelism, bf16, token dropping, shared experts). The data-parallel size that EP
+must divide is checked under mpirun -np 2 as well.
 --num-experts 0 is Megatron's "no MoE" and trains.
 Usage: moe_flags_test.py TRIDENT"""
 import os
@@ -19,7 +20,8 @@ TINY = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attent
         "--seq-length", "32", "--vocab-size", "128", "--micro-batch-size", "2", "--train-iters", "1",
         "--eval-iters", "0", "--log-interval", "1", "--peak-tflops", "1", "--threads", "1"]
 MOE = ["--num-experts", "8", "--moe-router-topk", "2"]
-NOT_BUILT = "--num-experts 8: trident does not build MoE layers yet"
+NOT_BUILT = "is not built yet (issue 32)"
+EP_NOT_BUILT = "--num-experts 8 with --expert-model-parallel-size 2: expert parallelism " + NOT_BUILT
 check = Checks()
 
 
@@ -42,7 +44,7 @@ def refused(trident, tmp, tag, args, wanted, ranks=1, what=None):
 
 
 def test_each_rule(trident, tmp):
-    """One broken rule at a time, each with its message (and the not-built refusal)."""
+    """One broken rule at a time, each with its message."""
     cases = [
         ("ep_not_dividing_d", ["--expert-model-parallel-size", "2"],
          "--expert-model-parallel-size (2) must divide the data-parallel size (1 = world size 1"),
@@ -78,7 +80,7 @@ def test_each_rule(trident, tmp):
         cases.append((balancing, ["--moe-router-load-balancing-type", balancing],
                       f"--moe-router-load-balancing-type {balancing} is not implemented in trident"))
     for tag, args, message in cases:
-        refused(trident, tmp, tag, MOE + args, [message, NOT_BUILT])
+        refused(trident, tmp, tag, MOE + args, [message])
 
 
 def test_all_at_once_and_config(trident, tmp):
@@ -89,25 +91,30 @@ def test_all_at_once_and_config(trident, tmp):
             ["--num-experts (8) must be divisible by --expert-model-parallel-size (3)",
              "--expert-model-parallel-size (3) must divide the data-parallel size",
              "--moe-router-topk (9) must be in [1, --num-experts] (8)",
-             "needs --sequence-parallel", "allgather is not implemented", NOT_BUILT],
+             "needs --sequence-parallel", "allgather is not implemented",
+             "MoE layers under tensor parallelism " + NOT_BUILT],
             what="four broken MoE rules at once")
     config = os.path.join(tmp, "moe.toml")
     with open(config, "w") as f:
         f.write('num-experts = 8\nmoe-router-topk = 2\nmoe-layer-freq = "[1,0]*2"\n'
                 'moe-aux-loss-coeff = [0.01]\nmoe-router-load-balancing-type = ["sinkhorn"]\n')
     refused(trident, tmp, "toml", ["--config", config],
-            ["--moe-router-load-balancing-type sinkhorn is not implemented", NOT_BUILT],
+            ["--moe-router-load-balancing-type sinkhorn is not implemented"],
             what="MoE keys in a TOML config")
 
 
 def test_valid_and_without_experts(trident, tmp):
-    """A valid MoE run is refused as not built (only that); MoE flags without experts are
-    refused by name; --num-experts 0 trains a dense model."""
+    """A valid MoE run trains; what is not built is refused by name; MoE flags without
+    experts are refused by name; --num-experts 0 trains a dense model."""
     code, text, wrote = train(trident, tmp, "valid", MOE + [
         "--moe-layer-freq", "([1]*1+[0]*1)*2", "--moe-aux-loss-coeff", "1e-2", "--moe-z-loss-coeff",
         "1e-3", "--moe-grouped-gemm", "--moe-ffn-hidden-size", "96", "--moe-router-pre-softmax"])
-    check(code == 2 and "1 invalid argument" in text and NOT_BUILT in text and not wrote,
-          f"a valid MoE run: exit 2, refused only as not built (exit {code}: {text.strip()[-400:]})")
+    check(code == 0 and wrote, f"a valid MoE run trains (exit {code}: {text.strip()[-400:]})")
+    refused(trident, tmp, "not_built", MOE + [
+        "--bf16", "--moe-expert-capacity-factor", "1.5", "--moe-shared-expert-intermediate-size", "64"],
+            ["--num-experts 8 with --bf16: the experts' grouped products run in fp32 only",
+             "token dropping " + NOT_BUILT, "shared experts " + NOT_BUILT],
+            what="bf16, capacity and shared experts refused by name")
     refused(trident, tmp, "no_experts",
             ["--moe-router-topk", "4", "--moe-aux-loss-coeff", "0.01", "--expert-model-parallel-size", "2"],
             ["--moe-router-topk needs --num-experts", "--moe-aux-loss-coeff needs --num-experts",
@@ -121,7 +128,7 @@ def test_under_mpirun(trident, tmp):
     """d = world / (t x p) = 2: EP 2 passes the layout rules, EP 4 does not."""
     code, text, wrote = train(trident, tmp, "mpi_ep2", MOE + ["--expert-model-parallel-size", "2"],
                               ranks=2)
-    check(code == 2 and "1 invalid argument" in text and NOT_BUILT in text and not wrote,
+    check(code == 2 and "1 invalid argument" in text and EP_NOT_BUILT in text and not wrote,
           f"mpirun -np 2, EP 2: only the not-built refusal (exit {code}: {text.strip()[-400:]})")
     refused(trident, tmp, "mpi_ep4", MOE + ["--expert-model-parallel-size", "4"],
             ["--expert-model-parallel-size (4) must divide the data-parallel size (2 = world size 2"],

@@ -42,3 +42,21 @@ TEST(LogLines, AnIntervalOfSkippedStepsSaysSo) {
   s.loss_scale = 0, s.interval_skipped = 3;  // bf16 and fp32 never skip: nothing said
   EXPECT_EQ(format_log_line(s).find("skipped"), std::string::npos);
 }
+
+// MoE: Megatron's load_balancing_loss and z_loss after the loss, only where logged (NaN
+// otherwise: a dense run's line is as it was).
+TEST(LogLines, MoeRouterLossesFollowTheLossWhenLogged) {
+  IterationStats s;
+  s.iteration = 2, s.train_iters = 4, s.loss = 2.5, s.grad_norm = 1;
+  const std::string dense = format_log_line(s);
+  EXPECT_EQ(dense.find("load_balancing_loss"), std::string::npos);
+  EXPECT_EQ(dense.find("z_loss"), std::string::npos);
+  s.load_balancing_loss = 1.0, s.z_loss = 2.5;
+  const std::string moe = format_log_line(s);
+  EXPECT_NE(moe.find(" grad norm: 1.000 | load_balancing_loss: 1.000000E+00 | z_loss: "
+                     "2.500000E+00 | tokens/s:"),
+            std::string::npos)
+      << moe;
+  s.z_loss = NAN;
+  EXPECT_EQ(format_log_line(s).find("z_loss"), std::string::npos);
+}

@@ -1,6 +1,7 @@
 // check_moe: expert parallelism against the data-parallel size, ETP, sequence parallelism,
 // the dispatcher and load-balancing types trident refuses by name, the coefficients; and the
-// refusal of any run with experts while the MoE layer is not built.
+// refusal by name of what the MoE layer does not do yet (expert and tensor parallelism,
+// 16-bit precision, token dropping, shared experts, zb-h1, HF import/export, generation).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -32,13 +33,16 @@ TrainingConfig moe_run() {
   return c;
 }
 
-const char* const kNotBuilt = "trident does not build MoE layers yet";
+const char* const kNotBuilt = "is not built yet (issue 32)";
+// moe_run's refusals as not built: expert parallelism and t = 2.
+constexpr size_t kNotBuiltInMoeRun = 2;
 
 TEST(MoeRules, ADenseRunHasNoErrorAndAValidMoeRunIsOnlyRefusedAsNotBuilt) {
   EXPECT_TRUE(moe_errors(TrainingConfig{}).empty());
   const auto e = moe_errors(moe_run());
-  ASSERT_EQ(e.size(), 1u);
-  EXPECT_NE(e[0].find(kNotBuilt), std::string::npos) << e[0];
+  ASSERT_EQ(e.size(), kNotBuiltInMoeRun);
+  EXPECT_TRUE(mentions(e, "--expert-model-parallel-size 2: expert parallelism is not built yet"));
+  EXPECT_TRUE(mentions(e, "--tensor-model-parallel-size 2: MoE layers under tensor parallelism"));
   TrainingConfig dense;
   dense.expert_model_parallel_size = 2;
   EXPECT_TRUE(mentions(moe_errors(dense), "--expert-model-parallel-size 2 needs --num-experts"));
@@ -50,7 +54,7 @@ TEST(MoeRules, ExpertLayoutRules) {
   c.expert_tensor_parallel_size = 1;
   c.sequence_parallel = false;
   const auto e = moe_errors(c);
-  EXPECT_EQ(e.size(), 5u);
+  EXPECT_EQ(e.size(), 4u + kNotBuiltInMoeRun);
   EXPECT_TRUE(
       mentions(e, "--num-experts (8) must be divisible by --expert-model-parallel-size (3)"));
   EXPECT_TRUE(
@@ -64,7 +68,7 @@ TEST(MoeRules, ExpertLayoutRules) {
   EXPECT_TRUE(mentions(e, kNotBuilt));
   c = moe_run();
   c.expert_tensor_parallel_size = 2;  // given as t: accepted
-  EXPECT_EQ(moe_errors(c).size(), 1u);
+  EXPECT_EQ(moe_errors(c).size(), kNotBuiltInMoeRun);
   c.expert_model_parallel_size = 0;
   EXPECT_TRUE(mentions(moe_errors(c), "--expert-model-parallel-size must be >= 1"));
 }
@@ -97,7 +101,7 @@ TEST(MoeRules, Coefficients) {
   c.moe_z_loss_coeff = -1.f;
   c.moe_input_jitter_eps = 0.01f;
   auto e = moe_errors(c);
-  EXPECT_EQ(e.size(), 4u);
+  EXPECT_EQ(e.size(), 3u + kNotBuiltInMoeRun);
   EXPECT_TRUE(mentions(e,
                        "--moe-aux-loss-coeff > 0 needs --moe-router-load-balancing-type "
                        "aux_loss (got none)"));
@@ -106,6 +110,29 @@ TEST(MoeRules, Coefficients) {
   c = moe_run();
   c.moe_aux_loss_coeff = {-0.5f};
   EXPECT_TRUE(mentions(moe_errors(c), "--moe-aux-loss-coeff must be >= 0 and finite"));
+}
+
+// What step 3 of issue 32 builds: EP = 1, t = 1, any p and d, fp32, dropless, with the aux and
+// z losses. The rest is refused by name.
+TEST(MoeRules, OneTensorParallelRankInFp32IsAcceptedAndTheRestRefusedByName) {
+  TrainingConfig c;
+  c.world_size = 4, c.pipeline_model_parallel_size = 2;
+  c.model.moe.num_experts = 4, c.moe_aux_loss_coeff = {0.01f}, c.moe_z_loss_coeff = 0.001f;
+  EXPECT_TRUE(moe_errors(c).empty());
+  c.bf16 = true;
+  c.model.moe.expert_capacity_factor = 1.25f;
+  c.model.moe.shared_expert_intermediate_size = 64;
+  c.pipeline_schedule = "zb-h1";
+  c.save_hf = "out", c.load_hf = "in", c.sample_prompt = "In the beginning";
+  const auto e = moe_errors(c);
+  EXPECT_EQ(e.size(), 7u);
+  for (const char* flag :
+       {"--bf16: the experts' grouped products run in fp32 only",
+        "--moe-expert-capacity-factor / --moe-pad-expert-input-to-capacity: token dropping",
+        "--moe-shared-expert-intermediate-size: shared experts", "--pipeline-schedule zb-h1",
+        "--save-hf: HF export", "--load-hf: HF import", "--sample-prompt: generation"})
+    EXPECT_TRUE(mentions(e, std::string("--num-experts 4 with ") + flag)) << flag;
+  for (const std::string& message : e) EXPECT_NE(message.find(kNotBuilt), std::string::npos);
 }
 
 }  // namespace

@@ -80,6 +80,10 @@ TEST(NextCommands, NameTheSavedModelAndTheRunsTokenizer) {
   const auto only = next_commands(mock, "/bin/trident");
   ASSERT_EQ(only.size(), 1u);
   EXPECT_EQ(only[0], "/bin/trident convert --load /runs/m --save-hf /runs/m_hf");
+
+  // An MoE model neither generates, evaluates nor exports yet: nothing suggested.
+  mock.model.moe.num_experts = 4;
+  EXPECT_TRUE(next_commands(mock, "/bin/trident").empty());
 }
 
 }  // namespace

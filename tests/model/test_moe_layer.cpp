@@ -1,0 +1,221 @@
+// The MoE MLP against a float64 reference written from the published definitions
+// (Megatron-Core's routing conventions, /work/notes/moe_design.md A2): the output is each
+// token's sum over its top-k experts of weight x expert(x); the aux loss is
+// coeff E / (k T^2) sum_e n_e sum_x softmax(x)_e, the z-loss coeff mean_x lse(x)^2. The
+// gradients (inputs, router, every expert weight) are checked against central finite
+// differences of the reference's objective <dy, y> + g (aux + z).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "model/moe_layer.h"
+
+namespace trident {
+namespace {
+
+constexpr int kTokens = 12, kHidden = 8, kExperts = 4, kTopk = 2, kFfn = 6;
+
+struct Case {
+  bool swiglu, pre_softmax;
+};
+
+ModelConfig moe_model(const Case& c) {
+  ModelConfig m;
+  m.num_layers = 1, m.hidden_size = kHidden, m.num_attention_heads = 2, m.seq_length = kTokens;
+  m.vocab_size = 16, m.swiglu = c.swiglu;
+  m.moe.num_experts = kExperts, m.moe.router_topk = kTopk, m.moe.ffn_hidden_size = kFfn;
+  m.moe.router_pre_softmax = c.pre_softmax;
+  return m;
+}
+
+// The reference's weights as doubles: router [E, h], fc1[e] [fc1 rows, h], fc2[e] [h, F].
+struct Weights {
+  std::vector<double> router;
+  std::vector<std::vector<double>> fc1, fc2;
+};
+
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+// expert e's output for one token x [h], added into y with weight w.
+void expert_add(const Case& c, const Weights& wt, int e, const double* x, double w, double* y) {
+  std::vector<double> act(kFfn);
+  for (int f = 0; f < kFfn; ++f) {
+    double a = 0, b = 0;
+    for (int i = 0; i < kHidden; ++i) a += wt.fc1[e][f * kHidden + i] * x[i];
+    if (c.swiglu) {
+      for (int i = 0; i < kHidden; ++i) b += wt.fc1[e][(kFfn + f) * kHidden + i] * x[i];
+      act[f] = a / (1.0 + std::exp(-a)) * b;
+    } else {
+      act[f] = gelu(a);
+    }
+  }
+  for (int o = 0; o < kHidden; ++o) {
+    double s = 0;
+    for (int f = 0; f < kFfn; ++f) s += wt.fc2[e][o * kFfn + f] * act[f];
+    y[o] += w * s;
+  }
+}
+
+// <dy, y> + g (aux + z) and y, all in double.
+double reference(const Case& c, const Weights& wt, const std::vector<double>& x,
+                 const std::vector<double>& dy, double aux_coeff, double z_coeff, double g,
+                 std::vector<double>* y_out = nullptr) {
+  std::vector<double> y(kTokens * kHidden, 0.0), prob_sum(kExperts, 0.0), counts(kExperts, 0.0);
+  double z = 0;
+  for (int t = 0; t < kTokens; ++t) {
+    const double* xt = &x[t * kHidden];
+    std::vector<double> logit(kExperts), p(kExperts);
+    for (int e = 0; e < kExperts; ++e) {
+      logit[e] = 0;
+      for (int i = 0; i < kHidden; ++i) logit[e] += wt.router[e * kHidden + i] * xt[i];
+    }
+    const double mx = *std::max_element(logit.begin(), logit.end());
+    double sum = 0;
+    for (int e = 0; e < kExperts; ++e) sum += std::exp(logit[e] - mx);
+    for (int e = 0; e < kExperts; ++e) p[e] = std::exp(logit[e] - mx) / sum;
+    const double lse = mx + std::log(sum);
+    z += lse * lse;
+    std::vector<int> order(kExperts);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return logit[a] > logit[b]; });
+    double top_sum = 0;
+    for (int j = 0; j < kTopk; ++j) top_sum += p[order[j]];
+    for (int j = 0; j < kTopk; ++j) {
+      const int e = order[j];
+      // Default: softmax over the k logits = p renormalised; pre-softmax: p as it is.
+      const double w = c.pre_softmax ? p[e] : p[e] / top_sum;
+      expert_add(c, wt, e, xt, w, &y[t * kHidden]);
+      counts[e] += 1;
+    }
+    for (int e = 0; e < kExperts; ++e) prob_sum[e] += p[e];
+  }
+  double aux = 0;
+  for (int e = 0; e < kExperts; ++e) aux += counts[e] * prob_sum[e];
+  aux *= aux_coeff * kExperts / ((double)kTopk * kTokens * kTokens);
+  z *= z_coeff / kTokens;
+  double obj = g * (aux + z);
+  for (size_t i = 0; i < y.size(); ++i) obj += dy[i] * y[i];
+  if (y_out) *y_out = y;
+  return obj;
+}
+
+struct Buffers {
+  std::vector<float> probs, lse, weights, rows, fc1_pre, act;
+  std::vector<int> idx;
+  std::vector<float> logits, counts, row_weights, d_row_weights, d_weights, scaled, d_scaled,
+      expert_out;
+  MoeActivations a;
+  MoeScratch w;
+  explicit Buffers(const MoeDims& d) {
+    const long r = (long)kTokens * d.topk;
+    probs.resize(kTokens * d.experts), lse.resize(kTokens), weights.resize(r), idx.resize(r);
+    rows.resize(r * d.hidden), fc1_pre.resize(r * d.fc1_rows()), act.resize(r * d.ffn);
+    logits.resize(kTokens * d.experts), counts.resize(d.experts), row_weights.resize(r);
+    d_row_weights.resize(r), d_weights.resize(r), scaled.resize(r * d.ffn);
+    d_scaled.resize(r * d.ffn), expert_out.resize(r * d.hidden);
+    a = {probs.data(), lse.data(),     idx.data(), weights.data(),
+         rows.data(),  fc1_pre.data(), act.data()};
+    w = {logits.data(),    counts.data(), row_weights.data(), d_row_weights.data(),
+         d_weights.data(), scaled.data(), d_scaled.data(),    expert_out.data()};
+  }
+};
+
+void check_case(const Case& c) {
+  const double aux_coeff = 0.3, z_coeff = 0.05, g = 1.7;
+  const ModelConfig m = moe_model(c);
+  const MoeDims dims = moe_dims(m, aux_coeff, z_coeff);
+  Parameters params(ParameterLayout(m, {0, 1}));
+  params.initialize(5, 0.4f, m.num_layers);
+  params.zero_grads();
+  const MoeMlp mlp(dims, params, 0);
+
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(kTokens * kHidden), dy(kTokens * kHidden), y(kTokens * kHidden),
+      dx(kTokens * kHidden);
+  for (float& v : x) v = normal(rng);
+  for (float& v : dy) v = normal(rng);
+
+  Buffers b(dims);
+  const MoeLosses losses = mlp.forward(x.data(), kTokens, b.a, b.w, y.data());
+  mlp.backward(x.data(), kTokens, b.a, b.w, dy.data(), g, dx.data());
+
+  // The reference's weights and inputs, from the same floats.
+  Weights wt;
+  auto values = [&](const std::string& name) {
+    const ParamRef r = params.get(name);
+    return std::vector<double>(r.value, r.value + r.numel);
+  };
+  wt.router = values("layers.0.mlp.router.weight");
+  for (int e = 0; e < kExperts; ++e) {
+    wt.fc1.push_back(values(moe_expert_param(0, e, "linear_fc1.weight")));
+    wt.fc2.push_back(values(moe_expert_param(0, e, "linear_fc2.weight")));
+  }
+  std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), y_ref;
+  reference(c, wt, xd, dyd, aux_coeff, z_coeff, g, &y_ref);
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y[i], y_ref[i], 1e-5 * (1 + std::abs(y_ref[i])));
+  const double aux_only =
+      reference(c, wt, xd, std::vector<double>(dyd.size(), 0.0), aux_coeff, 0.0, 1.0);
+  EXPECT_NEAR(losses.aux, aux_only, 1e-6 * aux_only);
+  const double z_only =
+      reference(c, wt, xd, std::vector<double>(dyd.size(), 0.0), 0.0, z_coeff, 1.0);
+  EXPECT_NEAR(losses.z, z_only, 1e-6 * z_only);
+
+  // Central differences of the double objective against each gradient.
+  auto check = [&](std::vector<double>& v, const float* grad, const std::string& what) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double h = 1e-6, keep = v[i];
+      v[i] = keep + h;
+      const double up = reference(c, wt, xd, dyd, aux_coeff, z_coeff, g);
+      v[i] = keep - h;
+      const double down = reference(c, wt, xd, dyd, aux_coeff, z_coeff, g);
+      v[i] = keep;
+      const double want = (up - down) / (2 * h);
+      ASSERT_NEAR(grad[i], want, 2e-4 * (1 + std::abs(want))) << what << " element " << i;
+    }
+  };
+  check(xd, dx.data(), "dx");
+  check(wt.router, params.get("layers.0.mlp.router.weight").grad, "router");
+  for (int e = 0; e < kExperts; ++e) {
+    check(wt.fc1[e], params.get(moe_expert_param(0, e, "linear_fc1.weight")).grad, "fc1");
+    check(wt.fc2[e], params.get(moe_expert_param(0, e, "linear_fc2.weight")).grad, "fc2");
+  }
+}
+
+TEST(MoeMlp, SwigluTopkThenSoftmaxMatchesTheReference) {
+  check_case({true, false});
+}
+TEST(MoeMlp, SwigluPreSoftmaxMatchesTheReference) {
+  check_case({true, true});
+}
+TEST(MoeMlp, GeluTopkThenSoftmaxMatchesTheReference) {
+  check_case({false, false});
+}
+
+TEST(MoeMlp, EveryExpertReceivesTokensInTheTestData) {
+  // A routing that never used an expert would leave its gradients unchecked above.
+  const ModelConfig m = moe_model({true, false});
+  const MoeDims dims = moe_dims(m, 0.0, 0.0);
+  Parameters params(ParameterLayout(m, {0, 1}));
+  params.initialize(5, 0.4f, m.num_layers);
+  const MoeMlp mlp(dims, params, 0);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(kTokens * kHidden), y(kTokens * kHidden);
+  for (float& v : x) v = normal(rng);
+  Buffers b(dims);
+  mlp.forward(x.data(), kTokens, b.a, b.w, y.data());
+  std::vector<int> used(kExperts, 0);
+  for (int i : b.idx) used[i] = 1;
+  EXPECT_EQ(std::accumulate(used.begin(), used.end(), 0), kExperts);
+}
+
+}  // namespace
+}  // namespace trident
