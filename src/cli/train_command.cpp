@@ -40,6 +40,7 @@ int train_main(const std::vector<std::string>& args) {
     launch.command = "trident train";
     launch.distributed_timeout_minutes = config.distributed_timeout_minutes;
     launch.allow_tensor_parallel_across_nodes = config.allow_tensor_parallel_across_nodes;
+    launch.expert_model_parallel_size = config.expert_model_parallel_size;
     RankSetup setup(mpi, config.tensor_model_parallel_size, config.pipeline_model_parallel_size,
                     launch);
     if (config.threads == 0)

@@ -14,12 +14,12 @@ struct DoneRequest final : Request {
 
 std::int64_t CollectiveCounters::total_calls() const {
   return all_reduce.calls + all_gather.calls + reduce_scatter.calls + broadcast.calls + send.calls +
-         recv.calls;
+         recv.calls + all_to_all.calls;
 }
 
 std::int64_t CollectiveCounters::total_bytes() const {
   return all_reduce.bytes + all_gather.bytes + reduce_scatter.bytes + broadcast.bytes + send.bytes +
-         recv.bytes;
+         recv.bytes + all_to_all.bytes;
 }
 
 namespace {
@@ -27,7 +27,7 @@ template <typename Op>
 void each_entry(CollectiveCounters& a, const CollectiveCounters& b, Op op) {
   op(a.all_reduce, b.all_reduce), op(a.all_gather, b.all_gather);
   op(a.reduce_scatter, b.reduce_scatter), op(a.broadcast, b.broadcast);
-  op(a.send, b.send), op(a.recv, b.recv);
+  op(a.send, b.send), op(a.recv, b.recv), op(a.all_to_all, b.all_to_all);
 }
 }  // namespace
 
@@ -92,6 +92,13 @@ std::unique_ptr<Request> SingleRankCommunicator::irecv(float*, long, int, int) {
 
 void SingleRankCommunicator::all_gather(const float* send, float* recv, long count) {
   if (send != recv) std::copy_n(send, count, recv);
+}
+
+void SingleRankCommunicator::all_to_all_v(const float* send, const std::vector<long>& send_counts,
+                                          float* recv, const std::vector<long>& recv_counts) {
+  if (send_counts.size() != 1 || recv_counts.size() != 1 || send_counts[0] != recv_counts[0])
+    throw std::invalid_argument(name_ + ": all-to-all counts must be one equal pair on one rank");
+  std::copy_n(send, send_counts[0], recv);
 }
 
 void SingleRankCommunicator::reduce_scatter(const float* send, float* recv, long count) {

@@ -21,7 +21,8 @@ struct CollectiveCounters {
     // (what a non-blocking operation costs beyond the work it overlapped).
     double seconds = 0;
   };
-  Entry all_reduce, all_gather, reduce_scatter, broadcast, send, recv;
+  // all_to_all: bytes are those sent to the other ranks (a rank's block to itself stays).
+  Entry all_reduce, all_gather, reduce_scatter, broadcast, send, recv, all_to_all;
   std::int64_t total_calls() const;
   std::int64_t total_bytes() const;
   CollectiveCounters& operator+=(const CollectiveCounters& other);
@@ -54,6 +55,13 @@ class Communicator {
   // place when send == recv: the sum lands in this rank's own block of the buffer.
   virtual void reduce_scatter(const float* send, float* recv, long count) = 0;
   virtual void broadcast(float* data, long count, int root) = 0;
+  // Personalised exchange (MPI_Alltoallv): this rank sends send_counts[q] floats to rank q,
+  // the blocks packed in rank order in `send`, and receives recv_counts[q] floats from rank
+  // q, packed in rank order in `recv`. Counts must agree pairwise (send_counts[q] here ==
+  // recv_counts[this rank] on q; the expert dispatcher exchanges them first). send and recv
+  // must not overlap.
+  virtual void all_to_all_v(const float* send, const std::vector<long>& send_counts, float* recv,
+                            const std::vector<long>& recv_counts) = 0;
   // Integers (commands and token ids: generation's coordinator tells the other ranks).
   virtual void broadcast(int* data, long count, int root) = 0;
   // A follower that may wait long for the next command polls this one instead of blocking
@@ -94,6 +102,8 @@ class SingleRankCommunicator final : public Communicator {
   void reduce_scatter(const float* send, float* recv, long count) override;
   void broadcast(float*, long, int) override {}
   void broadcast(int*, long, int) override {}
+  void all_to_all_v(const float* send, const std::vector<long>& send_counts, float* recv,
+                    const std::vector<long>& recv_counts) override;
   std::unique_ptr<Request> ibroadcast(int*, long, int) override;
   void send(const float*, long, int, int) override;
   void recv(float*, long, int, int) override;

@@ -21,6 +21,8 @@ const char* op_name(OpKind kind) {
       return "send";
     case OpKind::kRecv:
       return "recv";
+    case OpKind::kAllToAll:
+      return "all-to-all";
     case OpKind::kNone:
       break;
   }

@@ -8,7 +8,16 @@
 
 namespace trident::comm {
 
-enum class OpKind : int { kNone, kAllReduce, kAllGather, kReduceScatter, kBroadcast, kSend, kRecv };
+enum class OpKind : int {
+  kNone,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kSend,
+  kRecv,
+  kAllToAll
+};
 const char* op_name(OpKind kind);
 
 // Group indices are the order in which groups were registered, the same on every rank.

@@ -2,7 +2,9 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -339,6 +341,49 @@ std::unique_ptr<Request> MpiCommunicator::iall_gather_v(float* data,
   return r;
 }
 
+namespace {
+// MPI_Alltoallv's int counts and displacements; a block or an offset past 2^31 floats is
+// refused (an expert dispatch that large would not fit a rank's memory plan anyway).
+std::pair<std::vector<int>, std::vector<int>> counts_and_offsets(const std::vector<long>& counts,
+                                                                 const std::string& what) {
+  std::vector<int> c(counts.size()), at(counts.size());
+  long offset = 0;
+  for (size_t q = 0; q < counts.size(); ++q) {
+    if (counts[q] < 0 || counts[q] > INT32_MAX || offset > INT32_MAX)
+      throw std::length_error(what + ": a block past 2^31 floats");
+    c[q] = (int)counts[q], at[q] = (int)offset;
+    offset += counts[q];
+  }
+  return {c, at};
+}
+}  // namespace
+
+void MpiCommunicator::all_to_all_v(const float* send, const std::vector<long>& send_counts,
+                                   float* recv, const std::vector<long>& recv_counts) {
+  const std::string what = name_ + " all-to-all";
+  if ((int)send_counts.size() != size_ || (int)recv_counts.size() != size_)
+    throw std::invalid_argument(what + ": one count per rank");
+  if (size_ == 1) {
+    std::copy_n(send, send_counts[0], recv);
+    return;
+  }
+  long sent = 0;
+  for (int q = 0; q < size_; ++q) sent += q == rank_ ? 0 : send_counts[q];
+  const auto timed = count_blocking(counters_.all_to_all, sent, true);
+  const auto [sc, sd] = counts_and_offsets(send_counts, what);
+  const auto [rc, rd] = counts_and_offsets(recv_counts, what);
+  run_blocking(
+      watchdog_.get(), collective(OpKind::kAllToAll), what,
+      [&] {
+        return MPI_Alltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv, rc.data(), rd.data(),
+                             MPI_FLOAT, comm_);
+      },
+      [&](MPI_Request* r) {
+        return MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv, rc.data(), rd.data(),
+                              MPI_FLOAT, comm_, r);
+      });
+}
+
 std::unique_ptr<Request> MpiCommunicator::ibroadcast(int* data, long n, int root) {
   if (size_ > 1) count(counters_.broadcast, n);
   auto r = pending(watchdog_, collective(OpKind::kBroadcast), &counters_.broadcast);
@@ -362,7 +407,9 @@ std::unique_ptr<Request> MpiCommunicator::irecv(float* data, long n, int source,
 
 namespace {
 
-bool env_set(const char* name) { return std::getenv(name) != nullptr; }
+bool env_set(const char* name) {
+  return std::getenv(name) != nullptr;
+}
 
 bool env_equal(const char* a, const char* b) {
   return env_set(a) && env_set(b) && std::string(std::getenv(a)) == std::getenv(b);
@@ -378,9 +425,9 @@ bool env_equal(const char* a, const char* b) {
 void keep_off_the_network() {
   const bool launched = env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMIX_RANK") ||
                         env_set("PMI_RANK") || env_set("SLURM_STEP_ID");
-  const bool one_node = env_equal("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE") ||
-                        (env_set("SLURM_STEP_NUM_NODES") &&
-                         std::string(std::getenv("SLURM_STEP_NUM_NODES")) == "1");
+  const bool one_node =
+      env_equal("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE") ||
+      (env_set("SLURM_STEP_NUM_NODES") && std::string(std::getenv("SLURM_STEP_NUM_NODES")) == "1");
   if (!launched) setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   if (!launched || one_node) setenv("OMPI_MCA_btl", "self,vader", 0);
 }

@@ -32,6 +32,8 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter(const float* send, float* recv, long count) override;
   void broadcast(float* data, long count, int root) override;
   void broadcast(int* data, long count, int root) override;
+  void all_to_all_v(const float* send, const std::vector<long>& send_counts, float* recv,
+                    const std::vector<long>& recv_counts) override;
   std::unique_ptr<Request> ibroadcast(int* data, long count, int root) override;
   void send(const float* data, long count, int dest, int tag) override;
   void recv(float* data, long count, int source, int tag) override;

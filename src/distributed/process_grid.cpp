@@ -4,8 +4,8 @@
 
 namespace trident::distributed {
 
-ProcessGrid::ProcessGrid(int world, int tensor, int pipeline)
-    : world_(world), t_(tensor), p_(pipeline), d_(world / (tensor * pipeline)) {}
+ProcessGrid::ProcessGrid(int world, int tensor, int pipeline, int expert)
+    : world_(world), t_(tensor), p_(pipeline), d_(world / (tensor * pipeline)), ep_(expert) {}
 
 GridCoords ProcessGrid::coords(int rank) const {
   return {rank % t_, (rank / t_) % d_, rank / (t_ * d_)};
@@ -32,6 +32,21 @@ std::vector<int> ProcessGrid::pipeline_group(int rank) const {
   return g;
 }
 
+std::vector<int> ProcessGrid::expert_group(int rank) const {
+  GridCoords c = coords(rank);
+  const int first = c.dp / ep_ * ep_;
+  std::vector<int> g;
+  for (int i = 0; i < ep_; ++i) g.push_back(rank_of({c.tp, first + i, c.pp}));
+  return g;
+}
+
+std::vector<int> ProcessGrid::expert_data_group(int rank) const {
+  GridCoords c = coords(rank);
+  std::vector<int> g;
+  for (int i = c.dp % ep_; i < d_; i += ep_) g.push_back(rank_of({c.tp, i, c.pp}));
+  return g;
+}
+
 int ProcessGrid::tensor_group_index(int rank) const {
   GridCoords c = coords(rank);
   return c.dp + d_ * c.pp;
@@ -45,6 +60,16 @@ int ProcessGrid::data_group_index(int rank) const {
 int ProcessGrid::pipeline_group_index(int rank) const {
   GridCoords c = coords(rank);
   return c.tp + t_ * c.dp;
+}
+
+int ProcessGrid::expert_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.dp / ep_ + (d_ / ep_) * (c.tp + t_ * c.pp);
+}
+
+int ProcessGrid::expert_data_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.dp % ep_ + ep_ * (c.tp + t_ * c.pp);
 }
 
 namespace {
@@ -62,7 +87,9 @@ void print_groups(std::ostream& os, const char* kind, int count,
 
 void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_of_rank) const {
   os << "process grid: tensor " << t_ << " x data " << d_ << " x pipeline " << p_
-     << " (rank = tp + t * (dp + d * pp))\n";
+     << " (rank = tp + t * (dp + d * pp))";
+  if (ep_ > 1) os << ", expert " << ep_ << " x expert-data " << d_ / ep_ << " (dp = ep + EP * edp)";
+  os << "\n";
   std::vector<std::vector<int>> tensor, data, pipe;
   for (int r = 0; r < world_; ++r) {
     if (coords(r).tp == 0) tensor.push_back(tensor_group(r));
@@ -72,6 +99,15 @@ void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_o
   print_groups(os, "tensor", (int)tensor.size(), tensor);
   print_groups(os, "data", (int)data.size(), data);
   print_groups(os, "pipeline", (int)pipe.size(), pipe);
+  if (ep_ > 1) {
+    std::vector<std::vector<int>> expert, expert_data;
+    for (int r = 0; r < world_; ++r) {
+      if (coords(r).dp % ep_ == 0) expert.push_back(expert_group(r));
+      if (coords(r).dp < ep_) expert_data.push_back(expert_data_group(r));
+    }
+    print_groups(os, "expert", (int)expert.size(), expert);
+    print_groups(os, "expert-data", (int)expert_data.size(), expert_data);
+  }
   if (node_of_rank.size() == (size_t)world_) {
     os << "  nodes:";
     for (int r = 0; r < world_; ++r) os << " " << r << "@" << node_of_rank[r];

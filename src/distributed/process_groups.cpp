@@ -25,6 +25,9 @@ ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank,
   g.pipeline = split(grid.pipeline_group_index(rank), c.pp, "pipeline", watchdog);
   g.model =
       split(grid.model_group_index(rank), c.tp + grid.tensor_size() * c.pp, "model", watchdog);
+  const int ep = grid.expert_size();
+  g.expert = split(grid.expert_group_index(rank), c.dp % ep, "expert", watchdog);
+  g.expert_data = split(grid.expert_data_group_index(rank), c.dp / ep, "expert-data", watchdog);
   g.watchdog = std::move(watchdog);
   return g;
 }
@@ -36,6 +39,8 @@ ProcessGroups make_single_rank_groups() {
   g.data = std::make_unique<comm::SingleRankCommunicator>("data");
   g.pipeline = std::make_unique<comm::SingleRankCommunicator>("pipeline");
   g.model = std::make_unique<comm::SingleRankCommunicator>("model");
+  g.expert = std::make_unique<comm::SingleRankCommunicator>("expert");
+  g.expert_data = std::make_unique<comm::SingleRankCommunicator>("expert-data");
   return g;
 }
 

@@ -13,6 +13,10 @@ struct ProcessGroups {
   std::unique_ptr<comm::Communicator> tensor;
   std::unique_ptr<comm::Communicator> data;
   std::unique_ptr<comm::Communicator> pipeline;
+  // Expert parallelism (process_grid.h): the MoE dispatcher's all-to-all goes over `expert`;
+  // `expert_data` holds the ranks with the same experts. One-rank groups without EP.
+  std::unique_ptr<comm::Communicator> expert;
+  std::unique_ptr<comm::Communicator> expert_data;
   // The t x p ranks of this rank's data-parallel replica, ranked pipeline-major then tensor
   // (so its rank 0 is (tensor 0, pipeline 0)): inference commands go over it.
   std::unique_ptr<comm::Communicator> model;

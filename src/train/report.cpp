@@ -87,6 +87,7 @@ void print_collectives(const GroupCollectives& groups, long iterations, std::ost
     row("broadcast", k.broadcast);
     row("send", k.send);
     row("recv", k.recv);
+    row("all-to-all", k.all_to_all);
   }
   if (summary.empty()) return;
   log << "collectives of rank 0 per training iteration (calls, MiB, ms in MPI):\n" << rows.str();

@@ -40,14 +40,16 @@ int timer_of(const pipeline_parallel::TraceEvent& e) {
 }
 
 // The collective kinds timed per group, in CollectiveCounters' order.
-constexpr const char* kCollectiveKinds[] = {"all-reduce", "all-gather", "reduce-scatter",
-                                            "broadcast",  "send",       "recv"};
+constexpr const char* kCollectiveKinds[] = {
+    "all-reduce", "all-gather", "reduce-scatter", "broadcast", "send", "recv", "all-to-all"};
 constexpr int kKinds = sizeof kCollectiveKinds / sizeof kCollectiveKinds[0];
-constexpr const char* kGroups[] = {"tensor", "data", "pipeline"};
+// expert: the MoE dispatcher's all-to-all (expert-all-to-all) and its counts.
+constexpr const char* kGroups[] = {"tensor", "data", "pipeline", "expert"};
 
 const comm::CollectiveCounters::Entry& entry_of(const comm::CollectiveCounters& k, int kind) {
   const comm::CollectiveCounters::Entry* entries[kKinds] = {
-      &k.all_reduce, &k.all_gather, &k.reduce_scatter, &k.broadcast, &k.send, &k.recv};
+      &k.all_reduce, &k.all_gather, &k.reduce_scatter, &k.broadcast,
+      &k.send,       &k.recv,       &k.all_to_all};
   return *entries[kind];
 }
 

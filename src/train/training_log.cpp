@@ -9,7 +9,8 @@ namespace trident::train {
 GroupCollectives snapshot_collectives(const distributed::ProcessGroups& g) {
   return {{g.tensor->name(), g.tensor->counters()},
           {g.data->name(), g.data->counters()},
-          {g.pipeline->name(), g.pipeline->counters()}};
+          {g.pipeline->name(), g.pipeline->counters()},
+          {g.expert->name(), g.expert->counters()}};
 }
 
 TrainingLog::TrainingLog(const TrainingConfig& c, const engine::RankContext& rank, bool resumed,

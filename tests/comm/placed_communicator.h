@@ -22,6 +22,10 @@ class PlacedCommunicator final : public comm::Communicator {
   void broadcast(float*, long, int) override { refuse(); }
   void broadcast(int*, long, int) override { refuse(); }
   std::unique_ptr<comm::Request> ibroadcast(int*, long, int) override { refuse(); }
+  void all_to_all_v(const float*, const std::vector<long>&, float*,
+                    const std::vector<long>&) override {
+    refuse();
+  }
   void send(const float*, long, int, int) override { refuse(); }
   void recv(float*, long, int, int) override { refuse(); }
   std::unique_ptr<comm::Request> iall_reduce(float*, long, comm::ReduceOp) override { refuse(); }

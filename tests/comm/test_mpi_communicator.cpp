@@ -122,6 +122,28 @@ TEST_P(Collectives, AllReduceAllGatherBroadcast) {
   EXPECT_EQ(ids, (std::vector<int>{p - 1, p}));
 }
 
+// Rank r sends (r + q) % 4 floats to rank q (some blocks empty), each float naming sender,
+// receiver and position; every received block is checked against what its sender wrote.
+TEST_P(Collectives, AllToAllWithUnevenAndEmptyBlocks) {
+  auto c = make(GetParam());
+  const int r = c->rank(), p = c->size();
+  auto sent = [](int from, int to, long i) { return (float)(from * 100 + to * 10 + i); };
+  std::vector<long> send_counts(p), recv_counts(p);
+  for (int q = 0; q < p; ++q) send_counts[q] = (r + q) % 4, recv_counts[q] = (q + r) % 4;
+  std::vector<float> send, recv(std::accumulate(recv_counts.begin(), recv_counts.end(), 0L), -1.f);
+  for (int q = 0; q < p; ++q)
+    for (long i = 0; i < send_counts[q]; ++i) send.push_back(sent(r, q, i));
+  c->reset_counters();
+  c->all_to_all_v(send.data(), send_counts, recv.data(), recv_counts);
+  long at = 0;
+  for (int q = 0; q < p; ++q)
+    for (long i = 0; i < recv_counts[q]; ++i, ++at) EXPECT_EQ(recv[at], sent(q, r, i)) << q << i;
+  EXPECT_EQ(c->counters().all_to_all.calls, 1);
+  const long to_others =
+      std::accumulate(send_counts.begin(), send_counts.end(), 0L) - send_counts[r];
+  EXPECT_EQ(c->counters().all_to_all.bytes, to_others * (long)sizeof(float));
+}
+
 TEST_P(Collectives, RingOfSendsAndReceives) {
   auto c = make(GetParam());
   const int r = c->rank(), p = c->size();

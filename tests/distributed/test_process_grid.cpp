@@ -2,6 +2,7 @@
 // 16 ranks, TP = 2, PP = 4, hence DP = 2).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "distributed/process_grid.h"
@@ -35,6 +36,69 @@ TEST(ProcessGrid, CoordinatesRoundTripAndGroupsPartitionTheWorld) {
     }
     for (int n : seen) EXPECT_EQ(n, 1);
   }
+}
+
+// Megatron's expert RankGenerator (parallel_state.py, order tp-cp-ep-dp-pp with cp = 1 and
+// ETP = t) numbers rank = tp + t * (ep + EP * (edp + EDP * pp)); its "ep" groups vary ep, its
+// "dp" groups (the expert-data-parallel ones) vary edp, every other coordinate fixed.
+std::vector<int> megatron_expert_rank_group(int t, int ep, int edp, int tp, int e, int x, int pp,
+                                            bool vary_ep) {
+  std::vector<int> g;
+  for (int i = 0; i < (vary_ep ? ep : edp); ++i) {
+    const int ei = vary_ep ? i : e, xi = vary_ep ? x : i;
+    g.push_back(tp + t * (ei + ep * (xi + edp * pp)));
+  }
+  return g;
+}
+
+TEST(ProcessGrid, ExpertGroupsFollowMegatronsRankGenerator) {
+  for (auto [world, t, p, ep] : {std::tuple{8, 1, 1, 2},
+                                 {8, 1, 1, 4},
+                                 {8, 1, 2, 2},
+                                 {16, 2, 2, 2},
+                                 {24, 1, 2, 3},
+                                 {8, 1, 1, 1},
+                                 {8, 1, 1, 8}}) {
+    ProcessGrid g(world, t, p, ep);
+    const int edp = world / (t * p * ep);
+    EXPECT_EQ(g.expert_size(), ep);
+    EXPECT_EQ(g.expert_data_size(), edp);
+    for (int pp = 0; pp < p; ++pp)
+      for (int x = 0; x < edp; ++x)
+        for (int e = 0; e < ep; ++e)
+          for (int tp = 0; tp < t; ++tp) {
+            const int r = tp + t * (e + ep * (x + edp * pp));
+            EXPECT_EQ(g.expert_group(r), megatron_expert_rank_group(t, ep, edp, tp, e, x, pp, true))
+                << "world " << world << " t " << t << " p " << p << " ep " << ep << " rank " << r;
+            EXPECT_EQ(g.expert_data_group(r),
+                      megatron_expert_rank_group(t, ep, edp, tp, e, x, pp, false))
+                << "world " << world << " t " << t << " p " << p << " ep " << ep << " rank " << r;
+            for (int q : g.expert_group(r))
+              EXPECT_EQ(g.expert_group_index(q), g.expert_group_index(r));
+            for (int q : g.expert_data_group(r))
+              EXPECT_EQ(g.expert_data_group_index(q), g.expert_data_group_index(r));
+          }
+    // Distinct groups have distinct colours (MPI_Comm_split keeps them apart).
+    for (int r = 0; r < world; ++r)
+      for (int q = 0; q < world; ++q) {
+        const std::vector<int> gr = g.expert_group(r), gd = g.expert_data_group(r);
+        const bool same_e = std::find(gr.begin(), gr.end(), q) != gr.end();
+        const bool same_d = std::find(gd.begin(), gd.end(), q) != gd.end();
+        EXPECT_EQ(same_e, g.expert_group_index(q) == g.expert_group_index(r));
+        EXPECT_EQ(same_d, g.expert_data_group_index(q) == g.expert_data_group_index(r));
+      }
+  }
+}
+
+TEST(ProcessGrid, PrintsExpertGroupsOnlyWithExpertParallelism) {
+  std::ostringstream with, without;
+  ProcessGrid(8, 1, 1, 2).print(with, {});
+  ProcessGrid(8, 1, 1).print(without, {});
+  EXPECT_NE(with.str().find("expert groups (4): [0,1] [2,3] [4,5] [6,7]"), std::string::npos)
+      << with.str();
+  EXPECT_NE(with.str().find("expert-data groups (2): [0,2,4,6] [1,3,5,7]"), std::string::npos)
+      << with.str();
+  EXPECT_EQ(without.str().find("expert"), std::string::npos) << without.str();
 }
 
 TEST(ProcessGrid, PrintsGroupsAndWarnsWhenTensorGroupsSpanNodes) {

@@ -126,6 +126,24 @@ class ThreadCommunicator final : public comm::Communicator {
     broadcast(data, count, root);
     return std::make_unique<CompletedRequest>();
   }
+  void all_to_all_v(const float* send, const std::vector<long>& send_counts, float* recv,
+                    const std::vector<long>& recv_counts) override {
+    count_call(counters_.all_to_all, offset_of(send_counts, size()) - send_counts[rank_]);
+    // Each rank publishes where its blocks are and how long each is; rank q's block for
+    // this rank starts after q's blocks for the ranks before this one.
+    struct Outbox {
+      const float* data;
+      const std::vector<long>* counts;
+    } mine{send, &send_counts};
+    std::vector<float> received(offset_of(recv_counts, size()));
+    exchange(&mine, [&](int q, const Outbox* box) {
+      const long n = (*box->counts)[rank_];
+      if (n != recv_counts[q]) throw std::logic_error("ThreadCommunicator: all-to-all counts");
+      std::copy_n(box->data + offset_of(*box->counts, rank_), n,
+                  received.data() + offset_of(recv_counts, q));
+    });
+    std::copy(received.begin(), received.end(), recv);
+  }
   void send(const float*, long, int, int) override { no_point_to_point(); }
   void recv(float*, long, int, int) override { no_point_to_point(); }
   std::unique_ptr<comm::Request> iall_reduce(float* data, long count, comm::ReduceOp op) override {
