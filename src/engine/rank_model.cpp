@@ -180,12 +180,12 @@ void fill_weights(const RankModelOptions& o, int j, RankModel& m, StartupClock* 
 // optimizer over the reducer's shard.
 void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, RankModel& m,
                comm::Communicator& tp, comm::Communicator& pp, comm::Communicator& dp,
-               StartupClock* clock) {
+               StartupClock* clock, comm::Communicator* expert) {
   const RankLayout& l = o.layout;
   const ChunkOptions options = chunk_options(l, pp.rank(), j, needs);
   if (clock) clock->begin("allocation");
   m.chunks.push_back(
-      std::make_unique<GPTModel>(l.model, tp, l.micro_batch, l.model.seq_length, options));
+      std::make_unique<GPTModel>(l.model, tp, l.micro_batch, l.model.seq_length, options, expert));
   Parameters& params = m.chunks.back()->parameters();
   const data_parallel::VocabularyBlocks vocabulary =
       vocabulary_blocks(l, options.placement, (int)params.layout().specs().size());
@@ -209,12 +209,13 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
 }  // namespace
 
 RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
-                           comm::Communicator& pp, comm::Communicator& dp, StartupClock* clock) {
+                           comm::Communicator& pp, comm::Communicator& dp, StartupClock* clock,
+                           comm::Communicator* expert) {
   RankModel m;
   m.schedule = o.schedule;
   m.scaler = o.scaler;
   const ScheduleNeeds needs = schedule_needs(o.schedules, pp.rank());
-  for (int j = 0; j < m.schedule.chunks; ++j) add_chunk(o, needs, j, m, tp, pp, dp, clock);
+  for (int j = 0; j < m.schedule.chunks; ++j) add_chunk(o, needs, j, m, tp, pp, dp, clock, expert);
   // The buffers besides the chunks, as the plan sizes them (one source for both).
   m.buffers = planned_rank_memory(o, pp.rank()).buffers;
   return m;

@@ -64,9 +64,10 @@ struct RankModelOptions {
 // Builds this rank's chunks (activation slots sized by the schedules), then initialises
 // them from the seed or loads load_hf.
 // clock (optional): the phases (allocation, initialisation) are timed, with progress lines.
+// expert: the expert group (layout.expert_parallel ranks; null at EP = 1).
 RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
                            comm::Communicator& pp, comm::Communicator& dp,
-                           StartupClock* clock = nullptr);
+                           StartupClock* clock = nullptr, comm::Communicator* expert = nullptr);
 
 // This rank's pipeline stage for generation: one chunk with weights only (no gradients,
 // optimizer or training activations), filled from load_hf when given; a checkpoint is

@@ -231,9 +231,15 @@ struct LayerRows {
 // the exact size at expert-parallel size 1. The kept MoE layers have them; the recompute
 // group has them in every layer when any recomputed layer is MoE (a group's layers change
 // from group to group). An MoE layer leaves the dense fc1 buffers unused.
+MoeDims planned_moe_dims(const ChunkShape& s) {
+  MoeDims d = moe_dims(s.config, 0.0, 0.0);
+  d.expert_parallel = s.options.expert_parallel;
+  return d;
+}
+
 std::vector<long> moe_parts(const ChunkShape& s) {
   if (!s.config.moe.enabled()) return {};
-  return moe_activation_parts(moe_dims(s.config, 0.0, 0.0), s.tokens());
+  return moe_activation_parts(planned_moe_dims(s), s.tokens());
 }
 const char* const kMoeRow =
     "MoE router (probs, lse, top-k) + expert rows (tokens x k: input, fc1 out, act)";
@@ -357,7 +363,7 @@ void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   add("d_attn + d_qkv", Field::kDAttnAndDQkv, {z.tokens * z.attn, z.tokens * z.qkv});
   if (s.config.moe.enabled() && s.layers > 0)
     add("MoE router + expert rows scratch", Field::kMoeScratch,
-        moe_scratch_parts(moe_dims(s.config, 0.0, 0.0), s.tokens()));
+        moe_scratch_parts(planned_moe_dims(s), s.tokens()));
   if (s.options.placement.post_process) {
     add("logits / dlogits of one row chunk", Field::kLogits, {s.logits_chunk_floats()});
     if (z.bf16)

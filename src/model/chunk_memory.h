@@ -67,6 +67,9 @@ struct ChunkOptions {
   // micro-batch's mean language-model loss plus its layers' router losses.
   double moe_aux_loss_coeff = 0.0;
   double moe_z_loss_coeff = 0.0;
+  // --expert-model-parallel-size: the MoE layers run E/EP experts on the rows the expert
+  // group sends them (sized for the dropless worst case, MoeDims::expert_rows).
+  int expert_parallel = 1;
   // Generation: no gradients or optimizer state (generation/ runs the layers on its own
   // cache and activations; micro_batch x seq should then be 1 x 1).
   bool inference = false;

@@ -42,9 +42,10 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
 }  // namespace
 
 GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
-                   const ChunkOptions& options)
+                   const ChunkOptions& options, comm::Communicator* expert)
     : config_(config),
       tp_(tp),
+      expert_(expert),
       micro_batch_(micro_batch),
       seq_(seq),
       padded_vocab_(config.padded_vocab_size(tp.size())),
@@ -85,6 +86,7 @@ void GPTModel::build_layers(const ModelConfig& config) {
   LayerDims dims = layer_dims(config, tp_.rank(), tp_.size());
   dims.moe.aux_loss_coeff = options_.moe_aux_loss_coeff;
   dims.moe.z_loss_coeff = options_.moe_z_loss_coeff;
+  dims.moe.expert_parallel = options_.expert_parallel;
   const int first = options_.placement.first_layer, count = shape_.layers;
   const auto& specs = params_.layout().specs();
   auto spec_index = [&](const std::string& name) {
@@ -93,7 +95,7 @@ void GPTModel::build_layers(const ModelConfig& config) {
     return (int)specs.size();
   };
   for (int l = first; l < first + count; ++l) {
-    layers_.emplace_back(dims, params_, l, tp_, &precision_, sequence_parallel_);
+    layers_.emplace_back(dims, params_, l, tp_, &precision_, sequence_parallel_, expert_);
     layer_first_spec_.push_back(spec_index(layer_param(l, "input_layernorm.weight")));
   }
   post_first_spec_ = spec_index("final_layernorm.weight");
@@ -252,8 +254,9 @@ std::vector<PartTarget> layer_targets(LayerActivations& a, BufferField field, bo
     case BufferField::kLayerOutput:
       return {to(a.output)};
     case BufferField::kMoe:
-      return {to(a.moe.probs), to(a.moe.lse),     to(a.moe.idx), to(a.moe.weights),
-              to(a.moe.rows),  to(a.moe.fc1_pre), to(a.moe.act)};
+      return {to(a.moe.probs),   to(a.moe.lse),         to(a.moe.idx),
+              to(a.moe.weights), to(a.moe.rows),        to(a.moe.fc1_pre),
+              to(a.moe.act),     to(a.moe.row_weights), to(a.moe.recv_counts)};
     default:
       throw std::logic_error("memory plan: a layer has no buffer of this kind");
   }
@@ -341,8 +344,8 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
       return {to(scratch_.d_attn), to(scratch_.d_qkv)};
     case BufferField::kMoeScratch: {
       MoeScratch& m = scratch_.moe;
-      return {to(m.logits),    to(m.counts), to(m.row_weights), to(m.d_row_weights),
-              to(m.d_weights), to(m.scaled), to(m.d_scaled),    to(m.expert_out)};
+      return {to(m.logits), to(m.counts),   to(m.src_weights), to(m.d_row_weights), to(m.d_weights),
+              to(m.scaled), to(m.d_scaled), to(m.expert_out),  to(m.own_rows),      to(m.staging)};
     }
     case BufferField::kLogits:
       return {to(lm_head_.logits)};

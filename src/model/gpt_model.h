@@ -25,8 +25,10 @@ namespace trident {
 class GPTModel : public pipeline_parallel::PipelineStage {
  public:
   // micro_batch x seq is the largest batch forward/backward will be called with.
+  // expert: the expert group of the MoE layers (options.expert_parallel ranks; null at
+  // EP = 1), which must outlive the model.
   GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
-           const ChunkOptions& options = {});
+           const ChunkOptions& options = {}, comm::Communicator* expert = nullptr);
 
   // Whole-model helpers (one chunk holding everything, slot 0).
   // tokens: [batch, seq + 1]; input ids are the first seq, targets the last seq.
@@ -201,6 +203,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
 
   ModelConfig config_;
   comm::Communicator& tp_;
+  comm::Communicator* expert_ = nullptr;
   int micro_batch_, seq_, padded_vocab_;
   ChunkOptions options_;  // slots normalised to >= 1
   bool sequence_parallel_ = false;

@@ -1,5 +1,9 @@
 #include "model/moe_layer.h"
 
+#include <stdexcept>
+#include <string>
+
+#include "expert_parallel/dispatcher.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/grouped_gemm.h"
@@ -22,18 +26,40 @@ MoeDims moe_dims(const ModelConfig& c, double aux_loss_coeff, double z_loss_coef
   return d;
 }
 
+long MoeDims::expert_rows(long tokens) const {
+  return expert_parallel::max_received_rows(tokens, topk, experts, expert_parallel);
+}
+
 std::vector<long> moe_activation_parts(const MoeDims& d, long tokens) {
   static_assert(sizeof(int) == sizeof(float), "idx takes floats' places");
-  const long r = tokens * d.topk;
-  return {tokens * d.experts, tokens, r, r, r * d.hidden, r * d.fc1_rows(), r * d.ffn};
+  const long s = tokens * d.topk, r = d.expert_rows(tokens);
+  return {tokens * d.experts, tokens,    s, s,        r * d.hidden,
+          r * d.fc1_rows(),   r * d.ffn, r, d.experts};
 }
 
 std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
-  const long r = tokens * d.topk;
-  return {tokens * d.experts, d.experts, r, r, r, r * d.ffn, r * d.ffn, r * d.hidden};
+  const long s = tokens * d.topk, r = d.expert_rows(tokens);
+  const bool ep = d.expert_parallel > 1;
+  return {tokens * d.experts,
+          d.experts,
+          s,
+          r,
+          s,
+          r * d.ffn,
+          r * d.ffn,
+          r * d.hidden,
+          ep ? s * d.hidden : 0,
+          ep ? r * d.hidden : 0};
 }
 
-MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, int layer) : dims_(d) {
+MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, int layer, comm::Communicator* expert)
+    : dims_(d), expert_(expert) {
+  const int ranks = expert ? expert->size() : 1;
+  if (ranks != d.expert_parallel || d.experts % ranks)
+    throw std::invalid_argument(layer_param(layer, "mlp") + ": " + std::to_string(d.experts) +
+                                " experts over an expert group of " + std::to_string(ranks) +
+                                " (planned for " + std::to_string(d.expert_parallel) + ")");
+  first_local_ = (expert ? expert->rank() : 0) * d.local_experts();
   router_ = p.get(layer_param(layer, "mlp.router.weight"));
   for (int e = 0; e < d.experts; ++e) {
     const ParamRef fc1 = p.get(moe_expert_param(layer, e, "linear_fc1.weight"));
@@ -70,25 +96,60 @@ MoeLosses MoeMlp::forward(const float* x, int tokens, const MoeActivations& a, c
 
   const kernels::MoePermutation perm =
       kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts);
-  const long rows = perm.rows();
-  kernels::moe_permute(perm, x, d.hidden, a.rows);
-  const kernels::ExpertGroups fc1{perm.offsets.data(), d.experts, d.hidden, d.fc1_rows()};
-  const kernels::ExpertGroups fc2{perm.offsets.data(), d.experts, d.ffn, d.hidden};
-  kernels::grouped_linear_forward(fc1, a.rows, fc1_.data(), a.fc1_pre);
+  const expert_parallel::DispatchPlan plan = dispatch_plan(perm, a);
+  // At EP = 1 the permuted rows are the experts' rows; else they go out and come back.
+  const bool ep = dispatches();
+  kernels::moe_permute(perm, x, d.hidden, ep ? w.own_rows : a.rows);
+  kernels::moe_permute_weights(perm, a.weights, ep ? w.src_weights : a.row_weights);
+  if (ep) {
+    expert_parallel::dispatch(*expert_, plan, w.own_rows, d.hidden, w.staging, a.rows);
+    expert_parallel::dispatch(*expert_, plan, w.src_weights, 1, w.staging, a.row_weights);
+  }
+  experts_forward(plan.expert_offsets.data(), a, w, plan.received());
+  if (ep) expert_parallel::combine(*expert_, plan, w.expert_out, d.hidden, w.staging, w.own_rows);
+  kernels::moe_unpermute(perm, ep ? w.own_rows : w.expert_out, nullptr, d.hidden, y);
+  return losses;
+}
+
+expert_parallel::DispatchPlan MoeMlp::dispatch_plan(const kernels::MoePermutation& perm,
+                                                    const MoeActivations& a) const {
+  std::vector<long> per_expert(dims_.experts);
+  for (int e = 0; e < dims_.experts; ++e) per_expert[e] = perm.rows_of(e);
+  if (!dispatches())
+    return expert_parallel::replan_dispatch(1, per_expert.data(), dims_.experts, per_expert.data());
+  const expert_parallel::DispatchPlan plan =
+      expert_parallel::plan_dispatch(*expert_, per_expert.data(), dims_.experts);
+  for (int e = 0; e < dims_.experts; ++e) a.recv_counts[e] = (float)plan.recv_counts[e];
+  return plan;
+}
+
+expert_parallel::DispatchPlan MoeMlp::kept_dispatch_plan(const kernels::MoePermutation& perm,
+                                                         const MoeActivations& a) const {
+  std::vector<long> per_expert(dims_.experts), received(dims_.experts);
+  for (int e = 0; e < dims_.experts; ++e)
+    per_expert[e] = perm.rows_of(e), received[e] = (long)a.recv_counts[e];
+  return expert_parallel::replan_dispatch(dims_.expert_parallel, per_expert.data(), dims_.experts,
+                                          dispatches() ? received.data() : per_expert.data());
+}
+
+void MoeMlp::experts_forward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
+                             long rows) const {
+  const MoeDims& d = dims_;
+  const int local = d.local_experts();
+  const kernels::ExpertGroups fc1{offsets, local, d.hidden, d.fc1_rows()};
+  const kernels::ExpertGroups fc2{offsets, local, d.ffn, d.hidden};
+  kernels::grouped_linear_forward(fc1, a.rows, fc1_.data() + first_local_, a.fc1_pre);
   if (d.swiglu)
     kernels::bias_swiglu_forward(a.fc1_pre, nullptr, a.act, (int)rows, d.ffn);
   else
     kernels::bias_gelu_forward(a.fc1_pre, nullptr, a.act, (int)rows, d.ffn);
-  // Megatron's experts scale the activation by the routing weight before fc2 (without an
-  // fc2 bias the same as weighting fc2's output, HF's order).
-  kernels::moe_permute_weights(perm, a.weights, w.row_weights);
+    // Megatron's experts scale the activation by the routing weight before fc2 (without an
+    // fc2 bias the same as weighting fc2's output, HF's order).
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < rows; ++r)
     for (int c = 0; c < d.ffn; ++c)
-      w.scaled[r * d.ffn + c] = a.act[r * d.ffn + c] * w.row_weights[r];
-  kernels::grouped_linear_forward(fc2, w.scaled, fc2_.data(), w.expert_out);
-  kernels::moe_unpermute(perm, w.expert_out, nullptr, d.hidden, y);
-  return losses;
+      w.scaled[r * d.ffn + c] = a.act[r * d.ffn + c] * a.row_weights[r];
+  kernels::grouped_linear_forward(fc2, w.scaled, fc2_.data() + first_local_, w.expert_out);
 }
 
 namespace {
@@ -108,25 +169,22 @@ void scale_backward(const float* act, const float* row_weights, float* d_scaled,
 }
 }  // namespace
 
-void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
-                      const float* dy, double loss_grad, float* dx) const {
+// On entry w.expert_out holds d(fc2 out) of this rank's rows; on return it holds d(rows)
+// and w.d_row_weights the routing weights' gradient. Destroys a.fc1_pre.
+void MoeMlp::experts_backward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
+                              long rows) const {
   const MoeDims& d = dims_;
-  // The permutation is a function of the routing, rebuilt rather than kept.
-  const kernels::MoePermutation perm =
-      kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts);
-  const long rows = perm.rows();
-  const kernels::ExpertGroups fc1{perm.offsets.data(), d.experts, d.hidden, d.fc1_rows()};
-  const kernels::ExpertGroups fc2{perm.offsets.data(), d.experts, d.ffn, d.hidden};
-  kernels::moe_unpermute_backward(perm, nullptr, nullptr, dy, d.hidden, w.expert_out, nullptr);
-  kernels::moe_permute_weights(perm, a.weights, w.row_weights);
+  const int local = d.local_experts();
+  const kernels::ExpertGroups fc1{offsets, local, d.hidden, d.fc1_rows()};
+  const kernels::ExpertGroups fc2{offsets, local, d.ffn, d.hidden};
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < rows; ++r)
     for (int c = 0; c < d.ffn; ++c)
-      w.scaled[r * d.ffn + c] = a.act[r * d.ffn + c] * w.row_weights[r];
-  kernels::grouped_linear_backward_weight(fc2, w.expert_out, w.scaled, fc2_grad_.data());
-  kernels::grouped_linear_backward_input(fc2, w.expert_out, fc2_.data(), w.d_scaled);
-  scale_backward(a.act, w.row_weights, w.d_scaled, w.d_row_weights, rows, d.ffn);
-  kernels::moe_permute_weights_backward(perm, w.d_row_weights, w.d_weights);
+      w.scaled[r * d.ffn + c] = a.act[r * d.ffn + c] * a.row_weights[r];
+  kernels::grouped_linear_backward_weight(fc2, w.expert_out, w.scaled,
+                                          fc2_grad_.data() + first_local_);
+  kernels::grouped_linear_backward_input(fc2, w.expert_out, fc2_.data() + first_local_, w.d_scaled);
+  scale_backward(a.act, a.row_weights, w.d_scaled, w.d_row_weights, rows, d.ffn);
   float* d_pre = a.fc1_pre;  // SwiGLU: its gradient in place
   if (d.swiglu) {
     kernels::swiglu_backward_inplace(w.d_scaled, a.fc1_pre, (int)rows, d.ffn);
@@ -134,9 +192,31 @@ void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const
     kernels::gelu_backward_inplace(a.fc1_pre, w.d_scaled, rows * d.ffn);
     d_pre = w.d_scaled;
   }
-  kernels::grouped_linear_backward_weight(fc1, d_pre, a.rows, fc1_grad_.data());
-  kernels::grouped_linear_backward_input(fc1, d_pre, fc1_.data(), w.expert_out);
-  kernels::moe_permute_backward(perm, w.expert_out, d.hidden, dx);
+  kernels::grouped_linear_backward_weight(fc1, d_pre, a.rows, fc1_grad_.data() + first_local_);
+  kernels::grouped_linear_backward_input(fc1, d_pre, fc1_.data() + first_local_, w.expert_out);
+}
+
+void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
+                      const float* dy, double loss_grad, float* dx) const {
+  const MoeDims& d = dims_;
+  // The permutation is a function of the routing, rebuilt rather than kept; the plan from
+  // it and the counts forward received.
+  const kernels::MoePermutation perm =
+      kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts);
+  const expert_parallel::DispatchPlan plan = kept_dispatch_plan(perm, a);
+  const bool ep = dispatches();
+  // Combine's backward is a dispatch, the unpermutation's is a permutation of dy.
+  kernels::moe_unpermute_backward(perm, nullptr, nullptr, dy, d.hidden,
+                                  ep ? w.own_rows : w.expert_out, nullptr);
+  if (ep) expert_parallel::dispatch(*expert_, plan, w.own_rows, d.hidden, w.staging, w.expert_out);
+  experts_backward(plan.expert_offsets.data(), a, w, plan.received());
+  // The routing weights' and the rows' gradients go back where they came from.
+  if (ep) {
+    expert_parallel::combine(*expert_, plan, w.d_row_weights, 1, w.staging, w.src_weights);
+    expert_parallel::combine(*expert_, plan, w.expert_out, d.hidden, w.staging, w.own_rows);
+  }
+  kernels::moe_permute_weights_backward(perm, ep ? w.src_weights : w.d_row_weights, w.d_weights);
+  kernels::moe_permute_backward(perm, ep ? w.own_rows : w.expert_out, d.hidden, dx);
 
   // The router: the routing weights' gradient, then the two losses', into d(logits).
   kernels::moe_router_backward(router_shape(tokens), a.probs, a.idx, a.weights, w.d_weights,

@@ -1,13 +1,20 @@
 #pragma once
 // The mixture-of-experts MLP of an MoE layer (issue 32; /work/notes/moe_design.md B3) at
-// expert- and tensor-parallel size 1, in fp32: the router (fp32 logits x Wr^T, Megatron's
-// softmax / top-k conventions), its load-balancing and z losses, the expert-major
+// tensor-parallel size 1, in fp32, any expert-parallel size EP: the router (fp32 logits x Wr^T,
+// Megatron's softmax / top-k conventions), its load-balancing and z losses, the expert-major
 // permutation, one grouped fc1, the activation (SwiGLU or GeLU, as the dense MLP), the
 // routing weight applied to the activation before fc2 (as Megatron's experts do), one
 // grouped fc2 and the unpermutation that sums each token's k rows. Backward goes through
-// all of it, the router included.
+// all of it, the router included. With EP > 1 the permuted rows and their routing weights
+// go to the ranks of their experts and the outputs come back (expert_parallel/dispatcher.h);
+// this rank runs only its E/EP experts. Every rank still holds all experts' weights (the
+// data-parallel reduction of the zero gradients of the experts a rank does not run then
+// gives Megatron's expert-data-parallel sum over d); holding only E/EP is still to come.
 #include <vector>
 
+#include "comm/communicator.h"
+#include "expert_parallel/dispatcher.h"
+#include "kernels/moe_permute.h"
 #include "kernels/moe_router.h"
 #include "parameters/parameters.h"
 
@@ -24,34 +31,45 @@ struct MoeDims {
   // The loss coefficients (--moe-aux-loss-coeff with aux_loss, --moe-z-loss-coeff).
   double aux_loss_coeff = 0.0;
   double z_loss_coeff = 0.0;
+  int expert_parallel = 1;  // EP: ranks the experts are split over
 
   int fc1_rows() const { return swiglu ? 2 * ffn : ffn; }
+  int local_experts() const { return experts / expert_parallel; }
+  // Rows this rank's experts may receive for `tokens` rows per rank (dropless worst case;
+  // tokens x k at EP = 1).
+  long expert_rows(long tokens) const;
 };
 
 MoeDims moe_dims(const ModelConfig& config, double aux_loss_coeff, double z_loss_coeff);
 
-// What one micro-batch of `tokens` rows keeps from forward for backward (R = tokens x k
-// rows after the permutation: the dropless worst case, which is also its exact size).
+// What one micro-batch of `tokens` rows keeps from forward for backward. R: the rows this
+// rank's experts received, at most MoeDims::expert_rows (tokens x k at EP = 1, where it is
+// also the exact size).
 struct MoeActivations {
-  float* probs;    // [tokens, E]: the softmax over all experts
-  float* lse;      // [tokens]
-  int* idx;        // [tokens, k]
-  float* weights;  // [tokens, k]
-  float* rows;     // [R, h]: the permuted input
-  float* fc1_pre;  // [R, fc1 rows]
-  float* act;      // [R, ffn]: the activation before the routing weight
+  float* probs;        // [tokens, E]: the softmax over all experts
+  float* lse;          // [tokens]
+  int* idx;            // [tokens, k]
+  float* weights;      // [tokens, k]
+  float* rows;         // [R, h]: the experts' input rows, expert-major
+  float* fc1_pre;      // [R, fc1 rows]
+  float* act;          // [R, ffn]: the activation before the routing weight
+  float* row_weights;  // [R]: the rows' routing weights
+  float* recv_counts;  // [E]: the dispatch's received counts (DispatchPlan::recv_counts)
 };
 
 // Scratch shared by every MoE layer; nothing survives a call.
+// S = tokens x k: this rank's own permuted rows, before dispatch and after combine.
 struct MoeScratch {
   float* logits;         // [tokens, E]: the logits, then d(logits)
   float* counts;         // [E]
-  float* row_weights;    // [R]: the routing weights in permuted order
+  float* src_weights;    // [S]: the routing weights in permuted order, then their gradient
   float* d_row_weights;  // [R]
   float* d_weights;      // [tokens, k]
   float* scaled;         // [R, ffn]: act x weight (fc2's input); in backward d(act)
   float* d_scaled;       // [R, ffn]
   float* expert_out;     // [R, h]: fc2's output rows; in backward their gradient, then d(rows)
+  float* own_rows;       // [S, h] with EP > 1 (else none): rows to dispatch / combined back
+  float* staging;        // [R, h] with EP > 1 (else none): the all-to-all's landing place
 };
 
 // The floats of each part of MoeActivations and MoeScratch, in their fields' order, for
@@ -68,8 +86,9 @@ struct MoeLosses {
 class MoeMlp {
  public:
   MoeMlp() = default;
-  // layer: the layer's global index, which names its parameters.
-  MoeMlp(const MoeDims& dims, Parameters& params, int layer);
+  // layer: the layer's global index, which names its parameters. expert: the expert group
+  // (dims.expert_parallel ranks; null at EP = 1), which must outlive the layer.
+  MoeMlp(const MoeDims& dims, Parameters& params, int layer, comm::Communicator* expert = nullptr);
 
   // y [tokens, h] = the experts' weighted sum for x [tokens, h] (overwritten).
   MoeLosses forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
@@ -85,8 +104,22 @@ class MoeMlp {
 
  private:
   kernels::RouterShape router_shape(int tokens) const;
+  // The experts' half of forward / backward: this rank's E/EP experts on their rows.
+  void experts_forward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
+                       long rows) const;
+  void experts_backward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
+                        long rows) const;
+  bool dispatches() const { return expert_ && expert_->size() > 1; }
+  // Forward's plan (exchanging counts with EP > 1, kept in a.recv_counts) and backward's
+  // (from the kept counts, without communication).
+  expert_parallel::DispatchPlan dispatch_plan(const kernels::MoePermutation& perm,
+                                              const MoeActivations& a) const;
+  expert_parallel::DispatchPlan kept_dispatch_plan(const kernels::MoePermutation& perm,
+                                                   const MoeActivations& a) const;
 
   MoeDims dims_;
+  comm::Communicator* expert_ = nullptr;
+  int first_local_ = 0;  // this rank's first expert (global index)
   ParamRef router_{};
   std::vector<const float*> fc1_, fc2_;
   std::vector<float*> fc1_grad_, fc2_grad_;

@@ -61,7 +61,7 @@ Norm make_norm(Parameters& p, const std::string& prefix, const ModelConfig& c) {
 
 TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, comm::Communicator& tp,
                                    const kernels::LinearPrecision* precision,
-                                   bool sequence_parallel)
+                                   bool sequence_parallel, comm::Communicator* expert)
     : dims_(d),
       index_(i),
       tp_(&tp),
@@ -123,12 +123,12 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
            precision};
   moe_ = p.layout().contains(layer_param(i, "mlp.router.weight"));
   if (moe_) {
-    // Built so far at tensor- and expert-parallel size 1 in fp32 (train/moe_rules.cpp
+    // Built so far at tensor-parallel size 1 in fp32 (train/moe_rules.cpp
     // refuses the rest by name).
     if (tp.size() > 1 || (precision && precision->precision != kernels::Precision::kFp32))
       throw std::invalid_argument(layer_param(i, "mlp") +
                                   ": MoE layers run at tensor-parallel size 1 in fp32 only");
-    moe_mlp_ = MoeMlp(d.moe, p, i);
+    moe_mlp_ = MoeMlp(d.moe, p, i, expert);
     fc1_ = {}, fc2_ = {};
   } else {
     fc1_ = column("mlp.linear_fc1", d.swiglu ? 2 * d.ffn_local : d.ffn_local);

@@ -99,15 +99,13 @@ void check_coefficients(const TrainingConfig& c, std::vector<std::string>& error
     errors.push_back("--moe-input-jitter-eps is not implemented in trident");
 }
 
-// What the MoE layer does not do yet (issue 32, step 3 of /work/notes/moe_design.md B8
-// builds it at expert- and tensor-parallel size 1, any p, fp32), each refused by name.
+// What the MoE layer does not do yet (issue 32, steps 3 and 5 of /work/notes/moe_design.md
+// B8 build it at tensor-parallel size 1, any EP dividing d, any p, fp32), each refused by
+// name. EP with t > 1 falls under the tensor-parallel refusal.
 void check_not_built(const TrainingConfig& c, std::vector<std::string>& errors) {
   const std::string prefix = "--num-experts " + num(c.model.moe.num_experts) + " with ";
   const std::string later = " is not built yet (issue 32)";
   const MoeConfig& m = c.model.moe;
-  if (c.expert_model_parallel_size > 1)
-    errors.push_back(prefix + "--expert-model-parallel-size " + num(c.expert_model_parallel_size) +
-                     ": expert parallelism" + later);
   if (c.tensor_model_parallel_size > 1)
     errors.push_back(prefix + "--tensor-model-parallel-size " + num(c.tensor_model_parallel_size) +
                      ": MoE layers under tensor parallelism" + later);

@@ -181,13 +181,14 @@ TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
 // carve, each kept MoE layer (only those) and the recompute group of a chunk recomputing one
 // has an MoE row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
 // lse [T], the top-k and their weights [T, k], and the permuted input [R, h], fc1 out
-// [R, 2F] and SwiGLU out [R, F]: the dropless worst case.
+// [R, 2F], SwiGLU out [R, F] and the rows' weights [R]: the dropless worst case; and the
+// dispatch's received counts [E].
 TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
   ModelConfig c = tiny_llama(false);
   c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
   c.moe.layer_pattern = {true, false, true};
   const long T = 2L * c.seq_length, R = T * 2, h = c.hidden_size;
-  const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20};
+  const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20, R, 4};
   int built = 0;
   for (const Stage& stage : kStages)
     for (const Schedule& schedule : {kSchedules[0], kSchedules[1]})
@@ -222,6 +223,36 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
         ++built;
       }
   EXPECT_EQ(built, 4 * 2 * 4);
+}
+
+// Expert parallelism: a rank's experts may receive, from each of the EP ranks, up to
+// min(k, E/EP) rows per token, so the expert-side rows are planned for EP x T x min(k, E/EP)
+// (4 experts over 2 ranks, top-2: 2 x T x 2), the token-side ones stay T x k; the scratch
+// adds the rows to send [T k, h] and the all-to-all's landing place [R, h].
+TEST(GPTModelMemory, MoePlanUnderExpertParallelismHoldsTheWorstCaseReceivedRows) {
+  ModelConfig c = tiny_llama(false);
+  c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
+  c.moe.layer_pattern = {true, false, true};
+  const long T = 2L * c.seq_length, S = T * 2, R = 2 * T * 2, h = c.hidden_size;
+  ChunkOptions o;
+  o.expert_parallel = 2;
+  testing::PlacedCommunicator tp(0, 1), expert(1, 2);
+  GPTModel m(c, tp, 2, c.seq_length, o, &expert);
+  expect_plan_is_carve(m, "moe EP 2");
+  int rows = 0, scratch = 0;
+  for (const ChunkBuffer& b : m.buffers()) {
+    if (b.field == BufferField::kMoe) {
+      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 40, R * 20, R, 4}));
+      ++rows;
+    }
+    if (b.field == BufferField::kMoeScratch) {
+      EXPECT_EQ(b.parts,
+                (std::vector<long>{T * 4, 4, S, R, S, R * 20, R * 20, R * h, S * h, R * h}));
+      ++scratch;
+    }
+  }
+  EXPECT_GT(rows, 0);
+  EXPECT_EQ(scratch, 1);
 }
 
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'

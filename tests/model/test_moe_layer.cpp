@@ -106,9 +106,9 @@ double reference(const Case& c, const Weights& wt, const std::vector<double>& x,
 }
 
 struct Buffers {
-  std::vector<float> probs, lse, weights, rows, fc1_pre, act;
+  std::vector<float> probs, lse, weights, rows, fc1_pre, act, row_weights, recv_counts;
   std::vector<int> idx;
-  std::vector<float> logits, counts, row_weights, d_row_weights, d_weights, scaled, d_scaled,
+  std::vector<float> logits, counts, src_weights, d_row_weights, d_weights, scaled, d_scaled,
       expert_out;
   MoeActivations a;
   MoeScratch w;
@@ -117,12 +117,15 @@ struct Buffers {
     probs.resize(kTokens * d.experts), lse.resize(kTokens), weights.resize(r), idx.resize(r);
     rows.resize(r * d.hidden), fc1_pre.resize(r * d.fc1_rows()), act.resize(r * d.ffn);
     logits.resize(kTokens * d.experts), counts.resize(d.experts), row_weights.resize(r);
+    recv_counts.resize(d.experts), src_weights.resize(r);
     d_row_weights.resize(r), d_weights.resize(r), scaled.resize(r * d.ffn);
     d_scaled.resize(r * d.ffn), expert_out.resize(r * d.hidden);
-    a = {probs.data(), lse.data(),     idx.data(), weights.data(),
-         rows.data(),  fc1_pre.data(), act.data()};
-    w = {logits.data(),    counts.data(), row_weights.data(), d_row_weights.data(),
-         d_weights.data(), scaled.data(), d_scaled.data(),    expert_out.data()};
+    a = {probs.data(),   lse.data(), idx.data(),         weights.data(),    rows.data(),
+         fc1_pre.data(), act.data(), row_weights.data(), recv_counts.data()};
+    // EP = 1: no rows to send and no all-to-all landing place.
+    w = {logits.data(),    counts.data(), src_weights.data(), d_row_weights.data(),
+         d_weights.data(), scaled.data(), d_scaled.data(),    expert_out.data(),
+         nullptr,          nullptr};
   }
 };
 

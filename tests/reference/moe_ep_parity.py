@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Expert parallelism (issue 32, step 5) against one process. Every run starts from the same
+saved weights and takes one AdamW step with no weight decay or clipping, so the weights'
+move gives each gradient exactly (AdamW's first step moves a weight by LR g / (|g| + EPS),
+inverted for g, as tests/reference/moe_reference.py does, whose float64 reference checks the
+one-process gradients themselves). Checked at 1e-5 relative (normwise per tensor):
+  - the step's gradients and its logged losses (language model, load balancing, z) under
+    EP = 2 (d = 2), EP = 4 (d = 4) and EP = 2 with p = 2 (world 4), each with and without
+    --use-distributed-optimizer, equal one process's: tokens reach the experts of other
+    ranks and come back, and each expert's gradient sums every rank's tokens once;
+  - initialisation does not depend on EP: the weights saved before any step at EP = 2 and
+    EP = 4 are the one-process weights, bit for bit;
+  - a run saved at EP = 2 resumes at EP = 1 (one process) and at EP = 4 with the losses of
+    the run that went on at EP = 2.
+One micro-batch per rank and step at every layout (the global batch is the world's), so the
+router losses, which are per micro-batch, see the same tokens everywhere.
+Usage: moe_ep_parity.py TRIDENT"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from dataset_reference_test import write_dataset
+from parity import MPI_ENV, Checks, metrics_by_iteration, read_safetensors
+
+LAYERS, HIDDEN, HEADS, SEQ, VOCAB, EXPERTS, TOPK, MOE_FFN, FFN = 4, 32, 4, 16, 64, 4, 2, 40, 48
+GLOBAL = 4  # micro-batch 1: one micro-batch per rank at d = 4, four in one process
+LR, EPS = 1.0, 1e-3
+MODEL = ["--num-layers", str(LAYERS), "--hidden-size", str(HIDDEN), "--num-attention-heads",
+         str(HEADS), "--seq-length", str(SEQ), "--vocab-size", str(VOCAB), "--ffn-hidden-size",
+         str(FFN), "--position-embedding-type", "rope", "--normalization", "RMSNorm", "--swiglu",
+         "--disable-bias-linear", "--hidden-dropout", "0", "--attention-dropout", "0",
+         "--num-experts", str(EXPERTS), "--moe-router-topk", str(TOPK), "--moe-ffn-hidden-size",
+         str(MOE_FFN), "--moe-layer-freq", "[1,0,1,1]", "--moe-aux-loss-coeff", "0.05",
+         "--moe-z-loss-coeff", "0.01"]
+LAYOUTS = [("EP 2, d 2", 2, ["--expert-model-parallel-size", "2"]),
+           ("EP 4, d 4", 4, ["--expert-model-parallel-size", "4"]),
+           ("EP 2, p 2, d 2", 4, ["--expert-model-parallel-size", "2",
+                                  "--pipeline-model-parallel-size", "2"])]
+check = Checks()
+
+
+def passed(ok, what):
+    check(ok, what)
+    return ok
+
+
+def train(trident, ranks, args):
+    cmd = [trident, "train"] + args
+    if ranks > 1:
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--allow-run-as-root"] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
+    return out.returncode, out.stdout + out.stderr
+
+
+def weights(directory):
+    """Every stage's tensors of the latest iteration, optimizer moments left out."""
+    files = sorted(glob.glob(os.path.join(directory, "iter_*", "model_tp*_pp*.safetensors")))
+    assert files, directory
+    out = {}
+    for path in files:
+        for k, v in read_safetensors(path).items():
+            if not k.endswith(("exp_avg", "exp_avg_sq")):
+                out.setdefault(k, v.astype(np.float64))
+    return out
+
+
+def gradients(w0, w1):
+    return {k: EPS * (w0[k] - w1[k]) / (LR - np.abs(w0[k] - w1[k])) for k in w0}
+
+
+def worst_relative(a, b):
+    """The largest normwise relative difference over tensors, and where."""
+    worst, where = 0.0, ""
+    for k in b:
+        error = float(np.linalg.norm(a[k] - b[k])) / max(float(np.linalg.norm(b[k])), 1e-12)
+        if error > worst:
+            worst, where = error, k
+    return worst, where
+
+
+def step_losses(metrics):
+    row = [r for r in map(json.loads, open(metrics)) if r.get("iteration") == 1][-1]
+    return {k: row[k] for k in ("loss", "load_balancing_loss", "z_loss")}
+
+
+def one_step_parity(trident, tmp, common):
+    start = os.path.join(tmp, "start")
+    code, text = train(trident, 1, common + ["--lr", "0", "--save", start])
+    if not passed(code == 0, f"one process saves the initial weights: {text[-800:]}"):
+        return
+    for tag, ranks, flags in (("EP 2", 2, LAYOUTS[0][2]), ("EP 4", 4, LAYOUTS[1][2])):
+        saved = os.path.join(tmp, "start_" + tag.replace(" ", ""))
+        code, text = train(trident, ranks, common + flags + ["--lr", "0", "--save", saved])
+        same = code == 0 and all(np.array_equal(weights(saved)[k], weights(start)[k])
+                                 for k in weights(start))
+        check(same, f"{tag}: the initial weights are one process's, bit for bit "
+                    f"(exit {code}) {text[-800:] if code else ''}")
+    step = common + ["--lr", str(LR), "--load", start, "--finetune"]
+    one, one_metrics = os.path.join(tmp, "one"), os.path.join(tmp, "one.jsonl")
+    code, text = train(trident, 1, step + ["--save", one, "--metrics-file", one_metrics])
+    if not passed(code == 0, f"one process takes the step: {text[-800:]}"):
+        return
+    reference, reference_losses = gradients(weights(start), weights(one)), step_losses(one_metrics)
+    for tag, ranks, flags in LAYOUTS:
+        for distributed in (False, True):
+            name = tag + (", distributed optimizer" if distributed else "")
+            slug = "".join(c for c in name if c.isalnum())
+            out, metrics = os.path.join(tmp, slug), os.path.join(tmp, slug + ".jsonl")
+            extra = ["--use-distributed-optimizer"] if distributed else []
+            code, text = train(trident, ranks,
+                               step + flags + extra + ["--save", out, "--metrics-file", metrics])
+            if not passed(code == 0, f"{name} runs: {text[-1500:]}"):
+                continue
+            worst, where = worst_relative(gradients(weights(start), weights(out)), reference)
+            check(worst <= 1e-5, f"{name}: the step's gradients equal one process's within 1e-5 "
+                                 f"(worst {worst:.2e} at {where})")
+            losses = step_losses(metrics)
+            off = max(abs(losses[k] - v) / abs(v) for k, v in reference_losses.items())
+            check(off <= 1e-5, f"{name}: the logged losses equal one process's within 1e-5 "
+                               f"({losses} vs {reference_losses})")
+
+
+def resume_under_other_ep(trident, tmp, common):
+    """Four steps at EP 2 (saved after step 2); steps 3 and 4 again from that checkpoint at
+    EP 1 (one process) and EP 4."""
+    train_args = common + ["--lr", "3e-3", "--train-iters", "4", "--save-interval", "2"]
+    saved, metrics = os.path.join(tmp, "ep2_run"), os.path.join(tmp, "ep2_run.jsonl")
+    code, text = train(trident, 2, train_args + LAYOUTS[0][2] +
+                       ["--save", saved, "--metrics-file", metrics])
+    if not passed(code == 0, f"EP 2 trains 4 steps: {text[-1500:]}"):
+        return
+    went_on = metrics_by_iteration(metrics)
+    for tag, ranks, flags in (("EP 1", 1, []), ("EP 4", 4, LAYOUTS[1][2])):
+        resumed = os.path.join(tmp, "resumed_" + tag.replace(" ", "") + ".jsonl")
+        code, text = train(trident, ranks, train_args + flags +
+                           ["--load", os.path.join(saved), "--metrics-file", resumed])
+        if not passed(code == 0, f"resume at {tag}: {text[-1500:]}"):
+            continue
+        again = metrics_by_iteration(resumed)
+        pairs = [(went_on[i][0], again[i][0]) for i in (3, 4) if i in again]
+        off = max((abs(a - b) / abs(a) for a, b in pairs), default=float("inf"))
+        check(len(pairs) == 2 and off <= 1e-5,
+              f"saved at EP 2, resumed at {tag}: steps 3 and 4 lose what the EP 2 run lost "
+              f"(within 1e-5; {pairs})")
+
+
+def main():
+    trident = os.path.abspath(sys.argv[1])
+    rng = np.random.default_rng(5)
+    documents = [rng.integers(0, VOCAB - 1, rng.integers(5, 40)).tolist() for _ in range(60)]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "docs")
+        write_dataset(data, [[d] for d in documents], 8)
+        common = MODEL + ["--data-path", data, "--split", "100,0,0", "--data-cache-path",
+                          os.path.join(tmp, "cache"), "--micro-batch-size", "1",
+                          "--global-batch-size", str(GLOBAL), "--train-iters", "1",
+                          "--eval-iters", "0", "--log-interval", "1", "--lr-decay-style",
+                          "constant", "--lr-warmup-iters", "0", "--min-lr", "0",
+                          "--weight-decay", "0", "--clip-grad", "0", "--adam-eps", str(EPS),
+                          "--seed", "1234", "--peak-tflops", "1", "--threads", "1"]
+        one_step_parity(trident, tmp, common)
+        resume_under_other_ep(trident, tmp, common)
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
