@@ -6,8 +6,9 @@ inverted for g, as tests/reference/moe_reference.py does, whose float64 referenc
 one-process gradients themselves). Checked at 1e-5 relative (normwise per tensor):
   - the step's gradients and its logged losses (language model, load balancing, z) under
     EP = 2 (d = 2), EP = 4 (d = 4) and EP = 2 with p = 2 (world 4), each with and without
-    --use-distributed-optimizer, equal one process's: tokens reach the experts of other
-    ranks and come back, and each expert's gradient sums every rank's tokens once;
+    --use-distributed-optimizer, and EP = 2 under ZeRO-2 and ZeRO-3, equal one process's:
+    tokens reach the experts of other ranks and come back, and each expert's gradient sums
+    every rank's tokens once; so does the logged gradient norm;
   - initialisation does not depend on EP: the weights saved before any step at EP = 2 and
     EP = 4 are the one-process weights, bit for bit;
   - a run saved at EP = 2 resumes at EP = 1 (one process) and at EP = 4 with the losses of
@@ -41,6 +42,11 @@ LAYOUTS = [("EP 2, d 2", 2, ["--expert-model-parallel-size", "2"]),
            ("EP 4, d 4", 4, ["--expert-model-parallel-size", "4"]),
            ("EP 2, p 2, d 2", 4, ["--expert-model-parallel-size", "2",
                                   "--pipeline-model-parallel-size", "2"])]
+# Sharded gradients and weights at EP 2 (the distributed optimizer is implied by both).
+SHARDED = [("EP 2, d 2, ZeRO-2", 2, ["--expert-model-parallel-size", "2",
+                                     "--data-parallel-sharding-strategy", "optim_grads"]),
+           ("EP 2, d 2, ZeRO-3", 2, ["--expert-model-parallel-size", "2",
+                                     "--data-parallel-sharding-strategy", "optim_grads_params"])]
 check = Checks()
 
 
@@ -85,7 +91,7 @@ def worst_relative(a, b):
 
 def step_losses(metrics):
     row = [r for r in map(json.loads, open(metrics)) if r.get("iteration") == 1][-1]
-    return {k: row[k] for k in ("loss", "load_balancing_loss", "z_loss")}
+    return {k: row[k] for k in ("loss", "load_balancing_loss", "z_loss", "grad_norm")}
 
 
 def one_step_parity(trident, tmp, common):
@@ -106,23 +112,25 @@ def one_step_parity(trident, tmp, common):
     if not passed(code == 0, "one process takes the step" + (f": {text[-800:]}" if code else "")):
         return
     reference, reference_losses = gradients(weights(start), weights(one)), step_losses(one_metrics)
-    for tag, ranks, flags in LAYOUTS:
-        for distributed in (False, True):
-            name = tag + (", distributed optimizer" if distributed else "")
-            slug = "".join(c for c in name if c.isalnum())
-            out, metrics = os.path.join(tmp, slug), os.path.join(tmp, slug + ".jsonl")
-            extra = ["--use-distributed-optimizer"] if distributed else []
-            code, text = train(trident, ranks,
-                               step + flags + extra + ["--save", out, "--metrics-file", metrics])
-            if not passed(code == 0, f"{name} runs" + (f": {text[-1500:]}" if code else "")):
-                continue
-            worst, where = worst_relative(gradients(weights(start), weights(out)), reference)
-            check(worst <= 1e-5, f"{name}: the step's gradients equal one process's within 1e-5 "
-                                 f"(worst {worst:.2e} at {where})")
-            losses = step_losses(metrics)
-            off = max(abs(losses[k] - v) / abs(v) for k, v in reference_losses.items())
-            check(off <= 1e-5, f"{name}: the logged losses equal one process's within 1e-5 "
-                               f"({losses} vs {reference_losses})")
+    runs = [(tag, ranks, flags, distributed) for tag, ranks, flags in LAYOUTS
+            for distributed in (False, True)] + [(t, r, f, False) for t, r, f in SHARDED]
+    for tag, ranks, flags, distributed in runs:
+        name = tag + (", distributed optimizer" if distributed else "")
+        slug = "".join(c for c in name if c.isalnum())
+        out, metrics = os.path.join(tmp, slug), os.path.join(tmp, slug + ".jsonl")
+        extra = ["--use-distributed-optimizer"] if distributed else []
+        code, text = train(trident, ranks,
+                           step + flags + extra + ["--save", out, "--metrics-file", metrics])
+        if not passed(code == 0, f"{name} runs" + (f": {text[-1500:]}" if code else "")):
+            continue
+        worst, where = worst_relative(gradients(weights(start), weights(out)), reference)
+        check(worst <= 1e-5, f"{name}: the step's gradients equal one process's within 1e-5 "
+                             f"(worst {worst:.2e} at {where})")
+        losses = step_losses(metrics)
+        off = max(abs(losses[k] - v) / abs(v) for k, v in reference_losses.items())
+        check(off <= 1e-5, f"{name}: the logged losses and gradient norm equal one "
+                           f"process's within 1e-5 "
+                           f"({losses} vs {reference_losses})")
 
 
 def resume_under_other_ep(trident, tmp, common):
