@@ -10,8 +10,10 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "../tensor_parallel/thread_group.h"
 #include "model/moe_layer.h"
 
 namespace trident {
@@ -105,28 +107,23 @@ double reference(const Case& c, const Weights& wt, const std::vector<double>& x,
   return obj;
 }
 
+// One vector per part of the plan's MoE rows (moe_activation_parts, moe_scratch_parts): the
+// sizes the memory plan gives the layer, EP's worst case included.
 struct Buffers {
-  std::vector<float> probs, lse, weights, rows, fc1_pre, act, row_weights, recv_counts;
-  std::vector<int> idx;
-  std::vector<float> logits, counts, src_weights, d_row_weights, d_weights, scaled, d_scaled,
-      expert_out;
+  std::vector<std::vector<float>> act, scratch;
   MoeActivations a;
   MoeScratch w;
   explicit Buffers(const MoeDims& d) {
-    const long r = (long)kTokens * d.topk;
-    probs.resize(kTokens * d.experts), lse.resize(kTokens), weights.resize(r), idx.resize(r);
-    rows.resize(r * d.hidden), fc1_pre.resize(r * d.fc1_rows()), act.resize(r * d.ffn);
-    logits.resize(kTokens * d.experts), counts.resize(d.experts), row_weights.resize(r);
-    recv_counts.resize(d.experts), src_weights.resize(r);
-    d_row_weights.resize(r), d_weights.resize(r), scaled.resize(r * d.ffn);
-    d_scaled.resize(r * d.ffn), expert_out.resize(r * d.hidden);
-    a = {probs.data(),   lse.data(), idx.data(),         weights.data(),    rows.data(),
-         fc1_pre.data(), act.data(), row_weights.data(), recv_counts.data()};
-    // EP = 1: no rows to send and no all-to-all landing place.
-    w = {logits.data(),    counts.data(), src_weights.data(), d_row_weights.data(),
-         d_weights.data(), scaled.data(), d_scaled.data(),    expert_out.data(),
-         nullptr,          nullptr};
+    for (long n : moe_activation_parts(d, kTokens)) act.emplace_back(std::max(n, 1L));
+    for (long n : moe_scratch_parts(d, kTokens)) scratch.emplace_back(std::max(n, 1L));
+    auto f = [](std::vector<float>& v) { return v.data(); };
+    a = {f(act[0]), f(act[1]), reinterpret_cast<int*>(f(act[2])),
+         f(act[3]), f(act[4]), f(act[5]),
+         f(act[6]), f(act[7]), f(act[8])};
+    w = {f(scratch[0]), f(scratch[1]), f(scratch[2]), f(scratch[3]), f(scratch[4]),
+         f(scratch[5]), f(scratch[6]), f(scratch[7]), f(scratch[8]), f(scratch[9])};
   }
+  std::vector<int> idx() const { return std::vector<int>(a.idx, a.idx + (long)kTokens * kTopk); }
 };
 
 void check_case(const Case& c) {
@@ -216,8 +213,80 @@ TEST(MoeMlp, EveryExpertReceivesTokensInTheTestData) {
   Buffers b(dims);
   mlp.forward(x.data(), kTokens, b.a, b.w, y.data());
   std::vector<int> used(kExperts, 0);
-  for (int i : b.idx) used[i] = 1;
+  for (int i : b.idx()) used[i] = 1;
   EXPECT_EQ(std::accumulate(used.begin(), used.end(), 0), kExperts);
+}
+
+// Expert parallelism on EP threads: rank r routes its own tokens x_r, runs experts
+// [r E/EP, (r+1) E/EP) on the rows the others send it, and gets its outputs back. Each rank's
+// output, input gradient and router gradient equal the one-rank layer's on x_r alone, and
+// the owner's gradient of an expert is the sum over ranks of the one-rank gradients (every
+// rank's tokens, once); the experts a rank does not own get no gradient there.
+void check_expert_parallel(int ep) {
+  const ModelConfig m = moe_model({true, false});
+  const double aux_coeff = 0.3, z_coeff = 0.05, g = 1.7;
+  MoeDims one = moe_dims(m, aux_coeff, z_coeff), split = one;
+  split.expert_parallel = ep;
+  const ParameterLayout layout(m, {0, 1});
+  std::vector<std::string> names = {"layers.0.mlp.router.weight"};
+  for (int e = 0; e < kExperts; ++e)
+    for (const char* leaf : {"linear_fc1.weight", "linear_fc2.weight"})
+      names.push_back(moe_expert_param(0, e, leaf));
+  struct Result {
+    std::vector<float> y, dx;
+    std::vector<std::vector<float>> grads;  // per name
+  };
+  auto run = [&](const MoeDims& d, comm::Communicator* expert, int rank) {
+    Parameters params{ParameterLayout(layout)};
+    params.initialize(5, 0.4f, m.num_layers);
+    params.zero_grads();
+    const MoeMlp mlp(d, params, 0, expert);
+    std::mt19937 rng(100 + rank);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    Result r{std::vector<float>(kTokens * kHidden), std::vector<float>(kTokens * kHidden), {}};
+    std::vector<float> x(kTokens * kHidden), dy(kTokens * kHidden);
+    for (float& v : x) v = normal(rng);
+    for (float& v : dy) v = normal(rng);
+    Buffers b(d);
+    mlp.forward(x.data(), kTokens, b.a, b.w, r.y.data());
+    mlp.backward(x.data(), kTokens, b.a, b.w, dy.data(), g, r.dx.data());
+    for (const std::string& n : names) {
+      const ParamRef p = params.get(n);
+      r.grads.emplace_back(p.grad, p.grad + p.numel);
+    }
+    return r;
+  };
+  std::vector<Result> alone(ep), together(ep);
+  for (int r = 0; r < ep; ++r) alone[r] = run(one, nullptr, r);
+  tensor_parallel_test::run_group(ep, [&](comm::Communicator& expert) {
+    together[expert.rank()] = run(split, &expert, expert.rank());
+  });
+  auto near = [](const std::vector<float>& got, const std::vector<double>& want,
+                 const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << what << " element " << i;
+  };
+  for (int r = 0; r < ep; ++r) {
+    const std::string rank = "EP " + std::to_string(ep) + " rank " + std::to_string(r);
+    near(together[r].y, std::vector<double>(alone[r].y.begin(), alone[r].y.end()), rank + " y");
+    near(together[r].dx, std::vector<double>(alone[r].dx.begin(), alone[r].dx.end()), rank + " dx");
+    near(together[r].grads[0],
+         std::vector<double>(alone[r].grads[0].begin(), alone[r].grads[0].end()), rank + " router");
+    for (size_t n = 1; n < names.size(); ++n) {
+      const int expert = (int)(n - 1) / 2, owner = expert / (kExperts / ep);
+      std::vector<double> want(alone[0].grads[n].size(), 0.0);
+      if (r == owner)
+        for (int q = 0; q < ep; ++q)
+          for (size_t i = 0; i < want.size(); ++i) want[i] += alone[q].grads[n][i];
+      near(together[r].grads[n], want, rank + " " + names[n]);
+    }
+  }
+}
+
+TEST(MoeMlp, ExpertParallelRanksEqualOneRankPerTokenAndSumExpertGradients) {
+  check_expert_parallel(2);
+  check_expert_parallel(4);
 }
 
 }  // namespace
