@@ -227,8 +227,9 @@ struct LayerRows {
   bool own_attention_core;  // false: selective recomputation shares one (see add_layers)
 };
 
-// An MoE layer's MLP activations, dropless: R = tokens x k permuted rows, the worst case and
-// the exact size at expert-parallel size 1. The kept MoE layers have them; the recompute
+// An MoE layer's MLP activations, dropless: the rows its experts receive, at most
+// EP x tokens x min(k, E/EP) (MoeDims::expert_rows; tokens x k, the exact size, at EP = 1).
+// The kept MoE layers have them; the recompute
 // group has them in every layer when any recomputed layer is MoE (a group's layers change
 // from group to group). An MoE layer leaves the dense fc1 buffers unused.
 MoeDims planned_moe_dims(const ChunkShape& s) {

@@ -146,9 +146,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
 // over the tensor group like the LayerNorms'), then one fc1 and fc2 per expert, named by the
 // expert's global index so that every layout draws the same initial values (the stream is
 // the name). Experts shard over t as the dense fc1 / fc2 do and have no biases (Mixtral's
-// and Qwen3-MoE's experts have none). At expert-parallel size 1 they live in the chunk's one
-// buffer; expert parallelism will move them into a buffer of their own (kExperts in
-// /work/notes/moe_design.md B2), reduced over the expert-data-parallel group.
+// and Qwen3-MoE's experts have none). They live in the chunk's one buffer, all E of them
+// even under expert parallelism, where a rank runs only its E/EP (model/moe_layer.h); moving
+// a rank's experts into a buffer of their own, reduced over the expert-data-parallel group
+// (kExperts in /work/notes/moe_design.md B2), is still to come.
 void ParameterLayout::add_moe_mlp(const ModelConfig& c, int layer, TensorParallelRank tp) {
   const long h = c.hidden_size, f = c.moe_ffn(), e = c.moe.num_experts;
   add(layer_param(layer, "mlp.router.weight"), {e, h}, ShardSpec{}, true, InitKind::kNormal);
