@@ -119,6 +119,11 @@ expert_parallel::DispatchPlan MoeMlp::dispatch_plan(const kernels::MoePermutatio
     return expert_parallel::replan_dispatch(1, per_expert.data(), dims_.experts, per_expert.data());
   const expert_parallel::DispatchPlan plan =
       expert_parallel::plan_dispatch(*expert_, per_expert.data(), dims_.experts);
+  // The plan holds the worst case for this rank's tokens; a peer with more would overrun it.
+  if (plan.received() > dims_.expert_rows(perm.tokens))
+    throw std::logic_error("MoE dispatch: " + std::to_string(plan.received()) +
+                           " rows received, more than the " +
+                           std::to_string(dims_.expert_rows(perm.tokens)) + " planned");
   for (int e = 0; e < dims_.experts; ++e) a.recv_counts[e] = (float)plan.recv_counts[e];
   return plan;
 }
