@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "cli/moe_args.h"
 #include "cli/parse_args.h"
@@ -560,9 +561,8 @@ void apply_hf_block_options(const std::string& dir, const ModelConfig& hf, const
 }
 
 // With --load-hf the architecture comes from config.json; explicit flags must agree.
-void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
+void apply_hf_config(train::TrainingConfig& c, const ModelConfig& hf, const ModelFlags& flags,
                      std::vector<std::string>& errors) {
-  ModelConfig hf = io::read_hf_config(c.load_hf);
   auto check = [&](const char* flag, int ours, int theirs, int& field) {
     if (flags.was_given(flag) && ours != theirs)
       errors.push_back(std::string(flag) + " (" + std::to_string(ours) + ") disagrees with " +
@@ -650,9 +650,11 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   const std::vector<std::string> notes = apply_config_overrides(config_file->overrides(), c);
   train::apply_report_dir(c);
   std::vector<std::string> errors;
+  std::optional<ModelConfig> hf;  // --load-hf's config.json
   try {
     apply_model_preset(c.model_preset, flags, c.model);
-    if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
+    if (!c.load_hf.empty()) hf = io::read_hf_config(c.load_hf);
+    if (hf) apply_hf_config(c, *hf, flags, errors);
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
@@ -663,6 +665,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
         "--rope-scaling-factor needs --use-rope-scaling (or a --load-hf "
         "config.json with rope_scaling)");
   check_scaling_detail_flags(flags, c.model, errors);
+  if (hf) apply_hf_moe_config(moe_flags, *hf, c, errors);
   apply_moe_flags(moe_flags, c, errors);
   set_vocab_size_from_tokenizer(c, flags, errors);
   apply_slurm_defaults(c);

@@ -91,6 +91,21 @@ MoeLosses MoeMlp::forward(const float* x, int tokens, const MoeActivations& a, c
   return losses;
 }
 
+void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
+  const std::vector<long> kept = moe_activation_parts(dims_, tokens);
+  const std::vector<long> scratch = moe_scratch_parts(dims_, tokens);
+  // One float buffer per part, the top-k indices as ints (the parts' third).
+  std::vector<std::vector<float>> a(kept.size()), w(scratch.size());
+  for (size_t i = 0; i < kept.size(); ++i) a[i].resize(kept[i]);
+  for (size_t i = 0; i < scratch.size(); ++i) w[i].resize(scratch[i]);
+  std::vector<int> idx(kept[2]);
+  const MoeActivations acts{a[0].data(), a[1].data(), idx.data(), a[3].data(),
+                            a[4].data(), a[5].data(), a[6].data()};
+  const MoeScratch work{w[0].data(), w[1].data(), w[2].data(), w[3].data(),
+                        w[4].data(), w[5].data(), w[6].data(), w[7].data()};
+  forward(x, tokens, acts, work, y);
+}
+
 namespace {
 // d(act x weight) -> d(act) in place and d(weight) per row: <act, d(scaled)>.
 void scale_backward(const float* act, const float* row_weights, float* d_scaled,
