@@ -140,6 +140,9 @@ std::vector<std::string> moe_export_problems(const ModelConfig& c) {
   const MoeConfig& m = c.moe;
   const bool qwen3_moe = is_qwen3_moe_model(c);
   std::vector<std::string> why;
+  if (!is_llama_model(c))
+    why.push_back("the block: Mixtral's and Qwen3-MoE's are Llama's (RMSNorm, rope with "
+                  "--rotary-percent 1, SwiGLU, --group-query-attention)");
   if (m.shared_expert_intermediate_size > 0)
     why.push_back(
         "--moe-shared-expert-intermediate-size: neither Mixtral nor Qwen3-MoE has "

@@ -33,7 +33,7 @@ from llama_family_reference import (convert_round_trip, draw_weights,  # noqa: E
                                     eval_against_reference, greedy, is_moe_layer,
                                     same_tensor_bytes, score_against_torch, serve_greedy,
                                     total_loss, write_model)
-from parity import Checks  # noqa: E402
+from parity import MPI_ENV, Checks  # noqa: E402
 
 MARGIN = 1e-3
 MIXTRAL = dict(architectures=["MixtralForCausalLM"], model_type="mixtral", hidden_act="silu",
@@ -109,9 +109,11 @@ def score_case(check, trident, tmp, tag, config, rng):
     return got
 
 
-def generate(trident, tokenizer, args):
-    out = subprocess.run([trident, "generate"] + tokenizer + args + ["--json"],
-                         capture_output=True, text=True, timeout=240)
+def generate(trident, tokenizer, args, ranks=1):
+    cmd = [trident, "generate"] + tokenizer + args + ["--json"]
+    if ranks > 1:
+        cmd = ["mpirun", "--oversubscribe", "-np", str(ranks)] + cmd + ["--threads", "1"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=MPI_ENV)
     return out, ([json.loads(line) for line in out.stdout.splitlines()] if out.returncode == 0
                  else None)
 
@@ -142,13 +144,19 @@ def generation(check, trident, source, tmp, tag, config, rng, serve_and_eval):
         check(r["tokens"] == want and err < 1e-4 and margin > MARGIN,
               f"{tag}: KV-cache greedy tokens equal full recomputation's for {r['prompt']!r} "
               f"(logprob error {err:.1e}, router margin {margin:.1e})")
+    out, piped = generate(trident, tokenizer, base + ["--pipeline-model-parallel-size", "2"], 2)
+    check(piped is not None and [p["tokens"] for p in piped] == [r["tokens"] for r in rows],
+          f"{tag}: the same tokens under p = 2 {'' if piped else out.stderr[-300:]}")
+    out, _ = generate(trident, tokenizer, base + ["--tensor-model-parallel-size", "2"], 2)
+    check(out.returncode != 0 and "--tensor-model-parallel-size 1" in out.stderr,
+          f"{tag}: generate under t = 2 is refused by name: {out.stderr.strip()[-200:]}")
     if serve_and_eval:
         eval_against_reference(check, trident, tokenizer, tmp, tag, model, w, config)
         serve_greedy(check, trident, tokenizer, tag, model, [r["prompt"] for r in rows], 10,
                      [r["prompt_tokens"] + r["tokens"] for r in rows], "generate's")
     out, _ = generate(trident, tokenizer, base[:2] + ["--tokens-to-generate", "2", "--prompt", "Hi",
                                                       "--bf16"])
-    check(out.returncode != 0 and "MoE layers" in out.stderr,
+    check(out.returncode != 0 and "--bf16" in out.stderr,
           f"{tag}: generate --bf16 is refused by name: {out.stderr.strip()[-160:]}")
 
 
