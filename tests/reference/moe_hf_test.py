@@ -20,6 +20,7 @@ Usage: moe_hf_test.py /path/to/trident /path/to/source
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -158,6 +159,24 @@ def generation(check, trident, source, tmp, tag, config, rng, serve_and_eval):
                                                       "--bf16"])
     check(out.returncode != 0 and "--bf16" in out.stderr,
           f"{tag}: generate --bf16 is refused by name: {out.stderr.strip()[-160:]}")
+    return model, tokenizer
+
+
+def samples_while_training(check, trident, tmp, model, tokenizer):
+    """train --load-hf --sample-prompt: the sample at iteration 2 is trident generate's
+    continuation (seed + 2) from the checkpoint of iteration 2."""
+    save = os.path.join(tmp, "mixtral_sampled")
+    out = train(trident, ["--load-hf", model, "--save", save, "--sample-prompt", "In the beginning",
+                          "--sample-interval", "2", "--sample-tokens", "8", "--seed", "7"] +
+                TRAIN + tokenizer)
+    sample = re.findall(r"^ sample at iteration 2: In the beginning(.*)$", out.stdout, re.M)
+    gen, rows = generate(trident, tokenizer, ["--load", save, "--prompt", "In the beginning",
+                                              "--tokens-to-generate", "8", "--temperature", "0.8",
+                                              "--top-p", "0.9", "--seed", "9"])
+    want = rows[-1]["text"] if rows else None
+    check(out.returncode == 0 and sample == [want],
+          f"train --sample-prompt of a Mixtral prints generate's continuation ({sample} vs "
+          f"{want!r}){'' if want else out.stderr[-300:] + gen.stderr[-300:]}")
 
 
 TRAIN = ["--mock-data", "--train-iters", "2", "--global-batch-size", "2", "--micro-batch-size",
@@ -283,7 +302,10 @@ def main():
         score_case(check, trident, tmp, "qwen3_moe_unnormalised_mlp_only",
                    dict(QWEN3_MOE, norm_topk_prob=False, mlp_only_layers=[2],
                         tie_word_embeddings=True), rng)
-        generation(check, trident, source, tmp, "mixtral_generate", MIXTRAL, rng, True)
+        big_mixtral = generation(check, trident, source, tmp, "mixtral_generate", MIXTRAL, rng,
+                                 True)
+        if big_mixtral:
+            samples_while_training(check, trident, tmp, *big_mixtral)
         generation(check, trident, source, tmp, "qwen3_moe_generate",
                    dict(QWEN3_MOE, norm_topk_prob=False, mlp_only_layers=[1]), rng, False)
         if mixtral:
