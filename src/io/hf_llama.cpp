@@ -118,15 +118,35 @@ std::string shape_str(const std::vector<long>& s) {
 }
 
 // The global tensor of `spec` from its HF pieces (padded vocabulary rows stay zero).
+// An expert's matrix from transformers v5's fused tensor of its layer (hf_moe.h), into out;
+// false when the directory has no such tensor.
+bool read_v5_expert(LlamaFiles& files, const ParamSpec& spec, int experts, float* out) {
+  const FusedExpert fused = v5_fused_expert(spec.name);
+  const SafetensorsFile* f = fused.tensor.empty() ? nullptr : files.file_of(fused.tensor);
+  if (!f) return false;
+  const TensorEntry& e = *f->find(fused.tensor);
+  const std::vector<long> expected = {experts, spec.global_shape[0], spec.global_shape[1]};
+  if (e.shape != expected)
+    throw FormatError(f->path() + ": tensor '" + e.name + "' has shape " + shape_str(e.shape) +
+                      ", the config needs " + shape_str(expected));
+  const long n = spec.global_shape[0] * spec.global_shape[1];
+  f->copy_float_range(e, fused.expert * n, n, out);
+  return true;
+}
+
 std::vector<float> global_tensor(LlamaFiles& files, const ParamSpec& spec,
                                  const ModelConfig& config) {
-  const std::vector<std::string> pieces = hf_pieces(spec.name, is_qwen3_moe_model(config));
+  std::vector<std::string> pieces = hf_pieces(spec.name, is_qwen3_moe_model(config));
   const int vocab = config.vocab_size;
   const long cols = spec.global_shape.size() == 2 ? spec.global_shape[1] : 1;
   const long rows = is_vocab(spec.name) ? vocab : spec.global_shape[0];
   std::vector<float> out((size_t)spec.global_shape[0] * cols, 0.f);
+  if (!files.file_of(pieces[0]) && read_v5_expert(files, spec, config.moe.num_experts, out.data()))
+    return out;
   const long piece_rows = rows / (long)pieces.size();
   for (size_t k = 0; k < pieces.size(); ++k) {
+    if (!files.file_of(pieces[k]) && files.file_of(v5_renamed(pieces[k])))
+      pieces[k] = v5_renamed(pieces[k]);
     const SafetensorsFile* f = files.file_of(pieces[k]);
     if (!f) throw FormatError(files.where() + ": missing tensor '" + pieces[k] + "'");
     const TensorEntry& e = *f->find(pieces[k]);
@@ -265,6 +285,9 @@ void load_llama_weights(const std::string& dir, const ModelConfig& config, Param
   std::map<std::string, bool> known;
   for (const ParamSpec& spec : whole.specs())
     for (const std::string& n : hf_pieces(spec.name, is_qwen3_moe_model(config))) known[n] = true;
+  for (int l = 0; l < config.num_layers; ++l)  // transformers v5's fused experts
+    if (config.is_moe_layer(l))
+      for (const std::string& n : v5_moe_tensors(l)) known[n] = true;
   for (const std::string& n : files.names()) {
     const bool buffer = n.ends_with(".rotary_emb.inv_freq");  // older files keep it
     if (!buffer && !known.count(n) && !(config.tied_output() && n == "lm_head.weight"))

@@ -136,13 +136,41 @@ std::vector<std::string> moe_hf_modules(const std::string& module, bool qwen3_mo
   return {};
 }
 
+FusedExpert v5_fused_expert(const std::string& name) {
+  // layers.L.mlp.experts.E.linear_fc1.weight
+  const std::string experts = ".mlp.experts.";
+  const size_t at = name.find(experts);
+  if (name.rfind("layers.", 0) != 0 || at == std::string::npos) return {};
+  const size_t dot = name.find('.', at + experts.size());
+  if (dot == std::string::npos) return {};
+  const std::string leaf = name.substr(dot + 1);
+  if (leaf != "linear_fc1.weight" && leaf != "linear_fc2.weight") return {};
+  const std::string layer = name.substr(7, at - 7);
+  const int expert = std::stoi(name.substr(at + experts.size(), dot - at - experts.size()));
+  return {"model.layers." + layer + ".mlp.experts." +
+              (leaf == "linear_fc1.weight" ? "gate_up_proj" : "down_proj"),
+          expert};
+}
+
+std::string v5_renamed(const std::string& hf_name) {
+  const std::string from = ".block_sparse_moe.gate.weight";
+  if (!hf_name.ends_with(from)) return "";
+  return hf_name.substr(0, hf_name.size() - from.size()) + ".mlp.gate.weight";
+}
+
+std::vector<std::string> v5_moe_tensors(int layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".mlp.";
+  return {p + "experts.gate_up_proj", p + "experts.down_proj", p + "gate.weight"};
+}
+
 std::vector<std::string> moe_export_problems(const ModelConfig& c) {
   const MoeConfig& m = c.moe;
   const bool qwen3_moe = is_qwen3_moe_model(c);
   std::vector<std::string> why;
   if (!is_llama_model(c))
-    why.push_back("the block: Mixtral's and Qwen3-MoE's are Llama's (RMSNorm, rope with "
-                  "--rotary-percent 1, SwiGLU, --group-query-attention)");
+    why.push_back(
+        "the block: Mixtral's and Qwen3-MoE's are Llama's (RMSNorm, rope with "
+        "--rotary-percent 1, SwiGLU, --group-query-attention)");
   if (m.shared_expert_intermediate_size > 0)
     why.push_back(
         "--moe-shared-expert-intermediate-size: neither Mixtral nor Qwen3-MoE has "

@@ -31,6 +31,21 @@ bool is_qwen3_moe_model(const ModelConfig& c);
 // `module` is no MoE module.
 std::vector<std::string> moe_hf_modules(const std::string& module, bool qwen3_moe);
 
+// transformers v5 holds a layer's experts fused (its checkpoint conversion mapping):
+// model.layers.L.mlp.experts.gate_up_proj [E, 2I, h] (each expert's gate rows, then its up
+// rows) and mlp.experts.down_proj [E, h, I], and names Mixtral's router mlp.gate. Import
+// reads them where the per-expert names are absent; export writes the per-expert names,
+// which every version reads.
+struct FusedExpert {
+  std::string tensor;  // empty: `trident_name` is no expert matrix
+  int expert = 0;      // the slice [expert] of the stacked tensor
+};
+FusedExpert v5_fused_expert(const std::string& trident_name);
+// v5's name of an HF tensor whose name it changed (Mixtral's router), or an empty string.
+std::string v5_renamed(const std::string& hf_name);
+// The fused and renamed tensors of layer L's MoE MLP, as v5 names them.
+std::vector<std::string> v5_moe_tensors(int layer);
+
 // Why HF cannot express an MoE model (one line each; empty: it can): train --save-hf asks
 // before training, moe_config_json refuses with them.
 std::vector<std::string> moe_export_problems(const ModelConfig& c);

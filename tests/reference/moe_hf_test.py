@@ -10,7 +10,8 @@ largest) for Mixtral, Qwen3-MoE with norm_topk_prob true and decoder_sparse_step
 norm_topk_prob false with mlp_only_layers; HF -> checkpoint -> HF gives the same tensors byte
 for byte and a config.json with the same experts and MoE layers; `generate`'s greedy tokens
 (KV cache) equal the reference's full recomputation, as do `eval`'s log-likelihoods and
-`serve`'s greedy completions; `train --load-hf` then `--save-hf` of a Mixtral (with --lr 0 the
+`serve`'s greedy completions; transformers v5's fused experts (gate_up_proj, down_proj) read
+as the per-expert tensors; `train --load-hf` then `--save-hf` of a Mixtral (with --lr 0 the
 same bytes; router_aux_loss_coef is the default --moe-aux-loss-coeff). Refused with exit 2 and
 nothing written: flags contradicting config.json (each naming the flag and the field),
 router_jitter_noise > 0 for training, patterns or options HF cannot express on export, bad MoE
@@ -108,6 +109,44 @@ def score_case(check, trident, tmp, tag, config, rng):
               f"{tag}: exported config.json agrees on {len(keys)} keys {differ} and on the MoE "
               f"layers {moe_layers(after)}")
     return got
+
+
+def as_v5_fused(config, weights):
+    """The weights as transformers v5 holds them (its checkpoint conversion mapping): per MoE
+    layer mlp.experts.gate_up_proj [E, 2I, h] (each expert's gate rows, then its up rows),
+    mlp.experts.down_proj [E, h, I], and Mixtral's router renamed mlp.gate."""
+    out = dict(weights)
+    for i in moe_layers(config):
+        router, experts = ref.moe_names(config, i)
+        p = f"model.layers.{i}.mlp."
+        out[p + "gate.weight"] = out.pop(router + ".weight")
+        gate_up = [np.concatenate([out.pop(g + ".weight"), out.pop(u + ".weight")])
+                   for g, u, _ in experts]
+        out[p + "experts.gate_up_proj"] = np.stack(gate_up)
+        out[p + "experts.down_proj"] = np.stack([out.pop(d + ".weight") for _, _, d in experts])
+    return out
+
+
+def v5_fused(check, trident, tmp, tag, config, model, weights):
+    """A v5-fused directory of the same weights scores the same loss and gradients (in the
+    per-expert names) as the per-expert one, and converts back to its bytes."""
+    fused = os.path.join(tmp, tag + "_v5")
+    write_model(fused, config, as_v5_fused(config, weights))
+    tokens, results = os.path.join(tmp, tag + "_tokens.json"), []
+    for directory in (model, fused):
+        grads = directory + "_v5_check_grads"
+        out = subprocess.run([trident, "score", "--model", directory, "--tokens", tokens,
+                              "--save-grads", grads], capture_output=True, text=True)
+        saved = os.path.join(grads, "model.safetensors")
+        results.append((out.stdout, ref.read_safetensors_raw(saved) if out.returncode == 0
+                        else out.stderr[-300:]))
+    check(results[0] == results[1],
+          f"{tag}: transformers v5's fused experts score the same loss and gradients "
+          f"{results[1][1] if isinstance(results[1][1], str) else ''}")
+    back, errors = convert_round_trip(trident, tmp, tag + "_v5", fused)
+    ok, n = same_tensor_bytes(model, back) if back else (False, 0)
+    check(ok, f"{tag}: v5 fused -> checkpoint -> HF gives the per-expert directory's {n} tensors "
+              f"{errors}")
 
 
 def generate(trident, tokenizer, args, ranks=1):
@@ -214,7 +253,8 @@ def training(check, trident, tmp, model):
 def contradicting_flags(check, trident, tmp, mixtral, qwen_step2, qwen_norm):
     """Flags that say otherwise than config.json: exit 2, the flag and the field named."""
     cases = [(mixtral, ["--num-experts", "8"], ["--num-experts (8)", "num_local_experts"]),
-             (mixtral, ["--moe-router-topk", "1"], ["--moe-router-topk (1)", "num_experts_per_tok"]),
+             (mixtral, ["--moe-router-topk", "1"],
+              ["--moe-router-topk (1)", "num_experts_per_tok"]),
              (mixtral, ["--moe-ffn-hidden-size", "64"], ["--moe-ffn-hidden-size (64)",
                                                         "intermediate_size (40)"]),
              (mixtral, ["--moe-router-pre-softmax"], ["--moe-router-pre-softmax",
@@ -299,9 +339,13 @@ def main():
         mixtral = score_case(check, trident, tmp, "mixtral", MIXTRAL, rng)
         step2 = score_case(check, trident, tmp, "qwen3_moe_step2",
                            dict(QWEN3_MOE, decoder_sparse_step=2), rng)
-        score_case(check, trident, tmp, "qwen3_moe_unnormalised_mlp_only",
-                   dict(QWEN3_MOE, norm_topk_prob=False, mlp_only_layers=[2],
-                        tie_word_embeddings=True), rng)
+        unnormalised = dict(QWEN3_MOE, norm_topk_prob=False, mlp_only_layers=[2],
+                            tie_word_embeddings=True)
+        got = score_case(check, trident, tmp, "qwen3_moe_unnormalised_mlp_only", unnormalised, rng)
+        if got:
+            v5_fused(check, trident, tmp, "qwen3_moe_unnormalised_mlp_only", unnormalised, *got)
+        if mixtral:
+            v5_fused(check, trident, tmp, "mixtral", MIXTRAL, *mixtral)
         big_mixtral = generation(check, trident, source, tmp, "mixtral_generate", MIXTRAL, rng,
                                  True)
         if big_mixtral:
