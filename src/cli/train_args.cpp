@@ -462,7 +462,9 @@ void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
 // Saving, loading, fine-tuning and the HuggingFace import/export.
 void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
-  opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
+  opt("--load-hf", c.load_hf,
+      "start from a HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral, Qwen3-MoE)",
+      "Checkpoints");
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
@@ -494,7 +496,9 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
       ->group("Checkpoints");
   opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
       "Checkpoints");
-  opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
+  opt("--save-hf", c.save_hf,
+      "write the trained model as a HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral or "
+      "Qwen3-MoE by its options)",
       "Checkpoints");
   opt("--save-hf-dtype", c.save_hf_dtype,
       "--save-hf's dtype: bf16 or fp32 (default: bf16 with --bf16 or a BF16 --load-hf)",
