@@ -101,7 +101,7 @@ def score_case(check, trident, tmp, tag, config, rng):
         keys = ["architectures", "model_type", "num_hidden_layers", "hidden_size",
                 "num_attention_heads", "num_key_value_heads", "vocab_size",
                 "num_experts_per_tok", "tie_word_embeddings", "intermediate_size"]
-        keys += (["num_local_experts"] if config["model_type"] == "mixtral" else
+        keys += (["num_local_experts", "sliding_window"] if config["model_type"] == "mixtral" else
                  ["num_experts", "moe_intermediate_size", "norm_topk_prob", "head_dim"])
         differ = [k for k in keys if after.get(k) != config[k]]
         same_layers = moe_layers(after) == moe_layers(config)
@@ -346,6 +346,11 @@ def main():
             v5_fused(check, trident, tmp, "qwen3_moe_unnormalised_mlp_only", unnormalised, *got)
         if mixtral:
             v5_fused(check, trident, tmp, "mixtral", MIXTRAL, *mixtral)
+        # Mixtral's attention is Mistral's: a sliding window of 8 over windows of 24 tokens,
+        # top-1 of 3 experts (a renormalised weight of 1), multi-head.
+        score_case(check, trident, tmp, "mixtral_window_top1",
+                   dict(MIXTRAL, sliding_window=8, num_key_value_heads=4, num_local_experts=3,
+                        num_experts_per_tok=1), rng)
         big_mixtral = generation(check, trident, source, tmp, "mixtral_generate", MIXTRAL, rng,
                                  True)
         if big_mixtral:
