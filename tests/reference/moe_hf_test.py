@@ -11,8 +11,9 @@ norm_topk_prob false with mlp_only_layers; HF -> checkpoint -> HF gives the same
 for byte and a config.json with the same experts and MoE layers; `generate`'s greedy tokens
 (KV cache) equal the reference's full recomputation, as do `eval`'s log-likelihoods and
 `serve`'s greedy completions; transformers v5's fused experts (gate_up_proj, down_proj) read
-as the per-expert tensors; `train --load-hf` then `--save-hf` of a Mixtral (with --lr 0 the
-same bytes; router_aux_loss_coef is the default --moe-aux-loss-coeff). Refused with exit 2 and
+as the per-expert tensors; `train --load-hf` then `--save-hf` of a Mixtral and of a Qwen3-MoE with dense
+layers (with --lr 0 the same bytes; router_aux_loss_coef is the default --moe-aux-loss-coeff);
+samples while training equal `generate`'s continuation. Refused with exit 2 and
 nothing written: flags contradicting config.json (each naming the flag and the field),
 router_jitter_noise > 0 for training, patterns or options HF cannot express on export, bad MoE
 keys in config.json. Router ties are kept out: the gates are redrawn until every token's k-th
@@ -250,6 +251,19 @@ def training(check, trident, tmp, model):
               "router_aux_loss_coef is the default --moe-aux-loss-coeff")
 
 
+def qwen3_moe_training(check, trident, tmp, model):
+    """train --load-hf of a Qwen3-MoE with dense layers, --lr 0, --save-hf: the same bytes, and
+    a config.json with the same MoE layers."""
+    same = os.path.join(tmp, "qwen3_moe_lr0")
+    out = train(trident, ["--load-hf", model, "--save-hf", same, "--lr", "0"] + TRAIN[:-4])
+    ok, n = same_tensor_bytes(model, same) if out.returncode == 0 else (False, 0)
+    layers = (moe_layers(json.load(open(os.path.join(same, "config.json")))) if ok else None)
+    want = moe_layers(json.load(open(os.path.join(model, "config.json"))))
+    check(ok and layers == want,
+          f"train --load-hf Qwen3-MoE --lr 0 --save-hf: the same bytes of {n} tensors, MoE "
+          f"layers {layers} {out.stderr[-300:]}")
+
+
 def contradicting_flags(check, trident, tmp, mixtral, qwen_step2, qwen_norm):
     """Flags that say otherwise than config.json: exit 2, the flag and the field named."""
     cases = [(mixtral, ["--num-experts", "8"], ["--num-experts (8)", "num_local_experts"]),
@@ -363,6 +377,7 @@ def main():
             norm = os.path.join(tmp, "qwen3_moe_norm")
             write_model(norm, QWEN3_MOE, draw_weights(QWEN3_MOE, rng))
             contradicting_flags(check, trident, tmp, mixtral[0], step2[0], norm)
+            qwen3_moe_training(check, trident, tmp, step2[0])
         refusals(check, trident, tmp, rng)
     return check.summary()
 
