@@ -11,13 +11,14 @@ norm_topk_prob false with mlp_only_layers; HF -> checkpoint -> HF gives the same
 for byte and a config.json with the same experts and MoE layers; `generate`'s greedy tokens
 (KV cache) equal the reference's full recomputation, as do `eval`'s log-likelihoods and
 `serve`'s greedy completions; transformers v5's fused experts (gate_up_proj, down_proj) read
-as the per-expert tensors; `train --load-hf` then `--save-hf` of a Mixtral and of a Qwen3-MoE with dense
-layers (with --lr 0 the same bytes; router_aux_loss_coef is the default --moe-aux-loss-coeff);
-samples while training equal `generate`'s continuation. Refused with exit 2 and
-nothing written: flags contradicting config.json (each naming the flag and the field),
-router_jitter_noise > 0 for training, patterns or options HF cannot express on export, bad MoE
-keys in config.json. Router ties are kept out: the gates are redrawn until every token's k-th
-and (k+1)-th router logits are more than 1e-3 apart.
+as the per-expert tensors; `train --load-hf` then `--save-hf` of a Mixtral and of a
+Qwen3-MoE with dense layers (with --lr 0 the same bytes; router_aux_loss_coef is the default
+--moe-aux-loss-coeff); samples while training equal `generate`'s continuation. Refused with
+exit 2 and nothing written: flags contradicting config.json (each naming the flag and the
+field), router_jitter_noise > 0 for training, patterns or options HF cannot express on
+export, bad MoE keys in config.json. Router ties are kept out: for scoring the gates are
+redrawn until every token's k-th and (k+1)-th router logits are more than 1e-3 apart, and the
+generation checks require the same margin on the reference's greedy run.
 Usage: moe_hf_test.py /path/to/trident /path/to/source
 """
 import json
