@@ -100,10 +100,13 @@ int convert_main(const std::vector<std::string>& args) {
   tokenizer::TokenizerOptions tokenizer_flags;
   auto* from_ckpt = app.add_option("--load", load, "checkpoint directory (its latest)");
   auto* from_hf =
-      app.add_option("--load-hf", load_hf, "HuggingFace directory (GPT-2, Llama, Mistral or Qwen)");
-  auto* to_hf = app.add_option("--save-hf", save_hf,
-                               "write a HuggingFace directory (GPT-2, Llama, Mistral or Qwen)")
-                    ->needs(from_ckpt);
+      app.add_option("--load-hf", load_hf,
+                     "HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral or Qwen3-MoE)");
+  auto* to_hf =
+      app.add_option(
+             "--save-hf", save_hf,
+             "write a HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral or Qwen3-MoE)")
+          ->needs(from_ckpt);
   app.add_option("--save-hf-dtype", save_hf_dtype,
                  "the exported tensors' dtype (default: bf16 when the checkpoint's precision is "
                  "bf16, as after --load-hf of a BF16 directory; else fp32)")

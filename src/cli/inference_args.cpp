@@ -13,7 +13,9 @@ void add_inference_args(CLI::App& app, InferenceArgs* a) {
   generation::InferenceOptions& m = a->model;
   const char* M = "Model";
   app.add_option("--load", m.load, "checkpoint directory (its latest iteration)")->group(M);
-  app.add_option("--load-hf", m.load_hf, "HuggingFace GPT-2 directory")->group(M);
+  app.add_option("--load-hf", m.load_hf,
+                 "HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral, Qwen3-MoE)")
+      ->group(M);
   app.add_option("--tensor-model-parallel-size", m.tensor_model_parallel_size,
                  "tensor-parallel ranks (t x p must equal the MPI ranks)")
       ->group(M);

@@ -1,6 +1,7 @@
 #include "cli/moe_args.h"
 
 #include "config/moe_layer_freq.h"
+#include "io/hf_moe.h"
 
 namespace trident::cli {
 
@@ -95,6 +96,78 @@ MoeFlags add_moe_flags(CLI::App& app, train::TrainingConfig& c) {
   return f;
 }
 
+namespace {
+
+// Each MoE flag's config.json field, in Mixtral's and in Qwen3-MoE's words.
+struct HfMoeFields {
+  const char *experts, *width, *pre_softmax, *pattern;
+};
+HfMoeFields hf_moe_fields(bool mixtral) {
+  if (mixtral)
+    return {"num_local_experts", "intermediate_size",
+            "MixtralForCausalLM's router (it always renormalises the top-k weights)",
+            "MixtralForCausalLM's layers (all MoE)"};
+  return {"num_experts", "moe_intermediate_size", "norm_topk_prob (true)",
+          "mlp_only_layers and decoder_sparse_step"};
+}
+
+std::string pattern_text(const std::vector<bool>& pattern, int layers) {
+  std::string out = "[";
+  for (int l = 0; l < layers; ++l)
+    out += std::string(l ? "," : "") + (pattern.empty() || pattern[l] ? "1" : "0");
+  return out + "]";
+}
+
+}  // namespace
+
+void apply_hf_moe_config(const MoeFlags& flags, const ModelConfig& hf, train::TrainingConfig& c,
+                         std::vector<std::string>& errors) {
+  const std::string config = c.load_hf + "/config.json";
+  const io::HfMoeTraining training = io::read_hf_moe_training(c.load_hf);
+  const HfMoeFields field = hf_moe_fields(training.mixtral);
+  MoeConfig& m = c.model.moe;
+  auto given = [&](const char* flag) { return flags.given.at(flag)->count() > 0; };
+  auto disagrees = [&](const char* flag, const std::string& ours, const std::string& what) {
+    errors.push_back(std::string(flag) + " (" + ours + ") disagrees with " + config + "'s " + what);
+  };
+  if (!hf.moe.enabled()) {
+    if (given("--num-experts") && m.num_experts > 0)
+      disagrees("--num-experts", std::to_string(m.num_experts), "model, which has no experts");
+    return;
+  }
+  auto check = [&](const char* flag, int ours, int theirs, const char* name) {
+    if (given(flag) && ours != theirs)
+      disagrees(flag, std::to_string(ours),
+                std::string(name) + " (" + std::to_string(theirs) + ")");
+  };
+  check("--num-experts", m.num_experts, hf.moe.num_experts, field.experts);
+  check("--moe-router-topk", m.router_topk, hf.moe.router_topk, "num_experts_per_tok");
+  check("--moe-ffn-hidden-size", c.model.moe_ffn(), hf.moe_ffn(), field.width);
+  if (given("--moe-router-pre-softmax") && m.router_pre_softmax && !hf.moe.router_pre_softmax)
+    disagrees("--moe-router-pre-softmax", "given", field.pre_softmax);
+  if (given("--moe-layer-freq")) {
+    try {
+      const std::vector<bool> ours = resolve_moe_layer_freq(c.moe_layer_freq, hf.num_layers);
+      const std::string a = pattern_text(ours, hf.num_layers);
+      const std::string b = pattern_text(hf.moe.layer_pattern, hf.num_layers);
+      if (a != b) disagrees("--moe-layer-freq", a, std::string(field.pattern) + " (" + b + ")");
+    } catch (const std::invalid_argument& e) {
+      errors.push_back(e.what());
+    }
+  }
+  m.num_experts = hf.moe.num_experts, m.router_topk = hf.moe.router_topk;
+  m.ffn_hidden_size = hf.moe.ffn_hidden_size, m.router_pre_softmax = hf.moe.router_pre_softmax;
+  m.layer_pattern = hf.moe.layer_pattern;
+  const bool aux_loss = c.moe_router_load_balancing_type == std::vector<std::string>{"aux_loss"};
+  if (!given("--moe-aux-loss-coeff") && aux_loss)
+    c.moe_aux_loss_coeff = {(float)training.router_aux_loss_coef};
+  if (training.router_jitter_noise > 0)
+    errors.push_back(config + "'s router_jitter_noise (" +
+                     std::to_string(training.router_jitter_noise) +
+                     ") is not implemented for training (Megatron's --moe-input-jitter-eps); "
+                     "score, generate, eval and serve ignore it, as HF's inference does");
+}
+
 void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
                      std::vector<std::string>& errors) {
   if (!c.model.moe.enabled()) {
@@ -105,6 +178,7 @@ void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
     return;
   }
   if (c.model.num_layers <= 0) return;  // --num-layers's own rule reports it
+  if (!c.load_hf.empty()) return;       // the pattern is config.json's (apply_hf_moe_config)
   try {
     c.model.moe.layer_pattern = resolve_moe_layer_freq(c.moe_layer_freq, c.model.num_layers);
   } catch (const std::invalid_argument& e) {

@@ -17,9 +17,18 @@ struct MoeFlags {
 };
 MoeFlags add_moe_flags(CLI::App& app, train::TrainingConfig& c);
 
+// With --load-hf: the MoE shape of `hf` (the directory's config.json, io/hf_moe.h) into
+// c.model.moe; a flag that contradicts it (--num-experts, --moe-router-topk,
+// --moe-ffn-hidden-size, --moe-layer-freq, --moe-router-pre-softmax) is refused naming the
+// flag and the field. router_aux_loss_coef is the default --moe-aux-loss-coeff; Mixtral's
+// router_jitter_noise > 0 is refused (HF applies it in training, trident does not).
+void apply_hf_moe_config(const MoeFlags& flags, const ModelConfig& hf, train::TrainingConfig& c,
+                         std::vector<std::string>& errors);
+
 // After the model's shape is final (preset, --load-hf): --moe-layer-freq resolved into
-// c.model.moe.layer_pattern, and every MoE flag given without --num-experts refused by
-// name (Megatron ignores them; a run meant to be MoE would train a dense model).
+// c.model.moe.layer_pattern (unless --load-hf set it), and every MoE flag given without
+// --num-experts refused by name (Megatron ignores them; a run meant to be MoE would train a dense
+// model).
 void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
                      std::vector<std::string>& errors);
 

@@ -84,7 +84,9 @@ struct ScoreArgs {
 
 void add_score_args(CLI::App& app, ScoreArgs* a) {
   auto* load = app.add_option("--load", a->load, "checkpoint directory (its latest iteration)");
-  auto* load_hf = app.add_option("--load-hf,--model", a->load_hf, "HuggingFace GPT-2 directory");
+  auto* load_hf =
+      app.add_option("--load-hf,--model", a->load_hf,
+                     "HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral, Qwen3-MoE)");
   load->excludes(load_hf);
   auto* tokens_opt = app.add_option("--tokens", a->tokens_path,
                                     "JSON list of ids, or list of lists (-: standard input)");

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "cli/moe_args.h"
 #include "cli/parse_args.h"
@@ -461,7 +462,9 @@ void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
 // Saving, loading, fine-tuning and the HuggingFace import/export.
 void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
-  opt("--load-hf", c.load_hf, "start from a HuggingFace GPT-2 directory", "Checkpoints");
+  opt("--load-hf", c.load_hf,
+      "start from a HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral, Qwen3-MoE)",
+      "Checkpoints");
   opt("--save", c.save, "write checkpoints under this directory", "Checkpoints");
   opt("--save-interval", c.save_interval, "iterations between checkpoints (0: only at the end)",
       "Checkpoints");
@@ -493,7 +496,9 @@ void add_checkpoint_flags(CLI::App& app, train::TrainingConfig& c) {
       ->group("Checkpoints");
   opt("--keep-checkpoints", c.keep_checkpoints, "keep the last K checkpoints (0: all)",
       "Checkpoints");
-  opt("--save-hf", c.save_hf, "write the trained model as a HuggingFace GPT-2 directory",
+  opt("--save-hf", c.save_hf,
+      "write the trained model as a HuggingFace directory (GPT-2, Llama, Mistral, Qwen, Mixtral or "
+      "Qwen3-MoE by its options)",
       "Checkpoints");
   opt("--save-hf-dtype", c.save_hf_dtype,
       "--save-hf's dtype: bf16 or fp32 (default: bf16 with --bf16 or a BF16 --load-hf)",
@@ -560,9 +565,8 @@ void apply_hf_block_options(const std::string& dir, const ModelConfig& hf, const
 }
 
 // With --load-hf the architecture comes from config.json; explicit flags must agree.
-void apply_hf_config(train::TrainingConfig& c, const ModelFlags& flags,
+void apply_hf_config(train::TrainingConfig& c, const ModelConfig& hf, const ModelFlags& flags,
                      std::vector<std::string>& errors) {
-  ModelConfig hf = io::read_hf_config(c.load_hf);
   auto check = [&](const char* flag, int ours, int theirs, int& field) {
     if (flags.was_given(flag) && ours != theirs)
       errors.push_back(std::string(flag) + " (" + std::to_string(ours) + ") disagrees with " +
@@ -650,9 +654,11 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   const std::vector<std::string> notes = apply_config_overrides(config_file->overrides(), c);
   train::apply_report_dir(c);
   std::vector<std::string> errors;
+  std::optional<ModelConfig> hf;  // --load-hf's config.json
   try {
     apply_model_preset(c.model_preset, flags, c.model);
-    if (!c.load_hf.empty()) apply_hf_config(c, flags, errors);
+    if (!c.load_hf.empty()) hf = io::read_hf_config(c.load_hf);
+    if (hf) apply_hf_config(c, *hf, flags, errors);
   } catch (const std::exception& e) {
     errors.push_back(e.what());
   }
@@ -663,6 +669,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
         "--rope-scaling-factor needs --use-rope-scaling (or a --load-hf "
         "config.json with rope_scaling)");
   check_scaling_detail_flags(flags, c.model, errors);
+  if (hf) apply_hf_moe_config(moe_flags, *hf, c, errors);
   apply_moe_flags(moe_flags, c, errors);
   set_vocab_size_from_tokenizer(c, flags, errors);
   apply_slurm_defaults(c);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "io/hf_llama.h"
+#include "io/hf_moe.h"
 #include "io/hf_qwen.h"
 #include "io/safetensors.h"
 
@@ -158,7 +159,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& path) {
   const nlohmann::json j = parse_config_json(text, path);
   std::vector<std::string> problems;
   ModelConfig c;
-  if (is_qwen_config(j)) {
+  if (is_moe_config(j)) {
+    c = parse_moe_config(j, problems);
+  } else if (is_qwen_config(j)) {
     c = parse_qwen_config(j, problems);
   } else if (is_llama_config(j)) {
     c = parse_llama_config(j, problems);
@@ -275,9 +278,11 @@ void load_hf_weights(const std::string& dir, const ModelConfig& config, Paramete
 
 void save_hf_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
                    bool gradients, StoredDtype dtype) {
-  if (config.moe.enabled())
+  if (config.moe.enabled() && !is_llama_model(config))
     throw std::invalid_argument(
-        "HuggingFace export of MoE models (Mixtral, Qwen3-MoE) is not built yet (issue 32)");
+        "HuggingFace export of MoE models writes Mixtral or Qwen3-MoE, on the Llama block "
+        "(RMSNorm, rope with --rotary-percent 1, SwiGLU, --group-query-attention); this "
+        "model's options differ");
   if (is_llama_model(config)) return save_llama_model(dir, config, params, gradients, dtype);
   if (!is_gpt2_block(config))
     throw std::invalid_argument(

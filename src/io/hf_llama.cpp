@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "io/hf_llama_options.h"
+#include "io/hf_moe.h"
 #include "io/hf_qwen.h"
 #include "io/safetensors.h"
 
@@ -17,8 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The HF tensors a trident parameter is made of, stacked along dimension 0.
-std::vector<std::string> hf_pieces(const std::string& n) {
+// The HF tensors a trident parameter is made of, stacked along dimension 0 (an MoE layer's
+// under Mixtral's or Qwen3-MoE's names, hf_moe.h).
+std::vector<std::string> hf_pieces(const std::string& n, bool qwen3_moe) {
   if (n == "embedding.word_embeddings.weight") return {"model.embed_tokens.weight"};
   if (n == "final_layernorm.weight") return {"model.norm.weight"};
   if (n == "output_layer.weight") return {"lm_head.weight"};
@@ -27,6 +29,9 @@ std::vector<std::string> hf_pieces(const std::string& n) {
   const std::string pre = "model.layers." + n.substr(7, dot - 7) + ".", leaf = n.substr(dot + 1);
   const size_t last = leaf.rfind('.');
   const std::string module = leaf.substr(0, last), kind = leaf.substr(last);  // ".weight"
+  std::vector<std::string> names;
+  for (const std::string& m : moe_hf_modules(module, qwen3_moe)) names.push_back(pre + m + kind);
+  if (!names.empty()) return names;
   static const std::map<std::string, std::vector<std::string>> modules = {
       {"input_layernorm", {"input_layernorm"}},
       {"post_attention_layernorm", {"post_attention_layernorm"}},
@@ -41,7 +46,6 @@ std::vector<std::string> hf_pieces(const std::string& n) {
       {"mlp.linear_fc2", {"mlp.down_proj"}}};
   auto it = modules.find(module);
   if (it == modules.end()) throw std::out_of_range("no HF Llama name for parameter " + n);
-  std::vector<std::string> names;
   for (const std::string& m : it->second) names.push_back(pre + m + kind);
   return names;
 }
@@ -114,13 +118,35 @@ std::string shape_str(const std::vector<long>& s) {
 }
 
 // The global tensor of `spec` from its HF pieces (padded vocabulary rows stay zero).
-std::vector<float> global_tensor(LlamaFiles& files, const ParamSpec& spec, int vocab) {
-  const std::vector<std::string> pieces = hf_pieces(spec.name);
+// An expert's matrix from transformers v5's fused tensor of its layer (hf_moe.h), into out;
+// false when the directory has no such tensor.
+bool read_v5_expert(LlamaFiles& files, const ParamSpec& spec, int experts, float* out) {
+  const FusedExpert fused = v5_fused_expert(spec.name);
+  const SafetensorsFile* f = fused.tensor.empty() ? nullptr : files.file_of(fused.tensor);
+  if (!f) return false;
+  const TensorEntry& e = *f->find(fused.tensor);
+  const std::vector<long> expected = {experts, spec.global_shape[0], spec.global_shape[1]};
+  if (e.shape != expected)
+    throw FormatError(f->path() + ": tensor '" + e.name + "' has shape " + shape_str(e.shape) +
+                      ", the config needs " + shape_str(expected));
+  const long n = spec.global_shape[0] * spec.global_shape[1];
+  f->copy_float_range(e, fused.expert * n, n, out);
+  return true;
+}
+
+std::vector<float> global_tensor(LlamaFiles& files, const ParamSpec& spec,
+                                 const ModelConfig& config) {
+  std::vector<std::string> pieces = hf_pieces(spec.name, is_qwen3_moe_model(config));
+  const int vocab = config.vocab_size;
   const long cols = spec.global_shape.size() == 2 ? spec.global_shape[1] : 1;
   const long rows = is_vocab(spec.name) ? vocab : spec.global_shape[0];
   std::vector<float> out((size_t)spec.global_shape[0] * cols, 0.f);
+  if (!files.file_of(pieces[0]) && read_v5_expert(files, spec, config.moe.num_experts, out.data()))
+    return out;
   const long piece_rows = rows / (long)pieces.size();
   for (size_t k = 0; k < pieces.size(); ++k) {
+    if (!files.file_of(pieces[k]) && files.file_of(v5_renamed(pieces[k])))
+      pieces[k] = v5_renamed(pieces[k]);
     const SafetensorsFile* f = files.file_of(pieces[k]);
     if (!f) throw FormatError(files.where() + ": missing tensor '" + pieces[k] + "'");
     const TensorEntry& e = *f->find(pieces[k]);
@@ -246,7 +272,7 @@ ModelConfig parse_llama_config(const nlohmann::json& j, std::vector<std::string>
 void load_llama_weights(const std::string& dir, const ModelConfig& config, Parameters& params) {
   LlamaFiles files(dir);
   for (const ParamSpec& spec : params.layout().specs()) {
-    std::vector<float> global = global_tensor(files, spec, config.vocab_size);
+    std::vector<float> global = global_tensor(files, spec, config);
     float* dst = params.values() + spec.offset;
     for (long i = 0, run; i < spec.numel(); i += run) {  // a shard is runs of the global tensor
       run = spec.contiguous_run(i);
@@ -258,7 +284,10 @@ void load_llama_weights(const std::string& dir, const ModelConfig& config, Param
   const ParameterLayout whole(config, {0, 1});
   std::map<std::string, bool> known;
   for (const ParamSpec& spec : whole.specs())
-    for (const std::string& n : hf_pieces(spec.name)) known[n] = true;
+    for (const std::string& n : hf_pieces(spec.name, is_qwen3_moe_model(config))) known[n] = true;
+  for (int l = 0; l < config.num_layers; ++l)  // transformers v5's fused experts
+    if (config.is_moe_layer(l))
+      for (const std::string& n : v5_moe_tensors(l)) known[n] = true;
   for (const std::string& n : files.names()) {
     const bool buffer = n.ends_with(".rotary_emb.inv_freq");  // older files keep it
     if (!buffer && !known.count(n) && !(config.tied_output() && n == "lm_head.weight"))
@@ -288,7 +317,6 @@ StoredDtype hf_weights_dtype(const std::string& dir) {
 
 void save_llama_model(const std::string& dir, const ModelConfig& config, const Parameters& params,
                       bool gradients, StoredDtype dtype) {
-  fs::create_directories(dir);
   nlohmann::ordered_json cfg = {{"architectures", {"LlamaForCausalLM"}},
                                 {"model_type", "llama"},
                                 {"hidden_act", "silu"},
@@ -314,13 +342,14 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
           "use_sliding_window windows only some layers)");
     cfg = qwen_config_json(config);
     cfg["rope_scaling"] = rope_scaling_json(config);
-  } else if (config.window_size > 0) {
+  } else if (config.window_size > 0 && !config.moe.enabled()) {
     as_mistral(config, cfg);
   }
+  if (config.moe.enabled()) cfg = moe_config_json(config, cfg);
   std::vector<TensorToWrite> tensors;
   const float* base = gradients ? params.grads() : params.values();
   for (const ParamSpec& spec : params.layout().specs()) {
-    const std::vector<std::string> pieces = hf_pieces(spec.name);
+    const std::vector<std::string> pieces = hf_pieces(spec.name, is_qwen3_moe_model(config));
     const long cols = spec.global_shape.size() == 2 ? spec.global_shape[1] : 1;
     const long rows = is_vocab(spec.name) ? config.vocab_size : spec.global_shape[0];
     const long piece_rows = rows / (long)pieces.size();
@@ -331,6 +360,7 @@ void save_llama_model(const std::string& dir, const ModelConfig& config, const P
     }
   }
   cfg["torch_dtype"] = hf_torch_dtype(dtype);
+  fs::create_directories(dir);  // only once the model is known to be expressible
   write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
                     {{"format", "pt"}, {"producer", "trident"}});
   write_file_atomically((fs::path(dir) / "config.json").string(), cfg.dump(2) + "\n");

@@ -187,8 +187,17 @@ std::vector<float> SafetensorsFile::read_float(const TensorEntry& t) const {
 }
 
 void SafetensorsFile::copy_float(const TensorEntry& t, float* dst) const {
-  const char* src = data_ + t.begin;
-  const long n = t.numel();
+  copy_float_range(t, 0, t.numel(), dst);
+}
+
+void SafetensorsFile::copy_float_range(const TensorEntry& t, long first, long count,
+                                       float* dst) const {
+  if (first < 0 || count < 0 || first > t.numel() - count)
+    throw std::out_of_range(path_ + ": tensor '" + t.name + "' has " + std::to_string(t.numel()) +
+                            " elements, not [" + std::to_string(first) + ", " +
+                            std::to_string(first + count) + ")");
+  const long n = count;
+  const char* src = data_ + t.begin + (size_t)first * (t.dtype == "F32" ? 4 : 2);
   if (t.dtype == "F32") {
     std::memcpy(dst, src, (size_t)n * 4);
   } else if (t.dtype == "F16" || t.dtype == "BF16") {

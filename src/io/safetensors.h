@@ -33,6 +33,9 @@ class SafetensorsFile {
   std::vector<float> read_float(const TensorEntry& t) const;
   // The same into dst (t.numel() floats), without an intermediate copy.
   void copy_float(const TensorEntry& t, float* dst) const;
+  // Elements [first, first + count) of t (in its row-major order) into dst; a range outside
+  // the tensor throws std::out_of_range.
+  void copy_float_range(const TensorEntry& t, long first, long count, float* dst) const;
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;

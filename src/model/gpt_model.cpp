@@ -31,7 +31,7 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
   for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
     for (const std::string& w : attention) names.push_back(layer_param(l, w));
     names.push_back(layer_param(l, "self_attention.linear_proj.weight"));
-    if (c.is_moe_layer(l)) continue;  // no decode panels for experts (no MoE generation yet)
+    if (c.is_moe_layer(l)) continue;  // experts run fp32 grouped products: no panels
     for (const char* w : {"mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
       names.push_back(layer_param(l, w));
   }

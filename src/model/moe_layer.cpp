@@ -157,6 +157,27 @@ void MoeMlp::experts_forward(const long* offsets, const MoeActivations& a, const
   kernels::grouped_linear_forward(fc2, w.scaled, fc2_.data() + first_local_, w.expert_out);
 }
 
+void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
+  // Every rank holds all experts' weights (model/moe_layer.h), so generation runs them all
+  // here, as at EP = 1: no exchange, which the other ranks of the expert group, not
+  // generating, would never join.
+  MoeMlp local = *this;
+  local.expert_ = nullptr, local.dims_.expert_parallel = 1, local.first_local_ = 0;
+  const std::vector<long> kept = moe_activation_parts(local.dims_, tokens);
+  const std::vector<long> scratch = moe_scratch_parts(local.dims_, tokens);
+  // One float buffer per part (the top-k indices, the third, take ints' places).
+  std::vector<std::vector<float>> a(kept.size()), w(scratch.size());
+  for (size_t i = 0; i < kept.size(); ++i) a[i].resize(kept[i]);
+  for (size_t i = 0; i < scratch.size(); ++i) w[i].resize(scratch[i]);
+  auto at = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+  const MoeActivations acts{at(a[0]), at(a[1]), reinterpret_cast<int*>(at(a[2])),
+                            at(a[3]), at(a[4]), at(a[5]),
+                            at(a[6]), at(a[7]), at(a[8])};
+  const MoeScratch work{at(w[0]), at(w[1]), at(w[2]), at(w[3]), at(w[4]),
+                        at(w[5]), at(w[6]), at(w[7]), at(w[8]), at(w[9])};
+  local.forward(x, tokens, acts, work, y);
+}
+
 namespace {
 // d(act x weight) -> d(act) in place and d(weight) per row: <act, d(scaled)>.
 void scale_backward(const float* act, const float* row_weights, float* d_scaled,

@@ -93,6 +93,9 @@ class MoeMlp {
   // y [tokens, h] = the experts' weighted sum for x [tokens, h] (overwritten).
   MoeLosses forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                     float* y) const;
+  // Generation: y [tokens, h] as forward computes it, on buffers of its own sized for
+  // `tokens` (a step's few new rows); no router loss, nothing kept.
+  void forward_inference(const float* x, int tokens, float* y) const;
   // dx [tokens, h] = dL/dx (overwritten) for dy = dL/dy, where L also holds
   // loss_grad x (aux + z) of this micro-batch (loss_grad: the factor the language-model
   // loss's per-token mean gets, see GPTModel::forward_chunk). Weight gradients accumulate.

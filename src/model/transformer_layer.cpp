@@ -127,7 +127,8 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
     // refuses the rest by name).
     if (tp.size() > 1 || (precision && precision->precision != kernels::Precision::kFp32))
       throw std::invalid_argument(layer_param(i, "mlp") +
-                                  ": MoE layers run at tensor-parallel size 1 in fp32 only");
+                                  ": MoE layers run at --tensor-model-parallel-size 1 in "
+                                  "fp32 only (no --bf16 / --fp16) for now (issue 32)");
     moe_mlp_ = MoeMlp(d.moe, p, i, expert);
     fc1_ = {}, fc2_ = {};
   } else {

@@ -16,9 +16,6 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
                                       const CachedLayerBuffers& w, const CachedCall& call) const {
   const int rows = call.rows, h = dims_.hidden, heads = dims_.heads_local, hd = dims_.head_dim;
   const long attn_local = (long)heads * hd;
-  if (moe_)  // the cached path has no MoE MLP yet (issue 32's HF step brings it)
-    throw std::invalid_argument(layer_param(index_, "mlp") +
-                                ": generation from MoE models is not built yet");
   ln1_.forward(x, w.ln_out, w.mean, w.rstd, rows, h);
   TransformerLayer with = *this;  // the step's precision on copies of the linears
   for (auto* l : {&with.qkv_, &with.q_, &with.kv_, &with.fc1_}) l->precision = call.precision;
@@ -66,6 +63,11 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
   kernels::bias_residual_add(x, w.row_out, proj_.bias.value, w.residual, rows, h);
 
   ln2_.forward(w.residual, w.ln_out, w.mean, w.rstd, rows, h);
+  if (moe_) {  // the new rows routed to their top-k experts, as training routes them (fp32)
+    moe_mlp_.forward_inference(w.ln_out.fp32, rows, w.row_out);
+    kernels::bias_residual_add(w.residual, w.row_out, nullptr, out, rows, h);
+    return;
+  }
   with.fc1_.forward(w.ln_out.operand(), w.fc1_pre, rows);
   mlp_activation(w.fc1_pre, w.fc1_act, rows);
   with.fc2_.forward(w.fc1_act.operand(), w.row_out, rows);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "config/moe_config.h"
+#include "io/hf_moe.h"
 #include "train/training_config.h"
 
 namespace trident::train {
@@ -122,10 +123,6 @@ void check_not_built(const TrainingConfig& c, std::vector<std::string>& errors) 
   if (c.pipeline_schedule == "zb-h1")
     errors.push_back(prefix + "--pipeline-schedule zb-h1: the experts' deferred weight gradients" +
                      later);
-  if (!c.save_hf.empty()) errors.push_back(prefix + "--save-hf: HF export of MoE models" + later);
-  if (!c.load_hf.empty()) errors.push_back(prefix + "--load-hf: HF import of MoE models" + later);
-  if (!c.sample_prompt.empty())
-    errors.push_back(prefix + "--sample-prompt: generation from MoE models" + later);
 }
 
 }  // namespace
@@ -143,6 +140,14 @@ void check_moe(const TrainingConfig& c, std::vector<std::string>& errors) {
   check_dispatch_and_balancing(c, errors);
   check_coefficients(c, errors);
   check_not_built(c, errors);
+  // Refused before training rather than after it: a pattern HF cannot say (Mixtral with dense
+  // layers), and what neither Mixtral nor Qwen3-MoE computes.
+  if (!c.save_hf.empty())
+    for (const std::string& why : io::moe_export_problems(c.model))
+      errors.push_back("--save-hf (as " +
+                       std::string(io::is_qwen3_moe_model(c.model) ? "Qwen3MoeForCausalLM"
+                                                                   : "MixtralForCausalLM") +
+                       "): " + why);
 }
 
 }  // namespace trident::train

@@ -103,8 +103,7 @@ std::vector<std::string> next_commands(const TrainingConfig& c, const std::strin
   const std::string model = !c.save.empty()      ? " --load " + shell_quote(absolute(c.save))
                             : !c.save_hf.empty() ? " --load-hf " + shell_quote(absolute(c.save_hf))
                                                  : "";
-  // MoE models score (trident score) but neither generate, evaluate nor export yet.
-  if (model.empty() || c.model.moe.enabled()) return out;
+  if (model.empty()) return out;
   const std::string tokenizer = tokenizer_flags(c.tokenizer);
   if (has_text_tokenizer(c)) {
     // The prompt and its continuation must fit the model's positions.

@@ -66,6 +66,24 @@ TEST(Safetensors, ConvertsHalfAndBfloat16) {
   EXPECT_EQ(f.read_float(*f.find("b")), (std::vector<float>{1, 2}));
 }
 
+// A slice of a stacked tensor (transformers v5's fused experts are read expert by expert).
+TEST(Safetensors, CopiesARangeOfElementsAndRefusesOneOutside) {
+  std::string data = floats({1, 2, 3, 4});
+  data += std::string("\x80\x3f\x00\x40\x40\x40", 6);  // bf16 1, 2, 3
+  std::string header =
+      R"({"f":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]}})";
+  SafetensorsFile f(make_file("range.safetensors", header, data));
+  float out[2] = {0, 0};
+  f.copy_float_range(*f.find("f"), 2, 2, out);
+  EXPECT_EQ(out[0], 3.f);
+  EXPECT_EQ(out[1], 4.f);
+  f.copy_float_range(*f.find("b"), 1, 2, out);
+  EXPECT_EQ(out[0], 2.f);
+  EXPECT_EQ(out[1], 3.f);
+  EXPECT_THROW(f.copy_float_range(*f.find("f"), 3, 2, out), std::out_of_range);
+  EXPECT_THROW(f.copy_float_range(*f.find("b"), -1, 1, out), std::out_of_range);
+}
+
 struct BadCase {
   const char* name;
   std::string header;

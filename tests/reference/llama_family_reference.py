@@ -1,13 +1,19 @@
 """An independent float64 PyTorch model of HF's Llama family, written from HF's published
-definitions (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM), and
-the HF-directory helpers the reference tests share.
+definitions (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, and
+the mixtures of experts MixtralForCausalLM and Qwen3MoeForCausalLM), and the HF-directory
+helpers the reference tests share.
 
 The block: RMSNorm, RoPE (rotate-half; rope_scaling of type llama3 as transformers'
 _compute_llama3_parameters, or linear: frequencies / factor), grouped-query attention
 (num_key_value_heads), a sliding window W (a token i attends to keys j with i - W < j <= i),
 biases wherever the weights have them (Llama's attention_bias / mlp_bias, Qwen2's q, k, v
 only), Qwen3's per-head RMSNorm of q and k before RoPE, an explicit head_dim, SwiGLU MLP,
-tied or untied output layer. Nothing here comes from trident: the tests compare trident's
+tied or untied output layer. The MoE blocks (MixtralSparseMoeBlock, Qwen3MoeSparseMoeBlock):
+router logits x gate^T, softmax over all experts, top-k, the k weights renormalised to sum to
+1 (Mixtral always, Qwen3-MoE when norm_topk_prob), each token's output the weighted sum of
+its k SwiGLU experts; Qwen3-MoE's dense layers (mlp_only_layers, and layers i with
+(i + 1) % decoder_sparse_step != 0) are the plain MLP of intermediate_size. Nothing here
+comes from trident: the tests compare trident's
 `score`, `generate`, `eval` and `serve` with it.
 """
 import json
@@ -28,7 +34,37 @@ def head_dim(c):
 
 
 def is_qwen3(c):
-    return c.get("model_type") == "qwen3"
+    return c.get("model_type") in ("qwen3", "qwen3_moe")  # Qwen3-MoE's attention is Qwen3's
+
+
+def is_mixtral(c):
+    return c.get("model_type") == "mixtral"
+
+
+def is_moe_layer(c, i):
+    """HF's rule: Mixtral's layers are all MoE; Qwen3MoeDecoderLayer's layer i is MoE iff it
+    is not in mlp_only_layers, there are experts and (i + 1) % decoder_sparse_step == 0."""
+    if is_mixtral(c):
+        return True
+    if c.get("model_type") != "qwen3_moe":
+        return False
+    return (i not in c.get("mlp_only_layers", []) and c["num_experts"] > 0
+            and (i + 1) % c.get("decoder_sparse_step", 1) == 0)
+
+
+def moe_names(c, i):
+    """(router, [(gate, up, down) per expert]) module names of MoE layer i, without .weight."""
+    if is_mixtral(c):
+        p = f"model.layers.{i}.block_sparse_moe."
+        return p + "gate", [(p + f"experts.{e}.w1", p + f"experts.{e}.w3", p + f"experts.{e}.w2")
+                            for e in range(c["num_local_experts"])]
+    p = f"model.layers.{i}.mlp."
+    return p + "gate", [(p + f"experts.{e}.gate_proj", p + f"experts.{e}.up_proj",
+                         p + f"experts.{e}.down_proj") for e in range(c["num_experts"])]
+
+
+def expert_width(c):
+    return c["intermediate_size"] if is_mixtral(c) else c["moe_intermediate_size"]
 
 
 def is_qwen2(c):
@@ -48,6 +84,12 @@ def hf_shapes(c):
         attention = {"self_attn.q_proj": (q, h), "self_attn.k_proj": (kv, h),
                      "self_attn.v_proj": (kv, h), "self_attn.o_proj": (h, q)}
         mlp = {"mlp.gate_proj": (f, h), "mlp.up_proj": (f, h), "mlp.down_proj": (h, f)}
+        if is_moe_layer(c, i):
+            router, experts = moe_names(c, i)
+            e = expert_width(c)
+            mlp = {router[len(p):]: (len(experts), h)}
+            for gate, up, down in experts:
+                mlp.update({gate[len(p):]: (e, h), up[len(p):]: (e, h), down[len(p):]: (h, e)})
         for name, shape in {**attention, **mlp}.items():
             shapes[p + name + ".weight"] = shape
         for name, shape in attention.items():  # Llama's attention_bias: o_proj's too
@@ -122,6 +164,30 @@ def attention(w, c, p, a, cos, sin, hidden):
     return linear(w, y, p + "self_attn.o_proj")
 
 
+# The smallest gap between the k-th and (k+1)-th router logit of any token the MoE blocks
+# routed since the list was last cleared: tests keep it above 1e-3 so that float32 rounding
+# cannot change an expert choice.
+ROUTER_MARGINS = []
+
+
+def sparse_moe(w, c, i, x):
+    """HF's sparse MoE block on x [s, h]."""
+    router, experts = moe_names(c, i)
+    k = c["num_experts_per_tok"]
+    scores = x @ w[router + ".weight"].T
+    ranked = scores.detach().sort(-1, descending=True).values
+    ROUTER_MARGINS.append(float((ranked[:, k - 1] - ranked[:, k]).min()))
+    top, idx = scores.softmax(-1).topk(k, -1)
+    if is_mixtral(c) or c.get("norm_topk_prob", False):
+        top = top / top.sum(-1, keepdim=True)
+    y = torch.zeros_like(x)
+    for e, (gate, up, down) in enumerate(experts):
+        weight = (top * (idx == e)).sum(-1, keepdim=True)  # 0 for tokens not routed to e
+        out = linear(w, F.silu(linear(w, x, gate)) * linear(w, x, up), down)
+        y = y + weight * out
+    return y
+
+
 def logits(w, c, ids):
     """Full recomputation of the logits [s, vocab] of the token list ids (positions from 0)."""
     d, eps, s = head_dim(c), c["rms_norm_eps"], len(ids)
@@ -135,6 +201,9 @@ def logits(w, c, ids):
         a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
         x = x + attention(w, c, p, a, cos, sin, hidden)
         m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        if is_moe_layer(c, layer):
+            x = x + sparse_moe(w, c, layer, m)
+            continue
         m = F.silu(linear(w, m, p + "mlp.gate_proj")) * linear(w, m, p + "mlp.up_proj")
         x = x + linear(w, m, p + "mlp.down_proj")
     x = rms_norm(x, w["model.norm.weight"], eps)
@@ -254,13 +323,16 @@ def read_model_weights(directory):
 
 
 def score_against_torch(check, trident, tmp, tag, config, rng, lengths=(13, 25, 40), shards=1,
-                        bf16=False, grad_tol=1e-5, reference=None):
+                        bf16=False, grad_tol=1e-5, reference=None, weights=None, sequences=None):
     """Writes random weights as an HF directory, runs `trident score --save-grads` on random
     sequences of `lengths` and compares the mean loss (1e-5 relative) and every gradient
     (grad_tol of the largest) with autograd's. reference: the configuration the float64
-    model computes (config's meaning; config by default). Returns (directory, weights)."""
-    weights = draw_weights(config, rng, bf16)
-    sequences = [[int(t) for t in rng.integers(0, config["vocab_size"], n)] for n in lengths]
+    model computes (config's meaning; config by default); weights, sequences: given instead
+    of drawn. Returns (directory, weights)."""
+    if weights is None:
+        weights = draw_weights(config, rng, bf16)
+    if sequences is None:
+        sequences = [[int(t) for t in rng.integers(0, config["vocab_size"], n)] for n in lengths]
     model = os.path.join(tmp, tag)
     write_model(model, config, weights, shards, bf16)
     tokens = os.path.join(tmp, tag + "_tokens.json")

@@ -125,16 +125,51 @@ TEST(MoeRules, OneTensorParallelRankInFp32IsAcceptedAndTheRestRefusedByName) {
   c.model.moe.expert_capacity_factor = 1.25f;
   c.model.moe.shared_expert_intermediate_size = 64;
   c.pipeline_schedule = "zb-h1";
-  c.save_hf = "out", c.load_hf = "in", c.sample_prompt = "In the beginning";
   const auto e = moe_errors(c);
-  EXPECT_EQ(e.size(), 7u);
+  EXPECT_EQ(e.size(), 4u);
   for (const char* flag :
        {"--bf16: the experts' grouped products run in fp32 only",
         "--moe-expert-capacity-factor / --moe-pad-expert-input-to-capacity: token dropping",
-        "--moe-shared-expert-intermediate-size: shared experts", "--pipeline-schedule zb-h1",
-        "--save-hf: HF export", "--load-hf: HF import", "--sample-prompt: generation"})
+        "--moe-shared-expert-intermediate-size: shared experts", "--pipeline-schedule zb-h1"})
     EXPECT_TRUE(mentions(e, std::string("--num-experts 4 with ") + flag)) << flag;
   for (const std::string& message : e) EXPECT_NE(message.find(kNotBuilt), std::string::npos);
+}
+
+// A Llama-block MoE model for the HF rules.
+TrainingConfig llama_moe_run() {
+  TrainingConfig c;
+  c.model.num_layers = 2, c.model.normalization = "RMSNorm";
+  c.model.position_embedding_type = "rope", c.model.swiglu = true;
+  c.model.group_query_attention = true, c.model.disable_bias_linear = true;
+  c.model.moe.num_experts = 4;
+  return c;
+}
+
+// Step 4: HF import, export and generation are built; an export HF cannot express is refused
+// before training, naming the architecture it would be.
+TEST(MoeRules, HfExportIsRefusedBeforeTrainingOnlyWhereHfCannotExpressTheModel) {
+  TrainingConfig c = llama_moe_run();
+  c.save_hf = "out", c.load_hf = "in", c.sample_prompt = "In the beginning";
+  EXPECT_TRUE(moe_errors(c).empty());
+  c.model.moe.layer_pattern = {true, false};
+  c.model.moe.router_pre_softmax = true;
+  auto e = moe_errors(c);
+  EXPECT_EQ(e.size(), 2u);
+  EXPECT_TRUE(mentions(e,
+                       "--save-hf (as MixtralForCausalLM): --moe-layer-freq makes layers 1 "
+                       "dense"));
+  EXPECT_TRUE(mentions(e, "--save-hf (as MixtralForCausalLM): --moe-router-pre-softmax"));
+  c.model.qk_layernorm = true;  // Qwen3-MoE says both (mlp_only_layers, norm_topk_prob)
+  EXPECT_TRUE(moe_errors(c).empty());
+  c.model.moe.router_topk_scaling_factor = 2.f;
+  EXPECT_TRUE(mentions(moe_errors(c),
+                       "--save-hf (as Qwen3MoeForCausalLM): "
+                       "--moe-router-topk-scaling-factor"));
+  c = llama_moe_run();
+  c.model.swiglu = false, c.save_hf = "out";
+  EXPECT_TRUE(mentions(moe_errors(c), "--save-hf (as MixtralForCausalLM): the block"));
+  c.save_hf.clear();  // without an export, the GeLU experts are fine
+  EXPECT_TRUE(moe_errors(c).empty());
 }
 
 }  // namespace
