@@ -12,7 +12,9 @@ one-process gradients themselves). Checked at 1e-5 relative (normwise per tensor
   - initialisation does not depend on EP: the weights saved before any step at EP = 2 and
     EP = 4 are the one-process weights, bit for bit;
   - a run saved at EP = 2 resumes at EP = 1 (one process) and at EP = 4 with the losses of
-    the run that went on at EP = 2.
+    the run that went on at EP = 2;
+  - --sample-prompt while training at EP = 2 prints one process's samples (generation runs
+    every expert on the generating rank, with no exchange the other ranks would not join).
 One micro-batch per rank and step at every layout (the global batch is the world's), so the
 router losses, which are per micro-batch, see the same tokens everywhere.
 Usage: moe_ep_parity.py TRIDENT"""
@@ -163,6 +165,25 @@ def resume_under_other_ep(trident, tmp, common):
               f"straight through lost (within 1e-5; {pairs})")
 
 
+def samples_while_training(trident):
+    """The same two steps at EP 2 and in one process (global batch 2), sampling after each:
+    the printed continuations are equal and the EP 2 run does not hang."""
+    gpt2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "gpt2")
+    args = ["--mock-data", "--num-layers", "2", "--hidden-size", "32", "--num-attention-heads",
+            "4", "--seq-length", "16", "--num-experts", "4", "--moe-router-topk", "2",
+            "--micro-batch-size", "1", "--global-batch-size", "2", "--train-iters", "2",
+            "--eval-iters", "0", "--log-interval", "1", "--peak-tflops", "1", "--threads", "1",
+            "--vocab-file", os.path.join(gpt2, "encoder.json"), "--merge-file",
+            os.path.join(gpt2, "vocab.bpe"), "--sample-prompt", "Hello", "--sample-interval",
+            "1", "--sample-tokens", "4"]
+    runs = [train(trident, 2, args + LAYOUTS[0][2]), train(trident, 1, args)]
+    samples = [[line for line in text.splitlines() if line.startswith(" sample at")]
+               for _, text in runs]
+    check(all(code == 0 for code, _ in runs) and len(samples[0]) == 2 and
+          samples[0] == samples[1],
+          f"samples while training at EP 2 equal one process's ({samples[0]} vs {samples[1]})")
+
+
 def main():
     trident = os.path.abspath(sys.argv[1])
     rng = np.random.default_rng(5)
@@ -179,6 +200,7 @@ def main():
                           "--seed", "1234", "--peak-tflops", "1", "--threads", "1"]
         one_step_parity(trident, tmp, common)
         resume_under_other_ep(trident, tmp, common)
+        samples_while_training(trident)
     return check.summary()
 
 
