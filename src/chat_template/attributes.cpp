@@ -10,7 +10,8 @@ namespace {
 std::string string_arg(CallArgs& args, size_t i, const std::string& name) {
   Value v = args.get(i, name);
   if (!v.is_string())
-    throw TemplateError(args.callee + "() argument '" + name + "' must be str, not " + v.type_name());
+    throw TemplateError(args.callee + "() argument '" + name + "' must be str, not " +
+                        v.type_name());
   return v.as_string();
 }
 
@@ -24,7 +25,8 @@ Value optional_string(CallArgs& args, size_t i, const std::string& name) {
 long int_arg(CallArgs& args, size_t i, const std::string& name, long fallback) {
   Value v = args.get(i, name, Value(int64_t(fallback)));
   if (v.kind() != Value::Kind::kInt && v.kind() != Value::Kind::kBool)
-    throw TemplateError(args.callee + "() argument '" + name + "' must be int, not " + v.type_name());
+    throw TemplateError(args.callee + "() argument '" + name + "' must be int, not " +
+                        v.type_name());
   return (long)v.as_int();
 }
 
@@ -41,10 +43,12 @@ bool affix_matches(const std::string& s, const Value& affix, bool at_start) {
       if (affix_matches(s, a, at_start)) return true;
     return false;
   }
-  if (!affix.is_string()) throw TemplateError("startswith/endswith take str or a tuple of str, not " + affix.type_name());
+  if (!affix.is_string())
+    throw TemplateError("startswith/endswith take str or a tuple of str, not " + affix.type_name());
   const std::string& a = affix.as_string();
   if (a.size() > s.size()) return false;
-  return at_start ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0;
+  return at_start ? s.compare(0, a.size(), a) == 0
+                  : s.compare(s.size() - a.size(), a.size(), a) == 0;
 }
 
 Value string_method(const std::string& s, const std::string& name, CallArgs& args) {
@@ -58,7 +62,8 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
   if (name == "split" || name == "rsplit") {
     Value sep = optional_string(args, 0, "sep");
     const long maxsplit = int_arg(args, 1, "maxsplit", -1);
-    return Value(strings(py_split(s, sep.is_none() ? nullptr : &sep.as_string(), maxsplit, name == "rsplit")));
+    return Value(strings(
+        py_split(s, sep.is_none() ? nullptr : &sep.as_string(), maxsplit, name == "rsplit")));
   }
   if (name == "upper") return Value(py_upper(s));
   if (name == "lower") return Value(py_lower(s));
@@ -68,13 +73,15 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     std::string old = string_arg(args, 0, "old"), with = string_arg(args, 1, "new");
     return Value(py_replace(s, old, with, int_arg(args, 2, "count", -1)));
   }
-  if (name == "find" || name == "rfind") return Value(int64_t(py_find(s, string_arg(args, 0, "sub"), name == "rfind")));
+  if (name == "find" || name == "rfind")
+    return Value(int64_t(py_find(s, string_arg(args, 0, "sub"), name == "rfind")));
   if (name == "count") return Value(int64_t(py_count(s, string_arg(args, 0, "sub"))));
   if (name == "join") {
     std::string out;
     const List items = iterate(args.get(0, "iterable"));
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].is_string()) throw TemplateError("str.join() expects str items, not " + items[i].type_name());
+      if (!items[i].is_string())
+        throw TemplateError("str.join() expects str items, not " + items[i].type_name());
       out += (i ? s : "") + items[i].as_string();
     }
     return Value(out);
@@ -95,28 +102,34 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     std::vector<std::string> cps = code_points(s);
     return Value(!cps.empty() && std::all_of(cps.begin(), cps.end(), predicate));
   };
-  if (name == "isspace") return all_of([](const std::string& c) { return c.size() == 1 && is_python_space((unsigned char)c[0]); });
-  if (name == "isdigit") return all_of([](const std::string& c) { return c.size() == 1 && std::isdigit((unsigned char)c[0]); });
-  if (name == "isalpha") return all_of([](const std::string& c) { return c.size() == 1 && std::isalpha((unsigned char)c[0]); });
+  if (name == "isspace")
+    return all_of(
+        [](const std::string& c) { return c.size() == 1 && is_python_space((unsigned char)c[0]); });
+  if (name == "isdigit")
+    return all_of(
+        [](const std::string& c) { return c.size() == 1 && std::isdigit((unsigned char)c[0]); });
+  if (name == "isalpha")
+    return all_of(
+        [](const std::string& c) { return c.size() == 1 && std::isalpha((unsigned char)c[0]); });
   throw TemplateError("the str method '" + name + "' is not supported in chat templates");
 }
 
-const char* const kStringMethods[] = {"startswith", "endswith", "strip", "lstrip", "rstrip", "split",
-                                      "rsplit", "upper", "lower", "title", "capitalize", "replace",
-                                      "find", "rfind", "count", "join", "splitlines", "isspace",
-                                      "isdigit", "isalpha", "format", "index", "rindex", "zfill",
-                                      "center", "ljust", "rjust", "encode", "casefold", "swapcase",
-                                      "partition", "rpartition", "isalnum", "isupper", "islower",
-                                      "expandtabs", "removeprefix", "removesuffix"};
-const char* const kDictMethods[] = {"items", "keys", "values", "get", "copy", "pop", "update",
-                                    "setdefault", "clear", "popitem", "fromkeys"};
-const char* const kListMethods[] = {"index", "count", "append", "extend", "insert", "pop",
-                                    "remove", "reverse", "sort", "clear", "copy"};
+const char* const kStringMethods[] = {
+    "startswith", "endswith",     "strip",       "lstrip",     "rstrip",  "split",   "rsplit",
+    "upper",      "lower",        "title",       "capitalize", "replace", "find",    "rfind",
+    "count",      "join",         "splitlines",  "isspace",    "isdigit", "isalpha", "format",
+    "index",      "rindex",       "zfill",       "center",     "ljust",   "rjust",   "encode",
+    "casefold",   "swapcase",     "partition",   "rpartition", "isalnum", "isupper", "islower",
+    "expandtabs", "removeprefix", "removesuffix"};
+const char* const kDictMethods[] = {"items",  "keys",       "values", "get",     "copy",    "pop",
+                                    "update", "setdefault", "clear",  "popitem", "fromkeys"};
+const char* const kListMethods[] = {"index",  "count",   "append", "extend", "insert", "pop",
+                                    "remove", "reverse", "sort",   "clear",  "copy"};
 
 template <size_t N>
 bool in(const char* const (&names)[N], const std::string& name) {
-  return std::find_if(std::begin(names), std::end(names), [&](const char* n) { return name == n; }) !=
-         std::end(names);
+  return std::find_if(std::begin(names), std::end(names),
+                      [&](const char* n) { return name == n; }) != std::end(names);
 }
 
 Value dict_method(const Dict& d, const std::string& name, CallArgs& args) {
@@ -164,18 +177,22 @@ Value bound_method(const Value& object, const std::string& name) {
 }
 
 std::string object_name(const Value& v) {
-  return v.is_mapping() && v.kind() == Value::Kind::kDict ? "dict object" : v.type_name() + " object";
+  return v.is_mapping() && v.kind() == Value::Kind::kDict ? "dict object"
+                                                          : v.type_name() + " object";
 }
 
 }  // namespace
 
 Value get_attribute(const Value& object, const std::string& name) {
-  if (object.is_undefined()) throw TemplateError(object.name().empty() ? "an undefined value has no attribute '" + name + "'" : object.name());
+  if (object.is_undefined())
+    throw TemplateError(object.name().empty() ? "an undefined value has no attribute '" + name + "'"
+                                              : object.name());
   if (object.kind() == Value::Kind::kNamespace) {
     const Value* v = object.namespace_attributes().find(name);
     return v ? *v : Value::undefined("'Namespace' has no attribute '" + name + "'");
   }
-  if ((object.is_string() && in(kStringMethods, name)) || (object.is_list() && in(kListMethods, name)) ||
+  if ((object.is_string() && in(kStringMethods, name)) ||
+      (object.is_list() && in(kListMethods, name)) ||
       (object.kind() == Value::Kind::kDict && in(kDictMethods, name)))
     return bound_method(object, name);
   if (object.kind() == Value::Kind::kDict) {
@@ -196,7 +213,9 @@ long normalise_index(int64_t index, size_t size) {
 }  // namespace
 
 Value get_item(const Value& object, const Value& key) {
-  if (object.is_undefined()) throw TemplateError(object.name().empty() ? "an undefined value is not subscriptable" : object.name());
+  if (object.is_undefined())
+    throw TemplateError(object.name().empty() ? "an undefined value is not subscriptable"
+                                              : object.name());
   const bool integer = key.kind() == Value::Kind::kInt || key.kind() == Value::Kind::kBool;
   if (object.is_list() && integer) {
     const long i = normalise_index(key.as_int(), object.as_list().size());
@@ -210,7 +229,8 @@ Value get_item(const Value& object, const Value& key) {
     return Value::undefined("string index out of range: " + key.repr());
   }
   if (object.is_mapping() && key.is_string()) {
-    const Dict& d = object.kind() == Value::Kind::kNamespace ? object.namespace_attributes() : object.as_dict();
+    const Dict& d =
+        object.kind() == Value::Kind::kNamespace ? object.namespace_attributes() : object.as_dict();
     const Value* v = d.find(key.as_string());
     if (v) return *v;
   }
@@ -220,8 +240,10 @@ Value get_item(const Value& object, const Value& key) {
 
 List iterate(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return {};
-    case Value::Kind::kList: return value.as_list();
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kList:
+      return value.as_list();
     case Value::Kind::kString: {
       List out;
       for (auto& cp : code_points(value.as_string())) out.emplace_back(cp);
@@ -232,7 +254,8 @@ List iterate(const Value& value) {
       for (const auto& [k, v] : value.as_dict().items) out.emplace_back(k);
       return out;
     }
-    default: throw TemplateError("'" + value.type_name() + "' object is not iterable");
+    default:
+      throw TemplateError("'" + value.type_name() + "' object is not iterable");
   }
 }
 
@@ -244,7 +267,7 @@ bool contains(const Value& container, const Value& item) {
   }
   if (container.is_mapping()) {
     const Dict& d = container.kind() == Value::Kind::kNamespace ? container.namespace_attributes()
-                                                               : container.as_dict();
+                                                                : container.as_dict();
     return item.is_string() && d.find(item.as_string());
   }
   for (const Value& x : iterate(container))
@@ -254,11 +277,16 @@ bool contains(const Value& container, const Value& item) {
 
 int64_t length_of(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return (int64_t)code_points(value.as_string()).size();
-    case Value::Kind::kList: return (int64_t)value.as_list().size();
-    case Value::Kind::kDict: return (int64_t)value.as_dict().items.size();
-    default: throw TemplateError("object of type '" + value.type_name() + "' has no len()");
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return (int64_t)code_points(value.as_string()).size();
+    case Value::Kind::kList:
+      return (int64_t)value.as_list().size();
+    case Value::Kind::kDict:
+      return (int64_t)value.as_dict().items.size();
+    default:
+      throw TemplateError("object of type '" + value.type_name() + "' has no len()");
   }
 }
 

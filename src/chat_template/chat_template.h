@@ -24,7 +24,9 @@ class ChatTemplate {
   explicit ChatTemplate(const std::string& source);
 
   // `special_tokens`: name -> string (bos_token, eos_token, ...), as HF passes them.
-  void set_special_tokens(nlohmann::ordered_json special_tokens) { special_tokens_ = std::move(special_tokens); }
+  void set_special_tokens(nlohmann::ordered_json special_tokens) {
+    special_tokens_ = std::move(special_tokens);
+  }
 
   // The conversation rendered; a TemplateError (raise_exception's included) otherwise.
   std::string render(const nlohmann::ordered_json& messages, const ChatOptions& options) const;

@@ -8,8 +8,10 @@ namespace trident::chat_template {
 Value Renderer::eval(const Expr& e) {
   using K = Expr::Kind;
   switch (e.kind) {
-    case K::kLiteral: return e.literal;
-    case K::kName: return lookup(e.name);
+    case K::kLiteral:
+      return e.literal;
+    case K::kName:
+      return lookup(e.name);
     case K::kList:
     case K::kTuple: {
       List items;
@@ -25,10 +27,14 @@ Value Renderer::eval(const Expr& e) {
       }
       return Value(d);
     }
-    case K::kAttr: return get_attribute(eval(*e.items[0]), e.name);
-    case K::kItem: return get_item(eval(*e.items[0]), eval(*e.items[1]));
-    case K::kSlice: return eval_slice(e);
-    case K::kCall: return eval_call(e);
+    case K::kAttr:
+      return get_attribute(eval(*e.items[0]), e.name);
+    case K::kItem:
+      return get_item(eval(*e.items[0]), eval(*e.items[1]));
+    case K::kSlice:
+      return eval_slice(e);
+    case K::kCall:
+      return eval_call(e);
     case K::kFilter: {
       Value v = eval(*e.items[0]);
       CallArgs args = eval_arguments(e);
@@ -39,12 +45,16 @@ Value Renderer::eval(const Expr& e) {
       CallArgs args = eval_arguments(e);
       return Value(apply_test(e.name, v, args) != e.negated);
     }
-    case K::kUnary: return eval_unary(e);
-    case K::kBinary: return eval_binary(e);
-    case K::kCompare: return eval_compare(e);
+    case K::kUnary:
+      return eval_unary(e);
+    case K::kBinary:
+      return eval_binary(e);
+    case K::kCompare:
+      return eval_compare(e);
     case K::kIf:
       if (eval(*e.items[1]).truthy()) return eval(*e.items[0]);
-      return e.items[2] ? eval(*e.items[2]) : Value::undefined("the conditional expression had no else");
+      return e.items[2] ? eval(*e.items[2])
+                        : Value::undefined("the conditional expression had no else");
   }
   return Value();
 }
@@ -99,14 +109,22 @@ Value Renderer::eval_compare(const Expr& e) {
     Value right = eval(*e.items[i + 1]);
     const std::string& op = e.ops[i];
     bool holds;
-    if (op == "==") holds = left == right;
-    else if (op == "!=") holds = !(left == right);
-    else if (op == "<") holds = less_than(left, right);
-    else if (op == ">") holds = less_than(right, left);
-    else if (op == "<=") holds = !less_than(right, left);
-    else if (op == ">=") holds = !less_than(left, right);
-    else if (op == "in") holds = contains(right, left);
-    else holds = !contains(right, left);
+    if (op == "==")
+      holds = left == right;
+    else if (op == "!=")
+      holds = !(left == right);
+    else if (op == "<")
+      holds = less_than(left, right);
+    else if (op == ">")
+      holds = less_than(right, left);
+    else if (op == "<=")
+      holds = !less_than(right, left);
+    else if (op == ">=")
+      holds = !less_than(left, right);
+    else if (op == "in")
+      holds = contains(right, left);
+    else
+      holds = !contains(right, left);
     if (!holds) return Value(false);
     left = right;
   }

@@ -59,7 +59,8 @@ Value joined(const Value& seq, CallArgs& args) {
   std::string out;
   const List items = iterate(seq);
   for (size_t i = 0; i < items.size(); ++i)
-    out += (i ? separator : "") + (attribute.is_none() ? items[i] : attribute_of(items[i], attribute)).str();
+    out += (i ? separator : "") +
+           (attribute.is_none() ? items[i] : attribute_of(items[i], attribute)).str();
   return Value(out);
 }
 
@@ -69,13 +70,15 @@ Value selected(const Value& seq, CallArgs& args, bool by_attribute, bool keep) {
   const size_t first = by_attribute ? 1 : 0;
   Value test = args.get(first, "test", Value::none());
   CallArgs test_args;
-  for (size_t i = first + 1; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
+  for (size_t i = first + 1; i < args.positional.size(); ++i)
+    test_args.positional.push_back(args.positional[i]);
   args.consumed_positional = args.positional.size();
   List out;
   for (const Value& item : iterate(seq)) {
     const Value subject = by_attribute ? attribute_of(item, attribute) : item;
     CallArgs call = test_args;
-    const bool passed = test.is_none() ? subject.truthy() : apply_test(test.as_string(), subject, call);
+    const bool passed =
+        test.is_none() ? subject.truthy() : apply_test(test.as_string(), subject, call);
     if (passed == keep) out.push_back(item);
   }
   return Value(out);
@@ -113,7 +116,8 @@ Value indented(const Value& v, CallArgs& args) {
   const std::string newline = "\n";
   std::vector<std::string> lines = py_split(s, &newline, -1, false);
   for (size_t i = 0; i < lines.size(); ++i) {
-    const bool indent = (i > 0 || first) && (blank || !py_strip(lines[i], nullptr, true, true).empty());
+    const bool indent =
+        (i > 0 || first) && (blank || !py_strip(lines[i], nullptr, true, true).empty());
     out += (i ? "\n" : "") + (indent ? pad : "") + lines[i];
   }
   return Value(out);
@@ -154,7 +158,9 @@ Value rounded(const Value& v, CallArgs& args) {
   const std::string method = args.get(1, "method", Value("common")).str();
   const double scale = std::pow(10.0, (double)precision), x = v.as_double() * scale;
   // Python's round() (Jinja's "common") rounds halves to even.
-  double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
+  double r = method == "ceil"    ? std::ceil(x)
+             : method == "floor" ? std::floor(x)
+                                 : std::nearbyint(x);
   if (method != "common" && method != "ceil" && method != "floor")
     throw TemplateError("round: method must be common, ceil or floor");
   return Value(r / scale);
@@ -166,8 +172,9 @@ std::string title_words(const std::string& s) {
   std::string out;
   bool word_start = true;
   for (const std::string& cp : code_points(s)) {
-    const bool separator = (cp.size() == 1 && std::string("-({[<").find(cp[0]) != std::string::npos) ||
-                           py_strip(cp, nullptr, true, true).empty();
+    const bool separator =
+        (cp.size() == 1 && std::string("-({[<").find(cp[0]) != std::string::npos) ||
+        py_strip(cp, nullptr, true, true).empty();
     out += separator ? cp : word_start ? py_upper(cp) : py_lower(cp);
     word_start = separator;
   }
@@ -178,12 +185,23 @@ Value html_escaped(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return Value(out);
@@ -194,7 +212,8 @@ Value unique_items(const Value& seq, CallArgs& args) {
   Value attribute = args.get(1, "attribute", Value::none());
   List out, seen;
   for (const Value& item : iterate(seq)) {
-    Value key = lower_if(attribute.is_none() ? item : attribute_of(item, attribute), case_sensitive);
+    Value key =
+        lower_if(attribute.is_none() ? item : attribute_of(item, attribute), case_sensitive);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
     out.push_back(item);
@@ -206,9 +225,12 @@ Value extreme(const Value& seq, CallArgs& args, bool maximum) {
   const bool case_sensitive = flag(args, 0, "case_sensitive");
   Value attribute = args.get(1, "attribute", Value::none());
   const List items = iterate(seq);
-  if (items.empty()) return Value::undefined("no " + std::string(maximum ? "max" : "min") + " of an empty sequence");
+  if (items.empty())
+    return Value::undefined("no " + std::string(maximum ? "max" : "min") + " of an empty sequence");
   const Value* best = &items[0];
-  auto key = [&](const Value& v) { return lower_if(attribute.is_none() ? v : attribute_of(v, attribute), case_sensitive); };
+  auto key = [&](const Value& v) {
+    return lower_if(attribute.is_none() ? v : attribute_of(v, attribute), case_sensitive);
+  };
   for (const Value& item : items)
     if (maximum ? less_than(key(*best), key(item)) : less_than(key(item), key(*best))) best = &item;
   return *best;
@@ -219,10 +241,13 @@ Value summed(const Value& seq, CallArgs& args) {
   Value total = args.get(1, "start", Value(int64_t{0}));
   for (const Value& item : iterate(seq)) {
     const Value x = attribute.is_none() ? item : attribute_of(item, attribute);
-    if (!(x.is_number() || x.kind() == K::kBool) || !(total.is_number() || total.kind() == K::kBool))
-      throw TemplateError("sum: unsupported operand types " + total.type_name() + " and " + x.type_name());
-    total = total.kind() == K::kFloat || x.kind() == K::kFloat ? Value(total.as_double() + x.as_double())
-                                                               : Value(total.as_int() + x.as_int());
+    if (!(x.is_number() || x.kind() == K::kBool) ||
+        !(total.is_number() || total.kind() == K::kBool))
+      throw TemplateError("sum: unsupported operand types " + total.type_name() + " and " +
+                          x.type_name());
+    total = total.kind() == K::kFloat || x.kind() == K::kFloat
+                ? Value(total.as_double() + x.as_double())
+                : Value(total.as_int() + x.as_int());
   }
   return total;
 }
@@ -233,7 +258,8 @@ Value tojson(const Value& v, CallArgs& args) {
   Value separators = args.get(2, "separators", Value::none());
   const bool sort_keys = flag(args, 3, "sort_keys");
   if (!separators.is_none()) throw TemplateError("tojson: separators are not supported");
-  return Value(json_dumps(v, ensure_ascii, indent.is_none() ? -1 : (int)indent.as_int(), sort_keys));
+  return Value(
+      json_dumps(v, ensure_ascii, indent.is_none() ? -1 : (int)indent.as_int(), sort_keys));
 }
 
 Value string_filter(const std::string& name, const Value& v, CallArgs& args) {
@@ -269,24 +295,37 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   args.callee = "filter " + name;
   Value result = string_filter(name, v, args);
   if (!result.is_undefined()) {
-  } else if (name == "length" || name == "count") result = Value(length_of(v));
+  } else if (name == "length" || name == "count")
+    result = Value(length_of(v));
   else if (name == "default" || name == "d") {
     Value fallback = args.get(0, "default_value", Value(""));
     result = v.is_undefined() || (flag(args, 1, "boolean") && !v.truthy()) ? fallback : v;
-  } else if (name == "tojson") result = tojson(v, args);
-  else if (name == "join") result = joined(v, args);
+  } else if (name == "tojson")
+    result = tojson(v, args);
+  else if (name == "join")
+    result = joined(v, args);
   else if (name == "first" || name == "last") {
     const List items = iterate(v);
-    result = items.empty() ? Value::undefined("no " + name + " item of an empty sequence")
-                           : name == "first" ? items.front() : items.back();
-  } else if (name == "list") result = Value(iterate(v));
-  else if (name == "string") result = Value(v.str());
-  else if (name == "safe") result = v;
-  else if (name == "int") result = to_int(v, args);
-  else if (name == "float") result = to_float(v, args);
-  else if (name == "abs") result = v.kind() == K::kFloat ? Value(std::fabs(v.as_double())) : Value(int64_t(std::llabs(v.as_int())));
-  else if (name == "round") result = rounded(v, args);
-  else if (name == "items") result = dict_items(v.is_undefined() ? Value(Dict{}) : v);
+    result = items.empty()     ? Value::undefined("no " + name + " item of an empty sequence")
+             : name == "first" ? items.front()
+                               : items.back();
+  } else if (name == "list")
+    result = Value(iterate(v));
+  else if (name == "string")
+    result = Value(v.str());
+  else if (name == "safe")
+    result = v;
+  else if (name == "int")
+    result = to_int(v, args);
+  else if (name == "float")
+    result = to_float(v, args);
+  else if (name == "abs")
+    result = v.kind() == K::kFloat ? Value(std::fabs(v.as_double()))
+                                   : Value(int64_t(std::llabs(v.as_int())));
+  else if (name == "round")
+    result = rounded(v, args);
+  else if (name == "items")
+    result = dict_items(v.is_undefined() ? Value(Dict{}) : v);
   else if (name == "reverse") {
     if (v.is_string()) {
       std::vector<std::string> cps = code_points(v.as_string());
@@ -298,26 +337,37 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
       std::reverse(items.begin(), items.end());
       result = Value(items);
     }
-  } else if (name == "sort") result = sorted(v, args);
-  else if (name == "unique") result = unique_items(v, args);
-  else if (name == "min" || name == "max") result = extreme(v, args, name == "max");
-  else if (name == "sum") result = summed(v, args);
-  else if (name == "map") result = mapped(v, args);
-  else if (name == "select" || name == "reject") result = selected(v, args, false, name == "select");
-  else if (name == "selectattr" || name == "rejectattr") result = selected(v, args, true, name == "selectattr");
-  else if (name == "indent") result = indented(v, args);
-  else if (name == "attr") result = get_attribute(v, args.get(0, "name").str());
+  } else if (name == "sort")
+    result = sorted(v, args);
+  else if (name == "unique")
+    result = unique_items(v, args);
+  else if (name == "min" || name == "max")
+    result = extreme(v, args, name == "max");
+  else if (name == "sum")
+    result = summed(v, args);
+  else if (name == "map")
+    result = mapped(v, args);
+  else if (name == "select" || name == "reject")
+    result = selected(v, args, false, name == "select");
+  else if (name == "selectattr" || name == "rejectattr")
+    result = selected(v, args, true, name == "selectattr");
+  else if (name == "indent")
+    result = indented(v, args);
+  else if (name == "attr")
+    result = get_attribute(v, args.get(0, "name").str());
   else if (name == "dictsort") {
     List pairs = dict_items(v).as_list();
     const bool case_sensitive = flag(args, 0, "case_sensitive");
     const bool by_value = args.get(1, "by", Value("key")).str() == "value";
     const bool reverse = flag(args, 2, "reverse");
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
-      const Value ka = lower_if(a.as_list()[by_value], case_sensitive), kb = lower_if(b.as_list()[by_value], case_sensitive);
+      const Value ka = lower_if(a.as_list()[by_value], case_sensitive),
+                  kb = lower_if(b.as_list()[by_value], case_sensitive);
       return reverse ? less_than(kb, ka) : less_than(ka, kb);
     });
     result = Value(pairs);
-  } else throw TemplateError("the filter '" + name + "' is not supported in chat templates");
+  } else
+    throw TemplateError("the filter '" + name + "' is not supported in chat templates");
   args.expect_no_more();
   return result;
 }

@@ -7,9 +7,15 @@
 namespace trident::chat_template {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_name_start(char c) { return std::isalpha((unsigned char)c) || c == '_'; }
-bool is_name_char(char c) { return std::isalnum((unsigned char)c) || c == '_'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_name_start(char c) {
+  return std::isalpha((unsigned char)c) || c == '_';
+}
+bool is_name_char(char c) {
+  return std::isalnum((unsigned char)c) || c == '_';
+}
 
 std::string normalise_newlines(const std::string& source) {
   std::string out;
@@ -125,7 +131,8 @@ class Lexer {
 
   void comment() {
     const size_t end = s_.find("#}", pos_);
-    if (end == std::string::npos) throw TemplateError("line " + std::to_string(line_) + ": missing end of comment tag");
+    if (end == std::string::npos)
+      throw TemplateError("line " + std::to_string(line_) + ": missing end of comment tag");
     const char control = end > pos_ ? s_[end - 1] : 0;
     line_ += count_lines(pos_, end);
     pos_ = end + 2;
@@ -136,7 +143,8 @@ class Lexer {
   bool raw_block() {
     size_t i = pos_;
     while (i < s_.size() && is_space(s_[i])) ++i;
-    if (s_.compare(i, 3, "raw") != 0 || (i + 3 < s_.size() && is_name_char(s_[i + 3]))) return false;
+    if (s_.compare(i, 3, "raw") != 0 || (i + 3 < s_.size() && is_name_char(s_[i + 3])))
+      return false;
     const size_t close = s_.find("%}", i + 3);
     const size_t body = close + 2;
     size_t end = s_.find("endraw", body);
@@ -249,20 +257,49 @@ class Lexer {
       }
       const char e = pos_ < s_.size() ? s_[pos_++] : 0;
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '0': out += '\0'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '\\': case '\'': case '"': out += e; break;
-        case '\n': break;
-        case 'x': append_utf8(out, hex_digits(2)); break;
-        case 'u': append_utf8(out, hex_digits(4)); break;
-        case 'U': append_utf8(out, hex_digits(8)); break;
-        default: out += '\\'; out += e;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '0':
+          out += '\0';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case '\\':
+        case '\'':
+        case '"':
+          out += e;
+          break;
+        case '\n':
+          break;
+        case 'x':
+          append_utf8(out, hex_digits(2));
+          break;
+        case 'u':
+          append_utf8(out, hex_digits(4));
+          break;
+        case 'U':
+          append_utf8(out, hex_digits(8));
+          break;
+        default:
+          out += '\\';
+          out += e;
       }
     }
     emit(TokenType::kString, out);
@@ -295,6 +332,8 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> tokenize_template(const std::string& source) { return Lexer(source).run(); }
+std::vector<Token> tokenize_template(const std::string& source) {
+  return Lexer(source).run();
+}
 
 }  // namespace trident::chat_template

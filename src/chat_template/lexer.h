@@ -15,7 +15,7 @@ enum class TokenType {
   kBlockBegin,  // {%
   kBlockEnd,    // %}
   kName,
-  kString,      // text holds the decoded string
+  kString,  // text holds the decoded string
   kInteger,
   kFloat,
   kOperator,

@@ -9,7 +9,9 @@ namespace {
 
 using K = Value::Kind;
 
-bool numeric(const Value& v) { return v.is_number() || v.kind() == K::kBool; }
+bool numeric(const Value& v) {
+  return v.is_number() || v.kind() == K::kBool;
+}
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
   if (a.is_undefined() && !a.name().empty()) throw TemplateError(a.name());
@@ -19,14 +21,18 @@ bool numeric(const Value& v) { return v.is_number() || v.kind() == K::kBool; }
 }
 
 Value repeat(const Value& sequence, int64_t times) {
-  if (times > 1000000) throw TemplateError("a repetition of more than 1000000 in a chat template");
+  const size_t unit =
+      sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size();
+  if (times > 0 && unit * (size_t)times > (size_t{1} << 24))
+    throw TemplateError("a repetition of more than 16 Mi characters or items in a chat template");
   if (sequence.is_string()) {
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += sequence.as_string();
     return Value(out);
   }
   List out;
-  for (int64_t i = 0; i < times; ++i) out.insert(out.end(), sequence.as_list().begin(), sequence.as_list().end());
+  for (int64_t i = 0; i < times; ++i)
+    out.insert(out.end(), sequence.as_list().begin(), sequence.as_list().end());
   return Value(out);
 }
 
@@ -70,9 +76,12 @@ Value binary_operator(const std::string& op, const Value& a, const Value& b) {
     out.insert(out.end(), b.as_list().begin(), b.as_list().end());
     return a.is_tuple() ? Value::tuple(out) : Value(out);
   }
-  if (op == "*" && (a.is_string() || a.is_list()) && b.kind() == K::kInt) return repeat(a, b.as_int());
-  if (op == "*" && (b.is_string() || b.is_list()) && a.kind() == K::kInt) return repeat(b, a.as_int());
-  if (op == "%" && a.is_string()) throw TemplateError("printf-style '%' string formatting is not supported in chat templates");
+  if (op == "*" && (a.is_string() || a.is_list()) && b.kind() == K::kInt)
+    return repeat(a, b.as_int());
+  if (op == "*" && (b.is_string() || b.is_list()) && a.kind() == K::kInt)
+    return repeat(b, a.as_int());
+  if (op == "%" && a.is_string())
+    throw TemplateError("printf-style '%' string formatting is not supported in chat templates");
   unsupported(op, a, b);
 }
 
@@ -98,7 +107,8 @@ Value slice_of(const Value& value, const Value* start, const Value* stop, const 
   const int64_t step = step_value && !step_value->is_none() ? step_value->as_int() : 1;
   if (step == 0) throw TemplateError("slice step cannot be zero");
   List items = value.is_string() ? iterate(value) : value.is_list() ? value.as_list() : List{};
-  if (!value.is_string() && !value.is_list()) throw TemplateError("'" + value.type_name() + "' object is not subscriptable");
+  if (!value.is_string() && !value.is_list())
+    throw TemplateError("'" + value.type_name() + "' object is not subscriptable");
   int64_t first, last;
   slice_indices((int64_t)items.size(), start, stop, step, first, last);
   List out;

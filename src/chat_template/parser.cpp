@@ -9,6 +9,9 @@
 namespace trident::chat_template {
 namespace {
 
+// Deeper nesting than any real template, and well inside the stack.
+constexpr int kMaxNesting = 128;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -42,7 +45,8 @@ class Parser {
     return next().text;
   }
   void expect_block_end() {
-    if (peek().type != TokenType::kBlockEnd) fail("expected the end of the tag, got '" + peek().text + "'");
+    if (peek().type != TokenType::kBlockEnd)
+      fail("expected the end of the tag, got '" + peek().text + "'");
     next();
   }
 
@@ -93,6 +97,7 @@ class Parser {
   }
 
   std::unique_ptr<Stmt> parse_statement() {
+    Nesting nesting(*this);
     auto s = std::make_unique<Stmt>();
     s->line = peek().line;
     const std::string word = expect_identifier();
@@ -122,7 +127,8 @@ class Parser {
     expect_block_end();
   }
   void expect_block_begin_word(const char* word) {
-    if (peek().type != TokenType::kBlockBegin || !is_name(word, 1)) fail(std::string("expected {% ") + word + " %}");
+    if (peek().type != TokenType::kBlockBegin || !is_name(word, 1))
+      fail(std::string("expected {% ") + word + " %}");
     next();
     next();
   }
@@ -224,13 +230,15 @@ class Parser {
     ExprPtr tuple = node(Expr::Kind::kTuple);
     tuple->items.push_back(std::move(first));
     while (skip_op(",")) {
-      if (peek().type == TokenType::kBlockEnd || peek().type == TokenType::kVarEnd || is_name("if")) break;
+      if (peek().type == TokenType::kBlockEnd || peek().type == TokenType::kVarEnd || is_name("if"))
+        break;
       tuple->items.push_back(conditional ? parse_expression() : parse_or());
     }
     return tuple;
   }
 
   ExprPtr parse_expression() {
+    Nesting nesting(*this);
     ExprPtr value = parse_or();
     while (skip_name("if")) {
       ExprPtr e = node(Expr::Kind::kIf);
@@ -263,6 +271,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Nesting nesting(*this);
     if (!is_name("not")) return parse_compare();
     ExprPtr e = node(Expr::Kind::kUnary);
     next();
@@ -329,6 +338,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Nesting nesting(*this);
     ExprPtr value;
     if (is_op("-") || is_op("+")) {
       value = node(Expr::Kind::kUnary);
@@ -366,9 +376,12 @@ class Parser {
         e->literal = Value(joined);
         return e;
       }
-      case TokenType::kInteger: return literal(Value(int64_t(std::stoll(tok.text))));
-      case TokenType::kFloat: return literal(Value(std::stod(tok.text)));
-      default: break;
+      case TokenType::kInteger:
+        return literal(Value(int64_t(std::stoll(tok.text))));
+      case TokenType::kFloat:
+        return literal(Value(std::stod(tok.text)));
+      default:
+        break;
     }
     if (skip_op("(")) return parse_parenthesised();
     if (is_op("[")) return parse_sequence(Expr::Kind::kList, "]");
@@ -509,7 +522,9 @@ class Parser {
     const Token& tok = peek();
     if (is_op("(")) {
       parse_arguments(*e);
-    } else if ((tok.type == TokenType::kName && !std::set<std::string>{"else", "or", "and", "if", "is", "in", "not"}.count(tok.text)) ||
+    } else if ((tok.type == TokenType::kName &&
+                !std::set<std::string>{"else", "or", "and", "if", "is", "in", "not"}.count(
+                    tok.text)) ||
                tok.type == TokenType::kString || tok.type == TokenType::kInteger ||
                tok.type == TokenType::kFloat || is_op("[") || is_op("{")) {
       e->args.push_back(parse_postfix(parse_primary()));  // `is divisibleby 3`
@@ -517,12 +532,24 @@ class Parser {
     return e;
   }
 
+  struct Nesting {
+    Parser& p;
+    explicit Nesting(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxNesting)
+        p.fail("nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+    ~Nesting() { --p.depth_; }
+  };
+
   std::vector<Token> t_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
 
-Body parse_template(const std::string& source) { return Parser(tokenize_template(source)).parse_all(); }
+Body parse_template(const std::string& source) {
+  return Parser(tokenize_template(source)).parse_all();
+}
 
 }  // namespace trident::chat_template

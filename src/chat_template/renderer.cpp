@@ -18,8 +18,14 @@ std::string Renderer::render(const Body& body) {
   return out;
 }
 
+namespace {
+constexpr size_t kMaxOutputBytes = size_t{256} << 20;
+constexpr int kMaxMacroDepth = 64;
+}  // namespace
+
 Renderer::Flow Renderer::render_body(const Body& body, std::string& out) {
   for (const auto& s : body) {
+    if (out.size() > kMaxOutputBytes) throw TemplateError("the render passed 256 MiB");
     const Flow flow = render_statement(*s, out);
     if (flow != Flow::kNormal) return flow;
   }
@@ -29,21 +35,35 @@ Renderer::Flow Renderer::render_body(const Body& body, std::string& out) {
 Renderer::Flow Renderer::render_statement(const Stmt& s, std::string& out) {
   try {
     switch (s.kind) {
-      case Stmt::Kind::kText: out += s.text; break;
-      case Stmt::Kind::kOutput: out += eval(*s.expr).str(); break;
-      case Stmt::Kind::kIf: return render_if(s, out);
-      case Stmt::Kind::kFor: render_for(s, out); break;
-      case Stmt::Kind::kSet: assign(s, eval(*s.expr)); break;
+      case Stmt::Kind::kText:
+        out += s.text;
+        break;
+      case Stmt::Kind::kOutput:
+        out += eval(*s.expr).str();
+        break;
+      case Stmt::Kind::kIf:
+        return render_if(s, out);
+      case Stmt::Kind::kFor:
+        render_for(s, out);
+        break;
+      case Stmt::Kind::kSet:
+        assign(s, eval(*s.expr));
+        break;
       case Stmt::Kind::kSetBlock: {
         std::string captured;
         render_body(s.bodies[0], captured);
         assign(s, Value(captured));
         break;
       }
-      case Stmt::Kind::kMacro: define_macro(s); break;
-      case Stmt::Kind::kBreak: return Flow::kBreak;
-      case Stmt::Kind::kContinue: return Flow::kContinue;
-      case Stmt::Kind::kGeneration: return render_body(s.bodies[0], out);
+      case Stmt::Kind::kMacro:
+        define_macro(s);
+        break;
+      case Stmt::Kind::kBreak:
+        return Flow::kBreak;
+      case Stmt::Kind::kContinue:
+        return Flow::kContinue;
+      case Stmt::Kind::kGeneration:
+        return render_body(s.bodies[0], out);
     }
   } catch (const TemplateError& e) {
     if (std::string(e.what()).rfind("line ", 0) == 0) throw;
@@ -76,9 +96,10 @@ Value loop_object(const List& items, size_t i) {
   loop.set("previtem", k > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
   loop.set("nextitem", k + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
   loop.set("cycle", Value::function("loop.cycle", [k](CallArgs& args) {
-    if (args.positional.empty()) throw TemplateError("loop.cycle() needs at least one item");
-    return args.positional[k % args.positional.size()];
-  }));
+             if (args.positional.empty())
+               throw TemplateError("loop.cycle() needs at least one item");
+             return args.positional[k % args.positional.size()];
+           }));
   return Value(loop);
 }
 
@@ -98,6 +119,8 @@ void Renderer::render_for(const Stmt& s, std::string& out) {
     scopes_.pop_back();
   }
   for (size_t i = 0; i < items.size(); ++i) {
+    if (--iterations_left_ < 0)
+      throw TemplateError("the template ran more than 10,000,000 loop iterations");
     scopes_.emplace_back();
     scopes_.back()["loop"] = loop_object(items, i);
     assign(s, items[i]);
@@ -129,14 +152,20 @@ void Renderer::assign(const Stmt& s, Value value) {
 
 void Renderer::define_macro(const Stmt& s) {
   const size_t depth = scopes_.size();
-  scopes_.back()[s.name] = Value::function(s.name, [this, &s, depth](CallArgs& args) {
-    return call_macro(s, depth, args);
-  });
+  scopes_.back()[s.name] = Value::function(
+      s.name, [this, &s, depth](CallArgs& args) { return call_macro(s, depth, args); });
 }
 
 // The macro's body sees the scopes it was defined in (not the caller's) and its parameters.
 Value Renderer::call_macro(const Stmt& s, size_t defined_depth, CallArgs& args) {
-  std::vector<Scope> caller(scopes_.begin() + std::min(defined_depth, scopes_.size()), scopes_.end());
+  if (macro_depth_ >= kMaxMacroDepth)
+    throw TemplateError("macro calls nested deeper than " + std::to_string(kMaxMacroDepth));
+  struct Depth {
+    int& d;
+    ~Depth() { --d; }
+  } depth{++macro_depth_};
+  std::vector<Scope> caller(scopes_.begin() + std::min(defined_depth, scopes_.size()),
+                            scopes_.end());
   scopes_.resize(std::min(defined_depth, scopes_.size()));
   scopes_.emplace_back();
   args.callee = s.name;

@@ -37,6 +37,10 @@ class Renderer {
   CallArgs eval_arguments(const Expr& e);
 
   std::vector<Scope> scopes_;
+  // Budgets against hostile templates (chat templates come with downloaded models): loop
+  // iterations in all, macro calls in flight, and the output's size.
+  long iterations_left_ = 10'000'000;
+  int macro_depth_ = 0;
 };
 
 }  // namespace trident::chat_template

@@ -33,7 +33,8 @@ Value::Value(int64_t i) : kind_(Kind::kInt), i_(i) {}
 Value::Value(double d) : kind_(Kind::kFloat), d_(d) {}
 Value::Value(std::string s)
     : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
-Value::Value(List list) : kind_(Kind::kList), list_(std::make_shared<const List>(std::move(list))) {}
+Value::Value(List list)
+    : kind_(Kind::kList), list_(std::make_shared<const List>(std::move(list))) {}
 Value::Value(Dict dict) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(dict))) {}
 
 Value Value::tuple(List items) {
@@ -64,12 +65,18 @@ Value Value::undefined(std::string name) {
 
 Value Value::from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return none();
-    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned: return Value(int64_t(j.get<uint64_t>()));
-    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::null:
+      return none();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      return Value(int64_t(j.get<uint64_t>()));
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       List list;
       for (const auto& e : j) list.push_back(from_json(e));
@@ -80,36 +87,55 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
       for (const auto& [k, v] : j.items()) dict.items.emplace_back(k, from_json(v));
       return Value(std::move(dict));
     }
-    default: throw TemplateError("a JSON value of an unsupported type (binary)");
+    default:
+      throw TemplateError("a JSON value of an unsupported type (binary)");
   }
 }
 
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return b_;
-    case Kind::kInt: return i_ != 0;
-    case Kind::kFloat: return d_ != 0;
-    case Kind::kString: return !s_->empty();
-    case Kind::kList: return !list_->empty();
-    case Kind::kDict: return !dict_->items.empty();
-    default: return true;
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return b_;
+    case Kind::kInt:
+      return i_ != 0;
+    case Kind::kFloat:
+      return d_ != 0;
+    case Kind::kString:
+      return !s_->empty();
+    case Kind::kList:
+      return !list_->empty();
+    case Kind::kDict:
+      return !dict_->items.empty();
+    default:
+      return true;
   }
 }
 
 std::string Value::type_name() const {
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return "list";
-    case Kind::kDict: return "dict";
-    case Kind::kNamespace: return "Namespace";
-    default: return "function";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    default:
+      return "function";
   }
 }
 
@@ -178,20 +204,29 @@ std::string python_string_repr(const std::string& s) {
 
 std::string Value::str() const {
   switch (kind_) {
-    case Kind::kUndefined: return "";
-    case Kind::kString: return *s_;
-    default: return repr();
+    case Kind::kUndefined:
+      return "";
+    case Kind::kString:
+      return *s_;
+    default:
+      return repr();
   }
 }
 
 std::string Value::repr() const {
   switch (kind_) {
-    case Kind::kUndefined: return "";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return b_ ? "True" : "False";
-    case Kind::kInt: return std::to_string(i_);
-    case Kind::kFloat: return python_float(d_);
-    case Kind::kString: return python_string_repr(*s_);
+    case Kind::kUndefined:
+      return "";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return b_ ? "True" : "False";
+    case Kind::kInt:
+      return std::to_string(i_);
+    case Kind::kFloat:
+      return python_float(d_);
+    case Kind::kString:
+      return python_string_repr(*s_);
     case Kind::kList: {
       std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
@@ -205,8 +240,10 @@ std::string Value::repr() const {
                dict_->items[i].second.repr();
       return out + "}";
     }
-    case Kind::kNamespace: return "<Namespace>";
-    default: return "<function " + *s_ + ">";
+    case Kind::kNamespace:
+      return "<Namespace>";
+    default:
+      return "<function " + *s_ + ">";
   }
 }
 
@@ -219,8 +256,10 @@ bool operator==(const Value& a, const Value& b) {
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case K::kString: return a.as_string() == b.as_string();
-    case K::kList: return a.as_list() == b.as_list();
+    case K::kString:
+      return a.as_string() == b.as_string();
+    case K::kList:
+      return a.as_list() == b.as_list();
     case K::kDict: {
       const Dict &x = a.as_dict(), &y = b.as_dict();
       if (x.items.size() != y.items.size()) return false;
@@ -230,9 +269,12 @@ bool operator==(const Value& a, const Value& b) {
       }
       return true;
     }
-    case K::kNamespace: return &a.namespace_attributes() == &b.namespace_attributes();
-    case K::kFunction: return &a.as_function() == &b.as_function();
-    default: return true;  // None == None, Undefined == Undefined
+    case K::kNamespace:
+      return &a.namespace_attributes() == &b.namespace_attributes();
+    case K::kFunction:
+      return &a.as_function() == &b.as_function();
+    default:
+      return true;  // None == None, Undefined == Undefined
   }
 }
 

@@ -35,8 +35,18 @@ using Function = std::function<Value(CallArgs&)>;
 
 class Value {
  public:
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace,
-                    kFunction };
+  enum class Kind {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kNamespace,
+    kFunction
+  };
 
   Value() = default;  // Undefined
   static Value none();

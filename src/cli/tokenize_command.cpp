@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "chat_template/chat_template.h"
 #include "cli/input_file.h"
 #include "cli/parse_args.h"
-#include "chat_template/chat_template.h"
 #include "cli/tokenizer_args.h"
 #include "tokenizer/build_tokenizer.h"
 #include "tokenizer/unicode_classes.h"
@@ -58,7 +58,8 @@ chat_template::ChatTemplate load_chat_template(const ChatFlags& f,
   if (where.empty()) {
     where = tok.tokenizer_model;
     if (where.size() > 5 && where.substr(where.size() - 5) == ".json")
-      where = where.substr(0, where.find_last_of('/') == std::string::npos ? 0 : where.find_last_of('/'));
+      where = where.substr(
+          0, where.find_last_of('/') == std::string::npos ? 0 : where.find_last_of('/'));
     if (where.empty()) where = ".";
   }
   std::ifstream probe(where + "/tokenizer_config.json");
@@ -74,7 +75,8 @@ chat_template::ChatTemplate load_chat_template(const ChatFlags& f,
 // One JSONL line's conversation rendered with the template; its "tools" and "documents"
 // join the variables.
 std::string render_line(const chat_template::ChatTemplate& t, const ChatFlags& f,
-                        const nlohmann::ordered_json& line, const std::string& key, const std::string& where) {
+                        const nlohmann::ordered_json& line, const std::string& key,
+                        const std::string& where) {
   if (!line.contains(key) || !line[key].is_array())
     throw std::runtime_error(where + ": not a JSON object with a list \"" + key + "\"");
   chat_template::ChatOptions options = f.options;
@@ -91,8 +93,8 @@ std::string render_line(const chat_template::ChatTemplate& t, const ChatFlags& f
 }
 
 int apply_chat_template(const ChatFlags& f, const tokenizer::TokenizerOptions& options,
-                        const tokenizer::Tokenizer& tok, std::istream& in,
-                        const std::string& input, const std::string& key) {
+                        const tokenizer::Tokenizer& tok, std::istream& in, const std::string& input,
+                        const std::string& key) {
   const chat_template::ChatTemplate t = load_chat_template(f, options);
   std::string line;
   long line_no = 0;
@@ -102,8 +104,10 @@ int apply_chat_template(const ChatFlags& f, const tokenizer::TokenizerOptions& o
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw std::runtime_error(where + ": not a JSON object");
     const std::string text = render_line(t, f, j, key, where);
-    if (f.render_only) std::cout << nlohmann::json(text).dump() << "\n";
-    else print_ids(tok.encode(text));
+    if (f.render_only)
+      std::cout << nlohmann::json(text).dump() << "\n";
+    else
+      print_ids(tok.encode(text));
   }
   return 0;
 }
@@ -141,7 +145,8 @@ int tokenize_main(const std::vector<std::string>& args) {
                  "(and not --decode or --lines)\n";
     return 2;
   }
-  if ((chat.render_only || chat.options.add_generation_prompt || !chat.template_file.empty()) && !chat.apply) {
+  if ((chat.render_only || chat.options.add_generation_prompt || !chat.template_file.empty()) &&
+      !chat.apply) {
     std::cerr << "trident tokenize: --render-only, --add-generation-prompt and --chat-template "
                  "need --apply-chat-template\n";
     return 2;
@@ -173,7 +178,8 @@ int tokenize_main(const std::vector<std::string>& args) {
       print_ids(tok.encode(tokenizer::read_utf8_file(input)));
       return 0;
     }
-    if (chat.apply) return apply_chat_template(chat, resolve_tokenizer(options), tok, in, input, json_key);
+    if (chat.apply)
+      return apply_chat_template(chat, resolve_tokenizer(options), tok, in, input, json_key);
     std::string line;
     long line_no = 0;
     while (std::getline(in, line)) {
