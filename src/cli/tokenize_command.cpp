@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "chat_template/chat_template.h"
+#include "cli/chat_template_args.h"
 #include "cli/input_file.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
@@ -24,52 +25,22 @@ void print_ids(const std::vector<int>& ids) {
 }
 
 struct ChatFlags {
-  bool apply = false, render_only = false;
+  ChatTemplateFlags source;
+  bool render_only = false;
   chat_template::ChatOptions options;
-  std::string template_file, kwargs = "{}";
 };
 
 void add_chat_flags(CLI::App& app, ChatFlags* f) {
-  const char* group = "Chat templates";
-  app.add_flag("--apply-chat-template", f->apply,
-               "with --jsonl: render each line's conversation (--json-key, default messages: a "
-               "list of {role, content}) with the model's chat template, as HF's "
-               "apply_chat_template, and print its ids")
-      ->group(group);
+  add_chat_template_args(app, &f->source,
+                         "with --jsonl: render each line's conversation (--json-key, default "
+                         "messages: a list of {role, content}) with the model's chat template, "
+                         "as HF's apply_chat_template, and print its ids");
   app.add_flag("--add-generation-prompt", f->options.add_generation_prompt,
                "end the render with the template's prompt for the assistant's reply")
-      ->group(group);
-  app.add_option("--chat-template", f->template_file,
-                 "a Jinja file, or a directory with tokenizer_config.json or "
-                 "chat_template.jinja (default: the --tokenizer-model directory)")
-      ->group(group);
-  app.add_option("--chat-template-kwargs", f->kwargs,
-                 "a JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'; "
-                 "a line's own \"tools\" and \"documents\" are passed too")
-      ->group(group);
+      ->group("Chat templates");
   app.add_flag("--render-only", f->render_only,
                "with --apply-chat-template: print each render as a JSON string, not its ids")
-      ->group(group);
-}
-
-chat_template::ChatTemplate load_chat_template(const ChatFlags& f,
-                                               const tokenizer::TokenizerOptions& tok) {
-  std::string where = f.template_file;
-  if (where.empty()) {
-    where = tok.tokenizer_model;
-    if (where.size() > 5 && where.substr(where.size() - 5) == ".json")
-      where = where.substr(
-          0, where.find_last_of('/') == std::string::npos ? 0 : where.find_last_of('/'));
-    if (where.empty()) where = ".";
-  }
-  std::ifstream probe(where + "/tokenizer_config.json");
-  std::ifstream jinja(where + "/chat_template.jinja");
-  if (probe || jinja) return chat_template::ChatTemplate::from_directory(where);
-  std::ifstream file(where, std::ios::binary);
-  if (!file) throw std::runtime_error("--chat-template " + where + ": cannot open");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return chat_template::ChatTemplate(text.str());
+      ->group("Chat templates");
 }
 
 // One JSONL line's conversation rendered with the template; its "tools" and "documents"
@@ -80,9 +51,7 @@ std::string render_line(const chat_template::ChatTemplate& t, const ChatFlags& f
   if (!line.contains(key) || !line[key].is_array())
     throw std::runtime_error(where + ": not a JSON object with a list \"" + key + "\"");
   chat_template::ChatOptions options = f.options;
-  options.extra = nlohmann::ordered_json::parse(f.kwargs, nullptr, false);
-  if (!options.extra.is_object())
-    throw std::runtime_error("--chat-template-kwargs must be a JSON object (got " + f.kwargs + ")");
+  options.extra = chat_template_kwargs(f.source);
   for (const char* extra : {"tools", "documents"})
     if (line.contains(extra)) options.extra[extra] = line[extra];
   try {
@@ -95,7 +64,7 @@ std::string render_line(const chat_template::ChatTemplate& t, const ChatFlags& f
 int apply_chat_template(const ChatFlags& f, const tokenizer::TokenizerOptions& options,
                         const tokenizer::Tokenizer& tok, std::istream& in, const std::string& input,
                         const std::string& key) {
-  const chat_template::ChatTemplate t = load_chat_template(f, options);
+  const chat_template::ChatTemplate t = load_chat_template(f.source, options);
   std::string line;
   long line_no = 0;
   while (std::getline(in, line)) {
@@ -140,18 +109,19 @@ int tokenize_main(const std::vector<std::string>& args) {
                "ECMAScript \\s (the npm encoders) instead of Unicode White_Space (GPT-2)");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
-  if (chat.apply && (!jsonl || decode || lines)) {
+  if (chat.source.apply && (!jsonl || decode || lines)) {
     std::cerr << "trident tokenize: --apply-chat-template reads conversations: give --jsonl "
                  "(and not --decode or --lines)\n";
     return 2;
   }
-  if ((chat.render_only || chat.options.add_generation_prompt || !chat.template_file.empty()) &&
-      !chat.apply) {
+  if ((chat.render_only || chat.options.add_generation_prompt ||
+       !chat.source.template_path.empty()) &&
+      !chat.source.apply) {
     std::cerr << "trident tokenize: --render-only, --add-generation-prompt and --chat-template "
                  "need --apply-chat-template\n";
     return 2;
   }
-  if (chat.apply && key_option->count() == 0) json_key = "messages";
+  if (chat.source.apply && key_option->count() == 0) json_key = "messages";
   try {
     const std::unique_ptr<tokenizer::Tokenizer> built =
         tokenizer::build_tokenizer(resolve_tokenizer(options));
@@ -178,7 +148,7 @@ int tokenize_main(const std::vector<std::string>& args) {
       print_ids(tok.encode(tokenizer::read_utf8_file(input)));
       return 0;
     }
-    if (chat.apply)
+    if (chat.source.apply)
       return apply_chat_template(chat, resolve_tokenizer(options), tok, in, input, json_key);
     std::string line;
     long line_no = 0;

