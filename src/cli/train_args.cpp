@@ -452,6 +452,11 @@ void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
   app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
+  app.add_flag("--sft", c.sft,
+               "supervised fine-tuning: count only the targets each --data-path prefix's loss "
+               "mask marks (<prefix>_loss_mask.bin/.idx beside <prefix>_document, as "
+               "preprocess --apply-chat-template writes them); the loss is their mean")
+      ->group("Data");
   opt("--split", c.split, "train,valid,test weights over documents", "Data");
   opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)",
       "Data");

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "config/token_flags.h"
 #include "kernels/layernorm.h"
 #include "tensor_parallel/mappings.h"
 
@@ -474,12 +475,14 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
   a.target_ids.resize((size_t)batch * seq);
   for (int b = 0; b < batch; ++b)
     for (int s = 0; s < seq; ++s) {
-      int id = tokens[(long)b * (seq + 1) + s], next = tokens[(long)b * (seq + 1) + s + 1];
+      const int flagged_next = tokens[(long)b * (seq + 1) + s + 1];
+      const int id = token_id(tokens[(long)b * (seq + 1) + s]), next = token_id(flagged_next);
       if (id < 0 || id >= config_.vocab_size || next < 0 || next >= config_.vocab_size)
         throw std::invalid_argument("token id out of range [0, " +
                                     std::to_string(config_.vocab_size) + ")");
       a.input_ids[(size_t)b * seq + s] = id;
-      a.target_ids[(size_t)b * seq + s] = next;
+      // -1: a target the loss does not count (its loss and gradient are 0).
+      a.target_ids[(size_t)b * seq + s] = counted_target(flagged_next) ? next : -1;
     }
 }
 
