@@ -85,6 +85,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.logits_chunk_rows = layout.logits_chunk_rows;
   options.moe_aux_loss_coeff = layout.moe_aux_loss_coeff;
   options.moe_z_loss_coeff = layout.moe_z_loss_coeff;
+  options.packed = layout.packed;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
 }

@@ -36,6 +36,7 @@ struct RankLayout {
   bool sequence_parallel = false;  // in effect: asked for and t > 1
   int logits_chunk_rows = 0;       // 0: the output layer picks
   double moe_aux_loss_coeff = 0.0, moe_z_loss_coeff = 0.0;  // ChunkOptions' (MoE)
+  PackedDocuments packed{};                                 // ChunkOptions' too (packed documents)
 
   // An even split of the model's layers over p * v virtual stages.
   static std::vector<int> even_split(int num_layers, int stages);

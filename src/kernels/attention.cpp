@@ -443,8 +443,7 @@ void flash_attention_backward(const float* qkv, const QkvLayout& l, const float*
         }
         const long kv = (long)b * s.seq * l.kv_stride + (long)(l.first_kv + j) * hd;
         store_rows(acc, t0, n, hd, dqkv + (which ? l.v_offset : l.k_offset) + kv, l.kv_stride,
-                   which ? nullptr : rope,
-                   s.positions ? s.positions + (long)b * s.seq : nullptr);
+                   which ? nullptr : rope, s.positions ? s.positions + (long)b * s.seq : nullptr);
       }
     }
   }

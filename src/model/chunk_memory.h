@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "config/packed_documents.h"
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "model/memory_plan.h"
@@ -67,6 +68,9 @@ struct ChunkOptions {
   // micro-batch's mean language-model loss plus its layers' router losses.
   double moe_aux_loss_coeff = 0.0;
   double moe_z_loss_coeff = 0.0;
+  // Packed documents (--reset-position-ids, --reset-attention-mask): where each token's
+  // document starts and its position, found from the EOD tokens of every micro-batch.
+  PackedDocuments packed{};
   // Generation: no gradients or optimizer state (generation/ runs the layers on its own
   // cache and activations; micro_batch x seq should then be 1 x 1).
   bool inference = false;

@@ -38,6 +38,7 @@ engine::RankLayout TrainingConfig::rank_layout() const {
       moe_router_load_balancing_type.size() == 1 && moe_router_load_balancing_type[0] == "aux_loss";
   l.moe_aux_loss_coeff = aux_loss && !moe_aux_loss_coeff.empty() ? moe_aux_loss_coeff[0] : 0.0;
   l.moe_z_loss_coeff = moe_z_loss_coeff;
+  l.packed = packed;
   return l;
 }
 

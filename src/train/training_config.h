@@ -105,6 +105,9 @@ struct TrainingConfig {
   // Supervised fine-tuning: every --data-path prefix has a loss mask beside it
   // (data::loss_mask_prefix), and the loss is the mean over the targets it counts.
   bool sft = false;
+  // Packed documents (Megatron's --reset-position-ids, --reset-attention-mask,
+  // --eod-mask-loss); packed.eod is --eod-id, else the tokenizer's end-of-document id.
+  PackedDocuments packed{};
   // Optional: when given, the model's --vocab-size defaults to the tokenizer's.
   tokenizer::TokenizerOptions tokenizer;
 

@@ -40,9 +40,14 @@ void fill_replica_batch(const data::SampleSource& source, long consumed, const T
   const int b = c.micro_batch_size, s = c.model.seq_length;
   tokens.resize((size_t)microbatches * b * (s + 1));
   for (int i = 0; i < microbatches; ++i)
-    for (int k = 0; k < b; ++k)
-      source.sample(consumed + (long)i * b * replicas + (long)replica * b + k,
-                    tokens.data() + ((size_t)i * b + k) * (s + 1));
+    for (int k = 0; k < b; ++k) {
+      int* sample = tokens.data() + ((size_t)i * b + k) * (s + 1);
+      source.sample(consumed + (long)i * b * replicas + (long)replica * b + k, sample);
+      // --eod-mask-loss: the prediction made at an EOD input is not counted.
+      if (c.packed.eod_mask_loss)
+        for (int t = 0; t < s; ++t)
+          if (token_id(sample[t]) == c.packed.eod) sample[t + 1] |= kUncountedTarget;
+    }
 }
 
 long counted_targets(const std::vector<int>& tokens, int seq, comm::Communicator& data) {

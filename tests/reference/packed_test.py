@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Packed documents (issue 34, item 1): with --reset-position-ids, --reset-attention-mask and
+--eod-mask-loss a sample of several EOD-ended documents trains as its documents would one by
+one. The reference is a float64 Llama (llama_family_reference.py, HF's definitions) run on
+each document alone, positions from 0: iteration 1's loss (learning rate 0) equals the
+token-weighted mean of the documents' losses, and its gradient norm autograd's of that mean,
+at one process, t = 2, p = 2 and d = 2. Without --eod-mask-loss the prediction made at each
+EOD (of the next document's first token, from the EOD's own document) counts too. Every
+dataset document is the same packed row and the sequence length is its length, so each
+sample is the row followed by its first token again. Missing EOD ids exit 2.
+Usage: packed_test.py TRIDENT"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataset_reference_test import write_dataset  # noqa: E402
+from llama_family_reference import draw_weights, logits, write_model  # noqa: E402
+from parity import MPI_ENV, Checks  # noqa: E402
+
+CHECKS = Checks()
+EOD = 0
+LENGTHS = [13, 30, 9, 20]  # tokens before each document's EOD
+PACKED = ["--reset-position-ids", "--reset-attention-mask"]
+
+
+def documents(rng, vocab):
+    return [[int(t) for t in rng.integers(1, vocab, n)] + [EOD] for n in LENGTHS]
+
+
+def reference(weights, config, docs, eod_mask_loss):
+    """(loss, gradient norm) of the packed row + its first token, document by document."""
+    w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in weights.items()}
+    total, count = 0.0, 0
+    for d, doc in enumerate(docs):
+        nxt = docs[(d + 1) % len(docs)][0]
+        out = logits(w, config, doc)
+        targets = doc[1:] if eod_mask_loss else doc[1:] + [nxt]
+        total = total + F.cross_entropy(out[:len(targets)], torch.tensor(targets), reduction="sum")
+        count += len(targets)
+    loss = total / count
+    loss.backward()
+    norm = torch.sqrt(sum((t.grad ** 2).sum() for t in w.values())).item()
+    return loss.item(), norm, count
+
+
+def train(trident, work, tag, model, prefix, length, extra, ranks=1):
+    metrics = f"{work}/{tag}.jsonl"
+    cmd = [trident, "train", "--load-hf", model, "--data-path", prefix, "--split", "100,0,0",
+           "--seq-length", str(length), "--micro-batch-size", "2", "--global-batch-size", "4",
+           "--train-iters", "1", "--lr", "0", "--min-lr", "0", "--eval-iters", "0",
+           "--threads", "1", "--metrics-file", metrics, "--data-cache-path", f"{work}/cache",
+           "--eod-id", str(EOD)] + extra
+    if ranks > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
+    if out.returncode != 0:
+        return None, out
+    rows = [json.loads(l) for l in open(metrics) if '"loss"' in l and '"iteration"' in l]
+    return (rows[-1]["loss"], rows[-1]["grad_norm"]), out
+
+
+def check_close(what, got, want, tol):
+    rel = abs(got - want) / abs(want) if got is not None else None
+    CHECKS(got is not None and rel < tol, f"{what}: {got} against {want:.8f} (rel {rel})")
+
+
+def main():
+    trident = sys.argv[1]
+    torch.set_default_dtype(torch.float64)
+    rng = np.random.default_rng(3401)
+    config = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",
+                  num_hidden_layers=2, hidden_size=32, intermediate_size=48,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=101,
+                  max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=500.0,
+                  rope_scaling=None, tie_word_embeddings=False, attention_bias=False,
+                  mlp_bias=False)
+    with tempfile.TemporaryDirectory() as work:
+        weights = draw_weights(config, rng)
+        model = f"{work}/llama"
+        write_model(model, config, weights)
+        docs = documents(rng, config["vocab_size"])
+        row = sum(docs, [])
+        prefix = f"{work}/packed"
+        write_dataset(prefix, [[row]] * 8, 8)
+        loss, norm, count = reference(weights, config, docs, True)
+        for tag, extra, ranks in (("one process", [], 1),
+                                  ("t = 2", ["--tensor-model-parallel-size", "2",
+                                             "--sequence-parallel"], 2),
+                                  ("p = 2", ["--pipeline-model-parallel-size", "2"], 2),
+                                  ("d = 2", [], 2)):
+            got, out = train(trident, work, tag.replace(" ", ""), model, prefix, len(row),
+                             PACKED + ["--eod-mask-loss"] + extra, ranks)
+            if got is None:
+                CHECKS(False, f"{tag}: train ran\n{out.stderr[-800:]}")
+                continue
+            check_close(f"{tag}: the packed row's loss is the mean over its {len(docs)} documents "
+                        f"alone ({count} targets, EOD predictions not counted)", got[0], loss,
+                        1e-5)
+            check_close(f"{tag}: its gradient norm is autograd's", got[1], norm, 1e-4)
+        loss, norm, count = reference(weights, config, docs, False)
+        got, out = train(trident, work, "nomask", model, prefix, len(row), PACKED)
+        check_close(f"without --eod-mask-loss all {count} targets count, each EOD predicting the "
+                    "next document from its own", got[0] if got else None, loss, 1e-5)
+        plain, out = train(trident, work, "plain", model, prefix, len(row), [])
+        CHECKS(plain is not None and abs(plain[0] - loss) / loss > 1e-3,
+               f"without the flags the documents see each other: {plain and plain[0]} differs "
+               f"from {loss:.6f}")
+        out = subprocess.run([trident, "train", "--mock-data", "--reset-attention-mask",
+                              "--train-iters", "1"], capture_output=True, text=True)
+        CHECKS(out.returncode == 2 and "need the end-of-document id" in out.stderr,
+               "--reset-attention-mask without a tokenizer or --eod-id: exit 2 naming the rule")
+    return CHECKS.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
