@@ -21,8 +21,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dataset_reference_test import write_dataset  # noqa: E402
+from gpt2_torch import forward as gpt2_logits  # noqa: E402
 from llama_family_reference import draw_weights, logits, write_model  # noqa: E402
-from parity import MPI_ENV, Checks  # noqa: E402
+from torch_reference_test import hf_shapes as gpt2_shapes  # noqa: E402
+from parity import MPI_ENV, Checks, write_safetensors  # noqa: E402
 
 CHECKS = Checks()
 EOD = 0
@@ -34,13 +36,13 @@ def documents(rng, vocab):
     return [[int(t) for t in rng.integers(1, vocab, n)] + [EOD] for n in LENGTHS]
 
 
-def reference(weights, config, docs, eod_mask_loss):
+def reference(weights, config, docs, eod_mask_loss, model=logits):
     """(loss, gradient norm) of the packed row + its first token, document by document."""
     w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in weights.items()}
     total, count = 0.0, 0
     for d, doc in enumerate(docs):
         nxt = docs[(d + 1) % len(docs)][0]
-        out = logits(w, config, doc)
+        out = model(w, config, doc)
         targets = doc[1:] if eod_mask_loss else doc[1:] + [nxt]
         total = total + F.cross_entropy(out[:len(targets)], torch.tensor(targets), reduction="sum")
         count += len(targets)
@@ -69,6 +71,33 @@ def train(trident, work, tag, model, prefix, length, extra, ranks=1):
 def check_close(what, got, want, tol):
     rel = abs(got - want) / abs(want) if got is not None else None
     CHECKS(got is not None and rel < tol, f"{what}: {got} against {want:.8f} (rel {rel})")
+
+
+def check_gpt2(trident, work, rng, docs, prefix, length):
+    """Learned absolute positions (GPT-2) restart too, with and without sequence parallelism."""
+    config = dict(n_layer=2, n_embd=32, n_head=2, vocab_size=101, n_positions=128,
+                  layer_norm_epsilon=1e-5, activation_function="gelu_new", model_type="gpt2")
+    weights = {}
+    for name, shape in gpt2_shapes(config).items():
+        base = 1.0 if name.endswith("weight") and len(shape) == 1 else 0.0
+        weights[name] = (base + 0.2 * rng.standard_normal(shape)).astype(np.float32)
+    model = f"{work}/gpt2"
+    os.makedirs(model)
+    with open(f"{model}/config.json", "w") as f:
+        json.dump(config, f)
+    write_safetensors(f"{model}/model.safetensors", weights)
+    loss, norm, count = reference(weights, config, docs, True, gpt2_logits)
+    for tag, extra, ranks in (("GPT-2", [], 1),
+                              ("GPT-2, t = 2 with sequence parallelism",
+                               ["--tensor-model-parallel-size", "2", "--sequence-parallel"], 2)):
+        got, out = train(trident, work, "gpt2" + str(ranks), model, prefix, length,
+                         PACKED + ["--eod-mask-loss"] + extra, ranks)
+        if got is None:
+            CHECKS(False, f"{tag}: train ran\n{out.stderr[-800:]}")
+            continue
+        check_close(f"{tag}: learned positions restart per document; the loss is the documents' "
+                    f"mean", got[0], loss, 1e-5)
+        check_close(f"{tag}: its gradient norm is autograd's", got[1], norm, 1e-4)
 
 
 def main():
@@ -112,6 +141,7 @@ def main():
         CHECKS(plain is not None and abs(plain[0] - loss) / loss > 1e-3,
                f"without the flags the documents see each other: {plain and plain[0]} differs "
                f"from {loss:.6f}")
+        check_gpt2(trident, work, rng, docs, prefix, len(row))
         out = subprocess.run([trident, "train", "--mock-data", "--reset-attention-mask",
                               "--train-iters", "1"], capture_output=True, text=True)
         CHECKS(out.returncode == 2 and "need the end-of-document id" in out.stderr,
