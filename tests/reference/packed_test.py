@@ -73,6 +73,24 @@ def check_close(what, got, want, tol):
     CHECKS(got is not None and rel < tol, f"{what}: {got} against {want:.8f} (rel {rel})")
 
 
+def check_score(trident, work, model, docs, row, want):
+    """`score` takes the same flags: the packed row scores as its documents one by one."""
+    def score(sequences, flags):
+        with open(f"{work}/tokens.json", "w") as f:
+            json.dump(sequences, f)
+        out = subprocess.run([trident, "score", "--model", model, "--tokens", f"{work}/tokens.json",
+                              "--eod-id", str(EOD)] + flags, capture_output=True, text=True)
+        return json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-400:]}
+    packed = score([row], PACKED + ["--eod-mask-loss"])
+    alone = score(docs, [])
+    ok = "loss" in packed and "loss" in alone
+    rel = abs(packed["loss"] - alone["loss"]) / alone["loss"] if ok else None
+    CHECKS(ok and rel < 1e-6 and packed["tokens"] == alone["tokens"] and
+           abs(alone["loss"] - want) / want < 1e-5,
+           f"score of the packed row with the flags ({packed}) equals the documents scored "
+           f"one by one ({alone}; rel {rel}) and the float64 mean {want:.8f}")
+
+
 def check_gpt2(trident, work, rng, docs, prefix, length):
     """Learned absolute positions (GPT-2) restart too, with and without sequence parallelism."""
     config = dict(n_layer=2, n_embd=32, n_head=2, vocab_size=101, n_positions=128,
@@ -119,6 +137,7 @@ def main():
         prefix = f"{work}/packed"
         write_dataset(prefix, [[row]] * 8, 8)
         loss, norm, count = reference(weights, config, docs, True)
+        loss_masked = loss
         for tag, extra, ranks in (("one process", [], 1),
                                   ("t = 2", ["--tensor-model-parallel-size", "2",
                                              "--sequence-parallel"], 2),
@@ -141,6 +160,7 @@ def main():
         CHECKS(plain is not None and abs(plain[0] - loss) / loss > 1e-3,
                f"without the flags the documents see each other: {plain and plain[0]} differs "
                f"from {loss:.6f}")
+        check_score(trident, work, model, docs, row, loss_masked)
         check_gpt2(trident, work, rng, docs, prefix, len(row))
         out = subprocess.run([trident, "train", "--mock-data", "--reset-attention-mask",
                               "--train-iters", "1"], capture_output=True, text=True)
