@@ -28,6 +28,11 @@ int preprocess_main(const std::vector<std::string>& args) {
   app.add_flag("--append-eod", o.append_eod,
                "append the end-of-document token (<|endoftext|>, SentencePiece's </s>) to every "
                "document");
+  app.add_option("--eod-id", o.eod_id,
+                 "the id --append-eod appends (default: the tokenizer's end-of-document); chat "
+                 "SFT data needs one the template never writes, such as Llama 3's "
+                 "<|end_of_text|>, to keep packed conversations apart")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--add-bos", o.add_bos,
                "put the beginning-of-sequence token (SentencePiece's <s>) before every "
                "document, as Megatron's and HF's Llama tokenizers do");

@@ -462,6 +462,11 @@ void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
   app.add_flag("--eod-mask-loss", c.packed.eod_mask_loss,
                "do not count the prediction made at an end-of-document input")
       ->group("Data");
+  app.add_flag("--pack-documents", c.pack_documents,
+               "pack whole documents (conversations) best-fit into samples, padding each with "
+               "end-of-document tokens that are not counted; use with --reset-attention-mask "
+               "and --reset-position-ids")
+      ->group("Data");
   app.add_option("--eod-id", c.packed.eod,
                  "the end-of-document id for the three flags above (default: the tokenizer's)")
       ->group("Data");

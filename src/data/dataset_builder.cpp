@@ -7,6 +7,7 @@
 #include "data/blended_dataset.h"
 #include "data/gpt_dataset.h"
 #include "data/indexed_dataset.h"
+#include "data/packed_dataset.h"
 
 namespace trident::data {
 
@@ -85,9 +86,18 @@ DataSplits build_gpt_datasets(const DataRequest& r, std::ostream& log) {
                    : (long)std::ceil(r.samples[s] * p.weight / total_weight * (1 + kSurplus));
       GPTDatasetSpec spec{kSplitNames[s], ranges[s].first, ranges[s].second, n,
                           r.seq_length,   r.seed,          r.cache_path};
-      auto dataset = std::make_shared<GPTDataset>(data, spec, &log);
-      if (mask) dataset->set_loss_mask(mask);
-      parts[s].push_back(dataset);
+      if (r.pack_documents) {
+        PackedDatasetSpec packed{kSplitNames[s], ranges[s].first, ranges[s].second, n,
+                                 r.seq_length,   r.seed,          r.pad_id};
+        auto dataset = std::make_shared<PackedDataset>(data, mask, packed);
+        log << "dataset " << p.prefix << " (" << kSplitNames[s] << "): " << dataset->bins().size()
+            << " packed samples of whole documents\n";
+        parts[s].push_back(dataset);
+      } else {
+        auto dataset = std::make_shared<GPTDataset>(data, spec, &log);
+        if (mask) dataset->set_loss_mask(mask);
+        parts[s].push_back(dataset);
+      }
       weights[s].push_back(p.weight);
     }
   }

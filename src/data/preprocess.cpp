@@ -60,7 +60,8 @@ std::string preprocess_chat_line(const std::string& line, const PreprocessOption
   for (MaskedDocument& d : docs) {
     if (o.add_bos)
       d.ids.insert(d.ids.begin(), tok.bos()), d.loss_mask.insert(d.loss_mask.begin(), 0);
-    if (o.append_eod) d.ids.push_back(tok.eod()), d.loss_mask.push_back(0);
+    if (o.append_eod)
+      d.ids.push_back((o.eod_id >= 0 ? o.eod_id : tok.eod())), d.loss_mask.push_back(0);
     r->documents[0].push_back(std::move(d.ids));
     r->loss_masks.push_back(std::move(d.loss_mask));
   }
@@ -180,7 +181,7 @@ std::string preprocess_line(const std::string& line, const PreprocessOptions& o,
     if (o.add_bos) ids.push_back(tok.bos());
     tok.encode(it->get_ref<const std::string&>(), &ids);
     if (o.add_bos && ids.size() == 1) ids.clear();  // an empty document stays empty
-    if (o.append_eod && !ids.empty()) ids.push_back(tok.eod());
+    if (o.append_eod && !ids.empty()) ids.push_back((o.eod_id >= 0 ? o.eod_id : tok.eod()));
   }
   return "";
 }
@@ -200,6 +201,10 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
   };
   const std::unique_ptr<tokenizer::Tokenizer> built = tokenizer::build_tokenizer(o.tokenizer);
   const tokenizer::Tokenizer& tok = *built;
+  if (o.eod_id >= tok.vocab_size())
+    throw DatasetError("--eod-id " + std::to_string(o.eod_id) +
+                       " is not an id of the tokenizer's " + std::to_string(tok.vocab_size()) +
+                       " tokens");
   if (o.add_bos && tok.bos() < 0)
     throw DatasetError("--add-bos: the tokenizer has no beginning-of-sequence token");
   std::ifstream in(o.input, std::ios::binary);

@@ -20,6 +20,7 @@ struct PreprocessOptions {
   std::string output_prefix;
   tokenizer::TokenizerOptions tokenizer;
   bool append_eod = false;
+  int eod_id = -1;  // the token --append-eod appends; -1: the tokenizer's end-of-document
   bool add_bos = false;  // the tokenizer's BOS before every non-empty document
   int workers = 1;
   bool skip_bad_lines = false;  // false: the first bad line fails the run

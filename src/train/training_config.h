@@ -108,6 +108,8 @@ struct TrainingConfig {
   // Packed documents (Megatron's --reset-position-ids, --reset-attention-mask,
   // --eod-mask-loss); packed.eod is --eod-id, else the tokenizer's end-of-document id.
   PackedDocuments packed{};
+  // Whole documents packed best-fit into samples, padded with the EOD (data/packed_dataset.h).
+  bool pack_documents = false;
   // Optional: when given, the model's --vocab-size defaults to the tokenizer's.
   tokenizer::TokenizerOptions tokenizer;
 

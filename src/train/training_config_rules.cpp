@@ -453,9 +453,12 @@ void check_data(const TrainingConfig& c, std::vector<std::string>& errors) {
           "exactly one data source is needed: --mock-data or --data-path");
   require(!c.sft || !c.mock_data, "--sft needs --data-path (datasets with loss masks)");
   const PackedDocuments& p = c.packed;
-  require(!(p.reset_position_ids || p.reset_attention_mask || p.eod_mask_loss) || p.eod >= 0,
-          "--reset-position-ids, --reset-attention-mask and --eod-mask-loss need the "
-          "end-of-document id: give the tokenizer (--tokenizer-type ...) or --eod-id");
+  require(
+      !(p.reset_position_ids || p.reset_attention_mask || p.eod_mask_loss || c.pack_documents) ||
+          p.eod >= 0,
+      "--reset-position-ids, --reset-attention-mask, --eod-mask-loss and --pack-documents "
+      "need the end-of-document id: give the tokenizer (--tokenizer-type ...) or --eod-id");
+  require(!c.pack_documents || !c.mock_data, "--pack-documents needs --data-path");
   require(p.eod < c.model.vocab_size, "--eod-id " + std::to_string(p.eod) +
                                           " is not below the vocabulary size " +
                                           std::to_string(c.model.vocab_size));

@@ -1,5 +1,7 @@
 #include "train/training_data.h"
 
+#include <algorithm>
+
 #include "config/token_flags.h"
 #include "data/dataset_builder.h"
 #include "data/mock_dataset.h"
@@ -26,6 +28,8 @@ TrainingData make_training_data(const TrainingConfig& c, std::ostream& log) {
   r.seed = (std::uint32_t)c.seed;
   r.cache_path = c.data_cache_path;
   r.loss_masks = c.sft;
+  r.pack_documents = c.pack_documents;
+  r.pad_id = std::max(c.packed.eod, 0);
   r.samples[0] = c.total_train_samples();
   r.samples[1] = c.eval_iters > 0 ? c.valid_samples() : 0;
   r.samples[2] = c.eval_iters > 0 ? c.test_samples() : 0;

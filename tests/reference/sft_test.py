@@ -78,6 +78,33 @@ def train(trident, work, tag, model, prefix, length, extra, ranks=1):
     return (rows[-1]["loss"], rows[-1]["grad_norm"]), out
 
 
+def check_packing(trident, work, model, tok, length, want, want_norm, counted):
+    """--pack-documents: conversations ending in Llama 3's <|end_of_text|> (the template ends
+    every turn with <|eot_id|>, the tokenizer's EOS) packed two to a sample, kept apart by
+    the packed-document flags, train as each conversation alone: the same masked mean."""
+    end_of_text = "128001"
+    out = subprocess.run([trident, "preprocess", "--input", f"{work}/chats.jsonl", "--json-keys",
+                          "messages", "--apply-chat-template", "--append-eod", "--eod-id",
+                          end_of_text, "--output-prefix", f"{work}/eod"] + tok,
+                         capture_output=True, text=True)
+    CHECKS(out.returncode == 0, "preprocess --append-eod --eod-id 128001" + out.stderr[-300:])
+    flags = ["--sft", "--pack-documents", "--reset-attention-mask", "--reset-position-ids",
+             "--eod-mask-loss", "--eod-id", end_of_text]
+    # Two conversations of length + 1 tokens fill a sample of seq_length + 1 exactly.
+    got, out = train(trident, work, "packed", model, f"{work}/eod_messages_document",
+                     2 * (length + 1) - 1, tok + flags)
+    loss, norm = got if got else (None, None)
+    rel = abs(loss - want) / want if loss is not None else None
+    CHECKS(loss is not None and rel < 1e-5,
+           f"--pack-documents: two conversations a sample train as one alone: loss {loss} "
+           f"against {want:.8f} (rel {rel})" + ("" if got else out.stderr[-600:]))
+    rel = abs(norm - want_norm) / want_norm if norm is not None else None
+    CHECKS(norm is not None and rel < 1e-4,
+           f"--pack-documents: gradient norm {norm} against {want_norm:.8f} (rel {rel})")
+    CHECKS(got is not None and "packed samples of whole documents" in out.stdout + out.stderr,
+           "the log names the packed samples")
+
+
 def main():
     trident, src = sys.argv[1], sys.argv[2]
     torch.set_default_dtype(torch.float64)
@@ -125,6 +152,7 @@ def main():
         CHECKS(loss is not None and rel < 1e-5 and abs(want_all - want_sft) > 1e-3,
                f"without --sft every target counts: {loss} against {want_all:.8f} (rel {rel}); "
                f"--sft's differs ({want_sft:.6f})")
+        check_packing(trident, work, model, tok, len(ids), want_sft, want_norm, counted)
         os.rename(f"{work}/sft_messages_loss_mask.idx", f"{work}/moved.idx")
         _, out = train(trident, work, "nomask", model, prefix, len(ids), tok + ["--sft"])
         CHECKS(out.returncode == 2 and "sft_messages_loss_mask.idx does not exist" in out.stderr,
