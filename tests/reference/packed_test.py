@@ -24,7 +24,7 @@ from dataset_reference_test import write_dataset  # noqa: E402
 from gpt2_torch import forward as gpt2_logits  # noqa: E402
 from llama_family_reference import draw_weights, logits, write_model  # noqa: E402
 from torch_reference_test import hf_shapes as gpt2_shapes  # noqa: E402
-from parity import MPI_ENV, Checks, write_safetensors  # noqa: E402
+from parity import Checks, first_iteration, write_safetensors  # noqa: E402
 
 CHECKS = Checks()
 EOD = 0
@@ -53,19 +53,8 @@ def reference(weights, config, docs, eod_mask_loss, model=logits):
 
 
 def train(trident, work, tag, model, prefix, length, extra, ranks=1):
-    metrics = f"{work}/{tag}.jsonl"
-    cmd = [trident, "train", "--load-hf", model, "--data-path", prefix, "--split", "100,0,0",
-           "--seq-length", str(length), "--micro-batch-size", "2", "--global-batch-size", "4",
-           "--train-iters", "1", "--lr", "0", "--min-lr", "0", "--eval-iters", "0",
-           "--threads", "1", "--metrics-file", metrics, "--data-cache-path", f"{work}/cache",
-           "--eod-id", str(EOD)] + extra
-    if ranks > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
-    if out.returncode != 0:
-        return None, out
-    rows = [json.loads(l) for l in open(metrics) if '"loss"' in l and '"iteration"' in l]
-    return (rows[-1]["loss"], rows[-1]["grad_norm"]), out
+    return first_iteration(trident, work, tag, model, prefix, length,
+                           ["--eod-id", str(EOD)] + extra, ranks)
 
 
 def check_close(what, got, want, tol):

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_reference as R  # noqa: E402
 from chat_template_test import reference_render, reference_sft_documents  # noqa: E402
 from llama_family_reference import draw_weights, logits, write_model  # noqa: E402
-from parity import MPI_ENV, Checks  # noqa: E402
+from parity import Checks, first_iteration  # noqa: E402
 
 CHECKS = Checks()
 
@@ -60,22 +60,7 @@ def reference(src, work, weights, config):
     return ids, sft.item(), losses.mean().item(), int(counted.sum().item()), grad_norm
 
 
-def train(trident, work, tag, model, prefix, length, extra, ranks=1):
-    folder = f"{os.path.dirname(model)}"
-    metrics = f"{work}/{tag}.jsonl"
-    cmd = [trident, "train", "--load-hf", model, "--data-path", prefix, "--split", "100,0,0",
-           "--seq-length", str(length), "--micro-batch-size", "2", "--global-batch-size", "4",
-           "--train-iters", "1", "--lr", "0", "--min-lr", "0", "--eval-iters", "0",
-           "--threads", "1", "--metrics-file", metrics, "--data-cache-path", f"{work}/cache"]
-    cmd += extra
-    if ranks > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600,
-                         cwd=work)
-    if out.returncode != 0:
-        return None, out
-    rows = [json.loads(l) for l in open(metrics) if '"loss"' in l and '"iteration"' in l]
-    return (rows[-1]["loss"], rows[-1]["grad_norm"]), out
+train = first_iteration
 
 
 def check_packing(trident, work, model, tok, length, want, want_norm, counted):
