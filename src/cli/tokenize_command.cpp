@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "chat_template/chat_template.h"
+#include "cli/chat_template_args.h"
 #include "cli/input_file.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
@@ -22,6 +24,63 @@ void print_ids(const std::vector<int>& ids) {
   std::cout << line << "]\n";
 }
 
+struct ChatFlags {
+  ChatTemplateFlags source;
+  bool render_only = false;
+  chat_template::ChatOptions options;
+};
+
+void add_chat_flags(CLI::App& app, ChatFlags* f) {
+  add_chat_template_args(app, &f->source,
+                         "with --jsonl: render each line's conversation (--json-key, default "
+                         "messages: a list of {role, content}) with the model's chat template, "
+                         "as HF's apply_chat_template, and print its ids");
+  app.add_flag("--add-generation-prompt", f->options.add_generation_prompt,
+               "end the render with the template's prompt for the assistant's reply")
+      ->group("Chat templates");
+  app.add_flag("--render-only", f->render_only,
+               "with --apply-chat-template: print each render as a JSON string, not its ids")
+      ->group("Chat templates");
+}
+
+// One JSONL line's conversation rendered with the template; its "tools" and "documents"
+// join the variables.
+std::string render_line(const chat_template::ChatTemplate& t, const ChatFlags& f,
+                        const nlohmann::ordered_json& line, const std::string& key,
+                        const std::string& where) {
+  if (!line.contains(key) || !line[key].is_array())
+    throw std::runtime_error(where + ": not a JSON object with a list \"" + key + "\"");
+  chat_template::ChatOptions options = f.options;
+  options.extra = chat_template_kwargs(f.source);
+  for (const char* extra : {"tools", "documents"})
+    if (line.contains(extra)) options.extra[extra] = line[extra];
+  try {
+    return t.render(line[key], options);
+  } catch (const chat_template::TemplateError& e) {
+    throw std::runtime_error(where + ": chat template: " + e.what());
+  }
+}
+
+int apply_chat_template(const ChatFlags& f, const tokenizer::TokenizerOptions& options,
+                        const tokenizer::Tokenizer& tok, std::istream& in, const std::string& input,
+                        const std::string& key) {
+  const chat_template::ChatTemplate t = load_chat_template(f.source, options);
+  std::string line;
+  long line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const std::string where = input + ":" + std::to_string(line_no);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw std::runtime_error(where + ": not a JSON object");
+    const std::string text = render_line(t, f, j, key, where);
+    if (f.render_only)
+      std::cout << nlohmann::json(text).dump() << "\n";
+    else
+      print_ids(tok.encode(text));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int tokenize_main(const std::vector<std::string>& args) {
@@ -33,6 +92,8 @@ int tokenize_main(const std::vector<std::string>& args) {
   std::string input, json_key = "text";
   bool jsonl = false, lines = false, decode = false, json_output = false;
   add_tokenizer_args(app, &options, "Tokenizer", "the installation's data/gpt2/");
+  ChatFlags chat;
+  add_chat_flags(app, &chat);
   app.add_option("--input", input,
                  "text file (or JSONL with --jsonl, ids with --decode); - reads standard input")
       ->required();
@@ -40,13 +101,27 @@ int tokenize_main(const std::vector<std::string>& args) {
   app.add_flag("--lines", lines,
                "print the ids of each line of the text file (as spm_encode does); else of the "
                "whole file");
-  app.add_option("--json-key", json_key, "JSONL key holding the text")->capture_default_str();
+  CLI::Option* key_option =
+      app.add_option("--json-key", json_key, "JSONL key holding the text")->capture_default_str();
   app.add_flag("--decode", decode, "input holds JSON lists of ids; print their text");
   app.add_flag("--json-output", json_output, "with --decode: print each text as a JSON string");
   app.add_flag("--js-whitespace", options.js_whitespace,
                "ECMAScript \\s (the npm encoders) instead of Unicode White_Space (GPT-2)");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
+  if (chat.source.apply && (!jsonl || decode || lines)) {
+    std::cerr << "trident tokenize: --apply-chat-template reads conversations: give --jsonl "
+                 "(and not --decode or --lines)\n";
+    return 2;
+  }
+  if ((chat.render_only || chat.options.add_generation_prompt ||
+       !chat.source.template_path.empty()) &&
+      !chat.source.apply) {
+    std::cerr << "trident tokenize: --render-only, --add-generation-prompt and --chat-template "
+                 "need --apply-chat-template\n";
+    return 2;
+  }
+  if (chat.source.apply && key_option->count() == 0) json_key = "messages";
   try {
     const std::unique_ptr<tokenizer::Tokenizer> built =
         tokenizer::build_tokenizer(resolve_tokenizer(options));
@@ -73,6 +148,8 @@ int tokenize_main(const std::vector<std::string>& args) {
       print_ids(tok.encode(tokenizer::read_utf8_file(input)));
       return 0;
     }
+    if (chat.source.apply)
+      return apply_chat_template(chat, resolve_tokenizer(options), tok, in, input, json_key);
     std::string line;
     long line_no = 0;
     while (std::getline(in, line)) {

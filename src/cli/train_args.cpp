@@ -452,7 +452,31 @@ void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   app.add_option("--data-path", c.data_path, "dataset prefixes (optionally weighted)")
       ->group("Data");
+  app.add_flag("--reset-position-ids", c.packed.reset_position_ids,
+               "positions restart after every end-of-document token (documents packed into "
+               "one sequence)")
+      ->group("Data");
+  app.add_flag("--reset-attention-mask", c.packed.reset_attention_mask,
+               "no token attends across an end-of-document token (the EOD belongs to the "
+               "document it ends); the attention skips whole tiles across documents")
+      ->group("Data");
+  app.add_flag("--eod-mask-loss", c.packed.eod_mask_loss,
+               "do not count the prediction made at an end-of-document input")
+      ->group("Data");
+  app.add_flag("--pack-documents", c.pack_documents,
+               "pack whole documents (conversations) best-fit into samples, padding each with "
+               "end-of-document tokens that are not counted; use with --reset-attention-mask "
+               "and --reset-position-ids")
+      ->group("Data");
+  app.add_option("--eod-id", c.packed.eod,
+                 "the end-of-document id for the three flags above (default: the tokenizer's)")
+      ->group("Data");
   app.add_flag("--mock-data", c.mock_data, "synthetic learnable sequences")->group("Data");
+  app.add_flag("--sft", c.sft,
+               "supervised fine-tuning: count only the targets each --data-path prefix's loss "
+               "mask marks (<prefix>_loss_mask.bin/.idx beside <prefix>_document, as "
+               "preprocess --apply-chat-template writes them); the loss is their mean")
+      ->group("Data");
   opt("--split", c.split, "train,valid,test weights over documents", "Data");
   opt("--data-cache-path", c.data_cache_path, "where index caches go (default <data>/cache)",
       "Data");
@@ -617,7 +641,9 @@ void set_vocab_size_from_tokenizer(train::TrainingConfig& c, const ModelFlags& f
                                    std::vector<std::string>& errors) {
   if (!tokenizer::check_tokenizer_options(c.tokenizer).empty() || !c.tokenizer.given()) return;
   try {
-    const int vocab = tokenizer::build_tokenizer(c.tokenizer)->vocab_size();
+    const auto tok = tokenizer::build_tokenizer(c.tokenizer);
+    const int vocab = tok->vocab_size();
+    if (c.packed.eod < 0) c.packed.eod = tok->eod();
     if (c.load_hf.empty() && !flags.was_given("--vocab-size")) c.model.vocab_size = vocab;
     // Ids past the embedding would index outside it.
     if (c.model.vocab_size < vocab)

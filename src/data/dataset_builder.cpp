@@ -7,6 +7,7 @@
 #include "data/blended_dataset.h"
 #include "data/gpt_dataset.h"
 #include "data/indexed_dataset.h"
+#include "data/packed_dataset.h"
 
 namespace trident::data {
 
@@ -37,6 +38,31 @@ std::vector<WeightedPrefix> parse_data_path(const std::vector<std::string>& args
   return out;
 }
 
+std::string loss_mask_prefix(const std::string& prefix) {
+  const std::string suffix = "_document";
+  if (prefix.size() > suffix.size() &&
+      prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return prefix.substr(0, prefix.size() - suffix.size()) + "_loss_mask";
+  return prefix + "_loss_mask";
+}
+
+namespace {
+
+// A loss mask must hold one value per token of its dataset.
+std::shared_ptr<const IndexedDataset> open_loss_mask(const std::string& prefix,
+                                                     const IndexedDataset& tokens) {
+  const std::string path = loss_mask_prefix(prefix);
+  auto mask = std::make_shared<const IndexedDataset>(path);
+  bool same = mask->sequences() == tokens.sequences();
+  for (long i = 0; same && i < tokens.sequences(); ++i) same = mask->size(i) == tokens.size(i);
+  if (!same)
+    throw DatasetError(path + ": the loss mask's documents differ in number or length from " +
+                       prefix + "'s");
+  return mask;
+}
+
+}  // namespace
+
 DataSplits build_gpt_datasets(const DataRequest& r, std::ostream& log) {
   std::vector<WeightedPrefix> inputs = parse_data_path(r.data_path);
   std::vector<double> split = parse_split(r.split);
@@ -47,6 +73,8 @@ DataSplits build_gpt_datasets(const DataRequest& r, std::ostream& log) {
   std::vector<std::vector<double>> weights(3);
   for (const WeightedPrefix& p : inputs) {
     auto data = std::make_shared<const IndexedDataset>(p.prefix);
+    std::shared_ptr<const IndexedDataset> mask;
+    if (r.loss_masks) mask = open_loss_mask(p.prefix, *data);
     auto ranges = split_ranges(split, data->sequences());
     log << "dataset " << p.prefix << ": " << data->sequences() << " documents; split "
         << ranges[0].second - ranges[0].first << " / " << ranges[1].second - ranges[1].first
@@ -58,7 +86,18 @@ DataSplits build_gpt_datasets(const DataRequest& r, std::ostream& log) {
                    : (long)std::ceil(r.samples[s] * p.weight / total_weight * (1 + kSurplus));
       GPTDatasetSpec spec{kSplitNames[s], ranges[s].first, ranges[s].second, n,
                           r.seq_length,   r.seed,          r.cache_path};
-      parts[s].push_back(std::make_shared<GPTDataset>(data, spec, &log));
+      if (r.pack_documents) {
+        PackedDatasetSpec packed{kSplitNames[s], ranges[s].first, ranges[s].second, n,
+                                 r.seq_length,   r.seed,          r.pad_id};
+        auto dataset = std::make_shared<PackedDataset>(data, mask, packed);
+        log << "dataset " << p.prefix << " (" << kSplitNames[s] << "): " << dataset->bins().size()
+            << " packed samples of whole documents\n";
+        parts[s].push_back(dataset);
+      } else {
+        auto dataset = std::make_shared<GPTDataset>(data, spec, &log);
+        if (mask) dataset->set_loss_mask(mask);
+        parts[s].push_back(dataset);
+      }
       weights[s].push_back(p.weight);
     }
   }

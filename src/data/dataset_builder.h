@@ -31,8 +31,17 @@ struct DataRequest {
   std::uint32_t seed = 1234;
   std::string cache_path;
   long samples[3] = {0, 0, 0};  // train, valid, test
+  bool loss_masks = false;      // --sft: each prefix's loss mask flags the targets it drops
+  // --pack-documents: whole documents packed best-fit into samples (data/packed_dataset.h),
+  // their tails padded with pad_id.
+  bool pack_documents = false;
+  int pad_id = 0;
 };
 
 DataSplits build_gpt_datasets(const DataRequest& request, std::ostream& log);
+
+// Where a dataset's loss mask lies: <p>_loss_mask for a prefix <p>_document (as preprocess
+// names them), else <prefix>_loss_mask.
+std::string loss_mask_prefix(const std::string& prefix);
 
 }  // namespace trident::data

@@ -10,10 +10,11 @@
 #include <regex>
 #include <sstream>
 
+#include "config/token_flags.h"
+#include "core/files.h"
 #include "core/random.h"
 #include "data/numpy_random.h"
 #include "io/npy.h"
-#include "core/files.h"
 
 namespace trident::data {
 
@@ -222,29 +223,36 @@ void GPTDataset::save_cache(const std::string& description) const {
   write_file_atomically(cache_prefix_ + "-description.json", description);
 }
 
+void GPTDataset::read_sample(const IndexedDataset& from, long index,
+                             std::vector<int>* values) const {
+  long s = shuffle_index_[index];
+  long doc_first = sample_index_[2 * s], offset_first = sample_index_[2 * s + 1];
+  long doc_last = sample_index_[2 * s + 2], offset_last = sample_index_[2 * s + 3];
+  values->clear();
+  if (doc_first == doc_last) {
+    from.read(document_index_[doc_first], offset_first, offset_last - offset_first + kExtraToken,
+              values);
+  } else {
+    long d = document_index_[doc_first];
+    from.read(d, offset_first, from.size(d) - offset_first, values);
+    for (long k = doc_first + 1; k < doc_last; ++k)
+      from.read(document_index_[k], 0, from.size(document_index_[k]), values);
+    from.read(document_index_[doc_last], 0, offset_last + kExtraToken, values);
+  }
+  if ((long)values->size() != spec_.seq_length + kExtraToken)
+    throw std::logic_error("sample " + std::to_string(index) + " has " +
+                           std::to_string(values->size()) + " tokens");
+}
+
 void GPTDataset::sample(long index, int* out) const {
   if (index < 0 || index >= size())
     throw std::out_of_range(spec_.split_name + " sample " + std::to_string(index) + " of " +
                             std::to_string(size()));
-  long s = shuffle_index_[index];
-  long doc_first = sample_index_[2 * s], offset_first = sample_index_[2 * s + 1];
-  long doc_last = sample_index_[2 * s + 2], offset_last = sample_index_[2 * s + 3];
-  thread_local std::vector<int> tokens;
-  tokens.clear();
-  if (doc_first == doc_last) {
-    data_->read(document_index_[doc_first], offset_first, offset_last - offset_first + kExtraToken,
-                &tokens);
-  } else {
-    long d = document_index_[doc_first];
-    data_->read(d, offset_first, data_->size(d) - offset_first, &tokens);
-    for (long k = doc_first + 1; k < doc_last; ++k)
-      data_->read(document_index_[k], 0, data_->size(document_index_[k]), &tokens);
-    data_->read(document_index_[doc_last], 0, offset_last + kExtraToken, &tokens);
-  }
-  if ((long)tokens.size() != spec_.seq_length + kExtraToken)
-    throw std::logic_error("sample " + std::to_string(index) + " has " +
-                           std::to_string(tokens.size()) + " tokens");
-  std::copy(tokens.begin(), tokens.end(), out);
+  thread_local std::vector<int> tokens, mask;
+  read_sample(*data_, index, &tokens);
+  if (loss_mask_) read_sample(*loss_mask_, index, &mask);
+  for (size_t k = 0; k < tokens.size(); ++k)
+    out[k] = loss_mask_ && mask[k] == 0 ? tokens[k] | kUncountedTarget : tokens[k];
 }
 
 }  // namespace trident::data

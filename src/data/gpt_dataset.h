@@ -30,7 +30,11 @@ class GPTDataset : public SampleSource {
   GPTDataset(std::shared_ptr<const IndexedDataset> data, const GPTDatasetSpec& spec,
              std::ostream* log);
   long size() const override { return (long)shuffle_index_.size(); }
+  // With a loss mask, a token the mask holds 0 for is flagged (config/token_flags.h): as a
+  // target, the loss does not count it.
   void sample(long index, int* out) const override;
+  // A dataset of the same documents and lengths, one value per token: 0 drops the target.
+  void set_loss_mask(std::shared_ptr<const IndexedDataset> mask) { loss_mask_ = std::move(mask); }
 
   const std::vector<std::int32_t>& document_index() const { return document_index_; }
   const std::vector<std::int64_t>& sample_index() const { return sample_index_; }  // [n + 1][2]
@@ -40,10 +44,13 @@ class GPTDataset : public SampleSource {
 
  private:
   void build();
+  // Sample `index`'s seq_length + 1 values of `from` (the tokens, or the loss mask).
+  void read_sample(const IndexedDataset& from, long index, std::vector<int>* values) const;
   bool load_cache(const std::string& description);
   void save_cache(const std::string& description) const;
 
   std::shared_ptr<const IndexedDataset> data_;
+  std::shared_ptr<const IndexedDataset> loss_mask_;
   GPTDatasetSpec spec_;
   std::vector<std::int32_t> document_index_;
   std::vector<std::int64_t> sample_index_;

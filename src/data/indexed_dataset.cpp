@@ -59,8 +59,8 @@ TokenDtype dtype_for_vocab(int vocab_size) {
 
 IndexedDatasetBuilder::IndexedDatasetBuilder(const std::string& prefix, TokenDtype dtype)
     : prefix_(prefix), dtype_(dtype) {
-  if (dtype != TokenDtype::kUint16 && dtype != TokenDtype::kInt32)
-    throw DatasetError("token dtype must be uint16 or int32");
+  if (dtype != TokenDtype::kUint16 && dtype != TokenDtype::kInt32 && dtype != TokenDtype::kUint8)
+    throw DatasetError("token dtype must be uint16 or int32 (uint8 for loss masks)");
   std::string tmp = prefix + ".bin.tmp";
   bin_ = std::fopen(tmp.c_str(), "wb");
   if (!bin_) throw DatasetError(tmp + ": cannot create: " + std::strerror(errno));
@@ -78,7 +78,10 @@ void IndexedDatasetBuilder::add_document(std::span<const int> tokens) {
   const int elem = dtype_bytes(dtype_);
   buffer_.resize(tokens.size() * elem);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (dtype_ == TokenDtype::kUint16) {
+    if (dtype_ == TokenDtype::kUint8) {
+      if (tokens[i] < 0 || tokens[i] > 255) throw DatasetError("a value does not fit uint8");
+      buffer_[i] = (char)tokens[i];
+    } else if (dtype_ == TokenDtype::kUint16) {
       if (tokens[i] < 0 || tokens[i] > 65535) throw DatasetError("token id does not fit uint16");
       std::uint16_t v = (std::uint16_t)tokens[i];
       std::memcpy(buffer_.data() + i * 2, &v, 2);

@@ -11,6 +11,7 @@
 #include <ostream>
 #include <thread>
 
+#include "data/chat_documents.h"
 #include "data/indexed_dataset.h"
 #include "tokenizer/unicode_classes.h"
 
@@ -31,8 +32,41 @@ struct Batch {
 struct BatchResult {
   // documents[k][d]: tokens of document d for key k (bad lines produce no document)
   std::vector<std::vector<std::vector<int>>> documents;
-  std::vector<std::string> bad;  // "LINE: reason"
+  std::vector<std::vector<uint8_t>> loss_masks;  // with a chat template: documents[0]'s
+  std::vector<std::string> bad;                  // "LINE: reason"
 };
+
+// One conversation line: its documents and their loss masks, or why the line is bad.
+std::string preprocess_chat_line(const std::string& line, const PreprocessOptions& o,
+                                 const tokenizer::Tokenizer& tok, BatchResult* r) {
+  size_t bad_byte;
+  if (!tokenizer::is_valid_utf8(line, &bad_byte))
+    return "invalid UTF-8 at byte " + std::to_string(bad_byte);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(line, nullptr, false);
+  if (j.is_discarded()) return "invalid JSON";
+  if (!j.is_object()) return "not a JSON object";
+  const std::string& key = o.json_keys[0];
+  if (!j.contains(key) || !j[key].is_array())
+    return "key \"" + key + "\" is not a list of messages";
+  chat_template::ChatOptions options = o.chat_options;
+  for (const char* extra : {"tools", "documents"})
+    if (j.contains(extra)) options.extra[extra] = j[extra];
+  std::vector<MaskedDocument> docs;
+  try {
+    docs = chat_documents(*o.chat_template, options, j[key], tok);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  for (MaskedDocument& d : docs) {
+    if (o.add_bos)
+      d.ids.insert(d.ids.begin(), tok.bos()), d.loss_mask.insert(d.loss_mask.begin(), 0);
+    if (o.append_eod)
+      d.ids.push_back((o.eod_id >= 0 ? o.eod_id : tok.eod())), d.loss_mask.push_back(0);
+    r->documents[0].push_back(std::move(d.ids));
+    r->loss_masks.push_back(std::move(d.loss_mask));
+  }
+  return "";
+}
 
 BatchResult process_batch(const Batch& b, const PreprocessOptions& o,
                           const tokenizer::Tokenizer& tok) {
@@ -40,6 +74,11 @@ BatchResult process_batch(const Batch& b, const PreprocessOptions& o,
   r.documents.resize(o.json_keys.size());
   std::vector<std::vector<int>> per_key;
   for (size_t i = 0; i < b.lines.size(); ++i) {
+    if (o.chat_template) {
+      std::string reason = preprocess_chat_line(b.lines[i], o, tok, &r);
+      if (!reason.empty()) r.bad.push_back(std::to_string(b.first_line + (long)i) + ": " + reason);
+      continue;
+    }
     std::string reason = preprocess_line(b.lines[i], o, tok, &per_key);
     if (!reason.empty()) {
       r.bad.push_back(std::to_string(b.first_line + (long)i) + ": " + reason);
@@ -142,13 +181,17 @@ std::string preprocess_line(const std::string& line, const PreprocessOptions& o,
     if (o.add_bos) ids.push_back(tok.bos());
     tok.encode(it->get_ref<const std::string&>(), &ids);
     if (o.add_bos && ids.size() == 1) ids.clear();  // an empty document stays empty
-    if (o.append_eod && !ids.empty()) ids.push_back(tok.eod());
+    if (o.append_eod && !ids.empty()) ids.push_back((o.eod_id >= 0 ? o.eod_id : tok.eod()));
   }
   return "";
 }
 
 std::string output_prefix_for_key(const std::string& prefix, const std::string& key) {
   return prefix + "_" + key + "_document";
+}
+
+std::string loss_mask_prefix_for_key(const std::string& prefix, const std::string& key) {
+  return prefix + "_" + key + "_loss_mask";
 }
 
 PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) {
@@ -158,6 +201,10 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
   };
   const std::unique_ptr<tokenizer::Tokenizer> built = tokenizer::build_tokenizer(o.tokenizer);
   const tokenizer::Tokenizer& tok = *built;
+  if (o.eod_id >= tok.vocab_size())
+    throw DatasetError("--eod-id " + std::to_string(o.eod_id) +
+                       " is not an id of the tokenizer's " + std::to_string(tok.vocab_size()) +
+                       " tokens");
   if (o.add_bos && tok.bos() < 0)
     throw DatasetError("--add-bos: the tokenizer has no beginning-of-sequence token");
   std::ifstream in(o.input, std::ios::binary);
@@ -169,6 +216,13 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
     builders.push_back(std::make_unique<IndexedDatasetBuilder>(report.outputs.back(),
                                                                dtype_for_vocab(tok.vocab_size())));
   }
+  std::unique_ptr<IndexedDatasetBuilder> masks;
+  if (o.chat_template) {
+    if (o.json_keys.size() != 1)
+      throw DatasetError("--apply-chat-template: give one --json-keys key (the conversations)");
+    report.outputs.push_back(loss_mask_prefix_for_key(o.output_prefix, o.json_keys[0]));
+    masks = std::make_unique<IndexedDatasetBuilder>(report.outputs.back(), TokenDtype::kUint8);
+  }
   double last_progress = 0;
   auto consume = [&](BatchResult& r) {
     for (const std::string& b : r.bad) {
@@ -177,12 +231,17 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
       if (report.bad_line_messages.size() < kMaxReported) report.bad_line_messages.push_back(b);
     }
     for (size_t k = 0; k < r.documents.size(); ++k)
-      for (const std::vector<int>& doc : r.documents[k]) {
+      for (size_t d = 0; d < r.documents[k].size(); ++d) {
+        const std::vector<int>& doc = r.documents[k][d];
         if (doc.empty()) {
           if (k == 0) ++report.empty_documents;
           continue;  // Megatron's preprocess_data skips documents without tokens
         }
         builders[k]->add_document(doc);
+        if (masks) {
+          const std::vector<int> mask(r.loss_masks[d].begin(), r.loss_masks[d].end());
+          masks->add_document(mask);
+        }
         report.tokens += (long)doc.size();
       }
     double t = elapsed();
@@ -227,6 +286,7 @@ PreprocessReport preprocess(const PreprocessOptions& o, std::ostream& progress) 
   }
   report.documents = builders[0]->documents();
   for (auto& b : builders) b->finish();
+  if (masks) masks->finish();
   report.seconds = elapsed();
   return report;
 }

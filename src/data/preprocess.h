@@ -4,10 +4,12 @@
 // the input into batches of lines, workers parse and tokenize them, and batches are
 // written in input order, so memory stays bounded by the batches in flight.
 #include <iosfwd>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "chat_template/chat_template.h"
 #include "tokenizer/build_tokenizer.h"
 
 namespace trident::data {
@@ -18,10 +20,17 @@ struct PreprocessOptions {
   std::string output_prefix;
   tokenizer::TokenizerOptions tokenizer;
   bool append_eod = false;
+  int eod_id = -1;  // the token --append-eod appends; -1: the tokenizer's end-of-document
   bool add_bos = false;  // the tokenizer's BOS before every non-empty document
   int workers = 1;
   bool skip_bad_lines = false;  // false: the first bad line fails the run
   double progress_seconds = 2.0;
+  // With a chat template, the one JSON key holds conversations (lists of {role, content}):
+  // each becomes its rendered documents (data/chat_documents.h), and a loss-mask dataset
+  // <output-prefix>_<key>_loss_mask.bin/.idx (uint8, one value per token, 1 on the
+  // assistant's tokens) is written beside the tokens.
+  std::shared_ptr<const chat_template::ChatTemplate> chat_template;
+  chat_template::ChatOptions chat_options;
 };
 
 struct PreprocessReport {
@@ -53,5 +62,6 @@ std::string preprocess_line(const std::string& line, const PreprocessOptions& op
                             std::vector<std::vector<int>>* per_key);
 
 std::string output_prefix_for_key(const std::string& prefix, const std::string& key);
+std::string loss_mask_prefix_for_key(const std::string& prefix, const std::string& key);
 
 }  // namespace trident::data

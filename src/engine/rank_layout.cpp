@@ -86,6 +86,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.moe_aux_loss_coeff = layout.moe_aux_loss_coeff;
   options.moe_z_loss_coeff = layout.moe_z_loss_coeff;
   options.expert_parallel = layout.expert_parallel;
+  options.packed = layout.packed;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
 }

@@ -36,7 +36,8 @@ struct RankLayout {
   bool sequence_parallel = false;  // in effect: asked for and t > 1
   int logits_chunk_rows = 0;       // 0: the output layer picks
   double moe_aux_loss_coeff = 0.0, moe_z_loss_coeff = 0.0;  // ChunkOptions' (MoE)
-  int expert_parallel = 1;  // EP (MoE): the experts split over EP data-parallel ranks
+  int expert_parallel = 1;   // EP (MoE): the experts split over EP data-parallel ranks
+  PackedDocuments packed{};  // ChunkOptions' too (packed documents)
 
   // An even split of the model's layers over p * v virtual stages.
   static std::vector<int> even_split(int num_layers, int stages);

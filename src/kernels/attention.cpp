@@ -18,8 +18,10 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One head's rows: token t of the sample at src + t * stride, copied into dst [seq, hd];
-// with RoPE, rotated to position t on the way (the dims past the table's 2 * half pass).
-void load_head(const float* src, long stride, int seq, int hd, float* dst, const RopeTable* rope) {
+// with RoPE, rotated to position t (positions[t] when given) on the way (the dims past the
+// table's 2 * half pass).
+void load_head(const float* src, long stride, int seq, int hd, float* dst, const RopeTable* rope,
+               const int* positions = nullptr) {
   if (!rope) {
     for (int t = 0; t < seq; ++t) std::copy_n(src + t * stride, hd, dst + (long)t * hd);
     return;
@@ -28,8 +30,9 @@ void load_head(const float* src, long stride, int seq, int hd, float* dst, const
   for (int t = 0; t < seq; ++t) {
     const float* x = src + t * stride;
     float* y = dst + (long)t * hd;
-    const float* c = rope->cos.data() + (size_t)t * half;
-    const float* sn = rope->sin.data() + (size_t)t * half;
+    const size_t at = (size_t)(positions ? positions[t] : t) * half;
+    const float* c = rope->cos.data() + at;
+    const float* sn = rope->sin.data() + at;
 #pragma omp simd
     for (int i = 0; i < half; ++i) {
       y[i] = x[i] * c[i] - x[half + i] * sn[i];
@@ -42,7 +45,7 @@ void load_head(const float* src, long stride, int seq, int hd, float* dst, const
 // The transpose: rows [t0, t0 + count) of src ([count, hd]) to token t at dst + t * stride,
 // rotated back from position t (the inverse rotation is RoPE's backward).
 void store_rows(const float* src, int t0, int count, int hd, float* dst, long stride,
-                const RopeTable* rope) {
+                const RopeTable* rope, const int* positions = nullptr) {
   if (!rope) {
     for (int i = 0; i < count; ++i)
       std::copy_n(src + (long)i * hd, hd, dst + (long)(t0 + i) * stride);
@@ -53,8 +56,9 @@ void store_rows(const float* src, int t0, int count, int hd, float* dst, long st
     const int t = t0 + i;
     const float* x = src + (long)i * hd;
     float* y = dst + t * stride;
-    const float* c = rope->cos.data() + (size_t)t * half;
-    const float* sn = rope->sin.data() + (size_t)t * half;
+    const size_t at = (size_t)(positions ? positions[t] : t) * half;
+    const float* c = rope->cos.data() + at;
+    const float* sn = rope->sin.data() + at;
 #pragma omp simd
     for (int j = 0; j < half; ++j) {
       y[j] = x[j] * c[j] + x[half + j] * sn[j];
@@ -94,26 +98,45 @@ WorkUnits work_units(const QkvLayout& l, const AttentionShape& s) {
   return {by_group, by_group ? groups : s.batch * s.heads, n_kv, s.heads, l.heads_per_kv};
 }
 
-// The keys [lo, hi) of block [ks, ks + nk) (offsets in it) that query row q sees: causal,
-// and within the last `window` positions when window > 0.
+// One sample's mask: causal, within the last `window` positions when window > 0, and within
+// the query's document when doc_start is given.
+struct SampleMask {
+  int seq, window;
+  const int* doc_start;  // this sample's, or null
+  // The first key query q sees.
+  int first_key(int q) const {
+    int first = window > 0 ? std::max(0, q - window + 1) : 0;
+    return doc_start ? std::max(first, doc_start[q]) : first;
+  }
+};
+
+SampleMask sample_mask(const AttentionShape& s, int b) {
+  return {s.seq, s.window, s.doc_start ? s.doc_start + (long)b * s.seq : nullptr};
+}
+
+// The keys [lo, hi) of block [ks, ks + nk) (offsets in it) that query row q sees.
 struct KeySpan {
   int lo, hi;
 };
-inline KeySpan visible_keys(int q, int ks, int nk, int window) {
+inline KeySpan visible_keys(const SampleMask& m, int q, int ks, int nk) {
   const int hi = std::clamp(q - ks + 1, 0, nk);
-  const int lo = window > 0 ? std::clamp(q - window + 1 - ks, 0, hi) : 0;
+  const int lo = std::clamp(m.first_key(q) - ks, 0, hi);
   return {lo, hi};
 }
 
 // The first key block a query block starting at qs needs (a multiple of kBlockK, so the
-// tiles are the ones a full causal pass would take).
-inline int first_key_block(int qs, int window) {
-  return window > 0 ? std::max(0, qs - window + 1) / kBlockK * kBlockK : 0;
+// tiles are the ones a full causal pass would take): the block's first query sees the
+// earliest key, as neither the window nor doc_start moves back.
+inline int first_key_block(const SampleMask& m, int qs) {
+  return m.first_key(qs) / kBlockK * kBlockK;
 }
 
 // One past the last query that sees a key of block [ks, ks + nk).
-inline int query_end(int ks, int nk, int seq, int window) {
-  return window > 0 ? std::min(seq, ks + nk - 1 + window) : seq;
+inline int query_end(const SampleMask& m, int ks, int nk) {
+  int end = m.window > 0 ? std::min(m.seq, ks + nk - 1 + m.window) : m.seq;
+  if (m.doc_start)  // the queries whose document starts at or before the block's last key
+    end = (int)(std::upper_bound(m.doc_start + ks, m.doc_start + end, ks + nk - 1) - m.doc_start);
+  return end;
 }
 
 // The dropout stream of one (sample, head); probability 0 when dropout is off.
@@ -138,9 +161,9 @@ HeadDropout head_dropout(const AttentionDropout& d, const AttentionShape& s, int
           s.seq};
 }
 
-void forward_one_head(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* o, float* lse, float* scores, const HeadDropout& drop,
-                      Precision precision, TileOperandCache& cache) {
+void forward_one_head(const AttentionShape& s, const SampleMask& mask, const float* q,
+                      const float* k, const float* v, float* o, float* lse, float* scores,
+                      const HeadDropout& drop, Precision precision, TileOperandCache& cache) {
   std::uint8_t keep[kBlockK];
   const int hd = s.head_dim;
   const float scale = 1.f / std::sqrt((float)hd);
@@ -150,17 +173,21 @@ void forward_one_head(const AttentionShape& s, const float* q, const float* k, c
     std::fill_n(row_max, nq, kNegInf);
     std::fill_n(row_sum, nq, 0.f);
     std::fill_n(o + (long)qs * hd, (long)nq * hd, 0.f);
-    for (int ks = first_key_block(qs, s.window); ks < qs + nq; ks += kBlockK) {
+    for (int ks = first_key_block(mask, qs); ks < qs + nq; ks += kBlockK) {
       int nk = std::min(kBlockK, qs + nq - ks);
       tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, scale, q + (long)qs * hd, hd,
                 k + (long)ks * hd, hd, 0.f, scores, kBlockK, &cache);
       for (int i = 0; i < nq; ++i) {
         float* row = scores + i * kBlockK;
-        const auto [lo, hi] = visible_keys(qs + i, ks, nk, s.window);
+        const auto [lo, hi] = visible_keys(mask, qs + i, ks, nk);
         float block_max = kNegInf;
 #pragma omp simd reduction(max : block_max)
         for (int j = lo; j < hi; ++j) block_max = std::max(block_max, row[j]);
         float new_max = std::max(row_max[i], block_max);
+        if (new_max == kNegInf) {  // no key of this row in the block (an earlier document's)
+          std::fill(row, row + nk, 0.f);
+          continue;
+        }
         float rescale = row_max[i] == kNegInf ? 0.f : std::exp(row_max[i] - new_max);
         float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
@@ -196,8 +223,8 @@ struct BackwardBuffers {
 
 // dq is overwritten; dk and dv accumulate (a group's heads sum into them). kv_cache packs k
 // and v (kept across a group's heads), qo_cache this head's q and dout.
-void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const HeadDropout& drop,
-                       Precision precision, TileOperandCache& kv_cache,
+void backward_one_head(const AttentionShape& s, const SampleMask& mask, const BackwardBuffers& x,
+                       const HeadDropout& drop, Precision precision, TileOperandCache& kv_cache,
                        TileOperandCache& qo_cache) {
   std::uint8_t keep[kBlockK];
   float scaled_p[kBlockK];
@@ -211,7 +238,7 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
   std::fill_n(x.dq, (long)s.seq * hd, 0.f);
   for (int ks = 0; ks < s.seq; ks += kBlockK) {
     int nk = std::min(kBlockK, s.seq - ks);
-    const int q_end = query_end(ks, nk, s.seq, s.window);
+    const int q_end = query_end(mask, ks, nk);
     for (int qs = (ks / kBlockQ) * kBlockQ; qs < q_end; qs += kBlockQ) {
       int nq = std::min(kBlockQ, s.seq - qs);
       const float* qi = x.q + (long)qs * hd;
@@ -221,7 +248,7 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
       tile_gemm(precision, Trans::kNo, Trans::kYes, nq, nk, hd, 1.f, doi, hd, x.v + (long)ks * hd,
                 hd, 0.f, x.dp, kBlockK, &kv_cache);
       for (int i = 0; i < nq; ++i) {
-        const auto [lo, hi] = visible_keys(qs + i, ks, nk, s.window);
+        const auto [lo, hi] = visible_keys(mask, qs + i, ks, nk);
         std::fill(x.p + i * kBlockK, x.p + i * kBlockK + lo, 0.f);
         std::fill(x.dp + i * kBlockK, x.dp + i * kBlockK + lo, 0.f);
         // The row's visible keys from here on: [0, valid) of prow, dprow.
@@ -264,6 +291,18 @@ void backward_one_head(const AttentionShape& s, const BackwardBuffers& x, const 
 
 }  // namespace
 
+long attention_tiles(const AttentionShape& s) {
+  long tiles = 0;
+  for (int b = 0; b < s.batch; ++b) {
+    const SampleMask mask = sample_mask(s, b);
+    for (int qs = 0; qs < s.seq; qs += kBlockQ) {
+      const int nq = std::min(kBlockQ, s.seq - qs);
+      for (int ks = first_key_block(mask, qs); ks < qs + nq; ks += kBlockK) ++tiles;
+    }
+  }
+  return tiles;
+}
+
 QkvLayout QkvLayout::packed(int heads, int head_dim) {
   const long hd = (long)heads * head_dim;
   return {3 * hd, 3 * hd, hd, 2 * hd, heads, 1, 0};
@@ -301,12 +340,14 @@ void flash_attention_forward(const float* qkv, const QkvLayout& l, float* out, f
       const long row0 = (long)b * s.seq;
       const long kv = row0 * l.kv_stride + (long)l.kv_of(h0) * hd;
       cache.clear();
-      load_head(qkv + l.k_offset + kv, l.kv_stride, s.seq, hd, k, rope);
+      const int* positions = s.positions ? s.positions + row0 : nullptr;
+      load_head(qkv + l.k_offset + kv, l.kv_stride, s.seq, hd, k, rope, positions);
       load_head(qkv + l.v_offset + kv, l.kv_stride, s.seq, hd, v, nullptr);
       for (int h = h0; h < h1; ++h) {
-        load_head(qkv + row0 * l.q_stride + (long)h * hd, l.q_stride, s.seq, hd, q, rope);
-        forward_one_head(s, q, k, v, o, lse + ((long)b * s.heads + h) * s.seq, scores,
-                         head_dropout(dropout, s, b, h), precision, cache);
+        load_head(qkv + row0 * l.q_stride + (long)h * hd, l.q_stride, s.seq, hd, q, rope,
+                  positions);
+        forward_one_head(s, sample_mask(s, b), q, k, v, o, lse + ((long)b * s.heads + h) * s.seq,
+                         scores, head_dropout(dropout, s, b, h), precision, cache);
         store_rows(o, 0, s.seq, hd, out + row0 * out_stride + (long)h * hd, out_stride, nullptr);
       }
     }
@@ -353,28 +394,29 @@ void flash_attention_backward(const float* qkv, const QkvLayout& l, const float*
       const long row0 = (long)b * s.seq;
       const long kv = row0 * l.kv_stride + (long)l.kv_of(h0) * hd;
       kv_cache.clear();
-      load_head(qkv + l.k_offset + kv, l.kv_stride, s.seq, hd, k, rope);
+      const int* positions = s.positions ? s.positions + row0 : nullptr;
+      load_head(qkv + l.k_offset + kv, l.kv_stride, s.seq, hd, k, rope, positions);
       load_head(qkv + l.v_offset + kv, l.kv_stride, s.seq, hd, v, nullptr);
       std::fill_n(dk, head_elems, 0.f);
       std::fill_n(dv, head_elems, 0.f);
       for (int h = h0; h < h1; ++h) {
         const long qh = row0 * l.q_stride + (long)h * hd, oh = row0 * out_stride + (long)h * hd;
         qo_cache.clear();
-        load_head(qkv + qh, l.q_stride, s.seq, hd, q, rope);
+        load_head(qkv + qh, l.q_stride, s.seq, hd, q, rope, positions);
         load_head(out + oh, out_stride, s.seq, hd, o, nullptr);
         load_head(dout + oh, out_stride, s.seq, hd, dout_h, nullptr);
         backward_one_head(
-            s,
+            s, sample_mask(s, b),
             {q, k, v, o, dout_h, lse + ((long)b * s.heads + h) * s.seq, dq, dk, dv, delta, p, dp},
             head_dropout(dropout, s, b, h), precision, kv_cache, qo_cache);
-        store_rows(dq, 0, s.seq, hd, dqkv + qh, l.q_stride, rope);
+        store_rows(dq, 0, s.seq, hd, dqkv + qh, l.q_stride, rope, positions);
       }
       if (spill) {
         float* slot = spilled.data() + 2 * ((size_t)b * s.heads + h0) * head_elems;
         std::copy_n(dk, head_elems, slot);
         std::copy_n(dv, head_elems, slot + head_elems);
       } else {
-        store_rows(dk, 0, s.seq, hd, dqkv + l.k_offset + kv, l.kv_stride, rope);
+        store_rows(dk, 0, s.seq, hd, dqkv + l.k_offset + kv, l.kv_stride, rope, positions);
         store_rows(dv, 0, s.seq, hd, dqkv + l.v_offset + kv, l.kv_stride, nullptr);
       }
     }
@@ -401,7 +443,7 @@ void flash_attention_backward(const float* qkv, const QkvLayout& l, const float*
         }
         const long kv = (long)b * s.seq * l.kv_stride + (long)(l.first_kv + j) * hd;
         store_rows(acc, t0, n, hd, dqkv + (which ? l.v_offset : l.k_offset) + kv, l.kv_stride,
-                   which ? nullptr : rope);
+                   which ? nullptr : rope, s.positions ? s.positions + (long)b * s.seq : nullptr);
       }
     }
   }

@@ -18,7 +18,19 @@ struct AttentionShape {
   // Sliding window (Mistral): query i attends to keys j with i - window < j <= i; 0: every
   // j <= i. Key tiles wholly outside the window are skipped.
   int window = 0;
+  // Packed documents (Megatron's --reset-attention-mask), [batch, seq] or null: query t of a
+  // sample attends only to keys j >= doc_start[t], the first token of its document. Within a
+  // sample doc_start never decreases, so key tiles before a query block's first document are
+  // skipped, as are (backward) query tiles past a key block's last one.
+  const int* doc_start = nullptr;
+  // RoPE positions [batch, seq] or null (token t at position t); --reset-position-ids
+  // restarts them at every document.
+  const int* positions = nullptr;
 };
+
+// Score tiles (kBlockQ x kBlockK) one head's forward computes under s's mask: a causal pass
+// takes every tile on or below the diagonal, a window or documents fewer.
+long attention_tiles(const AttentionShape& s);
 
 // Attention dropout on the probabilities, masks drawn per (sample, global head, query, key).
 struct AttentionDropout {

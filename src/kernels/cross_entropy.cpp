@@ -10,8 +10,9 @@ namespace trident::kernels {
 void gather_target_logit(const float* logits, const int* targets, int rows, int cols,
                          int vocab_start, float* target_logit) {
   for (int r = 0; r < rows; ++r) {
-    int local = targets[r] - vocab_start;
-    target_logit[r] = (local >= 0 && local < cols) ? logits[(long)r * cols + local] : 0.f;
+    int local = targets[r] - vocab_start;  // targets[r] < 0: uncounted, no rank holds it
+    target_logit[r] =
+        (targets[r] >= 0 && local >= 0 && local < cols) ? logits[(long)r * cols + local] : 0.f;
   }
 }
 
@@ -54,10 +55,12 @@ void softmax_cross_entropy_backward_into(const SoftmaxRows& s, const int* target
     const float rebase = s.local_max[r] == -std::numeric_limits<float>::infinity()
                              ? 0.f
                              : std::exp(s.local_max[r] - s.global_max[r]);
-    const float factor = scale * rebase / s.global_sumexp[r];
+    const float row_scale = targets[r] < 0 ? 0.f : scale;  // an uncounted target
+    const float factor = row_scale * rebase / s.global_sumexp[r];
     const int local = targets[r] - s.vocab_start;
 #pragma omp simd
-    for (int c = 0; c < s.cols; ++c) store_as(g + c, e[c] * factor - (c == local ? scale : 0.f));
+    for (int c = 0; c < s.cols; ++c)
+      store_as(g + c, e[c] * factor - (c == local ? row_scale : 0.f));
   }
 }
 

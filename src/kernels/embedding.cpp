@@ -37,29 +37,43 @@ void embedding_backward(const int* ids, int n, const float* dout, int vocab_star
   }
 }
 
-void add_position_embedding(float* out, const float* pos, int batch, int seq, int cols) {
+void add_position_embedding(float* out, const float* pos, int batch, int seq, int cols,
+                            const int* positions) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t < seq; ++t) {
       float* dst = out + ((long)b * seq + t) * cols;
-      const float* src = pos + (long)t * cols;
+      const float* src = pos + (long)(positions ? positions[(long)b * seq + t] : t) * cols;
 #pragma omp simd
       for (int c = 0; c < cols; ++c) dst[c] += src[c];
     }
 }
 
 void add_position_embedding_rows(float* out, const float* pos, long first_row, long rows, int seq,
-                                 int cols) {
+                                 int cols, const int* positions) {
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < rows; ++r) {
     float* dst = out + r * cols;
-    const float* src = pos + (first_row + r) % seq * cols;
+    const long at = positions ? positions[first_row + r] : (first_row + r) % seq;
+    const float* src = pos + at * cols;
 #pragma omp simd
     for (int c = 0; c < cols; ++c) dst[c] += src[c];
   }
 }
 
-void position_embedding_backward(const float* dout, float* dpos, int batch, int seq, int cols) {
+void position_embedding_backward(const float* dout, float* dpos, int batch, int seq, int cols,
+                                 const int* positions) {
+  if (positions) {
+    constexpr int kColumns = 64;
+#pragma omp parallel for schedule(static)
+    for (int c0 = 0; c0 < cols; c0 += kColumns)
+      for (long r = 0; r < (long)batch * seq; ++r) {
+        const float* src = dout + r * cols;
+        float* dst = dpos + (long)positions[r] * cols;
+        for (int c = c0; c < std::min(cols, c0 + kColumns); ++c) dst[c] += src[c];
+      }
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < seq; ++t)
     for (int b = 0; b < batch; ++b) {

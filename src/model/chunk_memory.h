@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "config/packed_documents.h"
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "model/memory_plan.h"
@@ -70,6 +71,9 @@ struct ChunkOptions {
   // --expert-model-parallel-size: the MoE layers run E/EP experts on the rows the expert
   // group sends them (sized for the dropless worst case, MoeDims::expert_rows).
   int expert_parallel = 1;
+  // Packed documents (--reset-position-ids, --reset-attention-mask): where each token's
+  // document starts and its position, found from the EOD tokens of every micro-batch.
+  PackedDocuments packed{};
   // Generation: no gradients or optimizer state (generation/ runs the layers on its own
   // cache and activations; micro_batch x seq should then be 1 x 1).
   bool inference = false;

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "config/token_flags.h"
 #include "kernels/layernorm.h"
 #include "tensor_parallel/mappings.h"
 
@@ -477,13 +478,35 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
   a.target_ids.resize((size_t)batch * seq);
   for (int b = 0; b < batch; ++b)
     for (int s = 0; s < seq; ++s) {
-      int id = tokens[(long)b * (seq + 1) + s], next = tokens[(long)b * (seq + 1) + s + 1];
+      const int flagged_next = tokens[(long)b * (seq + 1) + s + 1];
+      const int id = token_id(tokens[(long)b * (seq + 1) + s]), next = token_id(flagged_next);
       if (id < 0 || id >= config_.vocab_size || next < 0 || next >= config_.vocab_size)
         throw std::invalid_argument("token id out of range [0, " +
                                     std::to_string(config_.vocab_size) + ")");
       a.input_ids[(size_t)b * seq + s] = id;
-      a.target_ids[(size_t)b * seq + s] = next;
+      // -1: a target the loss does not count (its loss and gradient are 0).
+      a.target_ids[(size_t)b * seq + s] = counted_target(flagged_next) ? next : -1;
     }
+  find_documents(a, batch, seq);
+}
+
+// Megatron's get_ltor_masks_and_position_ids: a document ends with its EOD, so the token
+// after an EOD starts the next one, at position 0.
+void GPTModel::find_documents(Activations& a, int batch, int seq) const {
+  const PackedDocuments& p = options_.packed;
+  a.doc_start.clear(), a.positions.clear();
+  if (!p.splits_documents()) return;
+  a.doc_start.resize((size_t)batch * seq);
+  a.positions.resize((size_t)batch * seq);
+  for (int b = 0; b < batch; ++b) {
+    int start = 0;
+    for (int s = 0; s < seq; ++s) {
+      const size_t i = (size_t)b * seq + s;
+      a.doc_start[i] = p.reset_attention_mask ? start : 0;
+      a.positions[i] = p.reset_position_ids ? s - start : s;
+      if (a.input_ids[i] == p.eod) start = s + 1;
+    }
+  }
 }
 
 const float* GPTModel::logits_row(int r) const {
@@ -496,11 +519,14 @@ const float* GPTModel::output_buffer(int slot) const {
 
 LayerCall GPTModel::layer_call(const Activations& a, int batch, int seq) const {
   const long tokens = (long)batch * seq;
-  return {batch,
-          seq,
-          {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq,
-           first_local_row(tokens)},
-          progress_ ? &progress_ : nullptr};
+  LayerCall call{batch,
+                 seq,
+                 {&options_.dropout, options_.dropout.any() ? a.first_sample : -1, seq,
+                  first_local_row(tokens)},
+                 progress_ ? &progress_ : nullptr};
+  if (options_.packed.reset_attention_mask) call.doc_start = a.doc_start.data();
+  if (options_.packed.reset_position_ids) call.positions = a.positions.data();
+  return call;
 }
 
 const float* GPTModel::layer_input(const Activations& a, int l) const {
@@ -548,7 +574,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   if (grad_scale != 0.f) call.moe_losses = &moe_losses_;
   if (options_.placement.pre_process) {
     need(0, embedding_specs_);  // word and (learned) position embeddings
-    embedding_.forward(a.input_ids.data(), batch, seq, a.input, scratch_.row_out);
+    embedding_.forward(a.input_ids.data(), batch, seq, a.input, scratch_.row_out, call.positions);
     kernels::dropout_inplace(a.input, n, h, call.dropout, kernels::kEmbeddingDropoutSite);
   }
   const float* x = a.input;
@@ -671,7 +697,8 @@ void GPTModel::backward(int slot, int batch, int seq, bool defer_weight_grads) {
   if (options_.placement.pre_process) {
     // The embedding dropout's backward is the same mask, applied to the gradient.
     kernels::dropout_inplace(d_residual_, n, h, call.dropout, kernels::kEmbeddingDropoutSite);
-    embedding_.backward(a.input_ids.data(), batch, seq, d_residual_, scratch_.row_out);
+    embedding_.backward(a.input_ids.data(), batch, seq, d_residual_, scratch_.row_out,
+                        call.positions);
     ready(0, embedding_specs_);  // word and (learned) position embeddings
   }
 }

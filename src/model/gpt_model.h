@@ -148,6 +148,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     float* losses;
     float* output_grad;  // d(output) received from the next stage
     std::vector<int> input_ids, target_ids;
+    // Packed documents: [batch * seq] first token of each token's document in its sample,
+    // and its position (empty unless ChunkOptions::packed asks for them).
+    std::vector<int> doc_start, positions;
     long first_sample = -1;
     // The micro-batch's factor of the language-model loss's mean (grad_scale x its
     // tokens): the MoE router losses' gradient seed in backward.
@@ -183,6 +186,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // first of them in the micro-batch.
   long local_rows(long tokens) const;
   long first_local_row(long tokens) const;
+  void find_documents(Activations& a, int batch, int seq) const;
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
   const float* layer_input(const Activations& a, int l) const;

@@ -216,12 +216,17 @@ std::shared_ptr<const kernels::RopeTable> TransformerLayer::rope_table(int seq) 
   return kernels::shared_rope_table(dims_.rope, seq);
 }
 
+kernels::AttentionShape TransformerLayer::attention_shape(const LayerCall& call) const {
+  kernels::AttentionShape s{call.batch, call.seq, dims_.heads_local, dims_.head_dim, dims_.window};
+  s.doc_start = call.doc_start, s.positions = call.positions;
+  return s;
+}
+
 void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall& call) const {
   const auto rope = rope_table(call.seq);
-  kernels::flash_attention_forward(
-      a.qkv, qkv_layout(call.batch * call.seq), a.attn_out, a.attn_lse,
-      {call.batch, call.seq, dims_.heads_local, dims_.head_dim, dims_.window},
-      attention_dropout(call), attention_precision_, rope.get());
+  kernels::flash_attention_forward(a.qkv, qkv_layout(call.batch * call.seq), a.attn_out, a.attn_lse,
+                                   attention_shape(call), attention_dropout(call),
+                                   attention_precision_, rope.get());
 }
 
 void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows) const {
@@ -371,10 +376,9 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
       a.attn_out, w.d_attn, rows);
   donate(nullptr, 0);
   const auto rope = rope_table(call.seq);
-  kernels::flash_attention_backward(
-      a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
-      {call.batch, call.seq, dims_.heads_local, dims_.head_dim, dims_.window},
-      attention_dropout(call), attention_precision_, rope.get());
+  kernels::flash_attention_backward(a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse,
+                                    w.d_qkv, attention_shape(call), attention_dropout(call),
+                                    attention_precision_, rope.get());
   if (dims_.qk_norm) qk_norm_backward(a.qkv_pre, a.qk_rstd, w.d_qkv, rows);
   if (call.progress) (*call.progress)();
   // q, k and v are dead after the attention backward: a deferred W finds their projections'

@@ -94,6 +94,10 @@ struct LayerCall {
   // factor the language-model loss's per-token mean gets).
   MoeLosses* moe_losses = nullptr;
   double moe_loss_grad = 0.0;
+  // Packed documents, [batch * seq] each or null: the first key each query may attend to
+  // (--reset-attention-mask) and RoPE / learned positions (--reset-position-ids).
+  const int* doc_start = nullptr;
+  const int* positions = nullptr;
 };
 
 // Generation: one step's rows (new tokens of several slots), reused by every layer.
@@ -166,6 +170,7 @@ class TransformerLayer {
   // Backward of the projections: d(LayerNorm output), this rank's partial, in w.d_hidden
   // (all-reduced unless sequence parallel); d_qkv is consumed.
   void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows) const;
+  kernels::AttentionShape attention_shape(const LayerCall& call) const;
   void mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act, int rows) const;
   void dense_mlp_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
                           int rows, int n) const;

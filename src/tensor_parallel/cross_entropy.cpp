@@ -17,7 +17,8 @@ void VocabParallelCrossEntropy::forward(float* logits, const int* targets, int r
   kernels::rebase_sumexp(local_max.data(), global_max.data(), sumexp.data(), rows);
   tp->all_reduce(sumexp.data(), rows, comm::ReduceOp::kSum);
   tp->all_reduce(target.data(), rows, comm::ReduceOp::kSum);
-  for (int r = 0; r < rows; ++r) losses[r] = std::log(sumexp[r]) + global_max[r] - target[r];
+  for (int r = 0; r < rows; ++r)
+    losses[r] = targets[r] < 0 ? 0.f : std::log(sumexp[r]) + global_max[r] - target[r];
   if (grad_scale == 0.f) return;
   const kernels::SoftmaxRows softmax{logits, local_max.data(), global_max.data(), sumexp.data(),
                                      rows,   vocab_local,      vocab_start};

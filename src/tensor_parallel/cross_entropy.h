@@ -15,7 +15,8 @@ struct VocabParallelCrossEntropy {
   int valid_local = 0;  // of those, how many are real tokens (the rest is padding)
   comm::Communicator* tp = nullptr;
 
-  // losses[r] = -log softmax(logits[r])[targets[r]]; the logits buffer is consumed. When
+  // losses[r] = -log softmax(logits[r])[targets[r]], 0 where targets[r] < 0 (a target the
+  // loss does not count, which gets no gradient either); the logits buffer is consumed. When
   // grad_scale != 0, grad_scale * d(loss_r)/d(logits) goes to grad16 when given (bf16
   // runs), else over the logits.
   void forward(float* logits, const int* targets, int rows, float* losses, float grad_scale,

@@ -77,13 +77,14 @@ void VocabParallelEmbedding::lookup(const int* ids, int rows, float* out) const 
     kernels::embedding_forward(ids, rows, word.value, vocab_start, vocab_local, hidden, out);
 }
 
-void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out,
-                                     float* full) const {
+void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* out, float* full,
+                                     const int* positions) const {
   const long rows = (long)batch * seq;
   if (!sequence_parallel) {
     lookup(ids, (int)rows, out);
     reduce_from_region_forward(*tp, out, rows * hidden);
-    if (position.value) kernels::add_position_embedding(out, position.value, batch, seq, hidden);
+    if (position.value)
+      kernels::add_position_embedding(out, position.value, batch, seq, hidden, positions);
     return;
   }
   const long local_rows = rows / tp->size(), first = local_rows * tp->rank();
@@ -91,11 +92,12 @@ void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* 
   const float* summed = reduce_scatter_to_sequence_parallel_region(*tp, full, local_rows * hidden);
   std::copy_n(summed, local_rows * hidden, out);
   if (position.value)
-    kernels::add_position_embedding_rows(out, position.value, first, local_rows, seq, hidden);
+    kernels::add_position_embedding_rows(out, position.value, first, local_rows, seq, hidden,
+                                         positions);
 }
 
 void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const float* dout,
-                                      float* full) const {
+                                      float* full, const int* positions) const {
   const long rows = (long)batch * seq;
   if (sequence_parallel) {
     reduce_scatter_to_sequence_parallel_region_backward(*tp, dout, full,
@@ -106,7 +108,8 @@ void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const 
     sharded_lookup_backward(ids, (int)rows, dout);
   else
     kernels::embedding_backward(ids, (int)rows, dout, vocab_start, vocab_local, hidden, word.grad);
-  if (position.value) kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden);
+  if (position.value)
+    kernels::position_embedding_backward(dout, position.grad, batch, seq, hidden, positions);
 }
 
 }  // namespace trident::tensor_parallel

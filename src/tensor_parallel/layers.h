@@ -79,10 +79,13 @@ struct VocabParallelEmbedding {
   std::function<void(const int* ids, int rows, float* out)> sharded_lookup;
   std::function<void(const int* ids, int rows, const float* dout)> sharded_lookup_backward;
 
-  void forward(const int* ids, int batch, int seq, float* out, float* full = nullptr) const;
+  // positions: [batch * seq] of the learned position table's rows, or null (token t at t).
+  void forward(const int* ids, int batch, int seq, float* out, float* full = nullptr,
+               const int* positions = nullptr) const;
   // The position gradient is taken from the all-gathered dout, so it is complete on every
   // rank (no tensor-parallel all-reduce afterwards).
-  void backward(const int* ids, int batch, int seq, const float* dout, float* full = nullptr) const;
+  void backward(const int* ids, int batch, int seq, const float* dout, float* full = nullptr,
+                const int* positions = nullptr) const;
   // This rank's partial rows of ids (zeros outside its vocabulary range).
   void lookup(const int* ids, int rows, float* out) const;
 };

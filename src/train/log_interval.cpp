@@ -13,7 +13,7 @@ void LogInterval::add(const StepResult& step, int seq_length, double flops) {
     ++skipped_;
     return;
   }  // as Megatron, skipped iterations stay out of the averages
-  loss_ += step.loss_sum / ((double)step.global_batch * seq_length);
+  loss_ += step.counted_targets ? step.loss_sum / (double)step.counted_targets : 0.0;
   grad_norm_ += step.grad_norm;
   moe_aux_loss_ += step.moe_aux_loss, moe_z_loss_ += step.moe_z_loss;
   ++stepped_;

@@ -1,5 +1,6 @@
 #include "train/train_step.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "distributed/fault_injection.h"
@@ -19,19 +20,22 @@ void enter_iteration(TrainingRun& run, long iteration) {
 }
 
 // Forward and backward of this replica's micro-batches, gradients accumulated at
-// loss_scale / (global batch tokens), so that they are of the mean loss over the global
-// batch; returns this replica's loss sum.
-double forward_backward(TrainingRun& run, long global_batch, float loss_scale) {
+// loss_scale / (the global batch's counted targets: every token, or under --sft the
+// assistant's), so that they are of the mean loss over them; returns this replica's loss
+// sum and the global count.
+double forward_backward(TrainingRun& run, long global_batch, float loss_scale, long* counted) {
   const TrainingConfig& c = run.config;
   comm::Communicator& dp = *run.rank.groups->data;
   const int micro = c.micro_batch_size, seq = c.model.seq_length;
   const int m = (int)(global_batch / ((long)micro * dp.size()));
   const long consumed = run.progress.consumed_samples;
-  const float grad_scale = 1.f / ((float)global_batch * seq);
   run.executor->set_microbatches(m);
   run.training_log->begin_step();
   run.model.zero_grads();
   fill_replica_batch(*run.data.train, consumed, c, m, dp.rank(), dp.size(), run.batch_tokens);
+  *counted = counted_targets(run.batch_tokens, seq, dp);
+  // A batch without a counted target (an SFT batch of prompts only) adds nothing.
+  const float grad_scale = 1.f / (float)std::max(*counted, 1L);
   const int* tokens = run.batch_tokens.data();
   // A micro-batch's first sample names its dropout masks, whatever the layout.
   return run.executor->train_step(
@@ -78,7 +82,7 @@ StepResult train_step(TrainingRun& run, long iteration) {
   StepResult r;
   r.global_batch = run.batch_schedule.at(run.progress.consumed_samples);
   const float loss_scale = run.model.scaler.scale();
-  r.loss_sum = forward_backward(run, r.global_batch, loss_scale);
+  r.loss_sum = forward_backward(run, r.global_batch, loss_scale, &r.counted_targets);
   if (run.config.model.moe.enabled()) collect_moe_losses(run, r);
   const double optimizer_start = run.executor->now_us();
   r.lr = run.lr_schedule.at(run.progress.lr_schedule_samples);

@@ -7,9 +7,10 @@
 namespace trident::train {
 
 struct StepResult {
-  long global_batch = 0;  // samples this iteration took (it grows under batch-size ramp-up)
-  double loss_sum = 0;    // over every token of the global batch, all replicas added
-  double grad_norm = 0;   // of the true (unscaled) gradients
+  long global_batch = 0;     // samples this iteration took (it grows under batch-size ramp-up)
+  double loss_sum = 0;       // over the counted targets of the global batch, all replicas added
+  long counted_targets = 0;  // every token, or under --sft those the loss masks keep
+  double grad_norm = 0;      // of the true (unscaled) gradients
   // MoE: the step's router losses as they enter the objective (coefficients included,
   // summed over the MoE layers, (1/m) x summed over micro-batches, averaged over d).
   double moe_aux_loss = 0, moe_z_loss = 0;

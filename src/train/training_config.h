@@ -66,7 +66,7 @@ struct TrainingConfig {
     return expert_tensor_parallel_size > 0 ? expert_tensor_parallel_size
                                            : tensor_model_parallel_size;
   }
-  int world_size = 1;                 // set by the launcher, not a flag
+  int world_size = 1;  // set by the launcher, not a flag
 
   int micro_batch_size = 4;
   int global_batch_size = 0;  // 0: micro_batch_size * data-parallel size
@@ -102,6 +102,14 @@ struct TrainingConfig {
   std::vector<std::string> data_path;  // "prefix" or "w1 prefix1 w2 prefix2 ..."
   std::string split = "969,30,1";
   std::string data_cache_path;  // empty: <data dir>/cache
+  // Supervised fine-tuning: every --data-path prefix has a loss mask beside it
+  // (data::loss_mask_prefix), and the loss is the mean over the targets it counts.
+  bool sft = false;
+  // Packed documents (Megatron's --reset-position-ids, --reset-attention-mask,
+  // --eod-mask-loss); packed.eod is --eod-id, else the tokenizer's end-of-document id.
+  PackedDocuments packed{};
+  // Whole documents packed best-fit into samples, padded with the EOD (data/packed_dataset.h).
+  bool pack_documents = false;
   // Optional: when given, the model's --vocab-size defaults to the tokenizer's.
   tokenizer::TokenizerOptions tokenizer;
 

@@ -451,14 +451,35 @@ void check_data(const TrainingConfig& c, std::vector<std::string>& errors) {
   const auto require = requirer(errors);
   require(c.mock_data == c.data_path.empty(),
           "exactly one data source is needed: --mock-data or --data-path");
+  require(!c.sft || !c.mock_data, "--sft needs --data-path (datasets with loss masks)");
+  const PackedDocuments& p = c.packed;
+  require(
+      !(p.reset_position_ids || p.reset_attention_mask || p.eod_mask_loss || c.pack_documents) ||
+          p.eod >= 0,
+      "--reset-position-ids, --reset-attention-mask, --eod-mask-loss and --pack-documents "
+      "need the end-of-document id: give the tokenizer (--tokenizer-type ...) or --eod-id");
+  require(!c.pack_documents || !c.mock_data, "--pack-documents needs --data-path");
+  require(p.eod < c.model.vocab_size, "--eod-id " + std::to_string(p.eod) +
+                                          " is not below the vocabulary size " +
+                                          std::to_string(c.model.vocab_size));
+  require(!c.sft || !c.model.moe.enabled(),
+          "--sft with --num-experts is not supported yet (the router losses' factor assumes "
+          "every token counts)");
   if (!c.data_path.empty()) {
     try {
-      for (const data::WeightedPrefix& p : data::parse_data_path(c.data_path))
+      for (const data::WeightedPrefix& p : data::parse_data_path(c.data_path)) {
+        if (c.sft)
+          for (const char* ext : {".bin", ".idx"})
+            require(std::filesystem::exists(data::loss_mask_prefix(p.prefix) + ext),
+                    "--sft: " + data::loss_mask_prefix(p.prefix) + ext +
+                        " does not exist (preprocess --apply-chat-template writes the loss "
+                        "mask beside the tokens)");
         for (const char* ext : {".bin", ".idx"})
           require(std::filesystem::exists(p.prefix + ext),
                   "--data-path: " + p.prefix + ext +
                       " does not exist (expected a .bin/.idx pair "
                       "written by trident preprocess or Megatron)");
+      }
     } catch (const std::exception& e) {
       errors.push_back(e.what());
     }

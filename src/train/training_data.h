@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "data/sample_source.h"
 #include "train/training_config.h"
 
@@ -22,5 +23,10 @@ TrainingData make_training_data(const TrainingConfig& config, std::ostream& log)
 // take the global batch in order whatever d is.
 void fill_replica_batch(const data::SampleSource& source, long consumed, const TrainingConfig& c,
                         int microbatches, int replica, int replicas, std::vector<int>& tokens);
+
+// The targets the loss counts in a batch of samples of seq + 1 tokens (positions 1..seq of
+// each; --sft drops those its loss mask flags), summed over the data-parallel replicas: the
+// loss is the mean over them.
+long counted_targets(const std::vector<int>& tokens, int seq, comm::Communicator& data);
 
 }  // namespace trident::train

@@ -20,10 +20,12 @@ double evaluate(TrainingRun& run, const char* what, const data::SampleSource& so
   const long global_batch = c.effective_global_batch();
   std::vector<int> tokens;
   double total = 0;
+  long counted = 0;
   // A long evaluation says how far it has got every 2 s (rank 0's log; others discard it).
   ProgressTicker ticker(2.0);
   for (int e = 0; e < c.eval_iters; ++e) {
     fill_replica_batch(source, first + e * global_batch, c, m, dp.rank(), dp.size(), tokens);
+    counted += counted_targets(tokens, s, dp);
     total +=
         run.executor->evaluate([&](int i) { return tokens.data() + (size_t)i * b * (s + 1); }, m);
     if (const double elapsed = ticker.due(e + 1, c.eval_iters); elapsed >= 0)
@@ -31,7 +33,7 @@ double evaluate(TrainingRun& run, const char* what, const data::SampleSource& so
               << std::flush;
   }
   dp.all_reduce(&total, 1, comm::ReduceOp::kSum);
-  *tokens_out = c.eval_iters * global_batch * s;
+  *tokens_out = counted;  // every token, or under --sft those the loss masks keep
   return *tokens_out ? total / *tokens_out : 0.0;
 }
 

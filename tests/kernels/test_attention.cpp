@@ -42,8 +42,9 @@ std::vector<double> attention_ref(const std::vector<double>& qkv, const kernels:
         auto at = [&](int t, int which, int d) {
           return qkv[(((size_t)b * s.seq + t) * 3 + which) * H * hd + h * hd + d];
         };
-        // Keys j <= i, and i - window < j with a sliding window.
-        const int first = s.window > 0 ? std::max(0, i - s.window + 1) : 0;
+        // Keys j <= i, and i - window < j with a sliding window, and in i's document.
+        int first = s.window > 0 ? std::max(0, i - s.window + 1) : 0;
+        if (s.doc_start) first = std::max(first, s.doc_start[(size_t)b * s.seq + i]);
         std::vector<double> p(i + 1);
         double mx = -1e300, sum = 0;
         for (int j = first; j <= i; ++j) {
@@ -314,6 +315,89 @@ TEST(FusedAttention, BackwardMatchesFiniteDifferences) {
   auto num = numeric_gradient([&](const std::vector<double>& v) { return weighted(ref(v), w); },
                               to_double(x));
   EXPECT_LT(relative_error(dx, num), 1e-4);
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+// doc_start [batch, seq] for samples cut into documents of the given lengths.
+std::vector<int> doc_starts(const std::vector<std::vector<int>>& lengths) {
+  std::vector<int> out;
+  for (const auto& sample : lengths)
+    for (int start = 0; int n : sample) {
+      for (int i = 0; i < n; ++i) out.push_back(start);
+      start += n;
+    }
+  return out;
+}
+
+// Packed documents (--reset-attention-mask): the forward against the double reference masked
+// by document, the backward against its finite differences, and the tiles taken: a query
+// block starts at its first document's first key block (counted here by hand), fewer than
+// the causal pass's.
+TEST(FlashAttentionDocuments, MatchTheReferenceAndSkipTiles) {
+  const std::vector<int> starts = doc_starts({{40, 70, 40}, {150}, {1, 129, 20}});
+  kernels::AttentionShape s{3, 150, 2, 8};
+  s.doc_start = starts.data();
+  auto qkv = random_vector((long)s.batch * s.seq * 3 * s.heads * s.head_dim, 61);
+  auto w = random_vector((long)s.batch * s.seq * s.heads * s.head_dim, 62);
+  std::vector<float> out(w.size()), lse((size_t)s.batch * s.heads * s.seq), dqkv(qkv.size());
+  kernels::flash_attention_forward(qkv.data(), out.data(), lse.data(), s);
+  EXPECT_LT(relative_error(out, attention_ref(to_double(qkv), s)), 2e-5);
+  kernels::flash_attention_backward(qkv.data(), out.data(), w.data(), lse.data(), dqkv.data(), s);
+  EXPECT_LT(finite_difference_error(qkv, s, {}, w, dqkv, 600), 1e-4);
+  long want = 0;
+  for (int b = 0; b < s.batch; ++b)
+    for (int qs = 0; qs < s.seq; qs += kernels::kBlockQ)
+      want += (std::min(qs + kernels::kBlockQ, s.seq) - 1) / kernels::kBlockK -
+              starts[(size_t)b * s.seq + qs] / kernels::kBlockK + 1;
+  kernels::AttentionShape causal = s;
+  causal.doc_start = nullptr;
+  EXPECT_EQ(kernels::attention_tiles(s), want);
+  // Sample 0's last query block [128, 150) starts in its 3rd document (keys from 110): key
+  // block [0, 64) is skipped. Sample 2's starts in its 2nd (keys from 1): nothing skipped.
+  EXPECT_EQ(want, 3 * 6 - 1);
+  EXPECT_EQ(kernels::attention_tiles(causal), 3 * 6);
+}
+
+// Packed documents with RoPE positions restarting at each (--reset-position-ids) on the
+// grouped path equal each document run alone from position 0: outputs and gradients.
+TEST(FlashAttentionDocuments, EqualEachDocumentAlone) {
+  const int seq = 140, heads = 4, groups = 2, d = 8;
+  const std::vector<int> lengths = {30, 75, 35};
+  std::vector<int> starts = doc_starts({lengths}), positions(seq);
+  for (int t = 0; t < seq; ++t) positions[t] = t - starts[t];
+  const kernels::RopeConfig rc{d, d, 10000.f};
+  const kernels::RopeTable table(rc, seq);
+  const kernels::QkvLayout l = grouped_layout(seq, heads, groups, 2, 0, d, true);
+  const long width = (long)(heads + 2 * groups) * d;
+  auto x = random_vector(seq * width, 71), dout = random_vector((long)seq * heads * d, 72);
+  kernels::AttentionShape s{1, seq, heads, d};
+  s.doc_start = starts.data(), s.positions = positions.data();
+  std::vector<float> out((size_t)seq * heads * d), lse((size_t)heads * seq), dx(x.size());
+  kernels::flash_attention_forward(x.data(), l, out.data(), lse.data(), s, {},
+                                   kernels::Precision::kFp32, &table);
+  kernels::flash_attention_backward(x.data(), l, out.data(), dout.data(), lse.data(), dx.data(), s,
+                                    {}, kernels::Precision::kFp32, &table);
+  std::vector<float> want_out(out.size()), want_dx(x.size());
+  for (int start = 0; int n : lengths) {
+    const kernels::QkvLayout ld = grouped_layout(n, heads, groups, 2, 0, d, true);
+    const kernels::AttentionShape sd{1, n, heads, d};
+    std::vector<float> o((size_t)n * heads * d), ls((size_t)heads * n), g((size_t)n * width);
+    kernels::flash_attention_forward(x.data() + start * width, ld, o.data(), ls.data(), sd, {},
+                                     kernels::Precision::kFp32, &table);
+    kernels::flash_attention_backward(x.data() + start * width, ld, o.data(),
+                                      dout.data() + (long)start * heads * d, ls.data(), g.data(),
+                                      sd, {}, kernels::Precision::kFp32, &table);
+    std::copy(o.begin(), o.end(), want_out.begin() + (long)start * heads * d);
+    std::copy(g.begin(), g.end(), want_dx.begin() + start * width);
+    start += n;
+  }
+  EXPECT_LT(relative_error(out, to_double(want_out)), 1e-6);
+  EXPECT_LT(relative_error(dx, to_double(want_dx)), 1e-5);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // Rust core through the Node binding, npm `tokenizers`). Usage:
 //   node hf_tokenizers_reference.js NODE_MODULES encode TOKENIZER_JSON DOCS.jsonl
 //     prints, per line {"text": ...}, the JSON list of encode(text, add_special_tokens=false)
+//   node hf_tokenizers_reference.js NODE_MODULES offsets TOKENIZER_JSON DOCS.jsonl
+//     the same ids with each token's [start, end) character offsets: [[ids], [[s, e]...]]
 //   node hf_tokenizers_reference.js NODE_MODULES decode TOKENIZER_JSON IDS.jsonl
 //     prints, per line of ids, decode(ids, skip_special_tokens=false) as a JSON string
 const fs = require('fs');
@@ -19,6 +21,11 @@ async function main() {
         addSpecialTokens: false,
       });
       out.push(JSON.stringify(encoding.getIds()));
+    } else if (mode === 'offsets') {
+      const encoding = await tokenizer.encode(JSON.parse(line).text, null, {
+        addSpecialTokens: false,
+      });
+      out.push(JSON.stringify([encoding.getIds(), encoding.getOffsets()]));
     } else if (mode === 'decode') {
       out.push(JSON.stringify(await tokenizer.decode(JSON.parse(line), false)));
     } else {

@@ -154,3 +154,23 @@ def run_parity(trident, args, layouts, tolerance=1e-5):
                 print("     ", b)
             failures += bool(bad)
     return failures
+
+
+def first_iteration(trident, work, tag, model, prefix, length, extra, ranks=1):
+    """`train --load-hf MODEL` for one iteration at learning rate 0 on the dataset PREFIX
+    (every sample of `length` tokens, micro-batch 2, global batch 4): ((loss, grad_norm) of
+    iteration 1 from the metrics file, or None; the process)."""
+    metrics = f"{work}/{tag}.jsonl"
+    cmd = [trident, "train", "--load-hf", model, "--data-path", prefix, "--split", "100,0,0",
+           "--seq-length", str(length), "--micro-batch-size", "2", "--global-batch-size", "4",
+           "--train-iters", "1", "--lr", "0", "--min-lr", "0", "--eval-iters", "0",
+           "--threads", "1", "--metrics-file", metrics, "--data-cache-path", f"{work}/cache"]
+    cmd += extra
+    if ranks > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600,
+                         cwd=work)
+    if out.returncode != 0:
+        return None, out
+    rows = [json.loads(l) for l in open(metrics) if '"loss"' in l and '"iteration"' in l]
+    return (rows[-1]["loss"], rows[-1]["grad_norm"]), out

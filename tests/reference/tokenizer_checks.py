@@ -50,7 +50,7 @@ def read_dataset(prefix):
     sizes = np.frombuffer(raw, np.int32, n, 34)
     pointers = np.frombuffer(raw, np.int64, n, 34 + 4 * n)
     doc_idx = np.frombuffer(raw, np.int64, d, 34 + 12 * n)
-    dtype = {8: np.uint16, 4: np.int32}[code]
+    dtype = {8: np.uint16, 4: np.int32, 1: np.uint8}[code]
     data = np.fromfile(prefix + ".bin", dtype)
     item = np.dtype(dtype).itemsize
     seqs = [data[p // item:p // item + s].tolist() for p, s in zip(pointers, sizes)]

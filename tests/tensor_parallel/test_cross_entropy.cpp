@@ -116,6 +116,34 @@ TEST_P(VocabParallelCrossEntropyTest, Bf16GradientIsTheFullSoftmaxsRounded) {
   for (int r = 0; r < t; ++r) EXPECT_LT(relative_error(losses[r], ref.loss), 1e-5) << "rank " << r;
 }
 
+// A target of -1 is one the loss does not count (train --sft): its loss and its whole
+// gradient row are 0 on every rank, and the other rows are untouched.
+TEST_P(VocabParallelCrossEntropyTest, UncountedTargetsHaveNoLossAndNoGradient) {
+  const int t = GetParam(), vocab_local = kPadded / t;
+  const std::vector<float> logits = padded_logits(43);
+  std::vector<int> targets = kTargets;
+  targets[1] = targets[3] = -1;
+  std::vector<std::vector<float>> losses(t), grads(t);
+  run_group(t, [&](comm::Communicator& tp) {
+    const int r = tp.rank();
+    grads[r] = column_block(logits, kRows, kPadded, r * vocab_local, vocab_local);
+    losses[r].resize(kRows);
+    shard_of(tp).forward(grads[r].data(), targets.data(), kRows, losses[r].data(), kScale);
+  });
+  const Reference ref = reference(logits);
+  const std::vector<float> grad = join_columns(grads, kRows);
+  for (int row = 0; row < kRows; ++row) {
+    const bool counted = targets[row] >= 0;
+    for (int r = 0; r < t; ++r)
+      EXPECT_NEAR(losses[r][row], counted ? ref.loss[row] : 0.0, 1e-5 * std::abs(ref.loss[row]))
+          << "row " << row << " rank " << r;
+    for (int c = 0; c < kPadded; ++c) {
+      const size_t i = (size_t)row * kPadded + c;
+      EXPECT_NEAR(grad[i], counted ? ref.grad[i] : 0.0, 1e-6) << "row " << row << " col " << c;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(TensorParallelSizes, VocabParallelCrossEntropyTest,
                          ::testing::Values(1, 2, 4), tensor_parallel_size);
 

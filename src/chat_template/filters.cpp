@@ -1,0 +1,375 @@
+// Jinja's built-in filters, with their Python signatures and semantics.
+#include <algorithm>
+#include <cmath>
+
+#include "chat_template/builtins.h"
+#include "chat_template/python_str.h"
+
+namespace trident::chat_template {
+namespace {
+
+using K = Value::Kind;
+
+bool flag(CallArgs& args, size_t i, const std::string& name) {
+  return args.get(i, name, Value(false)).truthy();
+}
+
+// `attribute="a.b"` or an integer index, as Jinja's make_attrgetter.
+Value attribute_of(const Value& item, const Value& attribute) {
+  if (attribute.kind() == K::kInt) return get_item(item, attribute);
+  Value v = item;
+  const std::string& path = attribute.as_string();
+  size_t start = 0;
+  for (;;) {
+    const size_t dot = path.find('.', start);
+    const std::string part = path.substr(start, dot - start);
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+    v = get_item(v, digits ? Value(int64_t(std::stoll(part))) : Value(part));
+    if (dot == std::string::npos) return v;
+    start = dot + 1;
+  }
+}
+
+Value dict_items(const Value& v) {
+  if (v.kind() != K::kDict) throw TemplateError("expected a dict, got " + v.type_name());
+  CallArgs none;
+  return get_attribute(v, "items").as_function()(none);
+}
+
+Value lower_if(const Value& v, bool case_sensitive) {
+  return !case_sensitive && v.is_string() ? Value(py_lower(v.as_string())) : v;
+}
+
+Value sorted(const Value& seq, CallArgs& args) {
+  const bool reverse = flag(args, 0, "reverse"), case_sensitive = flag(args, 1, "case_sensitive");
+  Value attribute = args.get(2, "attribute", Value::none());
+  List items = iterate(seq);
+  auto key = [&](const Value& v) {
+    return lower_if(attribute.is_none() ? v : attribute_of(v, attribute), case_sensitive);
+  };
+  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+    return reverse ? less_than(key(b), key(a)) : less_than(key(a), key(b));
+  });
+  return Value(items);
+}
+
+Value joined(const Value& seq, CallArgs& args) {
+  const std::string separator = args.get(0, "d", Value("")).str();
+  Value attribute = args.get(1, "attribute", Value::none());
+  std::string out;
+  const List items = iterate(seq);
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? separator : "") +
+           (attribute.is_none() ? items[i] : attribute_of(items[i], attribute)).str();
+  return Value(out);
+}
+
+// select/reject(test, args...) and selectattr/rejectattr(attribute, test, args...).
+Value selected(const Value& seq, CallArgs& args, bool by_attribute, bool keep) {
+  Value attribute = by_attribute ? args.get(0, "attribute") : Value();
+  const size_t first = by_attribute ? 1 : 0;
+  Value test = args.get(first, "test", Value::none());
+  CallArgs test_args;
+  for (size_t i = first + 1; i < args.positional.size(); ++i)
+    test_args.positional.push_back(args.positional[i]);
+  args.consumed_positional = args.positional.size();
+  List out;
+  for (const Value& item : iterate(seq)) {
+    const Value subject = by_attribute ? attribute_of(item, attribute) : item;
+    CallArgs call = test_args;
+    const bool passed =
+        test.is_none() ? subject.truthy() : apply_test(test.as_string(), subject, call);
+    if (passed == keep) out.push_back(item);
+  }
+  return Value(out);
+}
+
+Value mapped(const Value& seq, CallArgs& args) {
+  List out;
+  if (args.positional.empty()) {
+    Value attribute = args.get(0, "attribute");
+    Value fallback = args.get(1, "default");
+    for (const Value& item : iterate(seq)) {
+      Value v = attribute_of(item, attribute);
+      out.push_back(v.is_undefined() && !fallback.is_undefined() ? fallback : v);
+    }
+    return Value(out);
+  }
+  const std::string filter = args.positional[0].str();
+  CallArgs rest;
+  rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+  rest.keyword = args.keyword;
+  args.consumed_positional = args.positional.size();
+  args.consumed_keyword.assign(args.keyword.size(), true);
+  for (const Value& item : iterate(seq)) {
+    CallArgs call = rest;
+    out.push_back(apply_filter(filter, item, call));
+  }
+  return Value(out);
+}
+
+Value indented(const Value& v, CallArgs& args) {
+  Value width = args.get(0, "width", Value(int64_t{4}));
+  const bool first = flag(args, 1, "first"), blank = flag(args, 2, "blank");
+  const std::string pad = width.is_string() ? width.as_string() : std::string(width.as_int(), ' ');
+  std::string s = v.str(), out;
+  const std::string newline = "\n";
+  std::vector<std::string> lines = py_split(s, &newline, -1, false);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool indent =
+        (i > 0 || first) && (blank || !py_strip(lines[i], nullptr, true, true).empty());
+    out += (i ? "\n" : "") + (indent ? pad : "") + lines[i];
+  }
+  return Value(out);
+}
+
+Value to_int(const Value& v, CallArgs& args) {
+  Value fallback = args.get(0, "default", Value(int64_t{0}));
+  args.get(1, "base");
+  if (v.kind() == K::kInt || v.kind() == K::kBool) return Value(v.as_int());
+  if (v.kind() == K::kFloat) return Value(int64_t(v.as_double()));
+  if (v.is_string()) {
+    try {
+      size_t used = 0;
+      const std::string s = py_strip(v.as_string(), nullptr, true, true);
+      const int64_t i = std::stoll(s, &used);
+      if (used == s.size()) return Value(i);
+      return Value(int64_t(std::stod(s)));
+    } catch (const std::exception&) {
+    }
+  }
+  return fallback;
+}
+
+Value to_float(const Value& v, CallArgs& args) {
+  Value fallback = args.get(0, "default", Value(0.0));
+  if (v.is_number() || v.kind() == K::kBool) return Value(v.as_double());
+  if (v.is_string()) {
+    try {
+      return Value(std::stod(v.as_string()));
+    } catch (const std::exception&) {
+    }
+  }
+  return fallback;
+}
+
+Value rounded(const Value& v, CallArgs& args) {
+  const int64_t precision = args.get(0, "precision", Value(int64_t{0})).as_int();
+  const std::string method = args.get(1, "method", Value("common")).str();
+  const double scale = std::pow(10.0, (double)precision), x = v.as_double() * scale;
+  // Python's round() (Jinja's "common") rounds halves to even.
+  double r = method == "ceil"    ? std::ceil(x)
+             : method == "floor" ? std::floor(x)
+                                 : std::nearbyint(x);
+  if (method != "common" && method != "ceil" && method != "floor")
+    throw TemplateError("round: method must be common, ceil or floor");
+  return Value(r / scale);
+}
+
+// Jinja's title filter (not str.title): each word's first character upper-cased and the rest
+// lower-cased, words starting after whitespace or any of - ( { [ <.
+std::string title_words(const std::string& s) {
+  std::string out;
+  bool word_start = true;
+  for (const std::string& cp : code_points(s)) {
+    const bool separator =
+        (cp.size() == 1 && std::string("-({[<").find(cp[0]) != std::string::npos) ||
+        py_strip(cp, nullptr, true, true).empty();
+    out += separator ? cp : word_start ? py_upper(cp) : py_lower(cp);
+    word_start = separator;
+  }
+  return out;
+}
+
+Value html_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return Value(out);
+}
+
+Value unique_items(const Value& seq, CallArgs& args) {
+  const bool case_sensitive = flag(args, 0, "case_sensitive");
+  Value attribute = args.get(1, "attribute", Value::none());
+  List out, seen;
+  for (const Value& item : iterate(seq)) {
+    Value key =
+        lower_if(attribute.is_none() ? item : attribute_of(item, attribute), case_sensitive);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    out.push_back(item);
+  }
+  return Value(out);
+}
+
+Value extreme(const Value& seq, CallArgs& args, bool maximum) {
+  const bool case_sensitive = flag(args, 0, "case_sensitive");
+  Value attribute = args.get(1, "attribute", Value::none());
+  const List items = iterate(seq);
+  if (items.empty())
+    return Value::undefined("no " + std::string(maximum ? "max" : "min") + " of an empty sequence");
+  const Value* best = &items[0];
+  auto key = [&](const Value& v) {
+    return lower_if(attribute.is_none() ? v : attribute_of(v, attribute), case_sensitive);
+  };
+  for (const Value& item : items)
+    if (maximum ? less_than(key(*best), key(item)) : less_than(key(item), key(*best))) best = &item;
+  return *best;
+}
+
+Value summed(const Value& seq, CallArgs& args) {
+  Value attribute = args.get(0, "attribute", Value::none());
+  Value total = args.get(1, "start", Value(int64_t{0}));
+  for (const Value& item : iterate(seq)) {
+    const Value x = attribute.is_none() ? item : attribute_of(item, attribute);
+    if (!(x.is_number() || x.kind() == K::kBool) ||
+        !(total.is_number() || total.kind() == K::kBool))
+      throw TemplateError("sum: unsupported operand types " + total.type_name() + " and " +
+                          x.type_name());
+    total = total.kind() == K::kFloat || x.kind() == K::kFloat
+                ? Value(total.as_double() + x.as_double())
+                : Value(total.as_int() + x.as_int());
+  }
+  return total;
+}
+
+Value tojson(const Value& v, CallArgs& args) {
+  const bool ensure_ascii = flag(args, 0, "ensure_ascii");
+  Value indent = args.get(1, "indent", Value::none());
+  Value separators = args.get(2, "separators", Value::none());
+  const bool sort_keys = flag(args, 3, "sort_keys");
+  if (!separators.is_none()) throw TemplateError("tojson: separators are not supported");
+  return Value(
+      json_dumps(v, ensure_ascii, indent.is_none() ? -1 : (int)indent.as_int(), sort_keys));
+}
+
+Value string_filter(const std::string& name, const Value& v, CallArgs& args) {
+  const std::string s = v.str();
+  if (name == "trim") {
+    Value chars = args.get(0, "chars", Value::none());
+    return Value(py_strip(s, chars.is_none() ? nullptr : &chars.as_string(), true, true));
+  }
+  if (name == "upper") return Value(py_upper(s));
+  if (name == "lower") return Value(py_lower(s));
+  if (name == "title") return Value(title_words(s));
+  if (name == "capitalize") return Value(py_capitalize(s));
+  if (name == "replace") {
+    const std::string old = args.get(0, "old").str(), with = args.get(1, "new").str();
+    Value count = args.get(2, "count", Value::none());
+    return Value(py_replace(s, old, with, count.is_none() ? -1 : (long)count.as_int()));
+  }
+  if (name == "wordcount") return Value(int64_t(py_split(s, nullptr, -1, false).size()));
+  if (name == "escape" || name == "e") return html_escaped(s);
+  if (name == "center") {
+    const int64_t width = args.get(0, "width", Value(int64_t{80})).as_int();
+    const int64_t n = (int64_t)code_points(s).size();
+    if (width <= n) return Value(s);
+    const int64_t left = (width - n) / 2 + ((width - n) % 2 & width % 2);
+    return Value(std::string(left, ' ') + s + std::string(width - n - left, ' '));
+  }
+  return Value();
+}
+
+}  // namespace
+
+Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
+  args.callee = "filter " + name;
+  Value result = string_filter(name, v, args);
+  if (!result.is_undefined()) {
+  } else if (name == "length" || name == "count")
+    result = Value(length_of(v));
+  else if (name == "default" || name == "d") {
+    Value fallback = args.get(0, "default_value", Value(""));
+    result = v.is_undefined() || (flag(args, 1, "boolean") && !v.truthy()) ? fallback : v;
+  } else if (name == "tojson")
+    result = tojson(v, args);
+  else if (name == "join")
+    result = joined(v, args);
+  else if (name == "first" || name == "last") {
+    const List items = iterate(v);
+    result = items.empty()     ? Value::undefined("no " + name + " item of an empty sequence")
+             : name == "first" ? items.front()
+                               : items.back();
+  } else if (name == "list")
+    result = Value(iterate(v));
+  else if (name == "string")
+    result = Value(v.str());
+  else if (name == "safe")
+    result = v;
+  else if (name == "int")
+    result = to_int(v, args);
+  else if (name == "float")
+    result = to_float(v, args);
+  else if (name == "abs")
+    result = v.kind() == K::kFloat ? Value(std::fabs(v.as_double()))
+                                   : Value(int64_t(std::llabs(v.as_int())));
+  else if (name == "round")
+    result = rounded(v, args);
+  else if (name == "items")
+    result = dict_items(v.is_undefined() ? Value(Dict{}) : v);
+  else if (name == "reverse") {
+    if (v.is_string()) {
+      std::vector<std::string> cps = code_points(v.as_string());
+      std::string out;
+      for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
+      result = Value(out);
+    } else {
+      List items = iterate(v);
+      std::reverse(items.begin(), items.end());
+      result = Value(items);
+    }
+  } else if (name == "sort")
+    result = sorted(v, args);
+  else if (name == "unique")
+    result = unique_items(v, args);
+  else if (name == "min" || name == "max")
+    result = extreme(v, args, name == "max");
+  else if (name == "sum")
+    result = summed(v, args);
+  else if (name == "map")
+    result = mapped(v, args);
+  else if (name == "select" || name == "reject")
+    result = selected(v, args, false, name == "select");
+  else if (name == "selectattr" || name == "rejectattr")
+    result = selected(v, args, true, name == "selectattr");
+  else if (name == "indent")
+    result = indented(v, args);
+  else if (name == "attr")
+    result = get_attribute(v, args.get(0, "name").str());
+  else if (name == "dictsort") {
+    List pairs = dict_items(v).as_list();
+    const bool case_sensitive = flag(args, 0, "case_sensitive");
+    const bool by_value = args.get(1, "by", Value("key")).str() == "value";
+    const bool reverse = flag(args, 2, "reverse");
+    std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
+      const Value ka = lower_if(a.as_list()[by_value], case_sensitive),
+                  kb = lower_if(b.as_list()[by_value], case_sensitive);
+      return reverse ? less_than(kb, ka) : less_than(ka, kb);
+    });
+    result = Value(pairs);
+  } else
+    throw TemplateError("the filter '" + name + "' is not supported in chat templates");
+  args.expect_no_more();
+  return result;
+}
+
+}  // namespace trident::chat_template
