@@ -6,7 +6,7 @@
 # --reset-position-ids (key tiles before a query block's document are skipped). The runs
 # alternate ROUNDS times; per run the median of the iterations after the first. Prints the
 # tokens/s of each, their ratio, and the share of attention tiles the masks leave.
-#   bench/packed_attention.sh          (ROUNDS=2 ITERS=4; about 3 minutes here)
+#   bench/packed_attention.sh          (ROUNDS=2 ITERS=4; about 15 s here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2}
