@@ -92,6 +92,8 @@ Value Renderer::eval_unary(const Expr& e) {
   if (!v.is_number() && v.kind() != Value::Kind::kBool)
     throw TemplateError("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
   if (e.name == "+") return v.kind() == Value::Kind::kBool ? Value(v.as_int()) : v;
+  if (v.kind() != Value::Kind::kFloat && v.as_int() == INT64_MIN)
+    throw TemplateError("an integer negation past 64 bits");
   return v.kind() == Value::Kind::kFloat ? Value(-v.as_double()) : Value(-v.as_int());
 }
 

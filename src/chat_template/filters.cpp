@@ -24,7 +24,7 @@ Value attribute_of(const Value& item, const Value& attribute) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot - start);
     const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    v = get_item(v, digits ? Value(int64_t(std::stoll(part))) : Value(part));
+    v = get_item(v, digits ? Value(parse_int64(part)) : Value(part));
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }
@@ -111,6 +111,8 @@ Value mapped(const Value& seq, CallArgs& args) {
 Value indented(const Value& v, CallArgs& args) {
   Value width = args.get(0, "width", Value(int64_t{4}));
   const bool first = flag(args, 1, "first"), blank = flag(args, 2, "blank");
+  if (!width.is_string() && (width.as_int() < 0 || width.as_int() > 4096))
+    throw TemplateError("indent: the width must be a string or 0..4096 spaces");
   const std::string pad = width.is_string() ? width.as_string() : std::string(width.as_int(), ' ');
   std::string s = v.str(), out;
   const std::string newline = "\n";
@@ -127,14 +129,14 @@ Value to_int(const Value& v, CallArgs& args) {
   Value fallback = args.get(0, "default", Value(int64_t{0}));
   args.get(1, "base");
   if (v.kind() == K::kInt || v.kind() == K::kBool) return Value(v.as_int());
-  if (v.kind() == K::kFloat) return Value(int64_t(v.as_double()));
+  if (v.kind() == K::kFloat) return Value(truncate_to_int64(v.as_double()));
   if (v.is_string()) {
     try {
       size_t used = 0;
       const std::string s = py_strip(v.as_string(), nullptr, true, true);
       const int64_t i = std::stoll(s, &used);
       if (used == s.size()) return Value(i);
-      return Value(int64_t(std::stod(s)));
+      return Value(truncate_to_int64(std::stod(s)));
     } catch (const std::exception&) {
     }
   }
@@ -281,6 +283,7 @@ Value string_filter(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "escape" || name == "e") return html_escaped(s);
   if (name == "center") {
     const int64_t width = args.get(0, "width", Value(int64_t{80})).as_int();
+    if (width > (1 << 24)) throw TemplateError("center: a width above 16 Mi");
     const int64_t n = (int64_t)code_points(s).size();
     if (width <= n) return Value(s);
     const int64_t left = (width - n) / 2 + ((width - n) % 2 & width % 2);
@@ -319,10 +322,12 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     result = to_int(v, args);
   else if (name == "float")
     result = to_float(v, args);
-  else if (name == "abs")
+  else if (name == "abs") {
+    if (v.kind() != K::kFloat && v.as_int() == INT64_MIN)
+      throw TemplateError("abs: the result does not fit 64 bits");
     result = v.kind() == K::kFloat ? Value(std::fabs(v.as_double()))
                                    : Value(int64_t(std::llabs(v.as_int())));
-  else if (name == "round")
+  } else if (name == "round")
     result = rounded(v, args);
   else if (name == "items")
     result = dict_items(v.is_undefined() ? Value(Dict{}) : v);

@@ -223,10 +223,13 @@ Value range_of(CallArgs& args) {
   int64_t start = 0, stop = a.as_int(), step = c.as_int();
   if (!b.is_undefined()) start = a.as_int(), stop = b.as_int();
   if (step == 0) throw TemplateError("range() arg 3 must not be zero");
-  if ((stop - start) / step > 100000)
-    throw TemplateError("range() is limited to 100000 items in chat templates");
+  // Counted in 128 bits: the difference of two 64-bit bounds may not fit 64.
+  const __int128 span = (__int128)stop - start;
+  const __int128 count = span / step + (span % step != 0 && (span > 0) == (step > 0));
+  if (count > 100000) throw TemplateError("range() is limited to 100000 items in chat templates");
   List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+  for (int64_t k = 0; k < (int64_t)count; ++k)
+    out.emplace_back((int64_t)((__int128)start + (__int128)k * step));
   return Value(out);
 }
 

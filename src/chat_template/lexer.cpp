@@ -139,28 +139,41 @@ class Lexer {
     strip_after(control == '-' || control == '+' ? control : 0, true);
   }
 
-  // {% raw %}...{% endraw %}: the text between, untouched.
-  bool raw_block() {
-    size_t i = pos_;
+  size_t skip_spaces(size_t i) const {
     while (i < s_.size() && is_space(s_[i])) ++i;
+    return i;
+  }
+
+  // {% raw %}...{% endraw %}: the text between, untouched (Jinja's raw_begin, which takes
+  // no trim_blocks newline, and raw_end, which does).
+  bool raw_block() {
+    size_t i = skip_spaces(pos_);
     if (s_.compare(i, 3, "raw") != 0 || (i + 3 < s_.size() && is_name_char(s_[i + 3])))
       return false;
-    const size_t close = s_.find("%}", i + 3);
-    const size_t body = close + 2;
-    size_t end = s_.find("endraw", body);
-    if (close == std::string::npos || end == std::string::npos)
-      throw TemplateError("line " + std::to_string(line_) + ": missing end of raw directive");
-    size_t open = s_.rfind("{%", end);
-    std::string text = s_.substr(body, open - body);
-    const char control = s_[open + 2];
-    strip_before(text, '%', control);
-    emit(TokenType::kData, text);
-    const size_t finish = s_.find("%}", end);
-    line_ += count_lines(pos_, finish);
-    const char end_control = s_[finish - 1];
-    pos_ = finish + 2;
-    strip_after(end_control == '-' || end_control == '+' ? end_control : 0, true);
-    return true;
+    i = skip_spaces(i + 3);
+    const bool strip = i < s_.size() && s_[i] == '-';
+    if (s_.compare(i + strip, 2, "%}") != 0)
+      throw TemplateError("line " + std::to_string(line_) + ": a raw tag holds nothing but 'raw'");
+    size_t body = i + strip + 2;
+    if (strip) body = skip_spaces(body);
+    for (size_t open = s_.find("{%", body); open != std::string::npos;
+         open = s_.find("{%", open + 2)) {
+      size_t k = open + 2;
+      const char control = k < s_.size() && (s_[k] == '-' || s_[k] == '+') ? s_[k++] : 0;
+      k = skip_spaces(k);
+      if (s_.compare(k, 6, "endraw") != 0) continue;
+      k = skip_spaces(k + 6);
+      const char end_control = k < s_.size() && (s_[k] == '-' || s_[k] == '+') ? s_[k++] : 0;
+      if (s_.compare(k, 2, "%}") != 0) continue;
+      std::string text = s_.substr(body, open - body);
+      strip_before(text, '%', control);
+      emit(TokenType::kData, text);
+      line_ += count_lines(pos_, k);
+      pos_ = k + 2;
+      strip_after(end_control, true);
+      return true;
+    }
+    throw TemplateError("line " + std::to_string(line_) + ": missing end of raw directive");
   }
 
   void tag_body(char kind) {

@@ -23,7 +23,7 @@ bool numeric(const Value& v) {
 Value repeat(const Value& sequence, int64_t times) {
   const size_t unit =
       sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size();
-  if (times > 0 && unit * (size_t)times > (size_t{1} << 24))
+  if (times > 0 && (times > (1 << 24) || unit * (size_t)times > (size_t{1} << 24)))
     throw TemplateError("a repetition of more than 16 Mi characters or items in a chat template");
   if (sequence.is_string()) {
     std::string out;
@@ -40,11 +40,18 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   const bool floating = a.kind() == K::kFloat || b.kind() == K::kFloat;
   const double x = a.as_double(), y = b.as_double();
   const int64_t i = a.as_int(), j = b.as_int();
-  if (op == "+") return floating ? Value(x + y) : Value(i + j);
-  if (op == "-") return floating ? Value(x - y) : Value(i - j);
-  if (op == "*") return floating ? Value(x * y) : Value(i * j);
+  int64_t r = 0;
+  // Python's ints never overflow; a template's never need past 64 bits, so that is an error.
+  auto exact = [&](bool overflowed) {
+    if (overflowed) throw TemplateError("an integer " + op + " past 64 bits");
+    return Value(r);
+  };
+  if (op == "+") return floating ? Value(x + y) : exact(__builtin_add_overflow(i, j, &r));
+  if (op == "-") return floating ? Value(x - y) : exact(__builtin_sub_overflow(i, j, &r));
+  if (op == "*") return floating ? Value(x * y) : exact(__builtin_mul_overflow(i, j, &r));
   if ((op == "/" || op == "//" || op == "%") && y == 0) throw TemplateError("division by zero");
   if (op == "/") return Value(x / y);
+  if (!floating && i == INT64_MIN && j == -1) return exact(true);
   if (op == "//") {
     if (floating) return Value(std::floor(x / y));
     return Value(i / j - ((i % j != 0) && ((i < 0) != (j < 0))));
@@ -55,12 +62,13 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value(r != 0 && ((r < 0) != (j < 0)) ? r + j : r);
   }
   if (op == "**") {
-    if (!floating && j >= 0) {
-      int64_t r = 1;
-      for (int64_t k = 0; k < j; ++k) r *= i;
-      return Value(r);
+    if (floating || j < 0) return Value(std::pow(x, y));
+    r = 1;  // by squaring, each step checked
+    for (int64_t base = i, e = j; e > 0; e >>= 1) {
+      if ((e & 1) && __builtin_mul_overflow(r, base, &r)) return exact(true);
+      if (e > 1 && __builtin_mul_overflow(base, base, &base)) return exact(true);
     }
-    return Value(std::pow(x, y));
+    return Value(r);
   }
   unsupported(op, a, b);
 }
@@ -112,7 +120,10 @@ Value slice_of(const Value& value, const Value* start, const Value* stop, const 
   int64_t first, last;
   slice_indices((int64_t)items.size(), start, stop, step, first, last);
   List out;
-  for (int64_t i = first; step > 0 ? i < last : i > last; i += step) out.push_back(items[i]);
+  // Counted, not stepped past the end: a huge step must not overflow.
+  const __int128 span = (__int128)last - first;
+  const __int128 count = span / step + (span % step != 0 && (span > 0) == (step > 0));
+  for (int64_t k = 0; k < (int64_t)count; ++k) out.push_back(items[first + k * step]);
   if (!value.is_string()) return value.is_tuple() ? Value::tuple(out) : Value(out);
   std::string s;
   for (const Value& c : out) s += c.as_string();

@@ -1,6 +1,7 @@
 // A recursive-descent parser for the Jinja that chat templates use, with Jinja's operator
 // precedence (conditional, or, and, not, comparisons, + -, ~, * / // %, **, unary, then
 // filters and tests).
+#include <cstdlib>
 #include <set>
 
 #include "chat_template/lexer.h"
@@ -377,9 +378,9 @@ class Parser {
         return e;
       }
       case TokenType::kInteger:
-        return literal(Value(int64_t(std::stoll(tok.text))));
+        return literal(Value(parse_int64(tok.text)));
       case TokenType::kFloat:
-        return literal(Value(std::stod(tok.text)));
+        return literal(Value(std::strtod(tok.text.c_str(), nullptr)));
       default:
         break;
     }
@@ -444,7 +445,7 @@ class Parser {
       if (peek().type == TokenType::kInteger) {
         ExprPtr e = node(Expr::Kind::kItem);
         e->items.push_back(std::move(value));
-        e->items.push_back(literal(Value(int64_t(std::stoll(peek().text)))));
+        e->items.push_back(literal(Value(parse_int64(peek().text))));
         return e;
       }
       ExprPtr e = node(Expr::Kind::kAttr);

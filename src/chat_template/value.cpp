@@ -1,8 +1,10 @@
 #include "chat_template/value.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 namespace trident::chat_template {
@@ -90,6 +92,11 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     default:
       throw TemplateError("a JSON value of an unsupported type (binary)");
   }
+}
+
+const std::string& Value::name() const {
+  static const std::string none;
+  return (kind_ == Kind::kUndefined || kind_ == Kind::kFunction) && s_ ? *s_ : none;
 }
 
 bool Value::truthy() const {
@@ -319,6 +326,21 @@ void CallArgs::expect_no_more() const {
     if (k >= consumed_keyword.size() || !consumed_keyword[k])
       throw TemplateError(callee + "() got an unexpected keyword argument '" + keyword[k].first +
                           "'");
+}
+
+int64_t parse_int64(const std::string& digits) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(digits.c_str(), &end, 10);
+  if (errno == ERANGE || end == digits.c_str() || *end != 0)
+    throw TemplateError("the integer " + digits.substr(0, 40) + " does not fit 64 bits");
+  return v;
+}
+
+int64_t truncate_to_int64(double d) {
+  if (!(d > -9.2233720368547758e18 && d < 9.2233720368547758e18))
+    throw TemplateError("the float " + python_float(d) + " does not fit a 64-bit integer");
+  return (int64_t)d;
 }
 
 std::vector<std::string> code_points(const std::string& s) {

@@ -77,12 +77,17 @@ class Value {
   bool as_bool() const { return b_; }
   int64_t as_int() const { return i_; }
   double as_double() const { return kind_ == Kind::kInt ? double(i_) : d_; }
-  const std::string& as_string() const { return *s_; }
-  const List& as_list() const { return *list_; }
-  const Dict& as_dict() const { return *dict_; }
-  Dict& namespace_attributes() const { return *dict_; }  // shared and mutable
-  const Function& as_function() const { return *fn_; }
-  const std::string& name() const { return *s_; }  // Undefined's and Function's name
+  // The contents, checked: a value of another kind is a TemplateError naming both (a
+  // template may hand any value to any filter or method).
+  const std::string& as_string() const { return *checked(s_, Kind::kString, "str"); }
+  const List& as_list() const { return *checked(list_, Kind::kList, "list"); }
+  const Dict& as_dict() const { return *checked(dict_, Kind::kDict, "dict"); }
+  Dict& namespace_attributes() const {  // shared and mutable
+    return *checked(dict_, Kind::kNamespace, "namespace");
+  }
+  const Function& as_function() const { return *checked(fn_, Kind::kFunction, "function"); }
+  // Undefined's (the message its use gives) and Function's name; "" for others.
+  const std::string& name() const;
 
   bool truthy() const;
   std::string type_name() const;  // Python's: "str", "dict", "NoneType"...
@@ -100,6 +105,13 @@ class Value {
   std::shared_ptr<const List> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<const Function> fn_;
+
+  template <typename P>
+  const P& checked(const P& p, Kind kind, const char* what) const {
+    if (kind_ != kind || !p)
+      throw TemplateError("expected a " + std::string(what) + ", got " + type_name());
+    return p;
+  }
 };
 
 bool operator==(const Value& a, const Value& b);
@@ -119,6 +131,12 @@ struct CallArgs {
   size_t consumed_positional = 0;
   std::vector<bool> consumed_keyword;
 };
+
+// A decimal integer literal or digit string as int64, or a TemplateError (Python's ints are
+// unbounded; a template's never need more than 64 bits).
+int64_t parse_int64(const std::string& digits);
+// A float that fits int64 truncated toward zero (Python's int(x)), or a TemplateError.
+int64_t truncate_to_int64(double d);
 
 // Python's repr of a float (the shortest text that reads back the same), as str(float) prints.
 std::string python_float(double d);

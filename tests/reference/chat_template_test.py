@@ -280,6 +280,10 @@ UNSUPPORTED = [
     ("{% if true %}unclosed", "expected {% endif %}"),
     ("{{ foo( }}", "line 1"),
     ("{{ missing.attribute }}", "'missing' is undefined"),
+    # Python's ints are unbounded; a template's are 64-bit, and past that is an error.
+    ("{{ 99999999999999999999 }}", "does not fit 64 bits"),
+    ("{{ 9223372036854775807 + 1 }}", "past 64 bits"),
+    ("{{ 3 ** 99 }}", "past 64 bits"),
 ]
 
 
