@@ -465,7 +465,7 @@ void add_data_flags(CLI::App& app, train::TrainingConfig& c) {
       ->group("Data");
   app.add_flag("--pack-documents", c.pack_documents,
                "pack whole documents (conversations) best-fit into samples, padding each with "
-               "end-of-document tokens that are not counted; use with --reset-attention-mask "
+               "end-of-document tokens that are not counted; needs --reset-attention-mask "
                "and --reset-position-ids")
       ->group("Data");
   app.add_option("--eod-id", c.packed.eod,

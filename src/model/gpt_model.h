@@ -112,6 +112,12 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     moe_losses_ = {};
     return out;
   }
+  // The factor every training micro-batch's router losses get in the gradient from now on:
+  // the objective is (1/m) sum over micro-batches of [LM loss + router losses], averaged
+  // over d, so the trainer sets loss_scale / (m x d) each step. Negative (the default):
+  // grad_scale x the micro-batch's tokens, the same factor when every target counts; the
+  // trainer must set it when a loss mask (--sft) makes grad_scale 1 / counted targets.
+  void set_router_loss_scale(double scale) { router_loss_scale_ = scale; }
   // The table memory_plan() lists, row for row, and where the carve put each part of each
   // copy of its arena buffers (offsets from the arena's start): tests hold one to the other.
   struct CarvedPart {
@@ -152,8 +158,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
     // and its position (empty unless ChunkOptions::packed asks for them).
     std::vector<int> doc_start, positions;
     long first_sample = -1;
-    // The micro-batch's factor of the language-model loss's mean (grad_scale x its
-    // tokens): the MoE router losses' gradient seed in backward.
+    // The MoE router losses' gradient seed in backward (set_router_loss_scale).
     double moe_loss_grad = 0.0;
     int held = -1;  // the set of held activations its layers use (-1: none yet)
   };
@@ -228,7 +233,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<CarvedPart> carved_;
   std::vector<Activations> act_;
   float* d_residual_ = nullptr;
-  MoeLosses moe_losses_{};  // see take_moe_losses
+  MoeLosses moe_losses_{};           // see take_moe_losses
+  double router_loss_scale_ = -1.0;  // see set_router_loss_scale
   LayerScratch scratch_{};
   kernels::WeightGradStore deferred_;  // zero-bubble schedules: the W ops' operands
   std::vector<HeldSet> held_;

@@ -36,6 +36,9 @@ double forward_backward(TrainingRun& run, long global_batch, float loss_scale, l
   *counted = counted_targets(run.batch_tokens, seq, dp);
   // A batch without a counted target (an SFT batch of prompts only) adds nothing.
   const float grad_scale = 1.f / (float)std::max(*counted, 1L);
+  // The router losses count per micro-batch whatever a loss mask counts (GPTModel).
+  for (GPTModel* chunk : run.model.chunk_pointers())
+    chunk->set_router_loss_scale((double)loss_scale / ((double)m * dp.size()));
   const int* tokens = run.batch_tokens.data();
   // A micro-batch's first sample names its dropout masks, whatever the layout.
   return run.executor->train_step(

@@ -459,12 +459,14 @@ void check_data(const TrainingConfig& c, std::vector<std::string>& errors) {
       "--reset-position-ids, --reset-attention-mask, --eod-mask-loss and --pack-documents "
       "need the end-of-document id: give the tokenizer (--tokenizer-type ...) or --eod-id");
   require(!c.pack_documents || !c.mock_data, "--pack-documents needs --data-path");
+  // Packed conversations that attend to each other, or whose positions run on, train a
+  // different model than the conversations alone: refused rather than run silently.
+  require(!c.pack_documents || (p.reset_attention_mask && p.reset_position_ids),
+          "--pack-documents needs --reset-attention-mask and --reset-position-ids (without "
+          "them the packed documents attend to each other and their positions run on)");
   require(p.eod < c.model.vocab_size, "--eod-id " + std::to_string(p.eod) +
                                           " is not below the vocabulary size " +
                                           std::to_string(c.model.vocab_size));
-  require(!c.sft || !c.model.moe.enabled(),
-          "--sft with --num-experts is not supported yet (the router losses' factor assumes "
-          "every token counts)");
   if (!c.data_path.empty()) {
     try {
       for (const data::WeightedPrefix& p : data::parse_data_path(c.data_path)) {

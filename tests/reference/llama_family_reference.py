@@ -168,6 +168,9 @@ def attention(w, c, p, a, cos, sin, hidden):
 # routed since the list was last cleared: tests keep it above 1e-3 so that float32 rounding
 # cannot change an expert choice.
 ROUTER_MARGINS = []
+# A list to collect each MoE layer's router logits [s, E] (with their graph) for a caller
+# that adds the router losses to its objective; None: not collected.
+ROUTER_SCORES = None
 
 
 def sparse_moe(w, c, i, x):
@@ -175,6 +178,8 @@ def sparse_moe(w, c, i, x):
     router, experts = moe_names(c, i)
     k = c["num_experts_per_tok"]
     scores = x @ w[router + ".weight"].T
+    if ROUTER_SCORES is not None:
+        ROUTER_SCORES.append(scores)
     ranked = scores.detach().sort(-1, descending=True).values
     ROUTER_MARGINS.append(float((ranked[:, k - 1] - ranked[:, k]).min()))
     top, idx = scores.softmax(-1).topk(k, -1)

