@@ -1,6 +1,7 @@
 // Jinja's built-in filters, with their Python signatures and semantics.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "chat_template/builtins.h"
 #include "chat_template/python_str.h"
@@ -264,115 +265,139 @@ Value tojson(const Value& v, CallArgs& args) {
       json_dumps(v, ensure_ascii, indent.is_none() ? -1 : (int)indent.as_int(), sort_keys));
 }
 
-Value string_filter(const std::string& name, const Value& v, CallArgs& args) {
-  const std::string s = v.str();
-  if (name == "trim") {
-    Value chars = args.get(0, "chars", Value::none());
-    return Value(py_strip(s, chars.is_none() ? nullptr : &chars.as_string(), true, true));
+Value centered(const std::string& s, CallArgs& args) {
+  const int64_t width = args.get(0, "width", Value(int64_t{80})).as_int();
+  if (width > (1 << 24)) throw TemplateError("center: a width above 16 Mi");
+  const int64_t n = (int64_t)code_points(s).size();
+  if (width <= n) return Value(s);
+  const int64_t left = (width - n) / 2 + ((width - n) % 2 & width % 2);
+  return Value(std::string(left, ' ') + s + std::string(width - n - left, ' '));
+}
+
+Value replaced(const std::string& s, CallArgs& args) {
+  const std::string old = args.get(0, "old").str(), with = args.get(1, "new").str();
+  Value count = args.get(2, "count", Value::none());
+  return Value(py_replace(s, old, with, count.is_none() ? -1 : (long)count.as_int()));
+}
+
+Value trimmed(const std::string& s, CallArgs& args) {
+  Value chars = args.get(0, "chars", Value::none());
+  return Value(py_strip(s, chars.is_none() ? nullptr : &chars.as_string(), true, true));
+}
+
+Value absolute(const Value& v) {
+  if (v.kind() != K::kFloat && v.as_int() == INT64_MIN)
+    throw TemplateError("abs: the result does not fit 64 bits");
+  return v.kind() == K::kFloat ? Value(std::fabs(v.as_double()))
+                               : Value(int64_t(std::llabs(v.as_int())));
+}
+
+Value reversed(const Value& v) {
+  if (v.is_string()) {
+    std::vector<std::string> cps = code_points(v.as_string());
+    std::string out;
+    for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
+    return Value(out);
   }
-  if (name == "upper") return Value(py_upper(s));
-  if (name == "lower") return Value(py_lower(s));
-  if (name == "title") return Value(title_words(s));
-  if (name == "capitalize") return Value(py_capitalize(s));
-  if (name == "replace") {
-    const std::string old = args.get(0, "old").str(), with = args.get(1, "new").str();
-    Value count = args.get(2, "count", Value::none());
-    return Value(py_replace(s, old, with, count.is_none() ? -1 : (long)count.as_int()));
-  }
-  if (name == "wordcount") return Value(int64_t(py_split(s, nullptr, -1, false).size()));
-  if (name == "escape" || name == "e") return html_escaped(s);
-  if (name == "center") {
-    const int64_t width = args.get(0, "width", Value(int64_t{80})).as_int();
-    if (width > (1 << 24)) throw TemplateError("center: a width above 16 Mi");
-    const int64_t n = (int64_t)code_points(s).size();
-    if (width <= n) return Value(s);
-    const int64_t left = (width - n) / 2 + ((width - n) % 2 & width % 2);
-    return Value(std::string(left, ' ') + s + std::string(width - n - left, ' '));
-  }
-  return Value();
+  List items = iterate(v);
+  std::reverse(items.begin(), items.end());
+  return Value(items);
+}
+
+Value end_item(const Value& v, bool first) {
+  const List items = iterate(v);
+  if (items.empty())
+    return Value::undefined("no " + std::string(first ? "first" : "last") +
+                            " item of an empty sequence");
+  return first ? items.front() : items.back();
+}
+
+Value dict_sorted(const Value& v, CallArgs& args) {
+  List pairs = dict_items(v).as_list();
+  const bool case_sensitive = flag(args, 0, "case_sensitive");
+  const bool by_value = args.get(1, "by", Value("key")).str() == "value";
+  const bool reverse = flag(args, 2, "reverse");
+  std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
+    const Value ka = lower_if(a.as_list()[by_value], case_sensitive),
+                kb = lower_if(b.as_list()[by_value], case_sensitive);
+    return reverse ? less_than(kb, ka) : less_than(ka, kb);
+  });
+  return Value(pairs);
+}
+
+Value with_default(const Value& v, CallArgs& args) {
+  Value fallback = args.get(0, "default_value", Value(""));
+  return v.is_undefined() || (flag(args, 1, "boolean") && !v.truthy()) ? fallback : v;
+}
+
+using Filter = Value (*)(const Value&, CallArgs&);
+
+// Every supported filter by its Jinja name (aliases included), in one table: the dispatch
+// and the list an unsupported filter's error names.
+const std::map<std::string, Filter>& filter_table() {
+  static const std::map<std::string, Filter> table = {
+      {"abs", [](const Value& v, CallArgs&) { return absolute(v); }},
+      {"attr",
+       [](const Value& v, CallArgs& a) { return get_attribute(v, a.get(0, "name").str()); }},
+      {"capitalize", [](const Value& v, CallArgs&) { return Value(py_capitalize(v.str())); }},
+      {"center", [](const Value& v, CallArgs& a) { return centered(v.str(), a); }},
+      {"count", [](const Value& v, CallArgs&) { return Value(length_of(v)); }},
+      {"d", with_default},
+      {"default", with_default},
+      {"dictsort", dict_sorted},
+      {"e", [](const Value& v, CallArgs&) { return html_escaped(v.str()); }},
+      {"escape", [](const Value& v, CallArgs&) { return html_escaped(v.str()); }},
+      {"first", [](const Value& v, CallArgs&) { return end_item(v, true); }},
+      {"float", to_float},
+      {"indent", indented},
+      {"int", to_int},
+      {"items",
+       [](const Value& v, CallArgs&) { return dict_items(v.is_undefined() ? Value(Dict{}) : v); }},
+      {"join", joined},
+      {"last", [](const Value& v, CallArgs&) { return end_item(v, false); }},
+      {"length", [](const Value& v, CallArgs&) { return Value(length_of(v)); }},
+      {"list", [](const Value& v, CallArgs&) { return Value(iterate(v)); }},
+      {"lower", [](const Value& v, CallArgs&) { return Value(py_lower(v.str())); }},
+      {"map", mapped},
+      {"max", [](const Value& v, CallArgs& a) { return extreme(v, a, true); }},
+      {"min", [](const Value& v, CallArgs& a) { return extreme(v, a, false); }},
+      {"reject", [](const Value& v, CallArgs& a) { return selected(v, a, false, false); }},
+      {"rejectattr", [](const Value& v, CallArgs& a) { return selected(v, a, true, false); }},
+      {"replace", [](const Value& v, CallArgs& a) { return replaced(v.str(), a); }},
+      {"reverse", [](const Value& v, CallArgs&) { return reversed(v); }},
+      {"round", rounded},
+      {"safe", [](const Value& v, CallArgs&) { return v; }},
+      {"select", [](const Value& v, CallArgs& a) { return selected(v, a, false, true); }},
+      {"selectattr", [](const Value& v, CallArgs& a) { return selected(v, a, true, true); }},
+      {"sort", sorted},
+      {"string", [](const Value& v, CallArgs&) { return Value(v.str()); }},
+      {"sum", summed},
+      {"title", [](const Value& v, CallArgs&) { return Value(title_words(v.str())); }},
+      {"tojson", tojson},
+      {"trim", [](const Value& v, CallArgs& a) { return trimmed(v.str(), a); }},
+      {"unique", unique_items},
+      {"upper", [](const Value& v, CallArgs&) { return Value(py_upper(v.str())); }},
+      {"wordcount",
+       [](const Value& v, CallArgs&) {
+         return Value(int64_t(py_split(v.str(), nullptr, -1, false).size()));
+       }},
+  };
+  return table;
 }
 
 }  // namespace
 
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
+  const auto& table = filter_table();
+  const auto found = table.find(name);
+  if (found == table.end()) {
+    std::string names;
+    for (const auto& [known, filter] : table) names += (names.empty() ? "" : ", ") + known;
+    throw TemplateError("the filter '" + name +
+                        "' is not supported in chat templates (supported: " + names + ")");
+  }
   args.callee = "filter " + name;
-  Value result = string_filter(name, v, args);
-  if (!result.is_undefined()) {
-  } else if (name == "length" || name == "count")
-    result = Value(length_of(v));
-  else if (name == "default" || name == "d") {
-    Value fallback = args.get(0, "default_value", Value(""));
-    result = v.is_undefined() || (flag(args, 1, "boolean") && !v.truthy()) ? fallback : v;
-  } else if (name == "tojson")
-    result = tojson(v, args);
-  else if (name == "join")
-    result = joined(v, args);
-  else if (name == "first" || name == "last") {
-    const List items = iterate(v);
-    result = items.empty()     ? Value::undefined("no " + name + " item of an empty sequence")
-             : name == "first" ? items.front()
-                               : items.back();
-  } else if (name == "list")
-    result = Value(iterate(v));
-  else if (name == "string")
-    result = Value(v.str());
-  else if (name == "safe")
-    result = v;
-  else if (name == "int")
-    result = to_int(v, args);
-  else if (name == "float")
-    result = to_float(v, args);
-  else if (name == "abs") {
-    if (v.kind() != K::kFloat && v.as_int() == INT64_MIN)
-      throw TemplateError("abs: the result does not fit 64 bits");
-    result = v.kind() == K::kFloat ? Value(std::fabs(v.as_double()))
-                                   : Value(int64_t(std::llabs(v.as_int())));
-  } else if (name == "round")
-    result = rounded(v, args);
-  else if (name == "items")
-    result = dict_items(v.is_undefined() ? Value(Dict{}) : v);
-  else if (name == "reverse") {
-    if (v.is_string()) {
-      std::vector<std::string> cps = code_points(v.as_string());
-      std::string out;
-      for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
-      result = Value(out);
-    } else {
-      List items = iterate(v);
-      std::reverse(items.begin(), items.end());
-      result = Value(items);
-    }
-  } else if (name == "sort")
-    result = sorted(v, args);
-  else if (name == "unique")
-    result = unique_items(v, args);
-  else if (name == "min" || name == "max")
-    result = extreme(v, args, name == "max");
-  else if (name == "sum")
-    result = summed(v, args);
-  else if (name == "map")
-    result = mapped(v, args);
-  else if (name == "select" || name == "reject")
-    result = selected(v, args, false, name == "select");
-  else if (name == "selectattr" || name == "rejectattr")
-    result = selected(v, args, true, name == "selectattr");
-  else if (name == "indent")
-    result = indented(v, args);
-  else if (name == "attr")
-    result = get_attribute(v, args.get(0, "name").str());
-  else if (name == "dictsort") {
-    List pairs = dict_items(v).as_list();
-    const bool case_sensitive = flag(args, 0, "case_sensitive");
-    const bool by_value = args.get(1, "by", Value("key")).str() == "value";
-    const bool reverse = flag(args, 2, "reverse");
-    std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
-      const Value ka = lower_if(a.as_list()[by_value], case_sensitive),
-                  kb = lower_if(b.as_list()[by_value], case_sensitive);
-      return reverse ? less_than(kb, ka) : less_than(ka, kb);
-    });
-    result = Value(pairs);
-  } else
-    throw TemplateError("the filter '" + name + "' is not supported in chat templates");
+  Value result = found->second(v, args);
   args.expect_no_more();
   return result;
 }
