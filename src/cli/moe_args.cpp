@@ -7,8 +7,7 @@ namespace trident::cli {
 
 namespace {
 
-constexpr const char* kGroup =
-    "Mixture of experts (built: expert- and tensor-parallel size 1, fp32, dropless)";
+constexpr const char* kGroup = "Mixture of experts (built: fp32, dropless)";
 
 // Adds the group's flags, recording each in `given`: a value (the last occurrence wins), a
 // switch, or a list (Megatron's nargs='+').
@@ -36,9 +35,8 @@ void add_shape_flags(const MoeFlagAdder& a, MoeConfig& m, std::string& layer_fre
   auto add = [&](const char* flag, auto& field, const char* help) { a.value(flag, field, help); };
   auto flag = [&](const char* name, bool& field, const char* help) { a.flag(name, field, help); };
   add("--num-experts", m.num_experts,
-      "experts per MoE layer (0: none). Built at --expert-model-parallel-size 1 and "
-      "--tensor-model-parallel-size 1 (any p and d) in fp32, dropless; the rest is refused "
-      "by name (exit 2)");
+      "experts per MoE layer (0: none). Built in fp32, dropless; the rest is refused by "
+      "name (exit 2)");
   add("--moe-router-topk", m.router_topk, "k: experts each token is routed to");
   add("--moe-layer-freq", layer_freq,
       "N: layer i is MoE iff i % N == 0; or a list expression of 0/1 per layer, e.g. "
@@ -168,22 +166,33 @@ void apply_hf_moe_config(const MoeFlags& flags, const ModelConfig& hf, train::Tr
                      "score, generate, eval and serve ignore it, as HF's inference does");
 }
 
-void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
-                     std::vector<std::string>& errors) {
-  if (!c.model.moe.enabled()) {
+MoeFlags add_moe_shape_flags(CLI::App& app, MoeConfig& m, std::string& layer_freq) {
+  MoeFlags f;
+  add_shape_flags(MoeFlagAdder{app, f}, m, layer_freq);
+  return f;
+}
+
+void apply_moe_shape_flags(const MoeFlags& flags, ModelConfig& m, const std::string& layer_freq,
+                           bool pattern_from_hf, std::vector<std::string>& errors) {
+  if (!m.moe.enabled()) {
     // --expert-model-parallel-size is the rules' (Megatron's own check, without flags).
     for (const auto& [name, option] : flags.given)
       if (option->count() > 0 && name != "--num-experts" && name != "--expert-model-parallel-size")
         errors.push_back(name + " needs --num-experts (there is no MoE layer for it to shape)");
     return;
   }
-  if (c.model.num_layers <= 0) return;  // --num-layers's own rule reports it
-  if (!c.load_hf.empty()) return;       // the pattern is config.json's (apply_hf_moe_config)
+  if (m.num_layers <= 0) return;  // --num-layers's own rule reports it
+  if (pattern_from_hf) return;    // the pattern is config.json's (apply_hf_moe_config)
   try {
-    c.model.moe.layer_pattern = resolve_moe_layer_freq(c.moe_layer_freq, c.model.num_layers);
+    m.moe.layer_pattern = resolve_moe_layer_freq(layer_freq, m.num_layers);
   } catch (const std::invalid_argument& e) {
     errors.push_back(e.what());
   }
+}
+
+void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
+                     std::vector<std::string>& errors) {
+  apply_moe_shape_flags(flags, c.model, c.moe_layer_freq, !c.load_hf.empty(), errors);
 }
 
 }  // namespace trident::cli

@@ -32,4 +32,11 @@ void apply_hf_moe_config(const MoeFlags& flags, const ModelConfig& hf, train::Tr
 void apply_moe_flags(const MoeFlags& flags, train::TrainingConfig& c,
                      std::vector<std::string>& errors);
 
+// The shape flags alone, into a ModelConfig (`trident plan`'s model), and their resolution
+// as apply_moe_flags's: the pattern from layer_freq unless pattern_from_hf, and a shape flag
+// without --num-experts refused by name.
+MoeFlags add_moe_shape_flags(CLI::App& app, MoeConfig& m, std::string& layer_freq);
+void apply_moe_shape_flags(const MoeFlags& flags, ModelConfig& m, const std::string& layer_freq,
+                           bool pattern_from_hf, std::vector<std::string>& errors);
+
 }  // namespace trident::cli

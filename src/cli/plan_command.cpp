@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/moe_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
@@ -57,6 +58,9 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_option("--tensor-model-parallel-size", a.search.tensor, "fix t")->group("Layout");
   app.add_option("--pipeline-model-parallel-size", a.search.pipeline, "fix p")->group("Layout");
   app.add_option("--micro-batch-size", a.search.micro_batch, "fix b")->group("Layout");
+  app.add_option("--expert-model-parallel-size", a.search.expert,
+                 "fix EP (MoE; default: searched over the divisors of d that divide the experts)")
+      ->group("Layout");
   app.add_option("--num-layers-per-virtual-pipeline-stage", a.search.layers_per_virtual_stage,
                  "fix the layers per model chunk (v = layers / (p x this))")
       ->group("Layout");
@@ -278,6 +282,8 @@ int plan_main(const std::vector<std::string>& all_args) {
   std::string preset;
   tokenizer::TokenizerOptions tokenizer_options;
   ModelFlags flags = add_model_flags(app, a.workload.model, preset);
+  std::string moe_layer_freq = "1";
+  const MoeFlags moe = add_moe_shape_flags(app, a.workload.model.moe, moe_layer_freq);
   add_tokenizer_args(app, &tokenizer_options, "Model (the tokenizer sets --vocab-size)");
   add_plan_flags(app, a);
   int code = 0;
@@ -294,6 +300,7 @@ int plan_main(const std::vector<std::string>& all_args) {
     std::vector<std::string> errors = tokenizer::check_tokenizer_options(tokenizer_options);
     if (errors.empty() && tokenizer_options.given() && !flags.was_given("--vocab-size"))
       a.workload.model.vocab_size = tokenizer::build_tokenizer(tokenizer_options)->vocab_size();
+    apply_moe_shape_flags(moe, a.workload.model, moe_layer_freq, false, errors);
     for (const std::string& e : validate_model_config(a.workload.model, 1)) errors.push_back(e);
     if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
     if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");

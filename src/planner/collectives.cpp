@@ -22,6 +22,11 @@ double ring_all_gather_seconds(double bytes, int ranks, const LinkSpec& link) {
   return ring_reduce_scatter_seconds(bytes, ranks, link);
 }
 
+double all_to_all_seconds(double bytes, int ranks, const LinkSpec& link) {
+  if (ranks <= 1) return 0;
+  return seconds((double)(ranks - 1) / ranks * bytes, ranks - 1, link);
+}
+
 double point_to_point_seconds(double bytes, const LinkSpec& link) {
   return seconds(bytes, 1, link);
 }

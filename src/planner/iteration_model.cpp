@@ -7,6 +7,7 @@
 #include "engine/rank_layout.h"
 #include "engine/rank_memory.h"
 #include "model/chunk_memory.h"
+#include "model/flops.h"
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/simulator.h"
 #include "planner/collectives.h"
@@ -32,26 +33,73 @@ pp::ScheduleConfig schedule_of(const Layout& l, int m) {
 IterationModel::IterationModel(Cluster cluster, Workload workload)
     : cluster_(std::move(cluster)), workload_(std::move(workload)) {}
 
+namespace {
+
+// One layer's compute, forward and backward (recomputation included), and the weight-
+// gradient products of its backward.
+struct LayerTimes {
+  PassSeconds forward, backward;
+  double weight_gemm = 0;
+};
+
+LayerTimes layer_times(const Cluster& c, const Layout& l, const LayerWork& work,
+                       kernels::Precision precision) {
+  LayerTimes out;
+  out.forward = layer_forward_seconds(c, work);
+  out.backward = layer_backward_seconds(c, work);
+  // Half of backward's products are the weight gradients (dW = dY^T X next to dX = dY W).
+  out.weight_gemm = out.backward.gemm / 2;
+  out.backward.other += layer_accumulate_seconds(c, work, precision);
+  if (l.recompute == Recompute::kFull)
+    out.backward.gemm += out.forward.gemm, out.backward.other += out.forward.other;
+  if (l.recompute == Recompute::kSelective)
+    out.backward.other += attention_seconds(c, work.attention_flops);
+  return out;
+}
+
+// The fraction of the model's layers that are MoE layers (a chunk is costed with this
+// share of them: exact for every-layer and uniform patterns, an average otherwise).
+double moe_share(const ModelConfig& m) {
+  if (!m.moe.enabled() || m.num_layers <= 0) return 0;
+  int moe = 0;
+  for (int layer = 0; layer < m.num_layers; ++layer) moe += m.is_moe_layer(layer);
+  return (double)moe / m.num_layers;
+}
+
+}  // namespace
+
 IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers,
                                                      bool post_process) const {
   const ModelConfig& m = workload_.model;
   const double t = l.tensor, T = (double)l.micro_batch * m.seq_length, h = m.hidden_size;
-  const LayerWork work = transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel);
-  const PassSeconds forward = layer_forward_seconds(cluster_, work);
-  PassSeconds backward = layer_backward_seconds(cluster_, work);
-  // Half of backward's products are the weight gradients (dW = dY^T X next to dX = dY W).
-  const double weight_gemm = backward.gemm / 2;
-  backward.other += layer_accumulate_seconds(cluster_, work, workload_.precision);
-  if (l.recompute == Recompute::kFull)
-    backward.gemm += forward.gemm, backward.other += forward.other;
-  if (l.recompute == Recompute::kSelective)
-    backward.other += attention_seconds(cluster_, work.attention_flops);
+  const double share = moe_share(m), moe_layers = layers * share;
+  const double dense_layers = layers - moe_layers;
   ChunkTime ct;
-  ct.forward = layers * forward.gemm;
-  ct.backward = layers * backward.gemm;
-  ct.other_forward = layers * forward.other;
-  ct.other_backward = layers * backward.other;
-  ct.weight = layers * weight_gemm;
+  auto add = [&](const LayerTimes& lt, double count) {
+    ct.forward += count * lt.forward.gemm;
+    ct.backward += count * lt.backward.gemm;
+    ct.other_forward += count * lt.forward.other;
+    ct.other_backward += count * lt.backward.other;
+    ct.weight += count * lt.weight_gemm;
+  };
+  add(layer_times(cluster_, l,
+                  transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel),
+                  workload_.precision),
+      dense_layers);
+  if (share > 0) {
+    add(layer_times(cluster_, l,
+                    moe_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel, l.expert),
+                    workload_.precision),
+        moe_layers);
+    // The dispatch and the combine, each an all-to-all of the micro-batch's T k rows over
+    // the expert group (EP consecutive data-parallel ranks, t apart), twice more in
+    // backward and again when recomputed.
+    const double rows_bytes = T * m.moe.router_topk * h * kCommBytes;
+    const double exchange =
+        2 * all_to_all_seconds(rows_bytes, l.expert, group_link(cluster_, l.expert, l.tensor));
+    ct.expert_forward = moe_layers * exchange;
+    ct.expert_backward = moe_layers * exchange * (l.recompute == Recompute::kFull ? 2 : 1);
+  }
   const LinkSpec& tp_link = group_link(cluster_, l.tensor, 1);
   const double bytes = T * h * kCommBytes;
   const double all_reduce = ring_all_reduce_seconds(bytes, l.tensor, tp_link);
@@ -143,6 +191,7 @@ engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
   r.shard_gradients = data_parallel::shards_gradients(l.sharding);
   r.shard_parameters = data_parallel::shards_parameters(l.sharding);
   r.sequence_parallel = l.sequence_parallel && l.tensor > 1;
+  r.expert_parallel = l.expert;
   return r;
 }
 
@@ -266,6 +315,21 @@ IterationModel::PipelineRun IterationModel::run_pipeline(const Layout& l, int mb
   return run;
 }
 
+// The paper's FLOPs of one iteration (eq. 3, full recomputation's fourth pass through the
+// layers included); an MoE model's count its active parameters (model/flops.h) instead.
+double IterationModel::model_flops(const Layout& l) const {
+  const ModelConfig& m = workload_.model;
+  const int vocab = m.padded_vocab_size(l.tensor);
+  const double B = (double)workload_.global_batch;
+  const bool recompute = l.recompute == Recompute::kFull;
+  if (!m.moe.enabled())
+    return paper_flops_per_iteration({m.num_layers, m.hidden_size, vocab, m.seq_length}, B,
+                                     recompute);
+  const double total = training_flops_per_iteration(m, workload_.global_batch, m.seq_length, vocab);
+  const double layers = total - 6 * B * m.seq_length * m.hidden_size * vocab;
+  return recompute ? total + layers / 3 : total;
+}
+
 Prediction IterationModel::predict(const Layout& l) {
   const ModelConfig& m = workload_.model;
   const int mb = l.microbatches(workload_.global_batch);
@@ -280,6 +344,7 @@ Prediction IterationModel::predict(const Layout& l) {
     time.compute += mb * (c.forward + c.backward);
     time.other_kernels += mb * (c.other_forward + c.other_backward);
     time.tensor_comm += mb * (c.tensor_forward + c.tensor_backward);
+    time.expert_comm += mb * (c.expert_forward + c.expert_backward);
     time.pipeline_comm += mb * 2 * c.pipeline;
     forward += c.forward_total();
     backward += c.backward_total();
@@ -319,9 +384,7 @@ Prediction IterationModel::predict(const Layout& l) {
   time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
                    memory_traffic_seconds(cluster_, zeroed, 4);
 
-  GptShape shape{m.num_layers, m.hidden_size, m.padded_vocab_size(l.tensor), m.seq_length};
-  out.model_flops = paper_flops_per_iteration(shape, (double)workload_.global_batch,
-                                              l.recompute == Recompute::kFull);
+  out.model_flops = model_flops(l);
   out.tflops_per_device = out.model_flops / (time.total() * l.devices()) / 1e12;
   out.peak_fraction = out.tflops_per_device / cluster_.device.peak_tflops;
   out.fits = out.memory.total() <= cluster_.device.memory_gib * (1L << 30);

@@ -5,6 +5,8 @@
 //   the attention core and the element-wise kernels (src/planner/layer_costs.h);
 // - tensor parallelism: the layers' all-reduces (2 forward, 2 backward, 2 more when a
 //   layer is recomputed) on the ring model over the node's links;
+// - expert parallelism (MoE): each MoE layer's dispatch and combine all-to-alls over the
+//   expert group, with the tokens spread evenly over the experts;
 // - pipeline parallelism: the boundary sends (1/t of the tensor with scatter/gather, then an
 //   all-gather inside the tensor group), and the bubble from simulating trident's own
 //   schedule lists (src/pipeline_parallel), not from a formula;
@@ -31,13 +33,15 @@ struct TimeBreakdown {       // seconds per iteration on the critical (slowest) 
   double compute = 0;        // matrix products
   double other_kernels = 0;  // the attention core and the element-wise kernels
   double tensor_comm = 0;
+  double expert_comm = 0;  // the MoE dispatch and combine all-to-alls (expert parallelism)
   double pipeline_comm = 0;
   double bubble = 0;
   double data_comm = 0;         // exposed
   double data_comm_hidden = 0;  // overlapped with backward / forward (not in total)
   double optimizer = 0;
   double total() const {
-    return compute + other_kernels + tensor_comm + pipeline_comm + bubble + data_comm + optimizer;
+    return compute + other_kernels + tensor_comm + expert_comm + pipeline_comm + bubble +
+           data_comm + optimizer;
   }
 };
 
@@ -109,10 +113,15 @@ class IterationModel {
     double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels,
                                                    // weight-gradient accumulation
     double tensor_forward = 0, tensor_backward = 0;
-    double pipeline = 0;  // per direction
-    double weight = 0;    // the layers' weight-gradient products (W of a zero-bubble schedule)
-    double forward_total() const { return forward + other_forward + tensor_forward + pipeline; }
-    double backward_total() const { return backward + other_backward + tensor_backward + pipeline; }
+    double pipeline = 0;                             // per direction
+    double expert_forward = 0, expert_backward = 0;  // the MoE layers' all-to-alls
+    double weight = 0;  // the layers' weight-gradient products (W of a zero-bubble schedule)
+    double forward_total() const {
+      return forward + other_forward + tensor_forward + expert_forward + pipeline;
+    }
+    double backward_total() const {
+      return backward + other_backward + tensor_backward + expert_backward + pipeline;
+    }
   };
   ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
   // Every rank's schedule on the simulated clock, each chunk at its own times: the middle
@@ -129,6 +138,7 @@ class IterationModel {
   };
   PipelineRun run_pipeline(const Layout& l, int microbatches) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
+  double model_flops(const Layout& l) const;
   const engine::ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s,
                                               int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);

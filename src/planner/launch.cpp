@@ -41,6 +41,7 @@ void add_layout_flags(std::vector<std::string>& argv, const Layout& l, const Wor
   if (l.distributed_optimizer()) argv.push_back("--overlap-param-gather");
   if (l.sequence_parallel) argv.push_back("--sequence-parallel");
   if (l.zero_bubble) argv.insert(argv.end(), {"--pipeline-schedule", "zb-h1"});
+  if (l.expert > 1) add(argv, "--expert-model-parallel-size", l.expert);
   if (l.recompute == Recompute::kFull) {
     argv.insert(argv.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform"});
     add(argv, "--recompute-num-layers", 1);
@@ -67,6 +68,23 @@ void add_rope_scaling_flags(std::vector<std::string>& argv, const ModelConfig& m
   if (m.rope_original_max_positions != 8192)
     add(argv, "--rope-scaling-original-max-position-embeddings",
         (long)m.rope_original_max_positions);
+}
+
+// The MoE shape the plan was made for; the per-layer pattern as a list expression.
+void add_moe_flags(std::vector<std::string>& argv, const MoeConfig& m) {
+  if (!m.enabled()) return;
+  add(argv, "--num-experts", m.num_experts);
+  add(argv, "--moe-router-topk", m.router_topk);
+  if (m.ffn_hidden_size > 0) add(argv, "--moe-ffn-hidden-size", m.ffn_hidden_size);
+  if (m.router_pre_softmax) argv.push_back("--moe-router-pre-softmax");
+  if (m.router_topk_scaling_factor > 0)
+    add(argv, "--moe-router-topk-scaling-factor", exact(m.router_topk_scaling_factor));
+  if (!m.layer_pattern.empty()) {
+    std::string pattern = "[";
+    for (size_t i = 0; i < m.layer_pattern.size(); ++i)
+      pattern += std::string(i ? "," : "") + (m.layer_pattern[i] ? "1" : "0");
+    argv.insert(argv.end(), {"--moe-layer-freq", pattern + "]"});
+  }
 }
 
 void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
@@ -101,6 +119,7 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   if (m.kv_channels > 0) add(argv, "--kv-channels", m.kv_channels);
   add_rope_scaling_flags(argv, m);
   if (m.window_size > 0) add(argv, "--window-size", (long)m.window_size);
+  add_moe_flags(argv, m.moe);
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

@@ -7,28 +7,70 @@
 
 namespace trident::planner {
 
-LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
-                                 bool sequence_parallel) {
+namespace {
+
+// The attention half of a layer and the LayerNorms and residual adds around both halves.
+LayerWork attention_work(const ModelConfig& m, int tensor, int micro_batch,
+                         bool sequence_parallel) {
   const double t = tensor, s = m.seq_length, T = micro_batch * s, h = m.hidden_size;
-  const double ffn = m.ffn(), heads = m.num_attention_heads / t, d = m.head_dim();
+  const double heads = m.num_attention_heads / t, d = m.head_dim();
   LayerWork w;
-  // q, k, v (fewer key/value rows with grouped-query attention), the projection, fc1 ([gate |
-  // up] with SwiGLU) and fc2.
+  // q, k, v (fewer key/value rows with grouped-query attention) and the projection.
   const double attn = (double)m.attention_width() / t;  // h / t unless --kv-channels
-  w.gemms = {{T, (double)m.qkv_projection_local(tensor), h},
-             {T, h, attn},
-             {T, m.fc1_rows() / t, h},
-             {T, h, ffn / t}};
-  for (const Gemm& g : w.gemms) w.weight_elements += g.n * g.k;
+  w.gemms = {{T, (double)m.qkv_projection_local(tensor), h}, {T, h, attn}};
   // Each query against the keys it attends (fewer with a sliding window).
   w.attention_flops = 2 * (2 * micro_batch * heads * s * m.attention_keys(s) * d);
   // Element accesses of trident's kernels, forward: LayerNorms read and write h (2 x 2h);
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
-  // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h); bias +
-  // GeLU reads the pre-activation and writes it and the activation (3 ffn/t).
-  w.elementwise = T * (10 * h / (sequence_parallel ? t : 1) + 10 * attn + 3 * ffn / t);
+  // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h).
+  w.elementwise = T * (10 * h / (sequence_parallel ? t : 1) + 10 * attn);
   // --qk-layernorm reads and writes q and k once more, forward.
   if (m.qk_layernorm) w.elementwise += T * 2.0 * m.qkv_projection_local(tensor);
+  return w;
+}
+
+void count_weights(LayerWork& w) {
+  w.weight_elements = 0;
+  for (const Gemm& g : w.gemms) w.weight_elements += g.n * g.k;
+}
+
+}  // namespace
+
+LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
+                                 bool sequence_parallel) {
+  const double t = tensor, T = (double)micro_batch * m.seq_length, h = m.hidden_size;
+  const double ffn = m.ffn();
+  LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel);
+  // fc1 ([gate | up] with SwiGLU) and fc2; bias + GeLU reads the pre-activation and writes
+  // it and the activation (3 ffn/t).
+  w.gemms.push_back({T, m.fc1_rows() / t, h});
+  w.gemms.push_back({T, h, ffn / t});
+  w.elementwise += T * 3 * ffn / t;
+  count_weights(w);
+  return w;
+}
+
+LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool sequence_parallel,
+                         int expert) {
+  const double t = tensor, T = (double)micro_batch * m.seq_length, h = m.hidden_size;
+  const double E = m.moe.num_experts, k = m.moe.router_topk, ep = expert;
+  const double f = m.moe_ffn(), fc1 = m.swiglu ? 2 * f : f;
+  LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel);
+  // The router on the micro-batch's tokens (fp32 logits [T, E]); then each of this rank's
+  // E / EP experts on its share of the T k rows its expert group routes (balanced: every
+  // expert gets T k / E rows of each of the EP ranks' micro-batches), column- and
+  // row-parallel over t as the dense MLP.
+  w.gemms.push_back({T, E, h});
+  const double rows = T * k * ep / E;
+  for (int e = 0; e < (int)(E / ep); ++e) {
+    w.gemms.push_back({rows, fc1 / t, h});
+    w.gemms.push_back({rows, h, f / t});
+  }
+  // The softmax and top-k over [T, E]; the permutation and the unpermutation read and write
+  // T k rows of h (2 x 2 k h); the activation as the dense MLP's on the received rows, and
+  // the routing weight applied to it (read and write).
+  w.elementwise += T * (3 * E + 4 * k * h) + T * k * (3 * f / t + 2 * f / t);
+  count_weights(w);
   return w;
 }
 

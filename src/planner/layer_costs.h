@@ -38,6 +38,10 @@ struct HeadWork {
 // 1/t of the tokens.
 LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
                                  bool sequence_parallel = false);
+// An MoE layer (the MoE MLP instead of the dense one) on a rank of an expert group of
+// `expert` ranks, with the tokens spread evenly over the experts.
+LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool sequence_parallel,
+                         int expert);
 HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch);
 
 // Seconds on one device of the cluster.

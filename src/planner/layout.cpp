@@ -44,8 +44,35 @@ std::string Layout::describe() const {
   if (distributed_optimizer()) s += " " + sharding_short_name(sharding);
   if (sequence_parallel) s += " sp";
   if (zero_bubble) s += " zb-h1";
+  if (expert > 1) s += " ep=" + std::to_string(expert);
   return s;
 }
+
+namespace {
+
+// Training's MoE rules (src/train/moe_rules.cpp), the same words, for the layout's part.
+void moe_violations(const Layout& l, const Workload& w, std::vector<std::string>& errors) {
+  const ModelConfig& m = w.model;
+  const std::string ep = "--expert-model-parallel-size (" + std::to_string(l.expert) + ")";
+  if (!m.moe.enabled()) {
+    if (l.expert != 1) errors.push_back(ep + " needs --num-experts");
+    return;
+  }
+  if (l.expert < 1 || m.moe.num_experts % l.expert)
+    errors.push_back("--num-experts (" + std::to_string(m.moe.num_experts) +
+                     ") must be divisible by " + ep);
+  if (l.expert < 1 || l.data % l.expert)
+    errors.push_back(ep + " must divide the data-parallel size (" + std::to_string(l.data) +
+                     "): expert-parallel ranks are taken from the data-parallel group");
+  if (l.tensor > 1 && !l.sequence_parallel)
+    errors.push_back("--num-experts with --tensor-model-parallel-size " + std::to_string(l.tensor) +
+                     " needs --sequence-parallel (Megatron's rule)");
+  if (w.precision != kernels::Precision::kFp32)
+    errors.push_back("--num-experts with --bf16 or --fp16 is not built yet (fp32 MoE layers)");
+  if (l.zero_bubble) errors.push_back("--num-experts with --pipeline-schedule zb-h1 is not built");
+}
+
+}  // namespace
 
 std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
   std::vector<std::string> errors = validate_model_config(w.model, l.tensor);
@@ -82,6 +109,7 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
     errors.push_back("--sequence-parallel with --bf16 needs an even --hidden-size");
   if (l.zero_bubble && l.pipeline < 2)
     errors.push_back("--pipeline-schedule zb-h1 needs p >= 2 (it fills a pipeline's bubble)");
+  moe_violations(l, w, errors);
   pipeline_parallel::ScheduleConfig s{l.schedule(), l.pipeline, l.virtual_stages,
                                       l.microbatches(w.global_batch)};
   for (const std::string& e : pipeline_parallel::validate_schedule(s)) errors.push_back(e);

@@ -30,6 +30,9 @@ struct Layout {
   // Qi et al. 2023's ZB-H1 (--pipeline-schedule zb-h1): weight gradients deferred into the
   // bubble; p > 1 and v = 1 only.
   bool zero_bubble = false;
+  // --expert-model-parallel-size (MoE): the experts split over EP ranks of each
+  // data-parallel group (EP divides d and the experts).
+  int expert = 1;
 
   // The pipeline schedule this layout runs: zb-h1, interleaved 1F1B (v > 1) or 1F1B.
   pipeline_parallel::ScheduleKind schedule() const;
@@ -40,7 +43,8 @@ struct Layout {
     return (int)(global_batch / ((long)micro_batch * data));
   }
   int layers_per_chunk(int num_layers) const { return num_layers / (pipeline * virtual_stages); }
-  std::string describe() const;  // "t=8 p=4 d=2 b=1 v=1 recompute=full zero-1 sp zb-h1"
+  // "t=8 p=4 d=2 b=1 v=1 recompute=full zero-1 sp zb-h1 ep=2"
+  std::string describe() const;
 };
 
 struct Workload {

@@ -26,9 +26,9 @@ std::string seconds_text(double s) {
 // The shares of the iteration, largest first: "gemm 71%, bubble 9%, kernels 8%, ...".
 std::string where_time_goes(const TimeBreakdown& t) {
   std::vector<std::pair<double, const char*>> parts = {
-      {t.compute, "gemm"},       {t.other_kernels, "kernels"}, {t.bubble, "bubble"},
-      {t.tensor_comm, "tp"},     {t.pipeline_comm, "pp"},      {t.data_comm, "dp"},
-      {t.optimizer, "optimizer"}};
+      {t.compute, "gemm"},   {t.other_kernels, "kernels"}, {t.bubble, "bubble"},
+      {t.tensor_comm, "tp"}, {t.pipeline_comm, "pp"},      {t.data_comm, "dp"},
+      {t.expert_comm, "ep"}, {t.optimizer, "optimizer"}};
   std::stable_sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::string out;
   for (const auto& [value, name] : parts)
@@ -136,19 +136,21 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
   const TimeBreakdown& t = p.time;
   const MemoryBreakdown& m = p.memory;
   const double gib = 1L << 30;
-  char buf[1024];
+  const std::string expert =
+      t.expert_comm > 0 ? " + expert all-to-alls " + seconds_text(t.expert_comm) : "";
+  char buf[1200];
   std::snprintf(
       buf, sizeof buf,
       "best plan, %s:\n"
       "  time per iteration %s = matrix products %s + attention core and element-wise "
-      "kernels %s + tensor-parallel collectives %s + "
+      "kernels %s + tensor-parallel collectives %s%s + "
       "pipeline sends %s + bubble %s (%.1f%% of the schedule, simulated) + exposed "
       "data-parallel collectives %s (%s: %s sent per rank, %s hidden under backward/forward) + "
       "optimizer %s\n"
       "  memory per device (stage %d) %.2f GiB = weights %.2f + gradients %.2f + Adam "
       "moments %.2f + activations %.2f + scratch %.2f + communication %.2f + runtime %.2f GiB\n",
       p.layout.describe().c_str(), seconds_text(t.total()).c_str(), seconds_text(t.compute).c_str(),
-      seconds_text(t.other_kernels).c_str(), seconds_text(t.tensor_comm).c_str(),
+      seconds_text(t.other_kernels).c_str(), seconds_text(t.tensor_comm).c_str(), expert.c_str(),
       seconds_text(t.pipeline_comm).c_str(), seconds_text(t.bubble).c_str(),
       100 * p.bubble_fraction, seconds_text(t.data_comm).c_str(),
       data_parallel::sharding_strategy_name(p.layout.sharding),
@@ -175,6 +177,8 @@ std::string plans_json(const std::vector<Prediction>& plans, size_t top) {
           data_parallel::sharding_strategy_name(p.layout.sharding)},
          {"data_parallel_bytes", p.data_parallel_bytes},
          {"sequence_parallel", p.layout.sequence_parallel},
+         {"expert_model_parallel_size", p.layout.expert},
+         {"expert_all_to_all_s", p.time.expert_comm},
          {"pipeline_schedule", pipeline_parallel::schedule_name(p.layout.schedule())},
          {"time_per_iteration_s", p.time.total()},
          {"tflops_per_device", p.tflops_per_device},

@@ -48,6 +48,16 @@ std::vector<bool> switch_choices(const std::optional<bool>& fixed, bool can_matt
   return can_matter ? std::vector<bool>{false, true} : std::vector<bool>{false};
 }
 
+// Expert-parallel sizes: 1 for a dense model; for an MoE model the given one, else every
+// divisor of d that divides the experts.
+std::vector<int> expert_choices(const SearchOptions& o, const ModelConfig& m, int d) {
+  if (!m.moe.enabled()) return {1};
+  std::vector<int> out;
+  for (int ep : choices(o.expert, divisors(d, d)))
+    if (m.moe.num_experts % ep == 0) out.push_back(ep);
+  return out;
+}
+
 template <typename Visit>
 void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit visit) {
   const Workload& w = model.workload();
@@ -65,10 +75,11 @@ void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit 
           for (Recompute r : recompute_choices(o))
             for (data_parallel::ShardingStrategy shard : sharding_choices(o, d))
               for (bool sp : switch_choices(o.sequence_parallel, t > 1))
-                for (bool zb : switch_choices(o.zero_bubble, p > 1 && v == 1)) {
-                  Layout l{t, p, d, b, v, r, shard, sp, zb};
-                  if (layout_violations(l, w).empty()) visit(l);
-                }
+                for (bool zb : switch_choices(o.zero_bubble, p > 1 && v == 1))
+                  for (int ep : expert_choices(o, w.model, d)) {
+                    Layout l{t, p, d, b, v, r, shard, sp, zb, ep};
+                    if (layout_violations(l, w).empty()) visit(l);
+                  }
         }
     }
 }
@@ -146,6 +157,14 @@ std::vector<std::string> request_violations(const IterationModel& model, const S
   at_least_one(o.micro_batch, "--micro-batch-size");
   at_least_one(o.layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage");
   at_least_one(o.max_micro_batch, "--max-micro-batch-size", -1);
+  at_least_one(o.expert, "--expert-model-parallel-size");
+  const MoeConfig& moe = model.workload().model.moe;
+  if (o.expert > 1 && !moe.enabled())
+    errors.push_back("--expert-model-parallel-size needs --num-experts");
+  else if (o.expert > 1 && moe.num_experts % o.expert)
+    errors.push_back("--num-experts (" + std::to_string(moe.num_experts) +
+                     ") must be divisible by --expert-model-parallel-size (" +
+                     std::to_string(o.expert) + ")");
   const long fixed = (long)std::max(o.tensor, 1) * std::max(o.pipeline, 1);
   if (o.num_devices >= 1 && o.num_devices % fixed)
     errors.push_back("--num-devices (" + std::to_string(o.num_devices) +
@@ -203,12 +222,13 @@ std::string explain_no_fit(IterationModel& model, const SearchOptions& o,
   std::string why = why_nothing(model, o, result) + heads_note(model);
   // A dimension the user fixed may be what rules everything out.
   SearchOptions free = o;
-  free.tensor = free.pipeline = free.micro_batch = free.layers_per_virtual_stage = 0;
+  free.tensor = free.pipeline = free.micro_batch = free.layers_per_virtual_stage = free.expert = 0;
   free.recompute.reset();
   free.sharding.reset();
-  const bool fixed =
-      free.tensor != o.tensor || free.pipeline != o.pipeline || free.micro_batch != o.micro_batch ||
-      free.layers_per_virtual_stage != o.layers_per_virtual_stage || o.recompute || o.sharding;
+  const bool fixed = free.tensor != o.tensor || free.pipeline != o.pipeline ||
+                     free.micro_batch != o.micro_batch ||
+                     free.layers_per_virtual_stage != o.layers_per_virtual_stage ||
+                     free.expert != o.expert || o.recompute || o.sharding;
   if (fixed) {
     SearchResult r = search_layouts(model, free);
     if (!r.fitting.empty())

@@ -1,6 +1,6 @@
 #pragma once
 // The layout search: every valid (t, p, d, b, v, recomputation, data-parallel sharding
-// strategy, sequence parallelism, the zero-bubble schedule) for n
+// strategy, sequence parallelism, the zero-bubble schedule, MoE's expert parallelism) for n
 // devices, with t inside a node (Megatron's and MT-NLG's placement), the ones over memory
 // set aside, the rest ranked by predicted time per iteration. A dimension the user gave is
 // fixed.
@@ -24,6 +24,7 @@ struct SearchOptions {
   std::optional<bool> sequence_parallel;  // searched over t > 1 when not given
   std::optional<bool> zero_bubble;        // zb-h1: searched over p > 1, v = 1 when not given
   int max_micro_batch = 64;
+  int expert = 0;  // --expert-model-parallel-size (MoE): 0 searches the divisors of d
 };
 
 struct SearchResult {

@@ -163,6 +163,70 @@ TEST(PlannerIterationModel, ComputeTimeIsThePapersFlopsAtTheGemmEfficiency) {
   }
 }
 
+// An MoE model's compute is the FLOPs of its active parameters (model/flops.h, Megatron's
+// count: each token's k experts and the router) at the GEMM efficiency, under any EP; with
+// full recomputation the layers' forward once more.
+TEST(PlannerIterationModel, MoeComputeTimeIsTheActiveFlopsAtTheGemmEfficiency) {
+  Cluster c = a100_node(1);
+  c.gemm.table = {{1, 0.5}, {2, 0.5}};
+  c.device.memory_bandwidth_gbs = 0;
+  Workload w = gpt(4, 1024, 16, 512, 8);
+  w.precision = kernels::Precision::kFp32;
+  w.model.moe.num_experts = 8, w.model.moe.router_topk = 2, w.model.moe.ffn_hidden_size = 1536;
+  w.model.moe.layer_pattern = {true, false, true, false};
+  IterationModel model(c, w);
+  const double B = 8, s = 512, h = 1024, V = 51200, layers = 4;
+  // Per token and layer, forward: attention 8 h^2 + 4 s h; the MLP 16 h^2 (dense) or
+  // k (2 h F + 2 F h) + 2 h E (MoE); the output layer 2 h V.
+  const double attention = 8 * h * h + 4 * s * h;
+  const double dense = 16 * h * h, moe = 2 * (2 * h * 1536 + 2 * 1536 * h) + 2 * h * 8;
+  const double layer_fwd = B * s * (layers * attention + 2 * dense + 2 * moe);
+  for (Recompute r : {Recompute::kNone, Recompute::kFull})
+    for (int ep : {1, 2, 4}) {
+      Layout l{1, 1, 4, 2, 1, r};
+      l.expert = ep;
+      ASSERT_TRUE(layout_violations(l, w).empty()) << layout_violations(l, w).front();
+      const Prediction p = model.predict(l);
+      const double flops = (r == Recompute::kFull ? 4 : 3) * layer_fwd + 3 * 2 * B * s * h * V;
+      EXPECT_NEAR(p.model_flops / flops, 1, 1e-12);
+      // One replica's share of the work (d = 4).
+      EXPECT_NEAR((p.time.compute + p.time.other_kernels) * 312e12 * 0.5 / (flops / 4), 1, 1e-9)
+          << ep;
+    }
+}
+
+// EP > 1: each MoE layer's dispatch and combine, forward and backward, move the micro-batch's
+// T k rows of h floats; an all-to-all sends (EP - 1) / EP of them in EP - 1 exchanges.
+TEST(PlannerIterationModel, ExpertAllToAllsAreTheirBytesOverTheLink) {
+  Workload w = gpt(4, 1024, 16, 512, 32);
+  w.precision = kernels::Precision::kFp32;
+  w.model.moe.num_experts = 8, w.model.moe.router_topk = 2;
+  IterationModel model(a100_node(2), w);
+  for (int ep : {1, 2, 4, 8}) {
+    Layout l{1, 1, 16, 1, 1, Recompute::kNone};
+    l.expert = ep;
+    const Prediction p = model.predict(l);
+    const double bytes = 512.0 * 2 * 1024 * 4;  // T k h fp32
+    const LinkSpec& link = ep <= 8 ? model.cluster().intra_node : model.cluster().inter_node;
+    const double one = ep == 1 ? 0
+                               : (ep - 1.0) / ep * bytes / (link.bandwidth_gbs * 1e9) +
+                                     (ep - 1) * link.latency_us * 1e-6;
+    const int microbatches = 32 / 16;
+    EXPECT_NEAR(p.time.expert_comm, microbatches * 4 * 4 * one, 1e-12) << ep;
+  }
+  Layout across{1, 1, 16, 1, 1, Recompute::kNone};
+  across.expert = 16;  // two nodes of 8
+  Workload w16 = w;
+  w16.model.moe.num_experts = 16;
+  IterationModel two_nodes(a100_node(2), w16);
+  const double bytes = 512.0 * 2 * 1024 * 4;
+  const LinkSpec& ib = two_nodes.cluster().inter_node;
+  EXPECT_NEAR(
+      two_nodes.predict(across).time.expert_comm,
+      2 * 4 * 4 * (15.0 / 16 * bytes / (ib.bandwidth_gbs * 1e9) + 15 * ib.latency_us * 1e-6),
+      1e-12);
+}
+
 // Each micro-batch adds its weight gradients into the accumulated ones: in bf16 a fresh fp32
 // gradient is written, then read with the sum, which is rewritten (16 bytes per weight
 // element); the output layer adds once per row chunk. More micro-batches of the same global

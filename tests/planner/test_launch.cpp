@@ -73,6 +73,31 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
   }
 }
 
+// An MoE plan's line carries the MoE shape (the per-layer pattern as a list) and EP, and
+// train reads back the same model and layout.
+TEST(PlannerLaunch, TrainReadsBackTheSameMoeModelAndExpertParallelSize) {
+  Workload w = workload();
+  w.precision = kernels::Precision::kFp32;
+  MoeConfig& moe = w.model.moe;
+  moe.num_experts = 8, moe.router_topk = 3, moe.ffn_hidden_size = 96;
+  moe.router_pre_softmax = true;
+  moe.layer_pattern = {true, false, true, true, false, true, true, true};
+  Layout l{1, 1, 4, 1, 1, Recompute::kNone};
+  l.expert = 2;
+  const std::vector<std::string> argv = launch_command(l, w, {"trident", {"--mock-data"}});
+  std::vector<std::string> args(argv.begin() + 5, argv.end());
+  train::TrainingConfig config;
+  config.world_size = 4;
+  int code = -1;
+  ASSERT_TRUE(cli::parse_train_args(args, &config, &code)) << shell_line(argv);
+  EXPECT_EQ(config.expert_model_parallel_size, 2) << shell_line(argv);
+  EXPECT_EQ(config.model.moe.num_experts, 8);
+  EXPECT_EQ(config.model.moe.router_topk, 3);
+  EXPECT_EQ(config.model.moe.ffn_hidden_size, 96);
+  EXPECT_TRUE(config.model.moe.router_pre_softmax);
+  EXPECT_EQ(config.model.moe.layer_pattern, moe.layer_pattern);
+}
+
 // ZeRO-1 keeps Megatron's --use-distributed-optimizer; ZeRO-2 and ZeRO-3 are named by
 // Megatron-FSDP's --data-parallel-sharding-strategy.
 TEST(PlannerLaunch, TheStrategyIsNamedByMegatronsFlags) {

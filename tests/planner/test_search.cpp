@@ -211,8 +211,39 @@ TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
                       "tensor", "pipeline", "data", "micro_batch", "virtual", "recompute",
                       "distributed_optimizer", "time_per_iteration_s", "tflops_per_device",
                       "memory_per_device_gib", "bubble", "sequence_parallel", "pipeline_schedule",
-                      "data_parallel_sharding_strategy", "data_parallel_bytes"}));
+                      "data_parallel_sharding_strategy", "data_parallel_bytes",
+                      "expert_model_parallel_size", "expert_all_to_all_s"}));
   EXPECT_DOUBLE_EQ(j["plans"][0]["time_per_iteration_s"], r.fitting[0].time.total());
+}
+
+// MoE: EP is searched over the divisors of d that divide the experts (or fixed), and every
+// layout of it obeys training's rules; a dense model has EP 1 only.
+TEST(PlannerSearch, ExpertParallelSizesDivideTheDataParallelSizeAndTheExperts) {
+  Workload w = small_gpt();
+  w.precision = kernels::Precision::kFp32;
+  w.model.moe.num_experts = 6, w.model.moe.router_topk = 2;
+  IterationModel model(cluster(2, 4, 80), w);
+  const SearchResult r = search_layouts(model, {8});
+  std::set<int> seen;
+  for (const Prediction& p : r.fitting) {
+    EXPECT_EQ(p.layout.data % p.layout.expert, 0) << p.layout.describe();
+    EXPECT_EQ(6 % p.layout.expert, 0) << p.layout.describe();
+    EXPECT_TRUE(p.layout.tensor == 1 || p.layout.sequence_parallel) << p.layout.describe();
+    if (p.layout.data == 8) seen.insert(p.layout.expert);
+    EXPECT_EQ(p.layout.expert > 1, p.time.expert_comm > 0) << p.layout.describe();
+  }
+  EXPECT_EQ(seen, (std::set<int>{1, 2}));  // d = 8: 4 and 8 do not divide 6 experts
+  SearchOptions fixed{8};
+  fixed.expert = 2;
+  for (const Prediction& p : search_layouts(model, fixed).fitting) EXPECT_EQ(p.layout.expert, 2);
+  fixed.expert = 4;
+  ASSERT_FALSE(request_violations(model, fixed).empty());
+  EXPECT_NE(request_violations(model, fixed)
+                .front()
+                .find("--num-experts (6) must be divisible by --expert-model-parallel-size (4)"),
+            std::string::npos);
+  IterationModel dense(cluster(2, 4, 80), small_gpt());
+  for (const Prediction& p : search_layouts(dense, {8}).fitting) EXPECT_EQ(p.layout.expert, 1);
 }
 
 TEST(PlannerSearch, ImpossibleRequestsSayWhy) {
@@ -331,6 +362,28 @@ TEST(PlanCommand, RanksExplainsAndEstimates) {
   EXPECT_EQ(
       plans[0]["tensor"].get<int>() * plans[0]["pipeline"].get<int>() * plans[0]["data"].get<int>(),
       16);
+}
+
+// `trident plan` takes Megatron's MoE flags: the best plan names its EP and the all-to-alls.
+TEST(PlanCommand, PlansAnMoeModelWithItsExpertParallelSize) {
+  // fp32: MoE layers are not built in bf16 yet.
+  const std::string fp32 = kGpt.substr(0, kGpt.rfind(" --bf16"));
+  const std::string moe = fp32 + " --num-devices 16 --num-experts 8 --moe-router-topk 2 " +
+                          "--moe-layer-freq 2 --expert-model-parallel-size 4";
+  CommandResult r = run(moe);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ep=4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("expert all-to-alls"), std::string::npos) << r.output;
+  CommandResult bad =
+      run(fp32 + " --num-devices 16 --num-experts 6 --expert-model-parallel-size 4");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("must be divisible by --expert-model-parallel-size (4)"),
+            std::string::npos)
+      << bad.output;
+  CommandResult stray = run(kGpt + " --num-devices 16 --moe-router-topk 2");
+  EXPECT_EQ(stray.exit_code, 2) << stray.output;
+  EXPECT_NE(stray.output.find("--moe-router-topk needs --num-experts"), std::string::npos)
+      << stray.output;
 }
 
 TEST(PlanCommand, ShardingIsSearchedUnlessFixed) {
