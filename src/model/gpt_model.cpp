@@ -571,7 +571,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   LayerCall call = layer_call(a, batch, seq);
   // Training forwards count the router losses (evaluation's are not part of any objective).
   a.moe_loss_grad = router_loss_scale_ >= 0 ? router_loss_scale_ : (double)grad_scale * rows;
-  if (grad_scale != 0.f) call.moe_losses = &moe_losses_;
+  if (grad_scale != 0.f) call.moe_stats = &moe_stats_;
   if (options_.placement.pre_process) {
     need(0, embedding_specs_);  // word and (learned) position embeddings
     embedding_.forward(a.input_ids.data(), batch, seq, a.input, scratch_.row_out, call.positions);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -15,6 +16,7 @@
 #include "kernels/weight_grad_store.h"
 #include "model/chunk_memory.h"
 #include "model/memory_plan.h"
+#include "model/moe_stats.h"
 #include "model/transformer_layer.h"
 #include "parameters/parameters.h"
 #include "pipeline_parallel/stage.h"
@@ -105,13 +107,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
   bool sequence_parallel() const { return sequence_parallel_; }
   const MemoryPlan& memory_plan() const { return plan_; }
-  // The router losses of the MoE layers of this chunk, summed over the training forwards
-  // since the last call (coefficients included), and reset.
-  MoeLosses take_moe_losses() {
-    const MoeLosses out = moe_losses_;
-    moe_losses_ = {};
-    return out;
-  }
+  // The router losses (coefficients included) and expert loads of the MoE layers of this
+  // chunk, summed over the training forwards since the last call, and reset.
+  MoeStats take_moe_stats() { return std::exchange(moe_stats_, {}); }
   // The factor every training micro-batch's router losses get in the gradient from now on:
   // the objective is (1/m) sum over micro-batches of [LM loss + router losses], averaged
   // over d, so the trainer sets loss_scale / (m x d) each step. Negative (the default):
@@ -233,7 +231,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<CarvedPart> carved_;
   std::vector<Activations> act_;
   float* d_residual_ = nullptr;
-  MoeLosses moe_losses_{};           // see take_moe_losses
+  MoeStats moe_stats_;               // see take_moe_stats
   double router_loss_scale_ = -1.0;  // see set_router_loss_scale
   LayerScratch scratch_{};
   kernels::WeightGradStore deferred_;  // zero-bubble schedules: the W ops' operands

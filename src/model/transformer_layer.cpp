@@ -300,7 +300,9 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   ln2_.forward(a.residual1, a.ln2_out, a.ln2_mean, a.ln2_rstd, n, h);
   if (moe_) {
     const MoeLosses losses = moe_mlp_.forward(a.ln2_out.fp32, rows, a.moe, w.moe, w.row_out);
-    if (call.moe_losses) call.moe_losses->aux += losses.aux, call.moe_losses->z += losses.z;
+    const MoeDims& d = moe_mlp_.dims();
+    if (call.moe_stats)
+      add_moe_stats((*call.moe_stats)[index_], losses, a.moe.idx, rows, d.topk, d.experts);
   } else {
     fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
     if (call.progress) (*call.progress)();

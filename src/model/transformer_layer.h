@@ -11,6 +11,7 @@
 #include "kernels/mixed_linear.h"
 #include "kernels/rope.h"
 #include "model/moe_layer.h"
+#include "model/moe_stats.h"
 #include "model/norm.h"
 #include "parameters/parameters.h"
 #include "tensor_parallel/layers.h"
@@ -89,10 +90,10 @@ struct LayerCall {
   // Called between the big products of a backward pass (may be null): non-blocking
   // data-parallel reductions only move inside MPI calls, so they get more chances to.
   const std::function<void()>* progress = nullptr;
-  // MoE layers add their router losses here in forward (null: evaluation or recomputation,
-  // which must not count them twice), and backward seeds them with moe_loss_grad (the
-  // factor the language-model loss's per-token mean gets).
-  MoeLosses* moe_losses = nullptr;
+  // MoE layers add their router losses and expert loads here in forward (null: evaluation
+  // or recomputation, which must not count them twice), and backward seeds the losses with
+  // moe_loss_grad (GPTModel::set_router_loss_scale).
+  MoeStats* moe_stats = nullptr;
   double moe_loss_grad = 0.0;
   // Packed documents, [batch * seq] each or null: the first key each query may attend to
   // (--reset-attention-mask) and RoPE / learned positions (--reset-position-ids).

@@ -4,6 +4,26 @@
 
 namespace trident::train {
 
+namespace {
+
+// Each MoE layer's mean over the interval's stepped iterations: its losses without their
+// coefficients, and its experts' load.
+std::vector<MoeLayerLog> moe_layer_logs(const std::vector<StepResult::MoeLayer>& sums, int stepped,
+                                        double aux_coeff, double z_coeff) {
+  std::vector<MoeLayerLog> out;
+  for (const StepResult::MoeLayer& l : sums) {
+    MoeLayerLog log;
+    log.layer = l.layer;
+    if (aux_coeff > 0) log.load_balancing_loss = l.aux / stepped / aux_coeff;
+    if (z_coeff > 0) log.z_loss = l.z / stepped / z_coeff;
+    for (double tokens : l.tokens_per_expert) log.tokens_per_expert.push_back(tokens / stepped);
+    out.push_back(std::move(log));
+  }
+  return out;
+}
+
+}  // namespace
+
 void LogInterval::add(const StepResult& step, int seq_length, double flops) {
   seconds_ += step.seconds;
   flops_ += flops;
@@ -16,6 +36,15 @@ void LogInterval::add(const StepResult& step, int seq_length, double flops) {
   loss_ += step.counted_targets ? step.loss_sum / (double)step.counted_targets : 0.0;
   grad_norm_ += step.grad_norm;
   moe_aux_loss_ += step.moe_aux_loss, moe_z_loss_ += step.moe_z_loss;
+  if (moe_layers_.empty()) moe_layers_.resize(step.moe_layers.size());
+  for (size_t i = 0; i < step.moe_layers.size(); ++i) {
+    StepResult::MoeLayer& sum = moe_layers_[i];
+    const StepResult::MoeLayer& l = step.moe_layers[i];
+    sum.layer = l.layer, sum.aux += l.aux, sum.z += l.z;
+    sum.tokens_per_expert.resize(l.tokens_per_expert.size(), 0.0);
+    for (size_t e = 0; e < l.tokens_per_expert.size(); ++e)
+      sum.tokens_per_expert[e] += l.tokens_per_expert[e];
+  }
   ++stepped_;
 }
 
@@ -36,6 +65,8 @@ IterationStats LogInterval::take(const TrainingRun& run, long iteration, const S
     s.load_balancing_loss = moe_aux_loss_ / stepped_ / (aux_coeff * moe_layers);
   if (stepped_ && moe_layers > 0 && z_coeff > 0)
     s.z_loss = moe_z_loss_ / stepped_ / (z_coeff * moe_layers);
+  if (stepped_) s.moe_layers = moe_layer_logs(moe_layers_, stepped_, aux_coeff, z_coeff);
+  s.moe_per_layer_logging = c.moe_per_layer_logging;
   if (c.fp16)
     s.loss_scale = run.model.scaler.scale(),
     s.skipped_iterations = run.model.scaler.state().skipped;

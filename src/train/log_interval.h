@@ -16,6 +16,7 @@ class LogInterval {
  private:
   double loss_ = 0, grad_norm_ = 0, seconds_ = 0, flops_ = 0;
   double moe_aux_loss_ = 0, moe_z_loss_ = 0;
+  std::vector<StepResult::MoeLayer> moe_layers_;  // summed over the stepped iterations
   long tokens_ = 0;
   // stepped: iterations that updated the weights; skipped: fp16 overflows, which did not.
   int iterations_ = 0, stepped_ = 0, skipped_ = 0;

@@ -1,5 +1,6 @@
 #include "train/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,50 @@
 #include "core/progress.h"
 
 namespace trident::train {
+
+double MoeLayerLog::min_tokens() const {
+  return tokens_per_expert.empty()
+             ? 0.0
+             : *std::min_element(tokens_per_expert.begin(), tokens_per_expert.end());
+}
+
+double MoeLayerLog::max_tokens() const {
+  return tokens_per_expert.empty()
+             ? 0.0
+             : *std::max_element(tokens_per_expert.begin(), tokens_per_expert.end());
+}
+
+namespace {
+double even_share(const std::vector<double>& tokens) {
+  double total = 0;
+  for (double t : tokens) total += t;
+  return tokens.empty() ? 0.0 : total / (double)tokens.size();
+}
+}  // namespace
+
+double MoeLayerLog::min_load() const {
+  const double even = even_share(tokens_per_expert);
+  return even > 0 ? min_tokens() / even : 0.0;
+}
+
+double MoeLayerLog::max_load() const {
+  const double even = even_share(tokens_per_expert);
+  return even > 0 ? max_tokens() / even : 0.0;
+}
+
+namespace {
+// " expert load min/max: 0.62/1.41 |": the least and most loaded expert of any MoE layer,
+// over an even share.
+std::string expert_load_text(const std::vector<MoeLayerLog>& layers) {
+  if (layers.empty()) return "";
+  double low = layers[0].min_load(), high = layers[0].max_load();
+  for (const MoeLayerLog& l : layers)
+    low = std::min(low, l.min_load()), high = std::max(high, l.max_load());
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " expert load min/max: %.3f/%.3f |", low, high);
+  return buf;
+}
+}  // namespace
 
 std::string format_log_line(const IterationStats& s) {
   char buf[512];
@@ -29,6 +74,7 @@ std::string format_log_line(const IterationStats& s) {
       std::snprintf(buf, sizeof buf, " %s: %.6E |", name, value);
       line += buf;
     }
+  line += expert_load_text(s.moe_layers);
   std::snprintf(buf, sizeof buf, " tokens/s: %.0f | TFLOP/s: %.3f | MFU: %.3f |", s.tokens_per_s,
                 s.tflops, s.mfu);
   line += buf;
@@ -82,6 +128,23 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append) {
   if (!*out_) throw std::runtime_error("--metrics-file: cannot write " + path);
 }
 
+namespace {
+nlohmann::ordered_json moe_layers_json(const IterationStats& s) {
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const MoeLayerLog& l : s.moe_layers) {
+    nlohmann::ordered_json j = {{"layer", l.layer},
+                                {"tokens_per_expert", l.tokens_per_expert},
+                                {"min_tokens", l.min_tokens()},
+                                {"max_tokens", l.max_tokens()}};
+    if (s.moe_per_layer_logging && !std::isnan(l.load_balancing_loss))
+      j["load_balancing_loss"] = l.load_balancing_loss;
+    if (s.moe_per_layer_logging && !std::isnan(l.z_loss)) j["z_loss"] = l.z_loss;
+    layers.push_back(std::move(j));
+  }
+  return layers;
+}
+}  // namespace
+
 void MetricsWriter::write(const IterationStats& s) {
   if (!out_) return;
   nlohmann::ordered_json j = {{"iteration", s.iteration},
@@ -96,6 +159,7 @@ void MetricsWriter::write(const IterationStats& s) {
                               {"mfu", s.mfu}};
   if (!std::isnan(s.load_balancing_loss)) j["load_balancing_loss"] = s.load_balancing_loss;
   if (!std::isnan(s.z_loss)) j["z_loss"] = s.z_loss;
+  if (!s.moe_layers.empty()) j["moe_layers"] = moe_layers_json(s);
   if (s.loss_scale > 0) {
     j["loss_scale"] = s.loss_scale;
     j["skipped_iterations"] = s.skipped_iterations;

@@ -6,8 +6,21 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trident::train {
+
+// One MoE layer over a log interval, per iteration.
+struct MoeLayerLog {
+  int layer = 0;
+  double load_balancing_loss = NAN, z_loss = NAN;  // without coefficients; NaN: not computed
+  std::vector<double> tokens_per_expert;           // [E]
+  double min_tokens() const;
+  double max_tokens() const;
+  // The fewest and most tokens an expert got over what an even routing gives each.
+  double min_load() const;
+  double max_load() const;
+};
 
 struct IterationStats {
   long iteration = 0;
@@ -30,6 +43,10 @@ struct IterationStats {
   // MoE (Megatron's names): the load-balancing loss and the z-loss without their
   // coefficients, the mean over the MoE layers; NaN: not logged (no MoE, or coefficient 0).
   double load_balancing_loss = NAN, z_loss = NAN;
+  // Per MoE layer: the experts' load (tokens per expert per iteration), always; its losses
+  // in the metrics file and TensorBoard with --moe-per-layer-logging (Megatron's flag).
+  std::vector<MoeLayerLog> moe_layers;
+  bool moe_per_layer_logging = false;
 };
 
 struct ValidationStats {

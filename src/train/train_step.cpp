@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <vector>
 
 #include "distributed/fault_injection.h"
 #include "engine/optimizer_step.h"
@@ -62,21 +64,37 @@ engine::StepOutcome optimizer_step(TrainingRun& run, long iteration, float loss_
 
 }  // namespace
 
-// The MoE layers' router losses of the step, from every chunk of every stage, as Megatron's
-// MoE logging reduces them: summed over pipeline stages, averaged over data-parallel ranks.
-void collect_moe_losses(TrainingRun& run, StepResult& r) {
-  double losses[2] = {0.0, 0.0};
-  for (GPTModel* chunk : run.model.chunk_pointers()) {
-    const MoeLosses l = chunk->take_moe_losses();
-    losses[0] += l.aux, losses[1] += l.z;
-  }
+// The MoE layers' router losses and expert loads of the step, from every chunk of every
+// stage, as Megatron's MoE logging reduces the losses: summed over pipeline stages (each
+// layer lives on one), averaged over micro-batches and data-parallel ranks; the tokens per
+// expert summed over the global batch.
+void collect_moe_stats(TrainingRun& run, StepResult& r) {
+  const ModelConfig& model = run.config.model;
+  const int experts = model.moe.num_experts, width = 2 + experts;
+  std::map<int, size_t> slot;  // global MoE layer -> its row in the flat buffer
+  for (int l = 0; l < model.num_layers; ++l)
+    if (model.is_moe_layer(l)) slot.emplace(l, slot.size());
+  std::vector<double> flat(slot.size() * width, 0.0);  // per layer: aux, z, tokens[E]
+  for (GPTModel* chunk : run.model.chunk_pointers())
+    for (const auto& [layer, s] : chunk->take_moe_stats()) {
+      double* row = flat.data() + slot.at(layer) * width;
+      row[0] += s.aux, row[1] += s.z;
+      for (int e = 0; e < (int)s.tokens_per_expert.size(); ++e)
+        row[2 + e] += s.tokens_per_expert[e];
+    }
   comm::Communicator& dp = *run.rank.groups->data;
-  run.rank.groups->pipeline->all_reduce(losses, 2, comm::ReduceOp::kSum);
-  dp.all_reduce(losses, 2, comm::ReduceOp::kSum);
-  const double micro_batches =
-      (double)r.global_batch / ((double)run.config.micro_batch_size * dp.size());
-  r.moe_aux_loss = losses[0] / (micro_batches * dp.size());
-  r.moe_z_loss = losses[1] / (micro_batches * dp.size());
+  run.rank.groups->pipeline->all_reduce(flat.data(), (long)flat.size(), comm::ReduceOp::kSum);
+  dp.all_reduce(flat.data(), (long)flat.size(), comm::ReduceOp::kSum);
+  const double replicas_x_micro_batches =
+      (double)r.global_batch / (double)run.config.micro_batch_size;
+  for (const auto& [layer, at] : slot) {
+    const double* row = flat.data() + at * width;
+    StepResult::MoeLayer out{layer, row[0] / replicas_x_micro_batches,
+                             row[1] / replicas_x_micro_batches,
+                             std::vector<double>(row + 2, row + width)};
+    r.moe_aux_loss += out.aux, r.moe_z_loss += out.z;
+    r.moe_layers.push_back(std::move(out));
+  }
 }
 
 StepResult train_step(TrainingRun& run, long iteration) {
@@ -86,7 +104,7 @@ StepResult train_step(TrainingRun& run, long iteration) {
   r.global_batch = run.batch_schedule.at(run.progress.consumed_samples);
   const float loss_scale = run.model.scaler.scale();
   r.loss_sum = forward_backward(run, r.global_batch, loss_scale, &r.counted_targets);
-  if (run.config.model.moe.enabled()) collect_moe_losses(run, r);
+  if (run.config.model.moe.enabled()) collect_moe_stats(run, r);
   const double optimizer_start = run.executor->now_us();
   r.lr = run.lr_schedule.at(run.progress.lr_schedule_samples);
   // A save in the background may still be copying the weights and moments the step changes.

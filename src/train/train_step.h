@@ -2,6 +2,8 @@
 // One training iteration (torchtitan's train_step): this replica's share of the global
 // batch through the pipeline, forward and backward, then the optimizer step (gradients
 // finished across t, p and d, clipped, applied). What the log needs comes back.
+#include <vector>
+
 #include "train/training_run.h"
 
 namespace trident::train {
@@ -14,6 +16,14 @@ struct StepResult {
   // MoE: the step's router losses as they enter the objective (coefficients included,
   // summed over the MoE layers, (1/m) x summed over micro-batches, averaged over d).
   double moe_aux_loss = 0, moe_z_loss = 0;
+  // The same per MoE layer, in layer order, with the tokens each expert was sent over the
+  // global batch (the experts' load).
+  struct MoeLayer {
+    int layer = 0;
+    double aux = 0, z = 0;
+    std::vector<double> tokens_per_expert;
+  };
+  std::vector<MoeLayer> moe_layers;
   float lr = 0;          // the learning rate the step used
   bool skipped = false;  // fp16 overflow: the weights were not updated
   double seconds = 0;    // wall time of the whole step

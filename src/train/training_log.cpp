@@ -13,6 +13,22 @@ GroupCollectives snapshot_collectives(const distributed::ProcessGroups& g) {
           {g.expert->name(), g.expert->counters()}};
 }
 
+namespace {
+// Each MoE layer's experts' load (fewest and most tokens an expert got per iteration) and,
+// with --moe-per-layer-logging, its losses (Megatron's moe/<name>_layer_<i> scalars).
+void add_moe_layer_scalars(TensorBoardWriter& tb, const IterationStats& s) {
+  for (const MoeLayerLog& l : s.moe_layers) {
+    const std::string layer = "_layer_" + std::to_string(l.layer);
+    tb.scalar("moe/expert_load_min" + layer, l.min_tokens(), s.iteration);
+    tb.scalar("moe/expert_load_max" + layer, l.max_tokens(), s.iteration);
+    if (!s.moe_per_layer_logging) continue;
+    if (!std::isnan(l.load_balancing_loss))
+      tb.scalar("moe/load_balancing_loss" + layer, l.load_balancing_loss, s.iteration);
+    if (!std::isnan(l.z_loss)) tb.scalar("moe/z_loss" + layer, l.z_loss, s.iteration);
+  }
+}
+}  // namespace
+
 TrainingLog::TrainingLog(const TrainingConfig& c, const engine::RankContext& rank, bool resumed,
                          std::ostream& log)
     : rank_(rank),
@@ -58,6 +74,7 @@ void TrainingLog::interval(const IterationStats& s) {
   if (!std::isnan(s.loss)) both("lm loss", s.loss);
   if (!std::isnan(s.load_balancing_loss)) both("load_balancing_loss", s.load_balancing_loss);
   if (!std::isnan(s.z_loss)) both("z_loss", s.z_loss);
+  add_moe_layer_scalars(tb, s);
   if (!std::isnan(s.grad_norm)) tb.scalar("grad-norm", s.grad_norm, s.iteration);
   if (s.loss_scale > 0) tb.scalar("loss-scale", s.loss_scale, s.iteration);
   tb.scalar("iteration-time", s.ms_per_iter / 1e3, s.iteration);

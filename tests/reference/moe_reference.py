@@ -113,7 +113,8 @@ def swiglu_mlp(fc1, fc2, x):
 
 
 def moe(w, p, x, pre_softmax, margins):
-    """One MoE MLP on x [T, h]: output [T, h] and the layer's aux + z losses."""
+    """One MoE MLP on x [T, h]: output [T, h], the layer's aux + z losses and the tokens each
+    expert was sent."""
     logits = x @ w[p + "mlp.router.weight"].T
     probs = logits.softmax(-1)
     top, idx = logits.topk(TOPK, -1)
@@ -130,12 +131,13 @@ def moe(w, p, x, pre_softmax, margins):
     counts = F.one_hot(idx, EXPERTS).sum((0, 1)).to(x.dtype)  # a constant: no gradient
     aux = AUX * EXPERTS / (TOPK * tokens * tokens) * (counts * probs.sum(0)).sum()
     z = Z * (torch.logsumexp(logits, -1) ** 2).mean()
-    return y, aux, z
+    return y, aux, z, counts
 
 
-def objective(w, batch, pre_softmax, margins):
+def objective(w, batch, pre_softmax, margins, loads=None):
     """(1/m) sum over micro-batches of [mean LM loss + router losses]; and, as floats, the
-    LM loss and the two router losses of the objective."""
+    LM loss and the two router losses of the objective. loads (a dict): each MoE layer's
+    tokens per expert over the batch, and its two losses, are added to it."""
     c = {"hidden_size": HIDDEN, "num_attention_heads": HEADS, "num_key_value_heads": HEADS,
          "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
     d = HIDDEN // HEADS
@@ -157,7 +159,12 @@ def objective(w, batch, pre_softmax, margins):
                                  for b in range(MICRO)])
             n = rms_norm(x, w[p + "post_attention_layernorm.weight"], 1e-5).reshape(-1, HIDDEN)
             if PATTERN[layer]:
-                y, aux, z = moe(w, p, n, pre_softmax, margins)
+                y, aux, z, counts = moe(w, p, n, pre_softmax, margins)
+                if loads is not None:
+                    tokens, losses = loads.setdefault(layer, (torch.zeros(EXPERTS), [0.0, 0.0]))
+                    tokens += counts.detach()
+                    losses[0] += float(aux) / m
+                    losses[1] += float(z) / m
                 router = router + aux + z
                 router_parts[0] += float(aux) / m
                 router_parts[1] += float(z) / m
@@ -171,6 +178,26 @@ def objective(w, batch, pre_softmax, margins):
         lm = lm + ce.detach() / (GLOBAL * SEQ)
         total = total + ce / (GLOBAL * SEQ) + router / m
     return total, float(lm), router_parts
+
+
+def check_expert_loads(tag, logged, loads):
+    """The metrics file's moe_layers: each MoE layer's tokens per expert (the reference's
+    top-k choices counted over the global batch) and, with --moe-per-layer-logging, its
+    losses without their coefficients."""
+    check([l["layer"] for l in logged] == sorted(loads),
+          f"{tag}: moe_layers lists the MoE layers {sorted(loads)}: "
+          f"{[l['layer'] for l in logged]}")
+    for entry in logged:
+        tokens, (aux, z) = loads.get(entry["layer"], (torch.zeros(EXPERTS), [0.0, 0.0]))
+        want = [float(t) for t in tokens]
+        check(entry["tokens_per_expert"] == want and entry["min_tokens"] == min(want) and
+              entry["max_tokens"] == max(want),
+              f"{tag}: layer {entry['layer']}'s tokens per expert {entry['tokens_per_expert']} "
+              f"are the reference's {want} (sum {sum(want):.0f} = tokens x k)")
+        for key, value in (("load_balancing_loss", aux / AUX), ("z_loss", z / Z)):
+            got = entry.get(key, float("nan"))
+            check(abs(got - value) <= 1e-5 * abs(value),
+                  f"{tag}: layer {entry['layer']}'s {key} {got:.8f} vs reference {value:.8f}")
 
 
 def gradient_of_one_step(w0, w1):
@@ -194,13 +221,13 @@ def compare_gradients(trident, tmp, documents, pre_softmax):
     metrics = os.path.join(tmp, f"{tag}.jsonl")
     run(trident, common + ["--lr", "0", "--save", start])
     run(trident, common + ["--lr", str(LR), "--load", start, "--finetune", "--save", stepped,
-                           "--metrics-file", metrics])
+                           "--metrics-file", metrics, "--moe-per-layer-logging"])
     w0, w1 = checkpoint_weights(start), checkpoint_weights(os.path.join(stepped))
     grads = gradient_of_one_step(w0, w1)
     batch = samples(cache, documents, GLOBAL)
     w = {k: v.clone().requires_grad_(True) for k, v in w0.items()}
-    margins = []
-    total, lm, (aux, z) = objective(w, batch, pre_softmax, margins)
+    margins, loads = [], {}
+    total, lm, (aux, z) = objective(w, batch, pre_softmax, margins, loads)
     total.backward()
     check(min(margins) > 1e-4, f"{tag}: no near tie between the k-th and (k+1)-th logit "
                                f"(smallest margin {min(margins):.2e})")
@@ -214,6 +241,7 @@ def compare_gradients(trident, tmp, documents, pre_softmax):
         logged = row.get(key, float("nan"))
         check(abs(logged - value) <= 1e-5 * abs(value),
               f"{tag}: logged {key} {logged:.8f} vs reference {value:.8f}")
+    check_expert_loads(tag, row.get("moe_layers", []), loads)
     worst, where = 0.0, ""
     for name, param in w.items():
         ref = param.grad if param.grad is not None else torch.zeros_like(param)
@@ -228,19 +256,21 @@ def compare_gradients(trident, tmp, documents, pre_softmax):
           "no dense MLP there")
     check(worst <= 1e-5, f"{tag}: every gradient within 1e-5 of the float64 reference "
                          f"(worst {worst:.2e} at {where})")
-    return common, start, grads
+    return common, start, grads, loads
 
 
-def layout_parity(trident, tmp, common, start, grads):
+def layout_parity(trident, tmp, common, start, grads, loads):
     """Two processes take the same step from the same weights: p = 2 (the MoE layers and
     their router losses on two stages) and d = 2 under the distributed optimizer (each rank
     one micro-batch: the router losses are per micro-batch, averaged over d) give the
-    one-process gradients."""
+    one-process gradients, and log the same expert loads (summed over stages and replicas)."""
     for tag, flags in (("p = 2", ["--pipeline-model-parallel-size", "2"]),
                        ("d = 2, distributed optimizer", ["--use-distributed-optimizer"])):
         stepped = os.path.join(tmp, "stepped_" + tag.split(",")[0].replace(" = ", ""))
+        metrics = stepped + ".jsonl"
         cmd = ["mpirun", "-np", "2", "--oversubscribe", "--allow-run-as-root", trident, "train"] + \
-            common + flags + ["--lr", str(LR), "--load", start, "--finetune", "--save", stepped]
+            common + flags + ["--lr", str(LR), "--load", start, "--finetune", "--save", stepped,
+                              "--metrics-file", metrics, "--moe-per-layer-logging"]
         out = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)
         if out.returncode != 0:
             check(False, f"{tag} runs: {out.stdout[-1500:]} {out.stderr[-1500:]}")
@@ -250,6 +280,8 @@ def layout_parity(trident, tmp, common, start, grads):
                     for k in grads)
         check(worst <= 1e-5, f"{tag}: the step's gradients equal one process's within 1e-5 "
                              f"(worst {worst:.2e})")
+        row = [r for r in map(json.loads, open(metrics)) if r.get("iteration") == 1][-1]
+        check_expert_loads(tag, row.get("moe_layers", []), loads)
 
 
 def loss_falls(trident, tmp):

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "train/metrics.h"
 
@@ -59,4 +61,39 @@ TEST(LogLines, MoeRouterLossesFollowTheLossWhenLogged) {
       << moe;
   s.z_loss = NAN;
   EXPECT_EQ(format_log_line(s).find("z_loss"), std::string::npos);
+}
+
+// The experts' load: the line shows the least and most loaded expert of any MoE layer over
+// an even share (worked by hand: layer 1 [10, 30, 20] of mean 20 -> 0.5 and 1.5; layer 3
+// [16, 24, 20] -> 0.8 and 1.2); the metrics file lists every layer's tokens, and its losses
+// only with --moe-per-layer-logging.
+TEST(LogLines, ExpertLoadIsTheLeastAndMostLoadedExpertOverAnEvenShare) {
+  IterationStats s;
+  s.loss = 2.0;
+  MoeLayerLog one, three;
+  one.layer = 1, one.tokens_per_expert = {10, 30, 20}, one.load_balancing_loss = 1.25;
+  three.layer = 3, three.tokens_per_expert = {16, 24, 20}, three.load_balancing_loss = 1.5;
+  s.moe_layers = {one, three};
+  EXPECT_DOUBLE_EQ(one.min_load(), 0.5);
+  EXPECT_DOUBLE_EQ(one.max_load(), 1.5);
+  EXPECT_DOUBLE_EQ(three.min_tokens(), 16);
+  EXPECT_NE(format_log_line(s).find(" expert load min/max: 0.500/1.500 |"), std::string::npos)
+      << format_log_line(s);
+  const std::string path = ::testing::TempDir() + "moe_metrics.jsonl";
+  for (bool per_layer : {false, true}) {
+    s.moe_per_layer_logging = per_layer;
+    {
+      MetricsWriter w(path);
+      w.write(s);
+    }
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["moe_layers"].size(), 2u);
+    EXPECT_EQ(j["moe_layers"][1]["layer"], 3);
+    EXPECT_EQ(j["moe_layers"][1]["tokens_per_expert"], nlohmann::json({16.0, 24.0, 20.0}));
+    EXPECT_EQ(j["moe_layers"][1]["max_tokens"], 24.0);
+    EXPECT_EQ(j["moe_layers"][0].contains("load_balancing_loss"), per_layer);
+    if (per_layer) EXPECT_EQ(j["moe_layers"][0]["load_balancing_loss"], 1.25);
+  }
+  EXPECT_EQ(format_log_line(IterationStats{}).find("expert load"), std::string::npos);
 }
