@@ -1,8 +1,11 @@
 #pragma once
-// Megatron's alltoall token dispatcher (issue 32; /work/notes/moe_design.md A3) at
-// tensor-parallel size 1: an MoE layer's expert-major rows go to the ranks of their experts
-// and come back. Expert-parallel rank r of EP holds the E/EP experts
-// [r E/EP, (r + 1) E/EP), so a rank's expert-major rows are already grouped by destination.
+// Megatron's alltoall token dispatcher (issue 32; /work/notes/moe_design.md A3): an MoE
+// layer's expert-major rows go to the ranks of their experts and come back. At t > 1 the
+// expert group holds the EP data-parallel ranks of one tensor rank; the tensor ranks of a
+// data-parallel rank route the same rows (model/moe_layer.h) and each exchanges them with
+// its peers of equal tensor rank, whose experts' shards it needs. Expert-parallel rank r of EP
+// holds the E/EP experts [r E/EP, (r + 1) E/EP), so a rank's expert-major rows are already grouped
+// by destination.
 //   plan     the rows each rank sends every peer for each of the peer's experts, exchanged
 //            once per micro-batch and layer (an all-to-all of E counts);
 //   dispatch one all-to-all of the rows, which arrive [source][local expert], then the sort

@@ -228,12 +228,14 @@ struct LayerRows {
 };
 
 // An MoE layer's MLP activations, dropless: the rows its experts receive, at most
-// EP x tokens x min(k, E/EP) (MoeDims::expert_rows; tokens x k, the exact size, at EP = 1).
+// EP x tokens x min(k, E/EP) (MoeDims::expert_rows; tokens x k, the exact size, at EP = 1),
+// each F / t wide in fc1 and its activation. `tokens` counts every row of the micro-batch
+// at any t: with sequence parallelism the layer routes the all-gathered rows.
 // The kept MoE layers have them; the recompute
 // group has them in every layer when any recomputed layer is MoE (a group's layers change
 // from group to group). An MoE layer leaves the dense fc1 buffers unused.
 MoeDims planned_moe_dims(const ChunkShape& s) {
-  MoeDims d = moe_dims(s.config, 0.0, 0.0);
+  MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size);
   d.expert_parallel = s.options.expert_parallel;
   return d;
 }

@@ -12,12 +12,15 @@
 
 namespace trident {
 
-MoeDims moe_dims(const ModelConfig& c, double aux_loss_coeff, double z_loss_coeff) {
+MoeDims moe_dims(const ModelConfig& c, double aux_loss_coeff, double z_loss_coeff,
+                 int tensor_parallel) {
+  // config/moe_config.cpp refuses a width t does not divide.
   MoeDims d;
   d.hidden = c.hidden_size;
   d.experts = c.moe.num_experts;
   d.topk = c.moe.router_topk;
-  d.ffn = c.moe_ffn();
+  d.ffn = c.moe_ffn() / tensor_parallel;
+  d.tensor_parallel = tensor_parallel;
   d.swiglu = c.swiglu;
   d.pre_softmax = c.moe.router_pre_softmax;
   d.scaling_factor = c.moe.router_topk_scaling_factor;
@@ -69,12 +72,22 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, int layer, comm::Communicator* e
   }
 }
 
+void MoeMlp::set_tensor_group(comm::Communicator* tensor) {
+  const int ranks = tensor ? tensor->size() : 1;
+  if (ranks != dims_.tensor_parallel)
+    throw std::invalid_argument("MoE layer: a tensor group of " + std::to_string(ranks) +
+                                " ranks (planned for " + std::to_string(dims_.tensor_parallel) +
+                                ")");
+  tensor_ = tensor;
+}
+
 kernels::RouterShape MoeMlp::router_shape(int tokens) const {
   return {tokens, dims_.experts, dims_.topk, dims_.pre_softmax, dims_.scaling_factor};
 }
 
 namespace {
-// Megatron's z-loss scale at t = 1: coeff / tokens (the mean over the micro-batch's rows).
+// Megatron's z-loss scale: coeff / tokens (the mean over all the micro-batch's rows, which
+// every tensor rank routes).
 double z_scale(const MoeDims& d, int tokens) {
   return d.z_loss_coeff / tokens;
 }
@@ -176,6 +189,8 @@ void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
   const MoeScratch work{at(w[0]), at(w[1]), at(w[2]), at(w[3]), at(w[4]),
                         at(w[5]), at(w[6]), at(w[7]), at(w[8]), at(w[9])};
   local.forward(x, tokens, acts, work, y);
+  // Each tensor rank ran its shard of every expert: the partial sums, as the dense fc2's.
+  if (tensor_split()) tensor_->all_reduce(y, (long)tokens * dims_.hidden, comm::ReduceOp::kSum);
 }
 
 namespace {
@@ -242,9 +257,19 @@ void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const
     expert_parallel::combine(*expert_, plan, w.expert_out, d.hidden, w.staging, w.own_rows);
   }
   kernels::moe_permute_weights_backward(perm, ep ? w.src_weights : w.d_row_weights, w.d_weights);
+  // <act, d(act x weight)> over this rank's columns of each expert: a partial sum over t.
+  if (tensor_split()) tensor_->all_reduce(w.d_weights, (long)tokens * d.topk, comm::ReduceOp::kSum);
   kernels::moe_permute_backward(perm, ep ? w.own_rows : w.expert_out, d.hidden, dx);
+  router_backward(x, tokens, a, w, loss_grad, dx);
+}
 
-  // The router: the routing weights' gradient, then the two losses', into d(logits).
+// From the complete routing weights' gradient (w.d_weights) and the losses' seed, the same
+// on every tensor rank: the router weight's gradient (complete, accumulated) and its part of
+// dx, added to the experts' on one tensor rank only (the caller sums dx over the group).
+void MoeMlp::router_backward(const float* x, int tokens, const MoeActivations& a,
+                             const MoeScratch& w, double loss_grad, float* dx) const {
+  const MoeDims& d = dims_;
+  // The routing weights' gradient, then the two losses', into d(logits).
   kernels::moe_router_backward(router_shape(tokens), a.probs, a.idx, a.weights, w.d_weights,
                                w.logits);
   if (d.aux_loss_coeff > 0.0) {
@@ -257,7 +282,8 @@ void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const
     kernels::moe_z_loss_backward(a.probs, a.lse, tokens, d.experts, z_scale(d, tokens) * loss_grad,
                                  w.logits);
   kernels::linear_backward_weight(w.logits, x, router_.grad, tokens, d.hidden, d.experts);
-  kernels::linear_backward_input(w.logits, router_.value, dx, tokens, d.hidden, d.experts, true);
+  if (!tensor_split() || tensor_->rank() == 0)
+    kernels::linear_backward_input(w.logits, router_.value, dx, tokens, d.hidden, d.experts, true);
 }
 
 }  // namespace trident

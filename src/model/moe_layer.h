@@ -1,15 +1,30 @@
 #pragma once
-// The mixture-of-experts MLP of an MoE layer (issue 32; /work/notes/moe_design.md B3) at
-// tensor-parallel size 1, in fp32, any expert-parallel size EP: the router (fp32 logits x Wr^T,
-// Megatron's softmax / top-k conventions), its load-balancing and z losses, the expert-major
-// permutation, one grouped fc1, the activation (SwiGLU or GeLU, as the dense MLP), the
-// routing weight applied to the activation before fc2 (as Megatron's experts do), one
-// grouped fc2 and the unpermutation that sums each token's k rows. Backward goes through
+// The mixture-of-experts MLP of an MoE layer (issue 32; /work/notes/moe_design.md B3) in
+// fp32, any expert-parallel size EP and tensor-parallel size t: the router (fp32 logits x
+// Wr^T, Megatron's softmax / top-k conventions), its load-balancing and z losses, the
+// expert-major permutation, one grouped fc1, the activation (SwiGLU or GeLU, as the dense
+// MLP), the routing weight applied to the activation before fc2 (as Megatron's experts do),
+// one grouped fc2 and the unpermutation that sums each token's k rows. Backward goes through
 // all of it, the router included. With EP > 1 the permuted rows and their routing weights
 // go to the ranks of their experts and the outputs come back (expert_parallel/dispatcher.h);
 // this rank runs only its E/EP experts. Every rank still holds all experts' weights (the
 // data-parallel reduction of the zero gradients of the experts a rank does not run then
 // gives Megatron's expert-data-parallel sum over d); holding only E/EP is still to come.
+//
+// Tensor parallelism (t > 1, expert tensor-parallel size t): the layer is given ALL rows of
+// the micro-batch (the caller all-gathers the sequence-parallel rows, as for the dense fc1)
+// and every tensor rank routes them all, identically, so the router, its losses and the
+// dispatch are those of t = 1. Each rank runs its tensor shard of each expert (fc1's rows,
+// fc2's columns: MoeDims::ffn is F / t), so the output is a partial sum over the tensor
+// group that the caller reduce-scatters (or all-reduces) as after the dense fc2. Backward:
+// the routing weights' gradient <act, d(act x weight)> is partial too and is summed over the
+// tensor group (tokens x k floats) before the router's backward, which then runs identically
+// on every rank: the router weight's gradient is complete (it is not summed again with the
+// LayerNorms', tensor_parallel/sequence_parallel_grads.h), and the router's part of dx,
+// identical everywhere, is added on tensor rank 0 only, since the caller sums dx over the
+// group. The tensor ranks of one data-parallel rank dispatch the same rows to their peers of
+// equal tensor rank (the expert group), so the all-to-all moves t times Megatron's volume
+// (which dispatches the 1/t sequence-parallel rows and all-gathers after the exchange).
 #include <vector>
 
 #include "comm/communicator.h"
@@ -24,7 +39,7 @@ struct MoeDims {
   int hidden = 0;
   int experts = 0;
   int topk = 0;
-  int ffn = 0;  // each expert's width (--moe-ffn-hidden-size)
+  int ffn = 0;  // this rank's share of each expert's width: --moe-ffn-hidden-size / t
   bool swiglu = false;
   bool pre_softmax = false;
   float scaling_factor = 0.f;  // --moe-router-topk-scaling-factor; 0: none
@@ -32,6 +47,7 @@ struct MoeDims {
   double aux_loss_coeff = 0.0;
   double z_loss_coeff = 0.0;
   int expert_parallel = 1;  // EP: ranks the experts are split over
+  int tensor_parallel = 1;  // t = the experts' tensor-parallel size: ranks each expert spans
 
   int fc1_rows() const { return swiglu ? 2 * ffn : ffn; }
   int local_experts() const { return experts / expert_parallel; }
@@ -40,11 +56,13 @@ struct MoeDims {
   long expert_rows(long tokens) const;
 };
 
-MoeDims moe_dims(const ModelConfig& config, double aux_loss_coeff, double z_loss_coeff);
+// At tensor-parallel size t (which must divide --moe-ffn-hidden-size).
+MoeDims moe_dims(const ModelConfig& config, double aux_loss_coeff, double z_loss_coeff,
+                 int tensor_parallel = 1);
 
-// What one micro-batch of `tokens` rows keeps from forward for backward. R: the rows this
-// rank's experts received, at most MoeDims::expert_rows (tokens x k at EP = 1, where it is
-// also the exact size).
+// What one micro-batch of `tokens` rows (all of them at t > 1: the gathered rows) keeps from
+// forward for backward. R: the rows this rank's experts received, at most MoeDims::expert_rows
+// (tokens x k at EP = 1, where it is also the exact size).
 struct MoeActivations {
   float* probs;        // [tokens, E]: the softmax over all experts
   float* lse;          // [tokens]
@@ -90,20 +108,27 @@ class MoeMlp {
   // (dims.expert_parallel ranks; null at EP = 1), which must outlive the layer.
   MoeMlp(const MoeDims& dims, Parameters& params, int layer, comm::Communicator* expert = nullptr);
 
-  // y [tokens, h] = the experts' weighted sum for x [tokens, h] (overwritten).
+  // y [tokens, h] = the experts' weighted sum for x [tokens, h] (overwritten). At t > 1: x
+  // is every row of the micro-batch (the same on each tensor rank) and y this rank's
+  // partial sum, which the caller reduces over the tensor group.
   MoeLosses forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                     float* y) const;
   // Generation: y [tokens, h] as forward computes it, on buffers of its own sized for
-  // `tokens` (a step's few new rows); no router loss, nothing kept.
+  // `tokens` (a step's few new rows); no router loss, nothing kept. At t > 1 (generation's
+  // rows are not sequence-parallel) y is all-reduced over the tensor group here, complete.
   void forward_inference(const float* x, int tokens, float* y) const;
   // dx [tokens, h] = dL/dx (overwritten) for dy = dL/dy, where L also holds
   // loss_grad x (aux + z) of this micro-batch (loss_grad: the factor the language-model
   // loss's per-token mean gets, see GPTModel::forward_chunk). Weight gradients accumulate.
-  // Destroys a.fc1_pre.
+  // Destroys a.fc1_pre. At t > 1: dy is complete (the same on each tensor rank) and dx this
+  // rank's partial sum, which the caller sums over the tensor group.
   void backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                 const float* dy, double loss_grad, float* dx) const;
 
   const MoeDims& dims() const { return dims_; }
+  // The tensor group at t > 1 (null or one rank: t = 1), which must outlive the layer and
+  // hold dims().tensor_parallel ranks. Set after construction.
+  void set_tensor_group(comm::Communicator* tensor);
 
  private:
   kernels::RouterShape router_shape(int tokens) const;
@@ -112,7 +137,11 @@ class MoeMlp {
                        long rows) const;
   void experts_backward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
                         long rows) const;
+  // The router's half of backward (after the experts').
+  void router_backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
+                       double loss_grad, float* dx) const;
   bool dispatches() const { return expert_ && expert_->size() > 1; }
+  bool tensor_split() const { return tensor_ && tensor_->size() > 1; }
   // Forward's plan (exchanging counts with EP > 1, kept in a.recv_counts) and backward's
   // (from the kept counts, without communication).
   expert_parallel::DispatchPlan dispatch_plan(const kernels::MoePermutation& perm,
@@ -122,7 +151,8 @@ class MoeMlp {
 
   MoeDims dims_;
   comm::Communicator* expert_ = nullptr;
-  int first_local_ = 0;  // this rank's first expert (global index)
+  comm::Communicator* tensor_ = nullptr;  // t > 1 only
+  int first_local_ = 0;                   // this rank's first expert (global index)
   ParamRef router_{};
   std::vector<const float*> fc1_, fc2_;
   std::vector<float*> fc1_grad_, fc2_grad_;

@@ -46,7 +46,7 @@ LayerDims layer_dims(const ModelConfig& c, int rank, int t) {
     d.kv_local = 2 * held * c.head_dim();
   }
   d.qk_norm = c.qk_layernorm;
-  if (c.moe.enabled()) d.moe = moe_dims(c, 0.0, 0.0);  // the loss coefficients: the chunk's
+  if (c.moe.enabled()) d.moe = moe_dims(c, 0.0, 0.0, t);  // the loss coefficients: the chunk's
   return d;
 }
 
@@ -123,13 +123,13 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
            precision};
   moe_ = p.layout().contains(layer_param(i, "mlp.router.weight"));
   if (moe_) {
-    // Built so far at tensor-parallel size 1 in fp32 (train/moe_rules.cpp
-    // refuses the rest by name).
-    if (tp.size() > 1 || (precision && precision->precision != kernels::Precision::kFp32))
+    // Built so far in fp32 (train/moe_rules.cpp refuses the rest by name).
+    if (precision && precision->precision != kernels::Precision::kFp32)
       throw std::invalid_argument(layer_param(i, "mlp") +
-                                  ": MoE layers run at --tensor-model-parallel-size 1 in "
-                                  "fp32 only (no --bf16 / --fp16) for now (issue 32)");
+                                  ": MoE layers run in fp32 only (no --bf16 / --fp16) for now "
+                                  "(issue 32)");
     moe_mlp_ = MoeMlp(d.moe, p, i, expert);
+    moe_mlp_.set_tensor_group(&tp);
     fc1_ = {}, fc2_ = {};
   } else {
     fc1_ = column("mlp.linear_fc1", d.swiglu ? 2 * d.ffn_local : d.ffn_local);
@@ -299,10 +299,7 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
 
   ln2_.forward(a.residual1, a.ln2_out, a.ln2_mean, a.ln2_rstd, n, h);
   if (moe_) {
-    const MoeLosses losses = moe_mlp_.forward(a.ln2_out.fp32, rows, a.moe, w.moe, w.row_out);
-    const MoeDims& d = moe_mlp_.dims();
-    if (call.moe_stats)
-      add_moe_stats((*call.moe_stats)[index_], losses, a.moe.idx, rows, d.topk, d.experts);
+    moe_forward(a, w, call, n);
   } else {
     fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
     if (call.progress) (*call.progress)();
@@ -311,6 +308,36 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   }
   kernels::bias_dropout_residual_add(a.residual1, row_output(w, n), fc2_.bias.value, a.output, n, h,
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
+}
+
+// The MoE MLP sees every row of the micro-batch, as the column-parallel fc1 does (all-gathered
+// with sequence parallelism), and leaves its partial sum over the tensor group in w.row_out
+// for row_output's reduce-scatter; without sequence parallelism at t > 1 (which training
+// refuses, train/moe_rules.cpp) it is all-reduced here, as the row-parallel fc2 does (g).
+void TransformerLayer::moe_forward(const LayerActivations& a, const LayerScratch& w,
+                                   const LayerCall& call, int n) const {
+  const int rows = call.batch * call.seq;
+  const float* x = column_input(a.ln2_out, n, w).fp32;
+  const MoeLosses losses = moe_mlp_.forward(x, rows, a.moe, w.moe, w.row_out);
+  // Every tensor rank routes all rows alike: the stats are each rank's, not partial sums.
+  const MoeDims& d = moe_mlp_.dims();
+  if (call.moe_stats)
+    add_moe_stats((*call.moe_stats)[index_], losses, a.moe.idx, rows, d.topk, d.experts);
+  if (!sequence_parallel_ && tp_->size() > 1)
+    tensor_parallel::reduce_from_region_forward(*tp_, w.row_out, (long)rows * dims_.hidden);
+}
+
+// d_out: d(MoE output) of every row (all-gathered with sequence parallelism). The MoE input
+// is gathered again, as for the dense fc1's backward; the partial dx it leaves in w.d_hidden
+// is summed over the tensor group by column_input_grad's reduce-scatter, or all-reduced
+// here without sequence parallelism (f's backward).
+void TransformerLayer::moe_backward(const float* d_out, const LayerActivations& a,
+                                    const LayerScratch& w, const LayerCall& call, int n) const {
+  const int rows = call.batch * call.seq;
+  const float* x = column_input(a.ln2_out, n, w).fp32;
+  moe_mlp_.backward(x, rows, a.moe, w.moe, d_out, call.moe_loss_grad, w.d_hidden);
+  if (!sequence_parallel_ && tp_->size() > 1)
+    tensor_parallel::copy_to_region_backward(*tp_, w.d_hidden, (long)rows * dims_.hidden);
 }
 
 void TransformerLayer::donate(float* region, long floats) const {
@@ -364,8 +391,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   const float* d_mlp_out =
       row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kMlpOut));
   if (moe_)
-    moe_mlp_.backward(a.ln2_out.fp32, rows, a.moe, w.moe, d_mlp_out, call.moe_loss_grad,
-                      w.d_hidden);
+    moe_backward(d_mlp_out, a, w, call, n);
   else
     dense_mlp_backward(d_mlp_out, a, w, rows, n);
   ln2_.backward(column_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h,

@@ -175,6 +175,12 @@ class TransformerLayer {
   void mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act, int rows) const;
   void dense_mlp_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
                           int rows, int n) const;
+  // The MoE MLP on every row of the micro-batch (model/moe_layer.h), its output in
+  // w.row_out and d(its input) in w.d_hidden as the dense MLP leaves them.
+  void moe_forward(const LayerActivations& a, const LayerScratch& w, const LayerCall& call,
+                   int n) const;
+  void moe_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
+                    const LayerCall& call, int n) const;
   // Zero-bubble B: the output gradients of the next products may be kept in `region` (an
   // activation of this layer that B no longer reads) until W; null ends that.
   void donate(float* region, long floats) const;

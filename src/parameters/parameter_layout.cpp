@@ -142,8 +142,9 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
   }
 }
 
-// An MoE layer's MLP (issue 32): the router [E, h], replicated over t (its gradient summed
-// over the tensor group like the LayerNorms'), then one fc1 and fc2 per expert, named by the
+// An MoE layer's MLP (issue 32): the router [E, h], replicated over t (every tensor rank
+// routes all of the micro-batch's rows, so its gradient is complete on each: not summed over
+// the tensor group like the LayerNorms'), then one fc1 and fc2 per expert, named by the
 // expert's global index so that every layout draws the same initial values (the stream is
 // the name). Experts shard over t as the dense fc1 / fc2 do and have no biases (Mixtral's
 // and Qwen3-MoE's experts have none). They live in the chunk's one buffer, all E of them

@@ -7,7 +7,9 @@
 // The other replicated parameters are arranged to need none: the row-parallel biases
 // (attention projection, fc2) take their gradient from the all-gathered d(output), and the
 // position embedding from the all-gathered d(embedding output), both of all rows, which
-// backward gathers anyway for the weight gradients and the word-embedding lookup.
+// backward gathers anyway for the weight gradients and the word-embedding lookup; and an
+// MoE layer's router, which every tensor rank runs on all the (all-gathered) rows
+// (model/moe_layer.h), so its gradient is complete on each.
 #include "comm/communicator.h"
 #include "parameters/parameters.h"
 

@@ -42,12 +42,12 @@ void check_expert_layout(const TrainingConfig& c, std::vector<std::string>& erro
                      ") must equal --tensor-model-parallel-size (" + num(t) +
                      ") in trident: a different size needs a second grid with experts spread "
                      "over the tensor-parallel ranks, which is not built");
-  // Megatron's MoELayer.forward raises the same: the router and the dispatch work on the
-  // sequence-parallel rows.
+  // Megatron's MoELayer.forward raises the same in training ("performance may degrade if
+  // MoE and tensor parallelism are enabled without also enabling sequence parallelism").
   if (t > 1 && !c.sequence_parallel)
     errors.push_back("--num-experts with --tensor-model-parallel-size " + num(t) +
-                     " needs --sequence-parallel (Megatron's rule: each tensor-parallel rank "
-                     "routes and dispatches its own 1/t of the tokens)");
+                     " needs --sequence-parallel (Megatron's rule: MoE layers with tensor "
+                     "parallelism train only with sequence parallelism)");
 }
 
 // The token dispatcher and the load-balancing type: trident's choices, others by name.
@@ -100,16 +100,12 @@ void check_coefficients(const TrainingConfig& c, std::vector<std::string>& error
     errors.push_back("--moe-input-jitter-eps is not implemented in trident");
 }
 
-// What the MoE layer does not do yet (issue 32, steps 3 and 5 of /work/notes/moe_design.md
-// B8 build it at tensor-parallel size 1, any EP dividing d, any p, fp32), each refused by
-// name. EP with t > 1 falls under the tensor-parallel refusal.
+// What the MoE layer does not do yet (issue 32; /work/notes/moe_design.md B8 builds it in
+// fp32 at any t with sequence parallelism, any EP dividing d, any p), each refused by name.
 void check_not_built(const TrainingConfig& c, std::vector<std::string>& errors) {
   const std::string prefix = "--num-experts " + num(c.model.moe.num_experts) + " with ";
   const std::string later = " is not built yet (issue 32)";
   const MoeConfig& m = c.model.moe;
-  if (c.tensor_model_parallel_size > 1)
-    errors.push_back(prefix + "--tensor-model-parallel-size " + num(c.tensor_model_parallel_size) +
-                     ": MoE layers under tensor parallelism" + later);
   if (c.bf16 || c.fp16)
     errors.push_back(prefix + (c.bf16 ? "--bf16" : "--fp16") +
                      ": the experts' grouped products run in fp32 only" + later);

@@ -255,6 +255,42 @@ TEST(GPTModelMemory, MoePlanUnderExpertParallelismHoldsTheWorstCaseReceivedRows)
   EXPECT_EQ(scratch, 1);
 }
 
+// t = 2 with sequence parallelism (and EP 2): the MoE layer routes all T rows of the
+// micro-batch (all-gathered), not the T / 2 sequence-parallel rows, and each expert's fc1
+// and activation rows are this rank's F / 2 columns wide.
+TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpertShards) {
+  ModelConfig c = tiny_llama(false);
+  c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
+  c.moe.layer_pattern = {true, false, true};
+  const long T = 2L * c.seq_length, S = T * 2, h = c.hidden_size, F = 10;
+  for (int ep : {1, 2}) {
+    const long R = ep * T * 2;
+    ChunkOptions o;
+    o.expert_parallel = ep;
+    o.sequence_parallel = true;
+    testing::PlacedCommunicator tp(1, 2), expert(ep - 1, ep);
+    GPTModel m(c, tp, 2, c.seq_length, o, ep > 1 ? &expert : nullptr);
+    const std::string what = "moe t 2 sp EP " + std::to_string(ep);
+    expect_plan_is_carve(m, what);
+    int rows = 0, scratch = 0;
+    for (const ChunkBuffer& b : m.buffers()) {
+      if (b.field == BufferField::kMoe) {
+        EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 2 * F, R * F, R, 4}))
+            << what;
+        ++rows;
+      }
+      if (b.field == BufferField::kMoeScratch) {
+        EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, S, R, S, R * F, R * F, R * h,
+                                              ep > 1 ? S * h : 0, ep > 1 ? R * h : 0}))
+            << what;
+        ++scratch;
+      }
+    }
+    EXPECT_GT(rows, 0) << what;
+    EXPECT_EQ(scratch, 1) << what;
+  }
+}
+
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'
 // own, listed after the scratch).
 TEST(GPTModelMemory, InferencePlanIsTheCarve) {

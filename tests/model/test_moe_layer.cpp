@@ -289,5 +289,100 @@ TEST(MoeMlp, ExpertParallelRanksEqualOneRankPerTokenAndSumExpertGradients) {
   check_expert_parallel(4);
 }
 
+// The piece of a global [rows, cols] tensor that `shard` gives its rank (Megatron's
+// partition_stride: the split dimension is `stride` blocks, each cut into `parts`).
+std::vector<double> shard_of(const std::vector<float>& global, const std::vector<long>& shape,
+                             const ShardSpec& shard) {
+  const long rows = shape[0], cols = shape[1];
+  const long along = shard.dim == 0 ? rows : cols, block = along / shard.stride,
+             piece = block / shard.parts;
+  auto held = [&](long i) { return i % block / piece == shard.rank; };
+  std::vector<double> out;
+  for (long r = 0; r < rows; ++r)
+    for (long c = 0; c < cols; ++c)
+      if (held(shard.dim == 0 ? r : c)) out.push_back(global[r * cols + c]);
+  return out;
+}
+
+// Tensor parallelism on t threads: every rank is given all the tokens (the sequence-parallel
+// rows all-gathered) and runs its shard of each expert. The partial outputs and input
+// gradients sum over the ranks to the one-rank layer's, the router's gradient is the
+// one-rank gradient on every rank (complete, not partial), and each expert's gradient is
+// the shard of the one-rank gradient. A routing-weight gradient left partial, or the
+// router's dx counted on every rank, fails here.
+void check_tensor_parallel(int t) {
+  const ModelConfig m = moe_model({true, false});
+  const double aux_coeff = 0.3, z_coeff = 0.05, g = 1.7;
+  std::vector<std::string> names = {"layers.0.mlp.router.weight"};
+  for (int e = 0; e < kExperts; ++e)
+    for (const char* leaf : {"linear_fc1.weight", "linear_fc2.weight"})
+      names.push_back(moe_expert_param(0, e, leaf));
+  struct Result {
+    std::vector<float> y, dx;
+    std::vector<std::vector<float>> grads;  // per name
+    std::vector<ParamSpec> specs;
+    MoeLosses losses;
+  };
+  auto run = [&](comm::Communicator* tensor, int rank, int size) {
+    Parameters params{ParameterLayout(m, {rank, size})};
+    params.initialize(5, 0.4f, m.num_layers);
+    params.zero_grads();
+    MoeMlp mlp(moe_dims(m, aux_coeff, z_coeff, size), params, 0);
+    mlp.set_tensor_group(tensor);
+    std::mt19937 rng(100);  // the same tokens and output gradient on every rank
+    std::normal_distribution<float> normal(0.f, 1.f);
+    Result r{std::vector<float>(kTokens * kHidden), std::vector<float>(kTokens * kHidden)};
+    std::vector<float> x(kTokens * kHidden), dy(kTokens * kHidden);
+    for (float& v : x) v = normal(rng);
+    for (float& v : dy) v = normal(rng);
+    Buffers b(mlp.dims());
+    r.losses = mlp.forward(x.data(), kTokens, b.a, b.w, r.y.data());
+    mlp.backward(x.data(), kTokens, b.a, b.w, dy.data(), g, r.dx.data());
+    for (const std::string& n : names) {
+      const ParamRef p = params.get(n);
+      r.grads.emplace_back(p.grad, p.grad + p.numel);
+      r.specs.push_back(params.layout().find(n));
+    }
+    return r;
+  };
+  const Result one = run(nullptr, 0, 1);
+  std::vector<Result> ranks(t);
+  tensor_parallel_test::run_group(t, [&](comm::Communicator& tensor) {
+    ranks[tensor.rank()] = run(&tensor, tensor.rank(), t);
+  });
+  auto near = [](const std::vector<double>& got, const std::vector<float>& want_f,
+                 const std::string& what) {
+    const std::vector<double> want(want_f.begin(), want_f.end());
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << what << " element " << i;
+  };
+  auto sum = [&](std::vector<float> Result::*field) {
+    std::vector<double> s(kTokens * kHidden, 0.0);
+    for (const Result& r : ranks)
+      for (size_t i = 0; i < s.size(); ++i) s[i] += (r.*field)[i];
+    return s;
+  };
+  near(sum(&Result::y), one.y, "y summed over the tensor group");
+  near(sum(&Result::dx), one.dx, "dx summed over the tensor group");
+  for (int r = 0; r < t; ++r) {
+    const std::string rank = "t " + std::to_string(t) + " rank " + std::to_string(r);
+    EXPECT_NEAR(ranks[r].losses.aux, one.losses.aux, 1e-6 * one.losses.aux) << rank;
+    EXPECT_NEAR(ranks[r].losses.z, one.losses.z, 1e-6 * one.losses.z) << rank;
+    near(std::vector<double>(ranks[r].grads[0].begin(), ranks[r].grads[0].end()), one.grads[0],
+         rank + " router");
+    for (size_t n = 1; n < names.size(); ++n) {
+      const ParamSpec& s = ranks[r].specs[n];
+      const std::vector<double> want = shard_of(one.grads[n], s.global_shape, s.shard);
+      near(std::vector<double>(ranks[r].grads[n].begin(), ranks[r].grads[n].end()),
+           std::vector<float>(want.begin(), want.end()), rank + " " + names[n]);
+    }
+  }
+}
+
+TEST(MoeMlp, TensorParallelShardsSumToOneRankAndTheRouterIsComplete) {
+  check_tensor_parallel(2);
+}
+
 }  // namespace
 }  // namespace trident
