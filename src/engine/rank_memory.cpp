@@ -19,6 +19,11 @@ long RankMemoryPlan::group_bytes(const std::string& group) const {
 long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPlacement& placement,
                       const LayoutSizes& sizes, long parameter_floats, bool overlap_grad_reduce) {
   plan.resize("adam exp_avg + exp_avg_sq", adam_moment_floats(layout, parameter_floats));
+  if (sizes.experts > 0) {
+    const long pad = layout.distributed_optimizer ? 16L * expert_data_size(layout) : 16;
+    plan.resize(kExpertMomentsRow,
+                expert_moment_floats(layout, (sizes.experts + pad - 1) / pad * pad));
+  }
   const HeldGradientFloats grads =
       held_gradient_floats(layout, placement, sizes, parameter_floats, overlap_grad_reduce);
   plan.resize("gradients", grads.resident);
@@ -41,7 +46,8 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
   long gradient_floats = 0, in_flight = 0;
   for (int j = 0; j < layout.virtual_stages; ++j) {
     const ChunkOptions o = chunk_options(layout, stage, j, needs);
-    const LayoutSizes ls = sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement);
+    const LayoutSizes ls =
+        sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement, o.expert_parallel);
     const ChunkShape shape = chunk_shape(layout.model, tp, layout.micro_batch, seq, o, ls);
     out.chunks.push_back(plan_chunk_memory(shape));
     in_flight += shard_chunk_plan(out.chunks.back(), layout, o.placement, ls,
