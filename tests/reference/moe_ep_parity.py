@@ -19,8 +19,9 @@ one-process gradients themselves). Checked at 1e-5 relative (normwise per tensor
     (d = 2, and d = 4 with the distributed optimizer, whose Adam state is then split over the
     2-rank expert-data group) and EP = 4 hold the floats of E/EP experts' fc1 and fc2
     computed from their shapes, and the dense weights are one process's less all experts'.
-The one-step runs also cover EP = 2 with d = 4 under the distributed optimizer (expert
-gradients summed over a 2-rank expert-data group, its optimizer sharded over it).
+The one-step runs also cover EP = 2 with d = 4 (expert gradients summed over a 2-rank
+expert-data group, whose ranks then hold the same gradients, counted once in the norm), with
+and without the distributed optimizer (which shards the expert buffer over that group).
 One micro-batch per rank and step at every layout (the global batch is the world's), so the
 router losses, which are per micro-batch, see the same tokens everywhere.
 Usage: moe_ep_parity.py TRIDENT"""
@@ -163,7 +164,7 @@ def one_step_parity(trident, tmp, common):
     reference, reference_losses = gradients(weights(start), weights(one)), step_losses(one_metrics)
     runs = [(tag, ranks, flags, distributed) for tag, ranks, flags in LAYOUTS
             for distributed in (False, True)] + [(t, r, f, False) for t, r, f in SHARDED]
-    runs.append(EP2_D4 + (True,))
+    runs += [EP2_D4 + (False,), EP2_D4 + (True,)]
     for tag, ranks, flags, distributed in runs:
         name = tag + (", distributed optimizer" if distributed else "")
         slug = "".join(c for c in name if c.isalnum())
