@@ -6,7 +6,9 @@
 //   model_tpT_ppP.safetensors   what tensor rank T of pipeline rank P owns: each tensor's
 //                       local shard and its two Adam moments (data-parallel rank 0 writes it;
 //                       with a sharded optimizer every data-parallel rank writes its shard of
-//                       it in place, the same bytes: checkpoint/sharded_write.h)
+//                       it in place, the same bytes: checkpoint/sharded_write.h; under expert
+//                       parallelism likewise, each expert from the ranks holding it, the file
+//                       listing every expert inline as at EP = 1)
 //   tokenizer/          the run's tokenizer files, when it had one (checkpoint/tokenizer_files.h)
 // How saves are committed crash-safely: checkpoint/lifecycle.h. The manifest's "run" object
 // holds the settings that shape the run; a resume that changes one is refused unless asked

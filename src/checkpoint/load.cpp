@@ -71,24 +71,33 @@ void check_manifest(const json& manifest, const std::string& manifest_path, cons
   check_run_settings(manifest, manifest_path, run.settings, mode, log);
 }
 
+// Every tensor this rank holds: its chunks' dense buffers and expert buffers.
+std::vector<const ParamSpec*> held_specs(const engine::RankModel& model) {
+  std::vector<const ParamSpec*> held;
+  for (const auto& chunk : model.chunks)
+    for (const Parameters* p : {&chunk->parameters(), &chunk->expert_parameters()})
+      for (const ParamSpec& s : p->layout().specs()) held.push_back(&s);
+  return held;
+}
+
 // Which files to read: for each tensor this rank holds, the file with exactly its slice if
 // the layout is unchanged, else every file holding a piece of it.
 std::set<size_t> files_to_read(const json& manifest_files, const engine::RankModel& model) {
   std::set<size_t> wanted;
-  for (const auto& chunk : model.chunks)
-    for (const ParamSpec& mine : chunk->parameters().layout().specs()) {
-      std::vector<size_t> holders;
-      bool exact = false;
-      for (size_t f = 0; f < manifest_files.size() && !exact; ++f)
-        for (const json& t : manifest_files[f]["tensors"])
-          if (t["name"] == mine.name) {
-            if (same_slice(manifest_spec(t), mine))
-              exact = true, holders = {f};
-            else
-              holders.push_back(f);
-          }
-      wanted.insert(holders.begin(), holders.end());
-    }
+  for (const ParamSpec* held : held_specs(model)) {
+    const ParamSpec& mine = *held;
+    std::vector<size_t> holders;
+    bool exact = false;
+    for (size_t f = 0; f < manifest_files.size() && !exact; ++f)
+      for (const json& t : manifest_files[f]["tensors"])
+        if (t["name"] == mine.name) {
+          if (same_slice(manifest_spec(t), mine))
+            exact = true, holders = {f};
+          else
+            holders.push_back(f);
+        }
+    wanted.insert(holders.begin(), holders.end());
+  }
   return wanted;
 }
 
@@ -154,8 +163,7 @@ OpenFiles open_needed_files(const fs::path& ckpt, const json& manifest,
     add_pieces(*open.files.back(), f, manifest_path, open);
   }
   std::set<std::string> needed;  // sorted: the first missing name is reported
-  for (const auto& chunk : model.chunks)
-    for (const ParamSpec& mine : chunk->parameters().layout().specs()) needed.insert(mine.name);
+  for (const ParamSpec* mine : held_specs(model)) needed.insert(mine->name);
   for (const std::string& name : needed)
     if (!open.pieces.count(name)) fail(manifest_path + ": no tensor " + name);
   return open;
@@ -234,6 +242,20 @@ void place_chunk(Parameters& params, optim::AdamW* opt, const OpenFiles& open, L
   }
 }
 
+// Expert parallelism: chunk j's expert buffer, as the dense one (its optimizer's shard, then
+// the values all-gathered over the expert-data group).
+void place_experts(engine::RankModel& model, size_t j, const OpenFiles& open, const json& manifest,
+                   LoadMode mode) {
+  Parameters& experts = model.chunks[j]->expert_parameters();
+  optim::AdamW* opt =
+      j < model.expert_optimizers.size() ? model.expert_optimizers[j].get() : nullptr;
+  if (!opt) throw std::logic_error("checkpoint::load: an expert buffer without its optimizer");
+  const PlacedRange range = placed_range(experts, opt);
+  place_chunk(experts, opt, open, mode, range, {});
+  if (range.sharded) model.expert_reducers.at(j)->all_gather_values();
+  if (mode != LoadMode::kWeightsOnly) opt->set_steps_taken(manifest["optimizer_steps"].get<long>());
+}
+
 // Everything is checked: from here on nothing can fail, so tensors go straight into place.
 // A sharded optimizer's rank places its shard, then the data-parallel ranks all-gather the
 // values (collective over data parallelism; under ZeRO-3 each keeps its shard only).
@@ -253,6 +275,7 @@ void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& 
     if (range.sharded) model.reducers.at(j)->all_gather_values();
     if (mode != LoadMode::kWeightsOnly)
       opt->set_steps_taken(manifest["optimizer_steps"].get<long>());
+    if (model.chunks[j]->splits_experts()) place_experts(model, j, open, manifest, mode);
   }
   model.finish_param_gather();  // overlapped gathers: complete before anything reads values
 }

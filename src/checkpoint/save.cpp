@@ -14,6 +14,8 @@
 #include <fstream>
 #include <ostream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_snapshot.h"
@@ -56,12 +58,28 @@ bool optimizer_sharded(const optim::AdamW& opt, long size) {
   return opt.range_begin() != 0 || opt.range_end() != size;
 }
 
-// Whether every data-parallel rank writes its shard (the same answer on every rank: the
-// optimizer is sharded everywhere or nowhere).
+// Whether every data-parallel rank writes its pieces of the file (the same answer on every
+// rank of a data-parallel group): with a sharded optimizer, and under expert parallelism,
+// where each expert's weights are on the ranks of its expert group only.
 bool sharded_save(const engine::RankModel& model) {
   for (size_t j = 0; j < model.chunks.size(); ++j)
-    if (optimizer_sharded(*model.optimizers[j], model.chunks[j]->parameters().size())) return true;
+    if (optimizer_sharded(*model.optimizers[j], model.chunks[j]->parameters().size()) ||
+        model.chunks[j]->splits_experts())
+      return true;
   return false;
+}
+
+// The floats of chunk j's buffer (its expert buffer with `experts`) this rank writes in a
+// pieced save: its optimizer's shard, or, unsharded, all of it on the group's rank 0 (the
+// data-parallel group's, or the expert-data group's for experts) and nothing elsewhere.
+std::pair<long, long> written_range(const engine::RankModel& model, size_t j, bool experts,
+                                    const engine::RankContext& rank) {
+  const optim::AdamW& opt = experts ? *model.expert_optimizers[j] : *model.optimizers[j];
+  const Parameters& params =
+      experts ? model.chunks[j]->expert_parameters() : model.chunks[j]->parameters();
+  if (optimizer_sharded(opt, params.size())) return {opt.range_begin(), opt.range_end()};
+  const comm::Communicator& group = experts ? *rank.groups->expert_data : *rank.groups->data;
+  return group.rank() == 0 ? std::pair<long, long>{0, params.size()} : std::pair<long, long>{0, 0};
 }
 
 void add_entries(const ParamSpec& s, const float* values, const float* m, const float* v,
@@ -103,31 +121,63 @@ struct PendingPiece {
   long floats, at;
 };
 
-// What every rank writes of a sharded optimizer: the pieces of each owned tensor and of its
-// two moments inside [range_begin, range_end), placed by the header all ranks compute alike
-// (the entries and `tensors` are the whole file's). The buffers it takes with copy_model, per
-// chunk, shard-sized: the two moments, then the weights; reserve_snapshot_buffers agrees.
-void add_rank_pieces(engine::RankModel& model, SnapshotBuffers& buffers, bool copy_model,
-                     SaveSnapshot& out) {
+// One buffer's part in a pieced save: its layout, the floats [lo, hi) this rank writes and
+// where the values and both moments of float lo are.
+struct WrittenBuffer {
+  const ParameterLayout* layout = nullptr;
+  long lo = 0, hi = 0;
+  const float* shard[3] = {nullptr, nullptr, nullptr};  // exp_avg, exp_avg_sq, values
+};
+
+WrittenBuffer written_buffer(engine::RankModel& model, size_t j, bool experts,
+                             const engine::RankContext& rank, SnapshotBuffers& buffers,
+                             size_t& used, bool copy_model, SaveSnapshot& out) {
+  Parameters& params =
+      experts ? model.chunks[j]->expert_parameters() : model.chunks[j]->parameters();
+  optim::AdamW& opt = experts ? *model.expert_optimizers[j] : *model.optimizers[j];
+  WrittenBuffer w;
+  w.layout = &params.layout();
+  std::tie(w.lo, w.hi) = written_range(model, j, experts, rank);
+  const long moments_at = w.lo - opt.range_begin();
+  w.shard[0] = opt.exp_avg().data() + moments_at;
+  w.shard[1] = opt.exp_avg_sq().data() + moments_at;
+  w.shard[2] = params.values() + w.lo;
+  if (copy_model)
+    for (const float*& from : w.shard) from = copied(buffers, used, from, w.hi - w.lo, out);
+  return w;
+}
+
+// What every rank writes in a pieced save (sharded_save): the pieces of each owned tensor and
+// of its two moments inside the ranges it writes (written_range), placed by the header all
+// ranks compute alike. The file lists the chunks' tensors with every expert inline, in that
+// layout's order, so it is the one an unsharded save at EP = 1 writes; each expert's pieces
+// come from its expert buffer on the ranks that hold it. The buffers it takes with
+// copy_model, per chunk: the dense buffer's three ranges, then the expert buffer's;
+// reserve_snapshot_buffers agrees.
+void add_rank_pieces(engine::RankModel& model, const engine::RankContext& rank,
+                     SnapshotBuffers& buffers, bool copy_model, SaveSnapshot& out) {
   size_t used = 0;
   std::vector<PendingPiece> pending;
+  const TensorParallelRank tp{rank.groups->tensor->rank(), rank.groups->tensor->size()};
   for (size_t j = 0; j < model.chunks.size(); ++j) {
-    Parameters& params = model.chunks[j]->parameters();
-    optim::AdamW& opt = *model.optimizers[j];
-    const long lo = opt.range_begin(), hi = opt.range_end();
-    // exp_avg, exp_avg_sq and the values, each from float `lo` of the buffer.
-    const float* shard[3] = {opt.exp_avg().data(), opt.exp_avg_sq().data(), params.values() + lo};
-    if (copy_model)
-      for (const float*& from : shard) from = copied(buffers, used, from, hi - lo, out);
-    for (const ParamSpec& s : params.layout().specs()) {
+    GPTModel& chunk = *model.chunks[j];
+    std::vector<WrittenBuffer> written = {
+        written_buffer(model, j, false, rank, buffers, used, copy_model, out)};
+    if (chunk.splits_experts())
+      written.push_back(written_buffer(model, j, true, rank, buffers, used, copy_model, out));
+    const ParameterLayout file_layout(chunk.config(), tp, chunk.placement());  // experts inline
+    for (const ParamSpec& s : file_layout.specs()) {
       if (!s.owned) continue;
       const size_t first = out.tensors.size();
       add_entries(s, nullptr, nullptr, nullptr, out);
-      const long a = std::max(lo, s.offset), b = std::min(hi, s.offset + s.numel());
-      if (a >= b) continue;
-      pending.push_back({first, shard[2] + (a - lo), b - a, a - s.offset});
-      pending.push_back({first + 1, shard[0] + (a - lo), b - a, a - s.offset});
-      pending.push_back({first + 2, shard[1] + (a - lo), b - a, a - s.offset});
+      for (const WrittenBuffer& w : written) {
+        if (!w.layout->contains(s.name)) continue;
+        const ParamSpec& held = w.layout->find(s.name);
+        const long a = std::max(w.lo, held.offset), b = std::min(w.hi, held.offset + held.numel());
+        if (a >= b) continue;
+        for (int k = 0; k < 3; ++k)  // the values, exp_avg, exp_avg_sq
+          pending.push_back({first + k, w.shard[(k + 2) % 3] + (a - w.lo), b - a, a - held.offset});
+      }
     }
   }
   const io::SafetensorsLayout layout = io::safetensors_layout(out.tensors, {{"format", kFormat}});
@@ -216,12 +266,14 @@ void reserve_snapshot_buffers(engine::RankModel& model, const engine::RankContex
   const bool copy_model = sharded || rank.groups->data->rank() == 0;
   if (!copy_model) return;
   size_t used = 0;
-  for (size_t j = 0; j < model.chunks.size(); ++j) {
-    const optim::AdamW& opt = *model.optimizers[j];
-    const long floats =
-        sharded ? opt.range_end() - opt.range_begin() : model.chunks[j]->parameters().size();
-    for (int b = 0; b < 3; ++b) next_buffer(buffers, used, floats);
-  }
+  for (size_t j = 0; j < model.chunks.size(); ++j)
+    for (bool experts : {false, true}) {
+      if (experts && !model.chunks[j]->splits_experts()) continue;
+      const auto [lo, hi] = sharded
+                                ? written_range(model, j, experts, rank)
+                                : std::pair<long, long>{0, model.chunks[j]->parameters().size()};
+      for (int b = 0; b < 3; ++b) next_buffer(buffers, used, hi - lo);
+    }
 }
 
 SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine::RankModel& model,
@@ -245,7 +297,7 @@ SaveSnapshot take_snapshot(const std::string& dir, const RunRecord& run, engine:
   s.data_rank = dp.rank(), s.data_size = dp.size();
   s.markers = copy_model;  // asynchronous: no barrier says the other ranks' pieces are out
   if (s.sharded)
-    add_rank_pieces(model, buffers, copy_model, s);
+    add_rank_pieces(model, rank, buffers, copy_model, s);
   else  // only a writer copies: the others' tensors are never written
     add_rank_tensors(model, buffers, copy_model && s.writes, s);
   s.commits = rank.world_rank == 0;

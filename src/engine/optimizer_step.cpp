@@ -25,6 +25,42 @@ std::vector<optim::GradRange> finish_reductions(RankModel& model, int data_ranks
   return ranges;
 }
 
+// Expert parallelism: finishes each expert buffer's reduction over the expert-data group;
+// returns the ranges this rank updates (empty: no expert buffer on this rank).
+std::vector<optim::GradRange> finish_expert_reductions(RankModel& model) {
+  std::vector<optim::GradRange> ranges;
+  for (size_t j = 0; j < model.expert_reducers.size(); ++j) {
+    data_parallel::GradientReducer* reducer = model.expert_reducers[j].get();
+    if (!reducer) continue;
+    reducer->finish();
+    ranges.push_back(
+        {&model.chunks[j]->expert_parameters(), reducer->shard_begin(), reducer->shard_end()});
+  }
+  return ranges;
+}
+
+// The global norm, with the expert buffers' gradients counted once each when there are any.
+double gradient_norm(const std::vector<optim::GradRange>& dense,
+                     const std::vector<optim::GradRange>& experts,
+                     distributed::ProcessGroups& groups, bool distributed_optimizer) {
+  comm::Communicator &tp = *groups.tensor, &pp = *groups.pipeline, &dp = *groups.data;
+  comm::SingleRankCommunicator replicas("data"), expert_replicas("expert-data");
+  comm::Communicator& data = distributed_optimizer ? dp : replicas;
+  if (experts.empty()) return optim::global_grad_norm(dense, tp, pp, data);
+  comm::Communicator& expert_data = distributed_optimizer ? *groups.expert_data : expert_replicas;
+  return optim::global_grad_norm(dense, tp, pp, data, {experts, *groups.expert, expert_data});
+}
+
+// The expert buffers' AdamW on this rank's shard, then the all-gather of the updated values
+// over the expert-data group (nothing to gather without the distributed optimizer).
+void step_experts(RankModel& model, float lr, float multiplier) {
+  for (size_t j = 0; j < model.expert_optimizers.size(); ++j) {
+    if (!model.expert_optimizers[j]) continue;
+    model.expert_optimizers[j]->update(model.chunks[j]->expert_parameters(), lr, multiplier);
+    model.expert_reducers[j]->all_gather_values();
+  }
+}
+
 }  // namespace
 
 StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& groups,
@@ -36,6 +72,7 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // two stages' shards cover different elements (the reducer holds that bucket back).
   if (o.distributed_optimizer) sync_tied_embedding(chunks, pp);
   std::vector<optim::GradRange> ranges = finish_reductions(model, dp.size(), o);
+  const std::vector<optim::GradRange> expert_ranges = finish_expert_reductions(model);
   // Sharded weights: no gathered unit may outlive the weights it copied.
   for (auto& gatherer : model.gatherers) gatherer->release_all();
   if (!o.distributed_optimizer) sync_tied_embedding(chunks, pp);
@@ -50,13 +87,13 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
                                                        chunk->sequence_parallel());
   if (o.inject_overflow) model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
   // Reduced over every group, so all ranks reach the same overflow verdict.
-  comm::SingleRankCommunicator replicas("data");
   StepOutcome out;
-  out.grad_norm = optim::global_grad_norm(ranges, tp, pp, o.distributed_optimizer ? dp : replicas) /
-                  o.loss_scale;
+  out.grad_norm =
+      gradient_norm(ranges, expert_ranges, groups, o.distributed_optimizer) / o.loss_scale;
   out.skipped = model.scaler.update(!std::isfinite(out.grad_norm));
   if (out.skipped) return out;
   const float multiplier = optim::clip_coefficient(out.grad_norm, o.clip_grad) / o.loss_scale;
+  step_experts(model, o.lr, multiplier);
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     optim::AdamW& adam = *model.optimizers[j];
     data_parallel::GradientReducer& reducer = *model.reducers[j];

@@ -1,8 +1,9 @@
 #pragma once
 // One optimizer step of a rank after its forward and backward passes (Megatron's
 // finalize_model_grads followed by optimizer.step): the tied word embedding summed across
-// the first and last pipeline stage, the data-parallel reduction finished, the global
-// gradient norm over t, p and d, the loss scaler's verdict, AdamW with clipping on this
+// the first and last pipeline stage, the data-parallel reduction finished (and the expert
+// buffers' over the expert-data group), the global gradient norm over t, p and d (each
+// expert counted once), the loss scaler's verdict, AdamW with clipping on this
 // rank's range, and the distributed optimizer's parameter all-gather started. Training,
 // and anything else that updates a model (fine-tuning, evaluation harnesses that adapt),
 // calls this instead of reaching into the trainer.

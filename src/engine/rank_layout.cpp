@@ -79,6 +79,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.precision = layout.precision;
   options.dropout = layout.dropout;
   options.pad_multiple = layout.distributed_optimizer ? 16L * layout.data : 16;
+  options.expert_pad_multiple = layout.distributed_optimizer ? 16L * expert_data_size(layout) : 16;
   options.shard_gradients = layout.shard_gradients && layout.data > 1;
   options.shard_parameters = layout.shard_parameters && layout.data > 1;
   options.vocabulary_block_rows = vocabulary_block_rows(layout, options.placement);
@@ -93,6 +94,15 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 
 long adam_moment_floats(const RankLayout& layout, long parameter_floats) {
   return 2 * (layout.distributed_optimizer ? parameter_floats / layout.data : parameter_floats);
+}
+
+int expert_data_size(const RankLayout& layout) {
+  return layout.data / std::max(1, layout.expert_parallel);
+}
+
+long expert_moment_floats(const RankLayout& layout, long expert_floats) {
+  return 2 *
+         (layout.distributed_optimizer ? expert_floats / expert_data_size(layout) : expert_floats);
 }
 
 long gradient_bucket_floats(const RankLayout& layout) {

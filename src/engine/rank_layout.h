@@ -68,6 +68,13 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 // distributed optimizer (the buffer is padded to a multiple of 16 d).
 long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 
+// Expert parallelism: the expert-data-parallel size d / EP, and the floats of the two Adam
+// moments of a chunk's expert buffer (its 1/(d/EP) shard under the distributed optimizer,
+// which shards it over the expert-data group; under ZeRO-2/3 too, where the expert buffer's
+// gradients and weights stay whole: data_parallel is not told to shard them).
+int expert_data_size(const RankLayout& layout);
+long expert_moment_floats(const RankLayout& layout, long expert_floats);
+
 // Floats a gradient bucket gathers before it is reduced: --ddp-bucket-size, or Megatron's
 // default max(40M, 1M x d); with sharded gradients max(10M, 1M x d), as every bucket outside
 // the shard is memory held only until its reduction.

@@ -19,6 +19,11 @@ long RankMemoryPlan::group_bytes(const std::string& group) const {
 long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPlacement& placement,
                       const LayoutSizes& sizes, long parameter_floats, bool overlap_grad_reduce) {
   plan.resize("adam exp_avg + exp_avg_sq", adam_moment_floats(layout, parameter_floats));
+  if (sizes.experts > 0) {
+    const long pad = layout.distributed_optimizer ? 16L * expert_data_size(layout) : 16;
+    plan.resize(kExpertMomentsRow,
+                expert_moment_floats(layout, (sizes.experts + pad - 1) / pad * pad));
+  }
   const HeldGradientFloats grads =
       held_gradient_floats(layout, placement, sizes, parameter_floats, overlap_grad_reduce);
   plan.resize("gradients", grads.resident);
@@ -38,22 +43,26 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
   RankMemoryPlan out;
   const TensorParallelRank tp{0, layout.tensor};
   const int seq = layout.model.seq_length;
-  long gradient_floats = 0, in_flight = 0;
+  long gradient_floats = 0, expert_floats = 0, in_flight = 0;
   for (int j = 0; j < layout.virtual_stages; ++j) {
     const ChunkOptions o = chunk_options(layout, stage, j, needs);
-    const LayoutSizes ls = sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement);
+    const LayoutSizes ls =
+        sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement, o.expert_parallel);
     const ChunkShape shape = chunk_shape(layout.model, tp, layout.micro_batch, seq, o, ls);
     out.chunks.push_back(plan_chunk_memory(shape));
     in_flight += shard_chunk_plan(out.chunks.back(), layout, o.placement, ls,
                                   shape.parameter_floats, overlap_grad_reduce);
     gradient_floats += shape.parameter_floats;
+    expert_floats += shape.expert_floats;
   }
   RankBufferShape buffers =
       rank_buffer_shape(layout, stage, microbatches, gradient_floats, overlap_grad_reduce);
   if (layout.shard_gradients) buffers.reduction_cap_floats = in_flight;
-  // As checkpoint::reserve_snapshot_buffers: the optimizer's shard (adam_moment_floats' half).
+  // As checkpoint::reserve_snapshot_buffers: the optimizer's shard (adam_moment_floats' half),
+  // and the expert buffers' (expert parallelism).
   if (checkpoint_snapshot)
-    buffers.checkpoint_snapshot_floats = adam_moment_floats(layout, gradient_floats) / 2;
+    buffers.checkpoint_snapshot_floats = adam_moment_floats(layout, gradient_floats) / 2 +
+                                         expert_moment_floats(layout, expert_floats) / 2;
   out.buffers = plan_rank_buffers(buffers);
   return out;
 }

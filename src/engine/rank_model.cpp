@@ -29,6 +29,8 @@ long RankModel::planned_bytes() const {
 
 void RankModel::finish_param_gather() {
   for (auto& r : reducers) r->finish_param_gather();
+  for (auto& r : expert_reducers)
+    if (r) r->finish_param_gather();
 }
 
 void RankModel::gather_all_values() {
@@ -41,6 +43,8 @@ void RankModel::release_gathered_values() {
 
 void RankModel::zero_grads() {
   for (auto& r : reducers) r->zero_grads();
+  for (auto& r : expert_reducers)
+    if (r) r->zero_grads();
 }
 
 namespace {
@@ -156,16 +160,34 @@ void wire_vocabulary(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
   chunk.set_vocabulary_hooks(std::move(hooks));
 }
 
-// Fills chunk j's weights: its shard of them when they are sharded.
-void fill_weights(const RankModelOptions& o, int j, RankModel& m, StartupClock* clock) {
+// Imports a HuggingFace directory into a chunk whose experts are apart: into the chunk's
+// layout with every expert inline, then each tensor to its buffer.
+void load_hf_split(const std::string& dir, const ModelConfig& config, TensorParallelRank tp,
+                   GPTModel& chunk) {
+  Parameters all(ParameterLayout(config, tp, chunk.placement()), 16, GradientMemory::kNone);
+  io::load_hf_weights(dir, config, all);
+  copy_shared_tensors(all, chunk.parameters());
+  copy_shared_tensors(all, chunk.expert_parameters());
+}
+
+// Fills chunk j's weights: its shard of them when they are sharded; its experts' buffer too.
+void fill_weights(const RankModelOptions& o, int j, RankModel& m, TensorParallelRank tp,
+                  StartupClock* clock) {
   const RankLayout& l = o.layout;
-  Parameters& params = m.chunks.back()->parameters();
+  GPTModel& chunk = *m.chunks.back();
+  Parameters& params = chunk.parameters();
   if (clock) clock->begin(o.load_hf.empty() ? "initialisation" : "HF import");
   auto progress = [&](double done) {
     if (clock) clock->progress((j + done) / m.schedule.chunks);
   };
+  if (chunk.splits_experts()) {  // drawn by name: the same values as inline
+    if (o.load_hf.empty())
+      chunk.expert_parameters().initialize(o.seed, l.model.init_method_std, l.model.num_layers);
+    else
+      load_hf_split(o.load_hf, l.model, tp, chunk);
+  }
   if (!o.load_hf.empty()) {
-    io::load_hf_weights(o.load_hf, l.model, params);
+    if (!chunk.splits_experts()) io::load_hf_weights(o.load_hf, l.model, params);
     if (params.values_sharded()) m.gatherers.back()->release_all();
   } else if (params.values_sharded()) {
     const data_parallel::ParameterGatherer& g = *m.gatherers.back();
@@ -176,11 +198,34 @@ void fill_weights(const RankModelOptions& o, int j, RankModel& m, StartupClock* 
   }
 }
 
+// The chunk's expert buffer (if any) gets a reducer over the expert-data group and an
+// optimizer over its shard. Its reduction is not overlapped with backward and its values are
+// all-gathered at once after the update; under ZeRO-2/3 it is sharded as ZeRO-1 (the
+// optimizer's state only: the E/EP experts' gradients and weights stay whole).
+void add_expert_buffer(const RankModelOptions& o, RankModel& m, comm::Communicator* expert_data) {
+  GPTModel& chunk = *m.chunks.back();
+  if (!chunk.splits_experts()) {
+    m.expert_reducers.emplace_back(), m.expert_optimizers.emplace_back();
+    return;
+  }
+  if (!expert_data)
+    throw std::invalid_argument("expert parallelism: the model needs its expert-data group");
+  data_parallel::ReducerOptions reduce;
+  reduce.bucket_floats =
+      o.reduce.bucket_floats > 0 ? o.reduce.bucket_floats : gradient_bucket_floats(o.layout);
+  reduce.overlap = false;
+  reduce.distributed_optimizer = o.layout.distributed_optimizer;
+  m.expert_reducers.push_back(std::make_unique<data_parallel::GradientReducer>(
+      chunk.expert_parameters(), *expert_data, reduce));
+  m.expert_optimizers.push_back(std::make_unique<optim::AdamW>(
+      o.adam, m.expert_reducers.back()->shard_begin(), m.expert_reducers.back()->shard_end()));
+}
+
 // Allocates chunk j, fills its weights (seed or HF import), and gives it a reducer and an
-// optimizer over the reducer's shard.
+// optimizer over the reducer's shard (and its expert buffer its own).
 void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, RankModel& m,
                comm::Communicator& tp, comm::Communicator& pp, comm::Communicator& dp,
-               StartupClock* clock, comm::Communicator* expert) {
+               StartupClock* clock, comm::Communicator* expert, comm::Communicator* expert_data) {
   const RankLayout& l = o.layout;
   const ChunkOptions options = chunk_options(l, pp.rank(), j, needs);
   if (clock) clock->begin("allocation");
@@ -190,7 +235,7 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   const data_parallel::VocabularyBlocks vocabulary =
       vocabulary_blocks(l, options.placement, (int)params.layout().specs().size());
   if (params.values_sharded()) add_gatherer(*m.chunks.back(), dp, vocabulary, m);
-  fill_weights(o, j, m, clock);
+  fill_weights(o, j, m, {tp.rank(), tp.size()}, clock);
   if (clock) clock->begin("allocation");
   data_parallel::ReducerOptions reduce = o.reduce;
   if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
@@ -201,7 +246,9 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));
-  const LayoutSizes sizes = layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement);
+  add_expert_buffer(o, m, expert_data);
+  const LayoutSizes sizes =
+      layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement, l.expert_parallel);
   shard_chunk_plan(m.chunks.back()->memory_plan(), l, options.placement, sizes, params.size(),
                    o.reduce.overlap);
 }
@@ -210,12 +257,13 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
 
 RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
                            comm::Communicator& pp, comm::Communicator& dp, StartupClock* clock,
-                           comm::Communicator* expert) {
+                           comm::Communicator* expert, comm::Communicator* expert_data) {
   RankModel m;
   m.schedule = o.schedule;
   m.scaler = o.scaler;
   const ScheduleNeeds needs = schedule_needs(o.schedules, pp.rank());
-  for (int j = 0; j < m.schedule.chunks; ++j) add_chunk(o, needs, j, m, tp, pp, dp, clock, expert);
+  for (int j = 0; j < m.schedule.chunks; ++j)
+    add_chunk(o, needs, j, m, tp, pp, dp, clock, expert, expert_data);
   // The buffers besides the chunks, as the plan sizes them (one source for both).
   m.buffers = planned_rank_memory(o, pp.rank()).buffers;
   return m;
@@ -236,13 +284,39 @@ RankModel build_inference_rank_model(const RankLayout& layout, const std::string
   return m;
 }
 
+Parameters chunk_with_all_experts(const GPTModel& chunk, const ModelConfig& config,
+                                  TensorParallelRank tp, comm::Communicator* expert) {
+  Parameters all(ParameterLayout(config, tp, chunk.placement()), 16, GradientMemory::kNone);
+  copy_shared_tensors(chunk.parameters(), all);
+  if (!chunk.splits_experts()) return all;
+  // Every expert rank's buffer has the same length (E/EP experts of the same shapes).
+  const Parameters& mine = chunk.expert_parameters();
+  const int ranks = expert->size();
+  std::vector<float> every((size_t)mine.size() * ranks);
+  expert->all_gather(mine.values(), every.data(), mine.size());
+  for (int r = 0; r < ranks; ++r) {
+    Parameters theirs(
+        ParameterLayout(config, tp, chunk.placement(), expert_buffer_slice(config, ranks, r)), 16,
+        GradientMemory::kNone);
+    std::copy_n(every.data() + (size_t)r * mine.size(), mine.size(), theirs.values());
+    copy_shared_tensors(theirs, all);
+  }
+  return all;
+}
+
 Parameters gather_rank_model(const RankModel& m, const RankLayout& layout, comm::Communicator& tp,
-                             comm::Communicator& pp) {
+                             comm::Communicator& pp, comm::Communicator* expert) {
   const ModelConfig& config = layout.model;
   std::vector<Parameters> whole_chunks;
-  for (const auto& chunk : m.chunks)
-    whole_chunks.push_back(
-        gather_to_single_rank(chunk->parameters(), config, tp, false, chunk->placement()));
+  for (const auto& chunk : m.chunks) {
+    if (!chunk->splits_experts()) {
+      whole_chunks.push_back(
+          gather_to_single_rank(chunk->parameters(), config, tp, false, chunk->placement()));
+      continue;
+    }
+    const Parameters all = chunk_with_all_experts(*chunk, config, {tp.rank(), tp.size()}, expert);
+    whole_chunks.push_back(gather_to_single_rank(all, config, tp, false, chunk->placement()));
+  }
   Parameters full(ParameterLayout(config, {0, 1}));
   const int tag = (1 << 30) + 1;
   for (const ParamSpec& spec : full.layout().specs()) {

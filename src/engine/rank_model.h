@@ -1,8 +1,9 @@
 #pragma once
 // What one rank holds of the model: its pipeline chunks (virtual stages j * p + s), one
-// AdamW and one data-parallel reducer per chunk, the loss scaler, and the schedule that
-// runs them. Training builds it here; generation, serving, evaluation and convert can too,
-// from a RankLayout, without reaching into train/.
+// AdamW and one data-parallel reducer per chunk (and per chunk's expert buffer under expert
+// parallelism), the loss scaler, and the schedule that runs them. Training builds it here;
+// generation, serving, evaluation and convert can too, from a RankLayout, without reaching into
+// train/.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +32,14 @@ struct RankModel {
   std::vector<std::unique_ptr<data_parallel::ParameterGatherer>> gatherers;
   // ZeRO-3's row-by-row input word embeddings (rank_layout.h vocabulary_blocks), any chunk's.
   std::vector<std::unique_ptr<data_parallel::ShardedEmbedding>> sharded_embeddings;
+  // Expert parallelism (EP > 1): each chunk's expert buffer (GPTModel::expert_parameters)
+  // has its own reducer, over the expert-data-parallel group (the sum over it equals
+  // Megatron's: every rank's gradients already carry the 1/(global batch tokens) factor, so
+  // the sum over d/EP ranks is the sum over d divided as the dense buffer's is), and its own
+  // AdamW over the reducer's shard. Null for a chunk whose experts are inline (EP = 1) or that
+  // has no MoE layer.
+  std::vector<std::unique_ptr<data_parallel::GradientReducer>> expert_reducers;
+  std::vector<std::unique_ptr<optim::AdamW>> expert_optimizers;
   optim::LossScaler scaler = optim::LossScaler::none();
   MemoryPlan buffers;  // besides the chunks' plans (engine/rank_buffers.h)
 
@@ -64,10 +73,12 @@ struct RankModelOptions {
 // Builds this rank's chunks (activation slots sized by the schedules), then initialises
 // them from the seed or loads load_hf.
 // clock (optional): the phases (allocation, initialisation) are timed, with progress lines.
-// expert: the expert group (layout.expert_parallel ranks; null at EP = 1).
+// expert, expert_data: the expert group (layout.expert_parallel ranks) and the
+// expert-data-parallel group (d / EP ranks); null at EP = 1.
 RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
                            comm::Communicator& pp, comm::Communicator& dp,
-                           StartupClock* clock = nullptr, comm::Communicator* expert = nullptr);
+                           StartupClock* clock = nullptr, comm::Communicator* expert = nullptr,
+                           comm::Communicator* expert_data = nullptr);
 
 // This rank's pipeline stage for generation: one chunk with weights only (no gradients,
 // optimizer or training activations), filled from load_hf when given; a checkpoint is
@@ -78,9 +89,16 @@ RankModel build_inference_rank_model(const RankLayout& layout, const std::string
                                      bool decode_panels);
 
 // The one-process model (values), complete on pipeline rank 0 of every tensor group... and
-// meaningful on world rank 0: tensor shards are gathered, then pipeline stages send their
-// tensors to stage 0.
+// meaningful on world rank 0: experts are all-gathered over the expert group (expert
+// parallelism; `expert` may be null at EP = 1), tensor shards are gathered, then pipeline
+// stages send their tensors to stage 0.
 Parameters gather_rank_model(const RankModel& m, const RankLayout& layout, comm::Communicator& tp,
-                             comm::Communicator& pp);
+                             comm::Communicator& pp, comm::Communicator* expert = nullptr);
+
+// A chunk's parameters with every expert inline (its layout as at EP = 1): the dense buffer,
+// its experts all-gathered over the expert group when they are apart. Collective over
+// `expert` then.
+Parameters chunk_with_all_experts(const GPTModel& chunk, const ModelConfig& config,
+                                  TensorParallelRank tp, comm::Communicator* expert);
 
 }  // namespace trident::engine

@@ -85,9 +85,13 @@ long ChunkShape::deferred_weight_grad_floats() const {
 namespace {
 
 LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
-                            const ChunkPlacement& placement) {
-  ParameterLayout layout(config, tp, placement);
-  LayoutSizes sizes{layout.total(), 0, {}};
+                            const ChunkPlacement& placement, int expert_parallel) {
+  ParameterLayout layout(config, tp, placement, dense_expert_slice(config, expert_parallel));
+  LayoutSizes sizes{layout.total(), 0, 0, {}};
+  if (splits_experts(config, expert_parallel))
+    sizes.experts =
+        ParameterLayout(config, tp, placement, expert_buffer_slice(config, expert_parallel, 0))
+            .total();
   for (const ParamSpec& spec : layout.specs()) {
     if (spec.local_shape.size() == 2)
       sizes.largest_weight = std::max(sizes.largest_weight, spec.numel());
@@ -104,18 +108,20 @@ LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
 }  // namespace
 
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
-                         const ChunkPlacement& placement) {
+                         const ChunkPlacement& placement, int expert_parallel) {
   const int layers =
       placement.num_layers < 0 ? config.num_layers - placement.first_layer : placement.num_layers;
-  if (layers <= kLayersSizedWhole) return sizes_of_layout(config, tp, placement);
+  if (layers <= kLayersSizedWhole) return sizes_of_layout(config, tp, placement, expert_parallel);
   // Every layer has the same tensors, each padded on its own (parameters/parameter_layout.h):
   // a chunk of L layers is one of 1 layer and L - 1 times the second layer's share. Built
   // whole, the layout of 10^8 layers named 10^9 tensors before anything could refuse it.
   // (No tensor list then: gradient buckets are not cut, and planned as one.)
   ChunkPlacement one = placement, two = placement;
   one.num_layers = 1, two.num_layers = 2;
-  const LayoutSizes a = sizes_of_layout(config, tp, one), b = sizes_of_layout(config, tp, two);
+  const LayoutSizes a = sizes_of_layout(config, tp, one, expert_parallel),
+                    b = sizes_of_layout(config, tp, two, expert_parallel);
   return {a.parameters + (long)(layers - 1) * (b.parameters - a.parameters),
+          a.experts + (long)(layers - 1) * (b.experts - a.experts),
           std::max(a.largest_weight, b.largest_weight)};
 }
 
@@ -134,6 +140,9 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
   s.recompute_group = std::clamp(options.recompute_group, 1, std::max(1, s.recomputed_layers));
   const long pad = options.pad_multiple;
   s.parameter_floats = (sizes.parameters + pad - 1) / pad * pad;
+  const long expert_pad = options.expert_pad_multiple;
+  s.expert_floats = (sizes.experts + expert_pad - 1) / expert_pad * expert_pad;
+  if (sizes.experts > 0) s.local_experts = config.moe.num_experts / options.expert_parallel;
   // Grouped-query attention's fused q|kv product reads two adjacent tensors as one weight.
   s.largest_weight =
       std::max(sizes.largest_weight, s.layers > 0 && config.group_query_attention
@@ -152,7 +161,7 @@ int logits_chunk_rows(const ModelConfig& config, int t, long tokens, const Chunk
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
                        const ChunkOptions& options) {
   return chunk_shape(config, tp, micro_batch, seq, options,
-                     layout_sizes(config, tp, options.placement));
+                     layout_sizes(config, tp, options.placement, options.expert_parallel));
 }
 
 bool ChunkShape::output_held(int l) const {
@@ -225,6 +234,10 @@ struct LayerRows {
   Home held_home, other_home;
   int held, copies;
   bool own_attention_core;  // false: selective recomputation shares one (see add_layers)
+  // The dense MLP's fc1 out and activation: the kept layers that are not MoE have them (an
+  // MoE layer's experts keep their own rows), the recompute group in every layer.
+  Home mlp_home;
+  int mlp_held;
 };
 
 // An MoE layer's MLP activations, dropless: the rows its experts receive, at most
@@ -233,7 +246,7 @@ struct LayerRows {
 // at any t: with sequence parallelism the layer routes the all-gathered rows.
 // The kept MoE layers have them; the recompute
 // group has them in every layer when any recomputed layer is MoE (a group's layers change
-// from group to group). An MoE layer leaves the dense fc1 buffers unused.
+// from group to group). A kept MoE layer has no dense fc1 buffers (LayerRows::mlp_held).
 MoeDims planned_moe_dims(const ChunkShape& s) {
   MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size);
   d.expert_parallel = s.options.expert_parallel;
@@ -269,9 +282,14 @@ void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu
   }
   held("residual after attention", Field::kResidual, z.local * z.h);
   held("ln2 out" + z.bf16_note, Field::kLn2Out, z.gemm_input(z.local * z.h));
-  held(swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)", Field::kFc1Out, z.tokens * z.fc1);
-  held((swiglu ? "SwiGLU out" : "GeLU out") + z.bf16_note, Field::kFc1Act,
-       z.gemm_input(z.tokens * z.ffn));
+  if (r.mlp_held > 0) {
+    auto mlp = [&](const std::string& name, Field field, long floats) {
+      rows.add(r.prefix + name + r.held_suffix, r.mlp_home, field, r.mlp_held, {floats});
+    };
+    mlp(swiglu ? "fc1 out (gate | up)" : "fc1 out (pre-GeLU)", Field::kFc1Out, z.tokens * z.fc1);
+    mlp((swiglu ? "SwiGLU out" : "GeLU out") + z.bf16_note, Field::kFc1Act,
+        z.gemm_input(z.tokens * z.ffn));
+  }
   if (!moe.empty()) other(kMoeRow, Field::kMoe, moe);  // read by B only
 }
 
@@ -291,10 +309,12 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
   // Selective recomputation: the attention core's outputs exist once, rebuilt in backward.
   const bool selective = s.options.recompute_attention;
   const std::string to_w = s.deferring() ? " (held to W)" : "";
+  const int dense_kept = count_layers(s, &ChunkShape::kept_dense_layer);
   if (kept > 0)
-    add_layer_buffers(
-        z, {"", to_w, Home::kHeldLayers, Home::kSlotLayers, kept * sets, kept * n, !selective},
-        swiglu, {}, rows);
+    add_layer_buffers(z,
+                      {"", to_w, Home::kHeldLayers, Home::kSlotLayers, kept * sets, kept * n,
+                       !selective, Home::kHeldDenseLayers, dense_kept * sets},
+                      swiglu, {}, rows);
   if (const int moe = count_layers(s, &ChunkShape::kept_moe_layer); moe > 0)
     rows.add(kMoeRow, Home::kSlotMoeLayers, Field::kMoe, moe * n, moe_parts(s));
   if (const int held = count_layers(s, &ChunkShape::output_held); held > 0)
@@ -310,7 +330,7 @@ void add_layers(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
     const Home home = Home::kRecomputeGroup;
     bool moe = false;
     for (int l = 0; l < s.recomputed_layers; ++l) moe = moe || s.moe_layer(l);
-    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true}, swiglu,
+    add_layer_buffers(z, {"recompute: ", "", home, home, group, group, true, home, group}, swiglu,
                       moe ? moe_parts(s) : std::vector<long>{}, rows);
     if (group > 1)
       rows.add("recompute: outputs within a group", Home::kRecomputeGroupInner, Field::kLayerOutput,
@@ -402,6 +422,16 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
 
 }  // namespace
 
+namespace {
+// "E/EP experts x L MoE layers" of the expert buffer's rows.
+std::string expert_rows_name(const ChunkShape& s) {
+  int moe_layers = 0;
+  for (int l = 0; l < s.layers; ++l) moe_layers += s.moe_layer(l) ? 1 : 0;
+  return std::to_string(s.local_experts) + " experts x " + std::to_string(moe_layers) +
+         " MoE layers";
+}
+}  // namespace
+
 std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
   std::vector<ChunkBuffer> table;
   Rows parameters(table, "parameters"), optimizer(table, "optimizer");
@@ -410,6 +440,12 @@ std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
   if (!s.options.inference) {
     parameters.add("gradients", owned, Field::kNone, 1, {s.parameter_floats});
     optimizer.add("adam exp_avg + exp_avg_sq", owned, Field::kNone, 1, {2 * s.parameter_floats});
+  }
+  if (s.expert_floats > 0) {  // expert parallelism: this rank's experts, apart (training only)
+    const std::string experts = expert_rows_name(s);
+    parameters.add("expert weights (" + experts + ")", owned, Field::kNone, 1, {s.expert_floats});
+    parameters.add("expert gradients", owned, Field::kNone, 1, {s.expert_floats});
+    optimizer.add(kExpertMomentsRow, owned, Field::kNone, 1, {2 * s.expert_floats});
   }
   add_activations(s, table);
   add_scratch(s, table);

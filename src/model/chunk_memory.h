@@ -43,6 +43,9 @@ struct ChunkOptions {
   kernels::Precision precision = kernels::Precision::kFp32;
   kernels::DropoutConfig dropout{};
   long pad_multiple = 16;  // parameter buffer length multiple (distributed optimizer)
+  // The expert buffer's (expert parallelism): 16 x the expert-data-parallel size under the
+  // distributed optimizer, which shards it over that group.
+  long expert_pad_multiple = 16;
   // Sharded gradients (ZeRO-2): the gradient buffer's pages come on first write; all but
   // this rank's shard are given back after each reduction (GradientMemory::kOnFirstWrite).
   bool shard_gradients = false;
@@ -92,7 +95,11 @@ struct ChunkShape {
   int recomputed_layers = 0, recompute_group = 1;
   ChunkOptions options;
   long parameter_floats = 0;  // this rank's flat buffer, padding included
-  long largest_weight = 0;    // the largest 2-D tensor this rank holds
+  // Expert parallelism (parameters/parameter_layout.h ExpertSlice): the expert buffer's
+  // floats, padding included, and the experts per MoE layer it holds (0: experts inline).
+  long expert_floats = 0;
+  int local_experts = 0;
+  long largest_weight = 0;  // the largest 2-D tensor this rank holds
   int logits_chunk_rows = 0;
   bool sequence_parallel = false;  // options.sequence_parallel, in effect (t > 1, training)
 
@@ -135,14 +142,19 @@ struct ChunkShape {
   // Whether the chunk's layer l is an MoE layer, and one that keeps its activations.
   bool moe_layer(int l) const { return config.is_moe_layer(options.placement.first_layer + l); }
   bool kept_moe_layer(int l) const { return l >= recomputed_layers && moe_layer(l); }
+  bool kept_dense_layer(int l) const { return l >= recomputed_layers && !moe_layer(l); }
   bool output_in_slot(int l) const;
 };
 
 // What the chunk's parameter layout contributes: its parameters (unpadded) and its largest
 // 2-D tensor. Building the layout names every tensor; the planner, which sizes thousands of
 // layouts, computes this once per distinct chunk.
+// The expert buffer's Adam row of a chunk's plan (resized by the optimizer's sharding).
+inline constexpr const char* kExpertMomentsRow = "expert adam exp_avg + exp_avg_sq";
+
 struct LayoutSizes {
-  long parameters = 0;
+  long parameters = 0;  // the dense buffer (all of it with experts inline)
+  long experts = 0;     // expert parallelism: the expert buffer of one expert rank
   long largest_weight = 0;
   // (offset, floats) of each tensor, in layout order; empty past kLayersSizedWhole layers.
   std::vector<std::pair<long, long>> tensors;
@@ -152,8 +164,9 @@ struct LayoutSizes {
 };
 // Chunks of up to this many layers are sized from their whole parameter layout.
 inline constexpr int kLayersSizedWhole = 4096;
+// expert_parallel > 1 (MoE): the experts in a buffer of their own (splits_experts).
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
-                         const ChunkPlacement& placement);
+                         const ChunkPlacement& placement, int expert_parallel = 1);
 
 // Rows of logits the fused output layer forms at a time for a micro-batch of `tokens` rows
 // (ChunkOptions::logits_chunk_rows, or tensor_parallel::lm_head_chunk_rows).
@@ -171,15 +184,16 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
 // (ChunkShape::held_sets, each one contiguous range of the arena for WeightGradStore), the
 // one recompute group shared by every slot, or the chunk.
 enum class BufferHome {
-  kOutsideArena,    // parameters, gradients, optimizer state: Parameters and the optimizer own them
-  kChunk,           // one copy
-  kSlots,           // one per slot
-  kSlotLayers,      // per slot, each kept layer
-  kSlotMoeLayers,   // per slot, each kept MoE layer
-  kSlotOutputs,     // per slot, each layer with ChunkShape::output_in_slot
-  kHeldLayers,      // per held set, each kept layer
-  kHeldOutputs,     // per held set, each layer with ChunkShape::output_held
-  kRecomputeGroup,  // each layer of the recompute group
+  kOutsideArena,   // parameters, gradients, optimizer state: Parameters and the optimizer own them
+  kChunk,          // one copy
+  kSlots,          // one per slot
+  kSlotLayers,     // per slot, each kept layer
+  kSlotMoeLayers,  // per slot, each kept MoE layer
+  kSlotOutputs,    // per slot, each layer with ChunkShape::output_in_slot
+  kHeldLayers,     // per held set, each kept layer
+  kHeldDenseLayers,      // per held set, each kept layer with the dense MLP (fc1 out, activation)
+  kHeldOutputs,          // per held set, each layer with ChunkShape::output_held
+  kRecomputeGroup,       // each layer of the recompute group
   kRecomputeGroupInner,  // each layer of the recompute group but its last
   kDeferredEntries,      // per micro-batch between its B and its W
 };

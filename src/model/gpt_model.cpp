@@ -40,6 +40,18 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
     names.push_back(c.tied_output() ? "embedding.word_embeddings.weight" : "output_layer.weight");
   return names;
 }
+// The chunk's expert buffer under expert parallelism: this rank's E/EP experts of its MoE
+// layers (none otherwise, the experts being inline in the dense buffer).
+ParameterLayout expert_layout(const ModelConfig& config, TensorParallelRank tp,
+                              const ChunkOptions& options, const comm::Communicator* expert) {
+  if (!splits_experts(config, options.expert_parallel))
+    return ParameterLayout(config, tp, options.placement, {ExpertSlice::Kind::kOnly, 0, 0});
+  if (!expert || expert->size() != options.expert_parallel)
+    throw std::invalid_argument("expert parallelism: the chunk needs its expert group of " +
+                                std::to_string(options.expert_parallel) + " ranks");
+  return ParameterLayout(config, tp, options.placement,
+                         expert_buffer_slice(config, options.expert_parallel, expert->rank()));
+}
 }  // namespace
 
 GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
@@ -52,13 +64,16 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       padded_vocab_(config.padded_vocab_size(tp.size())),
       options_(options),
       shape_(chunk_shape(config, {tp.rank(), tp.size()}, micro_batch, seq, options)),
-      params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement),
+      params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement,
+                              dense_expert_slice(config, options.expert_parallel)),
               options.pad_multiple,
               options.inference         ? GradientMemory::kNone
               : options.shard_gradients ? GradientMemory::kOnFirstWrite
                                         : GradientMemory::kTouched,
               options.shard_parameters && !options.inference ? ValueMemory::kSharded
-                                                             : ValueMemory::kTouched) {
+                                                             : ValueMemory::kTouched),
+      expert_params_(expert_layout(config, {tp.rank(), tp.size()}, options, expert),
+                     options.expert_pad_multiple) {
   options_.slots = std::max(1, options.slots);
   sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
   check_sequence_split(micro_batch, seq);
@@ -96,7 +111,8 @@ void GPTModel::build_layers(const ModelConfig& config) {
     return (int)specs.size();
   };
   for (int l = first; l < first + count; ++l) {
-    layers_.emplace_back(dims, params_, l, tp_, &precision_, sequence_parallel_, expert_);
+    layers_.emplace_back(dims, params_, l, tp_, &precision_, sequence_parallel_, expert_,
+                         splits_experts() ? &expert_params_ : nullptr);
     layer_first_spec_.push_back(spec_index(layer_param(l, "input_layernorm.weight")));
   }
   post_first_spec_ = spec_index("final_layernorm.weight");
@@ -185,6 +201,8 @@ long GPTModel::first_local_row(long tokens) const {
 void GPTModel::plan_and_allocate() {
   if (shape_.parameter_floats != params_.size())
     throw std::logic_error("memory plan: parameter buffer size differs from its layout's");
+  if (shape_.expert_floats != expert_params_.size())
+    throw std::logic_error("memory plan: expert buffer size differs from its layout's");
   buffers_ = chunk_buffers(shape_);
   if (params_.decode_panel_floats() > 0)  // Parameters' own, like the weights
     buffers_.push_back(
@@ -264,7 +282,8 @@ std::vector<PartTarget> layer_targets(LayerActivations& a, BufferField field, bo
 }
 
 bool in_held_set(BufferHome home) {
-  return home == BufferHome::kHeldLayers || home == BufferHome::kHeldOutputs;
+  return home == BufferHome::kHeldLayers || home == BufferHome::kHeldDenseLayers ||
+         home == BufferHome::kHeldOutputs;
 }
 
 long footprint(const ChunkBuffer& b) {
@@ -294,6 +313,8 @@ std::vector<LayerActivations*> GPTModel::home_layers(BufferHome home) {
     for (Activations& s : act_) add(s.layers, slot_output);
   if (home == BufferHome::kHeldLayers)
     for (HeldSet& set : held_) add(set.layers, kept);
+  if (home == BufferHome::kHeldDenseLayers)
+    for (HeldSet& set : held_) add(set.layers, [&](int l) { return shape_.kept_dense_layer(l); });
   if (home == BufferHome::kHeldOutputs)
     for (HeldSet& set : held_) add(set.layers, held_output);
   if (home == BufferHome::kRecomputeGroup) add(recompute_act_, [](int) { return true; });

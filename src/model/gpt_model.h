@@ -102,6 +102,12 @@ class GPTModel : public pipeline_parallel::PipelineStage {
 
   Parameters& parameters() { return params_; }
   const Parameters& parameters() const { return params_; }
+  // Expert parallelism (training, EP > 1): this rank's E/EP experts of the chunk's MoE layers,
+  // in a buffer of their own (reduced over the expert-data-parallel group, sharded over it by
+  // the distributed optimizer). Empty otherwise: the experts are in parameters().
+  Parameters& expert_parameters() { return expert_params_; }
+  const Parameters& expert_parameters() const { return expert_params_; }
+  bool splits_experts() const { return expert_params_.size() > 0; }
   const ModelConfig& config() const { return config_; }
   const ChunkPlacement& placement() const { return options_.placement; }
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
@@ -220,6 +226,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   std::vector<LayerActivations> recompute_act_;
   kernels::LinearPrecision precision_;
   Parameters params_;
+  Parameters expert_params_;  // see expert_parameters()
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;
   tensor_parallel::LMHeadLoss lm_head_;  // output layer (weight = word embedding) + loss

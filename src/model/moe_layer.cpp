@@ -55,7 +55,8 @@ std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
           ep ? r * d.hidden : 0};
 }
 
-MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, int layer, comm::Communicator* expert)
+MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
+               comm::Communicator* expert)
     : dims_(d), expert_(expert) {
   const int ranks = expert ? expert->size() : 1;
   if (ranks != d.expert_parallel || d.experts % ranks)
@@ -64,11 +65,19 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, int layer, comm::Communicator* e
                                 " (planned for " + std::to_string(d.expert_parallel) + ")");
   first_local_ = (expert ? expert->rank() : 0) * d.local_experts();
   router_ = p.get(layer_param(layer, "mlp.router.weight"));
+  fc1_.assign(d.experts, nullptr), fc2_.assign(d.experts, nullptr);
+  fc1_grad_.assign(d.experts, nullptr), fc2_grad_.assign(d.experts, nullptr);
   for (int e = 0; e < d.experts; ++e) {
-    const ParamRef fc1 = p.get(moe_expert_param(layer, e, "linear_fc1.weight"));
-    const ParamRef fc2 = p.get(moe_expert_param(layer, e, "linear_fc2.weight"));
-    fc1_.push_back(fc1.value), fc1_grad_.push_back(fc1.grad);
-    fc2_.push_back(fc2.value), fc2_grad_.push_back(fc2.grad);
+    const std::string fc1_name = moe_expert_param(layer, e, "linear_fc1.weight");
+    const bool mine = e >= first_local_ && e < first_local_ + d.local_experts();
+    if (!experts.layout().contains(fc1_name)) {
+      if (mine) throw std::invalid_argument(fc1_name + ": this rank's expert, not in its buffer");
+      continue;  // another expert-parallel rank's
+    }
+    const ParamRef fc1 = experts.get(fc1_name);
+    const ParamRef fc2 = experts.get(moe_expert_param(layer, e, "linear_fc2.weight"));
+    fc1_[e] = fc1.value, fc1_grad_[e] = fc1.grad;
+    fc2_[e] = fc2.value, fc2_grad_[e] = fc2.grad;
   }
 }
 
@@ -171,9 +180,10 @@ void MoeMlp::experts_forward(const long* offsets, const MoeActivations& a, const
 }
 
 void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
-  // Every rank holds all experts' weights (model/moe_layer.h), so generation runs them all
-  // here, as at EP = 1: no exchange, which the other ranks of the expert group, not
-  // generating, would never join.
+  // Generation runs every expert here, as at EP = 1: no exchange, which the other ranks of
+  // the expert group, not generating, would never join.
+  for (const float* w : fc1_)
+    if (!w) throw std::logic_error("MoE generation needs every expert on the generating rank");
   MoeMlp local = *this;
   local.expert_ = nullptr, local.dims_.expert_parallel = 1, local.first_local_ = 0;
   const std::vector<long> kept = moe_activation_parts(local.dims_, tokens);

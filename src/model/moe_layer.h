@@ -7,9 +7,8 @@
 // one grouped fc2 and the unpermutation that sums each token's k rows. Backward goes through
 // all of it, the router included. With EP > 1 the permuted rows and their routing weights
 // go to the ranks of their experts and the outputs come back (expert_parallel/dispatcher.h);
-// this rank runs only its E/EP experts. Every rank still holds all experts' weights (the
-// data-parallel reduction of the zero gradients of the experts a rank does not run then
-// gives Megatron's expert-data-parallel sum over d); holding only E/EP is still to come.
+// this rank runs and holds only its E/EP experts, which training keeps in the chunk's expert
+// buffer (parameters/parameter_layout.h ExpertSlice), reduced over the expert-data group.
 //
 // Tensor parallelism (t > 1, expert tensor-parallel size t): the layer is given ALL rows of
 // the micro-batch (the caller all-gathers the sequence-parallel rows, as for the dense fc1)
@@ -105,8 +104,11 @@ class MoeMlp {
  public:
   MoeMlp() = default;
   // layer: the layer's global index, which names its parameters. expert: the expert group
-  // (dims.expert_parallel ranks; null at EP = 1), which must outlive the layer.
-  MoeMlp(const MoeDims& dims, Parameters& params, int layer, comm::Communicator* expert = nullptr);
+  // (dims.expert_parallel ranks; null at EP = 1), which must outlive the layer. The router
+  // comes from `params`, this rank's experts from `experts` (the expert buffer under expert
+  // parallelism; else `params` again, which then holds all E).
+  MoeMlp(const MoeDims& dims, Parameters& params, Parameters& experts, int layer,
+         comm::Communicator* expert = nullptr);
 
   // y [tokens, h] = the experts' weighted sum for x [tokens, h] (overwritten). At t > 1: x
   // is every row of the micro-batch (the same on each tensor rank) and y this rank's
@@ -114,8 +116,10 @@ class MoeMlp {
   MoeLosses forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                     float* y) const;
   // Generation: y [tokens, h] as forward computes it, on buffers of its own sized for
-  // `tokens` (a step's few new rows); no router loss, nothing kept. At t > 1 (generation's
-  // rows are not sequence-parallel) y is all-reduced over the tensor group here, complete.
+  // `tokens` (a step's few new rows); no router loss, nothing kept. Needs all E experts
+  // (a one-process model: generation while training builds one from the gathered weights).
+  // At t > 1 (generation's rows are not sequence-parallel) y is all-reduced over the tensor
+  // group here, complete.
   void forward_inference(const float* x, int tokens, float* y) const;
   // dx [tokens, h] = dL/dx (overwritten) for dy = dL/dy, where L also holds
   // loss_grad x (aux + z) of this micro-batch (loss_grad: the factor the language-model
@@ -154,6 +158,7 @@ class MoeMlp {
   comm::Communicator* tensor_ = nullptr;  // t > 1 only
   int first_local_ = 0;                   // this rank's first expert (global index)
   ParamRef router_{};
+  // Indexed by global expert; null for the experts another rank holds.
   std::vector<const float*> fc1_, fc2_;
   std::vector<float*> fc1_grad_, fc2_grad_;
 };

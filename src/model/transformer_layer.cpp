@@ -61,7 +61,8 @@ Norm make_norm(Parameters& p, const std::string& prefix, const ModelConfig& c) {
 
 TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, comm::Communicator& tp,
                                    const kernels::LinearPrecision* precision,
-                                   bool sequence_parallel, comm::Communicator* expert)
+                                   bool sequence_parallel, comm::Communicator* expert,
+                                   Parameters* experts)
     : dims_(d),
       index_(i),
       tp_(&tp),
@@ -128,7 +129,7 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
       throw std::invalid_argument(layer_param(i, "mlp") +
                                   ": MoE layers run in fp32 only (no --bf16 / --fp16) for now "
                                   "(issue 32)");
-    moe_mlp_ = MoeMlp(d.moe, p, i, expert);
+    moe_mlp_ = MoeMlp(d.moe, p, experts ? *experts : p, i, expert);
     moe_mlp_.set_tensor_group(&tp);
     fc1_ = {}, fc2_ = {};
   } else {

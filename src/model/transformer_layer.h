@@ -127,10 +127,11 @@ class TransformerLayer {
   // index: the layer's global index (names its parameters and its dropout streams).
   // sequence_parallel: LayerNorm, dropout, bias and residual run on this rank's 1/t of the
   // rows (Korthikanti et al. 2022); needs tokens divisible by t and LayerScratch::gathered.
-  // expert: the MoE layers' expert group (null at EP = 1).
+  // expert: the MoE layers' expert group (null at EP = 1); experts: the buffer holding this
+  // rank's experts (null: `params`, which then holds all of them).
   TransformerLayer(const LayerDims& dims, Parameters& params, int index, comm::Communicator& tp,
                    const kernels::LinearPrecision* precision, bool sequence_parallel = false,
-                   comm::Communicator* expert = nullptr);
+                   comm::Communicator* expert = nullptr, Parameters* experts = nullptr);
   void forward(const float* x, const LayerActivations& a, const LayerScratch& w,
                const LayerCall& call) const;
   // The attention core alone (q, k, v -> attention out + log-sum-exp): selective

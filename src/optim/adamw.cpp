@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "kernels/adamw.h"
 
 namespace trident::optim {
 
-double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
-                        comm::Communicator& pp, comm::Communicator& data) {
+namespace {
+// The squares of the ranges' owned gradients, each counted once over the tensor group, then
+// summed over `data` (the groups whose ranks hold disjoint parts).
+double squares_over(const std::vector<GradRange>& ranges, comm::Communicator& tp,
+                    std::initializer_list<comm::Communicator*> data) {
   double sq[2] = {0.0, 0.0};  // sharded over tensor parallelism, replicated
   for (const GradRange& r : ranges)
     for (const ParamSpec& s : r.params->layout().specs()) {
@@ -18,7 +22,23 @@ double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator
     }
   tp.all_reduce(&sq[0], 1, comm::ReduceOp::kSum);
   double total = sq[0] + sq[1];
-  data.all_reduce(&total, 1, comm::ReduceOp::kSum);
+  for (comm::Communicator* group : data) group->all_reduce(&total, 1, comm::ReduceOp::kSum);
+  return total;
+}
+}  // namespace
+
+double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
+                        comm::Communicator& pp, comm::Communicator& data) {
+  double total = squares_over(ranges, tp, {&data});
+  pp.all_reduce(&total, 1, comm::ReduceOp::kSum);
+  return std::sqrt(total);
+}
+
+double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
+                        comm::Communicator& pp, comm::Communicator& data,
+                        const ExpertGroupsForNorm& experts) {
+  double total = squares_over(ranges, tp, {&data}) +
+                 squares_over(experts.ranges, tp, {&experts.expert_data, &experts.expert});
   pp.all_reduce(&total, 1, comm::ReduceOp::kSum);
   return std::sqrt(total);
 }

@@ -33,6 +33,20 @@ double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator
 double global_grad_norm(const std::vector<const Parameters*>& chunks, comm::Communicator& tp,
                         comm::Communicator& pp);
 
+// Expert parallelism (issue 32): the same with the expert buffers' ranges too, each expert
+// counted once: their squares summed over `expert_data` (distributed-optimizer shards; a
+// one-rank group when every expert-data rank holds the whole reduced gradient) and over
+// `expert` (each rank holds E/EP experts), then added to the dense part before the pipeline
+// sum. Collective over both groups on every rank, with or without expert ranges.
+struct ExpertGroupsForNorm {
+  const std::vector<GradRange>& ranges;
+  comm::Communicator& expert;
+  comm::Communicator& expert_data;
+};
+double global_grad_norm(const std::vector<GradRange>& ranges, comm::Communicator& tp,
+                        comm::Communicator& pp, comm::Communicator& data,
+                        const ExpertGroupsForNorm& experts);
+
 // Multiplier that clips a gradient of norm `norm` to `clip` (1 when no clipping applies).
 float clip_coefficient(double norm, float clip);
 

@@ -80,8 +80,14 @@ std::vector<std::pair<int, int>> weight_units(const ParameterLayout& layout) {
 // attention splits the fused q|k|v into linear_q and linear_kv ([k of G groups | v of G
 // groups]), whose key/value rows are split over t when G divides by t and replicated
 // (each rank computing every group, gradients summed over the group) when t > G.
-ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
-                                 ChunkPlacement chunk) {
+ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp, ChunkPlacement chunk,
+                                 ExpertSlice experts) {
+  const int end = chunk.num_layers < 0 ? c.num_layers : chunk.first_layer + chunk.num_layers;
+  if (experts.kind == ExpertSlice::Kind::kOnly) {  // an expert buffer: the experts alone
+    for (int l = chunk.first_layer; l < end; ++l)
+      if (c.is_moe_layer(l)) add_experts(c, l, tp, experts.first, experts.count);
+    return;
+  }
   const long h = c.hidden_size, f = c.fc1_rows(), v = c.padded_vocab_size(tp.size);
   const ShardSpec replicated{};
   const ShardSpec rows{0, 1, tp.size, tp.rank}, cols{1, 1, tp.size, tp.rank};
@@ -109,7 +115,6 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
   if (chunk.pre_process && c.learned_positions())
     add("embedding.position_embeddings.weight", {c.max_positions(), h}, replicated, true,
         InitKind::kNormal);
-  const int end = chunk.num_layers < 0 ? c.num_layers : chunk.first_layer + chunk.num_layers;
   for (int l = chunk.first_layer; l < end; ++l) {
     norm(layer_param(l, "input_layernorm"));
     if (c.group_query_attention) {
@@ -129,7 +134,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
            InitKind::kScaledNormal, bias);
     norm(layer_param(l, "post_attention_layernorm"));
     if (c.is_moe_layer(l)) {
-      add_moe_mlp(c, l, tp);
+      add_moe_mlp(c, l, tp, experts);
       continue;
     }
     linear(layer_param(l, "mlp.linear_fc1"), {f, h}, fc1_rows, fc1_rows, InitKind::kNormal, bias);
@@ -144,24 +149,43 @@ ParameterLayout::ParameterLayout(const ModelConfig& c, TensorParallelRank tp,
 
 // An MoE layer's MLP (issue 32): the router [E, h], replicated over t (every tensor rank
 // routes all of the micro-batch's rows, so its gradient is complete on each: not summed over
-// the tensor group like the LayerNorms'), then one fc1 and fc2 per expert, named by the
-// expert's global index so that every layout draws the same initial values (the stream is
-// the name). Experts shard over t as the dense fc1 / fc2 do and have no biases (Mixtral's
-// and Qwen3-MoE's experts have none). They live in the chunk's one buffer, all E of them
-// even under expert parallelism, where a rank runs only its E/EP (model/moe_layer.h); moving
-// a rank's experts into a buffer of their own, reduced over the expert-data-parallel group
-// (kExperts in /work/notes/moe_design.md B2), is still to come.
-void ParameterLayout::add_moe_mlp(const ModelConfig& c, int layer, TensorParallelRank tp) {
-  const long h = c.hidden_size, f = c.moe_ffn(), e = c.moe.num_experts;
+// the tensor group like the LayerNorms'), then, inline, one fc1 and fc2 per expert. Under
+// expert parallelism the experts live in the expert buffer instead (ExpertSlice).
+void ParameterLayout::add_moe_mlp(const ModelConfig& c, int layer, TensorParallelRank tp,
+                                  const ExpertSlice& experts) {
+  const long h = c.hidden_size, e = c.moe.num_experts;
   add(layer_param(layer, "mlp.router.weight"), {e, h}, ShardSpec{}, true, InitKind::kNormal);
+  if (experts.kind == ExpertSlice::Kind::kInline) add_experts(c, layer, tp, 0, (int)e);
+}
+
+// Experts [first, first + count) of an MoE layer, named by their global index so that every
+// layout draws the same initial values (the stream is the name). Experts shard over t as the
+// dense fc1 / fc2 do and have no biases (Mixtral's and Qwen3-MoE's experts have none).
+void ParameterLayout::add_experts(const ModelConfig& c, int layer, TensorParallelRank tp, int first,
+                                  int count) {
+  const long h = c.hidden_size, f = c.moe_ffn();
   const ShardSpec fc1_rows{0, c.swiglu ? 2 : 1, tp.size, tp.rank};
   const ShardSpec cols{1, 1, tp.size, tp.rank};
-  for (int x = 0; x < e; ++x) {
+  for (int x = first; x < first + count; ++x) {
     add(moe_expert_param(layer, x, "linear_fc1.weight"), {c.swiglu ? 2 * f : f, h}, fc1_rows, true,
         InitKind::kNormal);
     add(moe_expert_param(layer, x, "linear_fc2.weight"), {h, f}, cols, true,
         InitKind::kScaledNormal);
   }
+}
+
+bool splits_experts(const ModelConfig& c, int expert_parallel) {
+  return c.moe.enabled() && expert_parallel > 1;
+}
+
+ExpertSlice dense_expert_slice(const ModelConfig& c, int expert_parallel) {
+  if (!splits_experts(c, expert_parallel)) return {};
+  return {ExpertSlice::Kind::kNone, 0, 0};
+}
+
+ExpertSlice expert_buffer_slice(const ModelConfig& c, int expert_parallel, int expert_rank) {
+  const int local = c.moe.num_experts / expert_parallel;
+  return {ExpertSlice::Kind::kOnly, expert_rank * local, local};
 }
 
 std::string moe_expert_param(int layer, int expert, const std::string& leaf) {

@@ -1,6 +1,7 @@
 #pragma once
 // Where every parameter lives: its global shape, which slice this rank holds, and its
-// offset in the rank's one flat buffer. A pure function of the config, printable.
+// offset in its flat buffer (a chunk's dense buffer, or under expert parallelism its expert
+// buffer: ExpertSlice). A pure function of the config, printable.
 #include <iosfwd>
 #include <string>
 #include <utility>
@@ -55,9 +56,29 @@ struct ChunkPlacement {
   bool post_process = true;  // final LayerNorm, output layer, loss (last virtual stage)
 };
 
+// Which experts of the MoE layers a layout lists (issue 32). Expert-parallel training
+// (EP > 1) keeps each rank's E/EP experts in a buffer of their own (GPTModel::
+// expert_parameters), reduced over the expert-data-parallel group, as Megatron-Core does: the
+// chunk's dense layout then lists none of them (kNone) and its expert layout only experts
+// [first, first + count) of every MoE layer of the chunk, and nothing else (kOnly). Everything
+// else (one process, generation, export, a checkpoint's files) lists all E inline.
+struct ExpertSlice {
+  enum class Kind { kInline, kNone, kOnly };
+  Kind kind = Kind::kInline;
+  int first = 0, count = 0;
+};
+// Whether a chunk of a model trained with `expert_parallel` ranks per expert group keeps its
+// experts apart: MoE and EP > 1.
+bool splits_experts(const ModelConfig& config, int expert_parallel);
+// The dense buffer's slice (kNone when split, else kInline) and the expert buffer's of
+// expert-parallel rank `expert_rank`: its E/EP experts.
+ExpertSlice dense_expert_slice(const ModelConfig& config, int expert_parallel);
+ExpertSlice expert_buffer_slice(const ModelConfig& config, int expert_parallel, int expert_rank);
+
 class ParameterLayout {
  public:
-  ParameterLayout(const ModelConfig& config, TensorParallelRank tp, ChunkPlacement chunk = {});
+  ParameterLayout(const ModelConfig& config, TensorParallelRank tp, ChunkPlacement chunk = {},
+                  ExpertSlice experts = {});
   const std::vector<ParamSpec>& specs() const { return specs_; }
   const ParamSpec& find(const std::string& name) const;
   bool contains(const std::string& name) const;
@@ -67,7 +88,10 @@ class ParameterLayout {
  private:
   void add(std::string name, std::vector<long> shape, ShardSpec shard, bool decay, InitKind init);
   void add_qk_norms(const ModelConfig& config, int layer);
-  void add_moe_mlp(const ModelConfig& config, int layer, TensorParallelRank tp);
+  void add_moe_mlp(const ModelConfig& config, int layer, TensorParallelRank tp,
+                   const ExpertSlice& experts);
+  void add_experts(const ModelConfig& config, int layer, TensorParallelRank tp, int first,
+                   int count);
   std::vector<ParamSpec> specs_;
   long total_ = 0;
 };

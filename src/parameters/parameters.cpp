@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/normal_fill.h"
 #include "core/random.h"
@@ -167,6 +168,19 @@ void Parameters::initialize(std::uint64_t seed, float std, int num_layers,
       }
     }
     if (progress) progress((double)(s.offset + first + n) / (double)values_.size());
+  }
+}
+
+void copy_shared_tensors(const Parameters& from, Parameters& to) {
+  std::unordered_map<std::string, const ParamSpec*> source;
+  for (const ParamSpec& s : from.layout().specs()) source[s.name] = &s;
+  float* values = to.values();
+  for (const ParamSpec& s : to.layout().specs()) {
+    const auto it = source.find(s.name);
+    if (it == source.end()) continue;
+    if (it->second->numel() != s.numel())
+      throw std::logic_error(s.name + ": copied between different slices");
+    std::copy_n(from.values() + it->second->offset, s.numel(), values + s.offset);
   }
 }
 

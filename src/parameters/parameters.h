@@ -114,4 +114,8 @@ class Parameters {
   bool handed_out_ = false;  // a ParamRef points into the buffers: they may not move
 };
 
+// Copies the values of every tensor `to` holds that `from` holds too (by name; the same
+// tensor-parallel slice): between a chunk's buffers with experts inline and apart.
+void copy_shared_tensors(const Parameters& from, Parameters& to);
+
 }  // namespace trident

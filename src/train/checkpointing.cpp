@@ -116,8 +116,9 @@ io::StoredDtype export_dtype(const TrainingConfig& c) {
 void export_hf_model(TrainingRun& run) {
   const TrainingConfig& c = run.config;
   run.model.gather_all_values();  // sharded weights: for this moment only
-  Parameters whole = engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
-                                               *run.rank.groups->pipeline);
+  Parameters whole =
+      engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
+                                *run.rank.groups->pipeline, run.rank.groups->expert.get());
   run.model.release_gathered_values();
   if (run.rank.world_rank == 0) {
     io::save_hf_model(c.save_hf, c.model, whole, false, export_dtype(c));

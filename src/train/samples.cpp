@@ -46,8 +46,9 @@ void print_sample(TrainingRun& run, long iteration) {
   const TrainingConfig& c = run.config;
   run.model.finish_param_gather();
   run.model.gather_all_values();  // sharded weights: for this moment only
-  const Parameters whole = engine::gather_rank_model(
-      run.model, c.rank_layout(), *run.rank.groups->tensor, *run.rank.groups->pipeline);
+  const Parameters whole =
+      engine::gather_rank_model(run.model, c.rank_layout(), *run.rank.groups->tensor,
+                                *run.rank.groups->pipeline, run.rank.groups->expert.get());
   run.model.release_gathered_values();
   if (run.rank.world_rank != 0) return;
   run.log << " sample at iteration " << iteration << ": " << c.sample_prompt

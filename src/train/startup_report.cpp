@@ -86,6 +86,25 @@ void print_optimizer_state(const engine::RankModel& model, data_parallel::Shardi
   log << std::setprecision(6);
 }
 
+// Expert parallelism: what this rank holds of the experts, apart from the dense buffer.
+void print_expert_buffers(const engine::RankModel& model, std::ostream& log) {
+  long floats = 0, moments = 0;
+  for (size_t j = 0; j < model.chunks.size(); ++j)
+    if (model.expert_optimizers[j]) {
+      floats += model.chunks[j]->expert_parameters().size();
+      moments += model.expert_optimizers[j]->moment_bytes();
+    }
+  if (floats == 0) return;
+  log << "expert buffers on this rank (its E/EP experts, reduced over the expert-data group): "
+      << floats << " floats, weights " << format_bytes(4 * floats) << " + gradients "
+      << format_bytes(4 * floats) << " + Adam " << format_bytes(moments) << "\n";
+  for (const auto& reducer : model.expert_reducers)
+    if (reducer) {
+      log << "expert ";
+      reducer->print(log);
+    }
+}
+
 }  // namespace
 
 void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
@@ -114,6 +133,7 @@ void print_rank_model(const TrainingConfig& c, const engine::RankModel& model,
     model.buffers.print(log, "memory plan, besides the chunks (this rank)");
   for (const auto& reducer : model.reducers) reducer->print(log);
   print_optimizer_state(model, c.sharding_strategy(), data_parallel_size, log);
+  print_expert_buffers(model, log);
 }
 
 double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank,

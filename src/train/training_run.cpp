@@ -21,7 +21,8 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, 
   comm::Communicator& dp = *rank.groups->data;
   StartupClock startup(log);
   model = engine::build_rank_model(c.rank_model_options(), *rank.groups->tensor,
-                                   *rank.groups->pipeline, dp, &startup, rank.groups->expert.get());
+                                   *rank.groups->pipeline, dp, &startup, rank.groups->expert.get(),
+                                   rank.groups->expert_data.get());
   startup.begin("memory plan");
   print_rank_model(c, model, dp.size(), log);
   startup.begin("peak measurement");

@@ -82,7 +82,8 @@ bool same_row(const PlannedBuffer& a, const PlannedBuffer& b) {
 }
 
 bool in_held_set(BufferHome home) {
-  return home == BufferHome::kHeldLayers || home == BufferHome::kHeldOutputs;
+  return home == BufferHome::kHeldLayers || home == BufferHome::kHeldDenseLayers ||
+         home == BufferHome::kHeldOutputs;
 }
 
 // The printed plan lists the table row for row, and is the planner's (plan_chunk_memory of

@@ -133,7 +133,7 @@ void check_case(const Case& c) {
   Parameters params(ParameterLayout(m, {0, 1}));
   params.initialize(5, 0.4f, m.num_layers);
   params.zero_grads();
-  const MoeMlp mlp(dims, params, 0);
+  const MoeMlp mlp(dims, params, params, 0);
 
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.f, 1.f);
@@ -205,7 +205,7 @@ TEST(MoeMlp, EveryExpertReceivesTokensInTheTestData) {
   const MoeDims dims = moe_dims(m, 0.0, 0.0);
   Parameters params(ParameterLayout(m, {0, 1}));
   params.initialize(5, 0.4f, m.num_layers);
-  const MoeMlp mlp(dims, params, 0);
+  const MoeMlp mlp(dims, params, params, 0);
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> x(kTokens * kHidden), y(kTokens * kHidden);
@@ -221,8 +221,11 @@ TEST(MoeMlp, EveryExpertReceivesTokensInTheTestData) {
 // [r E/EP, (r+1) E/EP) on the rows the others send it, and gets its outputs back. Each rank's
 // output, input gradient and router gradient equal the one-rank layer's on x_r alone, and
 // the owner's gradient of an expert is the sum over ranks of the one-rank gradients (every
-// rank's tokens, once); the experts a rank does not own get no gradient there.
-void check_expert_parallel(int ep) {
+// rank's tokens, once); the experts a rank does not own get no gradient there. apart: each
+// rank holds only its experts, in an expert buffer of their own (ExpertSlice), drawn by name
+// as the one-rank layer's (which holds them all inline), so the outputs agree only if the
+// values do; the experts it does not own are not held at all.
+void check_expert_parallel(int ep, bool apart) {
   const ModelConfig m = moe_model({true, false});
   const double aux_coeff = 0.3, z_coeff = 0.05, g = 1.7;
   MoeDims one = moe_dims(m, aux_coeff, z_coeff), split = one;
@@ -237,10 +240,17 @@ void check_expert_parallel(int ep) {
     std::vector<std::vector<float>> grads;  // per name
   };
   auto run = [&](const MoeDims& d, comm::Communicator* expert, int rank) {
-    Parameters params{ParameterLayout(layout)};
-    params.initialize(5, 0.4f, m.num_layers);
-    params.zero_grads();
-    const MoeMlp mlp(d, params, 0, expert);
+    const bool own_buffer = apart && expert;
+    const ExpertSlice dense = own_buffer ? dense_expert_slice(m, ep) : ExpertSlice{};
+    const ExpertSlice mine =
+        own_buffer ? expert_buffer_slice(m, ep, rank) : ExpertSlice{ExpertSlice::Kind::kOnly, 0, 0};
+    Parameters params{ParameterLayout(m, {0, 1}, {}, dense)};
+    Parameters experts{ParameterLayout(m, {0, 1}, {}, mine)};
+    for (Parameters* p : {&params, &experts}) {
+      p->initialize(5, 0.4f, m.num_layers);
+      p->zero_grads();
+    }
+    const MoeMlp mlp(d, params, own_buffer ? experts : params, 0, expert);
     std::mt19937 rng(100 + rank);
     std::normal_distribution<float> normal(0.f, 1.f);
     Result r{std::vector<float>(kTokens * kHidden), std::vector<float>(kTokens * kHidden), {}};
@@ -251,9 +261,19 @@ void check_expert_parallel(int ep) {
     mlp.forward(x.data(), kTokens, b.a, b.w, r.y.data());
     mlp.backward(x.data(), kTokens, b.a, b.w, dy.data(), g, r.dx.data());
     for (const std::string& n : names) {
-      const ParamRef p = params.get(n);
+      Parameters* holder = params.layout().contains(n)    ? &params
+                           : experts.layout().contains(n) ? &experts
+                                                          : nullptr;
+      EXPECT_TRUE(holder || own_buffer) << n << " is held nowhere";
+      if (!holder) {  // another rank's expert: no gradient here
+        r.grads.emplace_back(layout.find(n).numel(), 0.f);
+        continue;
+      }
+      const ParamRef p = holder->get(n);
       r.grads.emplace_back(p.grad, p.grad + p.numel);
     }
+    if (own_buffer)  // exactly E/EP experts, each an fc1 and an fc2
+      EXPECT_EQ(experts.layout().specs().size(), (size_t)2 * kExperts / ep);
     return r;
   };
   std::vector<Result> alone(ep), together(ep);
@@ -285,8 +305,13 @@ void check_expert_parallel(int ep) {
 }
 
 TEST(MoeMlp, ExpertParallelRanksEqualOneRankPerTokenAndSumExpertGradients) {
-  check_expert_parallel(2);
-  check_expert_parallel(4);
+  check_expert_parallel(2, false);
+  check_expert_parallel(4, false);
+}
+
+TEST(MoeMlp, ExpertParallelRanksHoldingOnlyTheirExpertsEqualOneRank) {
+  check_expert_parallel(2, true);
+  check_expert_parallel(4, true);
 }
 
 // The piece of a global [rows, cols] tensor that `shard` gives its rank (Megatron's

@@ -228,6 +228,39 @@ TEST(ParameterLayout, MoeLayersHoldTheRouterAndOneFc1AndFc2PerExpert) {
             (std::vector<long>{16, 12}));
 }
 
+// Expert parallelism (ExpertSlice): the dense buffer keeps the router and no expert; rank r's
+// expert buffer holds exactly experts [r E/EP, (r+1) E/EP) of every MoE layer, by global
+// name, and nothing else, with the values one process draws for them.
+TEST(ParameterLayout, ExpertSlicesSplitTheExpertsOverExpertParallelRanks) {
+  const ModelConfig c = tiny_moe();
+  EXPECT_FALSE(splits_experts(c, 1));
+  EXPECT_TRUE(splits_experts(c, 2));
+  const ParameterLayout inline_layout(c, {0, 1});
+  const ParameterLayout dense(c, {0, 1}, {}, dense_expert_slice(c, 2));
+  for (const ParamSpec& s : inline_layout.specs())
+    EXPECT_EQ(dense.contains(s.name), s.name.find(".mlp.experts.") == std::string::npos) << s.name;
+  Parameters whole(inline_layout);
+  whole.initialize(7, 0.02f, c.num_layers);
+  long expert_floats = 0;
+  for (int r = 0; r < 2; ++r) {
+    Parameters mine(ParameterLayout(c, {0, 1}, {}, expert_buffer_slice(c, 2, r)));
+    mine.initialize(7, 0.02f, c.num_layers);
+    EXPECT_EQ(mine.layout().specs().size(), 2u * 2 * 2);  // 2 MoE layers x 2 experts x 2
+    for (int l : {0, 2})
+      for (int e = 0; e < 4; ++e) {
+        const std::string name = moe_expert_param(l, e, "linear_fc1.weight");
+        ASSERT_EQ(mine.layout().contains(name), e / 2 == r) << name;
+        if (e / 2 != r) continue;
+        const ParamSpec& s = mine.layout().find(name);
+        const ParamSpec& w = whole.layout().find(name);
+        for (long i = 0; i < s.numel(); ++i)
+          ASSERT_EQ(mine.values()[s.offset + i], whole.values()[w.offset + i]) << name;
+      }
+    expert_floats += mine.layout().total();
+  }
+  EXPECT_EQ(dense.total() + expert_floats, inline_layout.total());
+}
+
 TEST(Parameters, MoeExpertsDrawTheSameValuesUnderAnyTensorParallelSize) {
   const ModelConfig c = tiny_moe();
   Parameters whole(ParameterLayout(c, {0, 1}));

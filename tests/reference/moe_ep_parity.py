@@ -13,14 +13,22 @@ one-process gradients themselves). Checked at 1e-5 relative (normwise per tensor
     EP = 4 are the one-process weights, bit for bit;
   - a run saved at EP = 2 resumes at EP = 1 (one process) and at EP = 4 with the losses of
     the run that went on at EP = 2;
-  - --sample-prompt while training at EP = 2 prints one process's samples (generation runs
-    every expert on the generating rank, with no exchange the other ranks would not join).
+  - --sample-prompt while training at EP = 2 prints one process's samples (the experts are
+    gathered to the generating rank, which runs them all with no exchange);
+  - each rank holds only its E/EP experts: the printed memory plan's expert rows at EP = 2
+    (d = 2, and d = 4 with the distributed optimizer, whose Adam state is then split over the
+    2-rank expert-data group) and EP = 4 hold the floats of E/EP experts' fc1 and fc2
+    computed from their shapes, and the dense weights are one process's less all experts'.
+The one-step runs also cover EP = 2 with d = 4 (expert gradients summed over a 2-rank
+expert-data group, whose ranks then hold the same gradients, counted once in the norm), with
+and without the distributed optimizer (which shards the expert buffer over that group).
 One micro-batch per rank and step at every layout (the global batch is the world's), so the
 router losses, which are per micro-batch, see the same tokens everywhere.
 Usage: moe_ep_parity.py TRIDENT"""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -49,6 +57,7 @@ SHARDED = [("EP 2, d 2, ZeRO-2", 2, ["--expert-model-parallel-size", "2",
                                      "--data-parallel-sharding-strategy", "optim_grads"]),
            ("EP 2, d 2, ZeRO-3", 2, ["--expert-model-parallel-size", "2",
                                      "--data-parallel-sharding-strategy", "optim_grads_params"])]
+EP2_D4 = ("EP 2, d 4", 4, ["--expert-model-parallel-size", "2"])
 check = Checks()
 
 
@@ -96,7 +105,45 @@ def step_losses(metrics):
     return {k: row[k] for k in ("loss", "load_balancing_loss", "z_loss", "grad_norm")}
 
 
+def plan_rows(text):
+    """The first memory plan's rows printed: name -> floats."""
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"^ {4}(\S.*?) +(\d+) floats", line)
+        if m:
+            rows.setdefault(m.group(1), int(m.group(2)))
+    return rows
+
+
+def aligned(n):
+    return (n + 15) // 16 * 16
+
+
+def check_memory_plans(texts):
+    """The expert rows of the plans of the one-step runs against the experts' shapes."""
+    expert = aligned(2 * MOE_FFN * HIDDEN) + aligned(HIDDEN * MOE_FFN)  # SwiGLU fc1, fc2
+    moe_layers = 3
+    one = plan_rows(texts.get("one", ""))
+    for name, ep, edp, distributed in (("EP 2, d 2", 2, 1, False), ("EP 4, d 4", 4, 1, False),
+                                       ("EP 2, d 4, distributed optimizer", 2, 2, True)):
+        rows = plan_rows(texts.get(name, ""))
+        local = EXPERTS // ep
+        floats = local * moe_layers * expert
+        label = f"expert weights ({local} experts x {moe_layers} MoE layers)"
+        got = (rows.get(label), rows.get("expert gradients"),
+               rows.get("expert adam exp_avg + exp_avg_sq"))
+        want = (floats, floats, 2 * floats // (edp if distributed else 1))
+        check(got == want, f"{name}: the plan holds {local} of {EXPERTS} experts per layer "
+                           f"apart (weights, gradients, Adam: {got}, computed {want})")
+        if not distributed:
+            dense = one.get("weights", 0) - EXPERTS * moe_layers * expert
+            check(rows.get("weights") == dense and "expert weights" not in one,
+                  f"{name}: the dense weights are one process's less every expert "
+                  f"({rows.get('weights')} vs {dense})")
+
+
 def one_step_parity(trident, tmp, common):
+    texts = {}
     start = os.path.join(tmp, "start")
     code, text = train(trident, 1, common + ["--lr", "0", "--save", start])
     if not passed(code == 0, "one process saves the initial weights" + (f": {text[-800:]}" if code else "")):
@@ -111,11 +158,13 @@ def one_step_parity(trident, tmp, common):
     step = common + ["--lr", str(LR), "--load", start, "--finetune"]
     one, one_metrics = os.path.join(tmp, "one"), os.path.join(tmp, "one.jsonl")
     code, text = train(trident, 1, step + ["--save", one, "--metrics-file", one_metrics])
+    texts["one"] = text
     if not passed(code == 0, "one process takes the step" + (f": {text[-800:]}" if code else "")):
         return
     reference, reference_losses = gradients(weights(start), weights(one)), step_losses(one_metrics)
     runs = [(tag, ranks, flags, distributed) for tag, ranks, flags in LAYOUTS
             for distributed in (False, True)] + [(t, r, f, False) for t, r, f in SHARDED]
+    runs += [EP2_D4 + (False,), EP2_D4 + (True,)]
     for tag, ranks, flags, distributed in runs:
         name = tag + (", distributed optimizer" if distributed else "")
         slug = "".join(c for c in name if c.isalnum())
@@ -123,6 +172,7 @@ def one_step_parity(trident, tmp, common):
         extra = ["--use-distributed-optimizer"] if distributed else []
         code, text = train(trident, ranks,
                            step + flags + extra + ["--save", out, "--metrics-file", metrics])
+        texts[name] = text
         if not passed(code == 0, f"{name} runs" + (f": {text[-1500:]}" if code else "")):
             continue
         worst, where = worst_relative(gradients(weights(start), weights(out)), reference)
@@ -133,6 +183,7 @@ def one_step_parity(trident, tmp, common):
         check(off <= 1e-5, f"{name}: the logged losses and gradient norm equal one "
                            f"process's within 1e-5 "
                            f"({losses} vs {reference_losses})")
+    check_memory_plans(texts)
 
 
 def resume_under_other_ep(trident, tmp, common):
