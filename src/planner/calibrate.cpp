@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "kernels/adamw.h"
-#include "model/gpt_model.h"
-#include "planner/layer_costs.h"
 #include "kernels/peak.h"
 #include "model/flops.h"
+#include "model/gpt_model.h"
+#include "planner/layer_costs.h"
 
 namespace trident::planner {
 
@@ -51,8 +51,8 @@ void gemm_table(comm::Communicator& world, double peak, const CalibrationOptions
       // not the neighbours' share of it.
       double tflops = 0;
       for (int r = 0; r < 4; ++r)
-        tflops = std::max(tflops,
-                          kernels::measure_gemm_peak_tflops(m, n, n, o.seconds_per_point / 4, o.precision));
+        tflops = std::max(tflops, kernels::measure_gemm_peak_tflops(
+                                      m, n, n, o.seconds_per_point / 4, o.precision));
       const double efficiency = std::clamp(mean_over_ranks(world, tflops) / peak, 1e-3, 1.0);
       const double gflop = 2.0 * m * n * n / 1e9;
       log << "  gemm " << m << " x " << n << " x " << n << ": " << gflop << " GFLOP, "

@@ -159,12 +159,14 @@ double IterationModel::simulated_bubble(const pp::ScheduleConfig& s, double back
   return bubbles_[key] = bubble;
 }
 
-const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p) {
-  // Sizes depend on the layers a chunk holds, not on which: the key leaves first_layer out.
-  auto key = std::make_tuple(tensor, p.num_layers, p.pre_process, p.post_process);
+const LayoutSizes& IterationModel::sizes_of(int tensor, const ChunkPlacement& p, int expert) {
+  // Sizes depend on the layers a chunk holds, not on which (the key leaves first_layer out),
+  // unless MoE layers are among them.
+  const int first = workload_.model.moe.enabled() ? p.first_layer : -1;
+  auto key = std::make_tuple(tensor, first, p.num_layers, p.pre_process, p.post_process, expert);
   auto it = layout_sizes_.find(key);
   if (it != layout_sizes_.end()) return it->second;
-  return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p);
+  return layout_sizes_[key] = layout_sizes(workload_.model, {0, tensor}, p, expert);
 }
 
 const engine::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleConfig& s,
@@ -222,7 +224,7 @@ std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) 
   // --launch turns on the overlapped gradient reduction whenever d > 1.
   engine::RankMemoryPlan plan = engine::planned_rank_memory(
       rank_layout(l), stage, schedule_needs(schedule_of(l, microbatches), stage), microbatches,
-      l.data > 1, [&](const ChunkPlacement& p) { return sizes_of(l.tensor, p); });
+      l.data > 1, [&](const ChunkPlacement& p) { return sizes_of(l.tensor, p, l.expert); });
   std::vector<MemoryPlan> plans = std::move(plan.chunks);
   plans.push_back(std::move(plan.buffers));
   return plans;
@@ -252,8 +254,9 @@ StageParameters IterationModel::stage_parameters(const Layout& l, int stage) {
   StageParameters out;
   for (int j = 0; j < l.virtual_stages; ++j) {
     const ChunkOptions o = engine::chunk_options(r, stage, j, needs);
-    const LayoutSizes& sizes = sizes_of(l.tensor, o.placement);
+    const LayoutSizes& sizes = sizes_of(l.tensor, o.placement, l.expert);
     out.floats += sizes.parameters;
+    out.expert_floats += sizes.experts;
     out.gathers += chunk_unit_gathers(sizes, o.placement, tied, vocabulary_traffic(r, o, sizes));
     // As engine/rank_model.cpp's holds_tied_copy: the word embedding is the first tensor,
     // so its bucket is the last cut (data_parallel/buckets.h).
@@ -373,14 +376,30 @@ Prediction IterationModel::predict(const Layout& l) {
   work.forward = forward, work.backward = backward;
   const DataParallelTraffic dp =
       data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));
-  out.data_parallel_bytes = dp.bytes;
-  time.data_comm = dp.exposed;
-  time.data_comm_hidden = dp.seconds - dp.exposed;
+  // The expert buffer: summed over the d/EP expert-data ranks (equal dp % EP: t x EP apart),
+  // after the backward (its reducer does not overlap), sharded as ZeRO-1 at most.
+  const int expert_data = l.data / l.expert;
+  DataParallelWork experts;
+  experts.data = expert_data, experts.microbatches = mb;
+  experts.parameter_floats = experts.bucket_floats = params.expert_floats;
+  const DataParallelTraffic edp =
+      params.expert_floats > 0 && expert_data > 1
+          ? data_parallel_traffic(
+                l.distributed_optimizer() ? data_parallel::ShardingStrategy::kOptim
+                                          : data_parallel::ShardingStrategy::kNoShard,
+                experts, group_link(cluster_, expert_data, (long)l.tensor * l.expert))
+          : DataParallelTraffic{};
+  out.data_parallel_bytes = dp.bytes + edp.bytes;
+  time.data_comm = dp.exposed + edp.exposed;
+  time.data_comm_hidden = dp.seconds - dp.exposed + edp.seconds - edp.exposed;
   // The gradient norm and AdamW over this rank's shard, and the gradients zeroed for the
   // next step (4 bytes written per float held).
-  const double shard = l.distributed_optimizer() ? params.floats / l.data : params.floats;
+  const double shard =
+      (l.distributed_optimizer() ? params.floats / l.data : params.floats) +
+      (l.distributed_optimizer() ? params.expert_floats / expert_data : params.expert_floats);
   const double zeroed =
-      data_parallel::shards_gradients(l.sharding) ? params.floats / l.data : params.floats;
+      (data_parallel::shards_gradients(l.sharding) ? params.floats / l.data : params.floats) +
+      params.expert_floats;
   time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
                    memory_traffic_seconds(cluster_, zeroed, 4);
 

@@ -67,6 +67,9 @@ struct StageParameters {
   // Under the distributed optimizer with a tied output layer on a pipeline: the end chunks'
   // gradient bucket holding the word embedding, reduced once after the two stages' sum.
   double held_back_floats = 0;
+  // Expert parallelism: the expert buffer (this rank's E/EP experts), reduced over the
+  // expert-data group.
+  double expert_floats = 0;
 };
 
 struct Prediction {
@@ -141,13 +144,13 @@ class IterationModel {
   double model_flops(const Layout& l) const;
   const engine::ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s,
                                               int stage);
-  const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement);
+  const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement, int expert);
 
   Cluster cluster_;
   Workload workload_;
   std::map<std::tuple<int, int, int, int, long, long>, double> bubbles_;
   std::map<std::tuple<int, int, int, int, int>, engine::ScheduleNeeds> needs_;
-  std::map<std::tuple<int, int, bool, bool>, LayoutSizes> layout_sizes_;
+  std::map<std::tuple<int, int, int, bool, bool, int>, LayoutSizes> layout_sizes_;
 };
 
 }  // namespace trident::planner

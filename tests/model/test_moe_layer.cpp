@@ -352,7 +352,7 @@ void check_tensor_parallel(int t) {
     Parameters params{ParameterLayout(m, {rank, size})};
     params.initialize(5, 0.4f, m.num_layers);
     params.zero_grads();
-    MoeMlp mlp(moe_dims(m, aux_coeff, z_coeff, size), params, 0);
+    MoeMlp mlp(moe_dims(m, aux_coeff, z_coeff, size), params, params, 0);
     mlp.set_tensor_group(tensor);
     std::mt19937 rng(100);  // the same tokens and output gradient on every rank
     std::normal_distribution<float> normal(0.f, 1.f);

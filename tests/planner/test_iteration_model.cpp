@@ -227,6 +227,25 @@ TEST(PlannerIterationModel, ExpertAllToAllsAreTheirBytesOverTheLink) {
       1e-12);
 }
 
+// The expert buffer's gradients are all-reduced over the d/EP expert-data ranks only (the
+// dense ones over d): per rank 2 (n - 1) / n of each buffer's bytes (no sharding).
+TEST(PlannerIterationModel, ExpertGradientsAreReducedOverTheExpertDataGroup) {
+  Workload w = gpt(4, 256, 8, 128, 16);
+  w.precision = kernels::Precision::kFp32;
+  w.model.moe.num_experts = 8, w.model.moe.router_topk = 2;
+  IterationModel model(a100_node(1), w);
+  for (int ep : {1, 2, 4, 8}) {
+    Layout l{1, 1, 8, 1, 1, Recompute::kNone};
+    l.expert = ep;
+    const StageParameters params = model.stage_parameters(l, 0);
+    EXPECT_EQ(params.expert_floats > 0, ep > 1);
+    const double n = 8.0 / ep;
+    const double want =
+        2 * 7.0 / 8 * params.floats * 4 + 2 * (n - 1) / n * params.expert_floats * 4;
+    EXPECT_NEAR(model.predict(l).data_parallel_bytes / want, 1, 1e-9) << ep;
+  }
+}
+
 // Each micro-batch adds its weight gradients into the accumulated ones: in bf16 a fresh fp32
 // gradient is written, then read with the sum, which is rewritten (16 bytes per weight
 // element); the output layer adds once per row chunk. More micro-batches of the same global
@@ -372,6 +391,7 @@ train::TrainingConfig training_config(const Layout& l, const Workload& w) {
     if (l.recompute == Recompute::kFull) c.recompute_method = "uniform", c.recompute_num_layers = 1;
   }
   if (l.zero_bubble) c.pipeline_schedule = "zb-h1";
+  c.expert_model_parallel_size = l.expert;
   c.mock_data = true;
   return c;
 }
@@ -382,7 +402,9 @@ void expect_same_plans(const Layout& l, const Workload& w) {
   IterationModel planner(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w);
   for (int stage = 0; stage < l.pipeline; ++stage) {
     testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.data);
-    engine::RankModel rank = engine::build_rank_model(c.rank_model_options(), tp, pp, dp);
+    testing::PlacedCommunicator expert(0, l.expert), expert_data(0, l.data / l.expert);
+    engine::RankModel rank = engine::build_rank_model(c.rank_model_options(), tp, pp, dp, nullptr,
+                                                      &expert, &expert_data);
     const std::vector<const MemoryPlan*> printed = testing::printed_plans(rank);
     const std::vector<MemoryPlan> planned = planner.stage_plans(l, stage);
     std::vector<const MemoryPlan*> planned_pointers;
@@ -447,6 +469,31 @@ TEST(PlannerMemory, EqualsTrainingForQwen) {
     }
     l.recompute = Recompute::kNone, l.sequence_parallel = false, l.zero_bubble = true;
     expect_same_plans(l, w);
+  }
+}
+
+// MoE (every other layer, 4 experts top-2): the planned memory is training's under expert
+// parallelism too, the E/EP experts of the expert buffer and their sharded Adam state
+// included.
+TEST(PlannerMemory, EqualsTrainingForMoe) {
+  for (bool llama : {false, true}) {
+    ModelConfig m = small_model(llama, true);
+    m.moe.num_experts = 4, m.moe.router_topk = 2, m.moe.ffn_hidden_size = 48;
+    m.moe.layer_pattern = std::vector<bool>(m.num_layers, false);
+    for (int layer = 0; layer < m.num_layers; layer += 2) m.moe.layer_pattern[layer] = true;
+    Workload w{m, 16, kernels::Precision::kFp32};
+    for (int ep : {1, 2, 4}) {
+      Layout l;
+      l.pipeline = 2, l.data = 4, l.micro_batch = 2, l.expert = ep;
+      for (auto sharding :
+           {data_parallel::ShardingStrategy::kNoShard, data_parallel::ShardingStrategy::kOptim}) {
+        l.sharding = sharding;
+        expect_same_plans(l, w);
+      }
+    }
+    Layout tp;
+    tp.tensor = 2, tp.data = 2, tp.micro_batch = 2, tp.expert = 2, tp.sequence_parallel = true;
+    expect_same_plans(tp, w);
   }
 }
 
