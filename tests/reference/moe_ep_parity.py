@@ -235,20 +235,25 @@ def samples_while_training(trident):
           f"samples while training at EP 2 equal one process's ({samples[0]} vs {samples[1]})")
 
 
-def main():
-    trident = os.path.abspath(sys.argv[1])
+def one_step_flags(tmp):
+    """Writes the documents to tmp and returns the flags of one AdamW step from saved
+    weights on them (no decay, no clipping: the move gives each gradient)."""
     rng = np.random.default_rng(5)
     documents = [rng.integers(0, VOCAB - 1, rng.integers(5, 40)).tolist() for _ in range(60)]
+    data = os.path.join(tmp, "docs")
+    write_dataset(data, [[d] for d in documents], 8)
+    return MODEL + ["--data-path", data, "--split", "100,0,0", "--data-cache-path",
+                    os.path.join(tmp, "cache"), "--micro-batch-size", "1", "--global-batch-size",
+                    str(GLOBAL), "--train-iters", "1", "--eval-iters", "0", "--log-interval", "1",
+                    "--lr-decay-style", "constant", "--lr-warmup-iters", "0", "--min-lr", "0",
+                    "--weight-decay", "0", "--clip-grad", "0", "--adam-eps", str(EPS), "--seed",
+                    "1234", "--peak-tflops", "1", "--threads", "1"]
+
+
+def main():
+    trident = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "docs")
-        write_dataset(data, [[d] for d in documents], 8)
-        common = MODEL + ["--data-path", data, "--split", "100,0,0", "--data-cache-path",
-                          os.path.join(tmp, "cache"), "--micro-batch-size", "1",
-                          "--global-batch-size", str(GLOBAL), "--train-iters", "1",
-                          "--eval-iters", "0", "--log-interval", "1", "--lr-decay-style",
-                          "constant", "--lr-warmup-iters", "0", "--min-lr", "0",
-                          "--weight-decay", "0", "--clip-grad", "0", "--adam-eps", str(EPS),
-                          "--seed", "1234", "--peak-tflops", "1", "--threads", "1"]
+        common = one_step_flags(tmp)
         one_step_parity(trident, tmp, common)
         resume_under_other_ep(trident, tmp, common)
         samples_while_training(trident)

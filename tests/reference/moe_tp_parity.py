@@ -24,8 +24,7 @@ import tempfile
 
 import numpy as np
 
-from dataset_reference_test import write_dataset
-from moe_ep_parity import (EPS, GLOBAL, LR, MODEL, VOCAB, gradients, step_losses, train,
+from moe_ep_parity import (LR, VOCAB, gradients, one_step_flags, step_losses, train,
                            worst_relative)
 from parity import Checks, read_safetensors
 
@@ -161,18 +160,8 @@ def samples_while_training(trident, tmp):
 
 def main():
     trident = os.path.abspath(sys.argv[1])
-    rng = np.random.default_rng(5)
-    documents = [rng.integers(0, VOCAB - 1, rng.integers(5, 40)).tolist() for _ in range(60)]
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "docs")
-        write_dataset(data, [[d] for d in documents], 8)
-        common = MODEL + ["--data-path", data, "--split", "100,0,0", "--data-cache-path",
-                          os.path.join(tmp, "cache"), "--micro-batch-size", "1",
-                          "--global-batch-size", str(GLOBAL), "--train-iters", "1",
-                          "--eval-iters", "0", "--log-interval", "1", "--lr-decay-style",
-                          "constant", "--lr-warmup-iters", "0", "--min-lr", "0",
-                          "--weight-decay", "0", "--clip-grad", "0", "--adam-eps", str(EPS),
-                          "--seed", "1234", "--peak-tflops", "1", "--threads", "1"]
+        common = one_step_flags(tmp)
         one_step_parity(trident, tmp, common)
         samples_while_training(trident, tmp)
     return check.summary()
