@@ -67,7 +67,9 @@ ModelConfig parse_qwen_config(const nlohmann::json& j, std::vector<std::string>&
   ModelConfig c = parse_llama_config(rest, problems);
   c.add_qkv_bias = !qwen3;
   c.qk_layernorm = qwen3;
-  if (qwen3) c.kv_channels = c.head_dim();  // the Llama reader took config.json's head_dim
+  // The Llama reader took config.json's head_dim; without one, h / heads (a bad head count
+  // is already among the problems, and must not be divided by).
+  if (qwen3 && (c.kv_channels > 0 || c.num_attention_heads > 0)) c.kv_channels = c.head_dim();
   return c;
 }
 

@@ -48,6 +48,20 @@ ModelConfig parse(const json& j, std::vector<std::string>* problems = nullptr) {
   return c;
 }
 
+// Found by fuzz_hf_config: a Qwen3 config without head_dim whose head count is not a number
+// was divided by before its problem was reported.
+TEST(HfMoe, ABadHeadCountWithoutHeadDimIsAProblemNotADivision) {
+  json j = qwen3_moe();
+  j.erase("head_dim");
+  j["num_attention_heads"] = "qwen3_moe";
+  std::vector<std::string> problems;
+  parse(j, &problems);
+  ASSERT_FALSE(problems.empty());
+  bool named = false;
+  for (const std::string& p : problems) named |= p.find("num_attention_heads") != std::string::npos;
+  EXPECT_TRUE(named) << problems.front();
+}
+
 std::vector<bool> moe_layers(const ModelConfig& c) {
   std::vector<bool> out;
   for (int l = 0; l < c.num_layers; ++l) out.push_back(c.is_moe_layer(l));

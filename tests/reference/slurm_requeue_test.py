@@ -20,7 +20,7 @@ import time
 from parity import Checks, metrics_by_iteration
 from slurm_cluster import SBATCH, SlurmCluster, available
 
-ITERS = 40
+ITERS = 28  # an interruption after iteration 8 still leaves most of the run to resume
 ARGS = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attention-heads", "4",
         "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
         "--global-batch-size", "8", "--train-iters", str(ITERS), "--lr", "1e-3",
