@@ -333,6 +333,57 @@ double IterationModel::model_flops(const Layout& l) const {
   return recompute ? total + layers / 3 : total;
 }
 
+namespace {
+
+// The expert buffer's reduction: summed over the d/EP expert-data ranks (equal dp % EP: t x
+// EP apart) after the backward (its reducer does not overlap), sharded as ZeRO-1 at most.
+DataParallelTraffic expert_data_traffic(const Cluster& cluster, const Layout& l,
+                                        double expert_floats, int microbatches) {
+  const int expert_data = l.data / l.expert;
+  if (expert_floats <= 0 || expert_data < 2) return {};
+  DataParallelWork experts;
+  experts.data = expert_data, experts.microbatches = microbatches;
+  experts.parameter_floats = experts.bucket_floats = expert_floats;
+  return data_parallel_traffic(
+      l.distributed_optimizer() ? data_parallel::ShardingStrategy::kOptim
+                                : data_parallel::ShardingStrategy::kNoShard,
+      experts, group_link(cluster, expert_data, (long)l.tensor * l.expert));
+}
+
+}  // namespace
+
+// The data-parallel collectives of the fullest stage (Psi: its parameters; the planned
+// gradient buffer may hold only a shard of them), then the optimizer step.
+void IterationModel::add_data_parallel(const Layout& l, int mb, double forward, double backward,
+                                       Prediction& out) {
+  const StageParameters params = stage_parameters(l, out.memory.stage);
+  DataParallelWork work;
+  work.data = l.data, work.microbatches = mb;
+  work.parameter_floats = params.floats;
+  work.bucket_floats = (double)engine::gradient_bucket_floats(rank_layout(l));
+  work.gathers = params.gathers;
+  work.held_back_floats = params.held_back_floats;
+  work.forward = forward, work.backward = backward;
+  const DataParallelTraffic dp =
+      data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));
+  const DataParallelTraffic edp = expert_data_traffic(cluster_, l, params.expert_floats, mb);
+  TimeBreakdown& time = out.time;
+  out.data_parallel_bytes = dp.bytes + edp.bytes;
+  time.data_comm = dp.exposed + edp.exposed;
+  time.data_comm_hidden = dp.seconds - dp.exposed + edp.seconds - edp.exposed;
+  // The gradient norm and AdamW over this rank's shard, and the gradients zeroed for the
+  // next step (4 bytes written per float held).
+  const bool sharded = l.distributed_optimizer();
+  const double shard =
+      (sharded ? params.floats / l.data : params.floats) +
+      (sharded ? params.expert_floats / (l.data / l.expert) : params.expert_floats);
+  const double zeroed =
+      (data_parallel::shards_gradients(l.sharding) ? params.floats / l.data : params.floats) +
+      params.expert_floats;
+  time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
+                   memory_traffic_seconds(cluster_, zeroed, 4);
+}
+
 Prediction IterationModel::predict(const Layout& l) {
   const ModelConfig& m = workload_.model;
   const int mb = l.microbatches(workload_.global_batch);
@@ -364,44 +415,7 @@ Prediction IterationModel::predict(const Layout& l) {
   }
 
   out.memory = device_memory(l);
-  // Psi: the parameters of the fullest stage (the planned gradient buffer may hold only a
-  // shard of them).
-  const StageParameters params = stage_parameters(l, out.memory.stage);
-  DataParallelWork work;
-  work.data = l.data, work.microbatches = mb;
-  work.parameter_floats = params.floats;
-  work.bucket_floats = (double)engine::gradient_bucket_floats(rank_layout(l));
-  work.gathers = params.gathers;
-  work.held_back_floats = params.held_back_floats;
-  work.forward = forward, work.backward = backward;
-  const DataParallelTraffic dp =
-      data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));
-  // The expert buffer: summed over the d/EP expert-data ranks (equal dp % EP: t x EP apart),
-  // after the backward (its reducer does not overlap), sharded as ZeRO-1 at most.
-  const int expert_data = l.data / l.expert;
-  DataParallelWork experts;
-  experts.data = expert_data, experts.microbatches = mb;
-  experts.parameter_floats = experts.bucket_floats = params.expert_floats;
-  const DataParallelTraffic edp =
-      params.expert_floats > 0 && expert_data > 1
-          ? data_parallel_traffic(
-                l.distributed_optimizer() ? data_parallel::ShardingStrategy::kOptim
-                                          : data_parallel::ShardingStrategy::kNoShard,
-                experts, group_link(cluster_, expert_data, (long)l.tensor * l.expert))
-          : DataParallelTraffic{};
-  out.data_parallel_bytes = dp.bytes + edp.bytes;
-  time.data_comm = dp.exposed + edp.exposed;
-  time.data_comm_hidden = dp.seconds - dp.exposed + edp.seconds - edp.exposed;
-  // The gradient norm and AdamW over this rank's shard, and the gradients zeroed for the
-  // next step (4 bytes written per float held).
-  const double shard =
-      (l.distributed_optimizer() ? params.floats / l.data : params.floats) +
-      (l.distributed_optimizer() ? params.expert_floats / expert_data : params.expert_floats);
-  const double zeroed =
-      (data_parallel::shards_gradients(l.sharding) ? params.floats / l.data : params.floats) +
-      params.expert_floats;
-  time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
-                   memory_traffic_seconds(cluster_, zeroed, 4);
+  add_data_parallel(l, mb, forward, backward, out);
 
   out.model_flops = model_flops(l);
   out.tflops_per_device = out.model_flops / (time.total() * l.devices()) / 1e12;

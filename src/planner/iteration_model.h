@@ -142,6 +142,9 @@ class IterationModel {
   PipelineRun run_pipeline(const Layout& l, int microbatches) const;
   MemoryBreakdown stage_memory(const Layout& l, int stage);
   double model_flops(const Layout& l) const;
+  // The data-parallel collectives' bytes and time and the optimizer's time, into out (whose
+  // memory, the fullest stage, is known): forward / backward, one micro-batch's seconds.
+  void add_data_parallel(const Layout& l, int mb, double forward, double backward, Prediction& out);
   const engine::ScheduleNeeds& schedule_needs(const pipeline_parallel::ScheduleConfig& s,
                                               int stage);
   const LayoutSizes& sizes_of(int tensor, const ChunkPlacement& placement, int expert);
