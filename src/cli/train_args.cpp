@@ -356,6 +356,10 @@ void add_batch_and_optimizer_flags(CLI::App& app, train::TrainingConfig& c) {
   opt("--global-batch-size", c.global_batch_size, "B = b x micro-batches x d (0: b x d)", "Batch");
   opt("--train-iters", c.train_iters,
       "iterations to train (iteration-based; neither this nor --train-samples: 100)", "Training");
+  app.add_flag("--skip-train", c.skip_train,
+               "train nothing: print the validation and test losses of the --load or --load-hf "
+               "weights (or of the initialisation) and exit")
+      ->group("Training");
   opt("--train-samples", c.train_samples,
       "samples to train (sample-based: schedules in samples, batch ramp-up possible)", "Training");
   app.add_option("--rampup-batch-size", c.rampup_batch_size,

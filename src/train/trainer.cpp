@@ -97,6 +97,17 @@ int refuse_untrained(TrainingRun& run, long iterations, long last_saved) {
   return kExitEveryStepSkipped;
 }
 
+// --skip-train: the held-out losses of the weights as loaded, logged at the iteration they
+// were saved at (0 for --finetune, --load-hf or an initialisation).
+int evaluate_only(TrainingRun& run) {
+  run.log << "--skip-train: evaluating the weights of iteration " << run.first_iteration - 1
+          << " without training\n";
+  run_validation(run, run.first_iteration - 1);
+  run_test(run);
+  run.model.finish_param_gather();
+  return 0;
+}
+
 }  // namespace
 
 int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log,
@@ -104,6 +115,7 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
   const Clock::time_point started = Clock::now();
   const EarlyStop early_stop(c, signals, started);
   TrainingRun run(c, rank, log);
+  if (c.skip_train) return evaluate_only(run);
   const int seq = c.model.seq_length, padded_vocab = run.model.chunks[0]->padded_vocab();
   LogInterval interval;
   RecentIterations recent;  // for the ETA

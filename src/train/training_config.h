@@ -97,6 +97,9 @@ struct TrainingConfig {
   int log_interval = 10;
   long eval_interval = 0;  // 0: validate only at the end
   int eval_iters = 10;     // global batches per evaluation (Megatron's meaning)
+  // Megatron's --skip-train: no step; the loaded (or initial) weights' validation and test
+  // losses, then exit. The before of a fine-tuning's before/after.
+  bool skip_train = false;
 
   bool mock_data = false;
   std::vector<std::string> data_path;  // "prefix" or "w1 prefix1 w2 prefix2 ..."

@@ -429,6 +429,10 @@ void check_logging_and_runtime(const TrainingConfig& c, std::vector<std::string>
           "--heartbeat-seconds must be >= 0 and finite (0: no heartbeat)");
   require(c.eval_interval >= 0, "--eval-interval must be >= 0");
   require(c.eval_iters >= 0, "--eval-iters must be >= 0");
+  require(!c.skip_train || c.eval_iters > 0,
+          "--skip-train only evaluates: --eval-iters must be > 0");
+  require(!c.skip_train || (c.save.empty() && c.save_hf.empty()),
+          "--skip-train trains nothing to save: drop --save and --save-hf");
   require(c.threads >= 0, "--threads must be >= 0");
   require(c.sample_interval >= 0, "--sample-interval must be >= 0");
   require(c.sample_interval > 0 || c.sample_prompt.empty(),

@@ -10,10 +10,12 @@ Every document is the same conversation and the sequence length is its length, s
 sample is that conversation followed by the next one's first token; iteration 1's logged
 loss (learning rate 0) is then the masked mean over one sample. Checked at one process,
 t = 2 and d = 2 (mpirun), and without --sft (every target counts); on a Mixtral-shaped
-model with its router losses; bad input exits 2.
+model with its router losses; --skip-train's validation loss of the same weights; bad input
+exits 2.
 Usage: sft_test.py TRIDENT SOURCE_DIR"""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -115,6 +117,26 @@ def check_packing(trident, work, model, tok, length, want, want_norm, counted):
            "the log names the packed samples")
 
 
+def check_skip_train(trident, work, model, prefix, length, tok, want):
+    """--skip-train (Megatron's): the --load-hf weights' validation loss, masked as --sft, is
+    the float64 masked mean; no step is taken; --save beside it is refused."""
+    cmd = [trident, "train", "--load-hf", model, "--data-path", prefix, "--split", "50,50,0",
+           "--seq-length", str(length), "--micro-batch-size", "2", "--global-batch-size", "4",
+           "--train-iters", "1", "--eval-iters", "1", "--threads", "1", "--sft", "--skip-train",
+           "--data-cache-path", f"{work}/cache"] + tok
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+    found = re.search(r"validation loss at iteration 0 \| lm loss value: (\S+)", out.stdout)
+    loss = float(found.group(1)) if found else None
+    rel = abs(loss - want) / want if loss is not None else None
+    CHECKS(out.returncode == 0 and loss is not None and rel < 1e-5 and
+           not re.search(r"iteration +1/", out.stdout),
+           f"--skip-train: no step, validation loss {loss} equals the float64 masked mean "
+           f"{want:.8f} (rel {rel})" + ("" if found else out.stdout[-600:] + out.stderr[-600:]))
+    out = subprocess.run(cmd + ["--save", f"{work}/nothing"], capture_output=True, text=True)
+    CHECKS(out.returncode == 2 and "--skip-train trains nothing to save" in out.stderr,
+           "--skip-train with --save: exit 2 naming the rule")
+
+
 MIXTRAL = dict(architectures=["MixtralForCausalLM"], model_type="mixtral", hidden_act="silu",
                num_hidden_layers=2, hidden_size=32, intermediate_size=40, num_attention_heads=4,
                num_key_value_heads=2, vocab_size=128256, max_position_embeddings=128,
@@ -200,6 +222,7 @@ def main():
                f"without --sft every target counts: {loss} against {want_all:.8f} (rel {rel}); "
                f"--sft's differs ({want_sft:.6f})")
         check_packing(trident, work, model, tok, len(ids), want_sft, want_norm, counted)
+        check_skip_train(trident, work, model, prefix, len(ids), tok, want_sft)
         check_moe(trident, src, work, rng, prefix, tok)
         os.rename(f"{work}/sft_messages_loss_mask.idx", f"{work}/moved.idx")
         _, out = train(trident, work, "nomask", model, prefix, len(ids), tok + ["--sft"])
