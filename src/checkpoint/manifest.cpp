@@ -137,6 +137,10 @@ void check_moe(const Checker& check, const json& model) {
     check.fail("model.moe.router_pre_softmax", "must be a boolean");
   if (!e.contains("router_topk_scaling_factor") || !e["router_topk_scaling_factor"].is_number())
     check.fail("model.moe.router_topk_scaling_factor", "must be a number");
+  if (e.contains("shared_expert_intermediate_size"))
+    check.integer(e, "shared_expert_intermediate_size", "model.moe.", 1, INT_MAX);
+  if (e.contains("shared_expert_gate") && !e["shared_expert_gate"].is_boolean())
+    check.fail("model.moe.shared_expert_gate", "must be a boolean");
   const json& pattern = check.array(e, "layer_pattern", "model.moe.");
   if (pattern.size() != (size_t)model["num_layers"].get<long>())
     check.fail("model.moe.layer_pattern", "must have one entry per layer");
@@ -258,6 +262,9 @@ ModelConfig manifest_model(const json& manifest) {
     c.moe.router_pre_softmax = e["router_pre_softmax"];
     c.moe.router_topk_scaling_factor = e["router_topk_scaling_factor"].get<float>();
     for (int on : e["layer_pattern"].get<std::vector<int>>()) c.moe.layer_pattern.push_back(on);
+    // Written only for a model with shared experts (older manifests have none).
+    c.moe.shared_expert_intermediate_size = e.value("shared_expert_intermediate_size", 0);
+    c.moe.shared_expert_gate = e.value("shared_expert_gate", false);
   }
   return c;
 }
@@ -283,6 +290,10 @@ json moe_json(const ModelConfig& m) {
   std::vector<int> pattern;
   for (int l = 0; l < m.num_layers; ++l) pattern.push_back(m.is_moe_layer(l) ? 1 : 0);
   j["layer_pattern"] = pattern;
+  if (m.moe.shared_expert_intermediate_size > 0) {
+    j["shared_expert_intermediate_size"] = m.moe.shared_expert_intermediate_size;
+    j["shared_expert_gate"] = m.moe.shared_expert_gate;
+  }
   return j;
 }
 }  // namespace

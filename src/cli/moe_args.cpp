@@ -8,7 +8,8 @@ namespace trident::cli {
 namespace {
 
 constexpr const char* kGroup =
-    "Mixture of experts (built: any expert- and tensor-parallel size, fp32, dropless)";
+    "Mixture of experts (built: any expert- and tensor-parallel size, fp32, dropless or with "
+    "a capacity, shared experts)";
 
 // Adds the group's flags, recording each in `given`: a value (the last occurrence wins), a
 // switch, or a list (Megatron's nargs='+').
@@ -38,7 +39,7 @@ void add_shape_flags(const MoeFlagAdder& a, MoeConfig& m, std::string& layer_fre
   add("--num-experts", m.num_experts,
       "experts per MoE layer (0: none). Built at any --expert-model-parallel-size, "
       "--tensor-model-parallel-size (t > 1 with --sequence-parallel), p and d in fp32, "
-      "dropless; the rest is refused by name (exit 2)");
+      "dropless or with a capacity; the rest is refused by name (exit 2)");
   add("--moe-router-topk", m.router_topk, "k: experts each token is routed to");
   add("--moe-layer-freq", layer_freq,
       "N: layer i is MoE iff i % N == 0; or a list expression of 0/1 per layer, e.g. "

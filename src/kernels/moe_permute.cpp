@@ -6,8 +6,29 @@
 
 namespace trident::kernels {
 
+namespace {
+// Each expert's rows padded to pad_to: offsets moved, pad rows marked -1 after the kept.
+void pad_experts(MoePermutation& p, long pad_to) {
+  const int experts = p.experts;
+  std::vector<int> source(pad_to * experts, -1), slot(pad_to * experts, -1);
+  for (int e = 0; e < experts; ++e) {
+    if (p.rows_of(e) > pad_to)
+      throw std::logic_error("moe permutation: expert " + std::to_string(e) + " keeps " +
+                             std::to_string(p.rows_of(e)) + " rows, more than its capacity " +
+                             std::to_string(pad_to));
+    for (long r = p.offsets[e]; r < p.offsets[e + 1]; ++r) {
+      const long to = e * pad_to + (r - p.offsets[e]);
+      source[to] = p.source[r], slot[to] = p.slot[r];
+      p.row_of[(long)p.source[r] * p.topk + p.slot[r]] = to;
+    }
+  }
+  for (int e = 0; e <= experts; ++e) p.offsets[e] = e * pad_to;
+  p.source = std::move(source), p.slot = std::move(slot);
+}
+}  // namespace
+
 MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts,
-                                    const unsigned char* keep) {
+                                    const unsigned char* keep, long pad_to) {
   MoePermutation p;
   p.tokens = tokens, p.topk = topk, p.experts = experts;
   const long n = (long)tokens * topk;
@@ -32,13 +53,18 @@ MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int ex
       p.source[r] = t, p.slot[r] = j;
       p.row_of[(long)t * topk + j] = r;
     }
+  if (pad_to > 0) pad_experts(p, pad_to);
   return p;
 }
 
 void moe_permute(const MoePermutation& p, const float* x, int h, float* out) {
 #pragma omp parallel for schedule(static)
-  for (long r = 0; r < p.rows(); ++r)
-    std::copy(x + (long)p.source[r] * h, x + (long)(p.source[r] + 1) * h, out + r * h);
+  for (long r = 0; r < p.rows(); ++r) {
+    if (p.source[r] < 0)
+      std::fill(out + r * h, out + (r + 1) * h, 0.f);
+    else
+      std::copy(x + (long)p.source[r] * h, x + (long)(p.source[r] + 1) * h, out + r * h);
+  }
 }
 
 void moe_permute_backward(const MoePermutation& p, const float* d_out, int h, float* dx) {
@@ -56,7 +82,8 @@ void moe_permute_backward(const MoePermutation& p, const float* d_out, int h, fl
 }
 
 void moe_permute_weights(const MoePermutation& p, const float* weights, float* out) {
-  for (long r = 0; r < p.rows(); ++r) out[r] = weights[(long)p.source[r] * p.topk + p.slot[r]];
+  for (long r = 0; r < p.rows(); ++r)
+    out[r] = p.source[r] < 0 ? 0.f : weights[(long)p.source[r] * p.topk + p.slot[r]];
 }
 
 void moe_permute_weights_backward(const MoePermutation& p, const float* d_out, float* d_weights) {

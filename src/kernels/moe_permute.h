@@ -1,5 +1,5 @@
 #pragma once
-// Dropless token permutation for the experts (Megatron-Core's moe_utils.permute /
+// Token permutation for the experts (Megatron-Core's moe_utils.permute /
 // unpermute): each token's row is copied once per chosen expert into expert-major order
 // (expert 0's rows first, each expert's in ascending token order), so that every expert's
 // rows are contiguous for the grouped GEMM; unpermute brings the experts' outputs back,
@@ -12,7 +12,8 @@ namespace trident::kernels {
 
 struct MoePermutation {
   int tokens = 0, topk = 0, experts = 0;
-  // Permuted row r holds token source[r]'s copy for slot j = slot[r] of its idx row.
+  // Permuted row r holds token source[r]'s copy for slot j = slot[r] of its idx row (-1 and
+  // -1 for a pad row).
   std::vector<int> source;
   std::vector<int> slot;
   // row_of[t * k + j]: the permuted row of token t's j-th expert (the inverse map); -1 for
@@ -27,17 +28,21 @@ struct MoePermutation {
 
 // The permutation of a routing idx [tokens, k] (k distinct experts per token, each < E);
 // with keep (moe_capacity_keep's mask), only the choices it keeps get a row. A dropped
-// choice contributes nothing to unpermute's output and gets zero gradients.
+// choice contributes nothing to unpermute's output and gets zero gradients. pad_to > 0
+// (--moe-pad-expert-input-to-capacity): every expert gets exactly pad_to rows, its own
+// followed by pad rows (source and slot -1) that permute fills with zeros and weight 0, so
+// they add nothing to any output or gradient; no expert may have more than pad_to kept.
 MoePermutation make_moe_permutation(const int* idx, int tokens, int topk, int experts,
-                                    const unsigned char* keep = nullptr);
+                                    const unsigned char* keep = nullptr, long pad_to = 0);
 
-// out [rows, h]: out[r] = x[source[r]].
+// out [rows, h]: out[r] = x[source[r]], zeros for a pad row.
 void moe_permute(const MoePermutation& p, const float* x, int h, float* out);
 // Permute's backward: dx [tokens, h] = sum over each token's k rows of d_out (overwritten).
 void moe_permute_backward(const MoePermutation& p, const float* d_out, int h, float* dx);
 
 // The routing weights [tokens, k] in permuted order, out [rows] (for experts that scale
-// their activations by the weight, as Megatron's do before fc2), and its backward:
+// their activations by the weight, as Megatron's do before fc2; 0 for a pad row), and its
+// backward:
 // d_weights[t, j] = d_out[row_of[t, j]] (overwritten).
 void moe_permute_weights(const MoePermutation& p, const float* weights, float* out);
 void moe_permute_weights_backward(const MoePermutation& p, const float* d_out, float* d_weights);

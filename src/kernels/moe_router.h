@@ -59,8 +59,9 @@ double moe_z_loss(const float* lse, int tokens, double scale);
 void moe_z_loss_backward(const float* probs, const float* lse, int tokens, int experts,
                          double scale_times_grad, float* d_logits);
 
-// Token dropping (--moe-expert-capacity-factor, Megatron's apply_router_token_dropping
-// without padding). An expert's capacity is ceil(tokens * k / E * factor) (get_capacity);
+// Token dropping (--moe-expert-capacity-factor, Megatron's topk_softmax_with_capacity; the
+// padding is make_moe_permutation's). An expert's capacity is ceil(tokens * k / E * factor)
+// (get_capacity);
 // keep[t * k + j] says whether token t's j-th choice fits its expert: under "probs" each
 // expert keeps the `capacity` of its tokens with the highest weights, under "position" its
 // first `capacity` tokens; equal weights go to the lower token.

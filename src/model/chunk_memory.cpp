@@ -240,13 +240,14 @@ struct LayerRows {
   int mlp_held;
 };
 
-// An MoE layer's MLP activations, dropless: the rows its experts receive, at most
+// An MoE layer's MLP activations: the rows its experts receive, dropless at most
 // EP x tokens x min(k, E/EP) (MoeDims::expert_rows; tokens x k, the exact size, at EP = 1),
-// each F / t wide in fc1 and its activation. `tokens` counts every row of the micro-batch
-// at any t: with sequence parallelism the layer routes the all-gathered rows.
-// The kept MoE layers have them; the recompute
-// group has them in every layer when any recomputed layer is MoE (a group's layers change
-// from group to group). A kept MoE layer has no dense fc1 buffers (LayerRows::mlp_held).
+// with a capacity at most E x capacity (exactly that when padded), each F / t wide in fc1
+// and its activation; the shared experts' fc1 out and activation on every token. `tokens` counts
+// every row of the micro-batch at any t: with sequence parallelism the layer routes the
+// all-gathered rows. The kept MoE layers have them; the recompute group has them in every layer
+// when any recomputed layer is MoE (a group's layers change from group to group). A kept MoE layer
+// has no dense fc1 buffers (LayerRows::mlp_held).
 MoeDims planned_moe_dims(const ChunkShape& s) {
   MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size);
   d.expert_parallel = s.options.expert_parallel;
@@ -258,7 +259,7 @@ std::vector<long> moe_parts(const ChunkShape& s) {
   return moe_activation_parts(planned_moe_dims(s), s.tokens());
 }
 const char* const kMoeRow =
-    "MoE router (probs, lse, top-k) + expert rows (tokens x k: input, fc1 out, act)";
+    "MoE router (probs, lse, top-k) + expert rows (input, fc1 out, act) + shared experts";
 
 void add_layer_buffers(const ActivationSizes& z, const LayerRows& r, bool swiglu,
                        const std::vector<long>& moe, Rows& rows) {

@@ -18,8 +18,13 @@ double training_flops_per_iteration(const ModelConfig& c, long global_batch, int
   // An MoE layer: each token's k experts (Megatron's moe_layer_flops) and the router's
   // 2 h E, which Megatron leaves out as small; FLOPs of the active parameters only.
   const double f = c.moe_ffn(), moe_fc1 = c.swiglu ? 2 * f : f;
+  // Shared experts (width S) run on every token, with their gate's 2 h.
+  const double shared = c.moe.shared_expert_intermediate_size;
+  const double shared_mlp = shared > 0 ? 2 * h * (c.swiglu ? 2 * shared : shared) + 2 * shared * h +
+                                             (c.moe.shared_expert_gate ? 2 * h : 0)
+                                       : 0;
   const double moe_mlp =
-      c.moe.router_topk * (2 * h * moe_fc1 + 2 * f * h) + 2 * h * c.moe.num_experts;
+      c.moe.router_topk * (2 * h * moe_fc1 + 2 * f * h) + 2 * h * c.moe.num_experts + shared_mlp;
   double moe_layers = 0;
   if (c.moe.enabled())
     for (int layer = 0; layer < c.num_layers; ++layer) moe_layers += c.is_moe_layer(layer);

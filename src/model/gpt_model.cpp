@@ -273,9 +273,13 @@ std::vector<PartTarget> layer_targets(LayerActivations& a, BufferField field, bo
     case BufferField::kLayerOutput:
       return {to(a.output)};
     case BufferField::kMoe:
-      return {to(a.moe.probs),   to(a.moe.lse),         to(a.moe.idx),
-              to(a.moe.weights), to(a.moe.rows),        to(a.moe.fc1_pre),
-              to(a.moe.act),     to(a.moe.row_weights), to(a.moe.recv_counts)};
+      return {to(a.moe.probs),       to(a.moe.lse),
+              to(a.moe.idx),         to(a.moe.weights),
+              to(a.moe.rows),        to(a.moe.fc1_pre),
+              to(a.moe.act),         to(a.moe.row_weights),
+              to(a.moe.recv_counts), to(a.moe.shared_fc1_pre),
+              to(a.moe.shared_act),  to(a.moe.shared_gate),
+              to(a.moe.shared_out)};
     default:
       throw std::logic_error("memory plan: a layer has no buffer of this kind");
   }
@@ -366,8 +370,9 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
       return {to(scratch_.d_attn), to(scratch_.d_qkv)};
     case BufferField::kMoeScratch: {
       MoeScratch& m = scratch_.moe;
-      return {to(m.logits), to(m.counts),   to(m.src_weights), to(m.d_row_weights), to(m.d_weights),
-              to(m.scaled), to(m.d_scaled), to(m.expert_out),  to(m.own_rows),      to(m.staging)};
+      return {to(m.logits),    to(m.counts),  to(m.src_weights),  to(m.d_row_weights),
+              to(m.d_weights), to(m.scaled),  to(m.d_scaled),     to(m.expert_out),
+              to(m.own_rows),  to(m.staging), to(m.shared_d_out), to(m.shared_d_act)};
     }
     case BufferField::kLogits:
       return {to(lm_head_.logits)};

@@ -1,5 +1,6 @@
 #include "model/moe_layer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -26,33 +27,68 @@ MoeDims moe_dims(const ModelConfig& c, double aux_loss_coeff, double z_loss_coef
   d.scaling_factor = c.moe.router_topk_scaling_factor;
   d.aux_loss_coeff = aux_loss_coeff;
   d.z_loss_coeff = z_loss_coeff;
+  d.capacity_factor = c.moe.dropless() ? -1.0 : (double)c.moe.expert_capacity_factor;
+  d.pad_to_capacity = c.moe.pad_expert_input_to_capacity;
+  d.drop_policy = c.moe.token_drop_policy == "position" ? kernels::DropPolicy::kPosition
+                                                        : kernels::DropPolicy::kProbs;
+  // config/moe_config.cpp refuses a shared width t does not divide.
+  d.shared_ffn = c.moe.shared_expert_intermediate_size / tensor_parallel;
+  d.shared_gate = c.moe.shared_expert_gate;
   return d;
 }
 
+long MoeDims::capacity(long tokens) const {
+  return kernels::moe_expert_capacity((int)tokens, topk, experts, capacity_factor);
+}
+
+long MoeDims::permuted_rows(long tokens) const {
+  return pad_to_capacity ? experts * capacity(tokens) : tokens * topk;
+}
+
 long MoeDims::expert_rows(long tokens) const {
-  return expert_parallel::max_received_rows(tokens, topk, experts, expert_parallel);
+  // Every source rank sends each of this rank's E/EP experts at most `capacity` rows
+  // (exactly that when padded).
+  const long capped = dropless() ? 0 : (long)expert_parallel * local_experts() * capacity(tokens);
+  if (pad_to_capacity) return capped;
+  const long dropless_rows =
+      expert_parallel::max_received_rows(tokens, topk, experts, expert_parallel);
+  return dropless() ? dropless_rows : std::min(dropless_rows, capped);
 }
 
 std::vector<long> moe_activation_parts(const MoeDims& d, long tokens) {
   static_assert(sizeof(int) == sizeof(float), "idx takes floats' places");
   const long s = tokens * d.topk, r = d.expert_rows(tokens);
-  return {tokens * d.experts, tokens,    s, s,        r * d.hidden,
-          r * d.fc1_rows(),   r * d.ffn, r, d.experts};
+  const long gated = d.shared_ffn > 0 && d.shared_gate ? tokens : 0;
+  return {tokens * d.experts,
+          tokens,
+          s,
+          s,
+          r * d.hidden,
+          r * d.fc1_rows(),
+          r * d.ffn,
+          r,
+          d.experts,
+          tokens * d.shared_fc1_rows(),
+          tokens * d.shared_ffn,
+          gated,
+          gated * d.hidden};
 }
 
 std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
-  const long s = tokens * d.topk, r = d.expert_rows(tokens);
+  const long s = tokens * d.topk, r = d.expert_rows(tokens), sent = d.permuted_rows(tokens);
   const bool ep = d.expert_parallel > 1;
   return {tokens * d.experts,
           d.experts,
-          s,
+          sent,
           r,
           s,
           r * d.ffn,
           r * d.ffn,
           r * d.hidden,
-          ep ? s * d.hidden : 0,
-          ep ? r * d.hidden : 0};
+          ep ? sent * d.hidden : 0,
+          ep ? r * d.hidden : 0,
+          d.shared_ffn > 0 ? tokens * d.hidden : 0,
+          tokens * d.shared_ffn};
 }
 
 MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
@@ -65,6 +101,11 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
                                 " (planned for " + std::to_string(d.expert_parallel) + ")");
   first_local_ = (expert ? expert->rank() : 0) * d.local_experts();
   router_ = p.get(layer_param(layer, "mlp.router.weight"));
+  if (d.shared_ffn > 0) {
+    shared_fc1_ = p.get(layer_param(layer, "mlp.shared_experts.linear_fc1.weight"));
+    shared_fc2_ = p.get(layer_param(layer, "mlp.shared_experts.linear_fc2.weight"));
+    if (d.shared_gate) shared_gate_ = p.get(layer_param(layer, "mlp.shared_experts.gate_weight"));
+  }
   fc1_.assign(d.experts, nullptr), fc2_.assign(d.experts, nullptr);
   fc1_grad_.assign(d.experts, nullptr), fc2_grad_.assign(d.experts, nullptr);
   for (int e = 0; e < d.experts; ++e) {
@@ -116,8 +157,7 @@ MoeLosses MoeMlp::forward(const float* x, int tokens, const MoeActivations& a, c
   }
   if (d.z_loss_coeff > 0.0) losses.z = kernels::moe_z_loss(a.lse, tokens, z_scale(d, tokens));
 
-  const kernels::MoePermutation perm =
-      kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts);
+  const kernels::MoePermutation perm = permutation(a, tokens);
   const expert_parallel::DispatchPlan plan = dispatch_plan(perm, a);
   // At EP = 1 the permuted rows are the experts' rows; else they go out and come back.
   const bool ep = dispatches();
@@ -130,7 +170,21 @@ MoeLosses MoeMlp::forward(const float* x, int tokens, const MoeActivations& a, c
   experts_forward(plan.expert_offsets.data(), a, w, plan.received());
   if (ep) expert_parallel::combine(*expert_, plan, w.expert_out, d.hidden, w.staging, w.own_rows);
   kernels::moe_unpermute(perm, ep ? w.own_rows : w.expert_out, nullptr, d.hidden, y);
+  if (d.shared_ffn > 0) shared_forward(x, tokens, a, w, y);
   return losses;
+}
+
+kernels::MoePermutation MoeMlp::permutation(const MoeActivations& a, int tokens) const {
+  const MoeDims& d = dims_;
+  if (d.dropless()) return kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts);
+  // The aux loss and the logged loads have counted the choices before this (Megatron's
+  // tokens_per_expert before capacity); the dropped ones get no row and weight 0.
+  const int capacity = (int)d.capacity(tokens);
+  std::vector<unsigned char> keep((size_t)tokens * d.topk);
+  kernels::moe_capacity_keep(a.idx, a.weights, tokens, d.topk, d.experts, capacity, d.drop_policy,
+                             keep.data());
+  return kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts, keep.data(),
+                                       d.pad_to_capacity ? capacity : 0);
 }
 
 expert_parallel::DispatchPlan MoeMlp::dispatch_plan(const kernels::MoePermutation& perm,
@@ -186,6 +240,10 @@ void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
     if (!w) throw std::logic_error("MoE generation needs every expert on the generating rank");
   MoeMlp local = *this;
   local.expert_ = nullptr, local.dims_.expert_parallel = 1, local.first_local_ = 0;
+  // Generation is dropless: a KV-cache step's few rows would get a capacity of their own
+  // (ceil(rows x k / E x factor)), so the tokens generated would depend on how the prompt
+  // and the steps split the sequence.
+  local.dims_.capacity_factor = -1.0, local.dims_.pad_to_capacity = false;
   const std::vector<long> kept = moe_activation_parts(local.dims_, tokens);
   const std::vector<long> scratch = moe_scratch_parts(local.dims_, tokens);
   // One float buffer per part (the top-k indices, the third, take ints' places).
@@ -193,11 +251,13 @@ void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
   for (size_t i = 0; i < kept.size(); ++i) a[i].resize(kept[i]);
   for (size_t i = 0; i < scratch.size(); ++i) w[i].resize(scratch[i]);
   auto at = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-  const MoeActivations acts{at(a[0]), at(a[1]), reinterpret_cast<int*>(at(a[2])),
-                            at(a[3]), at(a[4]), at(a[5]),
-                            at(a[6]), at(a[7]), at(a[8])};
-  const MoeScratch work{at(w[0]), at(w[1]), at(w[2]), at(w[3]), at(w[4]),
-                        at(w[5]), at(w[6]), at(w[7]), at(w[8]), at(w[9])};
+  const MoeActivations acts{at(a[0]), at(a[1]),  reinterpret_cast<int*>(at(a[2])),
+                            at(a[3]), at(a[4]),  at(a[5]),
+                            at(a[6]), at(a[7]),  at(a[8]),
+                            at(a[9]), at(a[10]), at(a[11]),
+                            at(a[12])};
+  const MoeScratch work{at(w[0]), at(w[1]), at(w[2]), at(w[3]), at(w[4]),  at(w[5]),
+                        at(w[6]), at(w[7]), at(w[8]), at(w[9]), at(w[10]), at(w[11])};
   local.forward(x, tokens, acts, work, y);
   // Each tensor rank ran its shard of every expert: the partial sums, as the dense fc2's.
   if (tensor_split()) tensor_->all_reduce(y, (long)tokens * dims_.hidden, comm::ReduceOp::kSum);
@@ -250,10 +310,9 @@ void MoeMlp::experts_backward(const long* offsets, const MoeActivations& a, cons
 void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                       const float* dy, double loss_grad, float* dx) const {
   const MoeDims& d = dims_;
-  // The permutation is a function of the routing, rebuilt rather than kept; the plan from
-  // it and the counts forward received.
-  const kernels::MoePermutation perm =
-      kernels::make_moe_permutation(a.idx, tokens, d.topk, d.experts);
+  // The permutation is a function of the routing (and the capacity's choice, itself one of
+  // the routing), rebuilt rather than kept; the plan from it and the counts forward received.
+  const kernels::MoePermutation perm = permutation(a, tokens);
   const expert_parallel::DispatchPlan plan = kept_dispatch_plan(perm, a);
   const bool ep = dispatches();
   // Combine's backward is a dispatch, the unpermutation's is a permutation of dy.
@@ -271,6 +330,7 @@ void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const
   if (tensor_split()) tensor_->all_reduce(w.d_weights, (long)tokens * d.topk, comm::ReduceOp::kSum);
   kernels::moe_permute_backward(perm, ep ? w.own_rows : w.expert_out, d.hidden, dx);
   router_backward(x, tokens, a, w, loss_grad, dx);
+  if (d.shared_ffn > 0) shared_backward(x, tokens, a, w, dy, dx);
 }
 
 // From the complete routing weights' gradient (w.d_weights) and the losses' seed, the same

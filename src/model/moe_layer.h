@@ -9,6 +9,9 @@
 // go to the ranks of their experts and the outputs come back (expert_parallel/dispatcher.h);
 // this rank runs and holds only its E/EP experts, which training keeps in the chunk's expert
 // buffer (parameters/parameter_layout.h ExpertSlice), reduced over the expert-data group.
+// With a capacity factor each expert keeps at most its capacity of the micro-batch's
+// choices (Megatron's token dropping, optionally padded to it); shared experts, a dense
+// MLP every row passes through (optionally gated), add their output to the routed one.
 //
 // Tensor parallelism (t > 1, expert tensor-parallel size t): the layer is given ALL rows of
 // the micro-batch (the caller all-gathers the sequence-parallel rows, as for the dense fc1)
@@ -47,11 +50,29 @@ struct MoeDims {
   double z_loss_coeff = 0.0;
   int expert_parallel = 1;  // EP: ranks the experts are split over
   int tensor_parallel = 1;  // t = the experts' tensor-parallel size: ranks each expert spans
+  // Token dropping (--moe-expert-capacity-factor; < 0: dropless), padding every expert's
+  // input to its capacity (--moe-pad-expert-input-to-capacity) and who is dropped.
+  double capacity_factor = -1.0;
+  bool pad_to_capacity = false;
+  kernels::DropPolicy drop_policy = kernels::DropPolicy::kProbs;
+  // Shared experts (--moe-shared-expert-intermediate-size S): a dense MLP of this rank's
+  // S / t columns beside the routed experts on every row; 0: none. shared_gate: its output
+  // scaled by sigmoid(x . gate_weight) (--moe-shared-expert-gate).
+  int shared_ffn = 0;
+  bool shared_gate = false;
 
   int fc1_rows() const { return swiglu ? 2 * ffn : ffn; }
+  int shared_fc1_rows() const { return swiglu ? 2 * shared_ffn : shared_ffn; }
   int local_experts() const { return experts / expert_parallel; }
-  // Rows this rank's experts may receive for `tokens` rows per rank (dropless worst case;
-  // tokens x k at EP = 1).
+  bool dropless() const { return capacity_factor < 0.0; }
+  // Each expert's capacity for a micro-batch of `tokens` rows (all of them at t > 1),
+  // Megatron's get_capacity: ceil(tokens x k / E x factor). Only when !dropless().
+  long capacity(long tokens) const;
+  // This rank's permuted rows before dispatch: tokens x k at most, E x capacity when padded.
+  long permuted_rows(long tokens) const;
+  // Rows this rank's experts may receive for `tokens` rows per rank: the dropless worst case
+  // (tokens x k at EP = 1), at most EP x E/EP x capacity with a capacity and exactly that
+  // when padded.
   long expert_rows(long tokens) const;
 };
 
@@ -72,10 +93,17 @@ struct MoeActivations {
   float* act;          // [R, ffn]: the activation before the routing weight
   float* row_weights;  // [R]: the rows' routing weights
   float* recv_counts;  // [E]: the dispatch's received counts (DispatchPlan::recv_counts)
+  // Shared experts (null without): fc1's output, the activation, and with the gate its
+  // sigmoid [tokens] and the ungated output [tokens, h] (this rank's partial sum at t > 1).
+  float* shared_fc1_pre;  // [tokens, shared fc1 rows]
+  float* shared_act;      // [tokens, shared ffn]
+  float* shared_gate;     // [tokens]
+  float* shared_out;      // [tokens, h]
 };
 
 // Scratch shared by every MoE layer; nothing survives a call.
-// S = tokens x k: this rank's own permuted rows, before dispatch and after combine.
+// S = MoeDims::permuted_rows (tokens x k; E x capacity when padded): this rank's own
+// permuted rows, before dispatch and after combine.
 struct MoeScratch {
   float* logits;         // [tokens, E]: the logits, then d(logits)
   float* counts;         // [E]
@@ -87,6 +115,8 @@ struct MoeScratch {
   float* expert_out;     // [R, h]: fc2's output rows; in backward their gradient, then d(rows)
   float* own_rows;       // [S, h] with EP > 1 (else none): rows to dispatch / combined back
   float* staging;        // [R, h] with EP > 1 (else none): the all-to-all's landing place
+  float* shared_d_out;   // [tokens, h] with shared experts: fc2's output, then its gradient
+  float* shared_d_act;   // [tokens, shared ffn] with shared experts
 };
 
 // The floats of each part of MoeActivations and MoeScratch, in their fields' order, for
@@ -136,6 +166,9 @@ class MoeMlp {
 
  private:
   kernels::RouterShape router_shape(int tokens) const;
+  // The expert-major rows of this routing: every choice (dropless), or those within their
+  // expert's capacity, each expert padded to it with zero rows when asked.
+  kernels::MoePermutation permutation(const MoeActivations& a, int tokens) const;
   // The experts' half of forward / backward: this rank's E/EP experts on their rows.
   void experts_forward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
                        long rows) const;
@@ -144,6 +177,12 @@ class MoeMlp {
   // The router's half of backward (after the experts').
   void router_backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                        double loss_grad, float* dx) const;
+  // The shared experts' forward (adds their output to y) and backward (adds to dx; the
+  // gate's dx part on tensor rank 0 only, as the router's).
+  void shared_forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
+                      float* y) const;
+  void shared_backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
+                       const float* dy, float* dx) const;
   bool dispatches() const { return expert_ && expert_->size() > 1; }
   bool tensor_split() const { return tensor_ && tensor_->size() > 1; }
   // Forward's plan (exchanging counts with EP > 1, kept in a.recv_counts) and backward's
@@ -158,6 +197,9 @@ class MoeMlp {
   comm::Communicator* tensor_ = nullptr;  // t > 1 only
   int first_local_ = 0;                   // this rank's first expert (global index)
   ParamRef router_{};
+  // The shared experts' fc1 rows / fc2 columns of this tensor rank and the gate [1, h]
+  // (dense buffer; empty without).
+  ParamRef shared_fc1_{}, shared_fc2_{}, shared_gate_{};
   // Indexed by global expert; null for the experts another rank holds.
   std::vector<const float*> fc1_, fc2_;
   std::vector<float*> fc1_grad_, fc2_grad_;

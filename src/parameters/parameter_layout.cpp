@@ -156,6 +156,21 @@ void ParameterLayout::add_moe_mlp(const ModelConfig& c, int layer, TensorParalle
   const long h = c.hidden_size, e = c.moe.num_experts;
   add(layer_param(layer, "mlp.router.weight"), {e, h}, ShardSpec{}, true, InitKind::kNormal);
   if (experts.kind == ExpertSlice::Kind::kInline) add_experts(c, layer, tp, 0, (int)e);
+  // --moe-shared-expert-intermediate-size S: a dense MLP beside the experts (Megatron's
+  // mlp.shared_experts), sharded over t as the dense fc1 / fc2, no biases (as the experts);
+  // with --moe-shared-expert-gate its gate_weight [1, h], replicated like the router (every
+  // tensor rank gates all rows: complete gradients). In the dense buffer under any EP.
+  const long s = c.moe.shared_expert_intermediate_size;
+  if (s <= 0) return;
+  const ShardSpec fc1_rows{0, c.swiglu ? 2 : 1, tp.size, tp.rank};
+  const ShardSpec cols{1, 1, tp.size, tp.rank};
+  add(layer_param(layer, "mlp.shared_experts.linear_fc1.weight"), {c.swiglu ? 2 * s : s, h},
+      fc1_rows, true, InitKind::kNormal);
+  add(layer_param(layer, "mlp.shared_experts.linear_fc2.weight"), {h, s}, cols, true,
+      InitKind::kScaledNormal);
+  if (c.moe.shared_expert_gate)
+    add(layer_param(layer, "mlp.shared_experts.gate_weight"), {1, h}, ShardSpec{}, true,
+        InitKind::kNormal);
 }
 
 // Experts [first, first + count) of an MoE layer, named by their global index so that every

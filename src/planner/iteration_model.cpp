@@ -93,8 +93,15 @@ IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers
         moe_layers);
     // The dispatch and the combine, each an all-to-all of the micro-batch's T k rows over
     // the expert group (EP consecutive data-parallel ranks, t apart), twice more in
-    // backward and again when recomputed.
-    const double rows_bytes = T * m.moe.router_topk * h * kCommBytes;
+    // backward and again when recomputed. With a capacity each rank sends at most E x
+    // capacity rows (exactly that when padded).
+    double rows = T * m.moe.router_topk;
+    if (!m.moe.dropless()) {
+      const double sent =
+          m.moe.num_experts * std::ceil(rows / m.moe.num_experts * m.moe.expert_capacity_factor);
+      rows = m.moe.pad_expert_input_to_capacity ? sent : std::min(rows, sent);
+    }
+    const double rows_bytes = rows * h * kCommBytes;
     const double exchange =
         2 * all_to_all_seconds(rows_bytes, l.expert, group_link(cluster_, l.expert, l.tensor));
     ct.expert_forward = moe_layers * exchange;

@@ -85,6 +85,15 @@ void add_moe_flags(std::vector<std::string>& argv, const MoeConfig& m) {
       pattern += std::string(i ? "," : "") + (m.layer_pattern[i] ? "1" : "0");
     argv.insert(argv.end(), {"--moe-layer-freq", pattern + "]"});
   }
+  if (!m.dropless()) {  // the capacity sizes the planned expert rows
+    add(argv, "--moe-expert-capacity-factor", exact(m.expert_capacity_factor));
+    add(argv, "--moe-token-drop-policy", m.token_drop_policy);
+    if (m.pad_expert_input_to_capacity) argv.push_back("--moe-pad-expert-input-to-capacity");
+  }
+  if (m.shared_expert_intermediate_size > 0) {
+    add(argv, "--moe-shared-expert-intermediate-size", m.shared_expert_intermediate_size);
+    if (m.shared_expert_gate) argv.push_back("--moe-shared-expert-gate");
+  }
 }
 
 void add_model_flags(std::vector<std::string>& argv, const Workload& w) {

@@ -61,7 +61,13 @@ LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool
   // expert gets T k / E rows of each of the EP ranks' micro-batches), column- and
   // row-parallel over t as the dense MLP.
   w.gemms.push_back({T, E, h});
-  const double rows = T * k * ep / E;
+  // With a capacity an expert gets at most `capacity` rows of each rank (exactly that when
+  // padded: model/moe_layer.h MoeDims::expert_rows).
+  double rows = T * k * ep / E;
+  if (!m.moe.dropless()) {
+    const double capped = ep * std::ceil(T * k / E * m.moe.expert_capacity_factor);
+    rows = m.moe.pad_expert_input_to_capacity ? capped : std::min(rows, capped);
+  }
   for (int e = 0; e < (int)(E / ep); ++e) {
     w.gemms.push_back({rows, fc1 / t, h});
     w.gemms.push_back({rows, h, f / t});
@@ -69,7 +75,14 @@ LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool
   // The softmax and top-k over [T, E]; the permutation and the unpermutation read and write
   // T k rows of h (2 x 2 k h); the activation as the dense MLP's on the received rows, and
   // the routing weight applied to it (read and write).
-  w.elementwise += T * (3 * E + 4 * k * h) + T * k * (3 * f / t + 2 * f / t);
+  w.elementwise += T * (3 * E + 4 * k * h) + rows * E / ep * (3 * f / t + 2 * f / t);
+  // Shared experts: a dense MLP of width S on every token, split over t, and its gate.
+  if (const double s = m.moe.shared_expert_intermediate_size; s > 0) {
+    w.gemms.push_back({T, (m.swiglu ? 2 * s : s) / t, h});
+    w.gemms.push_back({T, h, s / t});
+    if (m.moe.shared_expert_gate) w.gemms.push_back({T, 1, h});
+    w.elementwise += T * 3 * s / t;
+  }
   count_weights(w);
   return w;
 }

@@ -3,7 +3,8 @@
 // weighted sum of its k experts' rows, in double), their backwards against the same loops'
 // adjoints, an expert that no token chose, the round trip back to the input, the chunk sort
 // of expert parallelism against its naive order, choices dropped at capacity (no row, no
-// output, zero gradients), and a routing that names an expert outside [0, E) refused.
+// output, zero gradients), experts padded to their capacity with zero rows, and a routing that
+// names an expert outside [0, E) refused.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -201,6 +202,43 @@ TEST(MoePermute, DroppedChoicesHaveNoRowAndNoGradient) {
   EXPECT_LT(relative_error(y, y_ref), 1e-6);
   EXPECT_LT(relative_error(d_w, dw_ref), 1e-6);
   EXPECT_LT(relative_error(d_w2, dw2_ref), 1e-6);
+}
+
+TEST(MoePermute, PaddedExpertsHoldExactlyTheCapacityWithZeroPadRows) {
+  const int tokens = 5, E = 3, k = 2, h = 2, capacity = 4;
+  const auto idx = random_routing(tokens, E, k, -1, 161);
+  std::vector<unsigned char> keep(tokens * k, 1);
+  std::vector<long> kept_of(E, 0);
+  for (int i = 0; i < tokens * k; ++i)  // keep at most `capacity` per expert, in token order
+    keep[i] = kept_of[idx[i]]++ < capacity;
+  const kernels::MoePermutation p =
+      kernels::make_moe_permutation(idx.data(), tokens, k, E, keep.data(), capacity);
+  ASSERT_EQ(p.rows(), (long)E * capacity);
+  const auto x = random_vector((long)tokens * h, 162), weights = random_vector(tokens * k, 163);
+  std::vector<float> rows(p.rows() * h, 7.f), permuted(p.rows(), 7.f);
+  kernels::moe_permute(p, x.data(), h, rows.data());
+  kernels::moe_permute_weights(p, weights.data(), permuted.data());
+  // Expert e's block is [e C, (e + 1) C): its kept choices in token order, then zero rows.
+  for (int e = 0; e < E; ++e) {
+    EXPECT_EQ(p.offsets[e], (long)e * capacity);
+    long r = (long)e * capacity;
+    for (int i = 0; i < tokens * k; ++i) {
+      if (idx[i] != e || !keep[i]) continue;
+      EXPECT_EQ(p.row_of[i], r);
+      EXPECT_EQ(rows[r * h], x[(size_t)(i / k) * h]);
+      EXPECT_EQ(permuted[r], weights[i]);
+      ++r;
+    }
+    for (; r < (long)(e + 1) * capacity; ++r) {
+      EXPECT_EQ(p.source[r], -1);
+      EXPECT_EQ(rows[r * h], 0.f);
+      EXPECT_EQ(rows[r * h + 1], 0.f);
+      EXPECT_EQ(permuted[r], 0.f);
+    }
+  }
+  // An expert keeping more than the capacity cannot be padded to it.
+  EXPECT_THROW(kernels::make_moe_permutation(idx.data(), tokens, k, E, nullptr, 1),
+               std::logic_error);
 }
 
 TEST(MoePermute, ExpertOutsideTheRangeIsRefused) {

@@ -128,8 +128,10 @@ void expect_every_part_carved(const GPTModel& m, const std::string& what) {
 // where the next begins, the last at the arena's end, the held sets' parts first.
 void expect_parts_tile_the_arena(const GPTModel& m, const std::string& what) {
   std::vector<GPTModel::CarvedPart> parts = m.carved();
-  std::sort(parts.begin(), parts.end(),
-            [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  // An empty part (a feature the model does not use) shares its offset with the next part.
+  std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
+    return a.offset < b.offset || (a.offset == b.offset && a.floats < b.floats);
+  });
   long end = 0;
   bool held_part = true;
   for (const GPTModel::CarvedPart& p : parts) {
@@ -189,7 +191,7 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
   c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
   c.moe.layer_pattern = {true, false, true};
   const long T = 2L * c.seq_length, R = T * 2, h = c.hidden_size;
-  const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20, R, 4};
+  const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20, R, 4, 0, 0, 0, 0};
   int built = 0;
   for (const Stage& stage : kStages)
     for (const Schedule& schedule : {kSchedules[0], kSchedules[1]})
@@ -243,12 +245,13 @@ TEST(GPTModelMemory, MoePlanUnderExpertParallelismHoldsTheWorstCaseReceivedRows)
   int rows = 0, scratch = 0;
   for (const ChunkBuffer& b : m.buffers()) {
     if (b.field == BufferField::kMoe) {
-      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 40, R * 20, R, 4}));
+      EXPECT_EQ(b.parts,
+                (std::vector<long>{T * 4, T, S, S, R * h, R * 40, R * 20, R, 4, 0, 0, 0, 0}));
       ++rows;
     }
     if (b.field == BufferField::kMoeScratch) {
       EXPECT_EQ(b.parts,
-                (std::vector<long>{T * 4, 4, S, R, S, R * 20, R * 20, R * h, S * h, R * h}));
+                (std::vector<long>{T * 4, 4, S, R, S, R * 20, R * 20, R * h, S * h, R * h, 0, 0}));
       ++scratch;
     }
   }
@@ -276,13 +279,14 @@ TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpe
     int rows = 0, scratch = 0;
     for (const ChunkBuffer& b : m.buffers()) {
       if (b.field == BufferField::kMoe) {
-        EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 2 * F, R * F, R, 4}))
+        EXPECT_EQ(b.parts,
+                  (std::vector<long>{T * 4, T, S, S, R * h, R * 2 * F, R * F, R, 4, 0, 0, 0, 0}))
             << what;
         ++rows;
       }
       if (b.field == BufferField::kMoeScratch) {
         EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, S, R, S, R * F, R * F, R * h,
-                                              ep > 1 ? S * h : 0, ep > 1 ? R * h : 0}))
+                                              ep > 1 ? S * h : 0, ep > 1 ? R * h : 0, 0, 0}))
             << what;
         ++scratch;
       }
@@ -290,6 +294,42 @@ TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpe
     EXPECT_GT(rows, 0) << what;
     EXPECT_EQ(scratch, 1) << what;
   }
+}
+
+// A capacity with padding: each rank receives exactly E/EP x capacity x EP rows (and sends
+// E x capacity); gated shared experts: fc1 out and activation of their S / t columns, the
+// gate and the ungated output on every gathered row. At t 2 with EP 2, and the plan is the
+// carve (the shared experts' parameters sharded over t).
+TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
+  ModelConfig c = tiny_llama(false);
+  c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
+  c.moe.layer_pattern = {true, false, true};
+  c.moe.expert_capacity_factor = 0.5f, c.moe.pad_expert_input_to_capacity = true;
+  c.moe.shared_expert_intermediate_size = 12, c.moe.shared_expert_gate = true;
+  const long T = 2L * c.seq_length, S = T * 2, h = c.hidden_size, F = 10, shared = 6;
+  const long capacity = (T + 3) / 4;  // ceil(T x k / E x 0.5) with k / E = 1 / 2
+  const long R = 2 * capacity * 2, sent = 4 * capacity;
+  ChunkOptions o;
+  o.expert_parallel = 2;
+  o.sequence_parallel = true;
+  testing::PlacedCommunicator tp(1, 2), expert(1, 2);
+  GPTModel m(c, tp, 2, c.seq_length, o, &expert);
+  expect_plan_is_carve(m, "moe capacity + shared experts");
+  int rows = 0, scratch = 0;
+  for (const ChunkBuffer& b : m.buffers()) {
+    if (b.field == BufferField::kMoe) {
+      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 2 * F, R * F, R, 4,
+                                            T * 2 * shared, T * shared, T, T * h}));
+      ++rows;
+    }
+    if (b.field == BufferField::kMoeScratch) {
+      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, sent, R, S, R * F, R * F, R * h, sent * h,
+                                            R * h, T * h, T * shared}));
+      ++scratch;
+    }
+  }
+  EXPECT_GT(rows, 0);
+  EXPECT_EQ(scratch, 1);
 }
 
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'

@@ -117,11 +117,14 @@ struct Buffers {
     for (long n : moe_activation_parts(d, kTokens)) act.emplace_back(std::max(n, 1L));
     for (long n : moe_scratch_parts(d, kTokens)) scratch.emplace_back(std::max(n, 1L));
     auto f = [](std::vector<float>& v) { return v.data(); };
-    a = {f(act[0]), f(act[1]), reinterpret_cast<int*>(f(act[2])),
-         f(act[3]), f(act[4]), f(act[5]),
-         f(act[6]), f(act[7]), f(act[8])};
-    w = {f(scratch[0]), f(scratch[1]), f(scratch[2]), f(scratch[3]), f(scratch[4]),
-         f(scratch[5]), f(scratch[6]), f(scratch[7]), f(scratch[8]), f(scratch[9])};
+    a = {f(act[0]), f(act[1]),  reinterpret_cast<int*>(f(act[2])),
+         f(act[3]), f(act[4]),  f(act[5]),
+         f(act[6]), f(act[7]),  f(act[8]),
+         f(act[9]), f(act[10]), f(act[11]),
+         f(act[12])};
+    w = {f(scratch[0]), f(scratch[1]), f(scratch[2]),  f(scratch[3]),
+         f(scratch[4]), f(scratch[5]), f(scratch[6]),  f(scratch[7]),
+         f(scratch[8]), f(scratch[9]), f(scratch[10]), f(scratch[11])};
   }
   std::vector<int> idx() const { return std::vector<int>(a.idx, a.idx + (long)kTokens * kTopk); }
 };

@@ -2,6 +2,8 @@
 // active parameters: each token's k experts and the router), worked out here by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "planner/layer_costs.h"
 
 namespace trident::planner {
@@ -40,6 +42,28 @@ TEST(PlannerLayerCosts, MoeLayerFlopsAreTheActiveParameters) {
         const double weights = 4 * h * h / t + E * h + E / ep * (fc1 * h + h * F) / t;
         EXPECT_NEAR(w.weight_elements / weights, 1, 1e-12);
       }
+}
+
+// A padded capacity: each of this rank's experts gets exactly EP x capacity rows, capacity
+// = ceil(T k / E x factor) (0.5: half the even share); without padding the even share, which
+// the capacity (1.5) does not cut. Shared experts of width S: fc1 (2S with SwiGLU) and fc2
+// on all T rows, split over t, and the gate's [1, h].
+TEST(PlannerLayerCosts, MoeCapacityAndSharedExpertsCountTheirRows) {
+  const double T = 2.0 * 128, h = 256, E = 8, k = 2, S = 64;
+  for (int ep : {1, 2}) {
+    ModelConfig m = moe_model(true);
+    m.moe.expert_capacity_factor = 0.5f, m.moe.pad_expert_input_to_capacity = true;
+    const LayerWork padded = moe_layer_work(m, 2, 2, true, ep);
+    EXPECT_DOUBLE_EQ(padded.gemms[3].m, ep * std::ceil(T * k / E * 0.5)) << ep;
+    m.moe.expert_capacity_factor = 1.5f, m.moe.pad_expert_input_to_capacity = false;
+    EXPECT_DOUBLE_EQ(moe_layer_work(m, 2, 2, true, ep).gemms[3].m, T * k * ep / E) << ep;
+    m = moe_model(true);
+    const LayerWork dense = moe_layer_work(m, 2, 2, true, ep);
+    m.moe.shared_expert_intermediate_size = (int)S, m.moe.shared_expert_gate = true;
+    const LayerWork shared = moe_layer_work(m, 2, 2, true, ep);
+    const double added = 2 * T * (2 * S / 2 * h + h * S / 2 + h);
+    EXPECT_NEAR((forward_flops(shared) - forward_flops(dense)) / added, 1, 1e-12) << ep;
+  }
 }
 
 }  // namespace

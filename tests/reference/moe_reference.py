@@ -7,6 +7,12 @@ the k chosen (--moe-router-pre-softmax; Qwen3-MoE's norm_topk_prob false); the e
 SwiGLU MLPs; the load-balancing loss coeff E / (k T^2) sum_e n_e sum_x softmax(x)_e and the
 z-loss coeff mean_x logsumexp(x)^2 of each micro-batch of T tokens join the objective as
 Megatron's (1/m) sum over micro-batches of [mean language-model loss + router losses].
+Token dropping (--moe-expert-capacity-factor) is Megatron's rule written naively here: each
+expert keeps ceil(T k / E x factor) of the micro-batch's choices that picked it, by weight
+(probs) or by position, a dropped choice getting weight 0 (the aux loss counts before
+dropping); padding to the capacity must not change the model. Shared experts add
+[sigmoid(x . gate_weight) x] SwiGLU_S(x) on every token (Megatron's SharedExpertMLP,
+Qwen2-MoE's shared_expert with its gate).
 
 The model is Llama-style (RMSNorm, RoPE, SwiGLU, no biases, tied output layer) with 4 layers
 of which --moe-layer-freq [1,0,1,1] makes 3 MoE (top-2 of 4 experts), the dataset is written
@@ -17,12 +23,15 @@ How the gradient comes out of trident: run A saves the initial weights (--lr 0, 
 run B loads them (--finetune) and takes one AdamW step with no weight decay, no clipping,
 learning rate `LR` and epsilon `EPS`. After one step AdamW moves each weight by exactly
 LR g / (|g| + EPS), which is inverted for g. Checked: the language-model loss of the step
-and every tensor's gradient at 1e-5 relative (normwise per tensor), for both conventions;
+and every tensor's gradient at 1e-5 relative (normwise per tensor), for both conventions,
+dropless, with capacity 1.0 (probs, padded) and 0.5 (position), and with shared experts
+(gated and not);
 plus the same step under p = 2 and under d = 2 with the distributed optimizer, and a
 training run (full recomputation) whose loss falls.
 Usage: moe_reference.py TRIDENT"""
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
@@ -112,21 +121,51 @@ def swiglu_mlp(fc1, fc2, x):
     return (F.silu(x @ gate.T) * (x @ up.T)) @ fc2.T
 
 
-def moe(w, p, x, pre_softmax, margins):
+def kept_choices(idx, weights, drop, margins):
+    """Megatron's token dropping, naively: each expert keeps ceil(T k / E factor) of the
+    (token, slot) choices that picked it, those of the highest weights ("probs", ties to the
+    lower token) or the first tokens ("position"). Returns the 0/1 mask [T, k] and appends
+    the smallest gap between an expert's last kept and first dropped weight (probs)."""
+    factor, policy = drop
+    tokens = idx.shape[0]
+    capacity = math.ceil(tokens * TOPK / EXPERTS * factor)
+    keep = torch.zeros(idx.shape, dtype=torch.float64)
+    for e in range(EXPERTS):
+        pairs = [(t, j) for t in range(tokens) for j in range(TOPK) if int(idx[t, j]) == e]
+        if policy == "probs":
+            pairs.sort(key=lambda tj: -float(weights[tj]))  # stable: ties keep token order
+            if len(pairs) > capacity:
+                margins.append(float(weights[pairs[capacity - 1]] - weights[pairs[capacity]]))
+        for t, j in pairs[:capacity]:
+            keep[t, j] = 1.0
+    return keep
+
+
+def moe(w, p, x, pre_softmax, margins, drop=None, dropped=None, shared=None):
     """One MoE MLP on x [T, h]: output [T, h], the layer's aux + z losses and the tokens each
-    expert was sent."""
+    expert was sent (before dropping, as Megatron counts them for the aux loss). drop:
+    (capacity factor, policy) or None (dropless); dropped (a list) gets the dropped count.
+    shared: (width, gated) of the shared experts or None."""
     logits = x @ w[p + "mlp.router.weight"].T
     probs = logits.softmax(-1)
     top, idx = logits.topk(TOPK, -1)
     sorted_logits = logits.detach().sort(-1, descending=True).values
     margins.append(float((sorted_logits[:, TOPK - 1] - sorted_logits[:, TOPK]).min()))
     weights = probs.gather(1, idx) if pre_softmax else top.softmax(-1)
+    if drop is not None:
+        keep = kept_choices(idx, weights.detach(), drop, margins)
+        dropped.append(int((keep == 0).sum()))
+        weights = weights * keep  # a dropped choice: weight 0, no gradient
     y = torch.zeros_like(x)
     for e in range(EXPERTS):
         weight = (weights * (idx == e)).sum(-1, keepdim=True)  # 0 where e was not chosen
         out = swiglu_mlp(w[p + f"mlp.experts.{e}.linear_fc1.weight"],
                          w[p + f"mlp.experts.{e}.linear_fc2.weight"], x)
         y = y + weight * out
+    if shared is not None:  # every token through the shared MLP, gated as Qwen2-MoE's
+        q = p + "mlp.shared_experts."
+        out = swiglu_mlp(w[q + "linear_fc1.weight"], w[q + "linear_fc2.weight"], x)
+        y = y + (torch.sigmoid(x @ w[q + "gate_weight"].T) * out if shared[1] else out)
     tokens = x.shape[0]
     counts = F.one_hot(idx, EXPERTS).sum((0, 1)).to(x.dtype)  # a constant: no gradient
     aux = AUX * EXPERTS / (TOPK * tokens * tokens) * (counts * probs.sum(0)).sum()
@@ -134,10 +173,11 @@ def moe(w, p, x, pre_softmax, margins):
     return y, aux, z, counts
 
 
-def objective(w, batch, pre_softmax, margins, loads=None):
+def objective(w, batch, pre_softmax, margins, loads=None, drop=None, dropped=None, shared=None):
     """(1/m) sum over micro-batches of [mean LM loss + router losses]; and, as floats, the
     LM loss and the two router losses of the objective. loads (a dict): each MoE layer's
-    tokens per expert over the batch, and its two losses, are added to it."""
+    tokens per expert over the batch, and its two losses, are added to it. drop, dropped,
+    shared: as moe's (the capacity is per micro-batch)."""
     c = {"hidden_size": HIDDEN, "num_attention_heads": HEADS, "num_key_value_heads": HEADS,
          "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
     d = HIDDEN // HEADS
@@ -159,7 +199,7 @@ def objective(w, batch, pre_softmax, margins, loads=None):
                                  for b in range(MICRO)])
             n = rms_norm(x, w[p + "post_attention_layernorm.weight"], 1e-5).reshape(-1, HIDDEN)
             if PATTERN[layer]:
-                y, aux, z, counts = moe(w, p, n, pre_softmax, margins)
+                y, aux, z, counts = moe(w, p, n, pre_softmax, margins, drop, dropped, shared)
                 if loads is not None:
                     tokens, losses = loads.setdefault(layer, (torch.zeros(EXPERTS), [0.0, 0.0]))
                     tokens += counts.detach()
@@ -205,8 +245,19 @@ def gradient_of_one_step(w0, w1):
     return {k: EPS * (w0[k] - w1[k]) / (LR - (w0[k] - w1[k]).abs()) for k in w0}
 
 
-def compare_gradients(trident, tmp, documents, pre_softmax):
-    tag = "pre_softmax" if pre_softmax else "topk_softmax"
+def capacity_flags(drop, pad):
+    if drop is None:
+        return []
+    return ["--moe-expert-capacity-factor", str(drop[0]), "--moe-token-drop-policy", drop[1]] + \
+        (["--moe-pad-expert-input-to-capacity"] if pad else [])
+
+
+def compare_gradients(trident, tmp, documents, pre_softmax, drop=None, pad=False, shared=None):
+    """drop: (capacity factor, policy) or None; pad: --moe-pad-expert-input-to-capacity;
+    shared: (--moe-shared-expert-intermediate-size, --moe-shared-expert-gate) or None."""
+    tag = ("pre_softmax" if pre_softmax else "topk_softmax") + \
+        ("" if drop is None else f"_capacity_{drop[0]}_{drop[1]}" + ("_padded" if pad else "")) + \
+        ("" if shared is None else f"_shared_{shared[0]}" + ("_gated" if shared[1] else ""))
     data = os.path.join(tmp, "docs")
     cache = os.path.join(tmp, f"cache_{tag}")
     common = MODEL + ["--data-path", data, "--split", "100,0,0", "--data-cache-path", cache,
@@ -217,6 +268,10 @@ def compare_gradients(trident, tmp, documents, pre_softmax):
                       "--seed", "1234", "--peak-tflops", "1", "--threads", "1"]
     if pre_softmax:
         common.append("--moe-router-pre-softmax")
+    common += capacity_flags(drop, pad)
+    if shared is not None:
+        common += ["--moe-shared-expert-intermediate-size", str(shared[0])] + \
+            (["--moe-shared-expert-gate"] if shared[1] else [])
     start, stepped = os.path.join(tmp, f"start_{tag}"), os.path.join(tmp, f"stepped_{tag}")
     metrics = os.path.join(tmp, f"{tag}.jsonl")
     run(trident, common + ["--lr", "0", "--save", start])
@@ -226,11 +281,15 @@ def compare_gradients(trident, tmp, documents, pre_softmax):
     grads = gradient_of_one_step(w0, w1)
     batch = samples(cache, documents, GLOBAL)
     w = {k: v.clone().requires_grad_(True) for k, v in w0.items()}
-    margins, loads = [], {}
-    total, lm, (aux, z) = objective(w, batch, pre_softmax, margins, loads)
+    margins, loads, dropped = [], {}, []
+    total, lm, (aux, z) = objective(w, batch, pre_softmax, margins, loads, drop, dropped, shared)
     total.backward()
-    check(min(margins) > 1e-4, f"{tag}: no near tie between the k-th and (k+1)-th logit "
-                               f"(smallest margin {min(margins):.2e})")
+    check(min(margins) > 1e-4, f"{tag}: no near tie between the k-th and (k+1)-th logit, nor "
+                               f"at an expert's capacity (smallest margin {min(margins):.2e})")
+    if drop is not None:
+        check(0 < sum(dropped) < len(dropped) * MICRO * SEQ * TOPK,
+              f"{tag}: the capacity drops some choices and keeps some ({dropped} dropped of "
+              f"{MICRO * SEQ * TOPK} per micro-batch and layer)")
     loss = metrics_by_iteration(metrics)[1][0]
     check(abs(loss - lm) <= 1e-5 * abs(lm), f"{tag}: lm loss {loss:.8f} vs reference {lm:.8f}")
     # Megatron's logging: each router loss over its coefficient, the mean over MoE layers.
@@ -250,6 +309,10 @@ def compare_gradients(trident, tmp, documents, pre_softmax):
         if error > worst:
             worst, where = error, name
     expert_names = [k for k in w if ".mlp.experts." in k or ".mlp.router." in k]
+    shared_names = [k for k in w if ".mlp.shared_experts." in k]
+    want_shared = 0 if shared is None else 3 * (3 if shared[1] else 2)
+    check(len(shared_names) == want_shared,
+          f"{tag}: the checkpoint holds {want_shared} shared-expert tensors ({shared_names})")
     check(len(expert_names) == 3 * (1 + 2 * EXPERTS) and not any(
         f"layers.{l}.mlp.linear_fc1.weight" in w for l in (0, 2, 3)),
           f"{tag}: the checkpoint holds the router and {EXPERTS} experts per MoE layer, "
@@ -305,6 +368,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         write_dataset(os.path.join(tmp, "docs"), [[d] for d in documents], 8)
         one_process = [compare_gradients(trident, tmp, documents, pre) for pre in (False, True)]
+        # Token dropping: Megatron's capacity over each micro-batch's tokens, both policies,
+        # with and without padding (the pad rows are zeros of weight 0: the same model).
+        compare_gradients(trident, tmp, documents, False, (1.0, "probs"), pad=True)
+        compare_gradients(trident, tmp, documents, True, (0.5, "position"))
+        # Shared experts beside the routed ones, gated (Qwen2-MoE's) and not.
+        compare_gradients(trident, tmp, documents, False, shared=(24, True))
+        compare_gradients(trident, tmp, documents, True, shared=(16, False))
         layout_parity(trident, tmp, *one_process[1])
         loss_falls(trident, tmp)
     return check.summary()

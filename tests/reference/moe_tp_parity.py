@@ -12,26 +12,31 @@ manifest's shard specs. Checked at 1e-5 relative (normwise per tensor):
     process's: every tensor rank routes all of the micro-batch's tokens (the router losses
     are over all of them), the routing weights' gradient is summed over the tensor group,
     the router's is not summed again, and dx's router part is counted once;
+  - the same (without the distributed optimizer) at EP = 2, t = 2 and t = 2 with EP = 2 for
+    a capacity factor of 0.75 (position policy, padded) and for gated shared experts;
   - --sample-prompt while training at t = 2 prints one process's samples (generation's
     rows are not sequence-parallel: each tensor rank runs its shard of every expert and the
     partial outputs are all-reduced), with a byte-level tokenizer.json written here.
 Usage: moe_tp_parity.py TRIDENT"""
 import glob
 import json
+import math
 import os
 import sys
 import tempfile
 
 import numpy as np
 
-from moe_ep_parity import (LR, VOCAB, gradients, one_step_flags, step_losses, train,
-                           worst_relative)
+from moe_ep_parity import (LR, VOCAB, gradients, one_step_flags, plan_rows,
+                           step_losses, train, worst_relative)
 from parity import Checks, read_safetensors
 
 TP = ["--tensor-model-parallel-size", "2", "--sequence-parallel"]
 LAYOUTS = [("t 2, SP", 2, TP),
            ("t 2, EP 2, d 2", 4, TP + ["--expert-model-parallel-size", "2"]),
            ("t 2, p 2", 4, TP + ["--pipeline-model-parallel-size", "2"])]
+# The layouts of the variants (token dropping, shared experts): t and EP apart and together.
+VARIANT_LAYOUTS = [("EP 2, d 2", 2, ["--expert-model-parallel-size", "2"]), LAYOUTS[0], LAYOUTS[1]]
 check = Checks()
 
 
@@ -82,27 +87,33 @@ def weights(directory):
     return out
 
 
-def one_step_parity(trident, tmp, common):
+def one_step_parity(trident, tmp, common, layouts=LAYOUTS, optimizers=(False, True), label=""):
+    """label: the variant's name (its flags are in common), which names its directories.
+    Returns each run's printed text by name."""
+    texts = {}
+    tmp = os.path.join(tmp, "".join(c for c in label if c.isalnum()))
+    os.makedirs(tmp, exist_ok=True)
     start = os.path.join(tmp, "start")
     code, text = train(trident, 1, common + ["--lr", "0", "--save", start])
     if not passed(code == 0, "one process saves the initial weights" +
                  (f": {text[-800:]}" if code else "")):
-        return
+        return texts
     step = common + ["--lr", str(LR), "--load", start, "--finetune"]
     one, one_metrics = os.path.join(tmp, "one"), os.path.join(tmp, "one.jsonl")
     code, text = train(trident, 1, step + ["--save", one, "--metrics-file", one_metrics])
     if not passed(code == 0, "one process takes the step" + (f": {text[-800:]}" if code else "")):
-        return
+        return texts
     w0 = weights(start)
     reference, reference_losses = gradients(w0, weights(one)), step_losses(one_metrics)
-    for tag, ranks, flags in LAYOUTS:
-        for distributed in (False, True):
-            name = tag + (", distributed optimizer" if distributed else "")
+    for tag, ranks, flags in layouts:
+        for distributed in optimizers:
+            name = label + tag + (", distributed optimizer" if distributed else "")
             slug = "".join(c for c in name if c.isalnum())
             out, metrics = os.path.join(tmp, slug), os.path.join(tmp, slug + ".jsonl")
             extra = ["--use-distributed-optimizer"] if distributed else []
             code, text = train(trident, ranks,
                                step + flags + extra + ["--save", out, "--metrics-file", metrics])
+            texts[name] = text
             if not passed(code == 0, f"{name} runs" + (f": {text[-1500:]}" if code else "")):
                 continue
             got = gradients(w0, weights(out))
@@ -115,6 +126,27 @@ def one_step_parity(trident, tmp, common):
             check(off <= 1e-5, f"{name}: the logged losses and gradient norm equal one "
                                f"process's within 1e-5 (worst {off:.2e}: {losses} vs "
                                f"{reference_losses})")
+    return texts
+
+
+def check_padded_plan(text):
+    """With padding each rank's experts receive exactly E/EP x capacity x EP rows (and it
+    sends E x capacity): the memory plan's MoE rows at EP 2 (floats per MoE layer) hold the
+    router's outputs for the T = 16 tokens of a micro-batch and those rows' input, fc1 out
+    (SwiGLU: 2F), activation and weight; its scratch the rows sent and received."""
+    tokens, experts, topk, hidden, ffn, ep = 16, 4, 2, 32, 40, 2
+    capacity = math.ceil(tokens * topk / experts * 0.75)
+    rows, sent = experts // ep * capacity * ep, experts * capacity
+    kept = [tokens * experts, tokens, tokens * topk, tokens * topk, rows * hidden,
+            rows * 2 * ffn, rows * ffn, rows, experts]
+    scratch = [tokens * experts, experts, sent, rows, tokens * topk, rows * ffn, rows * ffn,
+               rows * hidden, sent * hidden, rows * hidden]
+    plan = plan_rows(text)
+    got = ([v for k, v in plan.items() if k.startswith("MoE router (probs")],
+           [v for k, v in plan.items() if k.startswith("MoE router + expert rows scratch")])
+    want = ([sum(kept)], [sum(scratch)])
+    check(got == want, f"capacity padded, EP 2: the plan's MoE rows and scratch hold {rows} "
+                       f"expert rows per layer ({got} floats, computed {want})")
 
 
 def byte_tokenizer(directory):
@@ -163,6 +195,21 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         common = one_step_flags(tmp)
         one_step_parity(trident, tmp, common)
+        # Token dropping is per micro-batch over all its tokens (every tensor rank routes
+        # them all; each expert-parallel rank drops its own tokens before dispatch), so with
+        # one micro-batch per rank it is the same model at any t and EP. The position policy
+        # keeps a near tie of weights at the capacity from deciding the test (the float64
+        # reference, moe_reference.py, checks the probs policy).
+        capacity = ["--moe-expert-capacity-factor", "0.75", "--moe-token-drop-policy",
+                    "position", "--moe-pad-expert-input-to-capacity"]
+        texts = one_step_parity(trident, tmp, common + capacity, VARIANT_LAYOUTS, (False,),
+                                "capacity 0.75 padded: ")
+        check_padded_plan(texts.get("capacity 0.75 padded: EP 2, d 2", ""))
+        # Shared experts: split over t as the dense MLP, the gate replicated (its gradient
+        # summed over the tensor group), in the dense buffer under EP.
+        shared = ["--moe-shared-expert-intermediate-size", "24", "--moe-shared-expert-gate"]
+        one_step_parity(trident, tmp, common + shared, VARIANT_LAYOUTS, (False,),
+                        "gated shared experts: ")
         samples_while_training(trident, tmp)
     return check.summary()
 

@@ -111,23 +111,23 @@ TEST(MoeRules, Coefficients) {
   EXPECT_TRUE(mentions(moe_errors(c), "--moe-aux-loss-coeff must be >= 0 and finite"));
 }
 
-// What issue 32 builds so far: any EP, t, p and d, fp32, dropless, with the aux and z losses.
-// The rest is refused by name.
+// What issue 32 builds so far: any EP, t, p and d, fp32, dropless or with a capacity (padded
+// or not), shared experts (gated or not), with the aux and z losses. The rest is refused by
+// name.
 TEST(MoeRules, OneTensorParallelRankInFp32IsAcceptedAndTheRestRefusedByName) {
   TrainingConfig c;
   c.world_size = 4, c.pipeline_model_parallel_size = 2;
   c.model.moe.num_experts = 4, c.moe_aux_loss_coeff = {0.01f}, c.moe_z_loss_coeff = 0.001f;
   EXPECT_TRUE(moe_errors(c).empty());
+  c.model.moe.expert_capacity_factor = 1.25f, c.model.moe.pad_expert_input_to_capacity = true;
+  c.model.moe.shared_expert_intermediate_size = 64, c.model.moe.shared_expert_gate = true;
+  EXPECT_TRUE(moe_errors(c).empty());
   c.bf16 = true;
-  c.model.moe.expert_capacity_factor = 1.25f;
-  c.model.moe.shared_expert_intermediate_size = 64;
   c.pipeline_schedule = "zb-h1";
   const auto e = moe_errors(c);
-  EXPECT_EQ(e.size(), 4u);
+  EXPECT_EQ(e.size(), 2u);
   for (const char* flag :
-       {"--bf16: the experts' grouped products run in fp32 only",
-        "--moe-expert-capacity-factor / --moe-pad-expert-input-to-capacity: token dropping",
-        "--moe-shared-expert-intermediate-size: shared experts", "--pipeline-schedule zb-h1"})
+       {"--bf16: the experts' grouped products run in fp32 only", "--pipeline-schedule zb-h1"})
     EXPECT_TRUE(mentions(e, std::string("--num-experts 4 with ") + flag)) << flag;
   for (const std::string& message : e) EXPECT_NE(message.find(kNotBuilt), std::string::npos);
 }
