@@ -5,9 +5,16 @@
 # non-zero if any target finds a crash, a sanitizer report, a hang (-timeout), a failed check
 # or an unexpected exception, printing the input that reproduces it.
 #   scripts/fuzz.sh [seconds] [target...]     targets: the <name> of each fuzz/fuzz_<name>.cpp
+#   scripts/fuzz.sh --build-only [target...]  build, run nothing (CI builds while tests run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+build_only=0
+if [[ ${1:-} == --build-only ]]; then
+  build_only=1
+  shift
+  set -- 0 "$@"
+fi
 seconds=${1:-30}
 shift $(($# > 0 ? 1 : 0))
 targets=("$@")
@@ -32,6 +39,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DTRIDENT_FUZZ=ON > /dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}" > build-fuzz/build.log 2>&1 ||
   { tail -n 40 build-fuzz/build.log >&2; exit 1; }
 echo "fuzz: built ${#targets[@]} targets in $(($(date +%s) - start)) s"
+((build_only)) && exit 0
 
 root=$(pwd)
 # New inputs go to build-fuzz/corpus/<target> (kept between runs, not committed); findings to
