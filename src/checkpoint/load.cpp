@@ -69,13 +69,14 @@ void check_manifest(const json& manifest, const std::string& manifest_path, cons
     fail(manifest_path + ": the model config " + manifest["model"].dump() +
          " does not match this run's " + model_json(run.layout.model).dump());
   check_run_settings(manifest, manifest_path, run.settings, mode, log);
+  if (manifest.contains("lora_base")) check_lora_base(manifest["lora_base"], manifest_path);
 }
 
 // Every tensor this rank holds: its chunks' dense buffers and expert buffers.
 std::vector<const ParamSpec*> held_specs(const engine::RankModel& model) {
   std::vector<const ParamSpec*> held;
   for (const auto& chunk : model.chunks)
-    for (const Parameters* p : {&chunk->parameters(), &chunk->expert_parameters()})
+    for (const Parameters* p : {&chunk->trainable_parameters(), &chunk->expert_parameters()})
       for (const ParamSpec& s : p->layout().specs()) held.push_back(&s);
   return held;
 }
@@ -269,7 +270,7 @@ void place_tensors(engine::RankModel& model, const OpenFiles& open, const json& 
       throw std::logic_error("checkpoint::load: resuming needs the model's optimizers");
     std::function<void(double)> chunk_progress;
     if (progress) chunk_progress = [&](double f) { progress(chunk_share * ((double)j + f)); };
-    Parameters& params = model.chunks[j]->parameters();
+    Parameters& params = model.chunks[j]->trainable_parameters();  // LoRA: the adapters
     const PlacedRange range = placed_range(params, opt);
     place_chunk(params, opt, open, mode, range, chunk_progress);
     if (range.sharded) model.reducers.at(j)->all_gather_values();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace trident::checkpoint {
@@ -149,6 +150,27 @@ void check_moe(const Checker& check, const json& model) {
       check.fail("model.moe.layer_pattern", "entries must be 0 or 1");
 }
 
+// LoRA's adapters (a checkpoint of adapters alone) and the identity of their base.
+void check_lora(const Checker& check, const json& lora, const json& manifest) {
+  check.integer(lora, "rank", "model.lora.", 1, INT_MAX);
+  check.positive_float(lora, "alpha", "model.lora.");
+  if (!lora.contains("dropout") || !lora["dropout"].is_number())
+    check.fail("model.lora.dropout", "must be a number");
+  for (const json& m : check.array(lora, "target_modules", "model.lora."))
+    if (!m.is_string()) check.fail("model.lora.target_modules", "must hold strings");
+  const std::string& base = check.string(lora, "base_hf", "model.lora.");
+  const json& recorded = check.object(manifest, "lora_base", "");
+  if (base.empty()) {
+    check.integer(recorded, "seed", "lora_base.", 0, LONG_MAX);
+    return;
+  }
+  if (check.string(recorded, "load_hf", "lora_base.") != base)
+    check.fail("lora_base.load_hf", "must be model.lora.base_hf");
+  for (const auto& [name, bytes] : check.object(recorded, "files", "lora_base.").items())
+    if (!bytes.is_number_integer() || bytes.get<long>() < 0)
+      check.fail("lora_base.files." + name, "must be a byte count");
+}
+
 // The Llama family's options, present only when they differ from GPT-2's block; their
 // values are checked again by validate_model_config when the run uses them.
 void check_llama_options(const Checker& check, const json& model) {
@@ -188,6 +210,7 @@ json parse_manifest(const std::string& text, const std::string& path) {
     check.integer(model, key, "model.", 1, INT_MAX);
   check.positive_float(model, "layernorm_epsilon", "model.");
   check_llama_options(check, model);
+  if (model.contains("lora")) check_lora(check, model["lora"], m);
   const json& layout = check.object(m, "layout", "");
   for (const char* key : {"tensor", "pipeline", "data"})
     check.integer(layout, key, "layout.", 1, INT_MAX);
@@ -254,6 +277,13 @@ ModelConfig manifest_model(const json& manifest) {
     c.rope_low_freq_factor = r["low_freq_factor"].get<float>();
     c.rope_high_freq_factor = r["high_freq_factor"].get<float>();
     c.rope_original_max_positions = r["original_max_position_embeddings"];
+  }
+  if (m.contains("lora")) {
+    const json& l = m["lora"];
+    c.lora.rank = l["rank"], c.lora.alpha = l["alpha"].get<float>();
+    c.lora.dropout = l["dropout"].get<float>();
+    c.lora.target_modules = l["target_modules"].get<std::vector<std::string>>();
+    c.lora.base_hf = l["base_hf"];
   }
   if (m.contains("moe")) {
     const json& e = m["moe"];
@@ -328,7 +358,54 @@ json model_json(const ModelConfig& m) {
                          {"original_max_position_embeddings", m.rope_original_max_positions}};
   if (m.window_size > 0) j["window_size"] = m.window_size;
   if (m.moe.enabled()) j["moe"] = moe_json(m);
+  if (m.lora.enabled())
+    j["lora"] = {{"rank", m.lora.rank},
+                 {"alpha", m.lora.alpha},
+                 {"dropout", m.lora.dropout},
+                 {"target_modules", m.lora.target_modules},
+                 {"base_hf", m.lora.base_hf}};
   return j;
+}
+
+namespace {
+// The files that make a HuggingFace directory's model (config.json and the weights), by name.
+std::map<std::string, long> base_files(const std::string& dir) {
+  std::map<std::string, long> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const bool weights =
+        name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0;
+    if (e.is_regular_file() && (weights || name == "config.json"))
+      files[name] = (long)e.file_size();
+  }
+  return files;
+}
+}  // namespace
+
+json lora_base_json(const LoraConfig& lora, std::uint64_t seed) {
+  if (lora.base_hf.empty()) return {{"seed", seed}};
+  json files = json::object();
+  for (const auto& [name, bytes] : base_files(lora.base_hf)) files[name] = bytes;
+  return {{"load_hf", lora.base_hf}, {"files", files}};
+}
+
+void check_lora_base(const json& base, const std::string& manifest_path) {
+  if (!base.contains("load_hf")) return;  // drawn from the seed, which the model records
+  const std::string dir = base["load_hf"];
+  std::map<std::string, long> want;
+  for (const auto& [name, bytes] : base["files"].items()) want[name] = bytes.get<long>();
+  std::map<std::string, long> have;
+  try {
+    have = base_files(dir);
+  } catch (const std::exception& e) {
+    throw CheckpointError(manifest_path + ": the LoRA base " + dir +
+                          " cannot be read: " + e.what());
+  }
+  if (have != want)
+    throw CheckpointError(manifest_path + ": the LoRA base " + dir +
+                          " is not the one the adapters were trained on (its config.json and "
+                          "*.safetensors files differ in name or size from the recorded " +
+                          base["files"].dump() + ")");
 }
 
 json spec_json(const ParamSpec& s) {

@@ -63,7 +63,7 @@ bool optimizer_sharded(const optim::AdamW& opt, long size) {
 // where each expert's weights are on the ranks of its expert group only.
 bool sharded_save(const engine::RankModel& model) {
   for (size_t j = 0; j < model.chunks.size(); ++j)
-    if (optimizer_sharded(*model.optimizers[j], model.chunks[j]->parameters().size()) ||
+    if (optimizer_sharded(*model.optimizers[j], model.chunks[j]->trainable_parameters().size()) ||
         model.chunks[j]->splits_experts())
       return true;
   return false;
@@ -76,7 +76,7 @@ std::pair<long, long> written_range(const engine::RankModel& model, size_t j, bo
                                     const engine::RankContext& rank) {
   const optim::AdamW& opt = experts ? *model.expert_optimizers[j] : *model.optimizers[j];
   const Parameters& params =
-      experts ? model.chunks[j]->expert_parameters() : model.chunks[j]->parameters();
+      experts ? model.chunks[j]->expert_parameters() : model.chunks[j]->trainable_parameters();
   if (optimizer_sharded(opt, params.size())) return {opt.range_begin(), opt.range_end()};
   const comm::Communicator& group = experts ? *rank.groups->expert_data : *rank.groups->data;
   return group.rank() == 0 ? std::pair<long, long>{0, params.size()} : std::pair<long, long>{0, 0};
@@ -97,7 +97,7 @@ void add_rank_tensors(engine::RankModel& model, SnapshotBuffers& buffers, bool c
                       SaveSnapshot& out) {
   size_t used = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j) {
-    Parameters& params = model.chunks[j]->parameters();
+    Parameters& params = model.chunks[j]->trainable_parameters();
     optim::AdamW& opt = *model.optimizers[j];
     const long size = params.size();
     const float* values = params.values();
@@ -133,7 +133,7 @@ WrittenBuffer written_buffer(engine::RankModel& model, size_t j, bool experts,
                              const engine::RankContext& rank, SnapshotBuffers& buffers,
                              size_t& used, bool copy_model, SaveSnapshot& out) {
   Parameters& params =
-      experts ? model.chunks[j]->expert_parameters() : model.chunks[j]->parameters();
+      experts ? model.chunks[j]->expert_parameters() : model.chunks[j]->trainable_parameters();
   optim::AdamW& opt = experts ? *model.expert_optimizers[j] : *model.optimizers[j];
   WrittenBuffer w;
   w.layout = &params.layout();
@@ -241,6 +241,8 @@ json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingS
   // A checkpoint written outside training (convert) has no run settings; loading it
   // compares none.
   if (!run.settings.empty()) manifest["run"] = run_json(run.settings);
+  // LoRA: the files hold the adapters alone; this identifies the base they go with.
+  if (l.model.lora.enabled()) manifest["lora_base"] = lora_base_json(l.model.lora, run.seed);
   return manifest;
 }
 
@@ -269,9 +271,9 @@ void reserve_snapshot_buffers(engine::RankModel& model, const engine::RankContex
   for (size_t j = 0; j < model.chunks.size(); ++j)
     for (bool experts : {false, true}) {
       if (experts && !model.chunks[j]->splits_experts()) continue;
-      const auto [lo, hi] = sharded
-                                ? written_range(model, j, experts, rank)
-                                : std::pair<long, long>{0, model.chunks[j]->parameters().size()};
+      const auto [lo, hi] =
+          sharded ? written_range(model, j, experts, rank)
+                  : std::pair<long, long>{0, model.chunks[j]->trainable_parameters().size()};
       for (int b = 0; b < 3; ++b) next_buffer(buffers, used, hi - lo);
     }
 }

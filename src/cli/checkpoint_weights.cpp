@@ -1,6 +1,7 @@
 #include "cli/checkpoint_weights.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
@@ -11,8 +12,15 @@ Parameters load_checkpoint_weights(const std::string& load, ModelConfig* config,
                                    std::ostream& log) {
   // One rank, the whole model: only the parameters matter (a short sequence, one sample).
   engine::RankModelOptions o;
-  o.layout.model =
-      checkpoint::manifest_model(checkpoint::read_manifest(checkpoint::latest_checkpoint(load)));
+  const nlohmann::ordered_json manifest =
+      checkpoint::read_manifest(checkpoint::latest_checkpoint(load));
+  o.layout.model = checkpoint::manifest_model(manifest);
+  // LoRA: the checkpoint holds the adapters; the base comes from where it records.
+  if (o.layout.model.lora.enabled()) {
+    checkpoint::check_lora_base(manifest["lora_base"], load);  // before its weights are read
+    o.load_hf = o.layout.model.lora.base_hf;
+    if (o.load_hf.empty()) o.seed = manifest["lora_base"]["seed"].get<std::uint64_t>();
+  }
   o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
   o.layout.split = {o.layout.model.num_layers};
   o.schedules = {o.schedule};

@@ -10,7 +10,8 @@
 namespace trident::cli {
 
 // The weights of the latest checkpoint under `load` (any layout it was saved under), in the
-// one-process model's layout; *config receives the model it records. Throws CheckpointError
+// one-process model's layout (a LoRA checkpoint's adapters merged into the base it records);
+// *config receives the model it records. Throws CheckpointError
 // naming what is wrong with the checkpoint. The load's messages go to log.
 Parameters load_checkpoint_weights(const std::string& load, ModelConfig* config, std::ostream& log);
 

@@ -94,9 +94,25 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
 
 }  // namespace
 
+namespace {
+// --merge-lora exactly when the checkpoint holds LoRA adapters (their export is the merged
+// model: trident writes no adapter-only HF directory).
+bool lora_flag_agrees(const std::string& load, bool merge_lora) {
+  const bool lora =
+      checkpoint::manifest_model(checkpoint::read_manifest(checkpoint::latest_checkpoint(load)))
+          .lora.enabled();
+  if (lora == merge_lora) return true;
+  std::cerr << "trident convert: " << load
+            << (lora ? " holds LoRA adapters: give --merge-lora to write the merged model\n"
+                     : " holds no LoRA adapters: --merge-lora has nothing to merge\n");
+  return false;
+}
+}  // namespace
+
 int convert_main(const std::vector<std::string>& args) {
   CLI::App app("trident convert: checkpoint <-> HuggingFace directory", "trident convert");
   std::string load, save_hf, load_hf, save, save_hf_dtype;
+  bool merge_lora = false;
   tokenizer::TokenizerOptions tokenizer_flags;
   auto* from_ckpt = app.add_option("--load", load, "checkpoint directory (its latest)");
   auto* from_hf =
@@ -113,6 +129,10 @@ int convert_main(const std::vector<std::string>& args) {
       ->check(CLI::IsMember({"bf16", "fp32"}))
       ->needs(to_hf);
   app.add_option("--save", save, "write a checkpoint directory")->needs(from_hf);
+  app.add_flag("--merge-lora", merge_lora,
+               "a checkpoint of LoRA adapters: write the merged model W + (alpha / R) B A, its "
+               "base read from the --load-hf directory the checkpoint records")
+      ->needs(to_hf);
   from_ckpt->excludes(from_hf);
   add_tokenizer_args(app, &tokenizer_flags, "Tokenizer (written with the model)",
                      "the --load checkpoint's, or the --load-hf directory's");
@@ -126,6 +146,7 @@ int convert_main(const std::vector<std::string>& args) {
   for (const std::string& e : errors) std::cerr << "trident convert: " << e << "\n";
   if (!errors.empty()) return 2;
   try {
+    if (!load.empty() && !lora_flag_agrees(load, merge_lora)) return 2;
     if (!load.empty())
       checkpoint_to_hf(load, save_hf, save_hf_dtype, tokenizer_flags);
     else

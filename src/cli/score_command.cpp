@@ -167,6 +167,7 @@ std::unique_ptr<GPTModel> load_model(const ScoreArgs& a, comm::Communicator& tp,
     return model;
   }
   const Parameters whole = load_checkpoint_weights(a.load, config, std::cerr);
+  config->lora = LoraConfig{};  // LoRA adapters come merged into the weights
   auto model = std::make_unique<GPTModel>(*config, tp, 1, config->max_positions(), options);
   Parameters& mine = model->parameters();
   for (const ParamSpec& s : mine.layout().specs()) {

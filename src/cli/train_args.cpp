@@ -2,10 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 
+#include "cli/lora_args.h"
 #include "cli/moe_args.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
@@ -680,6 +682,7 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   ModelFlags flags = add_model_flags(app, c.model, c.model_preset);
   add_training_flags(app, c);
   const MoeFlags moe_flags = add_moe_flags(app, c);
+  const LoraFlags lora_flags = add_lora_flags(app, c.model.lora);
   if (!parse_args(app, args, exit_code)) return false;
   const std::vector<std::string> notes = apply_config_overrides(config_file->overrides(), c);
   train::apply_report_dir(c);
@@ -701,6 +704,10 @@ bool parse_train_args(const std::vector<std::string>& args, train::TrainingConfi
   check_scaling_detail_flags(flags, c.model, errors);
   if (hf) apply_hf_moe_config(moe_flags, *hf, c, errors);
   apply_moe_flags(moe_flags, c, errors);
+  check_lora_flags(lora_flags, c.model.lora, errors);
+  // Checkpoints of adapters name their base (checkpoint/manifest.h lora_base_json).
+  if (c.model.lora.enabled() && !c.load_hf.empty())
+    c.model.lora.base_hf = std::filesystem::absolute(c.load_hf).lexically_normal().string();
   set_vocab_size_from_tokenizer(c, flags, errors);
   apply_slurm_defaults(c);
   train::default_load_to_save(c);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "config/lora_config.h"
 #include "config/moe_config.h"
 
 namespace trident {
@@ -59,6 +60,7 @@ struct ModelConfig {
   int rope_original_max_positions = 8192;  // llama3 only: the context trained before scaling
   int window_size = 0;                     // a token attends to the last W keys; 0: all
   MoeConfig moe;                           // mixture of experts (none by default)
+  LoraConfig lora;                         // low-rank adapters on a frozen base (none by default)
 
   // 4h unless given; saturates at INT_MAX, beyond which validation refuses the hidden size.
   int ffn() const {

@@ -19,7 +19,7 @@ std::vector<optim::GradRange> finish_reductions(RankModel& model, int data_ranks
     model.reducers[j]->finish();
     if (data_ranks > 1 && o.record)
       o.record("wait for gradient reduction", "data-parallel", start, o.now_us());
-    ranges.push_back({&model.chunks[j]->parameters(), model.reducers[j]->shard_begin(),
+    ranges.push_back({&model.chunks[j]->trainable_parameters(), model.reducers[j]->shard_begin(),
                       model.reducers[j]->shard_end()});
   }
   return ranges;
@@ -85,7 +85,8 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   for (GPTModel* chunk : chunks)
     tensor_parallel::allreduce_sequence_parallel_grads(chunk->parameters(), tp,
                                                        chunk->sequence_parallel());
-  if (o.inject_overflow) model.chunks[0]->parameters().grads()[ranges[0].begin] = INFINITY;
+  if (o.inject_overflow)
+    model.chunks[0]->trainable_parameters().grads()[ranges[0].begin] = INFINITY;
   // Reduced over every group, so all ranks reach the same overflow verdict.
   StepOutcome out;
   out.grad_norm =
@@ -97,7 +98,7 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   for (size_t j = 0; j < model.chunks.size(); ++j) {
     optim::AdamW& adam = *model.optimizers[j];
     data_parallel::GradientReducer& reducer = *model.reducers[j];
-    Parameters& params = model.chunks[j]->parameters();
+    Parameters& params = model.chunks[j]->trainable_parameters();
     if (!reducer.overlaps_param_gather()) {
       adam.update(params, o.lr, multiplier);
       reducer.all_gather_values();

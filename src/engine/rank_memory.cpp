@@ -24,6 +24,9 @@ long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPla
     plan.resize(kExpertMomentsRow,
                 expert_moment_floats(layout, (sizes.experts + pad - 1) / pad * pad));
   }
+  const long pad = layout.distributed_optimizer ? 16L * layout.data : 16;  // chunk_options'
+  const long lora = lora_adapter_floats(layout.model, {0, layout.tensor}, placement, pad);
+  if (lora > 0) plan.resize(kLoraMomentsRow, adam_moment_floats(layout, lora));
   const HeldGradientFloats grads =
       held_gradient_floats(layout, placement, sizes, parameter_floats, overlap_grad_reduce);
   plan.resize("gradients", grads.resident);
@@ -52,7 +55,8 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
     out.chunks.push_back(plan_chunk_memory(shape));
     in_flight += shard_chunk_plan(out.chunks.back(), layout, o.placement, ls,
                                   shape.parameter_floats, overlap_grad_reduce);
-    gradient_floats += shape.parameter_floats;
+    // LoRA: the adapters are what is reduced and updated (the base has no gradients).
+    gradient_floats += shape.lora_floats > 0 ? shape.lora_floats : shape.parameter_floats;
     expert_floats += shape.expert_floats;
   }
   RankBufferShape buffers =

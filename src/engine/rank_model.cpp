@@ -6,6 +6,7 @@
 #include "engine/rank_memory.h"
 #include "io/hf_gpt2.h"
 #include "model/gather.h"
+#include "model/lora_merge.h"
 
 namespace trident::engine {
 
@@ -180,6 +181,8 @@ void fill_weights(const RankModelOptions& o, int j, RankModel& m, TensorParallel
   auto progress = [&](double done) {
     if (clock) clock->progress((j + done) / m.schedule.chunks);
   };
+  if (chunk.has_lora())  // A drawn by name (the same under any split), B zero
+    chunk.lora_parameters().initialize(o.seed, l.model.init_method_std, l.model.num_layers);
   if (chunk.splits_experts()) {  // drawn by name: the same values as inline
     if (o.load_hf.empty())
       chunk.expert_parameters().initialize(o.seed, l.model.init_method_std, l.model.num_layers);
@@ -241,9 +244,15 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
   reduce.shard_parameters = params.values_sharded();
   if (reduce.shard_parameters) reduce.vocabulary = vocabulary;
-  m.reducers.push_back(std::make_unique<data_parallel::GradientReducer>(params, dp, reduce));
-  if (reduce.shard_parameters && vocabulary.active()) wire_vocabulary(*m.chunks.back(), dp, m);
-  if (holds_tied_copy(l, options.placement, pp.size())) m.reducers.back()->hold_back_spec(0);
+  GPTModel& chunk = *m.chunks.back();
+  // LoRA: the adapters' gradients are reduced after backward and their values gathered
+  // after the step (the hooks that overlap them name the base buffer's tensors).
+  if (chunk.has_lora()) reduce.overlap = reduce.overlap_param_gather = false;
+  m.reducers.push_back(
+      std::make_unique<data_parallel::GradientReducer>(chunk.trainable_parameters(), dp, reduce));
+  if (reduce.shard_parameters && vocabulary.active()) wire_vocabulary(chunk, dp, m);
+  if (holds_tied_copy(l, options.placement, pp.size()) && !chunk.has_lora())
+    m.reducers.back()->hold_back_spec(0);
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));
   add_expert_buffer(o, m, expert_data);
@@ -312,6 +321,11 @@ Parameters gather_rank_model(const RankModel& m, const RankLayout& layout, comm:
     if (!chunk->splits_experts()) {
       whole_chunks.push_back(
           gather_to_single_rank(chunk->parameters(), config, tp, false, chunk->placement()));
+      if (chunk->has_lora())  // the fine-tuned model: W + (alpha / R) B A
+        merge_lora_adapters(
+            whole_chunks.back(),
+            gather_to_single_rank(chunk->lora_parameters(), config, tp, false, chunk->placement()),
+            config.lora);
       continue;
     }
     const Parameters all = chunk_with_all_experts(*chunk, config, {tp.rank(), tp.size()}, expert);

@@ -88,7 +88,8 @@ RankModel build_inference_rank_model(const RankLayout& layout, const std::string
                                      comm::Communicator& tp, comm::Communicator& pp,
                                      bool decode_panels);
 
-// The one-process model (values), complete on pipeline rank 0 of every tensor group... and
+// The one-process model (values), with LoRA adapters merged into their base weights,
+// complete on pipeline rank 0 of every tensor group... and
 // meaningful on world rank 0: experts are all-gathered over the expert group (expert
 // parallelism; `expert` may be null at EP = 1), tensor shards are gathered, then pipeline
 // stages send their tensors to stage 0.

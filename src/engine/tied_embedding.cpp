@@ -11,6 +11,7 @@ void sync_tied_embedding(std::vector<GPTModel*>& chunks, comm::Communicator& pip
   if (s == p - 1 && chunks.back()->placement().post_process) holder = chunks.back();
   // An untied output layer has a gradient of its own: nothing to sum across the ends.
   if (!holder || !holder->config().tied_output()) return;
+  if (!holder->parameters().has_gradients()) return;  // LoRA: the embedding is frozen
   ParamRef word = holder->parameters().get("embedding.word_embeddings.weight");
   std::vector<float> theirs(word.numel);
   const int peer = s == 0 ? p - 1 : 0, tag = 1 << 30;

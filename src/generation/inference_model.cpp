@@ -62,6 +62,20 @@ void wait_politely(comm::Request& r) {
   }
 }
 
+// The HF directory the weights come from: --load-hf, or the base a checkpoint of LoRA
+// adapters records (the adapters are then loaded from the checkpoint over it).
+std::string base_weights(const InferenceOptions& o, const ModelConfig& m) {
+  if (!o.load_hf.empty() || !m.lora.enabled()) return o.load_hf;
+  if (m.lora.base_hf.empty())
+    throw std::invalid_argument(o.load +
+                                ": LoRA adapters over a base drawn from a seed (no --load-hf "
+                                "base): merge them with `trident convert --merge-lora` first");
+  // Checked before its weights are read (checkpoint::load checks it again).
+  const std::string dir = checkpoint::latest_checkpoint(o.load);
+  checkpoint::check_lora_base(checkpoint::read_manifest(dir)["lora_base"], dir);
+  return m.lora.base_hf;
+}
+
 void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
   std::string errors;
   auto require = [&](bool ok, const std::string& why) {
@@ -84,6 +98,8 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
           "num_layers (" + std::to_string(m.num_layers) +
               ") must be a multiple of --pipeline-model-parallel-size (" + std::to_string(p) + ")");
   require(o.max_batch >= 1, "--max-batch must be >= 1");
+  require(!m.lora.enabled() || !o.bf16,
+          "LoRA adapters run in fp32: drop --bf16 (or merge them with convert --merge-lora)");
   require(o.prefill_chunk >= 1, "the prefill chunk must be >= 1 token");
   require(o.max_sequence_length >= 2 && o.max_sequence_length <= m.max_positions(),
           "--max-sequence-length must be in [2, " + std::to_string(m.max_positions()) +
@@ -102,7 +118,8 @@ InferenceModel::InferenceModel(const InferenceOptions& o, const engine::RankCont
   check_layout(options_, model, world);
   layout_ = inference_layout(options_, model, world);
   comm::Communicator &tp = *rank.groups->tensor, &pp = *rank.groups->pipeline;
-  model_ = engine::build_inference_rank_model(layout_, o.load_hf, tp, pp, o.decode_panels);
+  model_ =
+      engine::build_inference_rank_model(layout_, base_weights(o, model), tp, pp, o.decode_panels);
   if (!o.load.empty())
     checkpoint::load(o.load, {layout_}, model_, rank, log, checkpoint::LoadMode::kWeightsOnly);
   if (o.weights) copy_weights(*o.weights, model_.chunks[0]->parameters());

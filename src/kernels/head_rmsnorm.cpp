@@ -40,6 +40,7 @@ void head_rmsnorm_backward(float* d, const float* x, const HeadRows& s, const fl
                              pw, hd, false);
       }
   }
+  if (!dweight) return;  // frozen (LoRA)
   for (long ch = 0; ch < chunks; ++ch)
     for (int c = 0; c < hd; ++c) dweight[c] += partial[ch * hd + c];
 }

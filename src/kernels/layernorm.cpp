@@ -86,6 +86,7 @@ void layernorm_backward(const float* dy, const float* x, const float* weight, co
       }
     }
   }
+  if (!dweight) return;  // a frozen norm (LoRA): dx alone
   for (int ch = 0; ch < chunks; ++ch) {
     const float* pw = partial.data() + (size_t)ch * 2 * cols;
     for (int c = 0; c < cols; ++c) {

@@ -109,12 +109,35 @@ namespace {
 bool deferring(const LinearPrecision& p) {
   return p.deferred && p.deferred->recording();
 }
+
+void linear_backward_input_only(const LinearPrecision& p, GemmOperand dy, WeightOperand w,
+                                float* dx, int rows, int in, int out) {
+  const long n_out = (long)rows * out;
+  switch (p.precision) {
+    case Precision::kFp32:
+      linear_backward_input(fp32_operand(dy), w.fp32, dx, rows, in, out, false);
+      return;
+    case Precision::kBf16:
+      linear_backward_input_bf16(bf16_operand(dy, p.scratch.act16, n_out), w.low, dx, rows, in,
+                                 out);
+      return;
+    case Precision::kFp16:
+      round_through_fp16(fp32_operand(dy), p.scratch.act32, n_out);
+      from_fp16(w.low, p.scratch.weight32, (long)out * in);
+      linear_backward_input(p.scratch.act32, p.scratch.weight32, dx, rows, in, out, false);
+      return;
+  }
+}
 }  // namespace
 
 // While deferring, x goes to the store as given: W reads (and rounds) it there, B does not.
 void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand input,
                            WeightOperand w, float* dx, float* dw, int rows, int in, int out) {
   const long n_in = (long)rows * in, n_out = (long)rows * out;
+  if (!dw) {  // a frozen weight (LoRA's base): no weight gradient at all, dx alone
+    linear_backward_input_only(p, dy, w, dx, rows, in, out);
+    return;
+  }
   switch (p.precision) {
     case Precision::kFp32:
       linear_backward_input(fp32_operand(dy), w.fp32, dx, rows, in, out, false);

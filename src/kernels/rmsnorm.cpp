@@ -42,6 +42,7 @@ void rmsnorm_backward(const float* dy, const float* x, const float* weight, cons
       rmsnorm_row_backward(dy + (long)r * cols, x + (long)r * cols, weight, rstd[r],
                            dx + (long)r * cols, pw, cols, accumulate_dx);
   }
+  if (!dweight) return;  // a frozen norm (LoRA): dx alone
   for (int ch = 0; ch < chunks; ++ch) {
     const float* pw = partial.data() + (size_t)ch * cols;
     for (int c = 0; c < cols; ++c) dweight[c] += pw[c];

@@ -125,6 +125,18 @@ LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
           std::max(a.largest_weight, b.largest_weight)};
 }
 
+long lora_adapter_floats(const ModelConfig& config, TensorParallelRank tp,
+                         const ChunkPlacement& placement, long pad_multiple) {
+  if (!config.lora.enabled()) return 0;
+  const int layers =
+      placement.num_layers < 0 ? config.num_layers - placement.first_layer : placement.num_layers;
+  ChunkPlacement one = placement;
+  one.num_layers = 1;
+  const long floats =
+      layers > 0 ? layers * ParameterLayout::lora_adapters(config, tp, one).total() : 0;
+  return (floats + pad_multiple - 1) / pad_multiple * pad_multiple;
+}
+
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
                        const ChunkOptions& options, const LayoutSizes& sizes) {
   ChunkShape s;
@@ -143,6 +155,7 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
   const long expert_pad = options.expert_pad_multiple;
   s.expert_floats = (sizes.experts + expert_pad - 1) / expert_pad * expert_pad;
   if (sizes.experts > 0) s.local_experts = config.moe.num_experts / options.expert_parallel;
+  s.lora_floats = lora_adapter_floats(config, tp, p, pad);
   // Grouped-query attention's fused q|kv product reads two adjacent tensors as one weight.
   s.largest_weight =
       std::max(sizes.largest_weight, s.layers > 0 && config.group_query_attention
@@ -438,7 +451,13 @@ std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
   Rows parameters(table, "parameters"), optimizer(table, "optimizer");
   const Home owned = Home::kOutsideArena;
   parameters.add("weights", owned, Field::kNone, 1, {s.parameter_floats});
-  if (!s.options.inference) {
+  if (s.lora_floats > 0) {  // LoRA: a frozen base; the adapters alone learn
+    parameters.add(kLoraWeightsRow, owned, Field::kNone, 1, {s.lora_floats});
+    if (!s.options.inference) {
+      parameters.add(kLoraGradientsRow, owned, Field::kNone, 1, {s.lora_floats});
+      optimizer.add(kLoraMomentsRow, owned, Field::kNone, 1, {2 * s.lora_floats});
+    }
+  } else if (!s.options.inference) {
     parameters.add("gradients", owned, Field::kNone, 1, {s.parameter_floats});
     optimizer.add("adam exp_avg + exp_avg_sq", owned, Field::kNone, 1, {2 * s.parameter_floats});
   }

@@ -99,6 +99,7 @@ struct ChunkShape {
   // floats, padding included, and the experts per MoE layer it holds (0: experts inline).
   long expert_floats = 0;
   int local_experts = 0;
+  long lora_floats = 0;     // LoRA's adapter buffer, padding included (0: no LoRA)
   long largest_weight = 0;  // the largest 2-D tensor this rank holds
   int logits_chunk_rows = 0;
   bool sequence_parallel = false;  // options.sequence_parallel, in effect (t > 1, training)
@@ -151,6 +152,14 @@ struct ChunkShape {
 // layouts, computes this once per distinct chunk.
 // The expert buffer's Adam row of a chunk's plan (resized by the optimizer's sharding).
 inline constexpr const char* kExpertMomentsRow = "expert adam exp_avg + exp_avg_sq";
+// LoRA: the adapter buffer's rows (the base then has no gradient or Adam row).
+inline constexpr const char* kLoraWeightsRow = "lora adapters";
+inline constexpr const char* kLoraGradientsRow = "lora gradients";
+inline constexpr const char* kLoraMomentsRow = "lora adam exp_avg + exp_avg_sq";
+// The floats of a chunk's LoRA adapter buffer (ParameterLayout::lora_adapters), padded to
+// pad_multiple; 0 without LoRA. Every layer's adapters have the same size (LoRA refuses MoE).
+long lora_adapter_floats(const ModelConfig& config, TensorParallelRank tp,
+                         const ChunkPlacement& placement, long pad_multiple);
 
 struct LayoutSizes {
   long parameters = 0;  // the dense buffer (all of it with experts inline)

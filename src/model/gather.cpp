@@ -19,7 +19,7 @@ std::vector<float> gather(const Parameters& params, const ModelConfig& config,
   tp.all_gather(src, shards.data(), mine.numel());
   std::vector<float> out(global, 0.f);
   for (int r = 0; r < t; ++r) {
-    ParameterLayout layout(config, {r, t});
+    const ParameterLayout layout = params.layout().like(config, {r, t});
     const ParamSpec& theirs = layout.find(name);
     for (long i = 0; i < theirs.numel(); ++i)
       out[theirs.global_index(i)] = shards[(size_t)r * mine.numel() + i];
@@ -31,7 +31,7 @@ std::vector<float> gather(const Parameters& params, const ModelConfig& config,
 
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
                                  comm::Communicator& tp, bool gradients, ChunkPlacement placement) {
-  Parameters single(ParameterLayout(config, {0, 1}, placement));
+  Parameters single(params.layout().like(config, {0, 1}, placement));
   for (const ParamSpec& spec : single.layout().specs()) {
     std::vector<float> full = gather(params, config, spec.name, tp, gradients);
     // The padded vocabulary depends on t; only the real rows carry meaning.

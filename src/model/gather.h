@@ -7,7 +7,8 @@
 
 namespace trident {
 
-// A one-rank copy of the model's values (or gradients), on every rank.
+// A one-rank copy of the model's values (or gradients), on every rank; of its LoRA adapters
+// when `params` holds them (ParameterLayout::holds_lora_adapters).
 // `placement` is the pipeline chunk the parameters belong to (the whole model by default).
 Parameters gather_to_single_rank(const Parameters& params, const ModelConfig& config,
                                  comm::Communicator& tp, bool gradients = false,

@@ -67,13 +67,17 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
       params_(ParameterLayout(config, {tp.rank(), tp.size()}, options.placement,
                               dense_expert_slice(config, options.expert_parallel)),
               options.pad_multiple,
-              options.inference         ? GradientMemory::kNone
-              : options.shard_gradients ? GradientMemory::kOnFirstWrite
-                                        : GradientMemory::kTouched,
+              options.inference || config.lora.enabled() ? GradientMemory::kNone  // LoRA: frozen
+              : options.shard_gradients                  ? GradientMemory::kOnFirstWrite
+                                                         : GradientMemory::kTouched,
               options.shard_parameters && !options.inference ? ValueMemory::kSharded
                                                              : ValueMemory::kTouched),
       expert_params_(expert_layout(config, {tp.rank(), tp.size()}, options, expert),
-                     options.expert_pad_multiple) {
+                     options.expert_pad_multiple),
+      lora_params_(
+          ParameterLayout::lora_adapters(config, {tp.rank(), tp.size()}, options.placement),
+          options.pad_multiple,
+          options.inference ? GradientMemory::kNone : GradientMemory::kTouched) {
   options_.slots = std::max(1, options.slots);
   sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
   check_sequence_split(micro_batch, seq);
@@ -112,7 +116,7 @@ void GPTModel::build_layers(const ModelConfig& config) {
   };
   for (int l = first; l < first + count; ++l) {
     layers_.emplace_back(dims, params_, l, tp_, &precision_, sequence_parallel_, expert_,
-                         splits_experts() ? &expert_params_ : nullptr);
+                         splits_experts() ? &expert_params_ : nullptr, &lora_params_);
     layer_first_spec_.push_back(spec_index(layer_param(l, "input_layernorm.weight")));
   }
   post_first_spec_ = spec_index("final_layernorm.weight");

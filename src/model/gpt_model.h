@@ -108,6 +108,15 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   Parameters& expert_parameters() { return expert_params_; }
   const Parameters& expert_parameters() const { return expert_params_; }
   bool splits_experts() const { return expert_params_.size() > 0; }
+  // LoRA (ModelConfig::lora): the chunk's adapters, in a buffer of their own with the
+  // gradients and (RankModel's) optimizer; the base buffer, parameters(), then has no
+  // gradients. Empty without LoRA.
+  Parameters& lora_parameters() { return lora_params_; }
+  const Parameters& lora_parameters() const { return lora_params_; }
+  bool has_lora() const { return lora_params_.size() > 0; }
+  // What training updates and reduces: the adapters under LoRA, else parameters().
+  Parameters& trainable_parameters() { return has_lora() ? lora_params_ : params_; }
+  const Parameters& trainable_parameters() const { return has_lora() ? lora_params_ : params_; }
   const ModelConfig& config() const { return config_; }
   const ChunkPlacement& placement() const { return options_.placement; }
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
@@ -227,6 +236,7 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   kernels::LinearPrecision precision_;
   Parameters params_;
   Parameters expert_params_;  // see expert_parameters()
+  Parameters lora_params_;    // see lora_parameters()
   std::vector<TransformerLayer> layers_;
   tensor_parallel::VocabParallelEmbedding embedding_;
   tensor_parallel::LMHeadLoss lm_head_;  // output layer (weight = word embedding) + loss

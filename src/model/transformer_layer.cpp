@@ -46,6 +46,7 @@ LayerDims layer_dims(const ModelConfig& c, int rank, int t) {
     d.kv_local = 2 * held * c.head_dim();
   }
   d.qk_norm = c.qk_layernorm;
+  if (c.lora.enabled()) d.lora_rank = c.lora.rank, d.lora_scale = c.lora.scale();
   if (c.moe.enabled()) d.moe = moe_dims(c, 0.0, 0.0, t);  // the loss coefficients: the chunk's
   return d;
 }
@@ -62,7 +63,7 @@ Norm make_norm(Parameters& p, const std::string& prefix, const ModelConfig& c) {
 TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, comm::Communicator& tp,
                                    const kernels::LinearPrecision* precision,
                                    bool sequence_parallel, comm::Communicator* expert,
-                                   Parameters* experts)
+                                   Parameters* experts, Parameters* adapters)
     : dims_(d),
       index_(i),
       tp_(&tp),
@@ -143,6 +144,36 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
   }
   for (auto* l : {&qkv_, &q_, &kv_, &fc1_}) l->sequence_parallel = sequence_parallel;
   for (auto* l : {&proj_, &fc2_}) l->sequence_parallel = sequence_parallel;
+  if (adapters && adapters->size() > 0) attach_lora(*adapters);
+}
+
+void TransformerLayer::attach_lora(Parameters& p) {
+  using tensor_parallel::LoraBranch;
+  auto branch = [&](const std::string& linear, const std::string& b_of) {
+    const std::string a = lora_param(index_, linear, "A");
+    if (!p.layout().contains(a)) return LoraBranch{};
+    return LoraBranch{p.get(a), p.get(lora_param(index_, b_of, "B")), dims_.lora_rank,
+                      dims_.lora_scale};
+  };
+  if (!dims_.grouped) {
+    qkv_.lora = branch("self_attention.linear_qkv", "self_attention.linear_qkv");
+  } else if (LoraBranch qkv = branch("self_attention.linear_qkv", "self_attention.linear_q");
+             qkv.active()) {
+    // The fused q|kv GEMM's B: linear_q's rows, then linear_kv's, adjacent in the buffer.
+    const ParamRef kv = p.get(lora_param(index_, "self_attention.linear_kv", "B"));
+    const bool adjacent =
+        kv.value == qkv.b.value + qkv.b.numel && (!kv.grad || kv.grad == qkv.b.grad + qkv.b.numel);
+    if (!qkv_.weight.value || !adjacent)
+      throw std::invalid_argument(
+          "--lora-target-modules linear_qkv with grouped-query attention needs the fused q|kv "
+          "projection (no q/k/v biases) and heads x head_dim / t x --lora-rank a multiple of 16");
+    qkv.b.numel += kv.numel;
+    qkv_.lora = qkv;
+  }
+  proj_.lora = branch("self_attention.linear_proj", "self_attention.linear_proj");
+  if (moe_) return;
+  fc1_.lora = branch("mlp.linear_fc1", "mlp.linear_fc1");
+  fc2_.lora = branch("mlp.linear_fc2", "mlp.linear_fc2");
 }
 
 int TransformerLayer::local_rows(const LayerCall& call) const {

@@ -78,6 +78,10 @@ struct LayerDims {
   int window = 0;        // sliding-window attention over the last `window` keys; 0: all
   // The MoE layers' MLP (experts 0 without MoE; which layers are MoE, the parameters say).
   MoeDims moe{};
+  // LoRA (config/lora_config.h): the adapters' rank and alpha / rank; which linears have
+  // them, the adapter buffer says.
+  int lora_rank = 0;
+  float lora_scale = 0.f;
 };
 
 // The layer dimensions of a model on tensor-parallel rank `rank` of `t`.
@@ -128,10 +132,12 @@ class TransformerLayer {
   // sequence_parallel: LayerNorm, dropout, bias and residual run on this rank's 1/t of the
   // rows (Korthikanti et al. 2022); needs tokens divisible by t and LayerScratch::gathered.
   // expert: the MoE layers' expert group (null at EP = 1); experts: the buffer holding this
-  // rank's experts (null: `params`, which then holds all of them).
+  // rank's experts (null: `params`, which then holds all of them). adapters: the buffer of
+  // the LoRA adapters (null or empty: none).
   TransformerLayer(const LayerDims& dims, Parameters& params, int index, comm::Communicator& tp,
                    const kernels::LinearPrecision* precision, bool sequence_parallel = false,
-                   comm::Communicator* expert = nullptr, Parameters* experts = nullptr);
+                   comm::Communicator* expert = nullptr, Parameters* experts = nullptr,
+                   Parameters* adapters = nullptr);
   void forward(const float* x, const LayerActivations& a, const LayerScratch& w,
                const LayerCall& call) const;
   // The attention core alone (q, k, v -> attention out + log-sum-exp): selective
@@ -182,6 +188,8 @@ class TransformerLayer {
                    int n) const;
   void moe_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
                     const LayerCall& call, int n) const;
+  // Gives the targeted linears their LoRA branches from the adapter buffer.
+  void attach_lora(Parameters& adapters);
   // Zero-bubble B: the output gradients of the next products may be kept in `region` (an
   // activation of this layer that B no longer reads) until W; null ends that.
   void donate(float* region, long floats) const;

@@ -189,6 +189,59 @@ void ParameterLayout::add_experts(const ModelConfig& c, int layer, TensorParalle
   }
 }
 
+ParameterLayout ParameterLayout::lora_adapters(const ModelConfig& c, TensorParallelRank tp,
+                                               ChunkPlacement chunk) {
+  ParameterLayout layout;
+  layout.lora_ = true;
+  const int end = chunk.num_layers < 0 ? c.num_layers : chunk.first_layer + chunk.num_layers;
+  if (c.lora.enabled())
+    for (int l = chunk.first_layer; l < end; ++l) layout.add_lora(c, l, tp);
+  return layout;
+}
+
+ParameterLayout ParameterLayout::like(const ModelConfig& c, TensorParallelRank tp,
+                                      ChunkPlacement chunk) const {
+  return lora_ ? lora_adapters(c, tp, chunk) : ParameterLayout(c, tp, chunk);
+}
+
+std::string lora_param(int layer, const std::string& linear, const char* which) {
+  return layer_param(layer, linear + ".lora_" + which + ".weight");
+}
+
+// One layer's adapters; the shards mirror the base layout's (see the constructor).
+void ParameterLayout::add_lora(const ModelConfig& c, int l, TensorParallelRank tp) {
+  const long r = c.lora.rank, h = c.hidden_size, attn = c.attention_width();
+  const ShardSpec replicated{}, cols{1, 1, tp.size, tp.rank};
+  auto a = [&](const std::string& linear, long in, ShardSpec shard) {
+    add(lora_param(l, linear, "A"), {r, in}, shard, true, InitKind::kNormal);
+  };
+  auto b = [&](const std::string& linear, long out, ShardSpec shard) {
+    add(lora_param(l, linear, "B"), {out, r}, shard, true, InitKind::kZeros);
+  };
+  if (c.lora.targets("linear_qkv")) {
+    a("self_attention.linear_qkv", h, replicated);
+    if (c.group_query_attention) {
+      b("self_attention.linear_q", attn, {0, 1, tp.size, tp.rank});
+      b("self_attention.linear_kv", 2L * c.query_groups() * c.head_dim(), {0, 2, tp.size, tp.rank});
+    } else {
+      b("self_attention.linear_qkv", 3 * attn, {0, 3, tp.size, tp.rank});
+    }
+  }
+  if (c.lora.targets("linear_proj")) {
+    a("self_attention.linear_proj", attn, cols);
+    b("self_attention.linear_proj", h, replicated);
+  }
+  if (c.is_moe_layer(l)) return;  // refused with LoRA (train's rules); nothing to adapt
+  if (c.lora.targets("linear_fc1")) {
+    a("mlp.linear_fc1", h, replicated);
+    b("mlp.linear_fc1", c.fc1_rows(), {0, c.swiglu ? 2 : 1, tp.size, tp.rank});
+  }
+  if (c.lora.targets("linear_fc2")) {
+    a("mlp.linear_fc2", c.ffn(), cols);
+    b("mlp.linear_fc2", h, replicated);
+  }
+}
+
 bool splits_experts(const ModelConfig& c, int expert_parallel) {
   return c.moe.enabled() && expert_parallel > 1;
 }

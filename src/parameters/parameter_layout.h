@@ -79,6 +79,18 @@ class ParameterLayout {
  public:
   ParameterLayout(const ModelConfig& config, TensorParallelRank tp, ChunkPlacement chunk = {},
                   ExpertSlice experts = {});
+  // The chunk's LoRA adapters (config.lora), their own buffer's layout: for each targeted
+  // linear of each layer layers.L.<linear>.lora_A.weight [R, in] and lora_B.weight [out, R],
+  // split over the tensor group with their base (config/lora_config.h): a column-parallel
+  // linear's A is replicated and its B split by rows as the base; a row-parallel one's A is
+  // split by columns as the base and its B replicated. Grouped-query attention's fused
+  // projection has one A and the B of linear_q and of linear_kv, adjacent.
+  static ParameterLayout lora_adapters(const ModelConfig& config, TensorParallelRank tp,
+                                       ChunkPlacement chunk = {});
+  // The same kind of layout (model or adapters) for another rank or chunk.
+  ParameterLayout like(const ModelConfig& config, TensorParallelRank tp,
+                       ChunkPlacement chunk = {}) const;
+  bool holds_lora_adapters() const { return lora_; }
   const std::vector<ParamSpec>& specs() const { return specs_; }
   const ParamSpec& find(const std::string& name) const;
   bool contains(const std::string& name) const;
@@ -92,8 +104,11 @@ class ParameterLayout {
                    const ExpertSlice& experts);
   void add_experts(const ModelConfig& config, int layer, TensorParallelRank tp, int first,
                    int count);
+  ParameterLayout() = default;
+  void add_lora(const ModelConfig& config, int layer, TensorParallelRank tp);
   std::vector<ParamSpec> specs_;
   long total_ = 0;
+  bool lora_ = false;
 };
 
 // Parameter tensors per transformer layer of GPT-2's block (2 LayerNorms x 2, QKV,
@@ -104,6 +119,9 @@ constexpr int kParamsPerLayer = 12;
 std::string layer_param(int layer, const std::string& leaf);
 // An MoE layer's expert tensor by global expert index: layers.L.mlp.experts.E.<leaf>.
 std::string moe_expert_param(int layer, int expert, const std::string& leaf);
+// A LoRA adapter tensor: layers.L.<linear>.lora_A.weight ("A") or lora_B.weight ("B"), with
+// linear e.g. "self_attention.linear_qkv" or "mlp.linear_fc1".
+std::string lora_param(int layer, const std::string& linear, const char* which);
 
 // The units a chunk's weights are gathered in under sharded weights (ZeRO-3), as spec ranges
 // [begin, end) in layout order: the embedding (or a last stage's copy of a tied word

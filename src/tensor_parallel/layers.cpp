@@ -19,6 +19,14 @@ const kernels::LinearPrecision& or_fp32(const kernels::LinearPrecision* p) {
 void ColumnParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
                                 rows, in, out_local);
+  if (lora.active()) lora.forward(kernels::fp32_operand(x), y, rows, in, out_local);
+}
+
+void ColumnParallelLinear::lora_backward(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx,
+                                         int rows) const {
+  if (lora.active())
+    lora.backward_column(kernels::fp32_operand(dy), kernels::fp32_operand(x), dx, rows, in,
+                         out_local, *tp);
 }
 
 void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
@@ -34,6 +42,7 @@ void ColumnParallelLinear::backward_through_gelu(float* d_act, const float* pre,
       kernels::gelu_output_grad_operand(or_fp32(precision), d_act, pre, bias.grad, rows, out_local);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
+  lora_backward(dy, x, dx, rows);
   if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
@@ -44,6 +53,7 @@ void ColumnParallelLinear::backward_through_swiglu(const float* d_act, float* pr
       or_fp32(precision), d_act, pre, bias.grad, rows, out_local / 2);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
+  lora_backward(dy, x, dx, rows);
   if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
@@ -54,11 +64,13 @@ void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::Ge
                                       rows, out_local);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
+  lora_backward(dy, x, dx, rows);
 }
 
 void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
                                 rows, in_local, out);
+  if (lora.active()) lora.forward(kernels::fp32_operand(x), y, rows, in_local, out);
   if (!sequence_parallel) reduce_from_region_forward(*tp, y, (long)rows * out);
 }
 
@@ -68,6 +80,9 @@ void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float*
       bias.numel ? kernels::output_grad_operand(or_fp32(precision), dy, bias.grad, rows, out) : dy;
   kernels::mixed_linear_backward(or_fp32(precision), g, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in_local, out);
+  if (lora.active())
+    lora.backward_row(kernels::fp32_operand(g), kernels::fp32_operand(x), dx, rows, in_local, out,
+                      *tp);
 }
 
 void VocabParallelEmbedding::lookup(const int* ids, int rows, float* out) const {
@@ -98,6 +113,7 @@ void VocabParallelEmbedding::forward(const int* ids, int batch, int seq, float* 
 
 void VocabParallelEmbedding::backward(const int* ids, int batch, int seq, const float* dout,
                                       float* full, const int* positions) const {
+  if (!word.grad && !sharded_lookup_backward) return;  // frozen (LoRA): nothing to learn here
   const long rows = (long)batch * seq;
   if (sequence_parallel) {
     reduce_scatter_to_sequence_parallel_region_backward(*tp, dout, full,

@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "kernels/mixed_linear.h"
 #include "parameters/parameters.h"
+#include "tensor_parallel/lora.h"
 
 namespace trident::tensor_parallel {
 
@@ -22,6 +23,8 @@ struct ColumnParallelLinear {
   // partial sum; the caller reduce-scatters it (gather_from_sequence_parallel_region's
   // backward) instead of the all-reduce of f.
   bool sequence_parallel = false;
+  // LoRA (tensor_parallel/lora.h): inactive unless set. A frozen base has no weight.grad.
+  LoraBranch lora{};
 
   void forward(kernels::GemmOperand x, float* y, int rows) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
@@ -40,6 +43,10 @@ struct ColumnParallelLinear {
                                int rows) const;
   // dy may come already in bf16 (when there is no bias to reduce).
   void backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
+
+ private:
+  // The LoRA branch's backward into this rank's partial dx (nothing when inactive).
+  void lora_backward(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
 };
 
 // Y = g(X_i A_i^T) with A split by input columns: weight [out, in / t]; bias replicated.
@@ -55,6 +62,7 @@ struct RowParallelLinear {
   // all-reduce, and hands backward the all-gathered dy. The bias gradient is then summed
   // over all rows on every rank, so it is complete without a tensor-parallel all-reduce.
   bool sequence_parallel = false;
+  LoraBranch lora{};  // as ColumnParallelLinear's; its partial output joins the base's
 
   void forward(kernels::GemmOperand x, float* y, int rows) const;
   void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;

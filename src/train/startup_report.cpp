@@ -69,8 +69,27 @@ long planned_floats(const engine::RankModel& model, const std::string& name) {
 // sharding strategy promises (the ZeRO paper's 4 + 4 + 8 for fp32 weights and gradients:
 // optim 4 + 4 + 8/d, optim_grads 4 + (4 + 8)/d plus the buckets being reduced,
 // optim_grads_params 16/d plus the units gathered).
+// LoRA: the frozen base holds its weights alone; the adapters weights, gradients and Adam.
+bool print_lora_state(const engine::RankModel& model, std::ostream& log) {
+  long base = 0, adapters = 0, moments = 0;
+  for (size_t j = 0; j < model.chunks.size(); ++j) {
+    if (!model.chunks[j]->has_lora()) return false;
+    base += model.chunks[j]->parameters().size();
+    adapters += model.chunks[j]->lora_parameters().size();
+    moments += model.optimizers[j]->moment_bytes();
+  }
+  log << "LoRA on this rank: the base's " << base << " floats frozen (weights "
+      << format_bytes(4.0 * base) << ", no gradients, no Adam); adapters " << adapters
+      << " floats (" << std::setprecision(3) << 100.0 * adapters / base
+      << "% of the base): weights " << format_bytes(4.0 * adapters) << " + gradients "
+      << format_bytes(4.0 * adapters) << " + Adam " << format_bytes(moments) << "\n";
+  log << std::setprecision(6);
+  return true;
+}
+
 void print_optimizer_state(const engine::RankModel& model, data_parallel::ShardingStrategy s, int d,
                            std::ostream& log) {
+  if (print_lora_state(model, log)) return;
   long params = 0, moments = 0;
   for (size_t j = 0; j < model.chunks.size(); ++j)
     params += model.chunks[j]->parameters().size(), moments += model.optimizers[j]->moment_bytes();

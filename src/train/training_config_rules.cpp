@@ -13,6 +13,7 @@
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
 #include "train/checkpointing.h"
+#include "train/lora_rules.h"
 #include "train/moe_rules.h"
 #include "train/training_config.h"
 
@@ -114,9 +115,10 @@ void check_checkpoint_and_fault_flags(const TrainingConfig& c, std::vector<std::
           "--save-hf-dtype must be bf16 or fp32 (got '" + c.save_hf_dtype + "')");
   require(c.save_interval == 0 || !c.save.empty(), "--save-interval needs --save");
   require(!c.async_save || !c.save.empty(), "--async-save needs --save");
-  // A restart of a run that began from --load-hf resumes its own checkpoint instead.
-  require(c.load.empty() || c.load_hf.empty() || c.load_defaulted_to_save,
-          "give --load or --load-hf, not both");
+  // A restart of a run that began from --load-hf resumes its own checkpoint instead. LoRA
+  // takes both: the frozen base (--load-hf) and a checkpoint of its adapters (--load).
+  require(c.load.empty() || c.load_hf.empty() || c.load_defaulted_to_save || c.model.lora.enabled(),
+          "give --load or --load-hf, not both (both only with --lora-rank: base and adapters)");
   require(!c.finetune || !c.load.empty(), "--finetune needs --load (the weights to start from)");
   require(!c.override_checkpoint_config || !c.load.empty(),
           "--override-checkpoint-config needs --load");
@@ -505,6 +507,7 @@ std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   check_parallel_layout(c, errors);
   check_sharding(c, errors);
   check_moe(c, errors);
+  check_lora(c, errors);
   check_precision(c, errors);
   check_recomputation(c, errors);
   check_checkpoint_and_fault_flags(c, errors);

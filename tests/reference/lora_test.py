@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+"""LoRA (--lora-rank, issue 34 item 4) end to end, on tiny models with mock data:
+  * parity: the adapters trained under t = 2, p = 2, d = 2 give one process's losses, grad
+    norms and merged weights (--save-hf writes W + (alpha / R) B A) within 1e-5, for a GPT-2
+    block (and d = 2 with the distributed optimizer) and a Llama block (RMSNorm, SwiGLU,
+    grouped-query attention, RoPE; and t = 2 with sequence parallelism);
+  * the base is frozen: every tensor of the merged export that LoRA does not target is bit
+    for bit the base's (an export at learning rate 0, where B = 0), and each targeted weight
+    moved by a matrix of rank <= R (numpy's singular values; independent of trident's code);
+  * the memory plan has the adapters' rows and no gradient or Adam row for the base;
+  * checkpoints (GPT-2 block, vocabulary 50257, over a --load-hf base): they hold the
+    adapters alone and name the base (path, file sizes); 2 + 2 iterations resumed equal 4
+    straight (losses, merged weights); the base directory is untouched; `convert
+    --merge-lora` writes the merged model (without the flag exit 2); `generate --load CKPT`
+    (base + adapters, unmerged) gives the prompt log-probabilities of a float64 PyTorch GPT-2
+    of the merged weights (1e-4), and `score` of the merged model their mean (1e-5); a base
+    whose files changed is refused;
+  * bad input: --lora-rank <= 0, an unknown module, --lora-alpha without --lora-rank, LoRA
+    with MoE, exit 2 naming the flag.
+Usage: lora_test.py TRIDENT SOURCE_DIR"""
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+from gpt2_torch import forward
+from parity import MPI_ENV, Checks, metrics_by_iteration, read_safetensors, run_parity, train
+
+check = Checks()
+RANK = 4
+
+
+def passed(ok, what):
+    check(ok, what)
+    return ok
+
+GPT = ["--mock-data", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+       "--seq-length", "32", "--vocab-size", "301", "--micro-batch-size", "2",
+       "--global-batch-size", "8", "--lr", "1e-2", "--lr-warmup-iters", "1", "--eval-iters", "0",
+       "--seed", "7", "--train-iters", "4", "--log-interval", "1"]
+LLAMA = GPT + ["--normalization", "RMSNorm", "--swiglu", "--position-embedding-type", "rope",
+               "--group-query-attention", "--num-query-groups", "2", "--disable-bias-linear",
+               "--untie-embeddings-and-output-weights"]
+LORA = ["--lora-rank", str(RANK), "--lora-alpha", "8"]
+T2P2D2 = ("t=2, p=2, d=2", ["--tensor-model-parallel-size", "2",
+                            "--pipeline-model-parallel-size", "2"], 8)
+LAYOUTS = {"GPT-2 block": [T2P2D2, ("d=2, distributed optimizer", ["--use-distributed-optimizer"], 2)],
+           "Llama block": [T2P2D2, ("t=2, sequence parallel",
+                                    ["--tensor-model-parallel-size", "2", "--sequence-parallel"], 2)]}
+# HF names of the weights LoRA adapts (GPT-2's fused c_attn, c_proj, c_fc, mlp.c_proj; Llama's
+# q/k/v, o, gate/up, down projections); the rest must not move.
+TARGETED = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight",
+            "q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+            "gate_proj.weight", "up_proj.weight", "down_proj.weight")
+
+
+def frozen_and_low_rank(trident, name, model):
+    with tempfile.TemporaryDirectory() as tmp:
+        _, base = train(trident, model + LORA + ["--lr", "0", "--min-lr", "0"], 1, tmp, "base")
+        logs = []
+        _, tuned = train(trident, model + LORA, 1, tmp, "tuned", logs=logs)
+    moved = [k for k in base if not np.array_equal(base[k], tuned[k])]
+    untargeted = [k for k in moved if not k.endswith(TARGETED)]
+    check(not untargeted and moved,
+          f"{name}: only targeted weights move ({len(moved)} moved; untargeted: {untargeted})")
+    worst = 0
+    for k in moved:
+        delta = (tuned[k].astype(np.float64) - base[k].astype(np.float64))
+        delta = delta.reshape(delta.shape[0], -1)
+        s = np.linalg.svd(delta, compute_uv=False)
+        worst = max(worst, s[RANK] / s[0] if len(s) > RANK else 0.0)
+    check(worst < 1e-3, f"{name}: each update W' - W has rank <= {RANK} "
+                        f"(worst singular value {RANK + 1} / largest: {worst:.1e})")
+    return logs[0]
+
+
+def memory_plan(log):
+    names = set()
+    for line in log.splitlines():
+        m = re.match(r"^ {4}(\S.*?) +(\d+) floats", line)
+        if m:
+            names.add(m.group(1))
+    check({"lora adapters", "lora gradients", "lora adam exp_avg + exp_avg_sq"} <= names
+          and "gradients" not in names and "adam exp_avg + exp_avg_sq" not in names,
+          f"memory plan: adapter rows, no base gradient or Adam row ({sorted(names)})")
+
+
+def refusals(trident):
+    cases = [(["--lora-rank", "0"], "--lora-rank"),
+             (["--lora-rank", "-2"], "--lora-rank"),
+             (["--lora-alpha", "16"], "--lora-alpha needs --lora-rank"),
+             (["--lora-rank", "4", "--lora-target-modules", "linear_qkv,query"], "query"),
+             (["--lora-rank", "4", "--num-experts", "4"], "--num-experts")]
+    for flags, needle in cases:
+        out = subprocess.run([trident, "train"] + GPT + flags, capture_output=True, text=True,
+                             env=MPI_ENV, timeout=60)
+        check(out.returncode == 2 and needle in out.stderr,
+              f"{' '.join(flags)}: exit {out.returncode} naming {needle!r} {out.stderr[-300:]!r}")
+
+
+WIDE = ["--mock-data", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+        "--seq-length", "32", "--vocab-size", "50257", "--micro-batch-size", "2",
+        "--global-batch-size", "4", "--lr", "1e-2", "--eval-iters", "0", "--seed", "3",
+        "--log-interval", "1"]
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)
+
+
+def digest(directory):
+    return {f: hashlib.sha256(open(os.path.join(directory, f), "rb").read()).hexdigest()
+            for f in sorted(os.listdir(directory))}
+
+
+def checkpoint_files(ckpt):
+    names = set()
+    for path in glob.glob(os.path.join(ckpt, "iter_*", "*.safetensors")):
+        names |= set(read_safetensors(path))
+    return names
+
+
+def lora_train(trident, tmp, base, iters, extra):
+    return run([trident, "train"] + WIDE + LORA + ["--load-hf", base, "--train-iters", str(iters),
+                                                   "--save-hf-dtype", "fp32"] + extra)
+
+
+def resume_and_convert(trident, tmp, base):
+    """Four iterations straight against two saved and two resumed; the checkpoint's contents;
+    convert --merge-lora. Returns (checkpoint, merged export) or None."""
+    straight, resumed = os.path.join(tmp, "straight"), os.path.join(tmp, "ckpt")
+    a = lora_train(trident, tmp, base, 4, ["--save-hf", straight,
+                                            "--metrics-file", straight + ".jsonl"])
+    b = lora_train(trident, tmp, base, 4, ["--save", resumed, "--exit-interval", "2"])
+    c = lora_train(trident, tmp, base, 4, ["--save", resumed, "--load", resumed, "--save-hf",
+                                           resumed + "_hf", "--metrics-file", resumed + ".jsonl"])
+    if not passed(a.returncode == b.returncode == c.returncode == 0,
+                  "LoRA runs save and resume " + (a.stderr + b.stderr + c.stderr)[-1500:]):
+        return None
+    one, two = metrics_by_iteration(straight + ".jsonl"), metrics_by_iteration(resumed + ".jsonl")
+    same = all(one[i][:2] == two[i][:2] for i in (3, 4))
+    w1 = read_safetensors(os.path.join(straight, "model.safetensors"))
+    w2 = read_safetensors(os.path.join(resumed + "_hf", "model.safetensors"))
+    same_w = all(np.array_equal(w1[k], w2[k]) for k in w1)
+    check(same and same_w, f"2 + 2 iterations resumed equal 4 straight, bit for bit "
+                           f"(losses {[one[i][0] for i in (3, 4)]} vs {[two[i][0] for i in (3, 4)]})")
+    names = checkpoint_files(resumed)
+    check(names and all(".lora_" in n for n in names),
+          f"the checkpoint holds the adapters alone ({len(names)} tensors, e.g. {sorted(names)[:2]})")
+    manifest = json.load(open(sorted(glob.glob(os.path.join(resumed, "iter_*", "manifest.json")))[-1]))
+    recorded = manifest.get("lora_base", {})
+    check(recorded.get("load_hf") == os.path.abspath(base) and
+          recorded.get("files", {}).get("model.safetensors") ==
+          os.path.getsize(os.path.join(base, "model.safetensors")),
+          f"the manifest names the base and its files' sizes ({recorded})")
+    merged = os.path.join(tmp, "merged")
+    bad = run([trident, "convert", "--load", resumed, "--save-hf", merged])
+    check(bad.returncode == 2 and "--merge-lora" in bad.stderr,
+          f"convert of adapters without --merge-lora: exit {bad.returncode} naming it")
+    good = run([trident, "convert", "--load", resumed, "--save-hf", merged, "--merge-lora",
+                "--save-hf-dtype", "fp32"])
+    wm = read_safetensors(os.path.join(merged, "model.safetensors")) if good.returncode == 0 else {}
+    check(wm and all(np.array_equal(wm[k], w2[k]) for k in w2),
+          "convert --merge-lora writes the merged model the run exported " + good.stderr[-500:])
+    return resumed, merged
+
+
+def inference(trident, source, tmp, ckpt, merged, base):
+    """generate with base + adapters against PyTorch on the merged weights; score."""
+    tokenizer = ["--vocab-file", os.path.join(source, "data/gpt2/encoder.json"),
+                 "--merge-file", os.path.join(source, "data/gpt2/vocab.bpe")]
+    out = run([trident, "generate", "--load", ckpt, "--prompt", "The adapters of a frozen base",
+               "--greedy", "--tokens-to-generate", "4", "--logprobs", "--json"] + tokenizer)
+    if not passed(out.returncode == 0, "generate --load CKPT of adapters runs " +
+                  (out.stderr[-800:] if out.returncode else "")):
+        return
+    r = json.loads(out.stdout.splitlines()[0])
+    torch.set_default_dtype(torch.float64)
+    w = {k: torch.tensor(v, dtype=torch.float64)
+         for k, v in read_safetensors(os.path.join(merged, "model.safetensors")).items()}
+    config = json.load(open(os.path.join(merged, "config.json")))
+    ids = r["prompt_tokens"]
+    logits = forward(w, config, ids)
+    ref = [float(logits[i].log_softmax(-1)[ids[i + 1]]) for i in range(len(ids) - 1)]
+    err = max(abs(a - b) for a, b in zip(r["prompt_logprobs"], ref))
+    check(err < 1e-4, f"base + adapters give the merged model's log-probabilities "
+                      f"(PyTorch float64; max error {err:.1e})")
+    with open(os.path.join(tmp, "ids.json"), "w") as f:
+        json.dump(ids, f)
+    scored = run([trident, "score", "--load-hf", merged, "--tokens", os.path.join(tmp, "ids.json")])
+    loss = json.loads(scored.stdout)["loss"] if scored.returncode == 0 else float("nan")
+    mean = -sum(r["prompt_logprobs"]) / len(r["prompt_logprobs"])
+    check(abs(loss - mean) < 1e-5 * max(1, abs(loss)),
+          f"score of the merged model equals base + adapters' ({loss:.6f} vs {mean:.6f})")
+    with open(os.path.join(base, "model.safetensors"), "ab") as f:
+        f.write(b"\0" * 8)
+    out = run([trident, "generate", "--load", ckpt, "--prompt", "x", "--greedy",
+               "--tokens-to-generate", "1"] + tokenizer)
+    check(out.returncode != 0 and "LoRA base" in out.stderr,
+          f"a changed base is refused (exit {out.returncode}) {out.stderr[-300:]!r}")
+
+
+def checkpoints(trident, source):
+    with tempfile.TemporaryDirectory() as tmp:
+        base = os.path.join(tmp, "base")
+        made = run([trident, "train"] + WIDE + ["--train-iters", "1", "--lr", "0", "--save-hf", base,
+                                                "--save-hf-dtype", "fp32"])
+        if not passed(made.returncode == 0, "a base model is written " + made.stderr[-800:]):
+            return
+        before = digest(base)
+        done = resume_and_convert(trident, tmp, base)
+        check(digest(base) == before, "the base directory is untouched by LoRA training")
+        if done:
+            inference(trident, source, tmp, *done, base)
+
+
+def main():
+    trident = sys.argv[1]
+    for name, model in (("GPT-2 block", GPT), ("Llama block", LLAMA)):
+        print(f"-- {name}")
+        failed = run_parity(trident, model + LORA, LAYOUTS[name])
+        check.add_parity(failed, len(LAYOUTS[name]))
+        log = frozen_and_low_rank(trident, name, model)
+    memory_plan(log)
+    checkpoints(trident, sys.argv[2])
+    refusals(trident)
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

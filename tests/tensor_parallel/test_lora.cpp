@@ -1,0 +1,209 @@
+// The LoRA branch of ColumnParallelLinear and RowParallelLinear (tensor_parallel/lora.h) on a
+// frozen base (no weight gradient): at t = 1 against central finite differences of
+// L = sum(y * g) (dL/dy = g), and at t = 1, 2, 4 (a thread per rank) against a float64
+// reference written here with loops over the unsplit tensors: y = x W^T + s (x A^T) B^T,
+// dx = dy W + s (dy B) A, dA = s (dy B)^T x, dB = s dy^T (x A^T). Adapter gradient buffers
+// start at 0.25, so accumulation is checked too. Tolerance 1e-5 relative (fp32 sums of at
+// most 16 products); finite differences 1e-3 (L is linear in each of x, A and B, so the
+// difference is exact but for fp32 rounding of L, ~1e-7 |L| / eps with eps = 1e-2).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tensor_parallel/layers.h"
+#include "tensor_parallel/tensor_parallel_test_util.h"
+#include "test_util.h"
+
+namespace trident {
+namespace {
+
+using namespace tensor_parallel_test;
+using testing::random_vector;
+using testing::relative_error;
+using testing::to_double;
+
+constexpr int kRows = 8, kIn = 12, kOut = 16, kRank = 4;
+constexpr float kScale = 0.75f;  // alpha / R
+constexpr float kGradStart = 0.25f;
+
+using Matrix = std::vector<double>;
+
+// c[m, n] = a[m, k] b[k, n] with either operand read transposed.
+Matrix product(const Matrix& a, const Matrix& b, int m, int k, int n, bool ta, bool tb) {
+  Matrix c((size_t)m * n, 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p)
+        c[(size_t)i * n + j] += (ta ? a[(size_t)p * m + i] : a[(size_t)i * k + p]) *
+                                (tb ? b[(size_t)j * k + p] : b[(size_t)p * n + j]);
+  return c;
+}
+
+Matrix plus(Matrix a, const Matrix& b, double s = 1.0, double start = 0.0) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] = start + a[i] + s * b[i];
+  return a;
+}
+
+// The unsplit layer's forward and gradients in float64.
+struct Reference {
+  Matrix y, dx, da, db;
+};
+Reference reference(const std::vector<float>& x32, const std::vector<float>& w32,
+                    const std::vector<float>& a32, const std::vector<float>& b32,
+                    const std::vector<float>& g32) {
+  const Matrix x = to_double(x32), w = to_double(w32), a = to_double(a32), b = to_double(b32),
+               g = to_double(g32);
+  const Matrix u = product(x, a, kRows, kIn, kRank, false, true);     // x A^T
+  const Matrix gb = product(g, b, kRows, kOut, kRank, false, false);  // dy B
+  Reference r;
+  r.y = plus(product(x, w, kRows, kIn, kOut, false, true),
+             product(u, b, kRows, kRank, kOut, false, true), kScale);
+  r.dx = plus(product(g, w, kRows, kOut, kIn, false, false),
+              product(gb, a, kRows, kRank, kIn, false, false), kScale);
+  r.da = plus(Matrix(a.size(), 0.0), product(gb, x, kRank, kRows, kIn, true, false), kScale,
+              kGradStart);
+  r.db = plus(Matrix(b.size(), 0.0), product(g, u, kOut, kRows, kRank, true, false), kScale,
+              kGradStart);
+  return r;
+}
+
+struct Tensors {
+  std::vector<float> x = random_vector(kRows * kIn, 11), w = random_vector(kOut * kIn, 12),
+                     a = random_vector(kRank * kIn, 13), b = random_vector(kOut * kRank, 14),
+                     g = random_vector(kRows * kOut, 15);
+};
+
+struct RankResult {
+  std::vector<float> y, dx, da, db;
+};
+
+// Rank r's column-parallel layer: W and B by rows, A replicated; y its columns, dx whole.
+RankResult run_column(const Tensors& v, comm::Communicator& tp) {
+  const int t = tp.size(), r = tp.rank(), out_local = kOut / t;
+  std::vector<float> w = row_block(v.w, kIn, r * out_local, out_local);
+  std::vector<float> a = v.a, b = row_block(v.b, kRank, r * out_local, out_local);
+  RankResult out{std::vector<float>((size_t)kRows * out_local),
+                 std::vector<float>((size_t)kRows * kIn), std::vector<float>(a.size(), kGradStart),
+                 std::vector<float>(b.size(), kGradStart)};
+  tensor_parallel::ColumnParallelLinear layer{.weight = {w.data(), nullptr, (long)w.size()},
+                                              .bias = {nullptr, nullptr, 0},
+                                              .in = kIn,
+                                              .out_local = out_local,
+                                              .tp = &tp};
+  layer.lora = {{a.data(), out.da.data(), (long)a.size()},
+                {b.data(), out.db.data(), (long)b.size()},
+                kRank,
+                kScale};
+  layer.forward(v.x.data(), out.y.data(), kRows);
+  const std::vector<float> g = column_block(v.g, kRows, kOut, r * out_local, out_local);
+  layer.backward(g.data(), v.x.data(), out.dx.data(), kRows);
+  return out;
+}
+
+// Rank r's row-parallel layer: W, A and x by columns, B replicated; y whole (all-reduced).
+RankResult run_row(const Tensors& v, comm::Communicator& tp) {
+  const int t = tp.size(), r = tp.rank(), in_local = kIn / t;
+  std::vector<float> w = column_block(v.w, kOut, kIn, r * in_local, in_local);
+  std::vector<float> a = column_block(v.a, kRank, kIn, r * in_local, in_local), b = v.b;
+  const std::vector<float> x = column_block(v.x, kRows, kIn, r * in_local, in_local);
+  RankResult out{
+      std::vector<float>((size_t)kRows * kOut), std::vector<float>((size_t)kRows * in_local),
+      std::vector<float>(a.size(), kGradStart), std::vector<float>(b.size(), kGradStart)};
+  tensor_parallel::RowParallelLinear layer{.weight = {w.data(), nullptr, (long)w.size()},
+                                           .bias = {nullptr, nullptr, 0},
+                                           .in_local = in_local,
+                                           .out = kOut,
+                                           .tp = &tp};
+  layer.lora = {{a.data(), out.da.data(), (long)a.size()},
+                {b.data(), out.db.data(), (long)b.size()},
+                kRank,
+                kScale};
+  layer.forward(x.data(), out.y.data(), kRows);
+  layer.backward(v.g.data(), x.data(), out.dx.data(), kRows);
+  return out;
+}
+
+class LoraLinearTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(LoraLinearTest, ColumnParallelMatchesTheUnsplitLayer) {
+  const int t = GetParam(), out_local = kOut / t;
+  const Tensors v;
+  std::vector<RankResult> ranks(t);
+  run_group(t, [&](comm::Communicator& tp) { ranks[tp.rank()] = run_column(v, tp); });
+  const Reference ref = reference(v.x, v.w, v.a, v.b, v.g);
+  std::vector<std::vector<float>> y;
+  for (const RankResult& r : ranks) y.push_back(r.y);
+  EXPECT_LT(relative_error(join_columns(y, kRows), ref.y), 1e-5);
+  for (int r = 0; r < t; ++r) {
+    EXPECT_LT(relative_error(ranks[r].dx, ref.dx), 1e-5) << "rank " << r;
+    EXPECT_LT(relative_error(ranks[r].da, ref.da), 1e-5) << "rank " << r << ": A is replicated";
+    EXPECT_LT(relative_error(ranks[r].db, row_block(ref.db, kRank, r * out_local, out_local)), 1e-5)
+        << "rank " << r;
+  }
+}
+
+TEST_P(LoraLinearTest, RowParallelMatchesTheUnsplitLayer) {
+  const int t = GetParam(), in_local = kIn / t;
+  const Tensors v;
+  std::vector<RankResult> ranks(t);
+  run_group(t, [&](comm::Communicator& tp) { ranks[tp.rank()] = run_row(v, tp); });
+  const Reference ref = reference(v.x, v.w, v.a, v.b, v.g);
+  std::vector<std::vector<float>> dx;
+  for (int r = 0; r < t; ++r) {
+    EXPECT_LT(relative_error(ranks[r].y, ref.y), 1e-5) << "rank " << r;
+    dx.push_back(ranks[r].dx);
+    EXPECT_LT(relative_error(ranks[r].da, column_block(ref.da, kRank, kIn, r * in_local, in_local)),
+              1e-5)
+        << "rank " << r;
+    EXPECT_LT(relative_error(ranks[r].db, ref.db), 1e-5) << "rank " << r << ": B is replicated";
+  }
+  EXPECT_LT(relative_error(join_columns(dx, kRows), ref.dx), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(TensorParallel, LoraLinearTest, ::testing::Values(1, 2, 4),
+                         tensor_parallel_size);
+
+// L(x, A, B) = sum(y * g) of the one-rank column-parallel layer, accumulated in double.
+double column_loss(const Tensors& v) {
+  comm::SingleRankCommunicator tp("tensor");
+  std::vector<float> y((size_t)kRows * kOut), w = v.w, a = v.a, b = v.b;
+  tensor_parallel::ColumnParallelLinear layer{.weight = {w.data(), nullptr, (long)w.size()},
+                                              .bias = {nullptr, nullptr, 0},
+                                              .in = kIn,
+                                              .out_local = kOut,
+                                              .tp = &tp};
+  layer.lora = {
+      {a.data(), nullptr, (long)a.size()}, {b.data(), nullptr, (long)b.size()}, kRank, kScale};
+  layer.forward(v.x.data(), y.data(), kRows);
+  double loss = 0;
+  for (size_t i = 0; i < y.size(); ++i) loss += (double)y[i] * v.g[i];
+  return loss;
+}
+
+// dL/d(element k of `which`) by central differences.
+double difference(Tensors v, std::vector<float> Tensors::*which, size_t k) {
+  constexpr float eps = 1e-2f;
+  (v.*which)[k] += eps;
+  const double up = column_loss(v);
+  (v.*which)[k] -= 2 * eps;
+  return (up - column_loss(v)) / (2 * eps);
+}
+
+TEST(LoraLinearFiniteDifferences, GradientsOfAandBandXMatch) {
+  const Tensors v;
+  comm::SingleRankCommunicator tp("tensor");
+  const RankResult got = run_column(v, tp);
+  auto check = [&](std::vector<float> Tensors::*which, const std::vector<float>& grad, float start,
+                   const char* name) {
+    for (size_t k = 0; k < grad.size(); k += 3) {
+      const double want = difference(v, which, k);
+      EXPECT_NEAR(grad[k] - start, want, 1e-3 * std::max(1.0, std::abs(want))) << name << k;
+    }
+  };
+  check(&Tensors::a, got.da, kGradStart, "dA ");
+  check(&Tensors::b, got.db, kGradStart, "dB ");
+  check(&Tensors::x, got.dx, 0.f, "dx ");
+}
+
+}  // namespace
+}  // namespace trident
