@@ -130,7 +130,7 @@ void export_hf_model(TrainingRun& run) {
       io::save_hf_gpt2_tokenizer(c.save_hf, c.tokenizer.vocab_file, c.tokenizer.merge_file,
                                  c.model.max_positions());
   }
-  run.log << "saved HuggingFace GPT-2 model to " << c.save_hf << "\n";
+  run.log << "saved HuggingFace model to " << c.save_hf << "\n";
 }
 
 }  // namespace trident::train
