@@ -14,9 +14,12 @@
 #     (configs/chatml.jinja), only the assistant's tokens counted: every weight, then LoRA
 #     (rank-16 adapters, the base frozen), each from the base's HuggingFace export;
 #  5. after: the same loss and the same questions for both.
-# Extra arguments go to both fine-tuning runs (`trident train`).
+# Extra arguments go to both fine-tuning runs (`trident train`); `--data-only` alone stops
+# after step 1 (tests/reference/sft_demo_test.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+data_only=0
+[[ ${1:-} == --data-only ]] && data_only=1 && shift
 RUN="${TMPDIR:-/tmp}/trident_sft_demo"
 rm -rf "$RUN"
 mkdir -p "$RUN"
@@ -40,6 +43,8 @@ build/trident tokenize --jsonl --apply-chat-template --render-only --add-generat
   --chat-template configs/chatml.jinja --input "$RUN/heldout_prompts.jsonl" "${TOKENIZER[@]}" |
   /usr/bin/python3 -c 'import json, sys; [print(json.dumps({"prompt": json.loads(l)})) for l in sys.stdin]' \
     > "$RUN/heldout_prompts_rendered.jsonl"
+
+((data_only)) && exit 0
 
 MODEL=(--num-layers 4 --hidden-size 256 --num-attention-heads 4 --group-query-attention
   --num-query-groups 2 --seq-length 256
