@@ -135,7 +135,7 @@ def check_tensorboard(check, trident, work, Event):
 def check_timers(check, trident):
     out = train(trident, 4, ["--train-iters", "4", "--timing-log-level", "2",
                              "--pipeline-model-parallel-size", "2", "--inject-slow-rank", "3",
-                             "--inject-slow-forward-ms", "100", "--eval-iters", "0"])
+                             "--inject-slow-forward-ms", "400", "--eval-iters", "0"])
     text = out.stdout + out.stderr
     check(out.returncode == 0 and "(min, max) time across ranks (ms):" in text,
           "--timing-log-level 2 prints min/max timers across ranks")
@@ -144,7 +144,8 @@ def check_timers(check, trident):
     check(all(f"    {n} " in text for n in names), f"timers {names} are listed")
     # With two ranks in a stage the median is their mean, so the slowed rank's ratio stays
     # below 2: the delay is large enough that a peer's noise on a loaded machine (4 ranks on
-    # 2 cores; a first iteration that also allocates) cannot pull it under the threshold.
+    # 2 cores; a first iteration that also allocates) cannot pull it under the threshold
+    # (100 ms did, twice, beside other tests and builds).
     lines = [l for l in text.splitlines() if l.startswith("straggler: rank 3 ")]
     check(len(lines) == 4, f"the slowed rank 3 is named at every log interval ({len(lines)}): "
           f"{lines[:1]}")
