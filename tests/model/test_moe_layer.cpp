@@ -122,9 +122,21 @@ struct Buffers {
          f(act[6]), f(act[7]),  f(act[8]),
          f(act[9]), f(act[10]), f(act[11]),
          f(act[12])};
-    w = {f(scratch[0]), f(scratch[1]), f(scratch[2]),  f(scratch[3]),
-         f(scratch[4]), f(scratch[5]), f(scratch[6]),  f(scratch[7]),
-         f(scratch[8]), f(scratch[9]), f(scratch[10]), f(scratch[11])};
+    w = {f(scratch[0]),
+         f(scratch[1]),
+         f(scratch[2]),
+         f(scratch[3]),
+         f(scratch[4]),
+         f(scratch[5]),
+         f(scratch[6]),
+         f(scratch[7]),
+         f(scratch[8]),
+         f(scratch[9]),
+         f(scratch[10]),
+         f(scratch[11]),
+         f(scratch[12]),
+         reinterpret_cast<kernels::bf16_t*>(f(scratch[13])),
+         reinterpret_cast<kernels::bf16_t*>(f(scratch[14]))};
   }
   std::vector<int> idx() const { return std::vector<int>(a.idx, a.idx + (long)kTokens * kTopk); }
 };
