@@ -68,7 +68,6 @@ void moe_violations(const Layout& l, const Workload& w, std::vector<std::string>
     errors.push_back("--num-experts with --tensor-model-parallel-size " + std::to_string(l.tensor) +
                      " needs --sequence-parallel (Megatron's rule)");
   if (w.precision == kernels::Precision::kFp16) errors.push_back(kMoeFp16Rule);
-  if (l.zero_bubble) errors.push_back("--num-experts with --pipeline-schedule zb-h1 is not built");
 }
 
 }  // namespace

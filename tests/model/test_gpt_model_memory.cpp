@@ -180,9 +180,10 @@ TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
   EXPECT_EQ(built, 3 * 3 * 4 * 3 * 4 * 3 * 2);
 }
 
-// MoE layers (t = 1, fp32, the schedules without deferred weight gradients): the plan is the
-// carve, each kept MoE layer (only those) and the recompute group of a chunk recomputing one
-// has an MoE row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
+// MoE layers (t = 1, fp32, every schedule; zb-h1's held sets keep no MoE row: the MoE MLP
+// forms its weight gradients in B, which alone reads the row): the plan is the carve, each
+// kept MoE layer (only those) and the recompute group of a chunk recomputing one has an MoE
+// row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
 // lse [T], the top-k and their weights [T, k], and the permuted input [R, h], fc1 out
 // [R, 2F], SwiGLU out [R, F] and the rows' weights [R]: the dropless worst case; and the
 // dispatch's received counts [E].
@@ -194,11 +195,12 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
   const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20, R, 4, 0, 0, 0, 0};
   int built = 0;
   for (const Stage& stage : kStages)
-    for (const Schedule& schedule : {kSchedules[0], kSchedules[1]})
+    for (const Schedule& schedule : kSchedules)
       for (const Recompute& r : kRecompute) {
         ChunkOptions o;
         o.placement = stage.placement;
-        o.slots = schedule.slots;
+        o.slots = schedule.slots, o.deferred_weight_grads = schedule.deferred;
+        o.unfinished = schedule.unfinished;
         o.recompute_layers = r.layers, o.recompute_group = r.group;
         o.recompute_attention = r.attention;
         testing::PlacedCommunicator tp(0, 1);
@@ -225,7 +227,7 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
         EXPECT_EQ(copies, kept_moe * schedule.slots + group) << what;
         ++built;
       }
-  EXPECT_EQ(built, 4 * 2 * 4);
+  EXPECT_EQ(built, 4 * 3 * 4);
 }
 
 // Expert parallelism: a rank's experts may receive, from each of the EP ranks, up to
