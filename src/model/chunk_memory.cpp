@@ -264,6 +264,7 @@ struct LayerRows {
 MoeDims planned_moe_dims(const ChunkShape& s) {
   MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size);
   d.expert_parallel = s.options.expert_parallel;
+  d.bf16 = s.options.precision == kernels::Precision::kBf16;
   return d;
 }
 
@@ -420,6 +421,9 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
       return;
     case kernels::Precision::kBf16:
       weights("bf16 weight copy");
+      if (s.expert_floats > 0)  // expert parallelism: the expert buffer's own copy
+        parameters.add("expert bf16 weight copy", Home::kOutsideArena, Field::kNone, 1,
+                       {(s.expert_floats + 1) / 2});
       scratch.add("bf16 GEMM operands", Home::kChunk, Field::kGemmOperands16, 1,
                   {(act + 1) / 2, (in + 1) / 2});
       if (s.layers > 0 && !s.options.inference)

@@ -32,7 +32,7 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
   for (int l = p.first_layer; l < p.first_layer + chunk_layers(c, p); ++l) {
     for (const std::string& w : attention) names.push_back(layer_param(l, w));
     names.push_back(layer_param(l, "self_attention.linear_proj.weight"));
-    if (c.is_moe_layer(l)) continue;  // experts run fp32 grouped products: no panels
+    if (c.is_moe_layer(l)) continue;  // experts run grouped products: no panels
     for (const char* w : {"mlp.linear_fc1.weight", "mlp.linear_fc2.weight"})
       names.push_back(layer_param(l, w));
   }
@@ -83,6 +83,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   check_sequence_split(micro_batch, seq);
   precision_.precision = options.precision;
   params_.set_low_precision(options.precision);  // before any ParamRef is handed out
+  expert_params_.set_low_precision(options.precision);
   if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
   build_layers(config);
   build_embedding_and_head(config);
@@ -107,6 +108,7 @@ void GPTModel::build_layers(const ModelConfig& config) {
   dims.moe.aux_loss_coeff = options_.moe_aux_loss_coeff;
   dims.moe.z_loss_coeff = options_.moe_z_loss_coeff;
   dims.moe.expert_parallel = options_.expert_parallel;
+  dims.moe.bf16 = options_.precision == kernels::Precision::kBf16;
   const int first = options_.placement.first_layer, count = shape_.layers;
   const auto& specs = params_.layout().specs();
   auto spec_index = [&](const std::string& name) {
@@ -376,7 +378,8 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
       MoeScratch& m = scratch_.moe;
       return {to(m.logits),    to(m.counts),  to(m.src_weights),  to(m.d_row_weights),
               to(m.d_weights), to(m.scaled),  to(m.d_scaled),     to(m.expert_out),
-              to(m.own_rows),  to(m.staging), to(m.shared_d_out), to(m.shared_d_act)};
+              to(m.own_rows),  to(m.staging), to(m.shared_d_out), to(m.shared_d_act),
+              to(m.x32),       to(m.in16),    to(m.out16)};
     }
     case BufferField::kLogits:
       return {to(lm_head_.logits)};
@@ -593,6 +596,7 @@ double GPTModel::forward_chunk(int slot, const int* tokens, int batch, int seq, 
   a.first_sample = grad_scale != 0.f ? first_sample : -1;  // no dropout when evaluating
   const PassScope pass(*this, false);
   params_.refresh_low_precision();
+  expert_params_.refresh_low_precision();
   const int rows = batch * seq, n = (int)local_rows(rows), h = config_.hidden_size;
   const int specs = (int)params_.layout().specs().size();
   auto need = [&](int begin, int end) {

@@ -76,7 +76,9 @@ std::vector<long> moe_activation_parts(const MoeDims& d, long tokens) {
 
 std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
   const long s = tokens * d.topk, r = d.expert_rows(tokens), sent = d.permuted_rows(tokens);
-  const bool ep = d.expert_parallel > 1;
+  const bool ep = d.expert_parallel > 1, shared = d.shared_ffn > 0;
+  // bf16 operands, two to a float; none in fp32.
+  auto bf16_floats = [&](long n) { return d.bf16 ? (n + 1) / 2 : 0L; };
   return {tokens * d.experts,
           d.experts,
           sent,
@@ -88,7 +90,12 @@ std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
           ep ? sent * d.hidden : 0,
           ep ? r * d.hidden : 0,
           d.shared_ffn > 0 ? tokens * d.hidden : 0,
-          tokens * d.shared_ffn};
+          tokens * d.shared_ffn,
+          d.bf16 ? tokens * d.hidden : 0,
+          bf16_floats(std::max(r * std::max(d.hidden, d.ffn),
+                               shared ? tokens * std::max(d.hidden, d.shared_ffn) : 0L)),
+          bf16_floats(std::max(r * std::max(d.hidden, d.fc1_rows()),
+                               shared ? tokens * std::max(d.hidden, d.shared_fc1_rows()) : 0L))};
 }
 
 MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
@@ -105,9 +112,13 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
     shared_fc1_ = p.get(layer_param(layer, "mlp.shared_experts.linear_fc1.weight"));
     shared_fc2_ = p.get(layer_param(layer, "mlp.shared_experts.linear_fc2.weight"));
     if (d.shared_gate) shared_gate_ = p.get(layer_param(layer, "mlp.shared_experts.gate_weight"));
+    if (d.bf16 && (!shared_fc1_.low || !shared_fc2_.low))
+      throw std::invalid_argument(layer_param(layer, "mlp.shared_experts") +
+                                  ": a bf16 MoE layer needs the bf16 weight copy");
   }
   fc1_.assign(d.experts, nullptr), fc2_.assign(d.experts, nullptr);
   fc1_grad_.assign(d.experts, nullptr), fc2_grad_.assign(d.experts, nullptr);
+  fc1_low_.assign(d.experts, nullptr), fc2_low_.assign(d.experts, nullptr);
   for (int e = 0; e < d.experts; ++e) {
     const std::string fc1_name = moe_expert_param(layer, e, "linear_fc1.weight");
     const bool mine = e >= first_local_ && e < first_local_ + d.local_experts();
@@ -119,6 +130,9 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
     const ParamRef fc2 = experts.get(moe_expert_param(layer, e, "linear_fc2.weight"));
     fc1_[e] = fc1.value, fc1_grad_[e] = fc1.grad;
     fc2_[e] = fc2.value, fc2_grad_[e] = fc2.grad;
+    fc1_low_[e] = fc1.low, fc2_low_[e] = fc2.low;
+    if (d.bf16 && (!fc1.low || !fc2.low))
+      throw std::invalid_argument(fc1_name + ": a bf16 MoE layer needs its experts' bf16 copy");
   }
 }
 
@@ -143,9 +157,62 @@ double z_scale(const MoeDims& d, int tokens) {
 }
 }  // namespace
 
-MoeLosses MoeMlp::forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
-                          float* y) const {
+const float* MoeMlp::fp32_input(kernels::GemmOperand x, int tokens, const MoeScratch& w) const {
+  if (x.fp32) return x.fp32;
+  kernels::from_bf16(x.bf16, w.x32, (long)tokens * dims_.hidden);  // exact
+  return w.x32;
+}
+
+MoeMlp::Linear MoeMlp::expert_linear(const long* offsets, bool fc1) const {
   const MoeDims& d = dims_;
+  const int local = d.local_experts();
+  if (fc1)
+    return {{offsets, local, d.hidden, d.fc1_rows()},
+            fc1_.data() + first_local_,
+            fc1_low_.data() + first_local_,
+            fc1_grad_.data() + first_local_};
+  return {{offsets, local, d.ffn, d.hidden},
+          fc2_.data() + first_local_,
+          fc2_low_.data() + first_local_,
+          fc2_grad_.data() + first_local_};
+}
+
+// The shared experts as one group of `offsets` = {0, tokens} rows.
+MoeMlp::Linear MoeMlp::shared_linear(const long* offsets, bool fc1) const {
+  const MoeDims& d = dims_;
+  const ParamRef& p = fc1 ? shared_fc1_ : shared_fc2_;
+  const kernels::ExpertGroups g =
+      fc1 ? kernels::ExpertGroups{offsets, 1, d.hidden, d.shared_fc1_rows()}
+          : kernels::ExpertGroups{offsets, 1, d.shared_ffn, d.hidden};
+  return {g, &p.value, &p.low, &p.grad};
+}
+
+void MoeMlp::linear_forward(const Linear& l, const float* x, const MoeScratch& w, float* y) const {
+  const kernels::ExpertGroups& g = l.groups;
+  if (!dims_.bf16) return kernels::grouped_linear_forward(g, x, l.fp32, y);
+  kernels::to_bf16(x, w.in16, g.offsets[g.experts] * g.in);
+  kernels::grouped_linear_forward(g, w.in16, l.low, y);
+}
+
+void MoeMlp::linear_backward(const Linear& l, const float* dy, const float* x, const MoeScratch& w,
+                             float* dx, bool accumulate) const {
+  const kernels::ExpertGroups& g = l.groups;
+  if (!dims_.bf16) {
+    kernels::grouped_linear_backward_weight(g, dy, x, l.grad);
+    kernels::grouped_linear_backward_input(g, dy, l.fp32, dx, accumulate);
+    return;
+  }
+  const long rows = g.offsets[g.experts];
+  kernels::to_bf16(dy, w.out16, rows * g.out);
+  kernels::to_bf16(x, w.in16, rows * g.in);
+  kernels::grouped_linear_backward_weight(g, w.out16, w.in16, l.grad);
+  kernels::grouped_linear_backward_input(g, w.out16, l.low, dx, accumulate);
+}
+
+MoeLosses MoeMlp::forward(kernels::GemmOperand input, int tokens, const MoeActivations& a,
+                          const MoeScratch& w, float* y) const {
+  const MoeDims& d = dims_;
+  const float* x = fp32_input(input, tokens, w);
   kernels::linear_forward(x, router_.value, w.logits, tokens, d.hidden, d.experts);
   kernels::moe_router_forward(router_shape(tokens), w.logits, a.probs, a.lse, a.idx, a.weights);
   MoeLosses losses;
@@ -216,10 +283,7 @@ expert_parallel::DispatchPlan MoeMlp::kept_dispatch_plan(const kernels::MoePermu
 void MoeMlp::experts_forward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
                              long rows) const {
   const MoeDims& d = dims_;
-  const int local = d.local_experts();
-  const kernels::ExpertGroups fc1{offsets, local, d.hidden, d.fc1_rows()};
-  const kernels::ExpertGroups fc2{offsets, local, d.ffn, d.hidden};
-  kernels::grouped_linear_forward(fc1, a.rows, fc1_.data() + first_local_, a.fc1_pre);
+  linear_forward(expert_linear(offsets, true), a.rows, w, a.fc1_pre);
   if (d.swiglu)
     kernels::bias_swiglu_forward(a.fc1_pre, nullptr, a.act, (int)rows, d.ffn);
   else
@@ -230,10 +294,10 @@ void MoeMlp::experts_forward(const long* offsets, const MoeActivations& a, const
   for (long r = 0; r < rows; ++r)
     for (int c = 0; c < d.ffn; ++c)
       w.scaled[r * d.ffn + c] = a.act[r * d.ffn + c] * a.row_weights[r];
-  kernels::grouped_linear_forward(fc2, w.scaled, fc2_.data() + first_local_, w.expert_out);
+  linear_forward(expert_linear(offsets, false), w.scaled, w, w.expert_out);
 }
 
-void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
+void MoeMlp::forward_inference(kernels::GemmOperand x, int tokens, float* y) const {
   // Generation runs every expert here, as at EP = 1: no exchange, which the other ranks of
   // the expert group, not generating, would never join.
   for (const float* w : fc1_)
@@ -256,8 +320,10 @@ void MoeMlp::forward_inference(const float* x, int tokens, float* y) const {
                             at(a[6]), at(a[7]),  at(a[8]),
                             at(a[9]), at(a[10]), at(a[11]),
                             at(a[12])};
-  const MoeScratch work{at(w[0]), at(w[1]), at(w[2]), at(w[3]), at(w[4]),  at(w[5]),
-                        at(w[6]), at(w[7]), at(w[8]), at(w[9]), at(w[10]), at(w[11])};
+  auto at16 = [&](std::vector<float>& v) { return reinterpret_cast<kernels::bf16_t*>(at(v)); };
+  const MoeScratch work{at(w[0]),  at(w[1]),  at(w[2]),  at(w[3]),    at(w[4]),
+                        at(w[5]),  at(w[6]),  at(w[7]),  at(w[8]),    at(w[9]),
+                        at(w[10]), at(w[11]), at(w[12]), at16(w[13]), at16(w[14])};
   local.forward(x, tokens, acts, work, y);
   // Each tensor rank ran its shard of every expert: the partial sums, as the dense fc2's.
   if (tensor_split()) tensor_->all_reduce(y, (long)tokens * dims_.hidden, comm::ReduceOp::kSum);
@@ -285,16 +351,11 @@ void scale_backward(const float* act, const float* row_weights, float* d_scaled,
 void MoeMlp::experts_backward(const long* offsets, const MoeActivations& a, const MoeScratch& w,
                               long rows) const {
   const MoeDims& d = dims_;
-  const int local = d.local_experts();
-  const kernels::ExpertGroups fc1{offsets, local, d.hidden, d.fc1_rows()};
-  const kernels::ExpertGroups fc2{offsets, local, d.ffn, d.hidden};
 #pragma omp parallel for schedule(static)
   for (long r = 0; r < rows; ++r)
     for (int c = 0; c < d.ffn; ++c)
       w.scaled[r * d.ffn + c] = a.act[r * d.ffn + c] * a.row_weights[r];
-  kernels::grouped_linear_backward_weight(fc2, w.expert_out, w.scaled,
-                                          fc2_grad_.data() + first_local_);
-  kernels::grouped_linear_backward_input(fc2, w.expert_out, fc2_.data() + first_local_, w.d_scaled);
+  linear_backward(expert_linear(offsets, false), w.expert_out, w.scaled, w, w.d_scaled);
   scale_backward(a.act, a.row_weights, w.d_scaled, w.d_row_weights, rows, d.ffn);
   float* d_pre = a.fc1_pre;  // SwiGLU: its gradient in place
   if (d.swiglu) {
@@ -303,13 +364,13 @@ void MoeMlp::experts_backward(const long* offsets, const MoeActivations& a, cons
     kernels::gelu_backward_inplace(a.fc1_pre, w.d_scaled, rows * d.ffn);
     d_pre = w.d_scaled;
   }
-  kernels::grouped_linear_backward_weight(fc1, d_pre, a.rows, fc1_grad_.data() + first_local_);
-  kernels::grouped_linear_backward_input(fc1, d_pre, fc1_.data() + first_local_, w.expert_out);
+  linear_backward(expert_linear(offsets, true), d_pre, a.rows, w, w.expert_out);
 }
 
-void MoeMlp::backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
-                      const float* dy, double loss_grad, float* dx) const {
+void MoeMlp::backward(kernels::GemmOperand input, int tokens, const MoeActivations& a,
+                      const MoeScratch& w, const float* dy, double loss_grad, float* dx) const {
   const MoeDims& d = dims_;
+  const float* x = fp32_input(input, tokens, w);
   // The permutation is a function of the routing (and the capacity's choice, itself one of
   // the routing), rebuilt rather than kept; the plan from it and the counts forward received.
   const kernels::MoePermutation perm = permutation(a, tokens);

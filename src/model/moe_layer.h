@@ -1,6 +1,6 @@
 #pragma once
 // The mixture-of-experts MLP of an MoE layer (issue 32; /work/notes/moe_design.md B3) in
-// fp32, any expert-parallel size EP and tensor-parallel size t: the router (fp32 logits x
+// fp32 or bf16, any expert-parallel size EP and tensor-parallel size t: the router (fp32 logits x
 // Wr^T, Megatron's softmax / top-k conventions), its load-balancing and z losses, the
 // expert-major permutation, one grouped fc1, the activation (SwiGLU or GeLU, as the dense
 // MLP), the routing weight applied to the activation before fc2 (as Megatron's experts do),
@@ -12,6 +12,14 @@
 // With a capacity factor each expert keeps at most its capacity of the micro-batch's
 // choices (Megatron's token dropping, optionally padded to it); shared experts, a dense
 // MLP every row passes through (optionally gated), add their output to the routed one.
+//
+// bf16 (MoeDims::bf16, --bf16): the experts' and the shared experts' products take bf16
+// operands (their weights' bf16 copies, which Parameters refreshes after each step; the rows
+// and output gradients rounded into MoeScratch's in16 / out16) and accumulate in fp32, as
+// the dense linears do (kernels/mixed_linear.h); weight gradients are fp32. The router stays
+// fp32 (Megatron's --moe-router-dtype fp32 default, for stability): a bf16 layer input is
+// widened to fp32 (MoeScratch::x32) for the router, the shared experts' gate and the
+// permutation, so the rows sent to the experts are fp32 and rounded only as product operands.
 //
 // Tensor parallelism (t > 1, expert tensor-parallel size t): the layer is given ALL rows of
 // the micro-batch (the caller all-gathers the sequence-parallel rows, as for the dense fc1)
@@ -31,6 +39,8 @@
 
 #include "comm/communicator.h"
 #include "expert_parallel/dispatcher.h"
+#include "kernels/grouped_gemm.h"
+#include "kernels/low_precision.h"
 #include "kernels/moe_permute.h"
 #include "kernels/moe_router.h"
 #include "parameters/parameters.h"
@@ -60,6 +70,7 @@ struct MoeDims {
   // scaled by sigmoid(x . gate_weight) (--moe-shared-expert-gate).
   int shared_ffn = 0;
   bool shared_gate = false;
+  bool bf16 = false;  // the expert products in bf16 (--bf16); the router is fp32 either way
 
   int fc1_rows() const { return swiglu ? 2 * ffn : ffn; }
   int shared_fc1_rows() const { return swiglu ? 2 * shared_ffn : shared_ffn; }
@@ -117,6 +128,12 @@ struct MoeScratch {
   float* staging;        // [R, h] with EP > 1 (else none): the all-to-all's landing place
   float* shared_d_out;   // [tokens, h] with shared experts: fc2's output, then its gradient
   float* shared_d_act;   // [tokens, shared ffn] with shared experts
+  // bf16 only (else none): the layer input widened to fp32 [tokens, h], and the products'
+  // rounded operands: in16 an input (rows, act x weight, the shared experts' x and act),
+  // out16 an output gradient (d(fc2 out), d(fc1 out), the shared experts' alike).
+  float* x32;
+  kernels::bf16_t* in16;   // [max(R x max(h, ffn), tokens x max(h, shared ffn))]
+  kernels::bf16_t* out16;  // [max(R x max(h, fc1 rows), tokens x max(h, shared fc1 rows))]
 };
 
 // The floats of each part of MoeActivations and MoeScratch, in their fields' order, for
@@ -143,20 +160,20 @@ class MoeMlp {
   // y [tokens, h] = the experts' weighted sum for x [tokens, h] (overwritten). At t > 1: x
   // is every row of the micro-batch (the same on each tensor rank) and y this rank's
   // partial sum, which the caller reduces over the tensor group.
-  MoeLosses forward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
-                    float* y) const;
+  MoeLosses forward(kernels::GemmOperand x, int tokens, const MoeActivations& a,
+                    const MoeScratch& w, float* y) const;
   // Generation: y [tokens, h] as forward computes it, on buffers of its own sized for
   // `tokens` (a step's few new rows); no router loss, nothing kept. Needs all E experts
   // (a one-process model: generation while training builds one from the gathered weights).
   // At t > 1 (generation's rows are not sequence-parallel) y is all-reduced over the tensor
   // group here, complete.
-  void forward_inference(const float* x, int tokens, float* y) const;
+  void forward_inference(kernels::GemmOperand x, int tokens, float* y) const;
   // dx [tokens, h] = dL/dx (overwritten) for dy = dL/dy, where L also holds
   // loss_grad x (aux + z) of this micro-batch (loss_grad: the factor the language-model
   // loss's per-token mean gets, see GPTModel::forward_chunk). Weight gradients accumulate.
   // Destroys a.fc1_pre. At t > 1: dy is complete (the same on each tensor rank) and dx this
   // rank's partial sum, which the caller sums over the tensor group.
-  void backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
+  void backward(kernels::GemmOperand x, int tokens, const MoeActivations& a, const MoeScratch& w,
                 const float* dy, double loss_grad, float* dx) const;
 
   const MoeDims& dims() const { return dims_; }
@@ -183,6 +200,22 @@ class MoeMlp {
                       float* y) const;
   void shared_backward(const float* x, int tokens, const MoeActivations& a, const MoeScratch& w,
                        const float* dy, float* dx) const;
+  // x as fp32: as given, or a bf16 input widened into w.x32.
+  const float* fp32_input(kernels::GemmOperand x, int tokens, const MoeScratch& w) const;
+  // The grouped products of one linear (fc1 or fc2 of the local experts, or the shared
+  // experts' as one group) in the layer's precision: fp32, or bf16 operands rounded into
+  // w.in16 / w.out16. backward: dx (+)= dy w and dw += dy^T x.
+  struct Linear {
+    kernels::ExpertGroups groups;
+    const float* const* fp32;
+    const kernels::bf16_t* const* low;
+    float* const* grad;
+  };
+  void linear_forward(const Linear& l, const float* x, const MoeScratch& w, float* y) const;
+  void linear_backward(const Linear& l, const float* dy, const float* x, const MoeScratch& w,
+                       float* dx, bool accumulate = false) const;
+  Linear expert_linear(const long* offsets, bool fc1) const;
+  Linear shared_linear(const long* offsets, bool fc1) const;
   bool dispatches() const { return expert_ && expert_->size() > 1; }
   bool tensor_split() const { return tensor_ && tensor_->size() > 1; }
   // Forward's plan (exchanging counts with EP > 1, kept in a.recv_counts) and backward's
@@ -203,6 +236,7 @@ class MoeMlp {
   // Indexed by global expert; null for the experts another rank holds.
   std::vector<const float*> fc1_, fc2_;
   std::vector<float*> fc1_grad_, fc2_grad_;
+  std::vector<const kernels::bf16_t*> fc1_low_, fc2_low_;  // their bf16 copies (bf16 only)
 };
 
 }  // namespace trident

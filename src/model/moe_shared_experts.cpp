@@ -7,7 +7,8 @@
 // a partial sum over the tensor group that joins the experts' before the caller reduces
 // it. The gate is replicated: every tensor rank computes it on the same rows, its
 // gradient <shared output, dy> is summed over the group (the output is partial), and its
-// part of dx is added on tensor rank 0 only, as the router's (model/moe_layer.h).
+// part of dx is added on tensor rank 0 only, as the router's (model/moe_layer.h). In bf16
+// runs fc1 and fc2 take bf16 operands as the experts' (MoeMlp::Linear); the gate is fp32.
 #include <cmath>
 #include <vector>
 
@@ -22,13 +23,14 @@ void MoeMlp::shared_forward(const float* x, int tokens, const MoeActivations& a,
                             const MoeScratch& w, float* y) const {
   const MoeDims& d = dims_;
   const int h = d.hidden;
-  kernels::linear_forward(x, shared_fc1_.value, a.shared_fc1_pre, tokens, h, d.shared_fc1_rows());
+  const long rows[2] = {0, tokens};
+  linear_forward(shared_linear(rows, true), x, w, a.shared_fc1_pre);
   if (d.swiglu)
     kernels::bias_swiglu_forward(a.shared_fc1_pre, nullptr, a.shared_act, tokens, d.shared_ffn);
   else
     kernels::bias_gelu_forward(a.shared_fc1_pre, nullptr, a.shared_act, tokens, d.shared_ffn);
   float* out = d.shared_gate ? a.shared_out : w.shared_d_out;  // kept for the gate's backward
-  kernels::linear_forward(a.shared_act, shared_fc2_.value, out, tokens, d.shared_ffn, h);
+  linear_forward(shared_linear(rows, false), a.shared_act, w, out);
   if (!d.shared_gate) {
     kernels::accumulate(y, out, (long)tokens * h);
     return;
@@ -69,9 +71,8 @@ void MoeMlp::shared_backward(const float* x, int tokens, const MoeActivations& a
       kernels::linear_backward_input(d_logit.data(), shared_gate_.value, dx, tokens, h, 1, true);
     d_out = w.shared_d_out;
   }
-  kernels::linear_backward_weight(d_out, a.shared_act, shared_fc2_.grad, tokens, d.shared_ffn, h);
-  kernels::linear_backward_input(d_out, shared_fc2_.value, w.shared_d_act, tokens, d.shared_ffn, h,
-                                 false);
+  const long rows[2] = {0, tokens};
+  linear_backward(shared_linear(rows, false), d_out, a.shared_act, w, w.shared_d_act);
   float* d_pre = a.shared_fc1_pre;  // SwiGLU: its gradient in place
   if (d.swiglu) {
     kernels::swiglu_backward_inplace(w.shared_d_act, a.shared_fc1_pre, tokens, d.shared_ffn);
@@ -79,9 +80,7 @@ void MoeMlp::shared_backward(const float* x, int tokens, const MoeActivations& a
     kernels::gelu_backward_inplace(a.shared_fc1_pre, w.shared_d_act, (long)tokens * d.shared_ffn);
     d_pre = w.shared_d_act;
   }
-  kernels::linear_backward_weight(d_pre, x, shared_fc1_.grad, tokens, h, d.shared_fc1_rows());
-  kernels::linear_backward_input(d_pre, shared_fc1_.value, dx, tokens, h, d.shared_fc1_rows(),
-                                 true);
+  linear_backward(shared_linear(rows, true), d_pre, x, w, dx, true);
 }
 
 }  // namespace trident

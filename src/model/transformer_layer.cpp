@@ -125,11 +125,13 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
            precision};
   moe_ = p.layout().contains(layer_param(i, "mlp.router.weight"));
   if (moe_) {
-    // Built so far in fp32 (train/moe_rules.cpp refuses the rest by name).
-    if (precision && precision->precision != kernels::Precision::kFp32)
+    // fp32 or bf16 (MoeDims::bf16, set by the chunk); fp16 is refused by name
+    // (train/moe_rules.cpp).
+    if (precision && precision->precision == kernels::Precision::kFp16)
       throw std::invalid_argument(layer_param(i, "mlp") +
-                                  ": MoE layers run in fp32 only (no --bf16 / --fp16) for now "
-                                  "(issue 32)");
+                                  ": MoE layers run in fp32 or bf16, not --fp16 (issue 32)");
+    if ((precision && precision->precision == kernels::Precision::kBf16) != d.moe.bf16)
+      throw std::logic_error(layer_param(i, "mlp") + ": MoE precision differs from the layer's");
     moe_mlp_ = MoeMlp(d.moe, p, experts ? *experts : p, i, expert);
     moe_mlp_.set_tensor_group(&tp);
     fc1_ = {}, fc2_ = {};
@@ -349,7 +351,7 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
 void TransformerLayer::moe_forward(const LayerActivations& a, const LayerScratch& w,
                                    const LayerCall& call, int n) const {
   const int rows = call.batch * call.seq;
-  const float* x = column_input(a.ln2_out, n, w).fp32;
+  const kernels::GemmOperand x = column_input(a.ln2_out, n, w);
   const MoeLosses losses = moe_mlp_.forward(x, rows, a.moe, w.moe, w.row_out);
   // Every tensor rank routes all rows alike: the stats are each rank's, not partial sums.
   const MoeDims& d = moe_mlp_.dims();
@@ -366,7 +368,7 @@ void TransformerLayer::moe_forward(const LayerActivations& a, const LayerScratch
 void TransformerLayer::moe_backward(const float* d_out, const LayerActivations& a,
                                     const LayerScratch& w, const LayerCall& call, int n) const {
   const int rows = call.batch * call.seq;
-  const float* x = column_input(a.ln2_out, n, w).fp32;
+  const kernels::GemmOperand x = column_input(a.ln2_out, n, w);
   moe_mlp_.backward(x, rows, a.moe, w.moe, d_out, call.moe_loss_grad, w.d_hidden);
   if (!sequence_parallel_ && tp_->size() > 1)
     tensor_parallel::copy_to_region_backward(*tp_, w.d_hidden, (long)rows * dims_.hidden);

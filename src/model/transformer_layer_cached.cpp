@@ -64,7 +64,7 @@ void TransformerLayer::forward_cached(const float* x, float* out, const kernels:
 
   ln2_.forward(w.residual, w.ln_out, w.mean, w.rstd, rows, h);
   if (moe_) {  // the new rows routed to their top-k experts, as training routes them (fp32)
-    moe_mlp_.forward_inference(w.ln_out.fp32, rows, w.row_out);
+    moe_mlp_.forward_inference(w.ln_out.operand(), rows, w.row_out);
     kernels::bias_residual_add(w.residual, w.row_out, nullptr, out, rows, h);
     return;
   }

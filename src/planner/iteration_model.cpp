@@ -47,8 +47,14 @@ LayerTimes layer_times(const Cluster& c, const Layout& l, const LayerWork& work,
   LayerTimes out;
   out.forward = layer_forward_seconds(c, work);
   out.backward = layer_backward_seconds(c, work);
-  // Half of backward's products are the weight gradients (dW = dY^T X next to dX = dY W).
+  // Half of backward's products are the weight gradients (dW = dY^T X next to dX = dY W);
+  // zero-bubble's W holds those of the products the layer defers (an MoE layer's attention).
   out.weight_gemm = out.backward.gemm / 2;
+  if (work.deferred_gemms >= 0) {
+    LayerWork deferred = work;
+    deferred.gemms.resize(work.deferred_gemms);
+    out.weight_gemm = layer_forward_seconds(c, deferred).gemm;
+  }
   out.backward.other += layer_accumulate_seconds(c, work, precision);
   if (l.recompute == Recompute::kFull)
     out.backward.gemm += out.forward.gemm, out.backward.other += out.forward.other;

@@ -56,6 +56,7 @@ LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool
   const double E = m.moe.num_experts, k = m.moe.router_topk, ep = expert;
   const double f = m.moe_ffn(), fc1 = m.swiglu ? 2 * f : f;
   LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel);
+  w.deferred_gemms = (int)w.gemms.size();  // the attention's (model/moe_layer.h: not the MoE MLP's)
   // The router on the micro-batch's tokens (fp32 logits [T, E]); then each of this rank's
   // E / EP experts on its share of the T k rows its expert group routes (balanced: every
   // expert gets T k / E rows of each of the EP ranks' micro-batches), column- and

@@ -23,6 +23,9 @@ struct LayerWork {
   double weight_elements = 0;  // the products' weights on this device (n x k summed)
   double attention_flops = 0;  // forward: Q K^T and P V over this device's heads
   double elementwise = 0;      // forward element accesses of the other kernels
+  // Zero-bubble schedules: W holds the weight gradients of the first `deferred_gemms`
+  // products (-1: all of them); an MoE layer's MLP computes its own in B.
+  int deferred_gemms = -1;
 };
 
 struct HeadWork {

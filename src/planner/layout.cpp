@@ -67,9 +67,7 @@ void moe_violations(const Layout& l, const Workload& w, std::vector<std::string>
   if (l.tensor > 1 && !l.sequence_parallel)
     errors.push_back("--num-experts with --tensor-model-parallel-size " + std::to_string(l.tensor) +
                      " needs --sequence-parallel (Megatron's rule)");
-  if (w.precision != kernels::Precision::kFp32)
-    errors.push_back("--num-experts with --bf16 or --fp16 is not built yet (fp32 MoE layers)");
-  if (l.zero_bubble) errors.push_back("--num-experts with --pipeline-schedule zb-h1 is not built");
+  if (w.precision == kernels::Precision::kFp16) errors.push_back(kMoeFp16Rule);
 }
 
 }  // namespace

@@ -180,9 +180,10 @@ TEST(GPTModelMemory, TrainingPlanIsTheCarve) {
   EXPECT_EQ(built, 3 * 3 * 4 * 3 * 4 * 3 * 2);
 }
 
-// MoE layers (t = 1, fp32, the schedules without deferred weight gradients): the plan is the
-// carve, each kept MoE layer (only those) and the recompute group of a chunk recomputing one
-// has an MoE row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
+// MoE layers (t = 1, fp32, every schedule; zb-h1's held sets keep no MoE row: the MoE MLP
+// forms its weight gradients in B, which alone reads the row): the plan is the carve, each
+// kept MoE layer (only those) and the recompute group of a chunk recomputing one has an MoE
+// row, and the row holds, for T tokens and R = T x k rows, the softmax [T, E],
 // lse [T], the top-k and their weights [T, k], and the permuted input [R, h], fc1 out
 // [R, 2F], SwiGLU out [R, F] and the rows' weights [R]: the dropless worst case; and the
 // dispatch's received counts [E].
@@ -194,11 +195,12 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
   const std::vector<long> want = {T * 4, T, R, R, R * h, R * 40, R * 20, R, 4, 0, 0, 0, 0};
   int built = 0;
   for (const Stage& stage : kStages)
-    for (const Schedule& schedule : {kSchedules[0], kSchedules[1]})
+    for (const Schedule& schedule : kSchedules)
       for (const Recompute& r : kRecompute) {
         ChunkOptions o;
         o.placement = stage.placement;
-        o.slots = schedule.slots;
+        o.slots = schedule.slots, o.deferred_weight_grads = schedule.deferred;
+        o.unfinished = schedule.unfinished;
         o.recompute_layers = r.layers, o.recompute_group = r.group;
         o.recompute_attention = r.attention;
         testing::PlacedCommunicator tp(0, 1);
@@ -225,7 +227,7 @@ TEST(GPTModelMemory, MoePlanIsTheCarveAndHoldsTheDroplessRows) {
         EXPECT_EQ(copies, kept_moe * schedule.slots + group) << what;
         ++built;
       }
-  EXPECT_EQ(built, 4 * 2 * 4);
+  EXPECT_EQ(built, 4 * 3 * 4);
 }
 
 // Expert parallelism: a rank's experts may receive, from each of the EP ranks, up to
@@ -250,8 +252,8 @@ TEST(GPTModelMemory, MoePlanUnderExpertParallelismHoldsTheWorstCaseReceivedRows)
       ++rows;
     }
     if (b.field == BufferField::kMoeScratch) {
-      EXPECT_EQ(b.parts,
-                (std::vector<long>{T * 4, 4, S, R, S, R * 20, R * 20, R * h, S * h, R * h, 0, 0}));
+      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, S, R, S, R * 20, R * 20, R * h, S * h, R * h,
+                                            0, 0, 0, 0, 0}));
       ++scratch;
     }
   }
@@ -285,8 +287,9 @@ TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpe
         ++rows;
       }
       if (b.field == BufferField::kMoeScratch) {
-        EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, S, R, S, R * F, R * F, R * h,
-                                              ep > 1 ? S * h : 0, ep > 1 ? R * h : 0, 0, 0}))
+        EXPECT_EQ(b.parts,
+                  (std::vector<long>{T * 4, 4, S, R, S, R * F, R * F, R * h, ep > 1 ? S * h : 0,
+                                     ep > 1 ? R * h : 0, 0, 0, 0, 0, 0}))
             << what;
         ++scratch;
       }
@@ -299,7 +302,11 @@ TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpe
 // A capacity with padding: each rank receives exactly E/EP x capacity x EP rows (and sends
 // E x capacity); gated shared experts: fc1 out and activation of their S / t columns, the
 // gate and the ungated output on every gathered row. At t 2 with EP 2, and the plan is the
-// carve (the shared experts' parameters sharded over t).
+// carve (the shared experts' parameters sharded over t). In bf16 the scratch adds the layer
+// input widened to fp32 [T, h] and the products' bf16 operands (two to a float): an input
+// of the widest of the experts' rows [R, h] and [R, F] and the shared experts' [T, h] and
+// [T, S], an output gradient of [R, h], [R, 2F], [T, h] and [T, 2S]; the expert buffer gets
+// its own bf16 copy.
 TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
   ModelConfig c = tiny_llama(false);
   c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
@@ -309,27 +316,42 @@ TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
   const long T = 2L * c.seq_length, S = T * 2, h = c.hidden_size, F = 10, shared = 6;
   const long capacity = (T + 3) / 4;  // ceil(T x k / E x 0.5) with k / E = 1 / 2
   const long R = 2 * capacity * 2, sent = 4 * capacity;
-  ChunkOptions o;
-  o.expert_parallel = 2;
-  o.sequence_parallel = true;
-  testing::PlacedCommunicator tp(1, 2), expert(1, 2);
-  GPTModel m(c, tp, 2, c.seq_length, o, &expert);
-  expect_plan_is_carve(m, "moe capacity + shared experts");
-  int rows = 0, scratch = 0;
-  for (const ChunkBuffer& b : m.buffers()) {
-    if (b.field == BufferField::kMoe) {
-      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 2 * F, R * F, R, 4,
-                                            T * 2 * shared, T * shared, T, T * h}));
-      ++rows;
+  for (bool bf16 : {false, true}) {
+    ChunkOptions o;
+    o.expert_parallel = 2;
+    o.sequence_parallel = true;
+    if (bf16) o.precision = kernels::Precision::kBf16;
+    testing::PlacedCommunicator tp(1, 2), expert(1, 2);
+    GPTModel m(c, tp, 2, c.seq_length, o, &expert);
+    const std::string what = bf16 ? "moe capacity + shared experts, bf16" : "moe capacity + shared";
+    expect_plan_is_carve(m, what);
+    const long in16 = std::max({R * h, R * F, T * h, T * shared});
+    const long out16 = std::max({R * h, R * 2 * F, T * h, T * 2 * shared});
+    int rows = 0, scratch = 0, copies = 0;
+    for (const ChunkBuffer& b : m.buffers()) {
+      if (b.field == BufferField::kMoe) {
+        EXPECT_EQ(b.parts, (std::vector<long>{T * 4, T, S, S, R * h, R * 2 * F, R * F, R, 4,
+                                              T * 2 * shared, T * shared, T, T * h}))
+            << what;
+        ++rows;
+      }
+      if (b.field == BufferField::kMoeScratch) {
+        EXPECT_EQ(b.parts,
+                  (std::vector<long>{T * 4, 4, sent, R, S, R * F, R * F, R * h, sent * h, R * h,
+                                     T * h, T * shared, bf16 ? T * h : 0, bf16 ? (in16 + 1) / 2 : 0,
+                                     bf16 ? (out16 + 1) / 2 : 0}))
+            << what;
+        ++scratch;
+      }
+      if (b.name == "expert bf16 weight copy") {
+        EXPECT_EQ(b.floats(), (m.expert_parameters().size() + 1) / 2) << what;
+        ++copies;
+      }
     }
-    if (b.field == BufferField::kMoeScratch) {
-      EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, sent, R, S, R * F, R * F, R * h, sent * h,
-                                            R * h, T * h, T * shared}));
-      ++scratch;
-    }
+    EXPECT_GT(rows, 0) << what;
+    EXPECT_EQ(scratch, 1) << what;
+    EXPECT_EQ(copies, bf16 ? 1 : 0) << what;
   }
-  EXPECT_GT(rows, 0);
-  EXPECT_EQ(scratch, 1);
 }
 
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'

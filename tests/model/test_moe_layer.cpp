@@ -122,9 +122,21 @@ struct Buffers {
          f(act[6]), f(act[7]),  f(act[8]),
          f(act[9]), f(act[10]), f(act[11]),
          f(act[12])};
-    w = {f(scratch[0]), f(scratch[1]), f(scratch[2]),  f(scratch[3]),
-         f(scratch[4]), f(scratch[5]), f(scratch[6]),  f(scratch[7]),
-         f(scratch[8]), f(scratch[9]), f(scratch[10]), f(scratch[11])};
+    w = {f(scratch[0]),
+         f(scratch[1]),
+         f(scratch[2]),
+         f(scratch[3]),
+         f(scratch[4]),
+         f(scratch[5]),
+         f(scratch[6]),
+         f(scratch[7]),
+         f(scratch[8]),
+         f(scratch[9]),
+         f(scratch[10]),
+         f(scratch[11]),
+         f(scratch[12]),
+         reinterpret_cast<kernels::bf16_t*>(f(scratch[13])),
+         reinterpret_cast<kernels::bf16_t*>(f(scratch[14]))};
   }
   std::vector<int> idx() const { return std::vector<int>(a.idx, a.idx + (long)kTokens * kTopk); }
 };
@@ -218,6 +230,63 @@ TEST(MoeMlp, EveryExpertReceivesTokensInTheTestData) {
   std::vector<int> used(kExperts, 0);
   for (int i : b.idx()) used[i] = 1;
   EXPECT_EQ(std::accumulate(used.begin(), used.end(), 0), kExperts);
+}
+
+// bf16 (--bf16): the same layer on a bf16 input (a bf16 LayerNorm output) with bf16
+// operands for the experts' and the shared experts' products. The router is fp32 on the
+// input widened exactly: its softmax and top-k equal the fp32 layer's on the same values
+// bit for bit; the output and every gradient differ from the fp32 layer's as bf16 operands
+// must (more than fp32 rounding, 1e-6, less than bf16's 3e-2 normwise).
+TEST(MoeMlp, Bf16RoundsTheExpertProductsAndKeepsTheRouterFp32) {
+  ModelConfig m = moe_model({true, false});
+  m.moe.shared_expert_intermediate_size = 4;
+  MoeDims dims = moe_dims(m, 0.3, 0.05);
+  auto normwise = [](const float* a, const float* b, long n) {
+    double num = 0, den = 0;
+    for (long i = 0; i < n; ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+    return std::sqrt(num / den);
+  };
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const long n = kTokens * kHidden;
+  std::vector<float> x(n), dy(n);
+  for (float& v : x) v = normal(rng);
+  for (float& v : dy) v = normal(rng);
+  std::vector<kernels::bf16_t> x16(n);
+  kernels::to_bf16(x.data(), x16.data(), n);
+  kernels::from_bf16(x16.data(), x.data(), n);  // the fp32 layer sees the same values
+  struct Run {
+    std::vector<float> y, dx, grads, probs;
+    std::vector<int> idx;
+  };
+  auto run = [&](bool bf16) {
+    Parameters params(ParameterLayout(m, {0, 1}));
+    if (bf16) params.set_low_precision(kernels::Precision::kBf16);
+    params.initialize(5, 0.4f, m.num_layers);
+    params.zero_grads();
+    params.refresh_low_precision();
+    dims.bf16 = bf16;
+    const MoeMlp mlp(dims, params, params, 0);
+    Buffers b(dims);
+    Run r{std::vector<float>(n), std::vector<float>(n)};
+    const kernels::GemmOperand in = bf16 ? kernels::GemmOperand(x16.data()) : x.data();
+    mlp.forward(in, kTokens, b.a, b.w, r.y.data());
+    r.probs.assign(b.a.probs, b.a.probs + kTokens * kExperts);
+    r.idx = b.idx();
+    mlp.backward(in, kTokens, b.a, b.w, dy.data(), 1.7, r.dx.data());
+    r.grads.assign(params.grads(), params.grads() + params.size());
+    return r;
+  };
+  const Run fp32 = run(false), bf16 = run(true);
+  EXPECT_EQ(bf16.idx, fp32.idx);
+  EXPECT_EQ(bf16.probs, fp32.probs);
+  const double y = normwise(bf16.y.data(), fp32.y.data(), n);
+  const double dx = normwise(bf16.dx.data(), fp32.dx.data(), n);
+  const double g = normwise(bf16.grads.data(), fp32.grads.data(), (long)fp32.grads.size());
+  for (double e : {y, dx, g}) {
+    EXPECT_GT(e, 1e-6);
+    EXPECT_LT(e, 3e-2);
+  }
 }
 
 // Expert parallelism on EP threads: rank r routes its own tokens x_r, runs experts

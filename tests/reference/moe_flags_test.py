@@ -5,7 +5,7 @@ gives its message and exit 2, with nothing written; all broken rules are listed 
 a flag that shapes MoE layers without --num-experts is refused (Megatron would ignore it
 and train a dense model); the same keys from a TOML config; a run whose MoE flags are all
 valid trains (t = 1, fp32, with token dropping and gated shared experts), and what the MoE
-layer does not do yet is refused by name (bf16); t > 1 without --sequence-parallel is refused with
+layer does not do yet is refused by name (fp16; bf16 trains: moe_bf16_test.py); t > 1 without --sequence-parallel is refused with
 Megatron's rule (t = 2 with it trains: moe_tp_parity.py). The data-parallel size that EP
 must divide is checked under mpirun -np 2 as well, where EP 2 trains.
 --num-experts 0 is Megatron's "no MoE" and trains.
@@ -113,9 +113,9 @@ def test_valid_and_without_experts(trident, tmp):
         "--moe-pad-expert-input-to-capacity", "--moe-shared-expert-intermediate-size", "64",
         "--moe-shared-expert-gate"])
     check(code == 0 and wrote, f"a valid MoE run trains (exit {code}: {text.strip()[-400:]})")
-    refused(trident, tmp, "not_built", MOE + ["--bf16"],
-            ["--num-experts 8 with --bf16: the experts' grouped products run in fp32 only " + NOT_BUILT],
-            what="bf16 refused by name")
+    refused(trident, tmp, "not_built", MOE + ["--fp16"],
+            ["--num-experts 8 with --fp16: the experts' products run in fp32 or bf16 (--bf16) " +
+             NOT_BUILT], what="fp16 refused by name")
     refused(trident, tmp, "no_experts",
             ["--moe-router-topk", "4", "--moe-aux-loss-coeff", "0.01", "--expert-model-parallel-size", "2"],
             ["--moe-router-topk needs --num-experts", "--moe-aux-loss-coeff needs --num-experts",

@@ -14,6 +14,9 @@ manifest's shard specs. Checked at 1e-5 relative (normwise per tensor):
     the router's is not summed again, and dx's router part is counted once;
   - the same (without the distributed optimizer) at EP = 2, t = 2 and t = 2 with EP = 2 for
     a capacity factor of 0.75 (position policy, padded) and for gated shared experts;
+  - the same (gated shared experts, without the distributed optimizer) under
+    --pipeline-schedule zb-h1 at p = 2 and at p = 2 with EP = 2 (d = 2): the MoE layers'
+    weight gradients are formed in B (not deferred), the attention's in W;
   - --sample-prompt while training at t = 2 prints one process's samples (generation's
     rows are not sequence-parallel: each tensor rank runs its shard of every expert and the
     partial outputs are all-reduced), with a byte-level tokenizer.json written here.
@@ -210,6 +213,13 @@ def main():
         shared = ["--moe-shared-expert-intermediate-size", "24", "--moe-shared-expert-gate"]
         one_step_parity(trident, tmp, common + shared, VARIANT_LAYOUTS, (False,),
                         "gated shared experts: ")
+        # zb-h1 (p 2; and p 2 with EP 2, d 2): the MoE layers' weight gradients (router,
+        # experts, shared experts) are formed in B, the attention's deferred to W.
+        zb = ["--pipeline-model-parallel-size", "2", "--pipeline-schedule", "zb-h1"]
+        one_step_parity(trident, tmp, common + shared,
+                        [("p 2, zb-h1", 2, zb),
+                         ("p 2, EP 2, d 2, zb-h1", 4, zb + ["--expert-model-parallel-size", "2"])],
+                        (False,), "zb-h1, gated shared experts: ")
         samples_while_training(trident, tmp)
     return check.summary()
 
