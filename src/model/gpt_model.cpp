@@ -378,6 +378,12 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
               to(m.d_weights), to(m.scaled),  to(m.d_scaled),     to(m.expert_out),
               to(m.own_rows),  to(m.staging), to(m.shared_d_out), to(m.shared_d_act)};
     }
+    case BufferField::kLoraScratch:
+      return {to(scratch_.lora.u), to(scratch_.lora.du)};
+    case BufferField::kLoraInput:
+      return {to(scratch_.lora.x)};
+    case BufferField::kLoraLow:
+      return {to(scratch_.lora.low)};
     case BufferField::kLogits:
       return {to(lm_head_.logits)};
     case BufferField::kDLogits16:

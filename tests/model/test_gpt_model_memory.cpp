@@ -1,7 +1,7 @@
 // The memory plan and the carve are one table (chunk_buffers). For every option combination
 // the parity tests run (GPT-2 and Llama blocks, recomputation, precision, dropout, t = 2
 // with and without sequence parallelism, 1F1B slots and zero-bubble held sets, pipeline
-// stages, inference with decode panels), the plan a model prints is the planner's, and its
+// stages, inference with decode panels, LoRA), the plan a model prints is the planner's, and its
 // arena holds exactly the plan's buffers: every part of every copy at its planned size,
 // nothing more, no two overlapping, the held sets first (one contiguous range each).
 #include <gtest/gtest.h>
@@ -334,6 +334,38 @@ TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
 
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'
 // own, listed after the scratch).
+// LoRA (rank 2 on every linear): the plan is the carve, with the branches' scratch: u and du
+// [b s, R] of every row (all-gathered ones under sequence parallelism), and with
+// --lora-dropout the dropped input [b s, widest adapted input: h, h / t or f / t].
+TEST(GPTModelMemory, LoraPlanIsTheCarveAndHoldsTheBranchScratch) {
+  constexpr int kRank = 2, kMicroBatch = 2;
+  for (const auto& [model, base] : {std::pair{"gpt", tiny_gpt()}, {"llama", tiny_llama(false)}})
+    for (const Tensor& t : kTensor)
+      for (const Stage& stage : kStages)
+        for (bool dropout : {false, true}) {
+          ModelConfig config = base;
+          config.lora.rank = kRank, config.lora.dropout = dropout ? 0.1f : 0.f;
+          ChunkOptions o;
+          o.placement = stage.placement, o.slots = 2, o.sequence_parallel = t.sequence_parallel;
+          testing::PlacedCommunicator tp(t.size - 1, t.size);
+          GPTModel m(config, tp, kMicroBatch, config.seq_length, o);
+          const std::string what = std::string(model) + " " + t.name + " " + stage.name +
+                                   (dropout ? " lora dropout" : " lora");
+          expect_plan_is_carve(m, what);
+          const long tokens = (long)kMicroBatch * config.seq_length;
+          const long widest = std::max<long>(
+              {config.hidden_size, config.attention_width() / t.size, config.ffn() / t.size});
+          std::map<std::string, std::vector<long>> rows;
+          for (const ChunkBuffer& b : chunk_buffers(m.shape())) rows[b.name] = b.parts;
+          EXPECT_EQ(rows[kLoraBranchRow], (std::vector<long>{tokens * kRank, tokens * kRank}))
+              << what;
+          EXPECT_EQ(rows.count(kLoraInputRow), dropout ? 1u : 0u) << what;
+          if (dropout) {
+            EXPECT_EQ(rows[kLoraInputRow], (std::vector<long>{tokens * widest})) << what;
+          }
+        }
+}
+
 TEST(GPTModelMemory, InferencePlanIsTheCarve) {
   for (const auto& [model, config] : models())
     for (const Tensor& t : kTensor)
