@@ -21,10 +21,11 @@
   * checkpoints (GPT-2 block, vocabulary 50257, over a --load-hf base): they hold the
     adapters alone and name the base (path, file sizes); 2 + 2 iterations resumed equal 4
     straight (losses, merged weights); the base directory is untouched; `convert
-    --merge-lora` writes the merged model (without the flag exit 2); `generate --load CKPT`
-    (base + adapters, unmerged) gives the prompt log-probabilities of a float64 PyTorch GPT-2
-    of the merged weights (1e-4), and `score` of the merged model their mean (1e-5); a base
-    whose files changed is refused;
+    --merge-lora` writes the merged model (without the flag exit 2), as an HF directory or
+    as a trident checkpoint (`--save`: no adapter tensors, no LoRA in its manifest);
+    `generate --load CKPT` (base + adapters, unmerged) gives the prompt log-probabilities of a
+    float64 PyTorch GPT-2 of the merged weights (1e-4), and `score` of the merged HF model and
+    of the merged checkpoint their mean (1e-5); a base whose files changed is refused;
   * bad input: --lora-rank <= 0, an unknown module, --lora-alpha without --lora-rank, LoRA
     with MoE or --fp16, --lora-dropout 1, exit 2 naming the flag.
 Usage: lora_test.py TRIDENT SOURCE_DIR"""
@@ -262,12 +263,32 @@ def inference(trident, source, tmp, ckpt, merged, base):
     mean = -sum(r["prompt_logprobs"]) / len(r["prompt_logprobs"])
     check(abs(loss - mean) < 1e-5 * max(1, abs(loss)),
           f"score of the merged model equals base + adapters' ({loss:.6f} vs {mean:.6f})")
+    merged_checkpoint(trident, tmp, ckpt, mean)
     with open(os.path.join(base, "model.safetensors"), "ab") as f:
         f.write(b"\0" * 8)
     out = run([trident, "generate", "--load", ckpt, "--prompt", "x", "--greedy",
                "--tokens-to-generate", "1"] + tokenizer)
     check(out.returncode != 0 and "LoRA base" in out.stderr,
           f"a changed base is refused (exit {out.returncode}) {out.stderr[-300:]!r}")
+
+
+def merged_checkpoint(trident, tmp, ckpt, mean):
+    """convert --merge-lora --save: a normal checkpoint scoring as base + adapters."""
+    merged = os.path.join(tmp, "merged_ckpt")
+    out = run([trident, "convert", "--load", ckpt, "--merge-lora", "--save", merged])
+    if not passed(out.returncode == 0, "convert --merge-lora --save writes a checkpoint " +
+                  out.stderr[-800:]):
+        return
+    names = checkpoint_files(merged)
+    manifest = json.load(open(sorted(glob.glob(os.path.join(merged, "iter_*", "manifest.json")))[-1]))
+    check(names and not any(".lora_" in n for n in names) and "lora" not in manifest["model"]
+          and "lora_base" not in manifest,
+          f"the merged checkpoint is a full one ({len(names)} tensors, no adapters)")
+    scored = run([trident, "score", "--load", merged, "--tokens", os.path.join(tmp, "ids.json")])
+    loss = json.loads(scored.stdout)["loss"] if scored.returncode == 0 else float("nan")
+    check(abs(loss - mean) < 1e-5 * max(1, abs(loss)),
+          f"score of the merged checkpoint equals base + adapters' ({loss:.6f} vs {mean:.6f}) "
+          + (scored.stderr[-300:] if scored.returncode else ""))
 
 
 def checkpoints(trident, source):
