@@ -440,7 +440,7 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
       weights("bf16 weight copy");
       scratch.add("bf16 GEMM operands", Home::kChunk, Field::kGemmOperands16, 1,
                   {(act + 1) / 2, (in + 1) / 2});
-      if (s.layers > 0 && !s.options.inference)
+      if (s.layers > 0 && !s.options.inference && s.lora_floats == 0)  // LoRA: no dW at all
         scratch.add("bf16: one layer's fresh weight gradient", Home::kChunk, Field::kWeightGrad32,
                     1, {s.largest_layer_weight()});
       return;
