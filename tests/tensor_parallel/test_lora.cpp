@@ -11,12 +11,15 @@
 // y = x W^T + s (x_d A^T) B^T, dx = dy W + s m / (1 - p) (dy B) A, dA = s (dy B)^T x_d,
 // dB = s dy^T (x_d A^T); with the mask split as the layouts split x, each rank must draw
 // the unsplit layer's bits.
+// bf16 runs' operands (x and dy in bf16): the branch against the reference of the rounded
+// values within 1e-2 (it rounds s u and s B to bf16 for the products with dy).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "kernels/dropout.h"
+#include "kernels/low_precision.h"
 #include "tensor_parallel/layers.h"
 #include "tensor_parallel/tensor_parallel_test_util.h"
 #include "test_util.h"
@@ -245,6 +248,45 @@ TEST(LoraDropout, TheTestMaskDropsSomeAndKeepsSome) {
   evaluation.first_sample = -1;
   EXPECT_FALSE(kernels::lora_dropout_on(evaluation));
   EXPECT_TRUE(kernels::lora_dropout_on(kTraining));
+}
+
+// bf16 runs hand the branch bf16 x and dy (as the base's products take them): with x and dy
+// rounded to bf16, the branch alone (W = 0) against the float64 reference of the rounded
+// values, with and without dropout. The branch rounds s u and s B to bf16 for its products
+// with dy (2^-9 relative each): 1e-2 relative.
+void check_bf16_operands(bool column, bool dropout) {
+  const Tensors v;
+  std::vector<kernels::bf16_t> x16(v.x.size()), g16(v.g.size());
+  kernels::to_bf16(v.x.data(), x16.data(), (long)x16.size());
+  kernels::to_bf16(v.g.data(), g16.data(), (long)g16.size());
+  std::vector<float> x(v.x.size()), g(v.g.size());
+  kernels::from_bf16(x16.data(), x.data(), (long)x.size());
+  kernels::from_bf16(g16.data(), g.data(), (long)g.size());
+  std::vector<float> a = v.a, b = v.b, da(a.size(), kGradStart), db(b.size(), kGradStart);
+  std::vector<float> y((size_t)kRows * kOut, 0.f), dx((size_t)kRows * kIn, 0.f);
+  const tensor_parallel::LoraBranch branch{{a.data(), da.data(), (long)a.size()},
+                                           {b.data(), db.data(), (long)b.size()},
+                                           kRank,
+                                           kScale,
+                                           {kSite, 0, kIn}};
+  const Call call(dropout ? kTraining : kernels::DropoutBatch{}, kIn);
+  comm::SingleRankCommunicator tp("tensor");
+  branch.forward(x16.data(), y.data(), kRows, kIn, kOut, call.call);
+  if (column)
+    branch.backward_column(g16.data(), x16.data(), dx.data(), kRows, kIn, kOut, tp, call.call);
+  else
+    branch.backward_row(g16.data(), x16.data(), dx.data(), kRows, kIn, kOut, tp, call.call);
+  const Reference ref = reference(x, std::vector<float>(v.w.size(), 0.f), a, b, g, dropout);
+  const std::string what = std::string(column ? "column" : "row") + (dropout ? " dropout" : "");
+  EXPECT_LT(relative_error(y, ref.y), 1e-2) << what;
+  EXPECT_LT(relative_error(dx, ref.dx), 1e-2) << what;
+  EXPECT_LT(relative_error(da, ref.da), 1e-2) << what;
+  EXPECT_LT(relative_error(db, ref.db), 1e-2) << what;
+}
+
+TEST(LoraBranchBf16, BranchOfBf16OperandsMatchesTheFloat64Reference) {
+  for (bool column : {true, false})
+    for (bool dropout : {false, true}) check_bf16_operands(column, dropout);
 }
 
 // L(x, A, B) = sum(y * g) of the one-rank column-parallel layer, accumulated in double.
