@@ -227,6 +227,7 @@ json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingS
                    {"dropout",
                     {{"hidden", l.dropout.hidden},
                      {"attention", l.dropout.attention},
+                     {"lora", l.dropout.lora},
                      {"generator", "philox4x32-10"},
                      {"seed", l.dropout.seed},
                      {"counter", "consumed_samples"}}},

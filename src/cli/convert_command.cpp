@@ -1,5 +1,6 @@
 #include "cli/convert_command.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -92,6 +93,33 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
   checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
 }
 
+// A checkpoint of LoRA adapters -> a checkpoint of the merged model W + (alpha / R) B A: a
+// normal full checkpoint (no adapters, no base reference) that score, generate and train
+// --load read as any other. Its tokenizer: the flags', or the adapters' checkpoint's.
+void merged_checkpoint(const std::string& load, const std::string& save,
+                       const tokenizer::TokenizerOptions& flags) {
+  engine::RankModelOptions o;
+  const Parameters whole = load_checkpoint_weights(load, &o.layout.model, std::cout);
+  o.layout.model.lora = LoraConfig{};
+  o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
+  o.layout.split = {o.layout.model.num_layers};
+  o.schedules = {o.schedule};
+  distributed::ProcessGrid grid(1, 1, 1);
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
+  engine::RankModel model =
+      engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
+  Parameters& params = model.chunks[0]->parameters();
+  for (const ParamSpec& s : params.layout().specs()) {  // by name: the layouts' padding may differ
+    const ParamSpec& from = whole.layout().find(s.name);
+    std::copy_n(whole.values() + from.offset, s.numel(), params.values() + s.offset);
+  }
+  checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
+  const tokenizer::TokenizerOptions t = flags.given() ? flags : carried_tokenizer(load);
+  run.tokenizer = checkpoint::tokenizer_record(t);
+  checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
+}
+
 }  // namespace
 
 namespace {
@@ -128,18 +156,22 @@ int convert_main(const std::vector<std::string>& args) {
                  "bf16, as after --load-hf of a BF16 directory; else fp32)")
       ->check(CLI::IsMember({"bf16", "fp32"}))
       ->needs(to_hf);
-  app.add_option("--save", save, "write a checkpoint directory")->needs(from_hf);
+  app.add_option("--save", save,
+                 "write a checkpoint directory (from --load-hf, or the merged model of --load "
+                 "--merge-lora)");
   app.add_flag("--merge-lora", merge_lora,
-               "a checkpoint of LoRA adapters: write the merged model W + (alpha / R) B A, its "
-               "base read from the --load-hf directory the checkpoint records")
-      ->needs(to_hf);
+               "a checkpoint of LoRA adapters: write the merged model W + (alpha / R) B A (to "
+               "--save-hf or --save), its base read from the --load-hf directory the "
+               "checkpoint records")
+      ->needs(from_ckpt);
   from_ckpt->excludes(from_hf);
   add_tokenizer_args(app, &tokenizer_flags, "Tokenizer (written with the model)",
                      "the --load checkpoint's, or the --load-hf directory's");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
-  if (save_hf.empty() == save.empty()) {
-    std::cerr << "trident convert: give --load CKPT --save-hf DIR, or --load-hf DIR --save CKPT\n";
+  if (save_hf.empty() == save.empty() || (!save.empty() && load_hf.empty() && !merge_lora)) {
+    std::cerr << "trident convert: give --load CKPT --save-hf DIR, --load-hf DIR --save CKPT, or "
+                 "--load CKPT --merge-lora --save CKPT (LoRA adapters merged)\n";
     return 2;
   }
   std::vector<std::string> errors = tokenizer::check_tokenizer_options(tokenizer_flags);
@@ -147,7 +179,9 @@ int convert_main(const std::vector<std::string>& args) {
   if (!errors.empty()) return 2;
   try {
     if (!load.empty() && !lora_flag_agrees(load, merge_lora)) return 2;
-    if (!load.empty())
+    if (!load.empty() && !save.empty())
+      merged_checkpoint(load, save, tokenizer_flags);
+    else if (!load.empty())
       checkpoint_to_hf(load, save_hf, save_hf_dtype, tokenizer_flags);
     else
       hf_to_checkpoint(load_hf, save, tokenizer_flags);

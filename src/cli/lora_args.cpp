@@ -19,7 +19,8 @@ LoraFlags add_lora_flags(CLI::App& app, LoraConfig& lora) {
   add("--lora-rank", lora.rank,
       "R: adapters of rank R on the targeted linears, the base frozen (0: no LoRA)");
   add("--lora-alpha", lora.alpha, "the adapters' output is scaled by alpha / R (as PEFT)");
-  add("--lora-dropout", lora.dropout, "dropout on the adapters' input (only 0 is implemented yet)");
+  add("--lora-dropout", lora.dropout,
+      "dropout on the adapters' input (PEFT's lora_dropout; training only)");
   f.given["--lora-target-modules"] =
       app.add_option("--lora-target-modules", lora.target_modules,
                      "linears given adapters: linear_qkv, linear_proj, linear_fc1, linear_fc2 "
@@ -41,8 +42,6 @@ void check_lora_flags(const LoraFlags& flags, const LoraConfig& lora,
     errors.push_back("--lora-alpha must be > 0 and finite");
   if (!(lora.dropout >= 0.f && lora.dropout < 1.f))
     errors.push_back("--lora-dropout must be in [0, 1)");
-  else if (lora.dropout > 0.f)
-    errors.push_back("--lora-dropout > 0 is not implemented in trident yet (use 0)");
   if (lora.target_modules.empty())
     errors.push_back("--lora-target-modules: name at least one linear");
   for (const std::string& m : lora.target_modules) {

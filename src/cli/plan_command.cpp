@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/lora_args.h"
 #include "cli/moe_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
@@ -285,6 +286,8 @@ int plan_main(const std::vector<std::string>& all_args) {
   std::string moe_layer_freq = "1";
   const MoeFlags moe = add_moe_shape_flags(app, a.workload.model.moe, moe_layer_freq);
   add_tokenizer_args(app, &tokenizer_options, "Model (the tokenizer sets --vocab-size)");
+  // LoRA: the frozen base has no gradients or Adam state; the plan holds the adapters'.
+  const LoraFlags lora = add_lora_flags(app, a.workload.model.lora);
   add_plan_flags(app, a);
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
@@ -301,6 +304,7 @@ int plan_main(const std::vector<std::string>& all_args) {
     if (errors.empty() && tokenizer_options.given() && !flags.was_given("--vocab-size"))
       a.workload.model.vocab_size = tokenizer::build_tokenizer(tokenizer_options)->vocab_size();
     apply_moe_shape_flags(moe, a.workload.model, moe_layer_freq, false, errors);
+    check_lora_flags(lora, a.workload.model.lora, errors);
     for (const std::string& e : validate_model_config(a.workload.model, 1)) errors.push_back(e);
     if (a.cluster.empty()) errors.push_back("--cluster FILE is required (see clusters/)");
     if (a.workload.global_batch < 1) errors.push_back("--global-batch-size must be >= 1");

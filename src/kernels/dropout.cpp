@@ -40,6 +40,10 @@ std::uint32_t dropout_site(int layer, DropoutKind kind) {
   return (std::uint32_t)layer * 4u + (std::uint32_t)kind;
 }
 
+std::uint32_t lora_dropout_site(int layer, int module) {
+  return 0x80000000u | ((std::uint32_t)layer * 4u + (std::uint32_t)module);
+}
+
 void dropout_keep_mask(const DropoutStream& s, std::uint64_t first, int n, std::uint8_t* keep) {
   const std::uint32_t threshold = drop_threshold(s.probability);
   const std::array<std::uint32_t, 2> key{(std::uint32_t)s.seed, (std::uint32_t)(s.seed >> 32)};
@@ -62,12 +66,14 @@ bool dropout_keeps(const DropoutStream& s, std::uint64_t index) {
 namespace {
 
 // Applies f(row, keep-mask of that row, 1 / (1 - p)) to every row, or returns false when
-// dropout is off for this call.
+// dropout is off for this call. The rows hold columns [first_col, first_col + cols) of
+// full_cols (full_cols 0: cols, all of them).
 template <typename RowFn>
 bool for_each_dropout_row(int rows, int cols, const DropoutBatch& b, std::uint32_t site, float p,
-                          RowFn f) {
+                          RowFn f, long first_col = 0, long full_cols = 0) {
   if (!b.training() || p <= 0.f) return false;
   const float scale = 1.f / (1.f - p);
+  const long width = full_cols > 0 ? full_cols : cols;
 #pragma omp parallel
   {
     std::vector<std::uint8_t> keep(cols);
@@ -75,7 +81,7 @@ bool for_each_dropout_row(int rows, int cols, const DropoutBatch& b, std::uint32
     for (int r = 0; r < rows; ++r) {
       const long row = b.first_row + r;  // in the whole micro-batch
       DropoutStream s{b.config->seed, site, (std::uint32_t)(b.first_sample + row / b.seq), p};
-      dropout_keep_mask(s, (std::uint64_t)(row % b.seq) * cols, cols, keep.data());
+      dropout_keep_mask(s, (std::uint64_t)(row % b.seq) * width + first_col, cols, keep.data());
       f(r, keep.data(), scale);
     }
   }
@@ -116,6 +122,38 @@ void dropout_inplace(float* x, int rows, int cols, const DropoutBatch& batch, st
   };
   const float p = batch.config ? batch.config->hidden : 0.f;
   for_each_dropout_row(rows, cols, batch, site, p, row);
+}
+
+bool lora_dropout_on(const DropoutBatch& batch) {
+  return batch.training() && batch.config->lora > 0.f;
+}
+
+void dropout_copy(const float* x, float* out, int rows, int cols, const DropoutBatch& batch,
+                  const DropoutColumns& where) {
+  DropoutBatch all = batch;
+  all.first_row = 0;
+  auto row = [&](int r, const std::uint8_t* keep, float scale) {
+    const long o = (long)r * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) out[o + c] = keep[c] ? x[o + c] * scale : 0.f;
+  };
+  if (!for_each_dropout_row(rows, cols, all, where.site, batch.config ? batch.config->lora : 0.f,
+                            row, where.first_col, where.full_cols))
+    std::copy_n(x, (long)rows * cols, out);
+}
+
+void dropout_accumulate(const float* d, float* dx, int rows, int cols, const DropoutBatch& batch,
+                        const DropoutColumns& where) {
+  DropoutBatch all = batch;
+  all.first_row = 0;
+  auto row = [&](int r, const std::uint8_t* keep, float scale) {
+    const long o = (long)r * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) dx[o + c] += keep[c] ? d[o + c] * scale : 0.f;
+  };
+  if (!for_each_dropout_row(rows, cols, all, where.site, batch.config ? batch.config->lora : 0.f,
+                            row, where.first_col, where.full_cols))
+    accumulate(dx, d, (long)rows * cols);
 }
 
 }  // namespace trident::kernels

@@ -13,7 +13,8 @@ struct DropoutConfig {
   float hidden = 0.f;     // --hidden-dropout: embedding output, attention and MLP outputs
   float attention = 0.f;  // --attention-dropout: attention probabilities
   std::uint64_t seed = 0;
-  bool any() const { return hidden > 0.f || attention > 0.f; }
+  float lora = 0.f;  // --lora-dropout: the LoRA branches' input (tensor_parallel/lora.h)
+  bool any() const { return hidden > 0.f || attention > 0.f || lora > 0.f; }
 };
 
 std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> counter,
@@ -30,6 +31,9 @@ struct DropoutStream {
 enum class DropoutKind : std::uint32_t { kAttentionProbs = 0, kAttentionOut = 1, kMlpOut = 2 };
 std::uint32_t dropout_site(int layer, DropoutKind kind);
 constexpr std::uint32_t kEmbeddingDropoutSite = 0xfffffff0u;
+// The input of layer `layer`'s LoRA branch on linear number `module` (config/lora_config.h's
+// lora_modules() order): sites of their own, above every dropout_site.
+std::uint32_t lora_dropout_site(int layer, int module);
 
 // keep[k] = 1 if element first + k of the stream is kept, for k in [0, n).
 void dropout_keep_mask(const DropoutStream& s, std::uint64_t first, int n, std::uint8_t* keep);
@@ -58,5 +62,22 @@ const float* dropout_backward(const float* dout, float* dy, int rows, int cols,
                               const DropoutBatch& batch, std::uint32_t site);
 // In place, for the embedding output.
 void dropout_inplace(float* x, int rows, int cols, const DropoutBatch& batch, std::uint32_t site);
+
+// LoRA's input dropout (probability config->lora): the rows are all of the micro-batch's
+// (batch.first_row is ignored), and this rank holds columns [first_col, first_col + cols)
+// of rows of full_cols (a row-parallel linear's input is split by columns), so element
+// (row, first_col + c) draws the bit of the unsplit row's element, as every layout does.
+struct DropoutColumns {
+  std::uint32_t site = 0;
+  long first_col = 0;
+  long full_cols = 0;
+};
+bool lora_dropout_on(const DropoutBatch& batch);
+// out = x * mask / (1 - p).
+void dropout_copy(const float* x, float* out, int rows, int cols, const DropoutBatch& batch,
+                  const DropoutColumns& where);
+// dx += d * mask / (1 - p): the gradient through the dropped copy, accumulated.
+void dropout_accumulate(const float* d, float* dx, int rows, int cols, const DropoutBatch& batch,
+                        const DropoutColumns& where);
 
 }  // namespace trident::kernels

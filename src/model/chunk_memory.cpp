@@ -386,6 +386,23 @@ void add_activations(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
              {s.deferred_weight_grad_floats()});
 }
 
+// The LoRA branches' (tensor_parallel/lora.h LoraScratch), of every row of the micro-batch
+// (column-parallel inputs are all-gathered under sequence parallelism): u = x A^T and du;
+// with --lora-dropout or in bf16 runs the fp32 input, as wide as the widest adapted input
+// (h, or a row-parallel linear's h / t or f / t); in bf16 runs s u and s B rounded to bf16, B
+// as tall as the widest output (qkv, fc1 or h).
+void add_lora_scratch(const ChunkShape& s, const ActivationSizes& z, Rows& rows) {
+  const long r = s.config.lora.rank;
+  auto add = [&](const std::string& name, Field field, std::vector<long> parts) {
+    rows.add(name, Home::kChunk, field, 1, std::move(parts));
+  };
+  add(kLoraBranchRow, Field::kLoraScratch, {z.tokens * r, z.tokens * r});
+  if (s.config.lora.dropout > 0.f || z.bf16)
+    add(kLoraInputRow, Field::kLoraInput, {z.tokens * std::max({z.h, z.attn, z.ffn})});
+  if (z.bf16)
+    add(kLoraLowRow, Field::kLoraLow, {(z.tokens * r + std::max({z.qkv, z.fc1, z.h}) * r + 1) / 2});
+}
+
 void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   const ActivationSizes z(s);
   Rows rows(table, "scratch");
@@ -402,6 +419,7 @@ void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   if (s.config.moe.enabled() && s.layers > 0)
     add("MoE router + expert rows scratch", Field::kMoeScratch,
         moe_scratch_parts(planned_moe_dims(s), s.tokens()));
+  if (s.lora_floats > 0 && s.layers > 0 && !s.options.inference) add_lora_scratch(s, z, rows);
   if (s.options.placement.post_process) {
     add("logits / dlogits of one row chunk", Field::kLogits, {s.logits_chunk_floats()});
     if (z.bf16)
@@ -426,7 +444,7 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
                        {(s.expert_floats + 1) / 2});
       scratch.add("bf16 GEMM operands", Home::kChunk, Field::kGemmOperands16, 1,
                   {(act + 1) / 2, (in + 1) / 2});
-      if (s.layers > 0 && !s.options.inference)
+      if (s.layers > 0 && !s.options.inference && s.lora_floats == 0)  // LoRA: no dW at all
         scratch.add("bf16: one layer's fresh weight gradient", Home::kChunk, Field::kWeightGrad32,
                     1, {s.largest_layer_weight()});
       return;

@@ -156,6 +156,10 @@ inline constexpr const char* kExpertMomentsRow = "expert adam exp_avg + exp_avg_
 inline constexpr const char* kLoraWeightsRow = "lora adapters";
 inline constexpr const char* kLoraGradientsRow = "lora gradients";
 inline constexpr const char* kLoraMomentsRow = "lora adam exp_avg + exp_avg_sq";
+// ...and the branches' scratch (add_lora_scratch in chunk_memory.cpp).
+inline constexpr const char* kLoraBranchRow = "LoRA branch u = x A^T + du";
+inline constexpr const char* kLoraInputRow = "LoRA branch input in fp32 (dropout, bf16)";
+inline constexpr const char* kLoraLowRow = "LoRA bf16 s u + s B";
 // The floats of a chunk's LoRA adapter buffer (ParameterLayout::lora_adapters), padded to
 // pad_multiple; 0 without LoRA. Every layer's adapters have the same size (LoRA refuses MoE).
 long lora_adapter_floats(const ModelConfig& config, TensorParallelRank tp,
@@ -238,6 +242,9 @@ enum class BufferField {
   kDFfn,
   kDAttnAndDQkv,  // d_attn, d_qkv
   kMoeScratch,    // MoeScratch, part by part
+  kLoraScratch,   // LoRA: u, du (tensor_parallel/lora.h LoraScratch)
+  kLoraInput,     // LoRA with --lora-dropout or bf16: the branch's fp32 input
+  kLoraLow,       // LoRA in bf16 runs: bf16(s u), bf16(s B)
   kLogits,
   kDLogits16,
   kGemmOperands16,  // act16, in16

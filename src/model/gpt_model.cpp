@@ -381,6 +381,12 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
               to(m.own_rows),  to(m.staging), to(m.shared_d_out), to(m.shared_d_act),
               to(m.x32),       to(m.in16),    to(m.out16)};
     }
+    case BufferField::kLoraScratch:
+      return {to(scratch_.lora.u), to(scratch_.lora.du)};
+    case BufferField::kLoraInput:
+      return {to(scratch_.lora.x)};
+    case BufferField::kLoraLow:
+      return {to(scratch_.lora.low)};
     case BufferField::kLogits:
       return {to(lm_head_.logits)};
     case BufferField::kDLogits16:

@@ -151,15 +151,26 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
 
 void TransformerLayer::attach_lora(Parameters& p) {
   using tensor_parallel::LoraBranch;
-  auto branch = [&](const std::string& linear, const std::string& b_of) {
+  // module: its place in lora_modules() (its dropout site); in_local: the columns of the
+  // input this rank holds, of the unsplit in_local * split (a row-parallel linear's split).
+  auto branch = [&](const std::string& linear, const std::string& b_of, int module, long in_local,
+                    int split) {
     const std::string a = lora_param(index_, linear, "A");
     if (!p.layout().contains(a)) return LoraBranch{};
-    return LoraBranch{p.get(a), p.get(lora_param(index_, b_of, "B")), dims_.lora_rank,
-                      dims_.lora_scale};
+    const long first_col = split > 1 ? in_local * tp_->rank() : 0;
+    return LoraBranch{p.get(a),
+                      p.get(lora_param(index_, b_of, "B")),
+                      dims_.lora_rank,
+                      dims_.lora_scale,
+                      {kernels::lora_dropout_site(index_, module), first_col, in_local * split}};
   };
+  const long attn_local = (long)dims_.heads_local * dims_.head_dim;
+  const int t = tp_->size();
   if (!dims_.grouped) {
-    qkv_.lora = branch("self_attention.linear_qkv", "self_attention.linear_qkv");
-  } else if (LoraBranch qkv = branch("self_attention.linear_qkv", "self_attention.linear_q");
+    qkv_.lora =
+        branch("self_attention.linear_qkv", "self_attention.linear_qkv", 0, dims_.hidden, 1);
+  } else if (LoraBranch qkv =
+                 branch("self_attention.linear_qkv", "self_attention.linear_q", 0, dims_.hidden, 1);
              qkv.active()) {
     // The fused q|kv GEMM's B: linear_q's rows, then linear_kv's, adjacent in the buffer.
     const ParamRef kv = p.get(lora_param(index_, "self_attention.linear_kv", "B"));
@@ -172,10 +183,10 @@ void TransformerLayer::attach_lora(Parameters& p) {
     qkv.b.numel += kv.numel;
     qkv_.lora = qkv;
   }
-  proj_.lora = branch("self_attention.linear_proj", "self_attention.linear_proj");
+  proj_.lora = branch("self_attention.linear_proj", "self_attention.linear_proj", 1, attn_local, t);
   if (moe_) return;
-  fc1_.lora = branch("mlp.linear_fc1", "mlp.linear_fc1");
-  fc2_.lora = branch("mlp.linear_fc2", "mlp.linear_fc2");
+  fc1_.lora = branch("mlp.linear_fc1", "mlp.linear_fc1", 2, dims_.hidden, 1);
+  fc2_.lora = branch("mlp.linear_fc2", "mlp.linear_fc2", 3, dims_.ffn_local, t);
 }
 
 int TransformerLayer::local_rows(const LayerCall& call) const {
@@ -263,9 +274,10 @@ void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall
                                    attention_precision_, rope.get());
 }
 
-void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows) const {
+void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows,
+                                   const tensor_parallel::LoraCall& lora) const {
   if (qkv_.weight.value) {  // linear_qkv, or the fused q|kv GEMM
-    qkv_.forward(in, qkv, rows);
+    qkv_.forward(in, qkv, rows, lora);
     kernels::add_bias(qkv, qkv_.bias.value, rows, qkv_.out_local);
     return;
   }
@@ -317,16 +329,16 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   using kernels::DropoutKind, kernels::dropout_site;
   ln1_.forward(x, a.ln1_out, a.ln1_mean, a.ln1_rstd, n, h);
   if (dims_.qk_norm) {  // the projections write the norm's input, kept for its backward
-    project_qkv(column_input(a.ln1_out, n, w), a.qkv_pre, rows);
+    project_qkv(column_input(a.ln1_out, n, w), a.qkv_pre, rows, lora_call(call, w));
     qk_norm_forward(a.qkv_pre, a.qkv, a.qk_rstd, rows);
   } else {
-    project_qkv(column_input(a.ln1_out, n, w), a.qkv, rows);
+    project_qkv(column_input(a.ln1_out, n, w), a.qkv, rows, lora_call(call, w));
   }
   // Between the big products, communication in flight moves (the next unit's gather).
   if (call.progress) (*call.progress)();
   attention_core(a, call);
   if (call.progress) (*call.progress)();
-  proj_.forward(a.attn_out, w.row_out, rows);
+  proj_.forward(a.attn_out, w.row_out, rows, lora_call(call, w));
   kernels::bias_dropout_residual_add(x, row_output(w, n), proj_.bias.value, a.residual1, n, h,
                                      call.dropout,
                                      dropout_site(index_, DropoutKind::kAttentionOut));
@@ -335,10 +347,10 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
   if (moe_) {
     moe_forward(a, w, call, n);
   } else {
-    fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows);
+    fc1_.forward(column_input(a.ln2_out, n, w), a.fc1_pre, rows, lora_call(call, w));
     if (call.progress) (*call.progress)();
     mlp_activation(a.fc1_pre, a.fc1_act, rows);
-    fc2_.forward(a.fc1_act.operand(), w.row_out, rows);
+    fc2_.forward(a.fc1_act.operand(), w.row_out, rows, lora_call(call, w));
   }
   kernels::bias_dropout_residual_add(a.residual1, row_output(w, n), fc2_.bias.value, a.output, n, h,
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
@@ -381,10 +393,10 @@ void TransformerLayer::donate(float* region, long floats) const {
 
 // The fused projection (linear_qkv, or grouped-query attention's q|kv GEMM) in one product;
 // linear_q and linear_kv apart (biases) with one reduction of their summed d(input).
-void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch& w,
-                                    int rows) const {
+void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows,
+                                    const tensor_parallel::LoraCall& lora) const {
   if (qkv_.weight.value) {
-    qkv_.backward(w.d_qkv, in, w.d_hidden, rows);
+    qkv_.backward(w.d_qkv, in, w.d_hidden, rows, lora);
     return;
   }
   q_.backward_partial(w.d_qkv, in, w.d_hidden, rows);
@@ -396,17 +408,19 @@ void TransformerLayer::backward_qkv(kernels::GemmOperand in, const LayerScratch&
 }
 
 void TransformerLayer::dense_mlp_backward(const float* d_out, const LayerActivations& a,
-                                          const LayerScratch& w, int rows, int n) const {
-  fc2_.backward(d_out, a.fc1_act.operand(), w.d_ffn, rows);
+                                          const LayerScratch& w, int rows, int n,
+                                          const tensor_parallel::LoraCall& lora) const {
+  fc2_.backward(d_out, a.fc1_act.operand(), w.d_ffn, rows, lora);
   // fc1's pre-activation is dead once its gradient is formed: a deferred W finds fc1's
   // output gradient there (in place with SwiGLU in fp32, else copied as the product takes it).
   donate(a.fc1_pre, (long)rows * fc1_.out_local);
   if (dims_.swiglu) {
     // fc1's pre-activation is not needed after this (fp32: it becomes its own gradient).
     fc1_.backward_through_swiglu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden,
-                                 rows);
+                                 rows, lora);
   } else {
-    fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows);
+    fc1_.backward_through_gelu(w.d_ffn, a.fc1_pre, column_input(a.ln2_out, n, w), w.d_hidden, rows,
+                               lora);
   }
   donate(nullptr, 0);
 }
@@ -427,7 +441,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   if (moe_)
     moe_backward(d_mlp_out, a, w, call, n);
   else
-    dense_mlp_backward(d_mlp_out, a, w, rows, n);
+    dense_mlp_backward(d_mlp_out, a, w, rows, n, lora_call(call, w));
   ln2_.backward(column_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h,
                 true);
   if (call.progress) (*call.progress)();
@@ -435,7 +449,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   donate(a.residual1, (long)n * h);  // read last by ln2's backward
   proj_.backward(
       row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kAttentionOut)),
-      a.attn_out, w.d_attn, rows);
+      a.attn_out, w.d_attn, rows, lora_call(call, w));
   donate(nullptr, 0);
   const auto rope = rope_table(call.seq);
   kernels::flash_attention_backward(a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse,
@@ -447,7 +461,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   // output gradients in that buffer.
   const long q_local = (long)dims_.heads_local * dims_.head_dim;
   donate(a.qkv, (long)rows * (dims_.grouped ? q_local + dims_.kv_local : 3 * q_local));
-  backward_qkv(column_input(a.ln1_out, n, w), w, rows);
+  backward_qkv(column_input(a.ln1_out, n, w), w, rows, lora_call(call, w));
   donate(nullptr, 0);
   ln1_.backward(column_input_grad(w, n), x, a.ln1_mean, a.ln1_rstd, d_residual, n, h, true);
 }

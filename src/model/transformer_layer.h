@@ -57,7 +57,8 @@ struct LayerScratch {
   // [tokens, q + k + v of this rank] (3h / t, or h / t + 2 G d / t grouped): the attention
   // core's d(q, k, v) laid out as LayerActivations::qkv.
   float* d_qkv;
-  MoeScratch moe{};  // the MoE layers' (null without MoE)
+  MoeScratch moe{};                     // the MoE layers' (null without MoE)
+  tensor_parallel::LoraScratch lora{};  // the LoRA branches' (null without LoRA)
 };
 
 struct LayerDims {
@@ -153,6 +154,10 @@ class TransformerLayer {
 
  private:
   kernels::AttentionDropout attention_dropout(const LayerCall& call) const;
+  // The LoRA branches' call: the layer call's samples (their dropout) and w's scratch.
+  static tensor_parallel::LoraCall lora_call(const LayerCall& call, const LayerScratch& w) {
+    return {call.dropout, w.lora};
+  }
   // Rows this rank's LayerNorms, dropouts and residuals run on.
   int local_rows(const LayerCall& call) const;
   // The sequence-parallel mappings around the linears; each is the identity (or the plain
@@ -165,7 +170,9 @@ class TransformerLayer {
   const float* column_input_grad(const LayerScratch& w, int n) const;
   // q, k, v of the attention core into qkv as LayerActivations::qkv holds them; qkv_layout
   // says where each head's are for `rows` rows.
-  void project_qkv(kernels::GemmOperand in, float* qkv, int rows) const;
+  // lora: the LoRA branches' call (lora_call), none when generating.
+  void project_qkv(kernels::GemmOperand in, float* qkv, int rows,
+                   const tensor_parallel::LoraCall& lora = {}) const;
   kernels::QkvLayout qkv_layout(int rows) const;
   // --qk-layernorm on `rows` rows of qkv: forward from `pre` into qkv (in place when they
   // are the same; rstd kept unless null), backward in place on d_qkv.
@@ -177,11 +184,12 @@ class TransformerLayer {
 
   // Backward of the projections: d(LayerNorm output), this rank's partial, in w.d_hidden
   // (all-reduced unless sequence parallel); d_qkv is consumed.
-  void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows) const;
+  void backward_qkv(kernels::GemmOperand in, const LayerScratch& w, int rows,
+                    const tensor_parallel::LoraCall& lora) const;
   kernels::AttentionShape attention_shape(const LayerCall& call) const;
   void mlp_activation(float* fc1_pre, const kernels::GemmOperandBuffer& act, int rows) const;
   void dense_mlp_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
-                          int rows, int n) const;
+                          int rows, int n, const tensor_parallel::LoraCall& lora) const;
   // The MoE MLP on every row of the micro-batch (model/moe_layer.h), its output in
   // w.row_out and d(its input) in w.d_hidden as the dense MLP leaves them.
   void moe_forward(const LayerActivations& a, const LayerScratch& w, const LayerCall& call,

@@ -215,7 +215,7 @@ namespace {
 void add_plan(const MemoryPlan& plan, MemoryBreakdown& out) {
   for (const PlannedBuffer& b : plan.buffers()) {
     const double bytes = b.total_floats() * 4.0;
-    if (b.name == "gradients")
+    if (b.name == "gradients" || b.name == kLoraGradientsRow)
       out.gradients += bytes;
     else if (b.group == "parameters")
       out.weights += bytes;

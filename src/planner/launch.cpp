@@ -96,6 +96,16 @@ void add_moe_flags(std::vector<std::string>& argv, const MoeConfig& m) {
   }
 }
 
+void add_lora_flags(std::vector<std::string>& argv, const LoraConfig& l) {
+  if (!l.enabled()) return;
+  add(argv, "--lora-rank", l.rank);
+  add(argv, "--lora-alpha", exact(l.alpha));
+  add(argv, "--lora-dropout", exact(l.dropout));
+  std::string modules;
+  for (const std::string& m : l.target_modules) modules += (modules.empty() ? "" : ",") + m;
+  add(argv, "--lora-target-modules", modules);
+}
+
 void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   const ModelConfig& m = w.model;
   add(argv, "--num-layers", m.num_layers);
@@ -129,6 +139,7 @@ void add_model_flags(std::vector<std::string>& argv, const Workload& w) {
   add_rope_scaling_flags(argv, m);
   if (m.window_size > 0) add(argv, "--window-size", (long)m.window_size);
   add_moe_flags(argv, m.moe);
+  add_lora_flags(argv, m.lora);
   if (w.precision == kernels::Precision::kBf16) argv.push_back("--bf16");
   if (w.precision == kernels::Precision::kFp16) argv.push_back("--fp16");
 }

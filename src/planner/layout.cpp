@@ -70,6 +70,20 @@ void moe_violations(const Layout& l, const Workload& w, std::vector<std::string>
   if (w.precision == kernels::Precision::kFp16) errors.push_back(kMoeFp16Rule);
 }
 
+// LoRA (--lora-rank): what training builds with it (src/train/lora_rules.cpp).
+void lora_violations(const Layout& l, const Workload& w, std::vector<std::string>& errors) {
+  if (!w.model.lora.enabled()) return;
+  if (data_parallel::shards_gradients(l.sharding))
+    errors.push_back(std::string("--lora-rank with --data-parallel-sharding-strategy ") +
+                     data_parallel::sharding_strategy_name(l.sharding) + " is not built");
+  if (l.zero_bubble) errors.push_back("--lora-rank with --pipeline-schedule zb-h1 is not built");
+  if (w.precision == kernels::Precision::kFp16)
+    errors.push_back("--lora-rank with --fp16 is not built yet (fp32 or bf16 LoRA)");
+  const ModelConfig& m = w.model;
+  if (m.group_query_attention && m.lora.targets("linear_qkv") && m.query_groups() % l.tensor)
+    errors.push_back("--lora-target-modules linear_qkv needs --num-query-groups divisible by t");
+}
+
 }  // namespace
 
 std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
@@ -108,6 +122,7 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
   if (l.zero_bubble && l.pipeline < 2)
     errors.push_back("--pipeline-schedule zb-h1 needs p >= 2 (it fills a pipeline's bubble)");
   moe_violations(l, w, errors);
+  lora_violations(l, w, errors);
   pipeline_parallel::ScheduleConfig s{l.schedule(), l.pipeline, l.virtual_stages,
                                       l.microbatches(w.global_batch)};
   for (const std::string& e : pipeline_parallel::validate_schedule(s)) errors.push_back(e);

@@ -16,73 +16,71 @@ const kernels::LinearPrecision& or_fp32(const kernels::LinearPrecision* p) {
 }
 }  // namespace
 
-void ColumnParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
+void ColumnParallelLinear::forward(kernels::GemmOperand x, float* y, int rows,
+                                   const LoraCall& lora_call) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
                                 rows, in, out_local);
-  if (lora.active()) lora.forward(kernels::fp32_operand(x), y, rows, in, out_local);
+  if (lora.active()) lora.forward(x, y, rows, in, out_local, lora_call);
 }
 
 void ColumnParallelLinear::lora_backward(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx,
-                                         int rows) const {
-  if (lora.active())
-    lora.backward_column(kernels::fp32_operand(dy), kernels::fp32_operand(x), dx, rows, in,
-                         out_local, *tp);
+                                         int rows, const LoraCall& lora_call) const {
+  if (lora.active()) lora.backward_column(dy, x, dx, rows, in, out_local, *tp, lora_call);
 }
 
-void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
-                                    int rows) const {
-  backward_partial(dy, x, dx, rows);
+void ColumnParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx, int rows,
+                                    const LoraCall& lora_call) const {
+  backward_partial(dy, x, dx, rows, lora_call);
   if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void ColumnParallelLinear::backward_through_gelu(float* d_act, const float* pre,
-                                                 kernels::GemmOperand x, float* dx,
-                                                 int rows) const {
+                                                 kernels::GemmOperand x, float* dx, int rows,
+                                                 const LoraCall& lora_call) const {
   const kernels::GemmOperand dy =
       kernels::gelu_output_grad_operand(or_fp32(precision), d_act, pre, bias.grad, rows, out_local);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
-  lora_backward(dy, x, dx, rows);
+  lora_backward(dy, x, dx, rows, lora_call);
   if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void ColumnParallelLinear::backward_through_swiglu(const float* d_act, float* pre,
-                                                   kernels::GemmOperand x, float* dx,
-                                                   int rows) const {
+                                                   kernels::GemmOperand x, float* dx, int rows,
+                                                   const LoraCall& lora_call) const {
   const kernels::GemmOperand dy = kernels::swiglu_output_grad_operand(
       or_fp32(precision), d_act, pre, bias.grad, rows, out_local / 2);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
-  lora_backward(dy, x, dx, rows);
+  lora_backward(dy, x, dx, rows, lora_call);
   if (!sequence_parallel) copy_to_region_backward(*tp, dx, (long)rows * in);
 }
 
 void ColumnParallelLinear::backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x,
-                                            float* dx, int rows) const {
+                                            float* dx, int rows, const LoraCall& lora_call) const {
   if (bias.numel)  // the bias gradient and (bf16) the rounded dy in one pass
     dy = kernels::output_grad_operand(or_fp32(precision), kernels::fp32_operand(dy), bias.grad,
                                       rows, out_local);
   kernels::mixed_linear_backward(or_fp32(precision), dy, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in, out_local);
-  lora_backward(dy, x, dx, rows);
+  lora_backward(dy, x, dx, rows, lora_call);
 }
 
-void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows) const {
+void RowParallelLinear::forward(kernels::GemmOperand x, float* y, int rows,
+                                const LoraCall& lora_call) const {
   kernels::mixed_linear_forward(or_fp32(precision), x, {weight.value, weight.low, weight.panels}, y,
                                 rows, in_local, out);
-  if (lora.active()) lora.forward(kernels::fp32_operand(x), y, rows, in_local, out);
+  if (lora.active()) lora.forward(x, y, rows, in_local, out, lora_call);
   if (!sequence_parallel) reduce_from_region_forward(*tp, y, (long)rows * out);
 }
 
-void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx,
-                                 int rows) const {
+void RowParallelLinear::backward(const float* dy, kernels::GemmOperand x, float* dx, int rows,
+                                 const LoraCall& lora_call) const {
   const kernels::GemmOperand g =
       bias.numel ? kernels::output_grad_operand(or_fp32(precision), dy, bias.grad, rows, out) : dy;
   kernels::mixed_linear_backward(or_fp32(precision), g, x, {weight.value, weight.low}, dx,
                                  weight.grad, rows, in_local, out);
-  if (lora.active())
-    lora.backward_row(kernels::fp32_operand(g), kernels::fp32_operand(x), dx, rows, in_local, out,
-                      *tp);
+  if (lora.active()) lora.backward_row(g, x, dx, rows, in_local, out, *tp, lora_call);
 }
 
 void VocabParallelEmbedding::lookup(const int* ids, int rows, float* out) const {

@@ -24,29 +24,34 @@ struct ColumnParallelLinear {
   // backward) instead of the all-reduce of f.
   bool sequence_parallel = false;
   // LoRA (tensor_parallel/lora.h): inactive unless set. A frozen base has no weight.grad.
+  // Every call's lora_call: which samples its rows are (--lora-dropout; none by default:
+  // evaluation and generation) and the branch's scratch.
   LoraBranch lora{};
 
-  void forward(kernels::GemmOperand x, float* y, int rows) const;
+  void forward(kernels::GemmOperand x, float* y, int rows, const LoraCall& lora_call = {}) const;
   // Accumulates dW (and db); writes dx and all-reduces it (f's backward).
-  void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;
+  void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows,
+                const LoraCall& lora_call = {}) const;
   // The same without the all-reduce: dx is this rank's partial sum, for a caller that
   // reduces several calls' dx at once.
   // For a layer followed by GeLU (fc1): d_act = d(GeLU(y + b)), pre = y + b. The GeLU
   // backward, the bias gradient and (bf16) the rounding of dy are one pass; d_act is
   // overwritten. dx is all-reduced as in backward().
   void backward_through_gelu(float* d_act, const float* pre, kernels::GemmOperand x, float* dx,
-                             int rows) const;
+                             int rows, const LoraCall& lora_call = {}) const;
   // For fc1 followed by SwiGLU: d_act = d(SwiGLU(y + b)) [rows, out_local / 2], pre = y + b
   // ([gate | up]). The SwiGLU backward, the bias gradient and (bf16) the rounding of dy are
   // one pass; pre is overwritten (fp32: with d(pre)).
   void backward_through_swiglu(const float* d_act, float* pre, kernels::GemmOperand x, float* dx,
-                               int rows) const;
+                               int rows, const LoraCall& lora_call = {}) const;
   // dy may come already in bf16 (when there is no bias to reduce).
-  void backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
+  void backward_partial(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows,
+                        const LoraCall& lora_call = {}) const;
 
  private:
   // The LoRA branch's backward into this rank's partial dx (nothing when inactive).
-  void lora_backward(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows) const;
+  void lora_backward(kernels::GemmOperand dy, kernels::GemmOperand x, float* dx, int rows,
+                     const LoraCall& lora_call) const;
 };
 
 // Y = g(X_i A_i^T) with A split by input columns: weight [out, in / t]; bias replicated.
@@ -64,8 +69,9 @@ struct RowParallelLinear {
   bool sequence_parallel = false;
   LoraBranch lora{};  // as ColumnParallelLinear's; its partial output joins the base's
 
-  void forward(kernels::GemmOperand x, float* y, int rows) const;
-  void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows) const;
+  void forward(kernels::GemmOperand x, float* y, int rows, const LoraCall& lora_call = {}) const;
+  void backward(const float* dy, kernels::GemmOperand x, float* dx, int rows,
+                const LoraCall& lora_call = {}) const;
 };
 
 // Token embedding over this rank's vocabulary range plus the (replicated) learned

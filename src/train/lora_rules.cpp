@@ -27,7 +27,7 @@ void check_lora(const TrainingConfig& c, std::vector<std::string>& errors) {
     if (bad) errors.push_back("--lora-rank with " + what + " is not implemented in trident yet");
   };
   refuse(c.model.moe.enabled(), "--num-experts (MoE layers)");
-  refuse(c.bf16 || c.fp16, "--bf16 / --fp16 (LoRA runs in fp32)");
+  refuse(c.fp16, "--fp16 (LoRA runs in fp32 or --bf16)");
   refuse(data_parallel::shards_gradients(c.sharding_strategy()),
          "--data-parallel-sharding-strategy optim_grads / optim_grads_params (ZeRO-2 / 3)");
   refuse(c.pipeline_schedule == "zb-h1", "--pipeline-schedule zb-h1");

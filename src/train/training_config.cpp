@@ -47,7 +47,7 @@ kernels::Precision TrainingConfig::precision() const {
 
 kernels::DropoutConfig TrainingConfig::dropout() const {
   // Masks get their own stream, apart from initialisation and data order.
-  return {hidden_dropout, attention_dropout, seed ^ 0x64726f706f7574ull};
+  return {hidden_dropout, attention_dropout, seed ^ 0x64726f706f7574ull, model.lora.dropout};
 }
 
 int TrainingConfig::effective_global_batch() const {

@@ -1,7 +1,7 @@
 // The memory plan and the carve are one table (chunk_buffers). For every option combination
 // the parity tests run (GPT-2 and Llama blocks, recomputation, precision, dropout, t = 2
 // with and without sequence parallelism, 1F1B slots and zero-bubble held sets, pipeline
-// stages, inference with decode panels), the plan a model prints is the planner's, and its
+// stages, inference with decode panels, LoRA), the plan a model prints is the planner's, and its
 // arena holds exactly the plan's buffers: every part of every copy at its planned size,
 // nothing more, no two overlapping, the held sets first (one contiguous range each).
 #include <gtest/gtest.h>
@@ -352,6 +352,54 @@ TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
     EXPECT_EQ(scratch, 1) << what;
     EXPECT_EQ(copies, bf16 ? 1 : 0) << what;
   }
+}
+
+// LoRA (rank 2 on every linear), fp32 and bf16: the plan is the carve, with the branches'
+// scratch: u and du [b s, R] of every row (all-gathered ones under sequence parallelism);
+// with --lora-dropout or bf16 the fp32 input [b s, widest adapted input: h, h / t or f / t];
+// in bf16 s u and s B rounded [b s, R] + [widest output: qkv, fc1 or h, R] in bf16 pairs;
+// and no bf16 weight-gradient scratch (the base has no weight gradients).
+TEST(GPTModelMemory, LoraPlanIsTheCarveAndHoldsTheBranchScratch) {
+  constexpr int kRank = 2, kMicroBatch = 2;
+  for (const auto& [model, base] : {std::pair{"gpt", tiny_gpt()}, {"llama", tiny_llama(false)}})
+    for (const Tensor& t : kTensor)
+      for (const Stage& stage : kStages)
+        for (kernels::Precision precision : {kernels::Precision::kFp32, kernels::Precision::kBf16})
+          for (bool dropout : {false, true}) {
+            ModelConfig config = base;
+            config.lora.rank = kRank, config.lora.dropout = dropout ? 0.1f : 0.f;
+            ChunkOptions o;
+            o.placement = stage.placement, o.slots = 2, o.sequence_parallel = t.sequence_parallel;
+            o.precision = precision;
+            testing::PlacedCommunicator tp(t.size - 1, t.size);
+            GPTModel m(config, tp, kMicroBatch, config.seq_length, o);
+            const bool bf16 = precision == kernels::Precision::kBf16;
+            const std::string what = std::string(model) + " " + t.name + " " + stage.name + " " +
+                                     kernels::precision_name(precision) +
+                                     (dropout ? " lora dropout" : " lora");
+            expect_plan_is_carve(m, what);
+            const long tokens = (long)kMicroBatch * config.seq_length;
+            const long widest_in = std::max<long>(
+                {config.hidden_size, config.attention_width() / t.size, config.ffn() / t.size});
+            const long widest_out =
+                std::max<long>({config.qkv_projection_local(t.size), config.fc1_rows() / t.size,
+                                config.hidden_size});
+            std::map<std::string, std::vector<long>> rows;
+            for (const ChunkBuffer& b : chunk_buffers(m.shape())) rows[b.name] = b.parts;
+            EXPECT_EQ(rows[kLoraBranchRow], (std::vector<long>{tokens * kRank, tokens * kRank}))
+                << what;
+            EXPECT_EQ(rows.count(kLoraInputRow), dropout || bf16 ? 1u : 0u) << what;
+            if (dropout || bf16) {
+              EXPECT_EQ(rows[kLoraInputRow], (std::vector<long>{tokens * widest_in})) << what;
+            }
+            EXPECT_EQ(rows.count(kLoraLowRow), bf16 ? 1u : 0u) << what;
+            if (bf16) {
+              EXPECT_EQ(rows[kLoraLowRow],
+                        (std::vector<long>{(tokens * kRank + widest_out * kRank + 1) / 2}))
+                  << what;
+            }
+            EXPECT_EQ(rows.count("bf16: one layer's fresh weight gradient"), 0u) << what;
+          }
 }
 
 // Generation's chunks: one token, no gradients, and the decode panels' copies (Parameters'

@@ -530,6 +530,29 @@ TEST(PlannerIterationModel, ZeroBubbleWOfAnMoeLayerIsItsAttentionsWeightGradient
   EXPECT_GT(b.bubble_fraction / a.bubble_fraction, d.bubble_fraction / c.bubble_fraction);
 }
 
+// LoRA (--lora-rank 4, with --lora-dropout): the frozen base's weights without gradient or
+// Adam rows, the adapters' three rows, the branches' scratch; as training plans them.
+TEST(PlannerMemory, EqualsTrainingForLora) {
+  for (bool llama : {false, true}) {
+    ModelConfig m = small_model(llama, true);
+    m.lora.rank = 4, m.lora.dropout = 0.1f;
+    Workload w{m, 16, kernels::Precision::kFp32};
+    Layout l;
+    l.tensor = 2, l.pipeline = 2, l.data = 2, l.micro_batch = 2, l.sequence_parallel = true;
+    expect_same_plans(l, w);
+    l.sequence_parallel = false, l.sharding = data_parallel::ShardingStrategy::kOptim;
+    expect_same_plans(l, w);
+    IterationModel planner(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w);
+    const MemoryBreakdown lora = planner.device_memory(l);
+    w.model.lora = LoraConfig{};
+    const MemoryBreakdown full =
+        IterationModel(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w)
+            .device_memory(l);
+    EXPECT_LT(lora.gradients, full.gradients / 10) << "the base has no gradients";
+    EXPECT_LT(lora.optimizer, full.optimizer / 10) << "nor Adam state";
+  }
+}
+
 }  // namespace plan_vs_training
 
 }  // namespace

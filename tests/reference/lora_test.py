@@ -3,20 +3,31 @@
   * parity: the adapters trained under t = 2, p = 2, d = 2 give one process's losses, grad
     norms and merged weights (--save-hf writes W + (alpha / R) B A) within 1e-5, for a GPT-2
     block (and d = 2 with the distributed optimizer) and a Llama block (RMSNorm, SwiGLU,
-    grouped-query attention, RoPE; and t = 2 with sequence parallelism);
+    grouped-query attention, RoPE; and t = 2 with sequence parallelism) trained with
+    --lora-dropout 0.2 (masks keyed by sample, layer, linear and element, so every layout
+    drops the same inputs); the dropout is live: iterations 1 and 2 (B = 0 until the first
+    step at a nonzero learning rate, so the branch adds nothing) are the undropped run's,
+    iteration 3's loss is not;
   * the base is frozen: every tensor of the merged export that LoRA does not target is bit
     for bit the base's (an export at learning rate 0, where B = 0), and each targeted weight
     moved by a matrix of rank <= R (numpy's singular values; independent of trident's code);
+  * bf16 (--bf16: the base's products in bf16 from its bf16 copy, the branch in fp32 on the
+    widened input, its products with bf16 output gradients in bf16, fp32 master adapters):
+    20 iterations track fp32 LoRA within 2% relative loss (mixed_precision_test.py's bf16
+    bound, and why) and differ from it (> 1e-6: bf16 is on); the adapters' gradient norms and
+    the learnt updates W' - W of the merged export within 5% of fp32's; t = 2 with sequence
+    parallelism tracks one process within 2e-3 (bf16 parity's tolerance);
   * the memory plan has the adapters' rows and no gradient or Adam row for the base;
   * checkpoints (GPT-2 block, vocabulary 50257, over a --load-hf base): they hold the
     adapters alone and name the base (path, file sizes); 2 + 2 iterations resumed equal 4
     straight (losses, merged weights); the base directory is untouched; `convert
-    --merge-lora` writes the merged model (without the flag exit 2); `generate --load CKPT`
-    (base + adapters, unmerged) gives the prompt log-probabilities of a float64 PyTorch GPT-2
-    of the merged weights (1e-4), and `score` of the merged model their mean (1e-5); a base
-    whose files changed is refused;
+    --merge-lora` writes the merged model (without the flag exit 2), as an HF directory or
+    as a trident checkpoint (`--save`: no adapter tensors, no LoRA in its manifest);
+    `generate --load CKPT` (base + adapters, unmerged) gives the prompt log-probabilities of a
+    float64 PyTorch GPT-2 of the merged weights (1e-4), and `score` of the merged HF model and
+    of the merged checkpoint their mean (1e-5); a base whose files changed is refused;
   * bad input: --lora-rank <= 0, an unknown module, --lora-alpha without --lora-rank, LoRA
-    with MoE, exit 2 naming the flag.
+    with MoE or --fp16, --lora-dropout 1, exit 2 naming the flag.
 Usage: lora_test.py TRIDENT SOURCE_DIR"""
 import glob
 import hashlib
@@ -49,6 +60,11 @@ LLAMA = GPT + ["--normalization", "RMSNorm", "--swiglu", "--position-embedding-t
                "--group-query-attention", "--num-query-groups", "2", "--disable-bias-linear",
                "--untie-embeddings-and-output-weights"]
 LORA = ["--lora-rank", str(RANK), "--lora-alpha", "8"]
+DROPOUT = ["--lora-dropout", "0.2"]
+# bf16 rounds every operand to 8 mantissa bits (2^-9 relative): the adapters' gradients and
+# the updates Adam makes of them move by ~1% (measured: 1.1e-2 for the updates); 5% bounds
+# that, far below what a wrong scale or a dropped term does.
+BF16_UPDATE_TOLERANCE = 5e-2
 T2P2D2 = ("t=2, p=2, d=2", ["--tensor-model-parallel-size", "2",
                             "--pipeline-model-parallel-size", "2"], 8)
 LAYOUTS = {"GPT-2 block": [T2P2D2, ("d=2, distributed optimizer", ["--use-distributed-optimizer"], 2)],
@@ -81,6 +97,52 @@ def frozen_and_low_rank(trident, name, model):
     return logs[0]
 
 
+def dropout_is_live(trident, model):
+    """Three iterations with and without --lora-dropout: iteration 2 alike (iteration 1 runs
+    at learning rate 0 in warm-up, so B is still 0 and the branch adds nothing), 3 not."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = model + LORA + ["--train-iters", "3"]
+        on, _ = train(trident, args + DROPOUT, 1, tmp, "on")
+        off, _ = train(trident, args, 1, tmp, "off")
+    loss = lambda rows: [r["loss"] for r in rows if "loss" in r]
+    a, b = loss(on), loss(off)
+    check(len(a) == len(b) == 3 and a[:2] == b[:2] and abs(a[2] - b[2]) > 1e-6 * abs(b[2]),
+          f"--lora-dropout is live in training: losses {a} vs {b} without")
+
+
+def bf16(trident):
+    """bf16 against fp32 LoRA: losses, and the learnt updates W' - W of the merged export."""
+    args = LLAMA + LORA + ["--train-iters", "20", "--lr", "3e-3"]
+    with tempfile.TemporaryDirectory() as tmp:
+        _, base = train(trident, LLAMA + LORA + ["--lr", "0", "--min-lr", "0"],
+                        1, tmp, "base")
+        full, w32 = train(trident, args, 1, tmp, "fp32")
+        half, w16 = train(trident, args + ["--bf16"], 1, tmp, "bf16")
+    loss = lambda rows: [r["loss"] for r in rows if "loss" in r]
+    a, b = loss(half), loss(full)
+    worst = max(abs(x - y) / y for x, y in zip(a, b)) if len(a) == len(b) == 20 else float("nan")
+    check(1e-6 < worst < 0.02, f"bf16 LoRA tracks fp32 LoRA over 20 steps: worst relative loss "
+                               f"difference 1e-06 < {worst:.2e} < 2e-2")
+    # The adapters' gradient norms (Adam would hide a wrong scale in the updates).
+    norms = [(x["grad_norm"], y["grad_norm"]) for x, y in zip(half, full) if "grad_norm" in y]
+    worst_norm = max(abs(x - y) / y for x, y in norms) if len(norms) == 20 else float("nan")
+    check(worst_norm < BF16_UPDATE_TOLERANCE,
+          f"bf16 LoRA's adapter gradient norms are fp32's: worst relative difference "
+          f"{worst_norm:.2e} < {BF16_UPDATE_TOLERANCE}")
+    moved = [k for k in base if k.endswith(TARGETED)]
+    d32 = np.concatenate([(w32[k].astype(np.float64) - base[k]).ravel() for k in moved])
+    d16 = np.concatenate([(w16[k].astype(np.float64) - base[k]).ravel() for k in moved])
+    rel = np.linalg.norm(d16 - d32) / np.linalg.norm(d32)
+    check(np.linalg.norm(d32) > 0 and 1e-6 < rel < BF16_UPDATE_TOLERANCE,
+          f"bf16 LoRA learns fp32 LoRA's updates W' - W: relative difference {rel:.2e} "
+          f"< {BF16_UPDATE_TOLERANCE}")
+    failed = run_parity(trident, LLAMA + LORA + DROPOUT + ["--bf16"],
+                        [("bf16 t=2, sequence parallel",
+                          ["--tensor-model-parallel-size", "2", "--sequence-parallel"], 2)],
+                        tolerance=2e-3)
+    check.add_parity(failed, 1)
+
+
 def memory_plan(log):
     names = set()
     for line in log.splitlines():
@@ -97,7 +159,9 @@ def refusals(trident):
              (["--lora-rank", "-2"], "--lora-rank"),
              (["--lora-alpha", "16"], "--lora-alpha needs --lora-rank"),
              (["--lora-rank", "4", "--lora-target-modules", "linear_qkv,query"], "query"),
-             (["--lora-rank", "4", "--num-experts", "4"], "--num-experts")]
+             (["--lora-rank", "4", "--num-experts", "4"], "--num-experts"),
+             (["--lora-rank", "4", "--fp16"], "--fp16"),
+             (["--lora-rank", "4", "--lora-dropout", "1"], "--lora-dropout must be in [0, 1)")]
     for flags, needle in cases:
         out = subprocess.run([trident, "train"] + GPT + flags, capture_output=True, text=True,
                              env=MPI_ENV, timeout=60)
@@ -199,12 +263,32 @@ def inference(trident, source, tmp, ckpt, merged, base):
     mean = -sum(r["prompt_logprobs"]) / len(r["prompt_logprobs"])
     check(abs(loss - mean) < 1e-5 * max(1, abs(loss)),
           f"score of the merged model equals base + adapters' ({loss:.6f} vs {mean:.6f})")
+    merged_checkpoint(trident, tmp, ckpt, mean)
     with open(os.path.join(base, "model.safetensors"), "ab") as f:
         f.write(b"\0" * 8)
     out = run([trident, "generate", "--load", ckpt, "--prompt", "x", "--greedy",
                "--tokens-to-generate", "1"] + tokenizer)
     check(out.returncode != 0 and "LoRA base" in out.stderr,
           f"a changed base is refused (exit {out.returncode}) {out.stderr[-300:]!r}")
+
+
+def merged_checkpoint(trident, tmp, ckpt, mean):
+    """convert --merge-lora --save: a normal checkpoint scoring as base + adapters."""
+    merged = os.path.join(tmp, "merged_ckpt")
+    out = run([trident, "convert", "--load", ckpt, "--merge-lora", "--save", merged])
+    if not passed(out.returncode == 0, "convert --merge-lora --save writes a checkpoint " +
+                  out.stderr[-800:]):
+        return
+    names = checkpoint_files(merged)
+    manifest = json.load(open(sorted(glob.glob(os.path.join(merged, "iter_*", "manifest.json")))[-1]))
+    check(names and not any(".lora_" in n for n in names) and "lora" not in manifest["model"]
+          and "lora_base" not in manifest,
+          f"the merged checkpoint is a full one ({len(names)} tensors, no adapters)")
+    scored = run([trident, "score", "--load", merged, "--tokens", os.path.join(tmp, "ids.json")])
+    loss = json.loads(scored.stdout)["loss"] if scored.returncode == 0 else float("nan")
+    check(abs(loss - mean) < 1e-5 * max(1, abs(loss)),
+          f"score of the merged checkpoint equals base + adapters' ({loss:.6f} vs {mean:.6f}) "
+          + (scored.stderr[-300:] if scored.returncode else ""))
 
 
 def checkpoints(trident, source):
@@ -223,11 +307,13 @@ def checkpoints(trident, source):
 
 def main():
     trident = sys.argv[1]
-    for name, model in (("GPT-2 block", GPT), ("Llama block", LLAMA)):
+    for name, model in (("GPT-2 block", GPT), ("Llama block", LLAMA + DROPOUT)):
         print(f"-- {name}")
         failed = run_parity(trident, model + LORA, LAYOUTS[name])
         check.add_parity(failed, len(LAYOUTS[name]))
         log = frozen_and_low_rank(trident, name, model)
+    dropout_is_live(trident, LLAMA)
+    bf16(trident)
     memory_plan(log)
     checkpoints(trident, sys.argv[2])
     refusals(trident)
