@@ -98,8 +98,6 @@ void check_layout(const InferenceOptions& o, const ModelConfig& m, int world) {
           "num_layers (" + std::to_string(m.num_layers) +
               ") must be a multiple of --pipeline-model-parallel-size (" + std::to_string(p) + ")");
   require(o.max_batch >= 1, "--max-batch must be >= 1");
-  require(!m.lora.enabled() || !o.bf16,
-          "LoRA adapters run in fp32: drop --bf16 (or merge them with convert --merge-lora)");
   require(o.prefill_chunk >= 1, "the prefill chunk must be >= 1 token");
   require(o.max_sequence_length >= 2 && o.max_sequence_length <= m.max_positions(),
           "--max-sequence-length must be in [2, " + std::to_string(m.max_positions()) +

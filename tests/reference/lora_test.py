@@ -24,7 +24,8 @@
     --merge-lora` writes the merged model (without the flag exit 2), as an HF directory or
     as a trident checkpoint (`--save`: no adapter tensors, no LoRA in its manifest);
     `generate --load CKPT` (base + adapters, unmerged) gives the prompt log-probabilities of a
-    float64 PyTorch GPT-2 of the merged weights (1e-4), and `score` of the merged HF model and
+    float64 PyTorch GPT-2 of the merged weights (1e-4; with --bf16 1e-2, below the adapters'
+    effect), and `score` of the merged HF model and
     of the merged checkpoint their mean (1e-5); a base whose files changed is refused;
   * bad input: --lora-rank <= 0, an unknown module, --lora-alpha without --lora-rank, LoRA
     with MoE or --fp16, --lora-dropout 1, exit 2 naming the flag.
@@ -256,6 +257,7 @@ def inference(trident, source, tmp, ckpt, merged, base):
     err = max(abs(a - b) for a, b in zip(r["prompt_logprobs"], ref))
     check(err < 1e-4, f"base + adapters give the merged model's log-probabilities "
                       f"(PyTorch float64; max error {err:.1e})")
+    bf16_generation(trident, ckpt, base, tokenizer, ref)
     with open(os.path.join(tmp, "ids.json"), "w") as f:
         json.dump(ids, f)
     scored = run([trident, "score", "--load-hf", merged, "--tokens", os.path.join(tmp, "ids.json")])
@@ -270,6 +272,26 @@ def inference(trident, source, tmp, ckpt, merged, base):
                "--tokens-to-generate", "1"] + tokenizer)
     check(out.returncode != 0 and "LoRA base" in out.stderr,
           f"a changed base is refused (exit {out.returncode}) {out.stderr[-300:]!r}")
+
+
+def bf16_generation(trident, ckpt, base, tokenizer, ref):
+    """generate --bf16 of base + adapters (unmerged: the base's bf16 copy, the branch in fp32 on
+    the widened input) against the float64 merged model, within 1e-2 (measured 1.1e-3), which
+    is below what the adapters change (the base's own log-probabilities are further off)."""
+    prompt = ["--prompt", "The adapters of a frozen base", "--greedy", "--tokens-to-generate", "4",
+              "--logprobs", "--json"] + tokenizer
+    half = run([trident, "generate", "--load", ckpt, "--bf16"] + prompt)
+    plain = run([trident, "generate", "--load-hf", base] + prompt)
+    ok = half.returncode == plain.returncode == 0
+    if not passed(ok, "generate --bf16 --load CKPT runs " +
+                  ("" if ok else half.stderr[-800:] + plain.stderr[-800:])):
+        return
+    logprobs = lambda out: json.loads(out.stdout.splitlines()[0])["prompt_logprobs"]
+    err = max(abs(a - b) for a, b in zip(logprobs(half), ref))
+    effect = max(abs(a - b) for a, b in zip(logprobs(plain), ref))
+    check(1e-6 < err < 1e-2 < effect,
+          f"generate --bf16 of base + adapters gives the merged model's log-probabilities within "
+          f"1e-2 ({err:.1e}; bf16 is on), below the adapters' effect ({effect:.1e})")
 
 
 def merged_checkpoint(trident, tmp, ckpt, mean):
