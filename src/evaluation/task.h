@@ -61,6 +61,9 @@ TaskSpec hellaswag_task();
 TaskSpec winogrande_task();
 TaskSpec race_task();
 TaskSpec wikitext_task();
+TaskSpec anli_task(int round);  // 1, 2 or 3
+TaskSpec wic_task();
+TaskSpec hans_task();
 TaskSpec text_file_task(const std::string& name);
 
 }  // namespace trident::evaluation

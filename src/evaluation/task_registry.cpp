@@ -11,7 +11,8 @@ namespace trident::evaluation {
 namespace {
 const std::vector<std::string> kBuiltIn = {
     "lambada_openai", "piqa",          "hellaswag", "winogrande", "boolq",
-    "arc_easy",       "arc_challenge", "race",      "wikitext",   "kjv_cloze"};
+    "arc_easy",       "arc_challenge", "race",      "wikitext",   "kjv_cloze",
+    "anli_r1",        "anli_r2",       "anli_r3",   "wic",        "hans"};
 }
 
 std::vector<std::string> known_tasks() {
@@ -41,6 +42,12 @@ TaskSpec find_task(const std::string& name) {
     t = race_task();
   else if (name == "wikitext")
     t = wikitext_task();
+  else if (name == "anli_r1" || name == "anli_r2" || name == "anli_r3")
+    t = anli_task(name.back() - '0');
+  else if (name == "wic")
+    t = wic_task();
+  else if (name == "hans")
+    t = hans_task();
   else if (name.rfind("mc:", 0) == 0 && name.size() > 3) {
     t = generic_choice_task(name);
     t.dir = name.substr(3);
@@ -98,8 +105,8 @@ LoadedTask load_task(const TaskSpec& task, const std::string& task_dir, int num_
   if (num_fewshot > 0) {
     if (task.type == OutputType::kRollingLoglikelihood)
       throw FormatError(task.name +
-                            ": the number of few-shot examples must be 0 for "
-                            "perplexity tasks");
+                        ": the number of few-shot examples must be 0 for "
+                        "perplexity tasks");
     if (task.fewshot_split == task.eval_split) {
       out.fewshot = out.docs;
     } else {

@@ -2,6 +2,8 @@
 
 #include <unicode/uchar.h>
 
+#include <algorithm>
+
 #include "tokenizer/unicode_classes.h"
 
 namespace trident::evaluation {
@@ -90,6 +92,20 @@ long code_points(std::string_view s) {
   long n = 0;
   for (size_t i = 0, len = 0; i < s.size(); i += len, ++n) decode_at(s, i, &len);
   return n;
+}
+
+std::string python_slice(std::string_view s, long start, long stop) {
+  const long n = code_points(s);
+  auto clamp = [n](long i) { return std::clamp(i < 0 ? i + n : i, 0L, n); };
+  start = clamp(start), stop = clamp(stop);
+  size_t from = s.size(), to = s.size();
+  long index = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len, ++index) {
+    if (index == start) from = i;
+    if (index == stop) to = i;
+    decode_at(s, i, &len);
+  }
+  return stop > start ? std::string(s.substr(from, to - from)) : std::string();
 }
 
 long python_word_count(std::string_view s) {

@@ -1,7 +1,7 @@
 #pragma once
 // The Python string operations the harness's task definitions apply, on UTF-8: str.strip
-// (Unicode whitespace), str.capitalize, len (code points), re.split(r"\s+") counting, and
-// the HellaSwag and WikiText text clean-ups. Pure functions.
+// (Unicode whitespace), str.capitalize, len and slices (code points), re.split(r"\s+") counting,
+// and the HellaSwag and WikiText text clean-ups. Pure functions.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +15,8 @@ std::string python_lstrip(std::string_view s);
 // str.capitalize: first character upper (title) case, the rest lower case.
 std::string python_capitalize(std::string_view s);
 long code_points(std::string_view s);  // len(str)
+// s[start:stop] over code points, with Python's clamping and negative indices.
+std::string python_slice(std::string_view s, long start, long stop);
 // len(re.split(r"\s+", s)): the whitespace runs plus one.
 long python_word_count(std::string_view s);
 // s.split(sep) for a one-character separator (empty pieces kept).

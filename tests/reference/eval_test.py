@@ -123,11 +123,21 @@ TASKS = {
         f"Question: {d['question']}\nAnswer:", d["choices"]["text"],
         d["choices"]["label"].index(d["answerKey"]))),
     "race": ("test", "test", True, "mc", lambda d: mc(*race_text(d))),
+    **{f"anli_r{r}": (f"test_r{r}", f"train_r{r}", False, "mc", lambda d: mc(
+        f"{d['premise']}\nQuestion: {d['hypothesis']} True, False, or Neither?\nAnswer:",
+        ["True", "Neither", "False"], d["label"])) for r in (1, 2, 3)},
     "mc:mine": ("test", "test", True, "mc", lambda d: mc(d["context"], d["choices"], d["label"])),
     "winogrande": ("validation", "train", True, "wino", lambda d: {
         "choices": [d["sentence"][:d["sentence"].index("_")] + o for o in (d["option1"], d["option2"])],
         "gold": {"1": 0, "2": 1}[d["answer"]],
         "target": d["sentence"][d["sentence"].index("_") + 1:].strip()}),
+    "wic": ("validation", "train", True, "mc", lambda d: mc(
+        f"Sentence 1: {d['sentence1']}\nSentence 2: {d['sentence2']}\nQuestion: Is the word "
+        f"'{d['sentence1'][d['start1']:d['end1']]}' used in the same way in the two sentences "
+        "above?\nAnswer:", ["no", "yes"], d["label"])),
+    "hans": ("validation", "train", True, "mc", lambda d: mc(
+        f"{d['premise']}\nQuestion: {d['hypothesis']} True or False?\nAnswer:", ["True", "False"],
+        d["label"])),
     "lambada_openai": ("test", "test", True, "ll", lambda d: {
         "text": " ".join(d["text"].split(" ")[:-1]), "target": " " + d["text"].split(" ")[-1]}),
 }
@@ -235,6 +245,28 @@ def task_files():
                                 "question": f"What's the {sentence(2)}?"}])
     t["race/test"] = [{"article": sentence(15), "problems": problems(i), "example_id": f"h{i}"}
                       for i in range(4)]
+    nli = lambda i: {"uid": f"u{i}", "premise": sentence(9) + ".", "hypothesis": sentence(4) + ".",
+                     "label": i % 3, "reason": ""}
+    for n in (1, 2, 3):
+        t[f"anli_r{n}/test_r{n}"] = [nli(i + 10 * n) for i in range(3)]
+        t[f"anli_r{n}/train_r{n}"] = [nli(i + 10 * n + 3) for i in range(4)]
+    # WiC's offsets are Python string indices: a word after non-ASCII text tests code points.
+    def wic(i):
+        lead = ["Ein Café", "the", "naïve ½"][i % 3]
+        word = r.choice(words)
+        first = f"{lead} {word} {sentence(3)}."
+        return {"word": word, "sentence1": first, "sentence2": f"{sentence(2)} {word}.",
+                "start1": len(lead) + 1, "end1": len(lead) + 1 + len(word), "start2": 0,
+                "end2": 1, "idx": i, "label": i % 2}
+    t["wic/validation"] = [wic(i) for i in range(4)]
+    t["wic/train"] = [wic(i + 4) for i in range(5)]
+    hans = lambda i: {"premise": f"The {sentence(2)} saw the {sentence(1)}.",
+                      "hypothesis": f"The {sentence(1)} saw the {sentence(2)}.", "label": i % 2,
+                      "parse_premise": "", "parse_hypothesis": "", "binary_parse_premise": "",
+                      "binary_parse_hypothesis": "", "heuristic": "lexical_overlap",
+                      "subcase": "ln_subject/object_swap", "template": "temp1"}
+    t["hans/validation"] = [hans(i) for i in range(4)]
+    t["hans/train"] = [hans(i + 4) for i in range(4)]
     t["lambada_openai/test"] = [{"text": sentence(8 + i)} for i in range(5)]
     t["wikitext/test"] = [{"page": " = Heading = \n " + sentence(40) + " @-@ ( " + sentence(3) +
                            " ) , 1 @,@ 000 ' s \" " + sentence(30) + " \" . \n"},
@@ -459,7 +491,11 @@ def main():
         cases = [("piqa/validation", '{"goal": "g", "sol1": "a", "label": 0}', "missing field \"sol2\""),
                  ("mine/test", '{"context": "c", "choices": ["a", "b"], "label": 2}', "out of range"),
                  ("mine/test", '{"context": "c", "choices": [], "label": 0}', "empty choice list"),
-                 ("boolq/validation", '{"passage": "p", "question": ', "invalid JSON")]
+                 ("boolq/validation", '{"passage": "p", "question": ', "invalid JSON"),
+                 ("anli_r2/test_r2", '{"premise": "p", "hypothesis": "h", "label": 3}',
+                  "out of range"),
+                 ("wic/validation", '{"sentence1": "s", "sentence2": "t", "start1": 0, "end1": '
+                  '"x", "label": 1}', "\"end1\" must be an integer")]
         for key, line, why in cases:
             os.makedirs(os.path.join(bad_dir, os.path.dirname(key)), exist_ok=True)
             path = os.path.join(bad_dir, key + ".jsonl")
