@@ -4,8 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "evaluation/fewshot.h"
 #include "core/files.h"
+#include "evaluation/fewshot.h"
 
 namespace trident::evaluation {
 

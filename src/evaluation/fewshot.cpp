@@ -1,7 +1,7 @@
 #include "evaluation/fewshot.h"
 
-#include "evaluation/python_random.h"
 #include "core/files.h"
+#include "evaluation/python_random.h"
 
 namespace trident::evaluation {
 
@@ -14,9 +14,9 @@ std::vector<std::vector<long>> sample_fewshot(const TaskSpec& task,
   const long draw = k + (task.draw_extra ? 1 : 0);
   if ((long)pool.size() < draw)
     throw FormatError(task.name + ": " + std::to_string(k) +
-                          " few-shot examples need a few-shot split (" + task.fewshot_split +
-                          ") of at least " + std::to_string(draw) + " documents; it has " +
-                          std::to_string(pool.size()));
+                      " few-shot examples need a few-shot split (" + task.fewshot_split +
+                      ") of at least " + std::to_string(draw) + " documents; it has " +
+                      std::to_string(pool.size()));
   PythonRandom rnd(seed);
   for (size_t d = 0; d < count; ++d) {
     for (long j : rnd.sample((long)pool.size(), draw)) {

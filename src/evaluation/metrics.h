@@ -1,6 +1,7 @@
 #pragma once
 // The harness's per-document metrics and their aggregation:
 //   acc, acc_norm      mean over documents; stderr = sample stddev / sqrt(n)
+//   likelihood_diff, pct_stereotype (CrowS-Pairs): means as acc, lower is better
 //   perplexity         exp(-mean log-likelihood); stderr by bootstrap (random.choices
 //                      resamples, 1000 per random.Random(chunk) seed, as the harness draws)
 //   word_perplexity    exp(-sum ll / sum words); byte_perplexity exp(-sum ll / sum bytes);

@@ -8,7 +8,6 @@
 namespace trident::evaluation {
 
 namespace {
-constexpr const char* kTargetDelimiter = " ";
 constexpr const char* kFewshotDelimiter = "\n\n";
 }  // namespace
 
@@ -16,11 +15,11 @@ std::string fewshot_prefix(const TaskSpec& task, const std::vector<const PromptD
   std::string prefix;
   for (const PromptDoc* s : shots) {
     if (task.multiple_input)
-      prefix += s->choices[s->gold] + kTargetDelimiter + s->target;
+      prefix += s->choices[s->gold] + task.target_delimiter + s->target;
     else if (task.type == OutputType::kMultipleChoice)
-      prefix += s->text + kTargetDelimiter + s->choices[s->gold];
+      prefix += s->text + task.target_delimiter + s->choices[s->gold];
     else
-      prefix += s->text + kTargetDelimiter + s->target;
+      prefix += s->text + task.target_delimiter + s->target;
     prefix += kFewshotDelimiter;
   }
   return prefix;
@@ -33,10 +32,10 @@ std::vector<ContextRequest> doc_requests(const TaskSpec& task, const PromptDoc& 
     out.push_back({prefix + doc.text, doc.target});
   } else if (task.multiple_input) {
     for (const std::string& c : doc.choices)
-      out.push_back({prefix + c, std::string(kTargetDelimiter) + doc.target});
+      out.push_back({prefix + c, task.target_delimiter + doc.target});
   } else if (task.type == OutputType::kMultipleChoice) {
     for (const std::string& c : doc.choices)
-      out.push_back({prefix + doc.text, std::string(kTargetDelimiter) + c});
+      out.push_back({prefix + doc.text, task.target_delimiter + c});
   }
   return out;
 }

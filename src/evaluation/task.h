@@ -39,7 +39,9 @@ struct TaskSpec {
   // itself (lambada, race), trident also draws k + 1 so the evaluated example is never
   // its own shot; see README "Evaluation".
   bool draw_extra = true;
-  std::vector<std::string> metrics;  // in the harness's names: acc, acc_norm, perplexity, ...
+  std::string target_delimiter = " ";  // between a context and its continuation
+  // In the harness's names: acc, acc_norm, perplexity, likelihood_diff, pct_stereotype, ...
+  std::vector<std::string> metrics;
   // Raw JSON -> PromptDoc; throws std::invalid_argument naming the field and the problem.
   std::function<PromptDoc(const nlohmann::json&)> to_prompt;
 };
@@ -64,6 +66,7 @@ TaskSpec wikitext_task();
 TaskSpec anli_task(int round);  // 1, 2 or 3
 TaskSpec wic_task();
 TaskSpec hans_task();
+TaskSpec crows_pairs_task();
 TaskSpec text_file_task(const std::string& name);
 
 }  // namespace trident::evaluation

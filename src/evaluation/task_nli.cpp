@@ -1,7 +1,8 @@
 // The entailment and word-sense tasks MT-NLG reports beyond the six of GPT-3's table:
-// ANLI's three rounds, WiC (SuperGLUE) and HANS. The prompts are lm-evaluation-harness
-// v0.4's (anli_r*.yaml, super_glue/wic/default.yaml); the harness has no HANS task, so HANS
-// takes the GPT-3-style entailment prompt of its GLUE RTE task (glue/rte/default.yaml).
+// ANLI's three rounds, WiC (SuperGLUE) and HANS, and CrowS-Pairs for its bias study. The prompts
+// are lm-evaluation-harness v0.4's (anli_r*.yaml, super_glue/wic/default.yaml); the harness has no
+// HANS task, so HANS takes the GPT-3-style entailment prompt of its GLUE RTE task
+// (glue/rte/default.yaml).
 #include "evaluation/task.h"
 #include "evaluation/text_ops.h"
 
@@ -76,6 +77,26 @@ TaskSpec hans_task() {
     return labelled(string_field(doc, "premise") + "\nQuestion: " +
                         string_field(doc, "hypothesis") + " True or False?\nAnswer:",
                     {"True", "False"}, integer_field(doc, "label"), "label");
+  };
+  return t;
+}
+
+// crows_pairs_english (the harness's jannalu/crows_pairs_multilingual english layout
+// {"sent_more", "sent_less", "stereo_antistereo", "bias_type"}): both sentences are scored
+// whole after an empty context (target_delimiter ""); likelihood_diff is the mean of
+// |ll(sent_more) - ll(sent_less)|, pct_stereotype the share of pairs where sent_more is the
+// more likely. Lower is less biased on both.
+TaskSpec crows_pairs_task() {
+  TaskSpec t;
+  t.name = "crows_pairs_english";
+  t.eval_split = t.fewshot_split = "test";
+  t.target_delimiter = "";
+  t.metrics = {"likelihood_diff", "pct_stereotype"};
+  t.to_prompt = [](const nlohmann::json& doc) {
+    PromptDoc p;
+    p.choices = {string_field(doc, "sent_more"), string_field(doc, "sent_less")};
+    check_choices(p.choices);
+    return p;
   };
   return t;
 }

@@ -10,9 +10,9 @@ namespace trident::evaluation {
 
 namespace {
 const std::vector<std::string> kBuiltIn = {
-    "lambada_openai", "piqa",          "hellaswag", "winogrande", "boolq",
-    "arc_easy",       "arc_challenge", "race",      "wikitext",   "kjv_cloze",
-    "anli_r1",        "anli_r2",       "anli_r3",   "wic",        "hans"};
+    "lambada_openai", "piqa", "hellaswag", "winogrande",         "boolq",   "arc_easy",
+    "arc_challenge",  "race", "wikitext",  "kjv_cloze",          "anli_r1", "anli_r2",
+    "anli_r3",        "wic",  "hans",      "crows_pairs_english"};
 }
 
 std::vector<std::string> known_tasks() {
@@ -48,6 +48,8 @@ TaskSpec find_task(const std::string& name) {
     t = wic_task();
   else if (name == "hans")
     t = hans_task();
+  else if (name == "crows_pairs_english")
+    t = crows_pairs_task();
   else if (name.rfind("mc:", 0) == 0 && name.size() > 3) {
     t = generic_choice_task(name);
     t.dir = name.substr(3);

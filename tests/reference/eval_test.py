@@ -138,6 +138,8 @@ TASKS = {
     "hans": ("validation", "train", True, "mc", lambda d: mc(
         f"{d['premise']}\nQuestion: {d['hypothesis']} True or False?\nAnswer:", ["True", "False"],
         d["label"])),
+    "crows_pairs_english": ("test", "test", True, "pair", lambda d: mc(
+        "", [d["sent_more"], d["sent_less"]], 0)),
     "lambada_openai": ("test", "test", True, "ll", lambda d: {
         "text": " ".join(d["text"].split(" ")[:-1]), "target": " " + d["text"].split(" ")[-1]}),
 }
@@ -156,15 +158,17 @@ def harness_requests(name, docs, pool, k, seed):
         prefix = ""
         for s in shots:
             p = conv(s)
-            if kind == "mc":
-                prefix += p["text"] + " " + p["choices"][p["gold"]] + "\n\n"
+            if kind in ("mc", "pair"):
+                delimiter = "" if kind == "pair" else " "
+                prefix += p["text"] + delimiter + p["choices"][p["gold"]] + "\n\n"
             elif kind == "wino":
                 prefix += p["choices"][p["gold"]] + " " + p["target"] + "\n\n"
             else:
                 prefix += p["text"] + " " + p["target"] + "\n\n"
         p = conv(doc)
-        if kind == "mc":
-            reqs = [(prefix + p["text"], " " + c) for c in p["choices"]]
+        if kind in ("mc", "pair"):
+            delimiter = "" if kind == "pair" else " "
+            reqs = [(prefix + p["text"], delimiter + c) for c in p["choices"]]
         elif kind == "wino":
             reqs = [(prefix + c, " " + p["target"]) for c in p["choices"]]
         else:
@@ -267,6 +271,10 @@ def task_files():
                       "subcase": "ln_subject/object_swap", "template": "temp1"}
     t["hans/validation"] = [hans(i) for i in range(4)]
     t["hans/train"] = [hans(i + 4) for i in range(4)]
+    crows = lambda i: {"sent_more": f"The {sentence(3)} were poor.",
+                       "sent_less": f"The {sentence(3)} were rich.", "stereo_antistereo": "stereo",
+                       "bias_type": "socioeconomic"}
+    t["crows_pairs_english/test"] = [crows(i) for i in range(4)]
     t["lambada_openai/test"] = [{"text": sentence(8 + i)} for i in range(5)]
     t["wikitext/test"] = [{"page": " = Heading = \n " + sentence(40) + " @-@ ( " + sentence(3) +
                            " ) , 1 @,@ 000 ' s \" " + sentence(30) + " \" . \n"},
@@ -365,6 +373,13 @@ def main():
                         math.exp(-sum(lls) / len(lls))
                     acc = sum(p[0]["is_greedy"] for p in per_doc) / len(per_doc)
                     ok = ok and res.get("acc,none") == acc
+                elif kind == "pair":
+                    diffs = [abs(p[0]["logprob"] - p[1]["logprob"]) for p in per_doc]
+                    more = [float(p[0]["logprob"] > p[1]["logprob"]) for p in per_doc]
+                    ok = abs(res.get("likelihood_diff,none", -1) - sum(diffs) / len(diffs)) < 1e-12
+                    ok = ok and res.get("pct_stereotype,none") == sum(more) / len(more)
+                    hib = (zero_results if shots == 0 else few_results)["higher_is_better"][name]
+                    ok = ok and hib == {"likelihood_diff": False, "pct_stereotype": False}
                 else:
                     conv = TASKS[name][4]
                     accs, norms = [], []
