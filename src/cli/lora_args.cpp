@@ -5,7 +5,7 @@
 namespace trident::cli {
 
 namespace {
-constexpr const char* kGroup = "LoRA (fine-tuning a frozen base; Megatron-Bridge's names)";
+constexpr const char* kLoraGroup = "LoRA (fine-tuning a frozen base; Megatron-Bridge's names)";
 }  // namespace
 
 LoraFlags add_lora_flags(CLI::App& app, LoraConfig& lora) {
@@ -14,7 +14,7 @@ LoraFlags add_lora_flags(CLI::App& app, LoraConfig& lora) {
     f.given[flag] = app.add_option(flag, field, help)
                         ->capture_default_str()
                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-                        ->group(kGroup);
+                        ->group(kLoraGroup);
   };
   add("--lora-rank", lora.rank,
       "R: adapters of rank R on the targeted linears, the base frozen (0: no LoRA)");
@@ -27,7 +27,7 @@ LoraFlags add_lora_flags(CLI::App& app, LoraConfig& lora) {
                      "(comma- or space-separated)")
           ->delimiter(',')
           ->capture_default_str()
-          ->group(kGroup);
+          ->group(kLoraGroup);
   return f;
 }
 

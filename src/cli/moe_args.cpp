@@ -7,7 +7,7 @@ namespace trident::cli {
 
 namespace {
 
-constexpr const char* kGroup =
+constexpr const char* kMoeGroup =
     "Mixture of experts (built: any expert- and tensor-parallel size, fp32, dropless or with "
     "a capacity, shared experts)";
 
@@ -21,14 +21,14 @@ struct MoeFlagAdder {
     f.given[flag] = app.add_option(flag, field, help)
                         ->capture_default_str()
                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-                        ->group(kGroup);
+                        ->group(kMoeGroup);
   }
   void flag(const char* name, bool& field, const char* help) const {
-    f.given[name] = app.add_flag(name, field, help)->group(kGroup);
+    f.given[name] = app.add_flag(name, field, help)->group(kMoeGroup);
   }
   template <class T>
   void list(const char* flag, std::vector<T>& field, const char* help) const {
-    f.given[flag] = app.add_option(flag, field, help)->capture_default_str()->group(kGroup);
+    f.given[flag] = app.add_option(flag, field, help)->capture_default_str()->group(kMoeGroup);
   }
 };
 

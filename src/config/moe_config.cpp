@@ -8,15 +8,11 @@
 namespace trident {
 
 namespace {
-std::string num(long v) {
-  return std::to_string(v);
-}
-
 // How a token chooses its experts: k, the score function, the weights' scaling.
 void validate_router(const MoeConfig& m, std::vector<std::string>& errors) {
   if (m.router_topk < 1 || m.router_topk > m.num_experts)
-    errors.push_back("--moe-router-topk (" + num(m.router_topk) +
-                     ") must be in [1, --num-experts] (" + num(m.num_experts) + ")");
+    errors.push_back("--moe-router-topk (" + std::to_string(m.router_topk) +
+                     ") must be in [1, --num-experts] (" + std::to_string(m.num_experts) + ")");
   // A softmax over one value is 1 whatever the logit: the router would get no gradient
   // (Megatron's rule, TransformerConfig).
   if (m.router_topk == 1 && !m.router_pre_softmax && m.router_score_function == "softmax")
@@ -54,8 +50,8 @@ void validate_layers_and_widths(const ModelConfig& c, int t, std::vector<std::st
   const MoeConfig& m = c.moe;
   if (!m.layer_pattern.empty()) {
     if ((long)m.layer_pattern.size() != c.num_layers)
-      errors.push_back("--moe-layer-freq gives " + num((long)m.layer_pattern.size()) +
-                       " layers; --num-layers is " + num(c.num_layers));
+      errors.push_back("--moe-layer-freq gives " + std::to_string((long)m.layer_pattern.size()) +
+                       " layers; --num-layers is " + std::to_string(c.num_layers));
     else if (std::find(m.layer_pattern.begin(), m.layer_pattern.end(), true) ==
              m.layer_pattern.end())
       errors.push_back(
@@ -63,18 +59,20 @@ void validate_layers_and_widths(const ModelConfig& c, int t, std::vector<std::st
           "--num-experts for a dense model");
   }
   if (m.ffn_hidden_size < 0)
-    errors.push_back("--moe-ffn-hidden-size must be > 0 (got " + num(m.ffn_hidden_size) +
+    errors.push_back("--moe-ffn-hidden-size must be > 0 (got " + std::to_string(m.ffn_hidden_size) +
                      "; 0: --ffn-hidden-size)");
   else if (t > 0 && c.moe_ffn() % t)
     errors.push_back("each expert's width (--moe-ffn-hidden-size, default --ffn-hidden-size: " +
-                     num(c.moe_ffn()) + ") must be divisible by --tensor-model-parallel-size (" +
-                     num(t) + "), which splits each expert as it splits the dense MLP");
+                     std::to_string(c.moe_ffn()) +
+                     ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) +
+                     "), which splits each expert as it splits the dense MLP");
   if (m.shared_expert_intermediate_size < 0)
     errors.push_back("--moe-shared-expert-intermediate-size must be >= 0 (0: no shared expert)");
   else if (t > 0 && m.shared_expert_intermediate_size % t)
     errors.push_back("--moe-shared-expert-intermediate-size (" +
-                     num(m.shared_expert_intermediate_size) +
-                     ") must be divisible by --tensor-model-parallel-size (" + num(t) + ")");
+                     std::to_string(m.shared_expert_intermediate_size) +
+                     ") must be divisible by --tensor-model-parallel-size (" + std::to_string(t) +
+                     ")");
   if (m.shared_expert_gate && m.shared_expert_intermediate_size <= 0)
     errors.push_back("--moe-shared-expert-gate needs --moe-shared-expert-intermediate-size");
 }
@@ -83,7 +81,8 @@ void validate_layers_and_widths(const ModelConfig& c, int t, std::vector<std::st
 void validate_moe_config(const ModelConfig& c, int t, std::vector<std::string>& errors) {
   const MoeConfig& m = c.moe;
   if (m.num_experts < 0)
-    errors.push_back("--num-experts must be >= 0 (got " + num(m.num_experts) + "; 0: no MoE)");
+    errors.push_back("--num-experts must be >= 0 (got " + std::to_string(m.num_experts) +
+                     "; 0: no MoE)");
   if (!m.enabled()) return;
   validate_router(m, errors);
   validate_capacity(m, errors);

@@ -11,7 +11,7 @@ namespace trident::curation {
 
 namespace {
 
-inline bool is_space(char c) {
+inline bool is_word_separator(char c) {
   return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
 
@@ -22,9 +22,9 @@ void for_each_shingle(std::string_view text, int n, F&& f) {
   words.reserve(text.size() / 5 + 1);
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && is_space(text[i])) ++i;
+    while (i < text.size() && is_word_separator(text[i])) ++i;
     size_t j = i;
-    while (j < text.size() && !is_space(text[j])) ++j;
+    while (j < text.size() && !is_word_separator(text[j])) ++j;
     if (j > i) words.push_back(XXH3_64bits(text.data() + i, j - i));
     i = j;
   }

@@ -15,14 +15,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool names(const json& j, const char* model_type, const char* architecture) {
-  if (j.contains("model_type") && j["model_type"] == model_type) return true;
-  if (j.contains("architectures") && j["architectures"].is_array())
-    for (const json& a : j["architectures"])
-      if (a == architecture) return true;
-  return false;
-}
-
 // j[key] as a positive int; `fallback` when absent (a problem when fallback < 0).
 int positive_int(const json& j, const char* key, int fallback, std::vector<std::string>& problems) {
   if (!j.contains(key) || j[key].is_null()) {
@@ -94,11 +86,11 @@ MoeConfig parse_moe_shape(const json& j, bool mixtral, const ModelConfig& c,
 }  // namespace
 
 bool is_mixtral_config(const json& j) {
-  return names(j, "mixtral", "MixtralForCausalLM");
+  return config_names(j, "mixtral", "MixtralForCausalLM");
 }
 
 bool is_moe_config(const json& j) {
-  return is_mixtral_config(j) || names(j, "qwen3_moe", "Qwen3MoeForCausalLM");
+  return is_mixtral_config(j) || config_names(j, "qwen3_moe", "Qwen3MoeForCausalLM");
 }
 
 ModelConfig parse_moe_config(const json& j, std::vector<std::string>& problems) {

@@ -4,9 +4,7 @@
 
 namespace trident::io {
 
-namespace {
-
-bool names(const nlohmann::json& j, const char* model_type, const char* architecture) {
+bool config_names(const nlohmann::json& j, const char* model_type, const char* architecture) {
   if (j.contains("model_type") && j["model_type"] == model_type) return true;
   if (j.contains("architectures") && j["architectures"].is_array())
     for (const auto& a : j["architectures"])
@@ -14,8 +12,10 @@ bool names(const nlohmann::json& j, const char* model_type, const char* architec
   return false;
 }
 
+namespace {
+
 bool is_qwen3_config(const nlohmann::json& j) {
-  return names(j, "qwen3", "Qwen3ForCausalLM");
+  return config_names(j, "qwen3", "Qwen3ForCausalLM");
 }
 
 // Qwen2's sliding window applies only with use_sliding_window true; transformers' newer
@@ -49,7 +49,7 @@ void take_sliding_window(nlohmann::json& j, std::vector<std::string>& problems) 
 }  // namespace
 
 bool is_qwen_config(const nlohmann::json& j) {
-  return names(j, "qwen2", "Qwen2ForCausalLM") || is_qwen3_config(j);
+  return config_names(j, "qwen2", "Qwen2ForCausalLM") || is_qwen3_config(j);
 }
 
 ModelConfig parse_qwen_config(const nlohmann::json& j, std::vector<std::string>& problems) {

@@ -14,6 +14,9 @@
 
 namespace trident::io {
 
+// Whether a parsed config.json says model_type `model_type` or lists `architecture` among its
+// architectures.
+bool config_names(const nlohmann::json& j, const char* model_type, const char* architecture);
 // Whether a parsed config.json describes a Qwen2 or Qwen3 model (model_type or architectures).
 bool is_qwen_config(const nlohmann::json& j);
 // Reads the shape and options; every problem goes to `problems`, one line each.

@@ -8,7 +8,7 @@
 namespace trident::kernels {
 
 namespace {
-constexpr long kRowChunk = 16;
+constexpr long kHeadRowChunk = 16;
 }  // namespace
 
 void head_rmsnorm_forward(const float* x, float* y, const HeadRows& s, const float* weight,
@@ -27,13 +27,13 @@ void head_rmsnorm_forward(const float* x, float* y, const HeadRows& s, const flo
 void head_rmsnorm_backward(float* d, const float* x, const HeadRows& s, const float* weight,
                            const float* rstd, float* dweight) {
   const int hd = s.head_dim;
-  const long chunks = (s.rows + kRowChunk - 1) / kRowChunk;
+  const long chunks = (s.rows + kHeadRowChunk - 1) / kHeadRowChunk;
   std::vector<float> partial((size_t)chunks * hd, 0.f);
 #pragma omp parallel for schedule(static)
   for (long ch = 0; ch < chunks; ++ch) {
     float* pw = partial.data() + ch * hd;
-    const long end = std::min(s.rows, (ch + 1) * kRowChunk);
-    for (long r = ch * kRowChunk; r < end; ++r)
+    const long end = std::min(s.rows, (ch + 1) * kHeadRowChunk);
+    for (long r = ch * kHeadRowChunk; r < end; ++r)
       for (int h = 0; h < s.heads; ++h) {
         float* dh = d + r * s.stride + (long)h * hd;
         rmsnorm_row_backward(dh, x + r * s.stride + (long)h * hd, weight, rstd[r * s.heads + h], dh,

@@ -7,7 +7,7 @@
 namespace trident::kernels {
 
 namespace {
-constexpr int kRowChunk = 32;
+constexpr int kNormRowChunk = 32;
 
 template <typename Out>
 void layernorm_forward_into(const float* x, const float* weight, const float* bias, Out* y,
@@ -54,14 +54,14 @@ void layernorm_forward(const float* x, const float* weight, const float* bias,
 void layernorm_backward(const float* dy, const float* x, const float* weight, const float* mean,
                         const float* rstd, float* dx, float* dweight, float* dbias, int rows,
                         int cols, bool accumulate_dx) {
-  int chunks = (rows + kRowChunk - 1) / kRowChunk;
+  int chunks = (rows + kNormRowChunk - 1) / kNormRowChunk;
   std::vector<float> partial((size_t)chunks * 2 * cols, 0.f);
 #pragma omp parallel for schedule(static)
   for (int ch = 0; ch < chunks; ++ch) {
     float* pw = partial.data() + (size_t)ch * 2 * cols;
     float* pb = pw + cols;
-    int end = std::min(rows, (ch + 1) * kRowChunk);
-    for (int r = ch * kRowChunk; r < end; ++r) {
+    int end = std::min(rows, (ch + 1) * kNormRowChunk);
+    for (int r = ch * kNormRowChunk; r < end; ++r) {
       const float* dyr = dy + (long)r * cols;
       const float* xr = x + (long)r * cols;
       float* dxr = dx + (long)r * cols;

@@ -1,6 +1,5 @@
 #include "tokenizer/gpt2_tokenizer.h"
 
-#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -86,15 +85,10 @@ std::string token_text_to_bytes(const std::string& text, const std::string& path
   return bytes;
 }
 
-std::uint64_t next_cache_id() {
-  static std::atomic<std::uint64_t> last{0};
-  return ++last;
-}
-
 }  // namespace
 
 GPT2Tokenizer::GPT2Tokenizer(const std::string& vocab_file, const std::string& merges_file)
-    : cache_id_(next_cache_id()) {
+    : cache_id_(PieceCache::next_owner_id()) {
   nlohmann::json vocab;
   try {
     vocab = nlohmann::json::parse(read_file(vocab_file));

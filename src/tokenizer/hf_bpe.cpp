@@ -1,6 +1,5 @@
 #include "tokenizer/hf_bpe.h"
 
-#include <atomic>
 #include <cstdio>
 #include <stdexcept>
 
@@ -13,18 +12,13 @@ namespace trident::tokenizer {
 
 namespace {
 
-std::uint64_t next_cache_id() {
-  static std::atomic<std::uint64_t> last{0};
-  return ++last;
-}
-
 std::string optional_string(const nlohmann::json& model, const char* key) {
   return model.contains(key) && model[key].is_string() ? model[key].get<std::string>() : "";
 }
 
 }  // namespace
 
-HfBpe::HfBpe(const nlohmann::json& model) : cache_id_(next_cache_id()) {
+HfBpe::HfBpe(const nlohmann::json& model) : cache_id_(PieceCache::next_owner_id()) {
   const std::string type = model.value("type", "BPE");
   if (type != "BPE")
     throw std::runtime_error("model '" + type + "' is not implemented (trident reads BPE)");

@@ -42,9 +42,9 @@ size_t count_field(const nlohmann::json& j, const char* key) {
 
 // Every token back to its bytes through GPT-2's alphabet (a token with other characters, an
 // added token's text, stays as it is), all joined into one.
-class ByteLevel : public HfDecoder {
+class ByteLevelDecoder : public HfDecoder {
  public:
-  ByteLevel() {
+  ByteLevelDecoder() {
     for (int b = 0; b < 256; ++b) bytes_[byte_to_unicode((unsigned char)b)] = (char)b;
   }
   void decode_chain(std::vector<std::string>* tokens, bool) const override {
@@ -69,9 +69,9 @@ class ByteLevel : public HfDecoder {
   std::unordered_map<char32_t, char> bytes_;
 };
 
-class Metaspace : public HfDecoder {
+class MetaspaceDecoder : public HfDecoder {
  public:
-  Metaspace(char32_t replacement, bool strip_first)
+  MetaspaceDecoder(char32_t replacement, bool strip_first)
       : replacement_(replacement), strip_first_(strip_first) {}
   void decode_chain(std::vector<std::string>* tokens, bool alone) const override {
     for (size_t i = 0; i < tokens->size(); ++i) {
@@ -92,7 +92,7 @@ class Metaspace : public HfDecoder {
 };
 
 // <0xXX> tokens back to bytes; a run that is not UTF-8 becomes one U+FFFD per byte.
-class ByteFallback : public HfDecoder {
+class ByteFallbackDecoder : public HfDecoder {
  public:
   void decode_chain(std::vector<std::string>* tokens, bool alone) const override {
     std::vector<std::string> out;
@@ -122,7 +122,7 @@ class ByteFallback : public HfDecoder {
   }
 };
 
-class Fuse : public HfDecoder {
+class FuseDecoder : public HfDecoder {
  public:
   void decode_chain(std::vector<std::string>* tokens, bool) const override {
     std::string out;
@@ -132,9 +132,9 @@ class Fuse : public HfDecoder {
 };
 
 // Up to `start` leading and `stop` trailing copies of one character off every token.
-class Strip : public HfDecoder {
+class StripDecoder : public HfDecoder {
  public:
-  Strip(char32_t content, size_t start, size_t stop)
+  StripDecoder(char32_t content, size_t start, size_t stop)
       : content_(content), start_(start), stop_(stop) {}
   void decode_chain(std::vector<std::string>* tokens, bool) const override {
     for (std::string& token : *tokens) {
@@ -152,9 +152,9 @@ class Strip : public HfDecoder {
   size_t start_, stop_;
 };
 
-class Replace : public HfDecoder {
+class ReplaceDecoder : public HfDecoder {
  public:
-  Replace(HfRegex pattern, std::string content)
+  ReplaceDecoder(HfRegex pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>* tokens, bool) const override {
     for (std::string& token : *tokens) {
@@ -178,9 +178,10 @@ class Replace : public HfDecoder {
   std::string content_;
 };
 
-class Sequence : public HfDecoder {
+class SequenceDecoder : public HfDecoder {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<HfDecoder>> steps) : steps_(std::move(steps)) {}
+  explicit SequenceDecoder(std::vector<std::unique_ptr<HfDecoder>> steps)
+      : steps_(std::move(steps)) {}
   void decode_chain(std::vector<std::string>* tokens, bool alone) const override {
     for (const auto& step : steps_) step->decode_chain(tokens, alone);
   }
@@ -189,12 +190,12 @@ class Sequence : public HfDecoder {
   std::vector<std::unique_ptr<HfDecoder>> steps_;
 };
 
-std::unique_ptr<HfDecoder> parse_metaspace(const nlohmann::json& j) {
+std::unique_ptr<HfDecoder> parse_metaspace_decoder(const nlohmann::json& j) {
   const char32_t replacement =
       single_char(j.value("replacement", std::string("\xe2\x96\x81")), "Metaspace replacement");
   bool strip_first = j.value("add_prefix_space", true);
   if (j.contains("prepend_scheme")) strip_first = j["prepend_scheme"] != "never";
-  return std::make_unique<Metaspace>(replacement, strip_first);
+  return std::make_unique<MetaspaceDecoder>(replacement, strip_first);
 }
 
 }  // namespace
@@ -202,21 +203,22 @@ std::unique_ptr<HfDecoder> parse_metaspace(const nlohmann::json& j) {
 std::unique_ptr<HfDecoder> parse_decoder(const nlohmann::json& j) {
   if (j.is_null()) return nullptr;
   const std::string type = j.value("type", "");
-  if (type == "ByteLevel") return std::make_unique<ByteLevel>();
-  if (type == "Metaspace") return parse_metaspace(j);
-  if (type == "ByteFallback") return std::make_unique<ByteFallback>();
-  if (type == "Fuse") return std::make_unique<Fuse>();
+  if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
+  if (type == "Metaspace") return parse_metaspace_decoder(j);
+  if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
+  if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Strip")
-    return std::make_unique<Strip>(single_char(j.at("content").get<std::string>(), "Strip content"),
-                                   count_field(j, "start"), count_field(j, "stop"));
+    return std::make_unique<StripDecoder>(
+        single_char(j.at("content").get<std::string>(), "Strip content"), count_field(j, "start"),
+        count_field(j, "stop"));
   if (type == "Replace")
-    return std::make_unique<Replace>(parse_hf_pattern(j.at("pattern"), "decoder Replace"),
-                                     j.at("content").get<std::string>());
+    return std::make_unique<ReplaceDecoder>(parse_hf_pattern(j.at("pattern"), "decoder Replace"),
+                                            j.at("content").get<std::string>());
   if (type == "Sequence") {
     std::vector<std::unique_ptr<HfDecoder>> steps;
     for (const nlohmann::json& step : j.at("decoders"))
       if (auto parsed = parse_decoder(step)) steps.push_back(std::move(parsed));
-    return std::make_unique<Sequence>(std::move(steps));
+    return std::make_unique<SequenceDecoder>(std::move(steps));
   }
   throw std::runtime_error("decoder '" + type +
                            "' is not implemented (trident reads ByteLevel, Metaspace, "

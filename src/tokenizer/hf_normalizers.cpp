@@ -176,9 +176,10 @@ class Replace : public HfNormalizer {
   std::string content_;
 };
 
-class Sequence : public HfNormalizer {
+class NormalizerSequence : public HfNormalizer {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<HfNormalizer>> steps) : steps_(std::move(steps)) {}
+  explicit NormalizerSequence(std::vector<std::unique_ptr<HfNormalizer>> steps)
+      : steps_(std::move(steps)) {}
   void normalize(std::string* text) const override {
     for (const auto& step : steps_) step->normalize(text);
   }
@@ -213,7 +214,7 @@ std::unique_ptr<HfNormalizer> parse_normalizer(const nlohmann::json& j) {
       auto parsed = parse_normalizer(step);
       if (parsed) steps.push_back(std::move(parsed));
     }
-    return std::make_unique<Sequence>(std::move(steps));
+    return std::make_unique<NormalizerSequence>(std::move(steps));
   }
   throw std::runtime_error("normalizer '" + type +
                            "' is not implemented (trident reads NFC, NFD, NFKC, NFKD, Lowercase, "

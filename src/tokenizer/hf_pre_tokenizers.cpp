@@ -150,9 +150,9 @@ class Metaspace : public HfPreTokenizer {
   bool split_;
 };
 
-class Sequence : public HfPreTokenizer {
+class PreTokenizerSequence : public HfPreTokenizer {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<HfPreTokenizer>> steps)
+  explicit PreTokenizerSequence(std::vector<std::unique_ptr<HfPreTokenizer>> steps)
       : steps_(std::move(steps)) {}
   void pre_tokenize(std::vector<HfPiece>* pieces) const override {
     for (const auto& step : steps_) step->pre_tokenize(pieces);
@@ -184,7 +184,7 @@ std::unique_ptr<HfPreTokenizer> parse_char_delimiter(const nlohmann::json& j) {
 
 }  // namespace
 
-static std::unique_ptr<HfPreTokenizer> parse_metaspace(const nlohmann::json& j) {
+static std::unique_ptr<HfPreTokenizer> parse_metaspace_pre_tokenizer(const nlohmann::json& j) {
   const std::string replacement = j.value("replacement", std::string("\xe2\x96\x81"));
   char32_t cp = 0;
   if (replacement.empty() || decode_utf8(replacement, 0, &cp) != (int)replacement.size())
@@ -202,7 +202,7 @@ std::unique_ptr<HfPreTokenizer> parse_pre_tokenizer(const nlohmann::json& j) {
     return std::make_unique<Split>(parse_hf_pattern(j.at("pattern"), "pre_tokenizer Split"),
                                    parse_split_behavior(j.at("behavior").get<std::string>()),
                                    j.value("invert", false));
-  if (type == "Metaspace") return parse_metaspace(j);
+  if (type == "Metaspace") return parse_metaspace_pre_tokenizer(j);
   if (type == "Digits")
     return std::make_unique<CharSplit>(is_rust_numeric, j.value("individual_digits", false)
                                                             ? SplitBehavior::kIsolated
@@ -221,7 +221,7 @@ std::unique_ptr<HfPreTokenizer> parse_pre_tokenizer(const nlohmann::json& j) {
     std::vector<std::unique_ptr<HfPreTokenizer>> steps;
     steps.push_back(std::make_unique<CharSplit>(is_rust_whitespace, SplitBehavior::kRemoved));
     steps.push_back(std::make_unique<CharSplit>(is_hf_punctuation, SplitBehavior::kIsolated));
-    return std::make_unique<Sequence>(std::move(steps));
+    return std::make_unique<PreTokenizerSequence>(std::move(steps));
   }
   if (type == "CharDelimiterSplit") return parse_char_delimiter(j);
   if (type == "Sequence") {
@@ -230,7 +230,7 @@ std::unique_ptr<HfPreTokenizer> parse_pre_tokenizer(const nlohmann::json& j) {
       auto parsed = parse_pre_tokenizer(step);
       if (parsed) steps.push_back(std::move(parsed));
     }
-    return std::make_unique<Sequence>(std::move(steps));
+    return std::make_unique<PreTokenizerSequence>(std::move(steps));
   }
   throw std::runtime_error("pre_tokenizer '" + type +
                            "' is not implemented (trident reads ByteLevel, Split, Metaspace, "

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace trident::tokenizer {
@@ -16,6 +17,11 @@ constexpr size_t kFirstSlots = 1u << 12;
 std::uint64_t PieceCache::hash(std::string_view piece) {
   const std::uint64_t h = XXH3_64bits(piece.data(), piece.size());
   return h ? h : 1;
+}
+
+std::uint64_t PieceCache::next_owner_id() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
 }
 
 PieceCache::Ids PieceCache::find(std::string_view piece, std::uint64_t hash) const {

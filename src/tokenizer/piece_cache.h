@@ -25,6 +25,9 @@ class PieceCache {
   static bool worth_caching(std::string_view piece) { return piece.size() < kLongPieceBytes; }
 
   static std::uint64_t hash(std::string_view piece);
+  // A new vocabulary's id, unique in the process: a thread's cache remembers whose pieces it
+  // holds (its owner) and clears itself when another vocabulary encodes on that thread.
+  static std::uint64_t next_owner_id();
   // The piece's ids; begin == nullptr when it is not cached.
   Ids find(std::string_view piece, std::uint64_t hash) const;
   // Caches a piece that find did not return (and worth_caching); starts afresh past ~1M pieces
