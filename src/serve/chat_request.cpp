@@ -131,7 +131,7 @@ ApiError read_stream_options(const Json& j, ChatRequest* r) {
     return bad_request("stream_options.include_usage",
                        "stream_options.include_usage must be true or false, got " +
                            describe(o.at("include_usage")));
-  r->include_usage = o.value("include_usage", false);
+  r->include_usage = present(o, "include_usage") && o.at("include_usage").get<bool>();
   return {};
 }
 
