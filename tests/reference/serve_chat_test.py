@@ -5,7 +5,7 @@ the real GPT-2 tokenizer. The references are independent of the server: Jinja it
 from the same template file with the generation prompt, `trident generate` continues that
 text, and the published GPT-2 BPE in Python counts its tokens.
 Checked: greedy replies equal `generate --greedy` (several conversations: system prompt,
-turns, text parts, Unicode); a stream's deltas concatenate to the whole reply, its role comes
+turns, text parts, Unicode; one at a time and 12 at once); a stream's deltas concatenate to the whole reply, its role comes
 first, its finish_reason last and its usage counts the tokens; stop strings, max_tokens
 ("length"), seeded sampling (equal to `generate --seed`, reproducible); logprobs equal
 /v1/completions' on the rendered prompt; bad requests get 400/404 naming the field. A second
@@ -13,6 +13,7 @@ server finds the model's own template in its tokenizer_config.json (with bos_tok
 raise_exception, whose message a bad conversation gets back as a 400); a server without one
 answers 400 chat_template_missing; a --chat-template that cannot be used exits 2 at start-up.
 Usage: serve_chat_test.py TRIDENT SOURCE_DIR"""
+import concurrent.futures
 import http.client
 import json
 import math
@@ -123,6 +124,13 @@ def check_greedy(server, trident, model_args, template, encode):
                         "total_tokens": prompt_tokens + REPLY}
               and ref["prompt_tokens"] == encode(text),
               f"conversation {i}: usage counts {prompt_tokens} prompt tokens (Python GPT-2 BPE)")
+    # Concurrent requests share the batch (and the template, rendered on several threads).
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda i: chat(server, {
+            "messages": CONVERSATIONS[i % 3], "max_tokens": REPLY, "temperature": 0}), range(12)))
+    CHECK(all(a[1]["choices"][0]["message"]["content"] == expected[i % 3]["text"]
+              for i, a in enumerate(answers)),
+          "12 concurrent requests: each reply equals its conversation's generate --greedy")
     return rendered, expected
 
 
