@@ -5,13 +5,14 @@ the real GPT-2 tokenizer. The references are independent of the server: Jinja it
 from the same template file with the generation prompt, `trident generate` continues that
 text, and the published GPT-2 BPE in Python counts its tokens.
 Checked: greedy replies equal `generate --greedy` (several conversations: system prompt,
-turns, text parts, Unicode; one at a time and 12 at once); a stream's deltas concatenate to the whole reply, its role comes
-first, its finish_reason last and its usage counts the tokens; stop strings, max_tokens
-("length"), seeded sampling (equal to `generate --seed`, reproducible); logprobs equal
-/v1/completions' on the rendered prompt; bad requests get 400/404 naming the field. A second
-server finds the model's own template in its tokenizer_config.json (with bos_token and
-raise_exception, whose message a bad conversation gets back as a 400); a server without one
-answers 400 chat_template_missing; a --chat-template that cannot be used exits 2 at start-up.
+turns, text parts, Unicode; one at a time and 12 at once); a stream's deltas concatenate to
+the whole reply, its role comes first, its finish_reason last and its usage counts the
+tokens; stop strings, max_tokens ("length"), seeded sampling (equal to `generate --seed`,
+reproducible); logprobs equal /v1/completions' on the rendered prompt; bad requests get
+400/404 naming the field. A second server finds the model's own template in its
+tokenizer_config.json (with bos_token and raise_exception, whose message a bad conversation
+gets back as a 400); a server without one answers 400 chat_template_missing; a
+--chat-template that cannot be used exits 2 at start-up.
 Usage: serve_chat_test.py TRIDENT SOURCE_DIR"""
 import concurrent.futures
 import http.client
@@ -49,7 +50,8 @@ LLAMA2_TEMPLATE = (
     "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
     "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
     "{% endif %}"
-    "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}"
+    "{% if message['role'] == 'user' %}"
+    "{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}"
     "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}"
     "{% endfor %}")
 

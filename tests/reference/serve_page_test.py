@@ -1,15 +1,16 @@
 #!/usr/bin/python3
 """The page `trident serve` answers at GET /, in headless Chromium: the test types a prompt
 into the textarea, clicks Generate, and watches the completion appear event by event (a
-MutationObserver records each change), until it equals the server's own greedy answer. The page
-names the served model (as GET /v1/models does) and samples by default (temperature 0.8, top-p
-0.9): the test checks both, sets the temperature to 0 for the greedy comparison, and then
-generates once more with the page's defaults. Then its chat mode: a system prompt and two
-messages typed and sent, each reply streaming into the last bubble until it equals the
-server's own greedy chat completion of the whole conversation so far. The
-browser is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: JSON
-messages separated by NUL bytes on fds 3 and 4), so no WebSocket library is needed. Screenshots of the finished page in both modes are kept as artifacts (the chat's with
-"_chat" before ".png").
+MutationObserver records each change), until it equals the server's own greedy answer. The
+page names the served model (as GET /v1/models does) and samples by default (temperature
+0.8, top-p 0.9): the test checks both, sets the temperature to 0 for the greedy comparison,
+and then generates once more with the page's defaults. Then its chat mode: a system prompt
+and two messages typed and sent, each reply streaming into the last bubble until it equals
+the server's own greedy chat completion of the whole conversation so far. The browser is
+driven over the DevTools protocol on a pipe (--remote-debugging-pipe: JSON messages
+separated by NUL bytes on fds 3 and 4), so no WebSocket library is needed. Screenshots of
+the finished page in both modes are kept as artifacts (the chat's with "_chat" before
+".png").
 Usage: serve_page_test.py /path/to/trident /path/to/source /path/to/screenshot.png
 Exits 77 (CTest: skipped) when chromium is not installed.
 """
@@ -204,7 +205,8 @@ def run_chat(check, browser, session, server, screenshot):
     click(browser, session, "mode_chat")
     shown = browser.evaluate(session, """["chat_mode", "completion_mode", "send", "go"].map(
         (id) => !document.getElementById(id).hidden)""")
-    check(shown == [True, False, True, False], f"chat mode shows the chat, hides the prompt: {shown}")
+    check(shown == [True, False, True, False],
+          f"chat mode shows the chat, hides the prompt: {shown}")
     browser.evaluate(session, f"""document.getElementById("temperature").value = "0";
         document.getElementById("max_tokens").value = "{CHAT_TOKENS}"; true""")
     browser.evaluate(session, 'document.getElementById("system").focus(); true')
