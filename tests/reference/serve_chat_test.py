@@ -12,7 +12,7 @@ reproducible); logprobs equal /v1/completions' on the rendered prompt; bad reque
 400/404 naming the field. A second server finds the model's own template in its
 tokenizer_config.json (with bos_token and raise_exception, whose message a bad conversation
 gets back as a 400); a server without one answers 400 chat_template_missing; a
---chat-template that cannot be used exits 2 at start-up.
+--chat-template (or --chat-template-kwargs) that cannot be used exits 2 at start-up.
 Usage: serve_chat_test.py TRIDENT SOURCE_DIR"""
 import concurrent.futures
 import http.client
@@ -286,12 +286,16 @@ def no_template(trident, source, tmp, hf, gpt2_files):
     bad = os.path.join(tmp, "bad.jinja")
     with open(bad, "w") as f:
         f.write("{% for m in messages %}{{ m.content }")
-    for path, why in ((bad, "does not parse"), (os.path.join(tmp, "absent.jinja"), "absent")):
-        out = subprocess.run([trident, "serve", "--load-hf", hf, "--port", "0", "--chat-template",
-                              path] + gpt2_files, capture_output=True, text=True, env=MPI_ENV,
+    template = os.path.join(source, "configs/chatml.jinja")
+    for flags, why in ((["--chat-template", bad], "does not parse"),
+                       (["--chat-template", os.path.join(tmp, "absent.jinja")], "absent"),
+                       (["--chat-template", template, "--chat-template-kwargs", "[1]"],
+                        "kwargs not an object")):
+        out = subprocess.run([trident, "serve", "--load-hf", hf, "--port", "0"] + flags
+                             + gpt2_files, capture_output=True, text=True, env=MPI_ENV,
                              timeout=60)
-        CHECK(out.returncode == 2 and "--chat-template" in out.stderr,
-              f"--chat-template {why}: exit 2 at start-up: {out.stderr.strip()[-90:]!r}")
+        CHECK(out.returncode == 2 and flags[-2] in out.stderr,
+              f"{flags[-2]} {why}: exit 2 at start-up: {out.stderr.strip()[-90:]!r}")
 
 
 def main():
