@@ -1,4 +1,5 @@
-// The bodies `trident serve` accepts (Megatron's PUT /api, OpenAI's POST /v1/completions):
+// The bodies `trident serve` accepts (Megatron's PUT /api, OpenAI's POST /v1/completions and
+// /v1/chat/completions):
 // any bytes get either a request whose every field is within its documented range, or a 4xx
 // error with a message and a JSON body that parses; an accepted request then becomes
 // sequences that fit the context (the tokenizer included, as the server runs it).
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
+#include "serve/chat_request.h"
 #include "serve/completion_request.h"
 #include "serve/megatron_request.h"
 #include "serve/sequences.h"
@@ -70,6 +72,29 @@ void completion(std::string_view body, const serve::ModelLimits& limits) {
   check_sequences(e, seqs, r.prompts.size() * (size_t)r.n, limits);
 }
 
+// Messages come out as templates read them; the rendered text (here the contents joined, as
+// a template would write them) becomes one sequence that fits the context.
+void chat(std::string_view body, const serve::ModelLimits& limits) {
+  serve::ChatRequest r;
+  serve::ApiError e = serve::parse_chat_request(body, &r);
+  if (!e.ok()) return check_error(e);
+  FUZZ_CHECK(r.messages.is_array() && !r.messages.empty());
+  std::string text;
+  for (const auto& m : r.messages) {
+    const std::string role = m.at("role").get<std::string>();
+    FUZZ_CHECK(role == "system" || role == "user" || role == "assistant");
+    text += role + ": " + m.at("content").get<std::string>() + "\n";
+  }
+  FUZZ_CHECK(r.options.temperature >= 0 && r.options.temperature <= 2);
+  FUZZ_CHECK(r.options.stop.size() <= serve::kMaxStopStrings);
+  if (r.max_tokens) FUZZ_CHECK(*r.max_tokens >= 0);
+  if (r.top_logprobs) FUZZ_CHECK(*r.top_logprobs >= 0 && *r.top_logprobs <= 20);
+  FUZZ_CHECK(!r.include_usage || r.options.stream);
+  std::vector<generation::GenerationRequest> seqs(1);
+  e = serve::chat_sequence(r, text, tok(), limits, 1, &seqs[0]);
+  check_sequences(e, seqs, 1, limits);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
@@ -77,5 +102,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   const serve::ModelLimits limits{64};
   megatron(body, limits);
   completion(body, limits);
+  chat(body, limits);
   return 0;
 }

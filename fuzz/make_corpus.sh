@@ -182,8 +182,8 @@ save = "checkpoints"
 save-interval = 5
 EOF
 
-# HTTP bodies of trident serve: Megatron's PUT /api and OpenAI's /v1/completions, with every
-# field, one line each.
+# HTTP bodies of trident serve: Megatron's PUT /api, OpenAI's /v1/completions and
+# /v1/chat/completions, with every field, one line each.
 n=0
 while IFS= read -r body; do
   printf '%s' "$body" > "$corpus/serve_request/body_$((n++))"
@@ -198,6 +198,9 @@ done << 'EOF'
 {"prompt": "a", "stop": ["\n", "."], "logprobs": 1, "stream": true, "model": "tiny"}
 {"prompt": "", "top_p": 0, "echo": false, "best_of": 1, "user": "u", "logit_bias": {}}
 {"prompt": [1, 2, 3]}
+{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}], "max_tokens": 8, "temperature": 0}
+{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}], "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 2, "stop": "x", "seed": 3}
+{"messages": [{"role": "developer", "content": "d"}, {"role": "assistant", "content": "b", "name": "n"}], "max_completion_tokens": 4, "n": 1, "tools": [], "response_format": {"type": "text"}}
 EOF
 
 # Chat templates: the two published ones at hand and the test's shapes and constructs.

@@ -84,6 +84,7 @@ bool valid_key(const std::string& key) {
 
 void add_serve_args(CLI::App& app, ServeArgs* a) {
   add_inference_args(app, &a->inference);
+  add_serve_chat_args(app, &a->chat);
   add_server_args(app, a);
   add_limit_args(app, a);
 }

@@ -1,17 +1,19 @@
 #pragma once
-// `trident serve`'s flags: the inference flags it shares with generate, the listening
-// address, and the limits every client is held to (body, connections, deadlines, prompt
-// size, queue), the API key and the shutdown grace. Checked once by check_serve_args.
+// `trident serve`'s flags: the inference flags it shares with generate, the chat template,
+// the listening address, and the limits every client is held to (body, connections, deadlines,
+// prompt size, queue), the API key and the shutdown grace. Checked once by check_serve_args.
 #include <CLI/CLI.hpp>
 #include <string>
 
 #include "cli/inference_args.h"
+#include "cli/serve_chat.h"
 #include "serve/http_server.h"
 
 namespace trident::cli {
 
 struct ServeArgs {
   InferenceArgs inference;
+  ServeChatFlags chat;
   serve::HttpOptions http;
   int max_queue = 256;
   std::string model_name;

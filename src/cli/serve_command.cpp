@@ -58,7 +58,7 @@ std::function<void(int)> on_shutdown_signal(const ServeArgs& a, serve::Engine& e
 
 // Rank 0: the HTTP server on its threads, the engine loop on this one (it owns MPI), until
 // SIGINT / SIGTERM. Returns the exit code.
-int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
+int serve_on_rank0(const ServeArgs& a, serve::ChatSetup chat, generation::InferenceModel& model,
                    const comm::MpiRuntime& mpi) {
   const std::unique_ptr<tokenizer::Tokenizer> built =
       build_inference_tokenizer(a.inference, model.vocab());
@@ -67,7 +67,8 @@ int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
   serve::Engine engine(batcher, a.max_queue);
   const std::string name =
       a.model_name.empty() ? default_model_name(a.inference.model) : a.model_name;
-  serve::Service service(engine, *built, model_limits(a, model.max_sequence()), name);
+  serve::Service service(engine, *built, model_limits(a, model.max_sequence()), name,
+                         std::move(chat));
   serve::HttpOptions http_options = a.http;
   // Every client waiting on a generation holds a worker: running + queued + some for the rest.
   http_options.connections.workers = model.max_batch() + a.max_queue + 16;
@@ -98,8 +99,10 @@ int serve_on_rank0(const ServeArgs& a, generation::InferenceModel& model,
 
 int serve_main(const std::vector<std::string>& args) {
   comm::MpiRuntime mpi(nullptr, nullptr);
-  CLI::App app("trident serve: HTTP text generation (Megatron PUT /api, OpenAI /v1/completions)",
-               "trident serve");
+  CLI::App app(
+      "trident serve: HTTP text generation (Megatron PUT /api, OpenAI /v1/completions "
+      "and /v1/chat/completions)",
+      "trident serve");
   ServeArgs a;
   add_serve_args(app, &a);
   int code = 0;
@@ -112,6 +115,9 @@ int serve_main(const std::vector<std::string>& args) {
   }
   return run_job(mpi, kCommand, [&]() -> int {
     const generation::InferenceOptions& o = a.inference.model;
+    // Before the model loads, so a bad --chat-template fails at once (exit 2).
+    serve::ChatSetup chat;
+    if (mpi.world_rank() == 0) chat = serve_chat_setup(a.chat, a.inference, std::cerr);
     RankSetup setup(mpi, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
                     launch_options(a.inference, kCommand));
     apply_inference_runtime(a.inference, setup.context.nodes, mpi.world_rank());
@@ -126,7 +132,7 @@ int serve_main(const std::vector<std::string>& args) {
       model.follow();  // until rank 0 stops
       return 0;
     }
-    return serve_on_rank0(a, model, mpi);
+    return serve_on_rank0(a, std::move(chat), model, mpi);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "serve/api_error.h"
+#include "serve/json_fields.h"
 
 namespace trident::serve {
 
@@ -29,5 +30,10 @@ constexpr size_t kMaxCompletionChoices = 128;  // prompts x n
 constexpr size_t kMaxStopStrings = 4;
 
 ApiError parse_completion_request(std::string_view body, CompletionRequest* out);
+
+// The fields OpenAI's chat and legacy completions read alike, into *r: model, temperature,
+// top_p, seed, stream, stop; presence_penalty, frequency_penalty and logit_bias accepted only
+// at their neutral value, user type-checked and unused.
+ApiError read_shared_fields(const Json& j, CompletionRequest* r);
 
 }  // namespace trident::serve

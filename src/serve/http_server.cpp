@@ -31,8 +31,10 @@ ApiError route_not_found(const HttpRequest& req) {
   ApiError e;
   e.status = 404;
   e.code = "not_found";
-  e.message = "no route " + req.method + " " + req.path +
-              " (routes: PUT /api, POST /v1/completions, GET /v1/models, GET /health, GET /)";
+  e.message =
+      "no route " + req.method + " " + req.path +
+      " (routes: PUT /api, POST /v1/completions, POST /v1/chat/completions, GET /v1/models, "
+      "GET /health, GET /)";
   return e;
 }
 
@@ -159,6 +161,8 @@ void HttpServer::handle(const HttpRequest& req, HttpResponse* res) const {
     handle_megatron(s, req, *res);
   } else if (req.method == "POST" && req.path == "/v1/completions") {
     handle_completion(s, req, *res);
+  } else if (req.method == "POST" && req.path == "/v1/chat/completions") {
+    handle_chat_completion(s, req, *res);
   } else if (req.method == "GET" && req.path == "/v1/models") {
     send_json(*res, models_response(s.model_name, s.started));
   } else if (req.method == "GET" && req.path == "/health") {

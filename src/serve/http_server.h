@@ -48,7 +48,8 @@ class HttpServer {
 // The answer for an error the front end finds itself (status and message).
 HttpResponse front_end_error(int status, const std::string& message);
 
-// The page at GET /: a prompt box whose completion streams in (no external assets).
+// The page at GET /: a prompt box whose completion streams in, and a chat whose replies
+// stream into its last bubble (no external assets).
 const std::string& index_page();
 
 }  // namespace trident::serve

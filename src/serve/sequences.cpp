@@ -1,5 +1,6 @@
 #include "serve/sequences.h"
 
+#include <algorithm>
 #include <string>
 
 namespace trident::serve {
@@ -122,6 +123,28 @@ ApiError completion_sequences(const CompletionRequest& r, const tokenizer::Token
       out->push_back(g);
     }
   }
+  return {};
+}
+
+ApiError chat_sequence(const ChatRequest& r, const std::string& text,
+                       const tokenizer::Tokenizer& tok, const ModelLimits& limits,
+                       std::uint64_t fresh_seed, generation::GenerationRequest* out) {
+  generation::GenerationRequest g;
+  // A template that renders nothing still needs a token to start from, as an empty prompt.
+  ApiError e = tokenize(text, text.empty(), tok, limits, "messages", &g.prompt);
+  if (!e.ok()) return e;
+  const std::int64_t room = (std::int64_t)limits.max_sequence - (std::int64_t)g.prompt.size();
+  // Without a length, the reply may fill the context; it needs room for one token at least.
+  const std::int64_t count = r.max_tokens ? *r.max_tokens : std::max<std::int64_t>(room, 1);
+  const std::string count_field = r.max_tokens ? r.max_tokens_field : "max_completion_tokens";
+  e = check_lengths("messages", count_field.c_str(), g.prompt.size(), count, limits);
+  if (!e.ok()) return e;
+  g.tokens_to_generate = (int)count;
+  g.logprobs = r.top_logprobs.has_value();
+  g.top_logprobs = (int)r.top_logprobs.value_or(0);
+  g.stop = r.options.stop;
+  g.sampling = completion_sampling(r.options, r.options.seed ? *r.options.seed : fresh_seed);
+  *out = std::move(g);
   return {};
 }
 

@@ -7,6 +7,7 @@
 
 #include "generation/generator.h"
 #include "serve/api_error.h"
+#include "serve/chat_request.h"
 #include "serve/completion_request.h"
 #include "serve/megatron_request.h"
 #include "tokenizer/tokenizer.h"
@@ -35,5 +36,12 @@ ApiError megatron_sequences(const MegatronRequest& r, const tokenizer::Tokenizer
 ApiError completion_sequences(const CompletionRequest& r, const tokenizer::Tokenizer& tok,
                               const ModelLimits& limits, std::uint64_t fresh_seed,
                               std::vector<generation::GenerationRequest>* out);
+
+// The one sequence of a chat request whose messages the chat template rendered as `text`:
+// tokenized as the template wrote it (no BOS added: templates write their own), generating
+// max_tokens, or up to the context when the request gave none. Errors name "messages".
+ApiError chat_sequence(const ChatRequest& r, const std::string& text,
+                       const tokenizer::Tokenizer& tok, const ModelLimits& limits,
+                       std::uint64_t fresh_seed, generation::GenerationRequest* out);
 
 }  // namespace trident::serve

@@ -6,11 +6,12 @@
 namespace trident::serve {
 
 Service::Service(Engine& engine, const tokenizer::Tokenizer& tok, ModelLimits limits,
-                 std::string model_name)
+                 std::string model_name, ChatSetup chat)
     : engine(engine),
       tok(tok),
       limits(limits),
       model_name(std::move(model_name)),
+      chat(std::move(chat)),
       started(std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count()),

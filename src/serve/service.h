@@ -1,27 +1,39 @@
 #pragma once
 // What the HTTP handlers share: the engine, the tokenizer, the limits requests are checked
-// against, the served model's name, and a source of fresh seeds. Handlers are functions of
-// (Service, request, response), one file per API.
+// against, the served model's name, the chat template, and a source of fresh seeds. Handlers are
+// functions of (Service, request, response), one file per API.
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "chat_template/chat_template.h"
 #include "serve/engine.h"
 #include "serve/http_message.h"
 #include "serve/sequences.h"
 
 namespace trident::serve {
 
+// What /v1/chat/completions renders messages with: serve's --chat-template, or the model's
+// own. Without one that route answers 400 chat_template_missing with `missing`.
+struct ChatSetup {
+  std::shared_ptr<const chat_template::ChatTemplate> chat_template;  // null: none
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // --chat-template-kwargs
+  std::string missing;  // why there is none, and how to give one
+};
+
 class Service {
  public:
   Service(Engine& engine, const tokenizer::Tokenizer& tok, ModelLimits limits,
-          std::string model_name);
+          std::string model_name, ChatSetup chat = {});
 
   Engine& engine;
   const tokenizer::Tokenizer& tok;
   const ModelLimits limits;
   const std::string model_name;
+  const ChatSetup chat;
   const std::int64_t started;  // unix seconds, the models' "created"
 
   // A seed for a request that gave none: distinct per call, not reproducible.
@@ -39,5 +51,6 @@ void send_json(HttpResponse& res, const std::string& body);
 
 void handle_megatron(Service& s, const HttpRequest& req, HttpResponse& res);
 void handle_completion(Service& s, const HttpRequest& req, HttpResponse& res);
+void handle_chat_completion(Service& s, const HttpRequest& req, HttpResponse& res);
 
 }  // namespace trident::serve

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The page `trident serve` answers at GET /, in headless Chromium: the test types a prompt
 into the textarea, clicks Generate, and watches the completion appear event by event (a
-MutationObserver records each change), until it equals the server's own greedy answer. The page
-names the served model (as GET /v1/models does) and samples by default (temperature 0.8, top-p
-0.9): the test checks both, sets the temperature to 0 for the greedy comparison, and then
-generates once more with the page's defaults. The
-browser is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: JSON
-messages separated by NUL bytes on fds 3 and 4), so no WebSocket library is needed. A
-screenshot of the finished page is kept as an artifact.
+MutationObserver records each change), until it equals the server's own greedy answer. The
+page names the served model (as GET /v1/models does) and samples by default (temperature
+0.8, top-p 0.9): the test checks both, sets the temperature to 0 for the greedy comparison,
+and then generates once more with the page's defaults. Then its chat mode: a system prompt
+and two messages typed and sent, each reply streaming into the last bubble until it equals
+the server's own greedy chat completion of the whole conversation so far. The browser is
+driven over the DevTools protocol on a pipe (--remote-debugging-pipe: JSON messages
+separated by NUL bytes on fds 3 and 4), so no WebSocket library is needed. Screenshots of
+the finished page in both modes are kept as artifacts (the chat's with "_chat" before
+".png").
 Usage: serve_page_test.py /path/to/trident /path/to/source /path/to/screenshot.png
 Exits 77 (CTest: skipped) when chromium is not installed.
 """
@@ -182,6 +185,65 @@ def run_page(check, browser, server, expected, screenshot):
     with open(screenshot, "wb") as f:
         f.write(base64.b64decode(png))
     check(os.path.getsize(screenshot) > 1000, f"screenshot kept: {screenshot}")
+    return session
+
+
+SYSTEM = "You are terse."
+CHAT = ["Hello, who are you?", "Tell me more."]
+CHAT_TOKENS = 16  # two turns and their replies within the tiny model's 128 positions
+
+
+def send_message(check, browser, session, text):
+    """Types a message into the chat box, clicks Send, and waits for the reply."""
+    browser.evaluate(session, 'document.getElementById("chat_input").focus(); true')
+    browser.call("Input.insertText", session, text=text)
+    click(browser, session, "send")
+    return wait_for_status(browser, session)
+
+
+def run_chat(check, browser, session, server, screenshot):
+    click(browser, session, "mode_chat")
+    shown = browser.evaluate(session, """["chat_mode", "completion_mode", "send", "go"].map(
+        (id) => !document.getElementById(id).hidden)""")
+    check(shown == [True, False, True, False],
+          f"chat mode shows the chat, hides the prompt: {shown}")
+    browser.evaluate(session, f"""document.getElementById("temperature").value = "0";
+        document.getElementById("max_tokens").value = "{CHAT_TOKENS}"; true""")
+    browser.evaluate(session, 'document.getElementById("system").focus(); true')
+    browser.call("Input.insertText", session, text=SYSTEM)
+    browser.evaluate(session, """window.chatChanges = [];
+        new MutationObserver(() => { const b = document.querySelectorAll(".bubble");
+            chatChanges.push(b.length ? b[b.length - 1].textContent.length : 0); })
+          .observe(document.getElementById("messages"),
+                   {childList: true, characterData: true, subtree: true}); true""")
+    messages = [{"role": "system", "content": SYSTEM}]
+    for turn, text in enumerate(CHAT):
+        status = send_message(check, browser, session, text)
+        messages.append({"role": "user", "content": text})
+        _, answer = server.request("POST", "/v1/chat/completions",
+                                   {"messages": messages, "max_tokens": CHAT_TOKENS,
+                                    "temperature": 0})
+        expected = answer["choices"][0]["message"]["content"]
+        bubbles = browser.evaluate(session, """[...document.querySelectorAll(".bubble")].map(
+            (b) => [b.className, b.textContent])""")
+        check(status.startswith("done") and "finish_reason length" in status,
+              f"turn {turn + 1}: status {status!r}")
+        check(len(bubbles) == 2 * (turn + 1) and bubbles[-2] == ["bubble user", text]
+              and bubbles[-1] == ["bubble assistant", expected],
+              f"turn {turn + 1}: the reply in the last bubble equals the server's greedy chat "
+              f"completion of the conversation ({len(expected)} characters)")
+        messages.append({"role": "assistant", "content": expected})
+    lengths = browser.evaluate(session, "chatChanges")
+    # Chunks read together render once, so fewer renders than tokens; several show a stream.
+    check(len(set(lengths)) >= 6,
+          f"the replies streamed in: {len(lengths)} renders, {len(set(lengths))} lengths")
+    png = browser.call("Page.captureScreenshot", session, format="png")["data"]
+    with open(screenshot, "wb") as f:
+        f.write(base64.b64decode(png))
+    check(os.path.getsize(screenshot) > 1000, f"chat screenshot kept: {screenshot}")
+    click(browser, session, "clear")
+    left = browser.evaluate(session, 'document.querySelectorAll(".bubble").length')
+    check(left == 0, "New chat empties the conversation")
 
 
 def main():
@@ -196,6 +258,7 @@ def main():
         # the browser renders the stream several times instead of once at the end.
         write_model(model, config=dict(TINY, n_layer=4, n_embd=256))
         server = Server(trident, ["--load-hf", model, "--threads", "1", "--api-key", API_KEY,
+                                  "--chat-template", os.path.join(source, "configs/chatml.jinja"),
                                   "--vocab-file", os.path.join(source, "data/gpt2/encoder.json"),
                                   "--merge-file", os.path.join(source, "data/gpt2/vocab.bpe")],
                         api_key=API_KEY)
@@ -204,7 +267,8 @@ def main():
             # The page asks for 64 tokens (its default); the test sets temperature 0.
             status, answer = server.request("POST", "/v1/completions",
                                             {"prompt": PROMPT, "max_tokens": 64, "temperature": 0})
-            run_page(check, browser, server, answer["choices"][0]["text"], screenshot)
+            session = run_page(check, browser, server, answer["choices"][0]["text"], screenshot)
+            run_chat(check, browser, session, server, screenshot.replace(".png", "_chat.png"))
         finally:
             browser.close()
             server.stop()
