@@ -8,6 +8,7 @@
 
 #include "serve/chat_request.h"
 #include "serve/sequences.h"
+#include "serve/serve_test_util.h"
 #include "tokenizer/gpt2_tokenizer.h"
 
 namespace trident::serve {
@@ -126,17 +127,10 @@ TEST(ServeChatRequest, BadMessagesAndFields) {
   }
 }
 
-class ServeChatSequence : public ::testing::Test {
+class ServeChatSequence : public Gpt2TokenizerSuite {
  protected:
-  static void SetUpTestSuite() {
-    tok_ = new tokenizer::GPT2Tokenizer(std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/encoder.json",
-                                        std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/vocab.bpe");
-  }
-  static void TearDownTestSuite() { delete tok_; }
-  static tokenizer::GPT2Tokenizer* tok_;
   ModelLimits limits_{32};
 };
-tokenizer::GPT2Tokenizer* ServeChatSequence::tok_ = nullptr;
 
 TEST_F(ServeChatSequence, RenderedTextIsThePrompt) {
   ChatRequest r;

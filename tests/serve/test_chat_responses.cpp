@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "serve/chat_responses.h"
+#include "serve/serve_test_util.h"
 #include "tokenizer/gpt2_tokenizer.h"
 
 namespace trident::serve {
@@ -16,16 +17,7 @@ using generation::GenerationResult;
 using generation::TokenEvent;
 using nlohmann::json;
 
-class ServeChatResponses : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    tok_ = new tokenizer::GPT2Tokenizer(std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/encoder.json",
-                                        std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/vocab.bpe");
-  }
-  static void TearDownTestSuite() { delete tok_; }
-  static tokenizer::GPT2Tokenizer* tok_;
-};
-tokenizer::GPT2Tokenizer* ServeChatResponses::tok_ = nullptr;
+class ServeChatResponses : public Gpt2TokenizerSuite {};
 
 // The events of one SSE string, parsed.
 std::vector<json> events(const std::string& sse) {

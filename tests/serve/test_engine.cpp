@@ -8,6 +8,7 @@
 
 #include "serve/engine.h"
 #include "serve/responses.h"
+#include "serve/serve_test_util.h"
 #include "tokenizer/gpt2_tokenizer.h"
 
 namespace trident::serve {
@@ -221,14 +222,8 @@ TEST(ServeEngine, FailingStepFailsEveryJobWith500) {
   EXPECT_EQ(e.status, 500);
 }
 
-class ServeResponses : public ::testing::Test {
+class ServeResponses : public Gpt2TokenizerSuite {
  protected:
-  static void SetUpTestSuite() {
-    tok_ = new tokenizer::GPT2Tokenizer(std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/encoder.json",
-                                        std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/vocab.bpe");
-  }
-  static void TearDownTestSuite() { delete tok_; }
-  static tokenizer::GPT2Tokenizer* tok_;
   // "Hello" + " world" + "!" ; then an é split over two tokens (bytes c3, a9).
   static GenerationResult hello() {
     GenerationResult r;
@@ -241,7 +236,6 @@ class ServeResponses : public ::testing::Test {
     return r;
   }
 };
-tokenizer::GPT2Tokenizer* ServeResponses::tok_ = nullptr;
 
 TEST_F(ServeResponses, Megatron) {
   auto j = nlohmann::json::parse(megatron_response({hello()}, *tok_, true));

@@ -9,6 +9,7 @@
 #include "serve/completion_request.h"
 #include "serve/megatron_request.h"
 #include "serve/sequences.h"
+#include "serve/serve_test_util.h"
 #include "tokenizer/gpt2_tokenizer.h"
 
 namespace trident::serve {
@@ -197,17 +198,10 @@ TEST(ServeCompletionRequest, BadFields) {
       parse_completion_request);
 }
 
-class ServeSequences : public ::testing::Test {
+class ServeSequences : public Gpt2TokenizerSuite {
  protected:
-  static void SetUpTestSuite() {
-    tok_ = new tokenizer::GPT2Tokenizer(std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/encoder.json",
-                                        std::string(TRIDENT_SOURCE_DIR) + "/data/gpt2/vocab.bpe");
-  }
-  static void TearDownTestSuite() { delete tok_; }
-  static tokenizer::GPT2Tokenizer* tok_;
   ModelLimits limits_{32};
 };
-tokenizer::GPT2Tokenizer* ServeSequences::tok_ = nullptr;
 
 TEST_F(ServeSequences, MegatronPromptsSamplingAndBos) {
   MegatronRequest r;
