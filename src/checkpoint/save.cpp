@@ -147,13 +147,47 @@ WrittenBuffer written_buffer(engine::RankModel& model, size_t j, bool experts,
   return w;
 }
 
+// The tensors of this rank's file of chunk `chunk`, in order: the chunk's tensors of tensor
+// rank tp with every expert inline (what an EP = 1 run writes), or with whole experts
+// (ETP = 1 < t) the dense ones, then those experts whole that ranks of this tensor rank hold
+// (expert-parallel ranks r with r % t == tp, train/moe_rules.cpp making t divide EP), so
+// that every expert is in one file, once, whole, and its expert-data group, which writes it,
+// is on that tensor rank. Loading places tensors by name from any slices (load.cpp).
+std::vector<ParameterLayout> file_layouts(const GPTModel& chunk, TensorParallelRank tp, int ep) {
+  const ModelConfig& c = chunk.config();
+  const int etp = chunk.expert_tensor_parallel();
+  if (!chunk.splits_experts() || etp <= 0 || etp == tp.size)
+    return {ParameterLayout(c, tp, chunk.placement())};
+  std::vector<ParameterLayout> layouts = {
+      ParameterLayout(c, tp, chunk.placement(), dense_expert_slice(c, ep))};
+  for (int r = tp.rank; r < ep; r += tp.size)
+    layouts.emplace_back(c, expert_tensor_rank(tp, etp), chunk.placement(),
+                         expert_buffer_slice(c, ep, r));
+  return layouts;
+}
+
+// One tensor of the file: its entries, and the pieces of it this rank writes.
+void add_file_tensor(const ParamSpec& s, const std::vector<WrittenBuffer>& written,
+                     SaveSnapshot& out, std::vector<PendingPiece>& pending) {
+  const size_t first = out.tensors.size();
+  add_entries(s, nullptr, nullptr, nullptr, out);
+  for (const WrittenBuffer& w : written) {
+    if (!w.layout->contains(s.name)) continue;
+    const ParamSpec& held = w.layout->find(s.name);
+    const long a = std::max(w.lo, held.offset), b = std::min(w.hi, held.offset + held.numel());
+    if (a >= b) continue;
+    for (int k = 0; k < 3; ++k)  // the values, exp_avg, exp_avg_sq
+      pending.push_back({first + k, w.shard[(k + 2) % 3] + (a - w.lo), b - a, a - held.offset});
+  }
+}
+
 // What every rank writes in a pieced save (sharded_save): the pieces of each owned tensor and
 // of its two moments inside the ranges it writes (written_range), placed by the header all
 // ranks compute alike. The file lists the chunks' tensors with every expert inline, in that
-// layout's order, so it is the one an unsharded save at EP = 1 writes; each expert's pieces
-// come from its expert buffer on the ranks that hold it. The buffers it takes with
-// copy_model, per chunk: the dense buffer's three ranges, then the expert buffer's;
-// reserve_snapshot_buffers agrees.
+// layout's order, so it is the one an unsharded save at EP = 1 writes (at ETP = 1 < t: with
+// whole experts, file_layouts); each expert's pieces come from its expert buffer on the ranks
+// that hold it. The buffers it takes with copy_model, per chunk: the dense buffer's three
+// ranges, then the expert buffer's; reserve_snapshot_buffers agrees.
 void add_rank_pieces(engine::RankModel& model, const engine::RankContext& rank,
                      SnapshotBuffers& buffers, bool copy_model, SaveSnapshot& out) {
   size_t used = 0;
@@ -165,20 +199,9 @@ void add_rank_pieces(engine::RankModel& model, const engine::RankContext& rank,
         written_buffer(model, j, false, rank, buffers, used, copy_model, out)};
     if (chunk.splits_experts())
       written.push_back(written_buffer(model, j, true, rank, buffers, used, copy_model, out));
-    const ParameterLayout file_layout(chunk.config(), tp, chunk.placement());  // experts inline
-    for (const ParamSpec& s : file_layout.specs()) {
-      if (!s.owned) continue;
-      const size_t first = out.tensors.size();
-      add_entries(s, nullptr, nullptr, nullptr, out);
-      for (const WrittenBuffer& w : written) {
-        if (!w.layout->contains(s.name)) continue;
-        const ParamSpec& held = w.layout->find(s.name);
-        const long a = std::max(w.lo, held.offset), b = std::min(w.hi, held.offset + held.numel());
-        if (a >= b) continue;
-        for (int k = 0; k < 3; ++k)  // the values, exp_avg, exp_avg_sq
-          pending.push_back({first + k, w.shard[(k + 2) % 3] + (a - w.lo), b - a, a - held.offset});
-      }
-    }
+    for (const ParameterLayout& file_layout : file_layouts(chunk, tp, rank.groups->expert->size()))
+      for (const ParamSpec& s : file_layout.specs())
+        if (s.owned) add_file_tensor(s, written, out, pending);
   }
   const io::SafetensorsLayout layout = io::safetensors_layout(out.tensors, {{"format", kFormat}});
   out.header = layout.header, out.file_bytes = layout.file_bytes;

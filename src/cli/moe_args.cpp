@@ -68,9 +68,10 @@ void add_training_side_flags(const MoeFlagAdder& a, train::TrainingConfig& c) {
   auto add = [&](const char* flag, auto& field, const char* help) { a.value(flag, field, help); };
   auto flag = [&](const char* name, bool& field, const char* help) { a.flag(name, field, help); };
   add("--expert-model-parallel-size", c.expert_model_parallel_size,
-      "EP: the experts split over EP ranks of the data-parallel group (must divide it)");
+      "EP: the experts split over EP of each stage's t x d ranks (dividing t x d / ETP)");
   add("--expert-tensor-parallel-size", c.expert_tensor_parallel_size,
-      "the experts' tensor-parallel size (0: t; only t is supported)");
+      "ETP: the experts' tensor-parallel size (0: t; t or 1, whole experts and each tensor "
+      "rank routing its own sequence-parallel tokens)");
   add("--moe-token-dispatcher-type", c.moe_token_dispatcher_type,
       "alltoall (Megatron's allgather and flex are not implemented)");
   // Lists, as Megatron's: one coefficient per load-balancing type.

@@ -26,7 +26,8 @@ struct LaunchOptions {
   std::string command = "trident";         // prefixes the hang report
   double distributed_timeout_minutes = 0;  // 0: no watchdog (waits block in MPI)
   bool allow_tensor_parallel_across_nodes = false;
-  int expert_model_parallel_size = 1;  // EP (MoE): splits each data-parallel group
+  int expert_model_parallel_size = 1;   // EP (MoE): splits each data-parallel group
+  int expert_tensor_parallel_size = 0;  // ETP (MoE; 0: t): the expert grid's tensor size
 };
 
 // A layout every rank refuses alike (so rank 0 alone reports it and none aborts).

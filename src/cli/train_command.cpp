@@ -41,6 +41,8 @@ int train_main(const std::vector<std::string>& args) {
     launch.distributed_timeout_minutes = config.distributed_timeout_minutes;
     launch.allow_tensor_parallel_across_nodes = config.allow_tensor_parallel_across_nodes;
     launch.expert_model_parallel_size = config.expert_model_parallel_size;
+    launch.expert_tensor_parallel_size =
+        config.model.moe.enabled() ? config.expert_tensor_parallel() : 0;
     RankSetup setup(mpi, config.tensor_model_parallel_size, config.pipeline_model_parallel_size,
                     launch);
     if (config.threads == 0)

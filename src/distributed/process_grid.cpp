@@ -4,8 +4,13 @@
 
 namespace trident::distributed {
 
-ProcessGrid::ProcessGrid(int world, int tensor, int pipeline, int expert)
-    : world_(world), t_(tensor), p_(pipeline), d_(world / (tensor * pipeline)), ep_(expert) {}
+ProcessGrid::ProcessGrid(int world, int tensor, int pipeline, int expert, int expert_tensor)
+    : world_(world),
+      t_(tensor),
+      p_(pipeline),
+      d_(world / (tensor * pipeline)),
+      ep_(expert),
+      etp_(expert_tensor > 0 ? expert_tensor : tensor) {}
 
 GridCoords ProcessGrid::coords(int rank) const {
   return {rank % t_, (rank / t_) % d_, rank / (t_ * d_)};
@@ -33,17 +38,17 @@ std::vector<int> ProcessGrid::pipeline_group(int rank) const {
 }
 
 std::vector<int> ProcessGrid::expert_group(int rank) const {
-  GridCoords c = coords(rank);
-  const int first = c.dp / ep_ * ep_;
+  const int etp = stage_position(rank) % etp_, edp = expert_data_rank(rank);
   std::vector<int> g;
-  for (int i = 0; i < ep_; ++i) g.push_back(rank_of({c.tp, first + i, c.pp}));
+  for (int e = 0; e < ep_; ++e) g.push_back(expert_grid_rank(etp, e, edp, coords(rank).pp));
   return g;
 }
 
 std::vector<int> ProcessGrid::expert_data_group(int rank) const {
-  GridCoords c = coords(rank);
+  const int etp = stage_position(rank) % etp_, ep = expert_rank(rank);
   std::vector<int> g;
-  for (int i = c.dp % ep_; i < d_; i += ep_) g.push_back(rank_of({c.tp, i, c.pp}));
+  for (int x = 0; x < expert_data_size(); ++x)
+    g.push_back(expert_grid_rank(etp, ep, x, coords(rank).pp));
   return g;
 }
 
@@ -63,13 +68,13 @@ int ProcessGrid::pipeline_group_index(int rank) const {
 }
 
 int ProcessGrid::expert_group_index(int rank) const {
-  GridCoords c = coords(rank);
-  return c.dp / ep_ + (d_ / ep_) * (c.tp + t_ * c.pp);
+  const int etp = stage_position(rank) % etp_;
+  return etp + etp_ * (expert_data_rank(rank) + expert_data_size() * coords(rank).pp);
 }
 
 int ProcessGrid::expert_data_group_index(int rank) const {
-  GridCoords c = coords(rank);
-  return c.dp % ep_ + ep_ * (c.tp + t_ * c.pp);
+  const int etp = stage_position(rank) % etp_;
+  return etp + etp_ * (expert_rank(rank) + ep_ * coords(rank).pp);
 }
 
 namespace {
@@ -88,7 +93,11 @@ void print_groups(std::ostream& os, const char* kind, int count,
 void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_of_rank) const {
   os << "process grid: tensor " << t_ << " x data " << d_ << " x pipeline " << p_
      << " (rank = tp + t * (dp + d * pp))";
-  if (ep_ > 1) os << ", expert " << ep_ << " x expert-data " << d_ / ep_ << " (dp = ep + EP * edp)";
+  if (ep_ > 1 && etp_ == t_)
+    os << ", expert " << ep_ << " x expert-data " << expert_data_size() << " (dp = ep + EP * edp)";
+  else if (ep_ > 1)
+    os << ", expert tensor " << etp_ << " x expert " << ep_ << " x expert-data "
+       << expert_data_size() << " (tp + t * dp = etp + ETP * (ep + EP * edp))";
   os << "\n";
   std::vector<std::vector<int>> tensor, data, pipe;
   for (int r = 0; r < world_; ++r) {
@@ -102,8 +111,8 @@ void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_o
   if (ep_ > 1) {
     std::vector<std::vector<int>> expert, expert_data;
     for (int r = 0; r < world_; ++r) {
-      if (coords(r).dp % ep_ == 0) expert.push_back(expert_group(r));
-      if (coords(r).dp < ep_) expert_data.push_back(expert_data_group(r));
+      if (expert_rank(r) == 0) expert.push_back(expert_group(r));
+      if (expert_data_rank(r) == 0) expert_data.push_back(expert_data_group(r));
     }
     print_groups(os, "expert", (int)expert.size(), expert);
     print_groups(os, "expert-data", (int)expert_data.size(), expert_data);

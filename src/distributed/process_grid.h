@@ -3,10 +3,13 @@
 // parallel, then pipeline (slowest), so a tensor-parallel group sits on one node:
 //   rank = tp + t * (dp + d * pp)
 // Pure data: every rank computes every group the same way, and it can be printed.
-// Expert parallelism (EP, MoE) splits each data-parallel group once more, as Megatron's
-// expert RankGenerator does with ETP = t (order tp-ep-dp-pp): a data-parallel index dp is
-// (expert rank dp % EP, expert-data rank dp / EP), so an expert group is EP consecutive
-// data-parallel indices and an expert-data group the indices with equal dp % EP.
+// Expert parallelism (EP, MoE) regroups the t x d ranks of each pipeline stage as Megatron's
+// expert RankGenerator does (order tp-ep-dp-pp, world = ETP x EP x EDP x p): the position
+// i = tp + t * dp of a rank in its stage is (expert tensor rank i % ETP, expert rank
+// (i / ETP) % EP, expert-data rank i / (ETP x EP)). With ETP = t (the default) that is
+// (tp, dp % EP, dp / EP): an expert group is EP consecutive data-parallel indices of one
+// tensor rank. With ETP = 1 the tensor ranks join the expert groups: at t = 2, EP = 2 the
+// two tensor ranks of a data-parallel rank are an expert group.
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -19,22 +22,25 @@ struct GridCoords {
 
 class ProcessGrid {
  public:
-  // world must be a multiple of t * p, and d of expert (validated before this is built).
-  ProcessGrid(int world, int tensor, int pipeline, int expert = 1);
+  // world must be a multiple of t * p, expert_tensor (ETP; 0: t) must divide t and
+  // ETP x EP divide t x d (validated before this is built).
+  ProcessGrid(int world, int tensor, int pipeline, int expert = 1, int expert_tensor = 0);
   int world() const { return world_; }
   int tensor_size() const { return t_; }
   int data_size() const { return d_; }
   int pipeline_size() const { return p_; }
   int expert_size() const { return ep_; }
-  int expert_data_size() const { return d_ / ep_; }
+  int expert_tensor_size() const { return etp_; }
+  int expert_data_size() const { return t_ * d_ / (etp_ * ep_); }
   GridCoords coords(int rank) const;
   int rank_of(GridCoords c) const { return c.tp + t_ * (c.dp + d_ * c.pp); }
   std::vector<int> tensor_group(int rank) const;
   std::vector<int> data_group(int rank) const;
   std::vector<int> pipeline_group(int rank) const;
-  // The ranks holding the other experts of this rank's layers (same tp and pp), which its
-  // tokens go to and come back from; and those holding the same experts (same tp, pp and
-  // dp % EP), over which the experts' gradients are summed.
+  // The ranks holding the other experts of this rank's layers (same expert tensor rank,
+  // expert-data rank and pp), which its tokens go to and come back from; and those holding
+  // the same experts (same expert tensor rank, expert rank and pp), over which the experts'
+  // gradients are summed.
   std::vector<int> expert_group(int rank) const;
   std::vector<int> expert_data_group(int rank) const;
   // Which group of that kind a rank is in (the colour for MPI_Comm_split).
@@ -43,6 +49,9 @@ class ProcessGrid {
   int pipeline_group_index(int rank) const;
   int expert_group_index(int rank) const;
   int expert_data_group_index(int rank) const;
+  // This rank's expert coordinates: its rank in its expert group and its expert-data group.
+  int expert_rank(int rank) const { return stage_position(rank) / etp_ % ep_; }
+  int expert_data_rank(int rank) const { return stage_position(rank) / (etp_ * ep_); }
   // The t x p ranks of one data-parallel replica (one model copy): its data-parallel index.
   int model_group_index(int rank) const { return coords(rank).dp; }
   // Ranks per group kind, with node names; warns when a tensor group spans nodes.
@@ -53,7 +62,15 @@ class ProcessGrid {
   std::string tensor_group_across_nodes(const std::vector<std::string>& node_of_rank) const;
 
  private:
-  int world_, t_, p_, d_, ep_;
+  // i = tp + t * dp: the rank's place in its pipeline stage, which the expert grid regroups.
+  int stage_position(int rank) const { return rank % (t_ * d_); }
+  // The rank at expert coordinates (expert tensor rank, expert rank, expert-data rank) of
+  // stage pp.
+  int expert_grid_rank(int etp, int ep, int edp, int pp) const {
+    return etp + etp_ * (ep + ep_ * edp) + t_ * d_ * pp;
+  }
+
+  int world_, t_, p_, d_, ep_, etp_;
 };
 
 }  // namespace trident::distributed

@@ -25,9 +25,9 @@ ProcessGroups make_mpi_groups(const ProcessGrid& grid, int rank,
   g.pipeline = split(grid.pipeline_group_index(rank), c.pp, "pipeline", watchdog);
   g.model =
       split(grid.model_group_index(rank), c.tp + grid.tensor_size() * c.pp, "model", watchdog);
-  const int ep = grid.expert_size();
-  g.expert = split(grid.expert_group_index(rank), c.dp % ep, "expert", watchdog);
-  g.expert_data = split(grid.expert_data_group_index(rank), c.dp / ep, "expert-data", watchdog);
+  g.expert = split(grid.expert_group_index(rank), grid.expert_rank(rank), "expert", watchdog);
+  g.expert_data = split(grid.expert_data_group_index(rank), grid.expert_data_rank(rank),
+                        "expert-data", watchdog);
   g.watchdog = std::move(watchdog);
   return g;
 }

@@ -83,8 +83,8 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
   // ranks hold the same shard ranges of identically laid-out buffers.
   // Replicated key/value projections (grouped-query attention, t > G) likewise.
   for (GPTModel* chunk : chunks)
-    tensor_parallel::allreduce_sequence_parallel_grads(chunk->parameters(), tp,
-                                                       chunk->sequence_parallel());
+    tensor_parallel::allreduce_sequence_parallel_grads(
+        chunk->parameters(), tp, chunk->sequence_parallel(), chunk->routers_see_own_rows());
   if (o.inject_overflow)
     model.chunks[0]->trainable_parameters().grads()[ranges[0].begin] = INFINITY;
   // Reduced over every group, so all ranks reach the same overflow verdict.

@@ -87,6 +87,7 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.moe_aux_loss_coeff = layout.moe_aux_loss_coeff;
   options.moe_z_loss_coeff = layout.moe_z_loss_coeff;
   options.expert_parallel = layout.expert_parallel;
+  options.expert_tensor_parallel = layout.expert_tensor_parallel;
   options.packed = layout.packed;
   options.sequence_parallel = layout.sequence_parallel;
   return options;
@@ -97,7 +98,8 @@ long adam_moment_floats(const RankLayout& layout, long parameter_floats) {
 }
 
 int expert_data_size(const RankLayout& layout) {
-  return layout.data / std::max(1, layout.expert_parallel);
+  const int etp = layout.expert_tensor_parallel > 0 ? layout.expert_tensor_parallel : layout.tensor;
+  return layout.tensor * layout.data / (etp * std::max(1, layout.expert_parallel));
 }
 
 long expert_moment_floats(const RankLayout& layout, long expert_floats) {

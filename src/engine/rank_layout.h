@@ -36,8 +36,9 @@ struct RankLayout {
   bool sequence_parallel = false;  // in effect: asked for and t > 1
   int logits_chunk_rows = 0;       // 0: the output layer picks
   double moe_aux_loss_coeff = 0.0, moe_z_loss_coeff = 0.0;  // ChunkOptions' (MoE)
-  int expert_parallel = 1;   // EP (MoE): the experts split over EP data-parallel ranks
-  PackedDocuments packed{};  // ChunkOptions' too (packed documents)
+  int expert_parallel = 1;  // EP (MoE): the experts split over EP of each stage's t x d ranks
+  int expert_tensor_parallel = 0;  // ETP (MoE; 0: t): the ranks each expert is split over
+  PackedDocuments packed{};        // ChunkOptions' too (packed documents)
 
   // An even split of the model's layers over p * v virtual stages.
   static std::vector<int> even_split(int num_layers, int stages);
@@ -68,8 +69,8 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 // distributed optimizer (the buffer is padded to a multiple of 16 d).
 long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 
-// Expert parallelism: the expert-data-parallel size d / EP, and the floats of the two Adam
-// moments of a chunk's expert buffer (its 1/(d/EP) shard under the distributed optimizer,
+// Expert parallelism: the expert-data-parallel size t x d / (ETP x EP), and the floats of the two
+// Adam moments of a chunk's expert buffer (its 1/(d/EP) shard under the distributed optimizer,
 // which shards it over the expert-data group; under ZeRO-2/3 too, where the expert buffer's
 // gradients and weights stay whole: data_parallel is not told to shard them).
 int expert_data_size(const RankLayout& layout);

@@ -49,8 +49,9 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
   long gradient_floats = 0, expert_floats = 0, in_flight = 0;
   for (int j = 0; j < layout.virtual_stages; ++j) {
     const ChunkOptions o = chunk_options(layout, stage, j, needs);
-    const LayoutSizes ls =
-        sizes ? sizes(o.placement) : layout_sizes(layout.model, tp, o.placement, o.expert_parallel);
+    const LayoutSizes ls = sizes ? sizes(o.placement)
+                                 : layout_sizes(layout.model, tp, o.placement, o.expert_parallel,
+                                                o.expert_tensor_parallel);
     const ChunkShape shape = chunk_shape(layout.model, tp, layout.micro_batch, seq, o, ls);
     out.chunks.push_back(plan_chunk_memory(shape));
     in_flight += shard_chunk_plan(out.chunks.back(), layout, o.placement, ls,

@@ -168,7 +168,12 @@ void load_hf_split(const std::string& dir, const ModelConfig& config, TensorPara
   Parameters all(ParameterLayout(config, tp, chunk.placement()), 16, GradientMemory::kNone);
   io::load_hf_weights(dir, config, all);
   copy_shared_tensors(all, chunk.parameters());
-  copy_shared_tensors(all, chunk.expert_parameters());
+  const TensorParallelRank experts = expert_tensor_rank(tp, chunk.expert_tensor_parallel());
+  if (experts.size == tp.size) return copy_shared_tensors(all, chunk.expert_parameters());
+  // Whole experts (ETP = 1 < t): imported at their own split.
+  Parameters whole(ParameterLayout(config, experts, chunk.placement()), 16, GradientMemory::kNone);
+  io::load_hf_weights(dir, config, whole);
+  copy_shared_tensors(whole, chunk.expert_parameters());
 }
 
 // Fills chunk j's weights: its shard of them when they are sharded; its experts' buffer too.
@@ -256,8 +261,8 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   m.optimizers.push_back(std::make_unique<optim::AdamW>(o.adam, m.reducers.back()->shard_begin(),
                                                         m.reducers.back()->shard_end()));
   add_expert_buffer(o, m, expert_data);
-  const LayoutSizes sizes =
-      layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement, l.expert_parallel);
+  const LayoutSizes sizes = layout_sizes(l.model, {tp.rank(), tp.size()}, options.placement,
+                                         l.expert_parallel, l.expert_tensor_parallel);
   shard_chunk_plan(m.chunks.back()->memory_plan(), l, options.placement, sizes, params.size(),
                    o.reduce.overlap);
 }

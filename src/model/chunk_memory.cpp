@@ -85,13 +85,14 @@ long ChunkShape::deferred_weight_grad_floats() const {
 namespace {
 
 LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
-                            const ChunkPlacement& placement, int expert_parallel) {
+                            const ChunkPlacement& placement, int expert_parallel,
+                            int expert_tensor_parallel) {
   ParameterLayout layout(config, tp, placement, dense_expert_slice(config, expert_parallel));
   LayoutSizes sizes{layout.total(), 0, 0, {}};
   if (splits_experts(config, expert_parallel))
-    sizes.experts =
-        ParameterLayout(config, tp, placement, expert_buffer_slice(config, expert_parallel, 0))
-            .total();
+    sizes.experts = ParameterLayout(config, expert_tensor_rank(tp, expert_tensor_parallel),
+                                    placement, expert_buffer_slice(config, expert_parallel, 0))
+                        .total();
   for (const ParamSpec& spec : layout.specs()) {
     if (spec.local_shape.size() == 2)
       sizes.largest_weight = std::max(sizes.largest_weight, spec.numel());
@@ -108,18 +109,20 @@ LayoutSizes sizes_of_layout(const ModelConfig& config, TensorParallelRank tp,
 }  // namespace
 
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
-                         const ChunkPlacement& placement, int expert_parallel) {
+                         const ChunkPlacement& placement, int expert_parallel,
+                         int expert_tensor_parallel) {
   const int layers =
       placement.num_layers < 0 ? config.num_layers - placement.first_layer : placement.num_layers;
-  if (layers <= kLayersSizedWhole) return sizes_of_layout(config, tp, placement, expert_parallel);
+  if (layers <= kLayersSizedWhole)
+    return sizes_of_layout(config, tp, placement, expert_parallel, expert_tensor_parallel);
   // Every layer has the same tensors, each padded on its own (parameters/parameter_layout.h):
   // a chunk of L layers is one of 1 layer and L - 1 times the second layer's share. Built
   // whole, the layout of 10^8 layers named 10^9 tensors before anything could refuse it.
   // (No tensor list then: gradient buckets are not cut, and planned as one.)
   ChunkPlacement one = placement, two = placement;
   one.num_layers = 1, two.num_layers = 2;
-  const LayoutSizes a = sizes_of_layout(config, tp, one, expert_parallel),
-                    b = sizes_of_layout(config, tp, two, expert_parallel);
+  const LayoutSizes a = sizes_of_layout(config, tp, one, expert_parallel, expert_tensor_parallel),
+                    b = sizes_of_layout(config, tp, two, expert_parallel, expert_tensor_parallel);
   return {a.parameters + (long)(layers - 1) * (b.parameters - a.parameters),
           a.experts + (long)(layers - 1) * (b.experts - a.experts),
           std::max(a.largest_weight, b.largest_weight)};
@@ -174,7 +177,8 @@ int logits_chunk_rows(const ModelConfig& config, int t, long tokens, const Chunk
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,
                        const ChunkOptions& options) {
   return chunk_shape(config, tp, micro_batch, seq, options,
-                     layout_sizes(config, tp, options.placement, options.expert_parallel));
+                     layout_sizes(config, tp, options.placement, options.expert_parallel,
+                                  options.expert_tensor_parallel));
 }
 
 bool ChunkShape::output_held(int l) const {
@@ -255,14 +259,16 @@ struct LayerRows {
 
 // An MoE layer's MLP activations: the rows its experts receive, dropless at most
 // EP x tokens x min(k, E/EP) (MoeDims::expert_rows; tokens x k, the exact size, at EP = 1),
-// with a capacity at most E x capacity (exactly that when padded), each F / t wide in fc1
+// with a capacity at most E x capacity (exactly that when padded), each F / ETP wide in fc1
 // and its activation; the shared experts' fc1 out and activation on every token. `tokens` counts
-// every row of the micro-batch at any t: with sequence parallelism the layer routes the
-// all-gathered rows. The kept MoE layers have them; the recompute group has them in every layer
-// when any recomputed layer is MoE (a group's layers change from group to group). A kept MoE layer
-// has no dense fc1 buffers (LayerRows::mlp_held).
+// every row of the micro-batch at ETP = t: with sequence parallelism the layer routes the
+// all-gathered rows; at ETP = 1 < t this rank's tokens / t rows (MoeDims::routed_tokens). The kept
+// MoE layers have them; the recompute group has them in every layer when any recomputed layer is
+// MoE (a group's layers change from group to group). A kept MoE layer has no dense fc1 buffers
+// (LayerRows::mlp_held).
 MoeDims planned_moe_dims(const ChunkShape& s) {
-  MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size);
+  MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size, s.options.expert_tensor_parallel,
+                       s.sequence_parallel);
   d.expert_parallel = s.options.expert_parallel;
   d.bf16 = s.options.precision == kernels::Precision::kBf16;
   return d;
@@ -270,7 +276,8 @@ MoeDims planned_moe_dims(const ChunkShape& s) {
 
 std::vector<long> moe_parts(const ChunkShape& s) {
   if (!s.config.moe.enabled()) return {};
-  return moe_activation_parts(planned_moe_dims(s), s.tokens());
+  const MoeDims d = planned_moe_dims(s);
+  return moe_activation_parts(d, d.routed_tokens(s.tokens()));
 }
 const char* const kMoeRow =
     "MoE router (probs, lse, top-k) + expert rows (input, fc1 out, act) + shared experts";
@@ -418,7 +425,7 @@ void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   add("d_attn + d_qkv", Field::kDAttnAndDQkv, {z.tokens * z.attn, z.tokens * z.qkv});
   if (s.config.moe.enabled() && s.layers > 0)
     add("MoE router + expert rows scratch", Field::kMoeScratch,
-        moe_scratch_parts(planned_moe_dims(s), s.tokens()));
+        moe_scratch_parts(planned_moe_dims(s), planned_moe_dims(s).routed_tokens(s.tokens())));
   if (s.lora_floats > 0 && s.layers > 0 && !s.options.inference) add_lora_scratch(s, z, rows);
   if (s.options.placement.post_process) {
     add("logits / dlogits of one row chunk", Field::kLogits, {s.logits_chunk_floats()});

@@ -74,6 +74,10 @@ struct ChunkOptions {
   // --expert-model-parallel-size: the MoE layers run E/EP experts on the rows the expert
   // group sends them (sized for the dropless worst case, MoeDims::expert_rows).
   int expert_parallel = 1;
+  // --expert-tensor-parallel-size ETP (0: t): the ranks each expert is split over. At ETP = 1
+  // < t the experts are whole and each tensor rank routes its own sequence-parallel rows
+  // (model/moe_layer.h), so the MoE buffers are sized for tokens / t rows.
+  int expert_tensor_parallel = 0;
   // Packed documents (--reset-position-ids, --reset-attention-mask): where each token's
   // document starts and its position, found from the EOD tokens of every micro-batch.
   PackedDocuments packed{};
@@ -179,7 +183,8 @@ struct LayoutSizes {
 inline constexpr int kLayersSizedWhole = 4096;
 // expert_parallel > 1 (MoE): the experts in a buffer of their own (splits_experts).
 LayoutSizes layout_sizes(const ModelConfig& config, TensorParallelRank tp,
-                         const ChunkPlacement& placement, int expert_parallel = 1);
+                         const ChunkPlacement& placement, int expert_parallel = 1,
+                         int expert_tensor_parallel = 0);
 
 // Rows of logits the fused output layer forms at a time for a micro-batch of `tokens` rows
 // (ChunkOptions::logits_chunk_rows, or tensor_parallel::lm_head_chunk_rows).

@@ -41,9 +41,11 @@ std::vector<std::string> linear_weights(const ModelConfig& c, const ChunkPlaceme
   return names;
 }
 // The chunk's expert buffer under expert parallelism: this rank's E/EP experts of its MoE
-// layers (none otherwise, the experts being inline in the dense buffer).
+// layers (none otherwise, the experts being inline in the dense buffer), split over ETP of
+// the tensor ranks (whole at ETP = 1).
 ParameterLayout expert_layout(const ModelConfig& config, TensorParallelRank tp,
                               const ChunkOptions& options, const comm::Communicator* expert) {
+  tp = expert_tensor_rank(tp, options.expert_tensor_parallel);
   if (!splits_experts(config, options.expert_parallel))
     return ParameterLayout(config, tp, options.placement, {ExpertSlice::Kind::kOnly, 0, 0});
   if (!expert || expert->size() != options.expert_parallel)
@@ -105,6 +107,9 @@ void GPTModel::check_sequence_split(int micro_batch, int seq) const {
 // parameters-needed hooks.
 void GPTModel::build_layers(const ModelConfig& config) {
   LayerDims dims = layer_dims(config, tp_.rank(), tp_.size());
+  if (config.moe.enabled())
+    dims.moe =
+        moe_dims(config, 0.0, 0.0, tp_.size(), options_.expert_tensor_parallel, sequence_parallel_);
   dims.moe.aux_loss_coeff = options_.moe_aux_loss_coeff;
   dims.moe.z_loss_coeff = options_.moe_z_loss_coeff;
   dims.moe.expert_parallel = options_.expert_parallel;

@@ -119,8 +119,16 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   const Parameters& trainable_parameters() const { return has_lora() ? lora_params_ : params_; }
   const ModelConfig& config() const { return config_; }
   const ChunkPlacement& placement() const { return options_.placement; }
+  // The ranks each expert is split over (--expert-tensor-parallel-size; 0: t).
+  int expert_tensor_parallel() const { return options_.expert_tensor_parallel; }
   // Whether sequence parallelism is on: boundary tensors hold rows / t rows.
   bool sequence_parallel() const { return sequence_parallel_; }
+  // Whole experts at ETP = 1 < t (model/moe_layer.h): each tensor rank routes its own rows,
+  // so the routers' weight gradients are partial sums over the tensor group.
+  bool routers_see_own_rows() const {
+    return config_.moe.enabled() && sequence_parallel_ && options_.expert_tensor_parallel > 0 &&
+           options_.expert_tensor_parallel < tp_.size();
+  }
   const MemoryPlan& memory_plan() const { return plan_; }
   // The router losses (coefficients included) and expert loads of the MoE layers of this
   // chunk, summed over the training forwards since the last call, and reset.

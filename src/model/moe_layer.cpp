@@ -13,10 +13,14 @@
 
 namespace trident {
 
-MoeDims moe_dims(const ModelConfig& c, double aux_loss_coeff, double z_loss_coeff,
-                 int tensor_parallel) {
+MoeDims moe_dims(const ModelConfig& c, double aux_loss_coeff, double z_loss_coeff, int t,
+                 int expert_tensor_parallel, bool sequence_parallel) {
+  const int tensor_parallel = expert_tensor_parallel > 0 ? expert_tensor_parallel : t;
   // config/moe_config.cpp refuses a width t does not divide.
   MoeDims d;
+  // ETP < t splits the micro-batch's rows, not the experts, over the t / ETP tensor ranks
+  // (sequence parallelism in training; generation runs at ETP = t).
+  d.token_parallel = sequence_parallel ? t / tensor_parallel : 1;
   d.hidden = c.hidden_size;
   d.experts = c.moe.num_experts;
   d.topk = c.moe.router_topk;
@@ -145,17 +149,35 @@ void MoeMlp::set_tensor_group(comm::Communicator* tensor) {
   tensor_ = tensor;
 }
 
+void MoeMlp::set_token_group(comm::Communicator* tokens) {
+  const int ranks = tokens ? tokens->size() : 1;
+  if (ranks != dims_.token_parallel)
+    throw std::invalid_argument("MoE layer: a token group of " + std::to_string(ranks) +
+                                " ranks (planned for " + std::to_string(dims_.token_parallel) +
+                                ")");
+  tokens_ = tokens;
+}
+
 kernels::RouterShape MoeMlp::router_shape(int tokens) const {
   return {tokens, dims_.experts, dims_.topk, dims_.pre_softmax, dims_.scaling_factor};
 }
 
-namespace {
-// Megatron's z-loss scale: coeff / tokens (the mean over all the micro-batch's rows, which
-// every tensor rank routes).
-double z_scale(const MoeDims& d, int tokens) {
-  return d.z_loss_coeff / tokens;
+// Megatron's z-loss scale: coeff / tokens, the mean over all the micro-batch's rows (every
+// tensor rank routes them all at ETP = t; each its 1/t at ETP < t).
+double MoeMlp::z_scale(int tokens) const {
+  return dims_.z_loss_coeff / ((double)tokens * dims_.token_parallel);
 }
-}  // namespace
+
+double MoeMlp::aux_scale(int tokens) const {
+  const MoeDims& d = dims_;
+  return kernels::aux_loss_scale(d.aux_loss_coeff, d.experts, d.topk,
+                                 (double)tokens * d.token_parallel);
+}
+
+void MoeMlp::count_all_tokens(const MoeActivations& a, int tokens, const MoeScratch& w) const {
+  kernels::count_tokens_per_expert(a.idx, tokens, dims_.topk, dims_.experts, w.counts);
+  if (tokens_split()) tokens_->all_reduce(w.counts, dims_.experts, comm::ReduceOp::kSum);
+}
 
 const float* MoeMlp::fp32_input(kernels::GemmOperand x, int tokens, const MoeScratch& w) const {
   if (x.fp32) return x.fp32;
@@ -217,12 +239,17 @@ MoeLosses MoeMlp::forward(kernels::GemmOperand input, int tokens, const MoeActiv
   kernels::moe_router_forward(router_shape(tokens), w.logits, a.probs, a.lse, a.idx, a.weights);
   MoeLosses losses;
   if (d.aux_loss_coeff > 0.0) {
-    kernels::count_tokens_per_expert(a.idx, tokens, d.topk, d.experts, w.counts);
-    losses.aux =
-        kernels::moe_aux_loss(a.probs, w.counts, tokens, d.experts,
-                              kernels::aux_loss_scale(d.aux_loss_coeff, d.experts, d.topk, tokens));
+    count_all_tokens(a, tokens, w);
+    losses.aux = kernels::moe_aux_loss(a.probs, w.counts, tokens, d.experts, aux_scale(tokens));
   }
-  if (d.z_loss_coeff > 0.0) losses.z = kernels::moe_z_loss(a.lse, tokens, z_scale(d, tokens));
+  if (d.z_loss_coeff > 0.0) losses.z = kernels::moe_z_loss(a.lse, tokens, z_scale(tokens));
+  // ETP < t: each rank's sums over its own rows (with every row's counts) add up to the
+  // micro-batch's losses.
+  if (tokens_split() && (d.aux_loss_coeff > 0.0 || d.z_loss_coeff > 0.0)) {
+    double both[2] = {losses.aux, losses.z};
+    tokens_->all_reduce(both, 2, comm::ReduceOp::kSum);
+    losses.aux = both[0], losses.z = both[1];
+  }
 
   const kernels::MoePermutation perm = permutation(a, tokens);
   const expert_parallel::DispatchPlan plan = dispatch_plan(perm, a);
@@ -404,13 +431,12 @@ void MoeMlp::router_backward(const float* x, int tokens, const MoeActivations& a
   kernels::moe_router_backward(router_shape(tokens), a.probs, a.idx, a.weights, w.d_weights,
                                w.logits);
   if (d.aux_loss_coeff > 0.0) {
-    kernels::count_tokens_per_expert(a.idx, tokens, d.topk, d.experts, w.counts);
-    const double scale = kernels::aux_loss_scale(d.aux_loss_coeff, d.experts, d.topk, tokens);
-    kernels::moe_aux_loss_backward(a.probs, w.counts, tokens, d.experts, scale * loss_grad,
-                                   w.logits);
+    count_all_tokens(a, tokens, w);
+    kernels::moe_aux_loss_backward(a.probs, w.counts, tokens, d.experts,
+                                   aux_scale(tokens) * loss_grad, w.logits);
   }
   if (d.z_loss_coeff > 0.0)
-    kernels::moe_z_loss_backward(a.probs, a.lse, tokens, d.experts, z_scale(d, tokens) * loss_grad,
+    kernels::moe_z_loss_backward(a.probs, a.lse, tokens, d.experts, z_scale(tokens) * loss_grad,
                                  w.logits);
   kernels::linear_backward_weight(w.logits, x, router_.grad, tokens, d.hidden, d.experts);
   if (!tensor_split() || tensor_->rank() == 0)

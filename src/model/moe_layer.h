@@ -35,6 +35,18 @@
 // group. The tensor ranks of one data-parallel rank dispatch the same rows to their peers of
 // equal tensor rank (the expert group), so the all-to-all moves t times Megatron's volume
 // (which dispatches the 1/t sequence-parallel rows and all-gathers after the exchange).
+//
+// Whole experts (--expert-tensor-parallel-size 1 at t > 1, MoeDims::token_parallel = t): as
+// Megatron's alltoall dispatcher at ETP = 1, each tensor rank routes only its own tokens / t
+// sequence-parallel rows (no gather, no reduce-scatter: the output is complete on those
+// rows), the expert group spans tensor ranks and each expert runs whole on its rank. The
+// router losses stay those of all the micro-batch's tokens: the tokens per expert are summed
+// over the token group (the tensor group) before the aux loss and its gradient, both losses
+// are scaled by the micro-batch's token count and their values summed over the group
+// (Megatron's reduce over tp x cp in the router). The router weight's gradient is then
+// partial (each rank's tokens) and is summed over the tensor group with the sequence-parallel
+// LayerNorms' (tensor_parallel/sequence_parallel_grads.h); the router's part of dx is every
+// rank's own.
 #include <vector>
 
 #include "comm/communicator.h"
@@ -59,7 +71,11 @@ struct MoeDims {
   double aux_loss_coeff = 0.0;
   double z_loss_coeff = 0.0;
   int expert_parallel = 1;  // EP: ranks the experts are split over
-  int tensor_parallel = 1;  // t = the experts' tensor-parallel size: ranks each expert spans
+  int tensor_parallel = 1;  // ETP: the experts' tensor-parallel size, ranks each expert spans
+  // t / ETP at ETP < t (1 otherwise): the tensor ranks the micro-batch's rows are split over,
+  // each routing its own (sequence-parallel) rows. The router losses are then over all of
+  // them, their sums completed over that group (MoeMlp::set_token_group).
+  int token_parallel = 1;
   // Token dropping (--moe-expert-capacity-factor; < 0: dropless), padding every expert's
   // input to its capacity (--moe-pad-expert-input-to-capacity) and who is dropped.
   double capacity_factor = -1.0;
@@ -75,6 +91,9 @@ struct MoeDims {
   int fc1_rows() const { return swiglu ? 2 * ffn : ffn; }
   int shared_fc1_rows() const { return swiglu ? 2 * shared_ffn : shared_ffn; }
   int local_experts() const { return experts / expert_parallel; }
+  // The rows the layer routes of a micro-batch of `tokens` rows: all of them at ETP = t,
+  // this rank's tokens / t at ETP = 1 < t.
+  long routed_tokens(long tokens) const { return tokens / token_parallel; }
   bool dropless() const { return capacity_factor < 0.0; }
   // Each expert's capacity for a micro-batch of `tokens` rows (all of them at t > 1),
   // Megatron's get_capacity: ceil(tokens x k / E x factor). Only when !dropless().
@@ -87,9 +106,12 @@ struct MoeDims {
   long expert_rows(long tokens) const;
 };
 
-// At tensor-parallel size t (which must divide --moe-ffn-hidden-size).
+// At tensor-parallel size t and expert tensor-parallel size ETP (0: t; which must divide
+// --moe-ffn-hidden-size), with or without sequence parallelism (ETP < t routes each tensor
+// rank's own rows, which needs it).
 MoeDims moe_dims(const ModelConfig& config, double aux_loss_coeff, double z_loss_coeff,
-                 int tensor_parallel = 1);
+                 int tensor_parallel = 1, int expert_tensor_parallel = 0,
+                 bool sequence_parallel = false);
 
 // What one micro-batch of `tokens` rows (all of them at t > 1: the gathered rows) keeps from
 // forward for backward. R: the rows this rank's experts received, at most MoeDims::expert_rows
@@ -180,6 +202,9 @@ class MoeMlp {
   // The tensor group at t > 1 (null or one rank: t = 1), which must outlive the layer and
   // hold dims().tensor_parallel ranks. Set after construction.
   void set_tensor_group(comm::Communicator* tensor);
+  // The token group at ETP < t (dims().token_parallel ranks: the tensor group), over which
+  // the router losses' sums are completed. Set after construction; null: none.
+  void set_token_group(comm::Communicator* tokens);
 
  private:
   kernels::RouterShape router_shape(int tokens) const;
@@ -218,6 +243,13 @@ class MoeMlp {
   Linear shared_linear(const long* offsets, bool fc1) const;
   bool dispatches() const { return expert_ && expert_->size() > 1; }
   bool tensor_split() const { return tensor_ && tensor_->size() > 1; }
+  bool tokens_split() const { return tokens_ && tokens_->size() > 1; }
+  // The micro-batch's tokens per expert over every rank that routes part of it (w.counts).
+  void count_all_tokens(const MoeActivations& a, int tokens, const MoeScratch& w) const;
+  // The aux loss's and the z-loss's scales for this rank's `tokens` rows: over all the
+  // micro-batch's tokens.
+  double aux_scale(int tokens) const;
+  double z_scale(int tokens) const;
   // Forward's plan (exchanging counts with EP > 1, kept in a.recv_counts) and backward's
   // (from the kept counts, without communication).
   expert_parallel::DispatchPlan dispatch_plan(const kernels::MoePermutation& perm,
@@ -228,6 +260,7 @@ class MoeMlp {
   MoeDims dims_;
   comm::Communicator* expert_ = nullptr;
   comm::Communicator* tensor_ = nullptr;  // t > 1 only
+  comm::Communicator* tokens_ = nullptr;  // ETP < t only
   int first_local_ = 0;                   // this rank's first expert (global index)
   ParamRef router_{};
   // The shared experts' fc1 rows / fc2 columns of this tensor rank and the gate [1, h]

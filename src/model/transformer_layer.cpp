@@ -133,7 +133,12 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
     if ((precision && precision->precision == kernels::Precision::kBf16) != d.moe.bf16)
       throw std::logic_error(layer_param(i, "mlp") + ": MoE precision differs from the layer's");
     moe_mlp_ = MoeMlp(d.moe, p, experts ? *experts : p, i, expert);
-    moe_mlp_.set_tensor_group(&tp);
+    // ETP = t: each expert split over the tensor group; ETP = 1 < t: whole experts, the
+    // tensor group splitting the rows instead.
+    if (d.moe.token_parallel > 1)
+      moe_mlp_.set_token_group(&tp);
+    else
+      moe_mlp_.set_tensor_group(&tp);
     fc1_ = {}, fc2_ = {};
   } else {
     fc1_ = column("mlp.linear_fc1", d.swiglu ? 2 * d.ffn_local : d.ffn_local);
@@ -352,20 +357,39 @@ void TransformerLayer::forward(const float* x, const LayerActivations& a, const 
     mlp_activation(a.fc1_pre, a.fc1_act, rows);
     fc2_.forward(a.fc1_act.operand(), w.row_out, rows, lora_call(call, w));
   }
-  kernels::bias_dropout_residual_add(a.residual1, row_output(w, n), fc2_.bias.value, a.output, n, h,
+  kernels::bias_dropout_residual_add(a.residual1, mlp_output(w, n), fc2_.bias.value, a.output, n, h,
                                      call.dropout, dropout_site(index_, DropoutKind::kMlpOut));
+}
+
+const float* TransformerLayer::mlp_output(const LayerScratch& w, int n) const {
+  return moe_routes_own_rows() ? w.row_out : row_output(w, n);
+}
+
+const float* TransformerLayer::mlp_output_grad(const float* d_out, const LayerScratch& w, int n,
+                                               const LayerCall& call) const {
+  const std::uint32_t site = kernels::dropout_site(index_, kernels::DropoutKind::kMlpOut);
+  if (!moe_routes_own_rows()) return row_output_grad(d_out, w, n, call, site);
+  return kernels::dropout_backward(d_out, w.row_out, n, dims_.hidden, call.dropout, site);
+}
+
+const float* TransformerLayer::mlp_input_grad(const LayerScratch& w, int n) const {
+  return moe_routes_own_rows() ? w.d_hidden : column_input_grad(w, n);
 }
 
 // The MoE MLP sees every row of the micro-batch, as the column-parallel fc1 does (all-gathered
 // with sequence parallelism), and leaves its partial sum over the tensor group in w.row_out
 // for row_output's reduce-scatter; without sequence parallelism at t > 1 (which training
 // refuses, train/moe_rules.cpp) it is all-reduced here, as the row-parallel fc2 does (g).
+// With whole experts (ETP = 1 < t) it routes this rank's n rows and its output is theirs.
 void TransformerLayer::moe_forward(const LayerActivations& a, const LayerScratch& w,
                                    const LayerCall& call, int n) const {
-  const int rows = call.batch * call.seq;
-  const kernels::GemmOperand x = column_input(a.ln2_out, n, w);
+  const bool own = moe_routes_own_rows();
+  const int rows = own ? n : call.batch * call.seq;
+  const kernels::GemmOperand x = own ? a.ln2_out.operand() : column_input(a.ln2_out, n, w);
   const MoeLosses losses = moe_mlp_.forward(x, rows, a.moe, w.moe, w.row_out);
-  // Every tensor rank routes all rows alike: the stats are each rank's, not partial sums.
+  // At ETP = t every tensor rank routes all rows alike: the stats are each rank's, not partial
+  // sums. At ETP = 1 < t the loads are this rank's rows' (summed over the tensor group when
+  // the step's stats are collected) and the losses the micro-batch's.
   const MoeDims& d = moe_mlp_.dims();
   if (call.moe_stats)
     add_moe_stats((*call.moe_stats)[index_], losses, a.moe.idx, rows, d.topk, d.experts);
@@ -379,8 +403,9 @@ void TransformerLayer::moe_forward(const LayerActivations& a, const LayerScratch
 // here without sequence parallelism (f's backward).
 void TransformerLayer::moe_backward(const float* d_out, const LayerActivations& a,
                                     const LayerScratch& w, const LayerCall& call, int n) const {
-  const int rows = call.batch * call.seq;
-  const kernels::GemmOperand x = column_input(a.ln2_out, n, w);
+  const bool own = moe_routes_own_rows();
+  const int rows = own ? n : call.batch * call.seq;
+  const kernels::GemmOperand x = own ? a.ln2_out.operand() : column_input(a.ln2_out, n, w);
   moe_mlp_.backward(x, rows, a.moe, w.moe, d_out, call.moe_loss_grad, w.d_hidden);
   if (!sequence_parallel_ && tp_->size() > 1)
     tensor_parallel::copy_to_region_backward(*tp_, w.d_hidden, (long)rows * dims_.hidden);
@@ -436,14 +461,12 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
   // The layer's output is the next layer's input, passed already.
   donate(a.output, (long)n * h);
   // d_residual passes the residual add unchanged; the dropped branch gets it masked.
-  const float* d_mlp_out =
-      row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kMlpOut));
+  const float* d_mlp_out = mlp_output_grad(d_residual, w, n, call);
   if (moe_)
     moe_backward(d_mlp_out, a, w, call, n);
   else
     dense_mlp_backward(d_mlp_out, a, w, rows, n, lora_call(call, w));
-  ln2_.backward(column_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h,
-                true);
+  ln2_.backward(mlp_input_grad(w, n), a.residual1, a.ln2_mean, a.ln2_rstd, d_residual, n, h, true);
   if (call.progress) (*call.progress)();
 
   donate(a.residual1, (long)n * h);  // read last by ln2's backward

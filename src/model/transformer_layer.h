@@ -191,7 +191,14 @@ class TransformerLayer {
   void dense_mlp_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,
                           int rows, int n, const tensor_parallel::LoraCall& lora) const;
   // The MoE MLP on every row of the micro-batch (model/moe_layer.h), its output in
-  // w.row_out and d(its input) in w.d_hidden as the dense MLP leaves them.
+  // w.row_out and d(its input) in w.d_hidden as the dense MLP leaves them. With whole
+  // experts (ETP = 1 < t) on this rank's n sequence-parallel rows only, both complete there:
+  // mlp_output and mlp_input_grad then skip the tensor group's reduce-scatter and gather.
+  bool moe_routes_own_rows() const { return moe_ && moe_mlp_.dims().token_parallel > 1; }
+  const float* mlp_output(const LayerScratch& w, int n) const;
+  const float* mlp_output_grad(const float* d_out, const LayerScratch& w, int n,
+                               const LayerCall& call) const;
+  const float* mlp_input_grad(const LayerScratch& w, int n) const;
   void moe_forward(const LayerActivations& a, const LayerScratch& w, const LayerCall& call,
                    int n) const;
   void moe_backward(const float* d_out, const LayerActivations& a, const LayerScratch& w,

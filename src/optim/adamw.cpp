@@ -9,8 +9,10 @@
 namespace trident::optim {
 
 namespace {
-// The squares of the ranges' owned gradients, each counted once over the tensor group, then
-// summed over `data` (the groups whose ranks hold disjoint parts).
+// The squares of the ranges' owned gradients, each counted once over the tensor group (a
+// tensor cut into parts over it summed, a whole one, replicated or a whole expert at
+// --expert-tensor-parallel-size 1, not), then summed over `data` (the groups whose ranks
+// hold disjoint parts).
 double squares_over(const std::vector<GradRange>& ranges, comm::Communicator& tp,
                     std::initializer_list<comm::Communicator*> data) {
   double sq[2] = {0.0, 0.0};  // sharded over tensor parallelism, replicated
@@ -18,7 +20,8 @@ double squares_over(const std::vector<GradRange>& ranges, comm::Communicator& tp
     for (const ParamSpec& s : r.params->layout().specs()) {
       long lo = std::max(r.begin, s.offset), hi = std::min(r.end, s.offset + s.numel());
       if (!s.owned || lo >= hi) continue;
-      sq[s.shard.dim >= 0 ? 0 : 1] += kernels::sum_of_squares(r.params->grads() + lo, hi - lo);
+      const bool split = s.shard.dim >= 0 && s.shard.parts > 1;
+      sq[split ? 0 : 1] += kernels::sum_of_squares(r.params->grads() + lo, hi - lo);
     }
   tp.all_reduce(&sq[0], 1, comm::ReduceOp::kSum);
   double total = sq[0] + sq[1];

@@ -256,6 +256,11 @@ ExpertSlice expert_buffer_slice(const ModelConfig& c, int expert_parallel, int e
   return {ExpertSlice::Kind::kOnly, expert_rank * local, local};
 }
 
+TensorParallelRank expert_tensor_rank(TensorParallelRank tp, int expert_tensor_parallel) {
+  const int etp = expert_tensor_parallel > 0 ? expert_tensor_parallel : tp.size;
+  return {tp.rank % etp, etp};
+}
+
 std::string moe_expert_param(int layer, int expert, const std::string& leaf) {
   return layer_param(layer, "mlp.experts." + std::to_string(expert) + "." + leaf);
 }

@@ -74,6 +74,11 @@ bool splits_experts(const ModelConfig& config, int expert_parallel);
 // expert-parallel rank `expert_rank`: its E/EP experts.
 ExpertSlice dense_expert_slice(const ModelConfig& config, int expert_parallel);
 ExpertSlice expert_buffer_slice(const ModelConfig& config, int expert_parallel, int expert_rank);
+// The tensor-parallel rank the expert buffer's experts are split by: expert tensor-parallel
+// rank tp.rank % ETP of ETP (--expert-tensor-parallel-size, dividing t; 0: t, the tensor
+// rank itself). At ETP = 1 every expert is whole ({0, 1}), drawn as the tensor shards are
+// (the initial values are keyed by the global element), so every layout gets one model.
+TensorParallelRank expert_tensor_rank(TensorParallelRank tp, int expert_tensor_parallel);
 
 class ParameterLayout {
  public:

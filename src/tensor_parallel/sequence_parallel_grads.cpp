@@ -9,6 +9,10 @@ bool is_sequence_parallel_param(const ParamSpec& spec) {
   return spec.name.find("layernorm.") != std::string::npos;
 }
 
+bool is_router_param(const ParamSpec& spec) {
+  return spec.name.find(".mlp.router.weight") != std::string::npos;
+}
+
 bool is_qk_norm_param(const ParamSpec& spec) {
   return spec.name.find("self_attention.q_layernorm.") != std::string::npos ||
          spec.name.find("self_attention.k_layernorm.") != std::string::npos;
@@ -19,13 +23,13 @@ bool is_replicated_kv_param(const ParamSpec& spec) {
 }
 
 void allreduce_sequence_parallel_grads(Parameters& params, comm::Communicator& tp,
-                                       bool sequence_parallel) {
+                                       bool sequence_parallel, bool routers_see_own_rows) {
   if (tp.size() == 1 || !params.has_gradients()) return;
   std::vector<const ParamSpec*> specs;
   long total = 0;
   for (const ParamSpec& s : params.layout().specs())
     if ((sequence_parallel && is_sequence_parallel_param(s)) || is_replicated_kv_param(s) ||
-        is_qk_norm_param(s))
+        is_qk_norm_param(s) || (routers_see_own_rows && is_router_param(s)))
       specs.push_back(&s), total += s.numel();
   if (total == 0) return;
   std::vector<float> packed(total);

@@ -39,6 +39,7 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   l.moe_aux_loss_coeff = aux_loss && !moe_aux_loss_coeff.empty() ? moe_aux_loss_coeff[0] : 0.0;
   l.moe_z_loss_coeff = moe_z_loss_coeff;
   l.expert_parallel = model.moe.enabled() ? expert_model_parallel_size : 1;
+  l.expert_tensor_parallel = model.moe.enabled() ? expert_tensor_parallel() : 0;
   l.packed = packed;
   return l;
 }

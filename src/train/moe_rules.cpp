@@ -14,7 +14,31 @@ std::string num(long v) {
   return std::to_string(v);
 }
 
-// EP and ETP: the experts' grid inside the dense one (Megatron's parallel_state).
+// ETP = 1 < t: whole experts, each tensor rank routing its own tokens. What that layout
+// does not build, by name.
+void check_whole_experts(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const int ep = c.expert_model_parallel_size, t = c.tensor_model_parallel_size;
+  const std::string prefix =
+      "--expert-tensor-parallel-size 1 with --tensor-model-parallel-size " + num(t) + ": ";
+  // Each expert's expert-data group then stays on one tensor rank, whose checkpoint file
+  // holds the expert whole (checkpoint/save.cpp).
+  if (ep % t)
+    errors.push_back(prefix + "--expert-model-parallel-size (" + num(ep) +
+                     ") must be a multiple of t (other expert grids are not built)");
+  if (c.model.moe.shared_expert_intermediate_size > 0)
+    errors.push_back(prefix +
+                     "--moe-shared-expert-intermediate-size is not built (shared "
+                     "experts run over the tensor group at ETP = t only)");
+  if (!c.save_hf.empty())
+    errors.push_back(prefix + "--save-hf is not built (export gathers tensor-split experts)");
+  if (!c.sample_prompt.empty())
+    errors.push_back(prefix +
+                     "--sample-prompt is not built (generation runs tensor-split "
+                     "experts)");
+}
+
+// EP and ETP: the experts' grid inside the dense one (Megatron's parallel_state): each
+// stage's t x d ranks regrouped as ETP x EP x EDP.
 void check_expert_layout(const TrainingConfig& c, std::vector<std::string>& errors) {
   const int ep = c.expert_model_parallel_size, t = c.tensor_model_parallel_size;
   const int d = c.data_parallel_size(), experts = c.model.moe.num_experts;
@@ -25,23 +49,40 @@ void check_expert_layout(const TrainingConfig& c, std::vector<std::string>& erro
   if (ep > 1 && experts > 0 && experts % ep)
     errors.push_back("--num-experts (" + num(experts) +
                      ") must be divisible by --expert-model-parallel-size (" + num(ep) + ")");
-  // The expert groups are EP consecutive data-parallel ranks: world % (ETP x EP x p) == 0
-  // with ETP = t is EP dividing d.
-  if (ep > 1 && d > 0 && d % ep)
+  const int etp = c.expert_tensor_parallel();
+  if (c.expert_tensor_parallel_size < 0) {
+    errors.push_back(
+        "--expert-tensor-parallel-size must be >= 1 (default: "
+        "--tensor-model-parallel-size)");
+    return;
+  }
+  if (t % etp) {
+    errors.push_back("--expert-tensor-parallel-size (" + num(etp) +
+                     ") must divide --tensor-model-parallel-size (" + num(t) +
+                     "): the expert grid regroups each stage's t x d ranks as ETP x EP x EDP");
+    return;
+  }
+  if (etp != 1 && etp != t)
+    errors.push_back("--expert-tensor-parallel-size " + num(etp) +
+                     " is not built: trident takes 1 (whole experts) or "
+                     "--tensor-model-parallel-size (" +
+                     num(t) + ")");
+  // Megatron's expert RankGenerator: world = ETP x EP x EDP x p, i.e. EP divides t x d / ETP
+  // (at ETP = t: EP divides d).
+  const long stage = (long)t * d / etp;
+  if (ep > 1 && d > 0 && stage % ep && etp == t)
     errors.push_back("--expert-model-parallel-size (" + num(ep) +
                      ") must divide the data-parallel size (" + num(d) + " = world size " +
                      num(c.world_size) +
                      " / (t x p)): expert-parallel ranks are taken from "
                      "the data-parallel group");
-  if (c.expert_tensor_parallel_size < 0)
-    errors.push_back(
-        "--expert-tensor-parallel-size must be >= 1 (default: "
-        "--tensor-model-parallel-size)");
-  else if (c.expert_tensor_parallel() != t)
-    errors.push_back("--expert-tensor-parallel-size (" + num(c.expert_tensor_parallel()) +
-                     ") must equal --tensor-model-parallel-size (" + num(t) +
-                     ") in trident: a different size needs a second grid with experts spread "
-                     "over the tensor-parallel ranks, which is not built");
+  else if (ep > 1 && d > 0 && stage % ep)
+    errors.push_back("--expert-model-parallel-size (" + num(ep) + ") must divide t x d / ETP (" +
+                     num(t) + " x " + num(d) + " / " + num(etp) + " = " + num(stage) +
+                     "; d = world size " + num(c.world_size) +
+                     " / (t x p)): the expert grid regroups each stage's t x d ranks as "
+                     "ETP x EP x EDP");
+  if (etp < t) check_whole_experts(c, errors);
   // Megatron's MoELayer.forward raises the same in training ("performance may degrade if
   // MoE and tensor parallelism are enabled without also enabling sequence parallelism").
   if (t > 1 && !c.sequence_parallel)

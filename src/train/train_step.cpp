@@ -83,6 +83,13 @@ void collect_moe_stats(TrainingRun& run, StepResult& r) {
         row[2 + e] += s.tokens_per_expert[e];
     }
   comm::Communicator& dp = *run.rank.groups->data;
+  // Whole experts (ETP < t): each tensor rank routed its own rows, so the loads are summed
+  // over the tensor group; the losses, the micro-batch's on every rank, are averaged.
+  const int t = run.config.tensor_model_parallel_size;
+  if (run.config.expert_tensor_parallel() < t) {
+    for (size_t at = 0; at < flat.size(); at += width) flat[at] /= t, flat[at + 1] /= t;
+    run.rank.groups->tensor->all_reduce(flat.data(), (long)flat.size(), comm::ReduceOp::kSum);
+  }
   run.rank.groups->pipeline->all_reduce(flat.data(), (long)flat.size(), comm::ReduceOp::kSum);
   dp.all_reduce(flat.data(), (long)flat.size(), comm::ReduceOp::kSum);
   const double replicas_x_micro_batches =

@@ -52,8 +52,8 @@ struct TrainingConfig {
   long ddp_bucket_size = 0;           // floats per bucket (0: Megatron's default)
   // Mixture of experts: the experts' layout and the router's training-side options
   // (Megatron's flags; the shape is model.moe). Checked by train/moe_rules.cpp.
-  int expert_model_parallel_size = 1;   // EP: experts split over EP data-parallel ranks
-  int expert_tensor_parallel_size = 0;  // ETP; 0: t (the only value trident takes yet)
+  int expert_model_parallel_size = 1;   // EP: experts split over EP of the t x d ranks
+  int expert_tensor_parallel_size = 0;  // ETP; 0: t (trident takes t or 1)
   std::string moe_layer_freq = "1";     // --moe-layer-freq as given; model.moe.layer_pattern
   std::string moe_token_dispatcher_type = "alltoall";  // Megatron defaults to allgather
   std::vector<std::string> moe_router_load_balancing_type = {"aux_loss"};

@@ -7,7 +7,8 @@ and train a dense model); the same keys from a TOML config; a run whose MoE flag
 valid trains (t = 1, fp32, with token dropping and gated shared experts), and what the MoE
 layer does not do yet is refused by name (fp16; bf16 trains: moe_bf16_test.py); t > 1 without --sequence-parallel is refused with
 Megatron's rule (t = 2 with it trains: moe_tp_parity.py). The data-parallel size that EP
-must divide is checked under mpirun -np 2 as well, where EP 2 trains.
+must divide is checked under mpirun -np 2 as well, where EP 2 trains, and with whole experts
+(t 2, --expert-tensor-parallel-size 1) EP dividing t x d / ETP and a multiple of t.
 --num-experts 0 is Megatron's "no MoE" and trains.
 Usage: moe_flags_test.py TRIDENT"""
 import os
@@ -63,9 +64,13 @@ def test_each_rule(trident, tmp):
          "--moe-token-dispatcher-type allgather is not implemented in trident: alltoall only"),
         ("flex", ["--moe-token-dispatcher-type", "flex"],
          "--moe-token-dispatcher-type flex is not implemented in trident"),
-        ("etp_not_t", ["--tensor-model-parallel-size", "2", "--sequence-parallel",
-                       "--expert-tensor-parallel-size", "1"],
-         "--expert-tensor-parallel-size (1) must equal --tensor-model-parallel-size (2)"),
+        ("etp_not_dividing_t", ["--tensor-model-parallel-size", "2", "--sequence-parallel",
+                                "--expert-tensor-parallel-size", "3"],
+         "--expert-tensor-parallel-size (3) must divide --tensor-model-parallel-size (2)"),
+        ("etp_between_1_and_t", ["--tensor-model-parallel-size", "4", "--sequence-parallel",
+                                 "--expert-tensor-parallel-size", "2"],
+         "--expert-tensor-parallel-size 2 is not built: trident takes 1 (whole experts) or "
+         "--tensor-model-parallel-size (4)"),
         ("sigmoid", ["--moe-router-score-function", "sigmoid"],
          "--moe-router-score-function sigmoid is not implemented in trident (softmax only)"),
         ("layer_freq_length", ["--moe-layer-freq", "([1]*3+[0]*1)*3"],
@@ -134,6 +139,16 @@ def test_under_mpirun(trident, tmp):
     refused(trident, tmp, "mpi_ep4", MOE + ["--expert-model-parallel-size", "4"],
             ["--expert-model-parallel-size (4) must divide the data-parallel size (2 = world size 2"],
             ranks=2, what="mpirun -np 2, EP 4")
+    # Whole experts at t 2 (ETP 1): EP may take the tensor ranks, up to t x d / ETP = 2.
+    whole = ["--tensor-model-parallel-size", "2", "--sequence-parallel",
+             "--expert-tensor-parallel-size", "1"]
+    refused(trident, tmp, "mpi_etp1_ep4", MOE + whole + ["--expert-model-parallel-size", "4"],
+            ["--expert-model-parallel-size (4) must divide t x d / ETP (2 x 1 / 1 = 2"],
+            ranks=2, what="mpirun -np 2, t 2, ETP 1, EP 4")
+    refused(trident, tmp, "mpi_etp1_ep1", MOE + whole,
+            ["--expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: "
+             "--expert-model-parallel-size (1) must be a multiple of t"],
+            ranks=2, what="mpirun -np 2, t 2, ETP 1, EP 1")
 
 
 def main():

@@ -56,10 +56,10 @@ TEST(MoeRules, ExpertLayoutRules) {
   EXPECT_TRUE(
       mentions(e, "--num-experts (8) must be divisible by --expert-model-parallel-size (3)"));
   EXPECT_TRUE(
-      mentions(e, "--expert-model-parallel-size (3) must divide the data-parallel size (4"));
+      mentions(e, "--expert-model-parallel-size (3) must divide t x d / ETP (2 x 4 / 1 = 8"));
   EXPECT_TRUE(mentions(e,
-                       "--expert-tensor-parallel-size (1) must equal "
-                       "--tensor-model-parallel-size (2)"));
+                       "--expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: "
+                       "--expert-model-parallel-size (3) must be a multiple of t"));
   EXPECT_TRUE(mentions(e,
                        "--num-experts with --tensor-model-parallel-size 2 needs "
                        "--sequence-parallel (Megatron's rule"));
@@ -67,6 +67,23 @@ TEST(MoeRules, ExpertLayoutRules) {
   c = moe_run();
   c.expert_tensor_parallel_size = 2;  // given as t: accepted
   EXPECT_TRUE(moe_errors(c).empty());
+  c.expert_tensor_parallel_size = 1;  // whole experts, EP 2 of t x d = 8 ranks: accepted
+  EXPECT_TRUE(moe_errors(c).empty());
+  c.expert_model_parallel_size = 8;  // EP up to t x d / ETP
+  EXPECT_TRUE(moe_errors(c).empty());
+  c.expert_model_parallel_size = 16;
+  EXPECT_TRUE(mentions(moe_errors(c), "--expert-model-parallel-size (16) must divide t x d / ETP"));
+  c.expert_model_parallel_size = 2;
+  c.expert_tensor_parallel_size = 3;
+  EXPECT_TRUE(
+      mentions(moe_errors(c),
+               "--expert-tensor-parallel-size (3) must divide --tensor-model-parallel-size (2)"));
+  c.expert_tensor_parallel_size = 1;
+  c.model.moe.shared_expert_intermediate_size = 16;
+  EXPECT_TRUE(mentions(moe_errors(c), "--moe-shared-expert-intermediate-size is not built"));
+  c = moe_run();
+  c.tensor_model_parallel_size = 4, c.world_size = 16, c.expert_tensor_parallel_size = 2;
+  EXPECT_TRUE(mentions(moe_errors(c), "--expert-tensor-parallel-size 2 is not built"));
   c.expert_model_parallel_size = 0;
   EXPECT_TRUE(mentions(moe_errors(c), "--expert-model-parallel-size must be >= 1"));
 }
