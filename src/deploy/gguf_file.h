@@ -40,6 +40,8 @@ class GgufWriter {
 
   // Metadata in the order first set; setting a key again replaces its value.
   void set(const std::string& key, GgufValue value);
+  // A string literal is a STRING (the variant alone would take it for a bool).
+  void set(const std::string& key, const char* value) { set(key, std::string(value)); }
   const GgufValue* find(const std::string& key) const;
   void add_tensor(GgufTensor tensor);
   const std::vector<GgufTensor>& tensors() const { return tensors_; }

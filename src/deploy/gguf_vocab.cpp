@@ -45,6 +45,8 @@ nlohmann::json read_json(const std::string& path) {
   return j;
 }
 
+constexpr int kMaxTokens = 1 << 24;  // more than any vocabulary; a bound on what a file claims
+
 // What the GGUF vocabulary is made of, in id order once complete.
 struct Vocabulary {
   std::vector<std::string> tokens;
@@ -58,6 +60,9 @@ struct Vocabulary {
   std::string chat_template;
 
   void put(int id, const std::string& text, std::int32_t type) {
+    if (id < 0 || id >= kMaxTokens)
+      throw FormatError("token '" + text + "' has id " + std::to_string(id) +
+                        ", outside [0, 2^24)");
     if (id >= (int)tokens.size()) {
       tokens.resize(id + 1);
       types.resize(id + 1, kUnused);
@@ -148,8 +153,10 @@ Vocabulary hf_files(const tokenizer::TokenizerOptions& t) {
     throw FormatError("--to gguf: " + where +
                       ": its pre_tokenizer is none llama.cpp names (GPT-2's ByteLevel, or the "
                       "Split regex of Llama 3 or Qwen2 before ByteLevel)");
-  for (const auto& [text, id] : model["vocab"].items()) v.put(id.get<int>(), text, kNormal);
-  for (const auto& m : model["merges"]) v.merges.push_back(merge_text(m));
+  const nlohmann::json vocab = model.value("vocab", nlohmann::json::object());
+  for (const auto& [text, id] : vocab.items()) v.put(id.get<int>(), text, kNormal);
+  for (const auto& m : model.value("merges", nlohmann::json::array()))
+    v.merges.push_back(merge_text(m));
   for (const auto& a : j.value("added_tokens", nlohmann::json::array())) {
     const std::string text = a.value("content", "");
     v.put(a.value("id", 0), text,

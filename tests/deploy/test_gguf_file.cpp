@@ -16,7 +16,7 @@ std::string str(const std::string& s) {
 
 TEST(GgufFile, HeaderIsGgufV3WithTypedMetadataAndAlignedTensorInfos) {
   GgufWriter w;
-  w.set("general.architecture", std::string("llama"));
+  w.set("general.architecture", "llama");  // a literal: a STRING, not a BOOL
   w.set("llama.block_count", (std::uint32_t)2);
   w.set("a.f", 0.5f);
   w.set("a.b", true);
