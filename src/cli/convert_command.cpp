@@ -195,14 +195,14 @@ int convert_main(const std::vector<std::string>& args) {
   from_ckpt->excludes(from_hf);
   auto* to_gguf =
       app.add_option("--to", to,
-                     "gguf: write one GGUF file for llama.cpp (from --load or --load-hf) to "
-                     "--output")
+                     "gguf: write one GGUF file for llama.cpp (from --load or --load-hf, with "
+                     "its tokenizer) to --output")
           ->check(CLI::IsMember({"gguf"}))
           ->excludes(to_hf);
   app.add_option("--output", gguf.output, "the GGUF file --to gguf writes")->needs(to_gguf);
   app.add_option("--outtype", gguf.outtype,
-                 "--to gguf's type of the matrices: f32, f16, bf16 or q8_0 (norms, biases and "
-                 "position embeddings stay f32)")
+                 "--to gguf's type of the matrices: f32, f16 (default), bf16 or q8_0 (norms, "
+                 "biases and position embeddings stay f32)")
       ->needs(to_gguf);
   add_tokenizer_args(app, &tokenizer_flags, "Tokenizer (written with the model)",
                      "the --load checkpoint's, or the --load-hf directory's");

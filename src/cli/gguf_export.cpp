@@ -37,9 +37,15 @@ void export_gguf(const GgufExportFlags& f, const tokenizer::TokenizerOptions& to
   const deploy::OutType type = deploy::parse_outtype(f.outtype);
   check_output_file(f.output, "--output");
   const std::string arch = deploy::gguf_architecture(recorded_model(f));
-  // The tokenizer is part of a GGUF model: the flags', the checkpoint's or directory's copy,
-  // else the installation's GPT-2 files.
-  const tokenizer::TokenizerOptions tok = resolve_tokenizer(tokenizer_flags, f.load, f.load_hf);
+  // The tokenizer is part of a GGUF model: the flags', or the checkpoint's or directory's
+  // copy; never the installation's GPT-2 files, no evidence of what the model was trained with.
+  const tokenizer::TokenizerOptions tok = tokenizer_flags.given() ? tokenizer_flags
+                                          : f.load.empty() ? hf_directory_tokenizer(f.load_hf)
+                                                           : carried_tokenizer(f.load);
+  if (!tok.given())
+    throw FormatError("--to gguf: " + (f.load.empty() ? f.load_hf : f.load) +
+                      " carries no tokenizer and a GGUF model needs one: give --vocab-file and "
+                      "--merge-file, or --tokenizer-type and --tokenizer-model");
   ModelConfig config;
   const Parameters whole = f.load.empty() ? load_hf_directory_weights(f.load_hf, &config)
                                           : load_checkpoint_weights(f.load, &config, std::cout);

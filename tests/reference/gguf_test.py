@@ -14,7 +14,8 @@ Qwen3's tokenizer), and the demo's block with its SentencePiece tokenizer. For e
 - the file itself, read by the reader below (written from gguf.md): metadata, every F32 tensor
   equal to its source (Llama's q and k rows interleaved per head as convert_hf_to_gguf's permute,
   re-derived here), every Q8_0 tensor byte for byte the numpy quantization of its source;
-- refusals: an unknown --outtype, a model llama.cpp has no architecture for (exit 2).
+- refusals: an unknown --outtype, a model llama.cpp has no architecture for, a checkpoint
+  without a tokenizer (exit 2).
 
 usage: gguf_test.py TRIDENT [SOURCE_ROOT]
 """
@@ -487,11 +488,17 @@ def refusals(tmp, gpt2_dir):
                os.path.join(tmp, "x.gguf"), "--outtype", "q4_0"], expect=2)
     check("--outtype q4_0: must be f32, f16, bf16 or q8_0" in out.stderr,
           f"an unknown --outtype exits 2 naming the rule: {out.stderr.strip()}")
+    tiny = ["--mock-data", "--vocab-size", "128", "--num-layers", "1", "--hidden-size", "32",
+            "--num-attention-heads", "2", "--seq-length", "16", "--micro-batch-size", "1",
+            "--global-batch-size", "1", "--train-iters", "1", "--threads", "1"]
+    bare = os.path.join(tmp, "bare_ckpt")  # GPT-2, trained without a tokenizer
+    run(["train"] + tiny + ["--save", bare])
+    out = run(["convert", "--load", bare, "--to", "gguf", "--output",
+               os.path.join(tmp, "z.gguf")], expect=2)
+    check("carries no tokenizer and a GGUF model needs one" in out.stderr,
+          f"a checkpoint without a tokenizer exits 2: {out.stderr.strip()}")
     mixed = os.path.join(tmp, "mixed_ckpt")  # LayerNorm with RoPE: no llama.cpp architecture
-    run(["train", "--mock-data", "--num-layers", "1", "--hidden-size", "32",
-         "--num-attention-heads", "2", "--seq-length", "16", "--position-embedding-type", "rope",
-         "--micro-batch-size", "1", "--global-batch-size", "1", "--train-iters", "1",
-         "--save", mixed] + GPT2_FILES)
+    run(["train"] + tiny + ["--position-embedding-type", "rope", "--save", mixed])
     out = run(["convert", "--load", mixed, "--to", "gguf", "--output",
                os.path.join(tmp, "y.gguf")], expect=2)
     check("this model mixes the two" in out.stderr and not os.path.exists(os.path.join(tmp, "y.gguf")),
