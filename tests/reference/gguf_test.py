@@ -5,7 +5,8 @@ Tiny random models (hidden 64, 2 layers) with real vocabularies: GPT-2 tied (an 
 and untied (a trident checkpoint), Llama tied (a checkpoint from an HF directory, the Llama 3.1
 tokenizer and its chat template carried) and untied (an HF directory with Llama 3.1's RoPE
 scaling, grouped-query attention), Qwen3 tied (heads wider than hidden / heads, q/k norms,
-Qwen3's tokenizer), and the demo's block with its SentencePiece tokenizer. For each:
+Qwen3's tokenizer), Qwen2 untied (q/k/v biases; GPT-2's tokenizer), and the demo's block with
+its SentencePiece tokenizer. For each:
 - f32: llama.cpp's greedy continuation of trident's prompt ids equals `trident generate
   --greedy` for 32 tokens; llama.cpp's tokenization of a text equals trident's;
 - f32, f16, bf16, q8_0: llama.cpp's next-token log-probabilities over a text against an
@@ -245,13 +246,16 @@ def expected_llama(w, c):
         for ours, hf in names.items():
             e[f"blk.{i}.{ours}.weight"] = w[p + hf + ".weight"]
         q, k = w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"]
-        if llama_ref.is_qwen3(c):  # rotate-half order is llama.cpp's NEOX RoPE: as it is
+        if llama_ref.is_qwen3(c):
             e[f"blk.{i}.attn_q_norm.weight"] = w[p + "self_attn.q_norm.weight"]
             e[f"blk.{i}.attn_k_norm.weight"] = w[p + "self_attn.k_norm.weight"]
-        else:
+        if c["model_type"] == "llama":  # Qwen's rotate-half order is llama.cpp's NEOX RoPE
             q = interleave_heads(q, c["num_attention_heads"])
             k = interleave_heads(k, c["num_key_value_heads"])
         e[f"blk.{i}.attn_q.weight"], e[f"blk.{i}.attn_k.weight"] = q, k
+        for ours, hf in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj")):
+            if p + f"self_attn.{hf}.bias" in w:  # Qwen2's
+                e[f"blk.{i}.{ours}.bias"] = w[p + f"self_attn.{hf}.bias"]
     if c.get("rope_scaling"):  # llama.cpp divides each pair's frequency by its factor
         d = llama_ref.head_dim(c)
         plain = llama_ref.inv_frequencies(dict(c, rope_scaling=None), d)
@@ -324,6 +328,25 @@ def qwen3_model(tmp, rng):
     return dict(tag="qwen3 tied (HF directory)", args=["--load-hf", directory], family="llama",
                 config=config, weights=weights, outtypes=("f32",), facts=QWEN3_FACTS,
                 chat_template=chat_template(QWEN3_TOKENIZER))
+
+
+def qwen2_model(tmp, rng):
+    """Qwen2 untied (biases on q, k and v only), with GPT-2's tokenizer files: the architecture
+    does not care, and a 50,257-token vocabulary keeps it cheap."""
+    config = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_act="silu",
+                  hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=50257,
+                  max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                  tie_word_embeddings=False, use_sliding_window=False)
+    directory = os.path.join(tmp, "qwen2_hf")
+    weights = llama_ref.draw_weights(config, rng)
+    llama_ref.write_model(directory, config, weights)
+    shutil.copy(GPT2_FILES[1], os.path.join(directory, "vocab.json"))
+    shutil.copy(GPT2_FILES[3], os.path.join(directory, "merges.txt"))
+    facts = {"general.architecture": "qwen2", "qwen2.attention.head_count_kv": 2,
+             "qwen2.rope.freq_base": 1000000.0, "tokenizer.ggml.pre": "gpt-2"}
+    return dict(tag="qwen2 untied (HF directory)", args=["--load-hf", directory],
+                family="llama", config=config, weights=weights, outtypes=("f32",), facts=facts)
 
 
 def chat_template(directory):
@@ -470,7 +493,7 @@ def check_answer(m, t, answer):
         err, top1 = logprob_errors(m, table, answer["top1"])
         tolerance = TOLERANCE[m["family"], t]
         check(err < tolerance and top1 >= (1.0 if t == "f32" else TOP1_FLOOR),
-              f"{m['tag']} {t}: max |log p - float64 reference| {err:.2e} (< {tolerance:.0e}) "
+              f"{m['tag']} {t}: max |log p - float64 reference| {err:.2e} (< {tolerance:g}) "
               f"over {ROWS} positions, top-1 agreement {top1:.3f} over {len(m['text_ids'])}")
     if t != "f32":
         return
@@ -510,7 +533,8 @@ def main():
     rng = np.random.default_rng(35)
     tmp = tempfile.mkdtemp(prefix="gguf_test_")
     try:
-        models = gpt2_models(tmp, rng) + llama_models(tmp, rng) + [qwen3_model(tmp, rng)]
+        models = (gpt2_models(tmp, rng) + llama_models(tmp, rng) +
+                  [qwen3_model(tmp, rng), qwen2_model(tmp, rng)])
         cwd = os.getcwd()
         os.chdir(SRC)  # the demo's config names its tokenizer relative to the repository
         models.append(sentencepiece_model(tmp))
