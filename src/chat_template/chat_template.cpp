@@ -67,7 +67,11 @@ std::string template_of(const nlohmann::ordered_json& config, const std::string&
 
 }  // namespace
 
-ChatTemplate ChatTemplate::from_directory(const std::string& directory) {
+namespace {
+
+// A tokenizer directory's template source and tokenizer_config.json (an empty object when
+// there is none).
+std::pair<std::string, nlohmann::ordered_json> read_directory(const std::string& directory) {
   const std::string config_path = directory + "/tokenizer_config.json";
   bool has_config = false, has_jinja = false;
   const std::string config_text = read_text(config_path, has_config);
@@ -80,9 +84,20 @@ ChatTemplate ChatTemplate::from_directory(const std::string& directory) {
     if (config.is_discarded() || !config.is_object())
       throw TemplateError(config_path + " is not a JSON object");
   }
-  ChatTemplate t(has_jinja ? jinja : template_of(config, config_path));
+  return {has_jinja ? jinja : template_of(config, config_path), config};
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::from_directory(const std::string& directory) {
+  auto [source, config] = read_directory(directory);
+  ChatTemplate t(source);
   t.set_special_tokens(special_tokens_of(config));
   return t;
+}
+
+std::string ChatTemplate::source_in_directory(const std::string& directory) {
+  return read_directory(directory).first;
 }
 
 }  // namespace trident::chat_template

@@ -35,6 +35,9 @@ class ChatTemplate {
   // tokenizer_config.json's "chat_template" (a string, or the entry named "default"), with
   // the special tokens of tokenizer_config.json. A TemplateError names what is missing.
   static ChatTemplate from_directory(const std::string& directory);
+  // The same directory's template text, unparsed (what a GGUF file's tokenizer.chat_template
+  // carries); the same TemplateError when it has none.
+  static std::string source_in_directory(const std::string& directory);
 
  private:
   std::shared_ptr<const Body> body_;

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
+#include "io/hf_gpt2.h"
 
 namespace trident::cli {
 
@@ -31,6 +32,21 @@ Parameters load_checkpoint_weights(const std::string& load, ModelConfig* config,
       engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
   const checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
   checkpoint::load(load, run, model, rank, log, checkpoint::LoadMode::kWeightsOnly);
+  *config = o.layout.model;
+  return engine::gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
+}
+
+Parameters load_hf_directory_weights(const std::string& load_hf, ModelConfig* config) {
+  engine::RankModelOptions o;
+  o.layout.model = io::read_hf_config(load_hf);
+  o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
+  o.layout.split = {o.layout.model.num_layers};
+  o.schedules = {o.schedule};
+  o.load_hf = load_hf;
+  distributed::ProcessGrid grid(1, 1, 1);
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  engine::RankModel model =
+      engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
   *config = o.layout.model;
   return engine::gather_rank_model(model, o.layout, *groups.tensor, *groups.pipeline);
 }

@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/checkpoint_weights.h"
+#include "cli/gguf_export.h"
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "core/files.h"
@@ -137,9 +138,36 @@ bool lora_flag_agrees(const std::string& load, bool merge_lora) {
 }
 }  // namespace
 
+namespace {
+// --to gguf: from --load or --load-hf, to --output; nothing else written.
+int convert_to_gguf(const std::string& load, const std::string& load_hf, const std::string& save,
+                    bool merge_lora, GgufExportFlags f, const tokenizer::TokenizerOptions& tok) {
+  if (load.empty() == load_hf.empty() || f.output.empty() || !save.empty()) {
+    std::cerr << "trident convert: --to gguf takes --load CKPT or --load-hf DIR, and --output "
+                 "FILE (not --save)\n";
+    return 2;
+  }
+  std::vector<std::string> errors = tokenizer::check_tokenizer_options(tok);
+  for (const std::string& e : errors) std::cerr << "trident convert: " << e << "\n";
+  if (!errors.empty()) return 2;
+  try {
+    if (!load.empty() && !lora_flag_agrees(load, merge_lora)) return 2;
+    f.load = load;
+    f.load_hf = load_hf;
+    export_gguf(f, tok);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "trident convert: " << e.what() << "\n";
+    return 2;
+  }
+}
+}  // namespace
+
 int convert_main(const std::vector<std::string>& args) {
-  CLI::App app("trident convert: checkpoint <-> HuggingFace directory", "trident convert");
-  std::string load, save_hf, load_hf, save, save_hf_dtype;
+  CLI::App app("trident convert: checkpoint <-> HuggingFace directory, or to GGUF (llama.cpp)",
+               "trident convert");
+  std::string load, save_hf, load_hf, save, save_hf_dtype, to;
+  GgufExportFlags gguf;
   bool merge_lora = false;
   tokenizer::TokenizerOptions tokenizer_flags;
   auto* from_ckpt = app.add_option("--load", load, "checkpoint directory (its latest)");
@@ -165,10 +193,22 @@ int convert_main(const std::vector<std::string>& args) {
                "checkpoint records")
       ->needs(from_ckpt);
   from_ckpt->excludes(from_hf);
+  auto* to_gguf =
+      app.add_option("--to", to,
+                     "gguf: write one GGUF file for llama.cpp (from --load or --load-hf, with "
+                     "its tokenizer) to --output")
+          ->check(CLI::IsMember({"gguf"}))
+          ->excludes(to_hf);
+  app.add_option("--output", gguf.output, "the GGUF file --to gguf writes")->needs(to_gguf);
+  app.add_option("--outtype", gguf.outtype,
+                 "--to gguf's type of the matrices: f32, f16 (default), bf16 or q8_0 (norms, "
+                 "biases and position embeddings stay f32)")
+      ->needs(to_gguf);
   add_tokenizer_args(app, &tokenizer_flags, "Tokenizer (written with the model)",
                      "the --load checkpoint's, or the --load-hf directory's");
   int code = 0;
   if (!parse_args(app, args, &code)) return code;
+  if (!to.empty()) return convert_to_gguf(load, load_hf, save, merge_lora, gguf, tokenizer_flags);
   if (save_hf.empty() == save.empty() || (!save.empty() && load_hf.empty() && !merge_lora)) {
     std::cerr << "trident convert: give --load CKPT --save-hf DIR, --load-hf DIR --save CKPT, or "
                  "--load CKPT --merge-lora --save CKPT (LoRA adapters merged)\n";
