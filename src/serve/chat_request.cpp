@@ -136,7 +136,7 @@ ApiError read_stream_options(const Json& j, ChatRequest* r) {
 }
 
 // Chat fields trident does not implement: accepted at their neutral value, refused otherwise.
-ApiError check_unsupported(const Json& j) {
+ApiError check_unsupported_chat_fields(const Json& j) {
   if (present(j, "n") && j.at("n") != 1)
     return bad_request("n", "n must be 1 (trident answers one choice per chat request), got " +
                                 describe(j.at("n")));
@@ -164,7 +164,7 @@ ApiError parse_chat_request(std::string_view body, ChatRequest* out) {
   if (!(e = read_lengths(j, &r)).ok()) return e;
   if (!(e = read_logprobs(j, &r)).ok()) return e;
   if (!(e = read_stream_options(j, &r)).ok()) return e;
-  if (!(e = check_unsupported(j)).ok()) return e;
+  if (!(e = check_unsupported_chat_fields(j)).ok()) return e;
   *out = std::move(r);
   return {};
 }

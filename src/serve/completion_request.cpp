@@ -8,7 +8,7 @@ namespace {
 
 // The legacy API's own fields that trident does not implement: accepted at their neutral
 // value, refused otherwise (never silently ignored).
-ApiError check_unsupported(const Json& j) {
+ApiError check_unsupported_completion_fields(const Json& j) {
   if (present(j, "echo") && j.at("echo") != false)
     return bad_request("echo", "echo is not supported by trident (only false)");
   if (present(j, "suffix")) return bad_request("suffix", "suffix is not supported by trident");
@@ -75,7 +75,7 @@ ApiError parse_completion_request(std::string_view body, CompletionRequest* out)
     return bad_request("n", std::to_string(r.prompts.size()) +
                                 " prompts x n = " + std::to_string(r.n) + " asks for more than " +
                                 std::to_string(kMaxCompletionChoices) + " completions");
-  if (!(e = check_unsupported(j)).ok()) return e;
+  if (!(e = check_unsupported_completion_fields(j)).ok()) return e;
   *out = std::move(r);
   return {};
 }

@@ -17,7 +17,7 @@ ApiError check_renamed(const Json& j) {
 
 // Megatron options trident does not implement: accepted at their default (so clients that
 // always send them work), refused otherwise rather than silently ignored.
-ApiError check_unsupported(const Json& j) {
+ApiError check_unsupported_megatron_fields(const Json& j) {
   const char* zero_fields[] = {"top_p_decay", "top_p_bound"};
   for (const char* f : zero_fields)
     if (present(j, f) && !(j.at(f).is_number() && j.at(f).get<double>() == 0.0))
@@ -71,7 +71,7 @@ ApiError parse_megatron_request(std::string_view body, MegatronRequest* out) {
                          "prompts[" + std::to_string(i) +
                              "] is empty; empty prompts require "
                              "add_BOS=true");
-  if (!(e = check_unsupported(j)).ok()) return e;
+  if (!(e = check_unsupported_megatron_fields(j)).ok()) return e;
   *out = std::move(r);
   return {};
 }

