@@ -72,8 +72,14 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
                                                          : GradientMemory::kTouched,
               options.shard_parameters && !options.inference ? ValueMemory::kSharded
                                                              : ValueMemory::kTouched),
+      // Sharded over the expert-data group as the dense buffer over the data-parallel group
+      // (engine/rank_model.h): the same strategy, whatever that group's size.
       expert_params_(expert_layout(config, {tp.rank(), tp.size()}, options, expert),
-                     options.expert_pad_multiple),
+                     options.expert_pad_multiple,
+                     options.shard_gradients && !options.inference ? GradientMemory::kOnFirstWrite
+                                                                   : GradientMemory::kTouched,
+                     options.shard_parameters && !options.inference ? ValueMemory::kSharded
+                                                                    : ValueMemory::kTouched),
       lora_params_(
           ParameterLayout::lora_adapters(config, {tp.rank(), tp.size()}, options.placement),
           options.pad_multiple,
