@@ -96,7 +96,8 @@ long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPla
     in_flight += held.grads.in_flight;
     plan.resize(expert_weights_row(layout.model, placement, layout.expert_parallel),
                 held.weights.weights);
-    plan.resize(kExpertBf16CopyRow, held.weights.low_precision_copy);
+    if (layout.precision != kernels::Precision::kFp32)
+      plan.resize(expert_weight_copy_row(layout.precision), held.weights.low_precision_copy);
   }
   const long pad = layout.distributed_optimizer ? 16L * layout.data : 16;  // chunk_options'
   const long lora = lora_adapter_floats(layout.model, {0, layout.tensor}, placement, pad);

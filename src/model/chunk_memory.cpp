@@ -266,6 +266,7 @@ MoeDims planned_moe_dims(const ChunkShape& s) {
   MoeDims d = moe_dims(s.config, 0.0, 0.0, s.tensor_parallel_size);
   d.expert_parallel = s.options.expert_parallel;
   d.bf16 = s.options.precision == kernels::Precision::kBf16;
+  d.fp16 = s.options.precision == kernels::Precision::kFp16;
   return d;
 }
 
@@ -441,8 +442,8 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
     case kernels::Precision::kBf16:
       weights("bf16 weight copy");
       if (s.expert_floats > 0)  // expert parallelism: the expert buffer's own copy
-        parameters.add(kExpertBf16CopyRow, Home::kOutsideArena, Field::kNone, 1,
-                       {(s.expert_floats + 1) / 2});
+        parameters.add(expert_weight_copy_row(s.options.precision), Home::kOutsideArena,
+                       Field::kNone, 1, {(s.expert_floats + 1) / 2});
       scratch.add("bf16 GEMM operands", Home::kChunk, Field::kGemmOperands16, 1,
                   {(act + 1) / 2, (in + 1) / 2});
       if (s.layers > 0 && !s.options.inference && s.lora_floats == 0)  // LoRA: no dW at all
@@ -451,6 +452,9 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
       return;
     case kernels::Precision::kFp16:
       weights("fp16 weight copy");
+      if (s.expert_floats > 0)  // as bf16's
+        parameters.add(expert_weight_copy_row(s.options.precision), Home::kOutsideArena,
+                       Field::kNone, 1, {(s.expert_floats + 1) / 2});
       scratch.add("fp16-rounded GEMM operands", Home::kChunk, Field::kGemmOperands32, 1,
                   {act, in, s.largest_weight});
       return;

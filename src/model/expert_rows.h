@@ -6,12 +6,16 @@
 #include <string>
 
 #include "config/model_config.h"
+#include "kernels/low_precision.h"
 #include "parameters/parameter_layout.h"
 
 namespace trident {
 
 inline constexpr const char* kExpertGradientsRow = "expert gradients";
-inline constexpr const char* kExpertBf16CopyRow = "expert bf16 weight copy";
+// Its 16-bit copy in bf16 and fp16 runs: "expert bf16 weight copy".
+inline std::string expert_weight_copy_row(kernels::Precision precision) {
+  return "expert " + std::string(kernels::precision_name(precision)) + " weight copy";
+}
 
 // "expert weights (E/EP experts x L MoE layers)": the chunk's local experts and MoE layers.
 inline std::string expert_weights_row(const ModelConfig& config, const ChunkPlacement& placement,
