@@ -12,29 +12,50 @@ namespace {
 // Sharded gradients are reduced after every backward instead: the previous micro-batch's
 // reductions complete before the chunk's next forward (the last stage's forward writes the
 // output layer's gradients) or backward writes into the buffer they read.
+// Sharded expert gradients (ZeRO-2/3, an expert-data group of more than one rank) likewise:
+// when the chunk reports a layer's dense gradients final, the layer's experts' are too (they
+// are formed in the same backward of the layer), and the expert reducer is told. An expert
+// buffer whose gradients are whole is reduced at the step (engine/optimizer_step.cpp).
 void arm_reducers(RankModel& model, pipeline_parallel::PipelineExecutor& executor) {
   std::vector<GPTModel*> chunks = model.chunk_pointers();
-  std::vector<data_parallel::GradientReducer*> reducers;
-  for (const auto& r : model.reducers) reducers.push_back(r.get());
-  executor.set_before_forward([reducers](int j) { reducers[j]->finish_micro_batch(); });
-  std::vector<data_parallel::ParameterGatherer*> gatherers;
-  for (const auto& g : model.gatherers) {
-    gatherers.push_back(g.get());
-    g->allow_prefetch_after(data_parallel::Pass::kForward, true);
+  std::vector<data_parallel::GradientReducer*> reducers, experts;
+  std::vector<data_parallel::ParameterGatherer*> gatherers;  // per chunk: dense, experts'
+  std::vector<ExpertSpan> spans;
+  for (size_t j = 0; j < chunks.size(); ++j) {
+    reducers.push_back(model.reducers[j].get());
+    data_parallel::GradientReducer* e =
+        j < model.expert_reducers.size() ? model.expert_reducers[j].get() : nullptr;
+    experts.push_back(e && e->shards_gradients() ? e : nullptr);
+    spans.push_back(experts.back() ? expert_span(*chunks[j]) : ExpertSpan{});
+    gatherers.push_back(j < model.gatherers.size() ? model.gatherers[j].get() : nullptr);
+    gatherers.push_back(expert_gatherer(model, j));
   }
-  executor.set_before_backward([chunks, reducers, gatherers](int j, bool last) {
+  for (data_parallel::ParameterGatherer* g : gatherers)
+    if (g) g->allow_prefetch_after(data_parallel::Pass::kForward, true);
+  executor.set_before_forward([reducers, experts](int j) {
+    reducers[j]->finish_micro_batch();
+    if (experts[j]) experts[j]->finish_micro_batch();
+  });
+  executor.set_before_backward([chunks, reducers, experts, gatherers, spans](int j, bool last) {
     // Sharded weights: a backward that is not the step's last may prefetch the next
     // forward's first unit (the weights change only at the step).
-    if (!gatherers.empty())
-      gatherers[j]->allow_prefetch_after(data_parallel::Pass::kBackward, !last);
-    data_parallel::GradientReducer* reducer = reducers[j];
+    for (int k : {2 * j, 2 * j + 1})
+      if (gatherers[k]) gatherers[k]->allow_prefetch_after(data_parallel::Pass::kBackward, !last);
+    data_parallel::GradientReducer *reducer = reducers[j], *expert = experts[j];
     reducer->finish_micro_batch();
+    if (expert) expert->finish_micro_batch(), expert->arm();
     if (!last && !reducer->shards_gradients()) {
       chunks[j]->set_grad_ready_hook({});
       return;
     }
     reducer->arm();
-    chunks[j]->set_grad_ready_hook([reducer](int b, int e) { reducer->mark_ready(b, e); });
+    if (!expert)
+      return chunks[j]->set_grad_ready_hook([reducer](int b, int e) { reducer->mark_ready(b, e); });
+    chunks[j]->set_grad_ready_hook([reducer, expert, span = spans[j]](int b, int e) {
+      reducer->mark_ready(b, e);
+      const auto [lo, hi] = span(b, e);
+      if (lo < hi) expert->mark_ready(lo, hi);
+    });
   });
 }
 
@@ -50,7 +71,17 @@ void register_grad_sync_hooks(RankModel& model, pipeline_parallel::PipelineExecu
     data_parallel::GradientReducer* reducer = model.reducers[j].get();
     data_parallel::ParameterGatherer* gatherer =
         j < model.gatherers.size() ? model.gatherers[j].get() : nullptr;
-    if (gatherer)
+    data_parallel::GradientReducer* experts =
+        j < model.expert_reducers.size() ? model.expert_reducers[j].get() : nullptr;
+    if (experts && experts->shards_gradients())  // ZeRO-2/3 of the expert buffer
+      model.chunks[j]->set_progress_hook(
+          [reducer, gatherer, experts, expert_gatherer = expert_gatherer(model, j)] {
+            reducer->progress();
+            experts->progress();
+            for (data_parallel::ParameterGatherer* g : {gatherer, expert_gatherer})
+              if (g) g->progress();
+          });
+    else if (gatherer)
       model.chunks[j]->set_progress_hook([reducer, gatherer] {
         reducer->progress();
         gatherer->progress();

@@ -171,15 +171,18 @@ HeldGradientFloats held_gradient_floats(const RankLayout& layout, const ChunkPla
   return held;
 }
 
+int held_unit_window(const RankLayout& layout, const ChunkPlacement& placement) {
+  const int layers = placement.num_layers < 0 ? layout.model.num_layers - placement.first_layer
+                                              : placement.num_layers;
+  return 2 * (layout.recomputed_layers(layers) > 0 ? layout.recompute_group_size() : 1);
+}
+
 HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlacement& placement,
                                     const LayoutSizes& sizes, long parameter_floats) {
   const long copy = layout.precision == kernels::Precision::kFp32 ? 0 : (parameter_floats + 1) / 2;
   if (!layout.shard_parameters || layout.data < 2 || sizes.units.empty())
     return {parameter_floats, copy};
-  // A pass holds the units running (a recomputed group's, in backward) and the next ones.
-  const int layers = placement.num_layers < 0 ? layout.model.num_layers - placement.first_layer
-                                              : placement.num_layers;
-  const int group = layout.recomputed_layers(layers) > 0 ? layout.recompute_group_size() : 1;
+  const int window = held_unit_window(layout, placement);
   const data_parallel::VocabularyBlocks vocabulary =
       vocabulary_blocks(layout, placement, (int)sizes.tensors.size());
   const bool wrap = placement.post_process && layout.model.tied_output() && !vocabulary.active();
@@ -187,12 +190,12 @@ HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlaceme
       data_parallel::vocabulary_units(sizes.units, sizes.tensors, vocabulary);
   HeldWeightFloats held;
   held.weights = data_parallel::largest_sharded_weight_floats(units, parameter_floats, layout.data,
-                                                              2 * group, wrap);
+                                                              window, wrap);
   if (copy > 0) {
     // The shard's copy stays (the source of the linear weights' gathers); a gathered unit's
     // goes as it is given back: the shard plus the largest window, whole.
-    const long window = data_parallel::largest_unit_window(units, 2 * group, wrap);
-    held.low_precision_copy = (parameter_floats / layout.data + window + 1) / 2;
+    const long held_units = data_parallel::largest_unit_window(units, window, wrap);
+    held.low_precision_copy = (parameter_floats / layout.data + held_units + 1) / 2;
   }
   return held;
 }

@@ -69,10 +69,10 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
 // distributed optimizer (the buffer is padded to a multiple of 16 d).
 long adam_moment_floats(const RankLayout& layout, long parameter_floats);
 
-// Expert parallelism: the expert-data-parallel size t x d / (ETP x EP), and the floats of the two
-// Adam moments of a chunk's expert buffer (its 1/(d/EP) shard under the distributed optimizer,
-// which shards it over the expert-data group; under ZeRO-2/3 too, where the expert buffer's
-// gradients and weights stay whole: data_parallel is not told to shard them).
+// Expert parallelism: the expert-data-parallel size t x d / (ETP x EP), and the floats of
+// the two Adam moments of a chunk's expert buffer (its 1/EDP shard under the distributed
+// optimizer, which shards it over the expert-data group; ZeRO-2/3 shard its gradients and
+// weights over that group too: engine/rank_memory.cpp).
 int expert_data_size(const RankLayout& layout);
 long expert_moment_floats(const RankLayout& layout, long expert_floats);
 
@@ -110,6 +110,10 @@ struct HeldWeightFloats {
 };
 HeldWeightFloats held_weight_floats(const RankLayout& layout, const ChunkPlacement& placement,
                                     const LayoutSizes& sizes, long parameter_floats);
+
+// Sharded weights (ZeRO-3): the units a chunk's pass holds at once, the running ones (a
+// recomputed group's, in backward) and as many next ones (prefetched).
+int held_unit_window(const RankLayout& layout, const ChunkPlacement& placement);
 
 // The shape of rank `stage`'s buffers besides its chunks (engine/rank_buffers.h).
 // microbatches: the largest m of the run; gradient_floats: all its chunks' buffers.

@@ -1,6 +1,11 @@
 #include "engine/rank_memory.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "data_parallel/grad_reducer.h"
+#include "model/expert_rows.h"
 
 namespace trident::engine {
 
@@ -16,13 +21,83 @@ long RankMemoryPlan::group_bytes(const std::string& group) const {
   return total;
 }
 
+namespace {
+
+// The expert buffer's tensors and units (one per MoE layer), (offset, floats) in layout order,
+// as data_parallel cuts them; built only where the expert buffer is sharded.
+struct ExpertPieces {
+  std::vector<std::pair<long, long>> tensors, units;
+};
+ExpertPieces expert_pieces(const RankLayout& layout, const ChunkPlacement& placement) {
+  const ModelConfig& m = layout.model;
+  const int layers =
+      placement.num_layers < 0 ? m.num_layers - placement.first_layer : placement.num_layers;
+  ExpertPieces out;
+  if (layers > kLayersSizedWhole) return out;  // too many to name: planned whole
+  const ParameterLayout experts(m, {0, layout.tensor}, placement,
+                                expert_buffer_slice(m, layout.expert_parallel, 0));
+  const std::vector<ParamSpec>& specs = experts.specs();
+  for (const ParamSpec& spec : specs) out.tensors.emplace_back(spec.offset, spec.numel());
+  for (auto [begin, end] : weight_units(experts)) {
+    const long stop = end < (int)specs.size() ? specs[end].offset : experts.total();
+    out.units.emplace_back(specs[begin].offset, stop - specs[begin].offset);
+  }
+  return out;
+}
+
+// The expert buffer (`floats`, padded) as its reducer and gatherer hold it over the
+// expert-data group, as held_gradient_floats and held_weight_floats size the dense buffer over
+// the data-parallel group (no vocabulary, no tied copy): its gradients, the gradients in
+// reduction (MPI's temporaries; none counted for the reduction at the step when they are
+// whole), its weights and their 16-bit copy.
+struct HeldExpertFloats {
+  HeldGradientFloats grads;
+  HeldWeightFloats weights;
+};
+HeldExpertFloats held_expert_floats(const RankLayout& layout, const ChunkPlacement& placement,
+                                    long floats, bool overlap_grad_reduce) {
+  const int ranks = expert_data_size(layout);
+  const long copy = layout.precision == kernels::Precision::kFp32 ? 0 : (floats + 1) / 2;
+  HeldExpertFloats held{{floats, 0}, {floats, copy}};
+  if (!layout.shard_gradients || ranks < 2) return held;
+  const ExpertPieces pieces = expert_pieces(layout, placement);
+  if (pieces.tensors.empty()) return held;
+  const std::vector<data_parallel::Bucket> buckets =
+      data_parallel::gradient_buckets(pieces.tensors, floats, gradient_bucket_floats(layout));
+  const int in_flight = data_parallel::sharded_buckets_in_flight(layout.shard_parameters);
+  if (overlap_grad_reduce)  // else every bucket fills before the first is reduced
+    held.grads.resident =
+        data_parallel::largest_sharded_gradient_floats(buckets, floats, ranks, in_flight, false);
+  held.grads.in_flight =
+      (ranks > 2 ? 2 : 1) * data_parallel::largest_bucket_window(buckets, in_flight - 1);
+  if (!layout.shard_parameters) return held;
+  const int window = held_unit_window(layout, placement);
+  held.weights.weights =
+      data_parallel::largest_sharded_weight_floats(pieces.units, floats, ranks, window, false);
+  if (copy > 0)
+    held.weights.low_precision_copy =
+        (floats / ranks + data_parallel::largest_unit_window(pieces.units, window, false) + 1) / 2;
+  return held;
+}
+
+}  // namespace
+
 long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPlacement& placement,
                       const LayoutSizes& sizes, long parameter_floats, bool overlap_grad_reduce) {
   plan.resize("adam exp_avg + exp_avg_sq", adam_moment_floats(layout, parameter_floats));
-  if (sizes.experts > 0) {
+  long in_flight = 0;
+  if (sizes.experts > 0) {  // expert parallelism: the expert buffer, as the dense one below
     const long pad = layout.distributed_optimizer ? 16L * expert_data_size(layout) : 16;
-    plan.resize(kExpertMomentsRow,
-                expert_moment_floats(layout, (sizes.experts + pad - 1) / pad * pad));
+    const long experts = (sizes.experts + pad - 1) / pad * pad;
+    plan.resize(kExpertMomentsRow, expert_moment_floats(layout, experts));
+    const HeldExpertFloats held =
+        held_expert_floats(layout, placement, experts, overlap_grad_reduce);
+    plan.resize(kExpertGradientsRow, held.grads.resident);
+    in_flight += held.grads.in_flight;
+    plan.resize(expert_weights_row(layout.model, placement, layout.expert_parallel),
+                held.weights.weights);
+    if (layout.precision != kernels::Precision::kFp32)
+      plan.resize(expert_weight_copy_row(layout.precision), held.weights.low_precision_copy);
   }
   const long pad = layout.distributed_optimizer ? 16L * layout.data : 16;  // chunk_options'
   const long lora = lora_adapter_floats(layout.model, {0, layout.tensor}, placement, pad);
@@ -35,7 +110,7 @@ long shard_chunk_plan(MemoryPlan& plan, const RankLayout& layout, const ChunkPla
   if (layout.precision != kernels::Precision::kFp32)
     plan.resize(kernels::precision_name(layout.precision) + std::string(" weight copy"),
                 weights.low_precision_copy);
-  return grads.in_flight;
+  return in_flight + grads.in_flight;
 }
 
 namespace {

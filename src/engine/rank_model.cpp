@@ -1,6 +1,7 @@
 #include "engine/rank_model.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "engine/rank_memory.h"
@@ -40,6 +41,46 @@ void RankModel::gather_all_values() {
 
 void RankModel::release_gathered_values() {
   for (auto& g : gatherers) g->release_all();
+}
+
+data_parallel::ParameterGatherer* expert_gatherer(const RankModel& m, size_t j) {
+  auto sharded = [&](size_t i) {
+    return m.chunks[i]->splits_experts() && m.chunks[i]->expert_parameters().values_sharded();
+  };
+  if (!sharded(j)) return nullptr;
+  size_t k = m.chunks.size();  // the chunks' own gatherers come first
+  for (size_t i = 0; i < j; ++i) k += sharded(i) ? 1 : 0;
+  return m.gatherers.at(k).get();
+}
+
+ExpertSpan expert_span(const GPTModel& chunk) {
+  // Per layer (global index): its experts' specs, contiguous in the expert buffer.
+  std::map<int, std::pair<int, int>> experts;
+  auto layer_of = [](const std::string& name) {
+    return name.rfind("layers.", 0) == 0 ? std::stoi(name.substr(7)) : -1;
+  };
+  const auto& expert_specs = chunk.expert_parameters().layout().specs();
+  for (int k = 0; k < (int)expert_specs.size(); ++k) {
+    auto [it, fresh] = experts.try_emplace(layer_of(expert_specs[k].name), k, k + 1);
+    if (!fresh) it->second.second = k + 1;
+  }
+  // Per dense spec: the experts of its layer ({0, 0}: none).
+  std::vector<std::pair<int, int>> of_spec;
+  for (const ParamSpec& spec : chunk.parameters().layout().specs()) {
+    auto it = experts.find(layer_of(spec.name));
+    of_spec.push_back(it == experts.end() ? std::pair<int, int>{0, 0} : it->second);
+  }
+  return [of_spec](int begin, int end) {
+    std::pair<int, int> span{0, 0};
+    for (int k = begin; k < end; ++k) {
+      const auto [lo, hi] = of_spec[k];
+      if (lo == hi) continue;
+      span = span.first == span.second
+                 ? std::pair<int, int>{lo, hi}
+                 : std::pair<int, int>{std::min(span.first, lo), std::max(span.second, hi)};
+    }
+    return span;
+  };
 }
 
 void RankModel::zero_grads() {
@@ -133,6 +174,37 @@ void add_gatherer(GPTModel& chunk, comm::Communicator& dp,
       [g] { g->end_pass(); });
 }
 
+// Sharded expert weights (ZeRO-3 of the expert buffer): a gatherer over the chunk's expert
+// buffer and its expert-data group, one unit per MoE layer (its E/EP experts), asked for
+// wherever the chunk asks for that layer's dense weights (GPTModel names dense specs, layer by
+// layer or a recomputed group at once); the chunk's passes begin and end both gatherers'.
+// The chunk's dense weights are sharded too (the same strategy): add_gatherer came first.
+std::unique_ptr<data_parallel::ParameterGatherer> expert_gatherer_of(
+    GPTModel& chunk, comm::Communicator& expert_data, data_parallel::ParameterGatherer* g) {
+  std::vector<data_parallel::GatherUnit> units;
+  for (auto [begin, end] : weight_units(chunk.expert_parameters().layout()))
+    units.push_back(gather_unit(chunk.expert_parameters(), begin, end));
+  auto gatherer = std::make_unique<data_parallel::ParameterGatherer>(chunk.expert_parameters(),
+                                                                     expert_data, std::move(units));
+  data_parallel::ParameterGatherer* e = gatherer.get();
+  chunk.set_params_needed_hook([g, e, span = expert_span(chunk)](int begin, int end) {
+    g->need(begin, end);
+    const auto [lo, hi] = span(begin, end);
+    if (lo < hi) e->need(lo, hi);
+  });
+  chunk.set_pass_hooks(
+      [g, e](bool backward) {
+        const auto pass = backward ? data_parallel::Pass::kBackward : data_parallel::Pass::kForward;
+        g->begin_pass(pass);
+        e->begin_pass(pass);
+      },
+      [g, e] {
+        g->end_pass();
+        e->end_pass();
+      });
+  return gatherer;
+}
+
 // The vocabulary in blocks: the output layer's through the gatherer and the reducer, the
 // input word embedding's rows through a ShardedEmbedding.
 void wire_vocabulary(GPTModel& chunk, comm::Communicator& dp, RankModel& m) {
@@ -178,7 +250,7 @@ void load_hf_split(const std::string& dir, const ModelConfig& config, TensorPara
 
 // Fills chunk j's weights: its shard of them when they are sharded; its experts' buffer too.
 void fill_weights(const RankModelOptions& o, int j, RankModel& m, TensorParallelRank tp,
-                  StartupClock* clock) {
+                  StartupClock* clock, data_parallel::ParameterGatherer* experts_gatherer) {
   const RankLayout& l = o.layout;
   GPTModel& chunk = *m.chunks.back();
   Parameters& params = chunk.parameters();
@@ -189,10 +261,16 @@ void fill_weights(const RankModelOptions& o, int j, RankModel& m, TensorParallel
   if (chunk.has_lora())  // A drawn by name (the same under any split), B zero
     chunk.lora_parameters().initialize(o.seed, l.model.init_method_std, l.model.num_layers);
   if (chunk.splits_experts()) {  // drawn by name: the same values as inline
-    if (o.load_hf.empty())
-      chunk.expert_parameters().initialize(o.seed, l.model.init_method_std, l.model.num_layers);
-    else
+    Parameters& experts = chunk.expert_parameters();
+    data_parallel::ParameterGatherer* e = experts_gatherer;
+    if (!o.load_hf.empty())
       load_hf_split(o.load_hf, l.model, tp, chunk);
+    else if (e)  // sharded: only this rank's shard
+      experts.initialize(o.seed, l.model.init_method_std, l.model.num_layers, {}, e->shard_begin(),
+                         e->shard_end());
+    else
+      experts.initialize(o.seed, l.model.init_method_std, l.model.num_layers);
+    if (e && !o.load_hf.empty()) e->release_all();
   }
   if (!o.load_hf.empty()) {
     if (!chunk.splits_experts()) io::load_hf_weights(o.load_hf, l.model, params);
@@ -207,22 +285,25 @@ void fill_weights(const RankModelOptions& o, int j, RankModel& m, TensorParallel
 }
 
 // The chunk's expert buffer (if any) gets a reducer over the expert-data group and an
-// optimizer over its shard. Its reduction is not overlapped with backward and its values are
-// all-gathered at once after the update; under ZeRO-2/3 it is sharded as ZeRO-1 (the
-// optimizer's state only: the E/EP experts' gradients and weights stay whole).
+// optimizer over its shard. Under ZeRO-1 (and with the expert buffer's gradients whole) its
+// reduction waits for the step and its values are all-gathered at once after the update.
+// With sharded expert gradients (ZeRO-2/3, d / EP > 1) its buckets are reduce-scattered per
+// micro-batch as the dense ones are (overlapped as asked); with sharded expert weights
+// (ZeRO-3) nothing is gathered after the update (expert_gatherer gathers per layer).
 void add_expert_buffer(const RankModelOptions& o, RankModel& m, comm::Communicator* expert_data) {
   GPTModel& chunk = *m.chunks.back();
   if (!chunk.splits_experts()) {
     m.expert_reducers.emplace_back(), m.expert_optimizers.emplace_back();
     return;
   }
-  if (!expert_data)
-    throw std::invalid_argument("expert parallelism: the model needs its expert-data group");
   data_parallel::ReducerOptions reduce;
   reduce.bucket_floats =
       o.reduce.bucket_floats > 0 ? o.reduce.bucket_floats : gradient_bucket_floats(o.layout);
-  reduce.overlap = false;
   reduce.distributed_optimizer = o.layout.distributed_optimizer;
+  // As the dense buffer (chunk_options): the reducer shards only over more than one rank.
+  reduce.shard_gradients = o.layout.shard_gradients;
+  reduce.shard_parameters = chunk.expert_parameters().values_sharded();
+  reduce.overlap = reduce.shard_gradients && o.reduce.overlap;
   m.expert_reducers.push_back(std::make_unique<data_parallel::GradientReducer>(
       chunk.expert_parameters(), *expert_data, reduce));
   m.expert_optimizers.push_back(std::make_unique<optim::AdamW>(
@@ -233,7 +314,8 @@ void add_expert_buffer(const RankModelOptions& o, RankModel& m, comm::Communicat
 // optimizer over the reducer's shard (and its expert buffer its own).
 void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, RankModel& m,
                comm::Communicator& tp, comm::Communicator& pp, comm::Communicator& dp,
-               StartupClock* clock, comm::Communicator* expert, comm::Communicator* expert_data) {
+               StartupClock* clock, comm::Communicator* expert, comm::Communicator* expert_data,
+               std::vector<std::unique_ptr<data_parallel::ParameterGatherer>>& expert_gatherers) {
   const RankLayout& l = o.layout;
   const ChunkOptions options = chunk_options(l, pp.rank(), j, needs);
   if (clock) clock->begin("allocation");
@@ -243,7 +325,15 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
   const data_parallel::VocabularyBlocks vocabulary =
       vocabulary_blocks(l, options.placement, (int)params.layout().specs().size());
   if (params.values_sharded()) add_gatherer(*m.chunks.back(), dp, vocabulary, m);
-  fill_weights(o, j, m, {tp.rank(), tp.size()}, clock);
+  GPTModel& built = *m.chunks.back();
+  if (built.splits_experts() && !expert_data)
+    throw std::invalid_argument("expert parallelism: the model needs its expert-data group");
+  data_parallel::ParameterGatherer* experts_gatherer = nullptr;
+  if (built.splits_experts() && built.expert_parameters().values_sharded()) {
+    expert_gatherers.push_back(expert_gatherer_of(built, *expert_data, m.gatherers.back().get()));
+    experts_gatherer = expert_gatherers.back().get();
+  }
+  fill_weights(o, j, m, {tp.rank(), tp.size()}, clock, experts_gatherer);
   if (clock) clock->begin("allocation");
   data_parallel::ReducerOptions reduce = o.reduce;
   if (reduce.bucket_floats <= 0) reduce.bucket_floats = gradient_bucket_floats(l);
@@ -276,8 +366,11 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
   m.schedule = o.schedule;
   m.scaler = o.scaler;
   const ScheduleNeeds needs = schedule_needs(o.schedules, pp.rank());
+  // Sharded expert weights: their gatherers follow the chunks' own (rank_model.h).
+  std::vector<std::unique_ptr<data_parallel::ParameterGatherer>> expert_gatherers;
   for (int j = 0; j < m.schedule.chunks; ++j)
-    add_chunk(o, needs, j, m, tp, pp, dp, clock, expert, expert_data);
+    add_chunk(o, needs, j, m, tp, pp, dp, clock, expert, expert_data, expert_gatherers);
+  for (auto& g : expert_gatherers) m.gatherers.push_back(std::move(g));
   // The buffers besides the chunks, as the plan sizes them (one source for both).
   m.buffers = planned_rank_memory(o, pp.rank()).buffers;
   return m;

@@ -28,7 +28,9 @@ struct RankModel {
   std::vector<std::unique_ptr<GPTModel>> chunks;
   std::vector<std::unique_ptr<data_parallel::GradientReducer>> reducers;
   std::vector<std::unique_ptr<optim::AdamW>> optimizers;
-  // Sharded weights (ZeRO-3): one per chunk, wired to its pass hooks; empty otherwise.
+  // Sharded weights (ZeRO-3): one per chunk, wired to its pass hooks, then one per chunk whose
+  // experts are apart (expert parallelism), in chunk order, over its expert buffer and the
+  // expert-data group (expert_gatherer below); empty otherwise.
   std::vector<std::unique_ptr<data_parallel::ParameterGatherer>> gatherers;
   // ZeRO-3's row-by-row input word embeddings (rank_layout.h vocabulary_blocks), any chunk's.
   std::vector<std::unique_ptr<data_parallel::ShardedEmbedding>> sharded_embeddings;
@@ -37,7 +39,11 @@ struct RankModel {
   // Megatron's: every rank's gradients already carry the 1/(global batch tokens) factor, so
   // the sum over d/EP ranks is the sum over d divided as the dense buffer's is), and its own
   // AdamW over the reducer's shard. Null for a chunk whose experts are inline (EP = 1) or that
-  // has no MoE layer.
+  // has no MoE layer. The sharding strategy shards the expert buffer over the expert-data
+  // group as it shards the dense one over the data-parallel group: under ZeRO-2/3 the reducer
+  // reduce-scatters each bucket of expert gradients as the MoE layers' backwards complete it
+  // and keeps only its shard (engine/grad_sync_hooks.h), and under ZeRO-3 each MoE layer's
+  // experts are all-gathered before its forward and its backward (expert_gatherer).
   std::vector<std::unique_ptr<data_parallel::GradientReducer>> expert_reducers;
   std::vector<std::unique_ptr<optim::AdamW>> expert_optimizers;
   optim::LossScaler scaler = optim::LossScaler::none();
@@ -54,6 +60,16 @@ struct RankModel {
   void gather_all_values();
   void release_gathered_values();
 };
+
+// ZeRO-3 with expert parallelism: chunk j's expert gatherer (in m.gatherers, after the
+// chunks' own), or null where its experts are not sharded.
+data_parallel::ParameterGatherer* expert_gatherer(const RankModel& m, size_t j);
+
+// The expert buffer's specs (chunk.expert_parameters()) of the MoE layers whose dense specs
+// lie in [begin, end): one contiguous range, {0, 0} for none. GPTModel's hooks name dense
+// specs, layer by layer; the expert buffer's reducer and gatherer follow them to the experts.
+using ExpertSpan = std::function<std::pair<int, int>(int begin, int end)>;
+ExpertSpan expert_span(const GPTModel& chunk);
 
 // What a trainable rank model is built from, besides its layout.
 struct RankModelOptions {

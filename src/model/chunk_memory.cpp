@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/expert_rows.h"
 #include "tensor_parallel/lm_head_loss.h"
 
 namespace trident {
@@ -271,6 +272,7 @@ MoeDims planned_moe_dims(const ChunkShape& s) {
                        s.sequence_parallel);
   d.expert_parallel = s.options.expert_parallel;
   d.bf16 = s.options.precision == kernels::Precision::kBf16;
+  d.fp16 = s.options.precision == kernels::Precision::kFp16;
   return d;
 }
 
@@ -447,8 +449,8 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
     case kernels::Precision::kBf16:
       weights("bf16 weight copy");
       if (s.expert_floats > 0)  // expert parallelism: the expert buffer's own copy
-        parameters.add("expert bf16 weight copy", Home::kOutsideArena, Field::kNone, 1,
-                       {(s.expert_floats + 1) / 2});
+        parameters.add(expert_weight_copy_row(s.options.precision), Home::kOutsideArena,
+                       Field::kNone, 1, {(s.expert_floats + 1) / 2});
       scratch.add("bf16 GEMM operands", Home::kChunk, Field::kGemmOperands16, 1,
                   {(act + 1) / 2, (in + 1) / 2});
       if (s.layers > 0 && !s.options.inference && s.lora_floats == 0)  // LoRA: no dW at all
@@ -457,22 +459,15 @@ void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
       return;
     case kernels::Precision::kFp16:
       weights("fp16 weight copy");
+      if (s.expert_floats > 0)  // as bf16's
+        parameters.add(expert_weight_copy_row(s.options.precision), Home::kOutsideArena,
+                       Field::kNone, 1, {(s.expert_floats + 1) / 2});
       scratch.add("fp16-rounded GEMM operands", Home::kChunk, Field::kGemmOperands32, 1,
                   {act, in, s.largest_weight});
       return;
   }
 }
 
-}  // namespace
-
-namespace {
-// "E/EP experts x L MoE layers" of the expert buffer's rows.
-std::string expert_rows_name(const ChunkShape& s) {
-  int moe_layers = 0;
-  for (int l = 0; l < s.layers; ++l) moe_layers += s.moe_layer(l) ? 1 : 0;
-  return std::to_string(s.local_experts) + " experts x " + std::to_string(moe_layers) +
-         " MoE layers";
-}
 }  // namespace
 
 std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
@@ -491,9 +486,9 @@ std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
     optimizer.add("adam exp_avg + exp_avg_sq", owned, Field::kNone, 1, {2 * s.parameter_floats});
   }
   if (s.expert_floats > 0) {  // expert parallelism: this rank's experts, apart (training only)
-    const std::string experts = expert_rows_name(s);
-    parameters.add("expert weights (" + experts + ")", owned, Field::kNone, 1, {s.expert_floats});
-    parameters.add("expert gradients", owned, Field::kNone, 1, {s.expert_floats});
+    parameters.add(expert_weights_row(s.config, s.options.placement, s.options.expert_parallel),
+                   owned, Field::kNone, 1, {s.expert_floats});
+    parameters.add(kExpertGradientsRow, owned, Field::kNone, 1, {s.expert_floats});
     optimizer.add(kExpertMomentsRow, owned, Field::kNone, 1, {2 * s.expert_floats});
   }
   add_activations(s, table);

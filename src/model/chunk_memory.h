@@ -48,9 +48,11 @@ struct ChunkOptions {
   long expert_pad_multiple = 16;
   // Sharded gradients (ZeRO-2): the gradient buffer's pages come on first write; all but
   // this rank's shard are given back after each reduction (GradientMemory::kOnFirstWrite).
+  // The expert buffer's too (expert parallelism: sharded over the expert-data group).
   bool shard_gradients = false;
   // Sharded weights (ZeRO-3): the weight buffer (and its 16-bit copy) likewise; a unit's
   // weights outside this rank's shard exist only while it runs (data_parallel/param_gatherer.h).
+  // The expert buffer's too, each MoE layer's experts a unit.
   bool shard_parameters = false;
   // Sharded weights in fp32 with both uses of the word embedding on this chunk (or untied):
   // the output layer's weight comes and goes in blocks of this many rows and the input word

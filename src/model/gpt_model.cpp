@@ -74,8 +74,14 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
                                                          : GradientMemory::kTouched,
               options.shard_parameters && !options.inference ? ValueMemory::kSharded
                                                              : ValueMemory::kTouched),
+      // Sharded over the expert-data group as the dense buffer over the data-parallel group
+      // (engine/rank_model.h): the same strategy, whatever that group's size.
       expert_params_(expert_layout(config, {tp.rank(), tp.size()}, options, expert),
-                     options.expert_pad_multiple),
+                     options.expert_pad_multiple,
+                     options.shard_gradients && !options.inference ? GradientMemory::kOnFirstWrite
+                                                                   : GradientMemory::kTouched,
+                     options.shard_parameters && !options.inference ? ValueMemory::kSharded
+                                                                    : ValueMemory::kTouched),
       lora_params_(
           ParameterLayout::lora_adapters(config, {tp.rank(), tp.size()}, options.placement),
           options.pad_multiple,
@@ -114,6 +120,7 @@ void GPTModel::build_layers(const ModelConfig& config) {
   dims.moe.z_loss_coeff = options_.moe_z_loss_coeff;
   dims.moe.expert_parallel = options_.expert_parallel;
   dims.moe.bf16 = options_.precision == kernels::Precision::kBf16;
+  dims.moe.fp16 = options_.precision == kernels::Precision::kFp16;
   const int first = options_.placement.first_layer, count = shape_.layers;
   const auto& specs = params_.layout().specs();
   auto spec_index = [&](const std::string& name) {
@@ -384,7 +391,8 @@ std::vector<GPTModel::PartTarget> GPTModel::chunk_targets(BufferField field) {
       return {to(m.logits),    to(m.counts),  to(m.src_weights),  to(m.d_row_weights),
               to(m.d_weights), to(m.scaled),  to(m.d_scaled),     to(m.expert_out),
               to(m.own_rows),  to(m.staging), to(m.shared_d_out), to(m.shared_d_act),
-              to(m.x32),       to(m.in16),    to(m.out16)};
+              to(m.x32),       to(m.in16),    to(m.out16),        to(m.in32),
+              to(m.out32),     to(m.weight32)};
     }
     case BufferField::kLoraScratch:
       return {to(scratch_.lora.u), to(scratch_.lora.du)};

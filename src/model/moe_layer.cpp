@@ -81,8 +81,15 @@ std::vector<long> moe_activation_parts(const MoeDims& d, long tokens) {
 std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
   const long s = tokens * d.topk, r = d.expert_rows(tokens), sent = d.permuted_rows(tokens);
   const bool ep = d.expert_parallel > 1, shared = d.shared_ffn > 0;
-  // bf16 operands, two to a float; none in fp32.
+  // bf16 operands, two to a float; none in fp32. fp16 operands rounded, in fp32.
   auto bf16_floats = [&](long n) { return d.bf16 ? (n + 1) / 2 : 0L; };
+  auto fp16_floats = [&](long n) { return d.fp16 ? n : 0L; };
+  const long in = std::max(r * std::max(d.hidden, d.ffn),
+                           shared ? tokens * std::max(d.hidden, d.shared_ffn) : 0L);
+  const long out = std::max(r * std::max(d.hidden, d.fc1_rows()),
+                            shared ? tokens * std::max(d.hidden, d.shared_fc1_rows()) : 0L);
+  const long weight =
+      std::max((long)d.fc1_rows() * d.hidden, shared ? (long)d.shared_fc1_rows() * d.hidden : 0L);
   return {tokens * d.experts,
           d.experts,
           sent,
@@ -96,10 +103,11 @@ std::vector<long> moe_scratch_parts(const MoeDims& d, long tokens) {
           d.shared_ffn > 0 ? tokens * d.hidden : 0,
           tokens * d.shared_ffn,
           d.bf16 ? tokens * d.hidden : 0,
-          bf16_floats(std::max(r * std::max(d.hidden, d.ffn),
-                               shared ? tokens * std::max(d.hidden, d.shared_ffn) : 0L)),
-          bf16_floats(std::max(r * std::max(d.hidden, d.fc1_rows()),
-                               shared ? tokens * std::max(d.hidden, d.shared_fc1_rows()) : 0L))};
+          bf16_floats(in),
+          bf16_floats(out),
+          fp16_floats(in),
+          fp16_floats(out),
+          fp16_floats(weight)};
 }
 
 MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
@@ -116,9 +124,9 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
     shared_fc1_ = p.get(layer_param(layer, "mlp.shared_experts.linear_fc1.weight"));
     shared_fc2_ = p.get(layer_param(layer, "mlp.shared_experts.linear_fc2.weight"));
     if (d.shared_gate) shared_gate_ = p.get(layer_param(layer, "mlp.shared_experts.gate_weight"));
-    if (d.bf16 && (!shared_fc1_.low || !shared_fc2_.low))
+    if ((d.bf16 || d.fp16) && (!shared_fc1_.low || !shared_fc2_.low))
       throw std::invalid_argument(layer_param(layer, "mlp.shared_experts") +
-                                  ": a bf16 MoE layer needs the bf16 weight copy");
+                                  ": a bf16 or fp16 MoE layer needs the 16-bit weight copy");
   }
   fc1_.assign(d.experts, nullptr), fc2_.assign(d.experts, nullptr);
   fc1_grad_.assign(d.experts, nullptr), fc2_grad_.assign(d.experts, nullptr);
@@ -135,8 +143,9 @@ MoeMlp::MoeMlp(const MoeDims& d, Parameters& p, Parameters& experts, int layer,
     fc1_[e] = fc1.value, fc1_grad_[e] = fc1.grad;
     fc2_[e] = fc2.value, fc2_grad_[e] = fc2.grad;
     fc1_low_[e] = fc1.low, fc2_low_[e] = fc2.low;
-    if (d.bf16 && (!fc1.low || !fc2.low))
-      throw std::invalid_argument(fc1_name + ": a bf16 MoE layer needs its experts' bf16 copy");
+    if ((d.bf16 || d.fp16) && (!fc1.low || !fc2.low))
+      throw std::invalid_argument(fc1_name +
+                                  ": a bf16 or fp16 MoE layer needs its experts' 16-bit copy");
   }
 }
 
@@ -211,6 +220,7 @@ MoeMlp::Linear MoeMlp::shared_linear(const long* offsets, bool fc1) const {
 
 void MoeMlp::linear_forward(const Linear& l, const float* x, const MoeScratch& w, float* y) const {
   const kernels::ExpertGroups& g = l.groups;
+  if (dims_.fp16) return fp16_forward(l, x, w, y);
   if (!dims_.bf16) return kernels::grouped_linear_forward(g, x, l.fp32, y);
   kernels::to_bf16(x, w.in16, g.offsets[g.experts] * g.in);
   kernels::grouped_linear_forward(g, w.in16, l.low, y);
@@ -219,6 +229,7 @@ void MoeMlp::linear_forward(const Linear& l, const float* x, const MoeScratch& w
 void MoeMlp::linear_backward(const Linear& l, const float* dy, const float* x, const MoeScratch& w,
                              float* dx, bool accumulate) const {
   const kernels::ExpertGroups& g = l.groups;
+  if (dims_.fp16) return fp16_backward(l, dy, x, w, dx, accumulate);
   if (!dims_.bf16) {
     kernels::grouped_linear_backward_weight(g, dy, x, l.grad);
     kernels::grouped_linear_backward_input(g, dy, l.fp32, dx, accumulate);
@@ -229,6 +240,38 @@ void MoeMlp::linear_backward(const Linear& l, const float* dy, const float* x, c
   kernels::to_bf16(x, w.in16, rows * g.in);
   kernels::grouped_linear_backward_weight(g, w.out16, w.in16, l.grad);
   kernels::grouped_linear_backward_input(g, w.out16, l.low, dx, accumulate);
+}
+
+// Each expert with rows by itself: its weight expanded from the fp16 copy into w.weight32 (one
+// weight's scratch), its rows of the operands already rounded through fp16.
+void MoeMlp::fp16_forward(const Linear& l, const float* x, const MoeScratch& w, float* y) const {
+  const kernels::ExpertGroups& g = l.groups;
+  kernels::round_through_fp16(x, w.in32, g.offsets[g.experts] * g.in);
+  for (int e = 0; e < g.experts; ++e) {
+    const long first = g.offsets[e], offsets[2] = {0, g.offsets[e + 1] - first};
+    if (offsets[1] == 0) continue;
+    kernels::from_fp16(l.low[e], w.weight32, (long)g.out * g.in);
+    const float* weight = w.weight32;
+    kernels::grouped_linear_forward({offsets, 1, g.in, g.out}, w.in32 + first * g.in, &weight,
+                                    y + first * g.out);
+  }
+}
+
+void MoeMlp::fp16_backward(const Linear& l, const float* dy, const float* x, const MoeScratch& w,
+                           float* dx, bool accumulate) const {
+  const kernels::ExpertGroups& g = l.groups;
+  const long rows = g.offsets[g.experts];
+  kernels::round_through_fp16(dy, w.out32, rows * g.out);
+  kernels::round_through_fp16(x, w.in32, rows * g.in);
+  kernels::grouped_linear_backward_weight(g, w.out32, w.in32, l.grad);  // fp32 accumulation
+  for (int e = 0; e < g.experts; ++e) {
+    const long first = g.offsets[e], offsets[2] = {0, g.offsets[e + 1] - first};
+    if (offsets[1] == 0) continue;
+    kernels::from_fp16(l.low[e], w.weight32, (long)g.out * g.in);
+    const float* weight = w.weight32;
+    kernels::grouped_linear_backward_input({offsets, 1, g.in, g.out}, w.out32 + first * g.out,
+                                           &weight, dx + first * g.in, accumulate);
+  }
 }
 
 MoeLosses MoeMlp::forward(kernels::GemmOperand input, int tokens, const MoeActivations& a,
@@ -348,9 +391,9 @@ void MoeMlp::forward_inference(kernels::GemmOperand x, int tokens, float* y) con
                             at(a[9]), at(a[10]), at(a[11]),
                             at(a[12])};
   auto at16 = [&](std::vector<float>& v) { return reinterpret_cast<kernels::bf16_t*>(at(v)); };
-  const MoeScratch work{at(w[0]),  at(w[1]),  at(w[2]),  at(w[3]),    at(w[4]),
-                        at(w[5]),  at(w[6]),  at(w[7]),  at(w[8]),    at(w[9]),
-                        at(w[10]), at(w[11]), at(w[12]), at16(w[13]), at16(w[14])};
+  const MoeScratch work{at(w[0]),  at(w[1]),    at(w[2]),    at(w[3]),  at(w[4]),  at(w[5]),
+                        at(w[6]),  at(w[7]),    at(w[8]),    at(w[9]),  at(w[10]), at(w[11]),
+                        at(w[12]), at16(w[13]), at16(w[14]), at(w[15]), at(w[16]), at(w[17])};
   local.forward(x, tokens, acts, work, y);
   // Each tensor rank ran its shard of every expert: the partial sums, as the dense fc2's.
   if (tensor_split()) tensor_->all_reduce(y, (long)tokens * dims_.hidden, comm::ReduceOp::kSum);

@@ -13,6 +13,12 @@
 // choices (Megatron's token dropping, optionally padded to it); shared experts, a dense
 // MLP every row passes through (optionally gated), add their output to the routed one.
 //
+// fp16 (MoeDims::fp16, --fp16): the same products with their operands (the weights' fp16
+// copies, the rows and output gradients) rounded through fp16 into MoeScratch's fp32 in32 /
+// out32 / weight32 and multiplied in fp32, expert by expert, as kernels/mixed_linear.h's fp16
+// path: numerically fp16 (an overflow gives inf, which the loss scaler's verdict sees in the
+// expert gradients), no faster. The router is fp32.
+//
 // bf16 (MoeDims::bf16, --bf16): the experts' and the shared experts' products take bf16
 // operands (their weights' bf16 copies, which Parameters refreshes after each step; the rows
 // and output gradients rounded into MoeScratch's in16 / out16) and accumulate in fp32, as
@@ -87,6 +93,9 @@ struct MoeDims {
   int shared_ffn = 0;
   bool shared_gate = false;
   bool bf16 = false;  // the expert products in bf16 (--bf16); the router is fp32 either way
+  // The expert products' operands rounded through fp16 and multiplied in fp32 (--fp16), as
+  // the dense linears' fp16 path; the router is fp32.
+  bool fp16 = false;
 
   int fc1_rows() const { return swiglu ? 2 * ffn : ffn; }
   int shared_fc1_rows() const { return swiglu ? 2 * shared_ffn : shared_ffn; }
@@ -156,6 +165,11 @@ struct MoeScratch {
   float* x32;
   kernels::bf16_t* in16;   // [max(R x max(h, ffn), tokens x max(h, shared ffn))]
   kernels::bf16_t* out16;  // [max(R x max(h, fc1 rows), tokens x max(h, shared fc1 rows))]
+  // fp16 only (else none): the same two operands rounded through fp16, in fp32, and one
+  // expert's (or the shared experts') weight expanded from its fp16 copy.
+  float* in32;      // as in16
+  float* out32;     // as out16
+  float* weight32;  // [the largest expert or shared-expert weight]
 };
 
 // The floats of each part of MoeActivations and MoeScratch, in their fields' order, for
@@ -239,6 +253,10 @@ class MoeMlp {
   void linear_forward(const Linear& l, const float* x, const MoeScratch& w, float* y) const;
   void linear_backward(const Linear& l, const float* dy, const float* x, const MoeScratch& w,
                        float* dx, bool accumulate = false) const;
+  // The fp16 path of the two (MoeDims::fp16).
+  void fp16_forward(const Linear& l, const float* x, const MoeScratch& w, float* y) const;
+  void fp16_backward(const Linear& l, const float* dy, const float* x, const MoeScratch& w,
+                     float* dx, bool accumulate) const;
   Linear expert_linear(const long* offsets, bool fc1) const;
   Linear shared_linear(const long* offsets, bool fc1) const;
   bool dispatches() const { return expert_ && expert_->size() > 1; }
@@ -269,7 +287,8 @@ class MoeMlp {
   // Indexed by global expert; null for the experts another rank holds.
   std::vector<const float*> fc1_, fc2_;
   std::vector<float*> fc1_grad_, fc2_grad_;
-  std::vector<const kernels::bf16_t*> fc1_low_, fc2_low_;  // their bf16 copies (bf16 only)
+  // Their 16-bit copies (bf16 or fp16 runs).
+  std::vector<const kernels::bf16_t*> fc1_low_, fc2_low_;
 };
 
 }  // namespace trident

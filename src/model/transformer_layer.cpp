@@ -125,12 +125,10 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
            precision};
   moe_ = p.layout().contains(layer_param(i, "mlp.router.weight"));
   if (moe_) {
-    // fp32 or bf16 (MoeDims::bf16, set by the chunk); fp16 is refused by name
-    // (train/moe_rules.cpp).
-    if (precision && precision->precision == kernels::Precision::kFp16)
-      throw std::invalid_argument(layer_param(i, "mlp") +
-                                  ": MoE layers run in fp32 or bf16, not --fp16 (issue 32)");
-    if ((precision && precision->precision == kernels::Precision::kBf16) != d.moe.bf16)
+    // fp32, bf16 or fp16 (MoeDims::bf16 / fp16, set by the chunk).
+    const kernels::Precision run = precision ? precision->precision : kernels::Precision::kFp32;
+    if ((run == kernels::Precision::kBf16) != d.moe.bf16 ||
+        (run == kernels::Precision::kFp16) != d.moe.fp16)
       throw std::logic_error(layer_param(i, "mlp") + ": MoE precision differs from the layer's");
     moe_mlp_ = MoeMlp(d.moe, p, experts ? *experts : p, i, expert);
     // ETP = t: each expert split over the tensor group; ETP = 1 < t: whole experts, the

@@ -67,7 +67,6 @@ void moe_violations(const Layout& l, const Workload& w, std::vector<std::string>
   if (l.tensor > 1 && !l.sequence_parallel)
     errors.push_back("--num-experts with --tensor-model-parallel-size " + std::to_string(l.tensor) +
                      " needs --sequence-parallel (Megatron's rule)");
-  if (w.precision == kernels::Precision::kFp16) errors.push_back(kMoeFp16Rule);
 }
 
 // LoRA (--lora-rank): what training builds with it (src/train/lora_rules.cpp).

@@ -53,10 +53,6 @@ struct Workload {
   kernels::Precision precision = kernels::Precision::kBf16;
 };
 
-// MoE layers run in fp32 or bf16 (training's rule, train/moe_rules.cpp): fp16 is refused.
-inline constexpr const char* kMoeFp16Rule =
-    "--num-experts with --fp16 is not built (MoE layers run in fp32 or bf16; issue 32)";
-
 // Every rule the layout breaks for this workload (Megatron's divisibility rules and the
 // schedule's), each naming the flag; empty when trident can run it.
 std::vector<std::string> layout_violations(const Layout& layout, const Workload& w);

@@ -159,9 +159,6 @@ std::vector<std::string> request_violations(const IterationModel& model, const S
   at_least_one(o.max_micro_batch, "--max-micro-batch-size", -1);
   at_least_one(o.expert, "--expert-model-parallel-size");
   const MoeConfig& moe = model.workload().model.moe;
-  // A workload rule no layout can meet: said by name, not as "no layout satisfies".
-  if (moe.enabled() && model.workload().precision == kernels::Precision::kFp16)
-    errors.push_back(kMoeFp16Rule);
   if (o.expert > 1 && !moe.enabled())
     errors.push_back("--expert-model-parallel-size needs --num-experts");
   else if (o.expert > 1 && moe.num_experts % o.expert)

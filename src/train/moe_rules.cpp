@@ -141,16 +141,6 @@ void check_coefficients(const TrainingConfig& c, std::vector<std::string>& error
     errors.push_back("--moe-input-jitter-eps is not implemented in trident");
 }
 
-// What the MoE layer does not do yet (issue 32; it is built in fp32 and bf16 at any t with
-// sequence parallelism, any EP dividing d, any p and pipeline schedule, dropless or with a
-// capacity, with shared experts), each refused by name.
-void check_not_built(const TrainingConfig& c, std::vector<std::string>& errors) {
-  const std::string prefix = "--num-experts " + num(c.model.moe.num_experts) + " with ";
-  const std::string later = " is not built yet (issue 32)";
-  if (c.fp16)
-    errors.push_back(prefix + "--fp16: the experts' products run in fp32 or bf16 (--bf16)" + later);
-}
-
 }  // namespace
 
 void check_moe(const TrainingConfig& c, std::vector<std::string>& errors) {
@@ -165,7 +155,6 @@ void check_moe(const TrainingConfig& c, std::vector<std::string>& errors) {
   check_expert_layout(c, errors);
   check_dispatch_and_balancing(c, errors);
   check_coefficients(c, errors);
-  check_not_built(c, errors);
   // Refused before training rather than after it: a pattern HF cannot say (Mixtral with dense
   // layers), and what neither Mixtral nor Qwen3-MoE computes.
   if (!c.save_hf.empty())

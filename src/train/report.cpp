@@ -47,6 +47,13 @@ void DataParallelWaits::print(const engine::RankModel& model, const TrainingConf
       << (c.overlap_grad_reduce ? "" : " (--overlap-grad-reduce is off)") << "; then waited "
       << std::fixed << std::setprecision(1) << reduction / n * 1e3 << " ms for the "
       << (c.distributed_optimizer() ? "reduce-scatter" : "reduction");
+  int expert_early = 0, expert_total = 0;  // ZeRO-2/3 of the expert buffers
+  for (const auto& r : model.expert_reducers)
+    if (r && r->shards_gradients())
+      expert_early += r->launched_before_finish(), expert_total += (int)r->buckets().size();
+  if (expert_total > 0)
+    log << "; " << expert_early << " of " << expert_total
+        << " expert gradient buckets started during it (expert-data group)";
   if (!model.gatherers.empty())
     log << "; ZeRO-3: " << unit_gathers / n << " unit all-gathers, " << unprefetched / n
         << " of them not prefetched, " << unit_wait / n * 1e3 << " ms waiting for them";

@@ -4,7 +4,10 @@
 // Adam's two moments 8, or 8/d with the distributed optimizer (ZeRO-1).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "comm/placed_communicator.h"
+#include "data_parallel/sharding_strategy.h"
 #include "engine/rank_memory.h"
 #include "engine/rank_plans.h"
 
@@ -35,8 +38,9 @@ RankModelOptions options(int p, int d, int m) {
 void expect_plan_of_built_rank(const RankModelOptions& o) {
   for (int stage = 0; stage < o.layout.pipeline; ++stage) {
     testing::PlacedCommunicator tp(0, o.layout.tensor), pp(stage, o.layout.pipeline),
-        dp(0, o.layout.data);
-    const RankModel built = build_rank_model(o, tp, pp, dp);
+        dp(0, o.layout.data), expert(0, o.layout.expert_parallel),
+        expert_data(0, o.layout.data / o.layout.expert_parallel);
+    const RankModel built = build_rank_model(o, tp, pp, dp, nullptr, &expert, &expert_data);
     const std::vector<const MemoryPlan*> printed = testing::printed_plans(built);
     const RankMemoryPlan planned = planned_rank_memory(o, stage);
     std::vector<const MemoryPlan*> planned_pointers;
@@ -65,6 +69,69 @@ TEST(PlannedRankMemory, IsWhatBuildRankModelAllocates) {
   expect_plan_of_built_rank(o);
   o.async_save = true;  // the checkpoint snapshot
   expect_plan_of_built_rank(o);
+}
+
+// An MoE model at EP 2 and d 4 (a 2-rank expert-data group) under ZeRO-2 and ZeRO-3, with
+// gradient buckets small enough that the expert buffer has several.
+RankModelOptions moe_options(data_parallel::ShardingStrategy strategy) {
+  RankModelOptions o = options(1, 4, 2);
+  o.layout.model.moe.num_experts = 4, o.layout.model.moe.ffn_hidden_size = 40;
+  o.layout.model.moe.layer_pattern = {true, false, true, true};
+  o.layout.expert_parallel = 2;
+  o.layout.distributed_optimizer = o.reduce.distributed_optimizer = true;
+  o.layout.shard_gradients = o.reduce.shard_gradients = data_parallel::shards_gradients(strategy);
+  o.layout.shard_parameters = data_parallel::shards_parameters(strategy);
+  o.layout.ddp_bucket_size = o.reduce.bucket_floats = 3000;
+  o.reduce.overlap = true;
+  return o;
+}
+
+TEST(PlannedRankMemory, IsWhatBuildRankModelAllocatesWithShardedExperts) {
+  for (auto s : {data_parallel::ShardingStrategy::kOptimGrads,
+                 data_parallel::ShardingStrategy::kOptimGradsParams}) {
+    expect_plan_of_built_rank(moe_options(s));
+    RankModelOptions o = moe_options(s);
+    o.layout.precision = kernels::Precision::kBf16;
+    expect_plan_of_built_rank(o);
+  }
+}
+
+// The expert rows of the plan under ZeRO-2/3, worked by hand: experts whose fc1 and fc2 are
+// one 2 MiB page each (GeLU, h 512, F 1024: 2^19 floats), buckets of one page, E = 8 at EP 2,
+// every layer MoE. Each rank keeps its shard of the expert gradients (the buffer over the
+// expert-data group d / EP) and, outside it, the bucket being filled and those in reduction
+// (two under ZeRO-2, one under ZeRO-3), plus the page at its shard's edge; under ZeRO-3 its
+// shard of the expert weights and two MoE layers' experts (the one running and the next),
+// plus the two pages at each unit's edges.
+TEST(PlannedRankMemory, ExpertRowsShrinkUnderZeroTwoAndThree) {
+  const long page = 512L * 1024;
+  for (auto [strategy, d, layers] : {std::tuple{data_parallel::ShardingStrategy::kOptimGrads, 4, 2},
+                                     {data_parallel::ShardingStrategy::kOptimGradsParams, 8, 4}}) {
+    RankModelOptions o = moe_options(strategy);
+    ModelConfig& m = o.layout.model;
+    m.num_layers = layers, m.hidden_size = 512, m.num_attention_heads = 8;
+    m.moe.num_experts = 8, m.moe.ffn_hidden_size = 1024, m.moe.layer_pattern = {};
+    o.layout.data = d;
+    o.layout.split = RankLayout::even_split(layers, 1);
+    o.layout.ddp_bucket_size = o.reduce.bucket_floats = page;
+    const int edp = d / 2;
+    const long experts = (long)layers * (8 / 2) * 2 * page;  // 4 local experts, fc1 + fc2
+    const MemoryPlan plan = planned_rank_memory(o, 0).chunks[0];
+    auto row = [&](const std::string& name) {
+      for (const PlannedBuffer& b : plan.buffers())
+        if (b.name == name) return b.floats;
+      return -1L;
+    };
+    const bool zero3 = data_parallel::shards_parameters(strategy);
+    const int in_flight = zero3 ? 1 : 2;
+    EXPECT_EQ(row("expert gradients"), experts / edp + (in_flight + 1) * page + page) << d;
+    EXPECT_EQ(row("expert adam exp_avg + exp_avg_sq"), 2 * experts / edp) << d;
+    const std::string weights =
+        "expert weights (4 experts x " + std::to_string(layers) + " MoE layers)";
+    const long layer_experts = 4 * 2 * page;
+    EXPECT_EQ(row(weights), zero3 ? experts / edp + 2 * layer_experts + 4 * page : experts) << d;
+    EXPECT_LT(row("expert gradients"), experts);
+  }
 }
 
 // The model's parameters, as Megatron counts them: embedding (V padded to 512) and

@@ -253,7 +253,7 @@ TEST(GPTModelMemory, MoePlanUnderExpertParallelismHoldsTheWorstCaseReceivedRows)
     }
     if (b.field == BufferField::kMoeScratch) {
       EXPECT_EQ(b.parts, (std::vector<long>{T * 4, 4, S, R, S, R * 20, R * 20, R * h, S * h, R * h,
-                                            0, 0, 0, 0, 0}));
+                                            0, 0, 0, 0, 0, 0, 0, 0}));
       ++scratch;
     }
   }
@@ -289,7 +289,7 @@ TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpe
       if (b.field == BufferField::kMoeScratch) {
         EXPECT_EQ(b.parts,
                   (std::vector<long>{T * 4, 4, S, R, S, R * F, R * F, R * h, ep > 1 ? S * h : 0,
-                                     ep > 1 ? R * h : 0, 0, 0, 0, 0, 0}))
+                                     ep > 1 ? R * h : 0, 0, 0, 0, 0, 0, 0, 0, 0}))
             << what;
         ++scratch;
       }
@@ -306,7 +306,8 @@ TEST(GPTModelMemory, MoePlanUnderTensorParallelismHoldsTheGatheredRowsAndTheExpe
 // input widened to fp32 [T, h] and the products' bf16 operands (two to a float): an input
 // of the widest of the experts' rows [R, h] and [R, F] and the shared experts' [T, h] and
 // [T, S], an output gradient of [R, h], [R, 2F], [T, h] and [T, 2S]; the expert buffer gets
-// its own bf16 copy.
+// its own bf16 copy. In fp16 the same two operands in fp32 (rounded through fp16) and the
+// widest weight, [2F, h] or [2S, h], expanded from its fp16 copy; an fp16 copy of the experts.
 TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
   ModelConfig c = tiny_llama(false);
   c.moe.num_experts = 4, c.moe.router_topk = 2, c.moe.ffn_hidden_size = 20;
@@ -316,14 +317,17 @@ TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
   const long T = 2L * c.seq_length, S = T * 2, h = c.hidden_size, F = 10, shared = 6;
   const long capacity = (T + 3) / 4;  // ceil(T x k / E x 0.5) with k / E = 1 / 2
   const long R = 2 * capacity * 2, sent = 4 * capacity;
-  for (bool bf16 : {false, true}) {
+  for (kernels::Precision p :
+       {kernels::Precision::kFp32, kernels::Precision::kBf16, kernels::Precision::kFp16}) {
+    const bool bf16 = p == kernels::Precision::kBf16, fp16 = p == kernels::Precision::kFp16;
     ChunkOptions o;
     o.expert_parallel = 2;
     o.sequence_parallel = true;
-    if (bf16) o.precision = kernels::Precision::kBf16;
+    o.precision = p;
     testing::PlacedCommunicator tp(1, 2), expert(1, 2);
     GPTModel m(c, tp, 2, c.seq_length, o, &expert);
-    const std::string what = bf16 ? "moe capacity + shared experts, bf16" : "moe capacity + shared";
+    const std::string what =
+        std::string("moe capacity + shared experts, ") + kernels::precision_name(p);
     expect_plan_is_carve(m, what);
     const long in16 = std::max({R * h, R * F, T * h, T * shared});
     const long out16 = std::max({R * h, R * 2 * F, T * h, T * 2 * shared});
@@ -339,18 +343,19 @@ TEST(GPTModelMemory, MoePlanWithPaddedCapacityAndSharedExpertsHoldsTheirRows) {
         EXPECT_EQ(b.parts,
                   (std::vector<long>{T * 4, 4, sent, R, S, R * F, R * F, R * h, sent * h, R * h,
                                      T * h, T * shared, bf16 ? T * h : 0, bf16 ? (in16 + 1) / 2 : 0,
-                                     bf16 ? (out16 + 1) / 2 : 0}))
+                                     bf16 ? (out16 + 1) / 2 : 0, fp16 ? in16 : 0, fp16 ? out16 : 0,
+                                     fp16 ? std::max(2 * F, 2 * shared) * h : 0}))
             << what;
         ++scratch;
       }
-      if (b.name == "expert bf16 weight copy") {
+      if (b.name == std::string("expert ") + kernels::precision_name(p) + " weight copy") {
         EXPECT_EQ(b.floats(), (m.expert_parameters().size() + 1) / 2) << what;
         ++copies;
       }
     }
     EXPECT_GT(rows, 0) << what;
     EXPECT_EQ(scratch, 1) << what;
-    EXPECT_EQ(copies, bf16 ? 1 : 0) << what;
+    EXPECT_EQ(copies, bf16 || fp16 ? 1 : 0) << what;
   }
 }
 

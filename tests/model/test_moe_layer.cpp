@@ -136,7 +136,10 @@ struct Buffers {
          f(scratch[11]),
          f(scratch[12]),
          reinterpret_cast<kernels::bf16_t*>(f(scratch[13])),
-         reinterpret_cast<kernels::bf16_t*>(f(scratch[14]))};
+         reinterpret_cast<kernels::bf16_t*>(f(scratch[14])),
+         f(scratch[15]),
+         f(scratch[16]),
+         f(scratch[17])};
   }
   std::vector<int> idx() const { return std::vector<int>(a.idx, a.idx + (long)kTokens * kTopk); }
 };
@@ -286,6 +289,60 @@ TEST(MoeMlp, Bf16RoundsTheExpertProductsAndKeepsTheRouterFp32) {
   for (double e : {y, dx, g}) {
     EXPECT_GT(e, 1e-6);
     EXPECT_LT(e, 3e-2);
+  }
+}
+
+// fp16 (--fp16): the same layer with the experts' and the shared experts' operands rounded
+// through fp16 (the weights from their fp16 copy) and multiplied in fp32. The router is fp32
+// on the same input: its softmax and top-k equal the fp32 layer's bit for bit; the output and
+// every gradient differ from the fp32 layer's as fp16 operands must (more than fp32 rounding,
+// 1e-6, less than fp16's 5e-3 normwise: 11 mantissa bits against bf16's 8).
+TEST(MoeMlp, Fp16RoundsTheExpertProductsThroughFp16AndKeepsTheRouterFp32) {
+  ModelConfig m = moe_model({true, false});
+  m.moe.shared_expert_intermediate_size = 4;
+  MoeDims dims = moe_dims(m, 0.3, 0.05);
+  auto normwise = [](const float* a, const float* b, long n) {
+    double num = 0, den = 0;
+    for (long i = 0; i < n; ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+    return std::sqrt(num / den);
+  };
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const long n = kTokens * kHidden;
+  std::vector<float> x(n), dy(n);
+  for (float& v : x) v = normal(rng);
+  for (float& v : dy) v = normal(rng);
+  kernels::round_through_fp16(x.data(), x.data(), n);  // an fp16 run's layer input
+  struct Run {
+    std::vector<float> y, dx, grads, probs;
+    std::vector<int> idx;
+  };
+  auto run = [&](bool fp16) {
+    Parameters params(ParameterLayout(m, {0, 1}));
+    if (fp16) params.set_low_precision(kernels::Precision::kFp16);
+    params.initialize(5, 0.4f, m.num_layers);
+    params.zero_grads();
+    params.refresh_low_precision();
+    dims.fp16 = fp16;
+    const MoeMlp mlp(dims, params, params, 0);
+    Buffers b(dims);
+    Run r{std::vector<float>(n), std::vector<float>(n)};
+    mlp.forward(x.data(), kTokens, b.a, b.w, r.y.data());
+    r.probs.assign(b.a.probs, b.a.probs + kTokens * kExperts);
+    r.idx = b.idx();
+    mlp.backward(x.data(), kTokens, b.a, b.w, dy.data(), 1.7, r.dx.data());
+    r.grads.assign(params.grads(), params.grads() + params.size());
+    return r;
+  };
+  const Run fp32 = run(false), fp16 = run(true);
+  EXPECT_EQ(fp16.idx, fp32.idx);
+  EXPECT_EQ(fp16.probs, fp32.probs);
+  const double y = normwise(fp16.y.data(), fp32.y.data(), n);
+  const double dx = normwise(fp16.dx.data(), fp32.dx.data(), n);
+  const double g = normwise(fp16.grads.data(), fp32.grads.data(), (long)fp32.grads.size());
+  for (double e : {y, dx, g}) {
+    EXPECT_GT(e, 1e-6);
+    EXPECT_LT(e, 5e-3);
   }
 }
 

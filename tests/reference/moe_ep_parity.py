@@ -21,7 +21,13 @@ one-process gradients themselves). Checked at 1e-5 relative (normwise per tensor
     computed from their shapes, and the dense weights are one process's less all experts'.
 The one-step runs also cover EP = 2 with d = 4 (expert gradients summed over a 2-rank
 expert-data group, whose ranks then hold the same gradients, counted once in the norm), with
-and without the distributed optimizer (which shards the expert buffer over that group).
+and without the distributed optimizer (which shards the expert buffer over that group), and
+under ZeRO-2 and ZeRO-3, which shard the expert buffer's gradients (and weights) over it too:
+every bucket of expert gradients starts its reduce-scatter during the backward (the run's
+report says so), and a checkpoint saved after step 2 under each resumes under the same
+layout bit for bit, and under the other strategy and in one process within 1e-5.
+(The expert rows of the memory plan under ZeRO-2/3 are checked against their formula in
+tests/engine/test_rank_memory.cpp.)
 One micro-batch per rank and step at every layout (the global batch is the world's), so the
 router losses, which are per micro-batch, see the same tokens everywhere.
 Usage: moe_ep_parity.py TRIDENT"""
@@ -58,6 +64,12 @@ SHARDED = [("EP 2, d 2, ZeRO-2", 2, ["--expert-model-parallel-size", "2",
            ("EP 2, d 2, ZeRO-3", 2, ["--expert-model-parallel-size", "2",
                                      "--data-parallel-sharding-strategy", "optim_grads_params"])]
 EP2_D4 = ("EP 2, d 4", 4, ["--expert-model-parallel-size", "2"])
+# ZeRO-2 and ZeRO-3 at EP 2 with d 4: the expert buffer sharded over a 2-rank expert-data
+# group, in buckets of one expert (fc1 and fc2), reduce-scattered while backward runs.
+SHARDED_EDP2 = [("EP 2, d 4, " + name, 4, ["--expert-model-parallel-size", "2",
+                                          "--data-parallel-sharding-strategy", strategy,
+                                          "--ddp-bucket-size", "2000", "--overlap-grad-reduce"])
+                for name, strategy in (("ZeRO-2", "optim_grads"), ("ZeRO-3", "optim_grads_params"))]
 check = Checks()
 
 
@@ -164,7 +176,7 @@ def one_step_parity(trident, tmp, common):
     reference, reference_losses = gradients(weights(start), weights(one)), step_losses(one_metrics)
     runs = [(tag, ranks, flags, distributed) for tag, ranks, flags in LAYOUTS
             for distributed in (False, True)] + [(t, r, f, False) for t, r, f in SHARDED]
-    runs += [EP2_D4 + (False,), EP2_D4 + (True,)]
+    runs += [EP2_D4 + (False,), EP2_D4 + (True,)] + [r + (False,) for r in SHARDED_EDP2]
     for tag, ranks, flags, distributed in runs:
         name = tag + (", distributed optimizer" if distributed else "")
         slug = "".join(c for c in name if c.isalnum())
@@ -183,7 +195,18 @@ def one_step_parity(trident, tmp, common):
         check(off <= 1e-5, f"{name}: the logged losses and gradient norm equal one "
                            f"process's within 1e-5 "
                            f"({losses} vs {reference_losses})")
+        if tag.startswith("EP 2, d 4, ZeRO"):
+            check_expert_overlap(name, text)
     check_memory_plans(texts)
+
+
+def check_expert_overlap(name, text):
+    """Sharded expert gradients are reduce-scattered as the MoE layers' backwards complete
+    their buckets: every bucket of the expert buffer starts during the last backward."""
+    m = re.search(r"(\d+) of (\d+) expert gradient buckets started during it", text)
+    early, total = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    check(total >= 2 and early == total,
+          f"{name}: {early} of {total} expert gradient buckets started during the backward")
 
 
 def resume_under_other_ep(trident, tmp, common):
@@ -214,6 +237,42 @@ def resume_under_other_ep(trident, tmp, common):
         check(len(pairs) == 2 and 1 not in again and off <= 1e-5,
               f"saved at EP 2, resumed at {tag}: steps 3 and 4 lose what the EP 2 run going "
               f"straight through lost (within 1e-5; {pairs})")
+
+
+def resume_sharded_experts(trident, tmp, common):
+    """ZeRO-2 and ZeRO-3 at EP 2, d 4: four steps straight through; two steps saved, then
+    steps 3 and 4 from that checkpoint under the same layout (bit for bit), under the other
+    strategy and in one process (within 1e-5)."""
+    train_args = common + ["--lr", "3e-3", "--train-iters", "4"]
+    for (tag, ranks, flags), (other_tag, _, other) in zip(SHARDED_EDP2, SHARDED_EDP2[::-1]):
+        slug = "".join(c for c in tag if c.isalnum())
+        metrics = os.path.join(tmp, slug + "_through.jsonl")
+        code, text = train(trident, ranks, train_args + flags + ["--metrics-file", metrics])
+        if not passed(code == 0, f"{tag} trains 4 steps" + (f": {text[-1500:]}" if code else "")):
+            continue
+        went_on = metrics_by_iteration(metrics)
+        saved = os.path.join(tmp, slug + "_saved")
+        code, text = train(trident, ranks, train_args + flags + ["--exit-interval", "2", "--save", saved])
+        if not passed(code == 0 and glob.glob(os.path.join(saved, "iter_0000002")),
+                      f"{tag} saves after step 2" + (f": {text[-1500:]}" if code else "")):
+            continue
+        for name, n, resume_flags, exact in ((tag, ranks, flags, True), (other_tag, 4, other, False),
+                                             ("one process", 1, [], False)):
+            resumed = os.path.join(tmp, slug + "_resumed_" + "".join(c for c in name if c.isalnum()))
+            code, text = train(trident, n, train_args + resume_flags +
+                               ["--load", saved, "--metrics-file", resumed + ".jsonl"])
+            if not passed(code == 0, f"{tag} checkpoint resumed under {name}" +
+                          (f": {text[-1500:]}" if code else "")):
+                continue
+            again = metrics_by_iteration(resumed + ".jsonl")
+            pairs = [(went_on[i][:2], again[i][:2]) for i in (3, 4) if i in again]
+            off = max((abs(a - b) / abs(a) for x, y in pairs for a, b in zip(x, y)),
+                      default=float("inf"))
+            ok = len(pairs) == 2 and 1 not in again and (
+                all(x == y for x, y in pairs) if exact else off <= 1e-5)
+            check(ok, f"{tag} checkpoint at step 2 resumed under {name}: steps 3 and 4 (loss, "
+                      f"grad norm) as the run straight through "
+                      f"({'bit for bit' if exact else 'within 1e-5'}; {pairs})")
 
 
 def samples_while_training(trident):
@@ -256,6 +315,7 @@ def main():
         common = one_step_flags(tmp)
         one_step_parity(trident, tmp, common)
         resume_under_other_ep(trident, tmp, common)
+        resume_sharded_experts(trident, tmp, common)
         samples_while_training(trident)
     return check.summary()
 

@@ -4,8 +4,8 @@ Megatron's MoE argument checks (and trident's refusals by name of what it does n
 gives its message and exit 2, with nothing written; all broken rules are listed at once;
 a flag that shapes MoE layers without --num-experts is refused (Megatron would ignore it
 and train a dense model); the same keys from a TOML config; a run whose MoE flags are all
-valid trains (t = 1, fp32, with token dropping and gated shared experts), and what the MoE
-layer does not do yet is refused by name (fp16; bf16 trains: moe_bf16_test.py); t > 1 without --sequence-parallel is refused with
+valid trains (t = 1, fp32, with token dropping and gated shared experts; bf16 and fp16 train:
+moe_bf16_test.py, moe_fp16_test.py); t > 1 without --sequence-parallel is refused with
 Megatron's rule (t = 2 with it trains: moe_tp_parity.py). The data-parallel size that EP
 must divide is checked under mpirun -np 2 as well, where EP 2 trains, and with whole experts
 (t 2, --expert-tensor-parallel-size 1) EP dividing t x d / ETP and a multiple of t.
@@ -22,7 +22,6 @@ TINY = ["--mock-data", "--num-layers", "4", "--hidden-size", "64", "--num-attent
         "--seq-length", "32", "--vocab-size", "128", "--micro-batch-size", "2", "--train-iters", "1",
         "--eval-iters", "0", "--log-interval", "1", "--peak-tflops", "1", "--threads", "1"]
 MOE = ["--num-experts", "8", "--moe-router-topk", "2"]
-NOT_BUILT = "is not built yet (issue 32)"
 check = Checks()
 
 
@@ -109,8 +108,8 @@ def test_all_at_once_and_config(trident, tmp):
 
 
 def test_valid_and_without_experts(trident, tmp):
-    """A valid MoE run trains; what is not built is refused by name; MoE flags without
-    experts are refused by name; --num-experts 0 trains a dense model."""
+    """A valid MoE run trains; MoE flags without experts are refused by name; --num-experts
+    0 trains a dense model."""
     code, text, wrote = train(trident, tmp, "valid", MOE + [
         "--moe-layer-freq", "([1]*1+[0]*1)*2", "--moe-aux-loss-coeff", "1e-2", "--moe-z-loss-coeff",
         "1e-3", "--moe-grouped-gemm", "--moe-ffn-hidden-size", "96", "--moe-router-pre-softmax",
@@ -118,9 +117,6 @@ def test_valid_and_without_experts(trident, tmp):
         "--moe-pad-expert-input-to-capacity", "--moe-shared-expert-intermediate-size", "64",
         "--moe-shared-expert-gate"])
     check(code == 0 and wrote, f"a valid MoE run trains (exit {code}: {text.strip()[-400:]})")
-    refused(trident, tmp, "not_built", MOE + ["--fp16"],
-            ["--num-experts 8 with --fp16: the experts' products run in fp32 or bf16 (--bf16) " +
-             NOT_BUILT], what="fp16 refused by name")
     refused(trident, tmp, "no_experts",
             ["--moe-router-topk", "4", "--moe-aux-loss-coeff", "0.01", "--expert-model-parallel-size", "2"],
             ["--moe-router-topk needs --num-experts", "--moe-aux-loss-coeff needs --num-experts",
