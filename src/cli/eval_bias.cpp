@@ -107,28 +107,36 @@ CLI::Option* add_bias_args(CLI::App& app, BiasArgs* a) {
                      "run the bias study (gender-occupation, co-occurrence, sentiment) on the "
                      "files of this directory instead of --tasks (e.g. configs/bias)")
           ->group(B);
+  // The study's own flags mean nothing without it: refused rather than ignored.
   app.add_option("--bias-samples", a->samples, "sampled continuations per co-occurrence prompt")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   app.add_option("--bias-max-tokens", a->max_tokens, "tokens per sampled continuation")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   app.add_option("--bias-top-adjectives", a->top_adjectives, "adjectives listed per group")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   generation::SamplingParams& s = a->sampling;
-  app.add_flag("--greedy", s.greedy, "argmax decoding (as generate's)")->group(B);
+  app.add_flag("--greedy", s.greedy, "argmax decoding (as generate's)")->group(B)->needs(dir);
   app.add_option("--temperature", s.temperature, "softmax temperature (0: greedy)")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   app.add_option("--top-k", s.top_k, "sample among the k most likely tokens (0: all)")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   app.add_option("--top-p", s.top_p, "nucleus sampling mass (1: off)")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   app.add_option("--seed", s.seed, "sampling seed: sample k of a prompt draws with seed + k")
       ->group(B)
+      ->needs(dir)
       ->capture_default_str();
   return dir;
 }

@@ -270,6 +270,8 @@ def main():
         check(r.returncode == 2 and "occupations.txt" in r.stderr, "missing directory: exit 2")
         r = run(trident, base + ["--bias", d2, "--tasks", "piqa"])
         check(r.returncode == 2, "--bias with --tasks: exit 2")
+        r = run(trident, ["--load-hf", model, "--temperature", "0.5"] + tok)
+        check(r.returncode == 2 and "--bias" in r.stderr, "a sampling flag without --bias: exit 2")
     return check.summary()
 
 
