@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/eval_bias.h"
 #include "cli/inference_args.h"
 #include "cli/mpi_job.h"
 #include "cli/parse_args.h"
@@ -30,17 +31,20 @@ struct EvalArgs {
   int max_step_tokens = 2048;
   bool separate = false;  // --no-shared-context
   bool timing = false;
+  BiasArgs bias;
 };
 
 void add_eval_args(CLI::App& app, EvalArgs* a) {
   add_inference_args(app, &a->inference);
   evaluation::EvalConfig& c = a->config;
   const char* E = "Evaluation";
-  app.add_option("--tasks", a->tasks,
-                 "comma-separated: lambada_openai, piqa, hellaswag, winogrande, boolq, arc_easy, "
-                 "arc_challenge, race, wikitext, kjv_cloze, mc:NAME, text:PATH")
-      ->group(E)
-      ->capture_default_str();
+  CLI::Option* tasks =
+      app.add_option(
+             "--tasks", a->tasks,
+             "comma-separated: lambada_openai, piqa, hellaswag, winogrande, boolq, arc_easy, "
+             "arc_challenge, race, wikitext, kjv_cloze, mc:NAME, text:PATH")
+          ->group(E)
+          ->capture_default_str();
   c.task_dir = installed_path("data/tasks");  // beside the binary, whatever the directory
   app.add_option("--task-dir", c.task_dir, "task data: <task-dir>/<task>/<split>.jsonl")
       ->group(E)
@@ -66,10 +70,15 @@ void add_eval_args(CLI::App& app, EvalArgs* a) {
   app.add_flag("--no-shared-context", a->separate,
                "score every choice with its own context pass (for comparison)")
       ->group(E);
-  app.add_option("--output", a->output, "write the results JSON (harness layout) here")->group(E);
-  app.add_option("--log-samples", a->log_samples, "write every request and its score (JSONL)")
+  app.add_option("--output", a->output,
+                 "write the results JSON here (harness layout; with --bias the bias report)")
+      ->group(E);
+  app.add_option("--log-samples", a->log_samples,
+                 "write every request and its score (JSONL; with --bias also the continuations)")
       ->group(E);
   app.add_flag("--timing", a->timing, "print requests/s and tokens/s (stderr, JSON)")->group(E);
+  // The bias study is not a task: it samples continuations and reports its own measures.
+  tasks->excludes(add_bias_args(app, &a->bias));
 }
 
 std::string check_eval_args(const EvalArgs& a) {
@@ -85,6 +94,7 @@ std::string check_eval_args(const EvalArgs& a) {
   require(a.batch_size >= 1 && a.batch_size <= 4096, "--batch-size must be in [1, 4096]");
   require(a.max_step_tokens >= 16 && a.max_step_tokens <= (1 << 20),
           "--max-step-tokens must be in [16, 1048576]");
+  if (!a.bias.dir.empty()) errors += check_bias_args(a.bias);
   return errors;
 }
 
@@ -108,11 +118,43 @@ void report_progress(evaluation::EngineScorer& scorer, int replicas) {
   });
 }
 
+nlohmann::ordered_json run_config(const EvalArgs& a) {
+  const generation::InferenceOptions& o = a.inference.model;
+  return {{"model", o.load.empty() ? o.load_hf : o.load},
+          {"num_fewshot", a.config.num_fewshot},
+          {"fewshot_seed", a.config.fewshot_seed},
+          {"limit", a.config.limit < 0 ? nlohmann::ordered_json(nullptr)
+                                       : nlohmann::ordered_json(a.config.limit)},
+          {"bootstrap_iters", a.config.bootstrap_iters},
+          {"bf16", o.bf16},
+          {"harness_definitions", "lm-evaluation-harness 0.4.13.dev0 (4e7e0d4)"}};
+}
+
+nlohmann::ordered_json bias_config(const EvalArgs& a) {
+  const generation::SamplingParams& s = a.bias.sampling;
+  return {{"model",
+           a.inference.model.load.empty() ? a.inference.model.load_hf : a.inference.model.load},
+          {"bias_dir", a.bias.dir},
+          {"samples", a.bias.samples},
+          {"max_tokens", a.bias.max_tokens},
+          {"greedy", s.is_greedy()},
+          {"temperature", s.temperature},
+          {"top_k", s.top_k},
+          {"top_p", s.top_p},
+          {"seed", s.seed},
+          {"bf16", a.inference.model.bf16}};
+}
+
 int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& setup,
-               bool reporter) {
+               bool reporter, const evaluation::BiasInputs* bias) {
   const std::unique_ptr<tokenizer::Tokenizer> built =
       build_inference_tokenizer(a.inference, model.vocab());
   const tokenizer::Tokenizer& tok = *built;
+  if (bias) {
+    evaluation::EngineScorer scorer(model, !a.separate);
+    return run_bias_study(a.bias, *bias, {a.output, a.log_samples, bias_config(a)}, scorer, model,
+                          tok, *setup.groups.data, reporter);
+  }
   evaluation::EvalPlan plan = evaluation::plan_evaluation(
       a.config, [&](const std::string& s) { return tok.encode(s); }, tok.eod(),
       model.max_sequence());
@@ -138,17 +180,7 @@ int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& 
   std::cout << evaluation::results_table(outcomes);
   if (!a.log_samples.empty()) evaluation::write_log_samples(a.log_samples, plan, scores);
   if (!a.output.empty()) {
-    const generation::InferenceOptions& o = a.inference.model;
-    nlohmann::ordered_json config = {
-        {"model", o.load.empty() ? o.load_hf : o.load},
-        {"num_fewshot", a.config.num_fewshot},
-        {"fewshot_seed", a.config.fewshot_seed},
-        {"limit", a.config.limit < 0 ? nlohmann::ordered_json(nullptr)
-                                     : nlohmann::ordered_json(a.config.limit)},
-        {"bootstrap_iters", a.config.bootstrap_iters},
-        {"bf16", o.bf16},
-        {"harness_definitions", "lm-evaluation-harness 0.4.13.dev0 (4e7e0d4)"}};
-    const std::string text = evaluation::results_json(outcomes, config).dump(2) + "\n";
+    const std::string text = evaluation::results_json(outcomes, run_config(a)).dump(2) + "\n";
     write_file_atomically(a.output, text);
   }
   return 0;
@@ -172,8 +204,13 @@ int eval_main(const std::vector<std::string>& args) {
   }
   a.config.tasks = split_tasks(a.tasks);
   return run_job(mpi, "trident eval", [&]() -> int {
-    // Names and output paths are checked before any model is loaded: a typo costs nothing.
-    for (const std::string& t : a.config.tasks) evaluation::find_task(t);
+    // Names, files and output paths are checked before any model is loaded: a typo costs
+    // nothing.
+    std::unique_ptr<evaluation::BiasInputs> bias;
+    if (!a.bias.dir.empty())
+      bias = std::make_unique<evaluation::BiasInputs>(evaluation::load_bias_inputs(a.bias.dir));
+    else
+      for (const std::string& t : a.config.tasks) evaluation::find_task(t);
     if (!a.output.empty()) check_output_file(a.output, "--output");
     if (!a.log_samples.empty()) check_output_file(a.log_samples, "--log-samples");
     generation::InferenceOptions o = a.inference.model;
@@ -190,7 +227,7 @@ int eval_main(const std::vector<std::string>& args) {
       model.follow();
       return 0;
     }
-    return coordinate(a, model, setup, mpi.world_rank() == 0);
+    return coordinate(a, model, setup, mpi.world_rank() == 0, bias.get());
   });
 }
 
