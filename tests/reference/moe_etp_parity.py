@@ -11,7 +11,8 @@ one-process gradients are checked in float64 by moe_reference.py). Checked:
     gradient norm equal one process's at t 2 ETP 1 EP 2 (world 2) and t 2 ETP 1 EP 4 d 2
     (world 4), each with and without the distributed optimizer, t 2 ETP 1 EP 2 d 2 (a 2-rank
     expert-data group spanning data-parallel ranks) with the distributed optimizer, and
-    t 2 ETP 1 EP 2 p 2: the router losses are over all the micro-batch's tokens (the tokens
+    t 2 ETP 1 EP 2 p 2, and t 2 ETP 1 EP 2 d 2 under ZeRO-2 and ZeRO-3 (experts sharded over
+    their expert-data group): the router losses are over all the micro-batch's tokens (the tokens
     per expert and the losses summed over the tensor group), the router's partial gradients
     are summed over the tensor group, each expert's gradient sums every token once;
   - initialisation does not depend on ETP: the weights saved before any step at t 2 ETP 1
@@ -44,7 +45,13 @@ RUNS = [("t 2, ETP 1, EP 2", 2, WHOLE + EP2, False),
         ("t 2, ETP 1, EP 4, d 2", 4, WHOLE + EP4, False),
         ("t 2, ETP 1, EP 4, d 2", 4, WHOLE + EP4, True),
         ("t 2, ETP 1, EP 2, d 2", 4, WHOLE + EP2, True),
-        ("t 2, ETP 1, EP 2, p 2", 4, WHOLE + EP2 + ["--pipeline-model-parallel-size", "2"], False)]
+        ("t 2, ETP 1, EP 2, p 2", 4, WHOLE + EP2 + ["--pipeline-model-parallel-size", "2"], False),
+        # ZeRO-2 / ZeRO-3: the dense buffer sharded over d = 2, the experts over their
+        # expert-data group (t x d / (ETP x EP) = 2 ranks, one on each tensor rank's side)
+        ("t 2, ETP 1, EP 2, d 2, ZeRO-2", 4,
+         WHOLE + EP2 + ["--data-parallel-sharding-strategy", "optim_grads"], False),
+        ("t 2, ETP 1, EP 2, d 2, ZeRO-3", 4,
+         WHOLE + EP2 + ["--data-parallel-sharding-strategy", "optim_grads_params"], False)]
 check = Checks()
 
 
