@@ -5,9 +5,33 @@
 #include <string>
 
 #include "config/model_config.h"
+#include "distributed/process_groups.h"
+#include "engine/rank_context.h"
+#include "engine/rank_model.h"
 #include "parameters/parameters.h"
 
 namespace trident::cli {
+
+// The whole model on this one process, with the grid and groups it refers to: built from
+// `options` with a short sequence and one sample, as only its parameters matter (convert,
+// score). Neither copied nor moved, since the model holds references to the groups.
+struct OneProcessModel {
+  explicit OneProcessModel(engine::RankModelOptions options);
+  OneProcessModel(const OneProcessModel&) = delete;
+  OneProcessModel& operator=(const OneProcessModel&) = delete;
+
+  engine::RankContext rank() { return {0, &grid, &groups, {"local"}}; }
+  Parameters& parameters() { return model.chunks[0]->parameters(); }
+  // The weights in the one-process layout, gathered as the checkpoint export does.
+  Parameters gathered() {
+    return engine::gather_rank_model(model, options.layout, *groups.tensor, *groups.pipeline);
+  }
+
+  engine::RankModelOptions options;
+  distributed::ProcessGrid grid{1, 1, 1};
+  distributed::ProcessGroups groups;
+  engine::RankModel model;
+};
 
 // The weights of the latest checkpoint under `load` (any layout it was saved under), in the
 // one-process model's layout (a LoRA checkpoint's adapters merged into the base it records);

@@ -73,16 +73,9 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
                       const tokenizer::TokenizerOptions& flags) {
   engine::RankModelOptions o;
   o.layout.model = io::read_hf_config(load_hf);
-  o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
-  o.layout.split = {o.layout.model.num_layers};
-  o.schedules = {o.schedule};
   o.load_hf = load_hf;
-  distributed::ProcessGrid grid(1, 1, 1);
-  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  engine::RankContext rank{0, &grid, &groups, {"local"}};
-  engine::RankModel model =
-      engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
-  checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
+  OneProcessModel one(std::move(o));
+  checkpoint::RunRecord run{one.options.layout, one.options.seed, {}, 1};
   // The checkpoint's precision says how the weights were stored: a BF16 directory's values
   // are bf16 values, and the export writes them back as BF16 (export_dtype).
   if (io::hf_weights_dtype(load_hf) == io::StoredDtype::kBF16)
@@ -91,7 +84,8 @@ void hf_to_checkpoint(const std::string& load_hf, const std::string& save,
   // evidence of what this model was trained with.
   const tokenizer::TokenizerOptions t = flags.given() ? flags : hf_directory_tokenizer(load_hf);
   run.tokenizer = checkpoint::tokenizer_record(t);
-  checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
+  engine::RankContext rank = one.rank();
+  checkpoint::save(save, run, one.model, {0, 0, 0}, rank, std::cout);
 }
 
 // A checkpoint of LoRA adapters -> a checkpoint of the merged model W + (alpha / R) B A: a
@@ -102,23 +96,17 @@ void merged_checkpoint(const std::string& load, const std::string& save,
   engine::RankModelOptions o;
   const Parameters whole = load_checkpoint_weights(load, &o.layout.model, std::cout);
   o.layout.model.lora = LoraConfig{};
-  o.layout.model.seq_length = std::min(o.layout.model.max_positions(), 64);
-  o.layout.split = {o.layout.model.num_layers};
-  o.schedules = {o.schedule};
-  distributed::ProcessGrid grid(1, 1, 1);
-  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
-  engine::RankContext rank{0, &grid, &groups, {"local"}};
-  engine::RankModel model =
-      engine::build_rank_model(o, *groups.tensor, *groups.pipeline, *groups.data);
-  Parameters& params = model.chunks[0]->parameters();
+  OneProcessModel one(std::move(o));
+  Parameters& params = one.parameters();
   for (const ParamSpec& s : params.layout().specs()) {  // by name: the layouts' padding may differ
     const ParamSpec& from = whole.layout().find(s.name);
     std::copy_n(whole.values() + from.offset, s.numel(), params.values() + s.offset);
   }
-  checkpoint::RunRecord run{o.layout, o.seed, {}, 1};
+  checkpoint::RunRecord run{one.options.layout, one.options.seed, {}, 1};
   const tokenizer::TokenizerOptions t = flags.given() ? flags : carried_tokenizer(load);
   run.tokenizer = checkpoint::tokenizer_record(t);
-  checkpoint::save(save, run, model, {0, 0, 0}, rank, std::cout);
+  engine::RankContext rank = one.rank();
+  checkpoint::save(save, run, one.model, {0, 0, 0}, rank, std::cout);
 }
 
 }  // namespace
