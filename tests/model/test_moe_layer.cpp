@@ -235,115 +235,91 @@ TEST(MoeMlp, EveryExpertReceivesTokensInTheTestData) {
   EXPECT_EQ(std::accumulate(used.begin(), used.end(), 0), kExperts);
 }
 
-// bf16 (--bf16): the same layer on a bf16 input (a bf16 LayerNorm output) with bf16
-// operands for the experts' and the shared experts' products. The router is fp32 on the
-// input widened exactly: its softmax and top-k equal the fp32 layer's on the same values
-// bit for bit; the output and every gradient differ from the fp32 layer's as bf16 operands
-// must (more than fp32 rounding, 1e-6, less than bf16's 3e-2 normwise).
-TEST(MoeMlp, Bf16RoundsTheExpertProductsAndKeepsTheRouterFp32) {
+// One forward and backward of the layer (a shared expert of width 4 beside the routed
+// ones) with its experts' products at `precision`, on `in` (x as the layer receives it) and
+// the output gradient dy.
+struct PrecisionRun {
+  std::vector<float> y, dx, grads, probs;
+  std::vector<int> idx;
+};
+
+PrecisionRun run_at(kernels::Precision precision, kernels::GemmOperand in,
+                    const std::vector<float>& dy) {
   ModelConfig m = moe_model({true, false});
   m.moe.shared_expert_intermediate_size = 4;
   MoeDims dims = moe_dims(m, 0.3, 0.05);
-  auto normwise = [](const float* a, const float* b, long n) {
-    double num = 0, den = 0;
-    for (long i = 0; i < n; ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
-    return std::sqrt(num / den);
-  };
-  std::mt19937 rng(11);
+  dims.bf16 = precision == kernels::Precision::kBf16;
+  dims.fp16 = precision == kernels::Precision::kFp16;
+  Parameters params(ParameterLayout(m, {0, 1}));
+  if (precision != kernels::Precision::kFp32) params.set_low_precision(precision);
+  params.initialize(5, 0.4f, m.num_layers);
+  params.zero_grads();
+  params.refresh_low_precision();
+  const MoeMlp mlp(dims, params, params, 0);
+  Buffers b(dims);
+  const long n = (long)dy.size();
+  PrecisionRun r{std::vector<float>(n), std::vector<float>(n)};
+  mlp.forward(in, kTokens, b.a, b.w, r.y.data());
+  r.probs.assign(b.a.probs, b.a.probs + kTokens * kExperts);
+  r.idx = b.idx();
+  mlp.backward(in, kTokens, b.a, b.w, dy.data(), 1.7, r.dx.data());
+  r.grads.assign(params.grads(), params.grads() + params.size());
+  return r;
+}
+
+std::vector<float> normal_values(std::mt19937& rng, long n) {
   std::normal_distribution<float> normal(0.f, 1.f);
-  const long n = kTokens * kHidden;
-  std::vector<float> x(n), dy(n);
-  for (float& v : x) v = normal(rng);
-  for (float& v : dy) v = normal(rng);
-  std::vector<kernels::bf16_t> x16(n);
-  kernels::to_bf16(x.data(), x16.data(), n);
-  kernels::from_bf16(x16.data(), x.data(), n);  // the fp32 layer sees the same values
-  struct Run {
-    std::vector<float> y, dx, grads, probs;
-    std::vector<int> idx;
-  };
-  auto run = [&](bool bf16) {
-    Parameters params(ParameterLayout(m, {0, 1}));
-    if (bf16) params.set_low_precision(kernels::Precision::kBf16);
-    params.initialize(5, 0.4f, m.num_layers);
-    params.zero_grads();
-    params.refresh_low_precision();
-    dims.bf16 = bf16;
-    const MoeMlp mlp(dims, params, params, 0);
-    Buffers b(dims);
-    Run r{std::vector<float>(n), std::vector<float>(n)};
-    const kernels::GemmOperand in = bf16 ? kernels::GemmOperand(x16.data()) : x.data();
-    mlp.forward(in, kTokens, b.a, b.w, r.y.data());
-    r.probs.assign(b.a.probs, b.a.probs + kTokens * kExperts);
-    r.idx = b.idx();
-    mlp.backward(in, kTokens, b.a, b.w, dy.data(), 1.7, r.dx.data());
-    r.grads.assign(params.grads(), params.grads() + params.size());
-    return r;
-  };
-  const Run fp32 = run(false), bf16 = run(true);
-  EXPECT_EQ(bf16.idx, fp32.idx);
-  EXPECT_EQ(bf16.probs, fp32.probs);
-  const double y = normwise(bf16.y.data(), fp32.y.data(), n);
-  const double dx = normwise(bf16.dx.data(), fp32.dx.data(), n);
-  const double g = normwise(bf16.grads.data(), fp32.grads.data(), (long)fp32.grads.size());
-  for (double e : {y, dx, g}) {
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+double normwise(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+  return std::sqrt(num / den);
+}
+
+// The router is fp32 on the same input: its softmax and top-k equal the fp32 layer's bit for
+// bit; the output and every gradient differ from the fp32 layer's as low-precision operands
+// must (more than fp32 rounding, 1e-6, less than `bound` normwise).
+void expect_low_precision_differences(const PrecisionRun& low, const PrecisionRun& fp32,
+                                      double bound) {
+  EXPECT_EQ(low.idx, fp32.idx);
+  EXPECT_EQ(low.probs, fp32.probs);
+  for (double e :
+       {normwise(low.y, fp32.y), normwise(low.dx, fp32.dx), normwise(low.grads, fp32.grads)}) {
     EXPECT_GT(e, 1e-6);
-    EXPECT_LT(e, 3e-2);
+    EXPECT_LT(e, bound);
   }
 }
 
-// fp16 (--fp16): the same layer with the experts' and the shared experts' operands rounded
-// through fp16 (the weights from their fp16 copy) and multiplied in fp32. The router is fp32
-// on the same input: its softmax and top-k equal the fp32 layer's bit for bit; the output and
-// every gradient differ from the fp32 layer's as fp16 operands must (more than fp32 rounding,
-// 1e-6, less than fp16's 5e-3 normwise: 11 mantissa bits against bf16's 8).
-TEST(MoeMlp, Fp16RoundsTheExpertProductsThroughFp16AndKeepsTheRouterFp32) {
-  ModelConfig m = moe_model({true, false});
-  m.moe.shared_expert_intermediate_size = 4;
-  MoeDims dims = moe_dims(m, 0.3, 0.05);
-  auto normwise = [](const float* a, const float* b, long n) {
-    double num = 0, den = 0;
-    for (long i = 0; i < n; ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
-    return std::sqrt(num / den);
-  };
+// bf16 (--bf16): the same layer on a bf16 input (a bf16 LayerNorm output) with bf16
+// operands for the experts' and the shared experts' products; the router's input is widened
+// exactly. bf16's bound: 3e-2 normwise.
+TEST(MoeMlp, Bf16RoundsTheExpertProductsAndKeepsTheRouterFp32) {
   std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.f, 1.f);
   const long n = kTokens * kHidden;
-  std::vector<float> x(n), dy(n);
-  for (float& v : x) v = normal(rng);
-  for (float& v : dy) v = normal(rng);
+  std::vector<float> x = normal_values(rng, n);
+  const std::vector<float> dy = normal_values(rng, n);
+  std::vector<kernels::bf16_t> x16(n);
+  kernels::to_bf16(x.data(), x16.data(), n);
+  kernels::from_bf16(x16.data(), x.data(), n);  // the fp32 layer sees the same values
+  expect_low_precision_differences(run_at(kernels::Precision::kBf16, x16.data(), dy),
+                                   run_at(kernels::Precision::kFp32, x.data(), dy), 3e-2);
+}
+
+// fp16 (--fp16): the experts' and the shared experts' operands rounded through fp16 (the
+// weights from their fp16 copy) and multiplied in fp32. fp16's bound: 5e-3 normwise (11
+// mantissa bits against bf16's 8).
+TEST(MoeMlp, Fp16RoundsTheExpertProductsThroughFp16AndKeepsTheRouterFp32) {
+  std::mt19937 rng(11);
+  const long n = kTokens * kHidden;
+  std::vector<float> x = normal_values(rng, n);
+  const std::vector<float> dy = normal_values(rng, n);
   kernels::round_through_fp16(x.data(), x.data(), n);  // an fp16 run's layer input
-  struct Run {
-    std::vector<float> y, dx, grads, probs;
-    std::vector<int> idx;
-  };
-  auto run = [&](bool fp16) {
-    Parameters params(ParameterLayout(m, {0, 1}));
-    if (fp16) params.set_low_precision(kernels::Precision::kFp16);
-    params.initialize(5, 0.4f, m.num_layers);
-    params.zero_grads();
-    params.refresh_low_precision();
-    dims.fp16 = fp16;
-    const MoeMlp mlp(dims, params, params, 0);
-    Buffers b(dims);
-    Run r{std::vector<float>(n), std::vector<float>(n)};
-    mlp.forward(x.data(), kTokens, b.a, b.w, r.y.data());
-    r.probs.assign(b.a.probs, b.a.probs + kTokens * kExperts);
-    r.idx = b.idx();
-    mlp.backward(x.data(), kTokens, b.a, b.w, dy.data(), 1.7, r.dx.data());
-    r.grads.assign(params.grads(), params.grads() + params.size());
-    return r;
-  };
-  const Run fp32 = run(false), fp16 = run(true);
-  EXPECT_EQ(fp16.idx, fp32.idx);
-  EXPECT_EQ(fp16.probs, fp32.probs);
-  const double y = normwise(fp16.y.data(), fp32.y.data(), n);
-  const double dx = normwise(fp16.dx.data(), fp32.dx.data(), n);
-  const double g = normwise(fp16.grads.data(), fp32.grads.data(), (long)fp32.grads.size());
-  for (double e : {y, dx, g}) {
-    EXPECT_GT(e, 1e-6);
-    EXPECT_LT(e, 5e-3);
-  }
+  expect_low_precision_differences(run_at(kernels::Precision::kFp16, x.data(), dy),
+                                   run_at(kernels::Precision::kFp32, x.data(), dy), 5e-3);
 }
 
 // Expert parallelism on EP threads: rank r routes its own tokens x_r, runs experts
