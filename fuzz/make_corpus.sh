@@ -153,6 +153,12 @@ for name, t in seeds.items():
         json.dump(t, f, ensure_ascii=False)
 EOF
 
+# Evaluation suites: the shipped ones and a one-cell suite.
+mkdir -p "$corpus/suite"
+cp configs/eval/*.json "$corpus/suite/"
+printf '{"name":"x","reference_model":"m","columns":["a"],"rows":[{"task":"piqa","metric":"acc",%s' \
+  '"shots":[0],"reference":[null]}]}' > "$corpus/suite/small.json"
+
 # TOML: the repository's configs, without the files they name (the fuzz target runs where
 # no file is; a tokenizer load per input would only slow it down).
 for config in configs/*.toml; do

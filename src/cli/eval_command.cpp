@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/report.h"
+#include "evaluation/suite.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trident::cli {
@@ -26,6 +27,8 @@ struct EvalArgs {
   InferenceArgs inference;
   evaluation::EvalConfig config;
   std::string tasks = "kjv_cloze";
+  int num_fewshot = 0;
+  std::string suite;  // --suite: a name under configs/eval, or a file
   std::string output, log_samples;
   int batch_size = 16;
   int max_step_tokens = 2048;
@@ -49,9 +52,16 @@ void add_eval_args(CLI::App& app, EvalArgs* a) {
   app.add_option("--task-dir", c.task_dir, "task data: <task-dir>/<task>/<split>.jsonl")
       ->group(E)
       ->capture_default_str();
-  app.add_option("--num-fewshot", c.num_fewshot, "examples before each document")
-      ->group(E)
-      ->capture_default_str();
+  CLI::Option* shots =
+      app.add_option("--num-fewshot", a->num_fewshot, "examples before each document")
+          ->group(E)
+          ->capture_default_str();
+  CLI::Option* suite =
+      app.add_option("--suite", a->suite,
+                     "a paper's table instead of --tasks: every task at each column's shot count, "
+                     "beside the published numbers (mt-nlg, or a suite file; see README)")
+          ->group(E);
+  suite->excludes(tasks)->excludes(shots);
   app.add_option("--fewshot-seed", c.fewshot_seed, "few-shot sampling seed (the harness's 1234)")
       ->group(E)
       ->capture_default_str();
@@ -78,7 +88,9 @@ void add_eval_args(CLI::App& app, EvalArgs* a) {
       ->group(E);
   app.add_flag("--timing", a->timing, "print requests/s and tokens/s (stderr, JSON)")->group(E);
   // The bias study is not a task: it samples continuations and reports its own measures.
-  tasks->excludes(add_bias_args(app, &a->bias));
+  CLI::Option* bias = add_bias_args(app, &a->bias);
+  tasks->excludes(bias);
+  suite->excludes(bias);
 }
 
 std::string check_eval_args(const EvalArgs& a) {
@@ -87,8 +99,7 @@ std::string check_eval_args(const EvalArgs& a) {
     if (!ok) errors += why + "\n";
   };
   require(!a.tasks.empty(), "--tasks must name at least one task");
-  require(a.config.num_fewshot >= 0 && a.config.num_fewshot <= 1000,
-          "--num-fewshot must be in [0, 1000]");
+  require(a.num_fewshot >= 0 && a.num_fewshot <= 1000, "--num-fewshot must be in [0, 1000]");
   require(a.config.limit >= -1, "--limit must be >= 0 (or -1: all)");
   require(a.config.bootstrap_iters >= 0, "--bootstrap-iters must be >= 0");
   require(a.batch_size >= 1 && a.batch_size <= 4096, "--batch-size must be in [1, 4096]");
@@ -98,12 +109,21 @@ std::string check_eval_args(const EvalArgs& a) {
   return errors;
 }
 
-std::vector<std::string> split_tasks(const std::string& list) {
-  std::vector<std::string> out;
+// --tasks a,b,c at --num-fewshot k.
+std::vector<evaluation::TaskRun> task_runs(const std::string& list, int num_fewshot) {
+  std::vector<evaluation::TaskRun> out;
   std::stringstream ss(list);
   for (std::string t; std::getline(ss, t, ',');)
-    if (!t.empty()) out.push_back(t);
+    if (!t.empty()) out.push_back({t, num_fewshot});
   return out;
+}
+
+// --suite NAME is configs/eval/NAME.json beside the installation; anything with a '/' or a
+// .json ending is a file.
+std::string suite_path(const std::string& suite) {
+  const bool file = suite.find('/') != std::string::npos ||
+                    (suite.size() > 5 && suite.compare(suite.size() - 5, 5, ".json") == 0);
+  return file ? suite : installed_path("configs/eval/" + suite + ".json");
 }
 
 // A scoring that runs past 5 s says every 5 s how far it has got (stderr, world rank 0: its
@@ -121,7 +141,8 @@ void report_progress(evaluation::EngineScorer& scorer, int replicas) {
 nlohmann::ordered_json run_config(const EvalArgs& a) {
   const generation::InferenceOptions& o = a.inference.model;
   return {{"model", o.load.empty() ? o.load_hf : o.load},
-          {"num_fewshot", a.config.num_fewshot},
+          {"num_fewshot", a.suite.empty() ? nlohmann::ordered_json(a.num_fewshot)
+                                          : nlohmann::ordered_json("per suite cell")},
           {"fewshot_seed", a.config.fewshot_seed},
           {"limit", a.config.limit < 0 ? nlohmann::ordered_json(nullptr)
                                        : nlohmann::ordered_json(a.config.limit)},
@@ -146,7 +167,7 @@ nlohmann::ordered_json bias_config(const EvalArgs& a) {
 }
 
 int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& setup,
-               bool reporter, const evaluation::BiasInputs* bias) {
+               bool reporter, const evaluation::BiasInputs* bias, const evaluation::Suite* suite) {
   const std::unique_ptr<tokenizer::Tokenizer> built =
       build_inference_tokenizer(a.inference, model.vocab());
   const tokenizer::Tokenizer& tok = *built;
@@ -178,12 +199,38 @@ int coordinate(EvalArgs& a, generation::InferenceModel& model, const RankSetup& 
   if (!reporter) return 0;
   const std::vector<evaluation::TaskOutcome> outcomes = evaluation::finish(a.config, plan, scores);
   std::cout << evaluation::results_table(outcomes);
+  if (suite)
+    std::cout << "\n" << suite->title << "\n\n" << evaluation::suite_table(*suite, outcomes);
   if (!a.log_samples.empty()) evaluation::write_log_samples(a.log_samples, plan, scores);
   if (!a.output.empty()) {
-    const std::string text = evaluation::results_json(outcomes, run_config(a)).dump(2) + "\n";
-    write_file_atomically(a.output, text);
+    nlohmann::ordered_json j = suite ? evaluation::suite_json(*suite, outcomes)
+                                     : evaluation::results_json(outcomes, run_config(a));
+    if (suite) j["config"] = run_config(a);
+    write_file_atomically(a.output, j.dump(2) + "\n");
   }
   return 0;
+}
+
+// What the run reads besides the model: the bias study's files or a suite.
+struct EvalInputs {
+  std::unique_ptr<evaluation::BiasInputs> bias;
+  std::unique_ptr<evaluation::Suite> suite;
+};
+
+// Names, files and output paths are checked before any model is loaded: a typo costs nothing.
+EvalInputs read_inputs(EvalArgs& a) {
+  EvalInputs in;
+  if (!a.bias.dir.empty()) {
+    in.bias = std::make_unique<evaluation::BiasInputs>(evaluation::load_bias_inputs(a.bias.dir));
+  } else if (!a.suite.empty()) {
+    in.suite = std::make_unique<evaluation::Suite>(evaluation::load_suite(suite_path(a.suite)));
+    a.config.runs = evaluation::suite_runs(*in.suite);
+  } else {
+    for (const evaluation::TaskRun& r : a.config.runs) evaluation::find_task(r.task);
+  }
+  if (!a.output.empty()) check_output_file(a.output, "--output");
+  if (!a.log_samples.empty()) check_output_file(a.log_samples, "--log-samples");
+  return in;
 }
 
 }  // namespace
@@ -202,17 +249,9 @@ int eval_main(const std::vector<std::string>& args) {
     if (mpi.world_rank() == 0) std::cerr << "trident eval:\n" << errors;
     return 2;
   }
-  a.config.tasks = split_tasks(a.tasks);
+  a.config.runs = task_runs(a.tasks, a.num_fewshot);
   return run_job(mpi, "trident eval", [&]() -> int {
-    // Names, files and output paths are checked before any model is loaded: a typo costs
-    // nothing.
-    std::unique_ptr<evaluation::BiasInputs> bias;
-    if (!a.bias.dir.empty())
-      bias = std::make_unique<evaluation::BiasInputs>(evaluation::load_bias_inputs(a.bias.dir));
-    else
-      for (const std::string& t : a.config.tasks) evaluation::find_task(t);
-    if (!a.output.empty()) check_output_file(a.output, "--output");
-    if (!a.log_samples.empty()) check_output_file(a.log_samples, "--log-samples");
+    const EvalInputs inputs = read_inputs(a);
     generation::InferenceOptions o = a.inference.model;
     o.max_batch = a.batch_size;
     o.prefill_chunk = std::max(1, a.max_step_tokens - a.batch_size);
@@ -227,7 +266,8 @@ int eval_main(const std::vector<std::string>& args) {
       model.follow();
       return 0;
     }
-    return coordinate(a, model, setup, mpi.world_rank() == 0, bias.get());
+    return coordinate(a, model, setup, mpi.world_rank() == 0, inputs.bias.get(),
+                      inputs.suite.get());
   });
 }
 

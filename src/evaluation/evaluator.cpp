@@ -12,14 +12,16 @@ namespace trident::evaluation {
 EvalPlan plan_evaluation(const EvalConfig& config, const Encoder& encode, int eot, int max_length) {
   EvalPlan plan;
   std::vector<TaskSpec> specs;
-  for (const std::string& name : config.tasks) specs.push_back(find_task(name));
-  for (const TaskSpec& spec : specs) {
+  for (const TaskRun& run : config.runs) specs.push_back(find_task(run.task));
+  for (size_t r = 0; r < specs.size(); ++r) {
+    const TaskSpec& spec = specs[r];
     TaskPlan t;
-    t.task = load_task(spec, config.task_dir, config.num_fewshot);
+    t.num_fewshot = config.runs[r].num_fewshot;
+    t.task = load_task(spec, config.task_dir, t.num_fewshot);
     const long n = (long)t.task.docs.size();
     t.evaluated = config.limit >= 0 ? std::min(config.limit, n) : n;
-    t.shots = sample_fewshot(spec, t.task.docs, (size_t)t.evaluated, t.task.fewshot,
-                             config.num_fewshot, config.fewshot_seed);
+    t.shots = sample_fewshot(spec, t.task.docs, (size_t)t.evaluated, t.task.fewshot, t.num_fewshot,
+                             config.fewshot_seed);
     const int task_index = (int)plan.tasks.size();
     for (long d = 0; d < t.evaluated; ++d) {
       const PromptDoc& doc = t.task.docs[d];
@@ -112,7 +114,7 @@ std::vector<TaskOutcome> finish(const EvalConfig& config, const EvalPlan& plan,
     const TaskPlan& tp = plan.tasks[t];
     TaskOutcome o;
     o.spec = tp.task.spec;
-    o.num_fewshot = config.num_fewshot;
+    o.num_fewshot = tp.num_fewshot;
     o.original = (long)tp.task.docs.size();
     o.effective = tp.evaluated;
     o.metrics = task_metrics(o.spec, tp.task.docs, per_doc[t], config.bootstrap_iters);
@@ -132,7 +134,8 @@ void write_log_samples(const std::string& path, const EvalPlan& plan,
     window[o.task] = last_doc[o.task] == o.doc ? window[o.task] + 1 : 0;
     last_doc[o.task] = o.doc;
     for (size_t i = 0; i < plan.groups[g].size(); ++i) {
-      nlohmann::ordered_json j = {{"task", tp.task.spec.name}, {"doc_id", o.doc}};
+      nlohmann::ordered_json j = {
+          {"task", tp.task.spec.name}, {"doc_id", o.doc}, {"n-shot", tp.num_fewshot}};
       const bool rolling = tp.task.spec.type == OutputType::kRollingLoglikelihood;
       j["index"] = rolling ? (size_t)window[o.task] : i;
       if (!rolling) {

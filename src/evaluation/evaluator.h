@@ -17,10 +17,16 @@
 
 namespace trident::evaluation {
 
-struct EvalConfig {
-  std::vector<std::string> tasks;
-  std::string task_dir = "data/tasks";
+// One task at one shot count. A plain run is every --tasks name at --num-fewshot; a suite
+// (--suite) runs a task at several counts, each with its own few-shot draw.
+struct TaskRun {
+  std::string task;
   int num_fewshot = 0;
+};
+
+struct EvalConfig {
+  std::vector<TaskRun> runs;
+  std::string task_dir = "data/tasks";
   std::uint64_t fewshot_seed = 1234;
   long limit = -1;  // documents per task; -1: all
   long bootstrap_iters = 100000;
@@ -28,6 +34,7 @@ struct EvalConfig {
 
 struct TaskPlan {
   LoadedTask task;
+  int num_fewshot = 0;
   long evaluated = 0;                                // documents scored (after --limit)
   std::vector<std::vector<ContextRequest>> strings;  // per document
   std::vector<std::vector<long>> shots;              // few-shot pool indices per document
@@ -61,7 +68,7 @@ struct TaskOutcome {
 std::vector<TaskOutcome> finish(const EvalConfig& config, const EvalPlan& plan,
                                 const std::vector<std::vector<Score>>& scores);
 
-// One JSON line per request: task, doc, index, context, continuation (strings; rolling
+// One JSON line per request: task, doc, n-shot, index, context, continuation (strings; rolling
 // windows have none), the tokens, logprob and is_greedy.
 void write_log_samples(const std::string& path, const EvalPlan& plan,
                        const std::vector<std::vector<Score>>& scores);
