@@ -121,7 +121,7 @@ Suite parse_suite_text(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range: 1E999
     throw FormatError(path + ": invalid JSON (" + e.what() + ")");
   }
   return parse_suite(j, path);

@@ -2,6 +2,7 @@
 // the paper's layout (each column beside the published number, percent to one decimal).
 #include <gtest/gtest.h>
 
+#include "core/files.h"
 #include "evaluation/suite.h"
 
 namespace trident::evaluation {
@@ -47,6 +48,20 @@ TEST(Suite, TableSetsEachCellBesideThePublishedNumber) {
   EXPECT_EQ(j["rows"][1]["cells"][1]["value"], 0.8125);
   EXPECT_EQ(j["rows"][1]["cells"][1]["reference"], 84.8);
   EXPECT_TRUE(j["rows"][0]["cells"][1]["reference"].is_null());
+}
+
+TEST(Suite, BadFilesAreFormatErrorsNamingTheFile) {
+  // A number past double's range is nlohmann's out_of_range, not a parse_error (found by
+  // fuzz_suite).
+  for (const char* text : {"{", "[66666666666666666666666666666E66666666666666666666666666]",
+                           "{\"name\": \"x\", \"reference_model\": \"m\", \"columns\": []}"}) {
+    try {
+      parse_suite_text(text, "s.json");
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const FormatError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("s.json: ", 0), 0u) << e.what();
+    }
+  }
 }
 
 }  // namespace
