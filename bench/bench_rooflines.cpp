@@ -1,0 +1,137 @@
+// Memory-bound kernels against the read bandwidth of the same run (issue 38): each round
+// measures the bandwidth (bench_bandwidth's pass), then each kernel, so a neighbour's load
+// hits both alike; a kernel's figure is (bytes it must move / its time) / that round's
+// bandwidth, the median over rounds printed beside the best.
+//   bench_rooflines [rounds] [params, millions] [kv positions]
+// Kernels: the fused AdamW step over gpt2-small's 124M parameters (reads param, grad and
+// both moments, writes param and the moments: 28 bytes a parameter, 30 with the bf16 copy the
+// next forward multiplies with); KV-cache attention of one new token against gpt2-small's 12
+// layers x 12 heads x 64 at `kv positions` cached positions (reads every cached key and
+// value: 2 x positions x 768 x 4 bytes a layer in fp32, half that in bf16).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/first_touch.h"
+#include "kernels/adamw.h"
+#include "kernels/cached_attention.h"
+#include "read_bandwidth.h"
+
+namespace {
+
+using namespace trident;
+
+double seconds_of(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Kernel {
+  std::string name;
+  double bytes;  // what one call must move
+  std::function<void()> run;
+  std::vector<double> ratios, gbs;
+};
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+struct AdamWBuffers {
+  FirstTouchVector<float> p, g, m, v;
+  FirstTouchVector<std::uint16_t> low;
+  explicit AdamWBuffers(long n) {
+    assign_parallel(p, n, 0.01f);
+    assign_parallel(g, n, 0.001f);
+    assign_parallel(m, n, 0.f);
+    assign_parallel(v, n, 0.f);
+    assign_parallel(low, n, std::uint16_t{0});
+  }
+};
+
+// gpt2-small's cache: 12 layers, each [1 slot, 12 heads, positions, 64].
+struct KvBuffers {
+  static constexpr int kLayers = 12, kHeads = 12, kHeadDim = 64;
+  int positions;
+  FirstTouchVector<float> k, v, qkv, out;
+  FirstTouchVector<kernels::bf16_t> k16, v16;
+  explicit KvBuffers(int positions) : positions(positions) {
+    const long n = (long)kLayers * kHeads * positions * kHeadDim;
+    assign_parallel(k, n, 0.01f);
+    assign_parallel(v, n, 0.02f);
+    assign_parallel(k16, n, kernels::bf16_from_float(0.01f));
+    assign_parallel(v16, n, kernels::bf16_from_float(0.02f));
+    assign_parallel(qkv, 3L * kHeads * kHeadDim, 0.1f);
+    assign_parallel(out, (long)kHeads * kHeadDim, 0.f);
+  }
+  long layer_floats() const { return (long)kHeads * positions * kHeadDim; }
+  void decode(bool bf16) {
+    const kernels::CachedSegment last{0, positions - 1, 1, 0};
+    for (int l = 0; l < kLayers; ++l) {
+      kernels::KvLayerView view;
+      if (bf16)
+        view.k16 = k16.data() + l * layer_floats(), view.v16 = v16.data() + l * layer_floats();
+      else
+        view.k = k.data() + l * layer_floats(), view.v = v.data() + l * layer_floats();
+      view.heads = kHeads, view.head_dim = kHeadDim, view.positions = positions;
+      kernels::cached_attention(qkv.data(), out.data(), view, &last, 1);
+    }
+  }
+};
+
+void print_row(const Kernel& k) {
+  std::printf("%-34s %8.1f GB/s   roofline %.3f (median)  %.3f (best)\n", k.name.c_str(),
+              median(k.gbs), median(k.ratios), *std::max_element(k.ratios.begin(), k.ratios.end()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
+  const long params = (long)((argc > 2 ? std::atof(argv[2]) : 124.0) * 1e6);
+  const int positions = argc > 3 ? std::atoi(argv[3]) : 2048;
+  const long band_floats = 1L << 28;  // 1 GiB
+  FirstTouchVector<float> band;
+  assign_parallel(band, band_floats, 1.f);
+  AdamWBuffers a(params);
+  KvBuffers kv(positions);
+  const kernels::AdamWStep step{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.f};
+  const double kv_bytes = 2.0 * KvBuffers::kLayers * kv.layer_floats();
+  std::vector<Kernel> kernels = {
+      {"adamw fp32 (28 B/param)", 28.0 * params,
+       [&] {
+         kernels::adamw_update(a.p.data(), a.g.data(), a.m.data(), a.v.data(), params, step, true);
+       }},
+      {"adamw + bf16 copy (30 B/param)", 30.0 * params,
+       [&] {
+         kernels::adamw_update(a.p.data(), a.g.data(), a.m.data(), a.v.data(), params, step, true,
+                               a.low.data());
+       }},
+      {"kv-cache attention fp32", kv_bytes * 4, [&] { kv.decode(false); }},
+      {"kv-cache attention bf16", kv_bytes * 2, [&] { kv.decode(true); }},
+  };
+  double sink = 0;
+  std::vector<double> bandwidth;
+  for (Kernel& k : kernels) k.run();  // warm-up: code, page tables
+  for (int r = 0; r < rounds; ++r) {
+    const double bw = bench::read_gb_per_s(band.data(), band_floats, &sink);
+    bandwidth.push_back(bw);
+    for (Kernel& k : kernels) {
+      const double gbs = k.bytes / seconds_of(k.run) / 1e9;
+      k.gbs.push_back(gbs);
+      k.ratios.push_back(gbs / bw);
+    }
+  }
+  std::printf("read bandwidth %.1f GB/s (median of %d rounds, %d threads; check %.0f)\n",
+              median(bandwidth), rounds, omp_get_max_threads(), sink);
+  for (const Kernel& k : kernels) print_row(k);
+  return 0;
+}

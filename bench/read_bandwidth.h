@@ -1,0 +1,45 @@
+#pragma once
+// Read bandwidth: every thread sums its part of a buffer far larger than the caches (static
+// OpenMP split, as the kernels read weights). The denominator of every memory-bound roofline
+// (bench_bandwidth, bench_rooflines).
+#include <immintrin.h>
+#include <omp.h>
+
+#include <chrono>
+
+namespace trident::bench {
+
+// Four independent vector sums, so the loads, not the add latency, set the pace.
+inline float sum_floats(const float* p, long n) {
+  float total = 0;
+  long i = 0;
+#ifdef __AVX512F__
+  __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
+  for (; i + 64 <= n; i += 64) {
+    a = _mm512_add_ps(a, _mm512_loadu_ps(p + i));
+    b = _mm512_add_ps(b, _mm512_loadu_ps(p + i + 16));
+    c = _mm512_add_ps(c, _mm512_loadu_ps(p + i + 32));
+    d = _mm512_add_ps(d, _mm512_loadu_ps(p + i + 48));
+  }
+  total = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
+#endif
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
+
+// One pass over n floats: GB/s read. *sink takes the sum, so the reads cannot be skipped.
+inline double read_gb_per_s(const float* buffer, long n, double* sink) {
+  const auto t0 = std::chrono::steady_clock::now();
+  double total = 0;
+#pragma omp parallel reduction(+ : total)
+  {
+    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    const long begin = n * t / threads, end = n * (t + 1) / threads;
+    total += sum_floats(buffer + begin, end - begin);
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  *sink += total;
+  return (double)n * sizeof(float) / sec / 1e9;
+}
+
+}  // namespace trident::bench
