@@ -4,6 +4,7 @@
 // key blocks of kBlockK columns with an online softmax, and the backward pass recomputes each score
 // tile from the saved log-sum-exp.
 #include <cstdint>
+#include <vector>
 
 #include "kernels/low_precision.h"
 #include "kernels/rope.h"
@@ -60,6 +61,12 @@ struct QkvLayout {
   static QkvLayout packed(int heads, int head_dim);
 };
 
+// Key / value heads the query heads [0, heads) read: first_kv on, one per heads_per_kv.
+int kv_heads_read(const QkvLayout& l, int heads);
+// Zeroes the d k and d v of the layout's key / value heads no query head of [0, heads) reads
+// (replicated groups of other tensor-parallel ranks' heads) in rows tokens.
+void zero_unread_kv_grads(float* dqkv, const QkvLayout& l, int heads, long rows, int hd);
+
 constexpr int kBlockQ = 64;
 constexpr int kBlockK = 64;
 
@@ -88,5 +95,55 @@ void flash_attention_backward(const float* qkv, const QkvLayout& layout, const f
                               const float* dout, const float* lse, float* dqkv,
                               const AttentionShape& s, const AttentionDropout& dropout,
                               Precision precision, const RopeTable* rope);
+
+// ---- Blocks for context parallelism (src/context_parallel/) ----
+// A rank holds some rows of a sequence, not a prefix: its queries meet other ranks' keys and
+// values block by block. The tile loops are the ones above, the mask taken from global
+// positions (causal, window and documents), so a tile no query of a block sees is skipped
+// (under context parallelism's load-balanced chunks, whole quarters of a block are), and
+// dropout draws the bits of the global (sample, head, query, key) of the whole sequence.
+// Operands are head-major: q, out, dout, dq [batch, heads, q_rows, hd]; lse and delta
+// [batch, heads, q_rows]; k, v, dk, dv [batch, kv heads, kv_rows, hd], query head h reading
+// key / value head h / heads_per_kv (kv heads: those [0, heads) read).
+
+// Rows [row, row + count) of a block sit at the consecutive global positions [pos, pos + count).
+struct PositionRun {
+  int row, count, pos;
+};
+
+struct AttentionBlock {
+  int batch, heads, heads_per_kv, head_dim;
+  int q_rows, kv_rows;                       // rows of one (sample, head)
+  std::vector<PositionRun> q_runs, kv_runs;  // each covering its rows, ascending positions
+  int seq;                                   // the whole sequence's length (dropout's keys)
+  int window = 0;                            // sliding window, in positions (0: none)
+  const int* doc_start = nullptr;  // [batch, q_rows]: global position of the query's document
+};
+
+// Heads [0, heads) of batch x seq rows, token t of sample b's head h at
+// src + (b * seq + t) * stride + h * hd, into dst [batch, heads, seq, hd], rotated (rope
+// non-null) to positions [batch, seq] (or t when null). scatter_heads is the transpose,
+// rotating back (RoPE's backward).
+void gather_heads(const float* src, long stride, int batch, int seq, int heads, int hd, float* dst,
+                  const RopeTable* rope, const int* positions);
+void scatter_heads(const float* src, int batch, int seq, int heads, int hd, float* dst, long stride,
+                   const RopeTable* rope, const int* positions);
+
+// The block's partial attention: out and lse (overwritten) are the softmax over the block's
+// visible keys only; a row that sees none gets out 0 and lse -inf.
+void attention_block_forward(const float* q, const float* k, const float* v, float* out, float* lse,
+                             const AttentionBlock& block, const AttentionDropout& dropout,
+                             Precision precision);
+// (out, lse) becomes the softmax over its keys and the partial's together (rows x hd).
+void attention_merge(float* out, float* lse, const float* part_out, const float* part_lse,
+                     long rows, int hd);
+// delta[r] = rowsum(out * dout) of rows x hd, which backward takes with the final lse.
+void attention_row_delta(const float* out, const float* dout, long rows, int hd, float* delta);
+// The block's share of the gradients, from the final lse and delta of its rows (flash
+// backward needs no more of the other blocks): dq, dk and dv accumulate.
+void attention_block_backward(const float* q, const float* k, const float* v, const float* dout,
+                              const float* lse, const float* delta, float* dq, float* dk, float* dv,
+                              const AttentionBlock& block, const AttentionDropout& dropout,
+                              Precision precision);
 
 }  // namespace trident::kernels

@@ -3,8 +3,11 @@
 // each running one rank's part of a layer through a ThreadCommunicator. The collectives are
 // written here with plain loops over the buffers the ranks publish, between two barriers
 // (every rank has published / every rank has read), and sum in rank order, so every rank
-// gets the same bits. A rank that throws breaks the barrier, so the others fail instead of
-// waiting forever; a rank that never arrives (collectives out of order) times out.
+// gets the same bits. Point-to-point messages go through a mailbox: a send copies its data
+// into the queue of (source, destination, tag) and completes at once; a receive takes the
+// oldest message of its queue, waiting for one (MPI's order for one sender and tag). A rank
+// that throws breaks the barrier, so the others fail instead of waiting forever; a rank that
+// never arrives (collectives out of order, a message never sent) times out.
 //
 // run_group(1, ...) runs the one rank on the calling thread with the production
 // comm::SingleRankCommunicator, so t = 1 tests the one-process path the trainer takes.
@@ -13,13 +16,16 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -54,11 +60,40 @@ class SharedGroup {
                                       : "thread group: a rank never reached the collective");
   }
 
-  // A rank failed: wake the others, whose barriers throw.
+  // A rank failed: wake the others, whose barriers and receives throw.
   void fail() {
     std::lock_guard<std::mutex> lock(mutex_);
     broken_ = true;
     changed_.notify_all();
+  }
+
+  // Point-to-point: a copy of data[0, count) queued for (source, dest, tag).
+  void post(int source, int dest, int tag, const float* data, long count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mailbox_[{source, dest, tag}].emplace_back(data, data + count);
+    changed_.notify_all();
+  }
+
+  // The oldest message of (source, dest, tag) into data, which must be its size; false when
+  // there is none yet and wait is false. Throws when the group broke or none came in time.
+  bool take(int source, int dest, int tag, float* data, long count, bool wait) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::deque<std::vector<float>>& queue = mailbox_[{source, dest, tag}];
+    if (wait && !changed_.wait_for(lock, std::chrono::seconds(120),
+                                   [&] { return !queue.empty() || broken_; })) {
+      broken_ = true;
+      changed_.notify_all();
+      throw std::runtime_error("thread group: a message was never sent");
+    }
+    if (broken_) throw std::runtime_error("thread group: another rank failed");
+    if (queue.empty()) return false;
+    if ((long)queue.front().size() != count)
+      throw std::logic_error("ThreadCommunicator: a message of " +
+                             std::to_string(queue.front().size()) + " floats received as " +
+                             std::to_string(count));
+    std::copy(queue.front().begin(), queue.front().end(), data);
+    queue.pop_front();
+    return true;
   }
 
   // Written by rank r before the first barrier of a collective, read by every rank
@@ -73,6 +108,7 @@ class SharedGroup {
   int arrived_ = 0;
   long generation_ = 0;
   bool broken_ = false;
+  std::map<std::tuple<int, int, int>, std::deque<std::vector<float>>> mailbox_;
 };
 
 // A request whose operation completed inside the call that made it.
@@ -80,6 +116,27 @@ class CompletedRequest final : public comm::Request {
  public:
   void wait() override {}
   bool test() override { return true; }
+};
+
+// A receive from the mailbox: it completes when the message is taken.
+class MailboxRequest final : public comm::Request {
+ public:
+  MailboxRequest(SharedGroup& group, int source, int dest, int tag, float* data, long count)
+      : group_(group), source_(source), dest_(dest), tag_(tag), data_(data), count_(count) {}
+  void wait() override {
+    if (!done_) done_ = group_.take(source_, dest_, tag_, data_, count_, true);
+  }
+  bool test() override {
+    if (!done_) done_ = group_.take(source_, dest_, tag_, data_, count_, false);
+    return done_;
+  }
+
+ private:
+  SharedGroup& group_;
+  const int source_, dest_, tag_;
+  float* const data_;
+  const long count_;
+  bool done_ = false;
 };
 
 class ThreadCommunicator final : public comm::Communicator {
@@ -144,8 +201,14 @@ class ThreadCommunicator final : public comm::Communicator {
     });
     std::copy(received.begin(), received.end(), recv);
   }
-  void send(const float*, long, int, int) override { no_point_to_point(); }
-  void recv(float*, long, int, int) override { no_point_to_point(); }
+  void send(const float* data, long count, int dest, int tag) override {
+    count_call(counters_.send, count);
+    group_.post(rank_, dest, tag, data, count);
+  }
+  void recv(float* data, long count, int source, int tag) override {
+    count_call(counters_.recv, count);
+    group_.take(source, rank_, tag, data, count, true);
+  }
   std::unique_ptr<comm::Request> iall_reduce(float* data, long count, comm::ReduceOp op) override {
     all_reduce(data, count, op);
     return std::make_unique<CompletedRequest>();
@@ -180,10 +243,14 @@ class ThreadCommunicator final : public comm::Communicator {
     std::copy(gathered.begin(), gathered.end(), data);
     return std::make_unique<CompletedRequest>();
   }
-  std::unique_ptr<comm::Request> isend(const float*, long, int, int) override {
-    no_point_to_point();
+  std::unique_ptr<comm::Request> isend(const float* data, long count, int dest, int tag) override {
+    send(data, count, dest, tag);
+    return std::make_unique<CompletedRequest>();
   }
-  std::unique_ptr<comm::Request> irecv(float*, long, int, int) override { no_point_to_point(); }
+  std::unique_ptr<comm::Request> irecv(float* data, long count, int source, int tag) override {
+    count_call(counters_.recv, count);
+    return std::make_unique<MailboxRequest>(group_, source, rank_, tag, data, count);
+  }
 
  private:
   // Publishes `mine`, hands every rank's published buffer (in rank order) to `read`, and
@@ -226,10 +293,6 @@ class ThreadCommunicator final : public comm::Communicator {
   void count_call(comm::CollectiveCounters::Entry& e, long floats) {
     ++e.calls;
     e.bytes += floats * (long)sizeof(float);
-  }
-
-  [[noreturn]] static void no_point_to_point() {
-    throw std::logic_error("ThreadCommunicator: tensor_parallel uses no point-to-point messages");
   }
 
   SharedGroup& group_;
