@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "engine/rank_layout.h"
 #include "model/flops.h"
