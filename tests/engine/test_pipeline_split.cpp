@@ -106,7 +106,10 @@ TEST(PipelineSplit, BalancedSplitReachesTheLeastLargestStage) {
     const std::vector<int> split = balanced_split(c, stages);
     ASSERT_EQ((int)split.size(), stages);
     int total = 0;
-    for (int n : split) EXPECT_GE(n, 1), total += n;
+    for (int n : split) {
+      EXPECT_GE(n, 1);
+      total += n;
+    }
     EXPECT_EQ(total, L);
     double most = 0;
     for (double v : stage_costs(c, split)) most = std::max(most, v);

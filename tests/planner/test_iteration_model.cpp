@@ -303,6 +303,7 @@ TEST(PlannerIterationModel, TimesTheBalancedSplitTrainingRuns) {
   Cluster c = a100_node(1);
   c.gemm.table = {{1e-6, 0.5}, {1e6, 0.5}};  // every product at half of peak: the FLOPs decide
   c.kernels.attention_efficiency = 0.5;
+  c.device.memory_bandwidth_gbs = 1e9;  // element-wise kernels, the softmax: next to nothing
   IterationModel model(c, w);
   Layout one{1, 1, 1, 1, 1, Recompute::kNone}, two = one;
   two.pipeline = 2;
