@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Two ranks as fast as one (issue 38, item 4): gpt2-small (b=4, s=256, 8 micro-batches: global
-# batch 32) as 2 ranks x 1 thread against one process x 2 threads, the parallel efficiency
-# one-process ms/iter over two-rank ms/iter, for t = 2, d = 2 (--overlap-grad-reduce) and
-# p = 2 (m = 8) under the even split (--pipeline-split even), the balanced default (the
-# output layer and loss counted: 9 + 3 layers) and the balanced split with ZB-H1. The runs
-# interleave over ROUNDS (each run's mean ms/iter after its first iteration); the medians
-# over the rounds are printed last. Run it on a quiet machine (`uptime`: load < 2.5).
+# Two ranks as fast as one (issue 38, item 4): gpt2-small (s = 256, micro-batch MICRO = 4,
+# 8 micro-batches a step: global batch 32) as 2 ranks x 1 thread against one process x 2
+# threads; the parallel efficiency is one-process ms/iter over two-rank ms/iter, for t = 2,
+# d = 2 (--overlap-grad-reduce; 4 micro-batches a replica) and p = 2 (m = 8) under the even
+# split (--pipeline-split even), the balanced default (the output layer and loss counted: 9 +
+# 3 layers) and the balanced split with ZB-H1. The runs interleave over ROUNDS (each run's
+# mean ms/iter after its first iteration); the medians over the rounds are printed last.
+# Run it on a quiet machine (`uptime`: load < 2.5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
 ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-4}
+MICRO=${MICRO:-4}  # micro-batch size; 8 micro-batches a step at every layout
 out=$(mktemp -d)
-ARGS="train --model-preset gpt2-small --seq-length 256 --mock-data --micro-batch-size 4
-      --global-batch-size 32 --train-iters $ITERS --log-interval 1 --eval-iters 0 --peak-tflops 1"
+ARGS="train --model-preset gpt2-small --seq-length 256 --mock-data --micro-batch-size $MICRO
+      --global-batch-size $((8 * MICRO)) --train-iters $ITERS --log-interval 1 --eval-iters 0
+      --peak-tflops 1"
 P2="--pipeline-model-parallel-size 2"
 NAMES=(t2 d2 p2_even p2_balanced p2_balanced_zbh1)
 declare -A FLAGS=(
