@@ -6,7 +6,10 @@
 # split (--pipeline-split even), the balanced default (the output layer and loss counted: 9 +
 # 3 layers) and the balanced split with ZB-H1. The runs interleave over ROUNDS (each run's
 # mean ms/iter after its first iteration); the medians over the rounds are printed last.
-# Run it on a quiet machine (`uptime`: load < 2.5).
+# For p = 2 also the schedule's own efficiency, from training's replay of the last step at
+# its ops' CPU times (a stage's busy time over the makespan, averaged over the stages): it
+# leaves out how two threads share one process and what a busy machine steals. Run it on a
+# quiet machine (`uptime`: load < 2.5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
@@ -37,10 +40,24 @@ for ((i = 1; i <= ROUNDS; i++)); do
     eff=$(/usr/bin/python3 -c "print(f'{$one / $ms:.3f}')")
     echo "$eff" >> "$out/$name.eff"
     line="$line | $name $(printf %.0f "$ms") ms ($eff)"
+    # The schedule alone, whatever the load: each stage's idle / compute replayed at its ops'
+    # CPU times; busy over makespan averaged over the stages, 1 / (1 + idle) each.
+    replay=$(grep "replayed at its ops" "$out/${name}_$i.log" | sed 's/.*): \([0-9. ]*\);.*/\1/' || true)
+    if [[ -n "$replay" ]]; then
+      sched=$(/usr/bin/python3 -c "import sys; b=[float(x) for x in sys.argv[1:]]; \
+print(f'{sum(1/(1+x) for x in b)/len(b):.3f}')" $replay)
+      echo "$sched" >> "$out/$name.sched"
+      line="$line [replayed idle/compute $replay: schedule $sched]"
+    fi
   done
   echo "$line"
 done
 grep -h "pipeline split" "$out/p2_even_1.log" "$out/p2_balanced_1.log" | sed 's/^/  /'
+echo "p = 2, the schedule's efficiency at the ops' CPU times (load-free), median:"
+for name in p2_even p2_balanced p2_balanced_zbh1; do
+  /usr/bin/python3 -c "import statistics,sys; v=[float(x) for x in open(sys.argv[1])]; \
+print(f'  {sys.argv[2]:18s} {statistics.median(v):.3f}')" "$out/$name.sched" "$name"
+done
 echo "parallel efficiency (one process x 2 threads / 2 ranks x 1 thread), median of $ROUNDS rounds:"
 for name in "${NAMES[@]}"; do
   /usr/bin/python3 -c "import statistics,sys; v=[float(x) for x in open(sys.argv[1])]; \
