@@ -272,6 +272,19 @@ void add_parallelism_flags(CLI::App& app, train::TrainingConfig& c) {
       "layers of the first pipeline stage (uneven split; others share the rest)", "Parallelism");
   opt("--decoder-last-pipeline-num-layers", c.decoder_last_pipeline_num_layers,
       "layers of the last pipeline stage (uneven split)", "Parallelism");
+  app.add_flag("--account-for-embedding-in-pipeline-split",
+               c.account_for_embedding_in_pipeline_split,
+               "count the embedding as one layer of an even split (the first stage builds one "
+               "layer fewer; Megatron's)")
+      ->group("Parallelism");
+  app.add_flag("--account-for-loss-in-pipeline-split", c.account_for_loss_in_pipeline_split,
+               "count the output layer and loss as one layer of an even split (the last stage "
+               "builds one layer fewer; Megatron's)")
+      ->group("Parallelism");
+  opt("--pipeline-split", c.pipeline_split,
+      "balanced (stages of equal model FLOPs, the output layer and loss counted on the last; "
+      "the default for p > 1 without virtual stages or other split flags) or even (L / p)",
+      "Parallelism");
   opt("--pipeline-schedule", c.pipeline_schedule,
       "gpipe, 1f1b, interleaved or zb-h1 (default by v)", "Parallelism");
   app.add_flag("--no-scatter-gather{false}", c.scatter_gather,

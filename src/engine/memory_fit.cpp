@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "engine/memory_bound.h"
+#include "engine/pipeline_split.h"
 #include "engine/rank_memory.h"
 
 namespace trident::engine {
@@ -75,14 +76,17 @@ std::optional<Candidate> with_micro_batch(const Candidate& c, int micro_batch) {
   return n;
 }
 
-// An even split over `stages` pipeline ranks (same chunks per rank and schedule kind).
+// `stages` pipeline ranks (same chunks per rank and schedule kind), split as the run with
+// that flag would be: by engine::default_split, or evenly.
 std::optional<Candidate> with_pipeline(const Candidate& c, int stages) {
   const RankLayout& l = c.o.layout;
   const int chunks = l.virtual_stages;
   if (stages <= l.pipeline || l.model.num_layers % (stages * chunks) != 0) return std::nullopt;
   Candidate n = c;
   n.o.layout.pipeline = stages;
-  n.o.layout.split = RankLayout::even_split(l.model.num_layers, stages * chunks);
+  n.o.layout.split = l.split_by_cost ? default_split(l.model, l.tensor, stages, chunks,
+                                                     l.recompute_granularity == "full")
+                                     : RankLayout::even_split(l.model.num_layers, stages * chunks);
   n.o.schedule.stages = stages;
   for (pipeline_parallel::ScheduleConfig& s : n.o.schedules) {
     s.stages = stages;

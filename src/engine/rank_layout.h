@@ -23,6 +23,9 @@ struct RankLayout {
   int virtual_stages = 1;  // v: model chunks per pipeline rank
   // Layers of each virtual stage j * p + s, in order (p * v entries; uneven splits allowed).
   std::vector<int> split;
+  // The split follows engine::default_split (no split flag, or --pipeline-split balanced):
+  // a layout with more stages (the memory check's remedies) is split the same way; else evenly.
+  bool split_by_cost = true;
   int micro_batch = 1;
   kernels::Precision precision = kernels::Precision::kFp32;
   kernels::DropoutConfig dropout{};

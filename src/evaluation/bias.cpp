@@ -26,7 +26,8 @@ double log_sum_exp(const std::vector<double>& x, size_t begin, size_t end) {
   return top + std::log(sum);
 }
 
-// The average, 0 for no values (metrics.h's mean is NaN there).
+// The mean, 0 for none (evaluation::mean's 0 / 0 is NaN); its own name, as the unity build
+// can put both in one translation unit.
 double mean_or_zero(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "data_parallel/buckets.h"
+#include "engine/pipeline_split.h"
 #include "engine/rank_layout.h"
 #include "engine/rank_memory.h"
 #include "model/chunk_memory.h"
@@ -195,7 +196,9 @@ engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
   r.model = workload_.model;
   r.tensor = l.tensor, r.pipeline = l.pipeline, r.data = l.data;
   r.virtual_stages = l.virtual_stages;
-  r.split = engine::RankLayout::even_split(r.model.num_layers, l.pipeline * l.virtual_stages);
+  // The split training runs by default (--launch passes no split flag).
+  r.split = engine::default_split(r.model, l.tensor, l.pipeline, l.virtual_stages,
+                                  l.recompute == Recompute::kFull);
   r.micro_batch = l.micro_batch;
   r.precision = workload_.precision;
   // --recompute-method uniform --recompute-num-layers 1 (what --launch passes).
@@ -295,18 +298,34 @@ MemoryBreakdown IterationModel::stage_memory(const Layout& l, int stage) {
 }
 
 MemoryBreakdown IterationModel::device_memory(const Layout& l) {
-  MemoryBreakdown first = stage_memory(l, 0);
-  if (l.pipeline == 1) return first;
-  MemoryBreakdown last = stage_memory(l, l.pipeline - 1);
-  return last.total() > first.total() ? last : first;
+  MemoryBreakdown fullest = stage_memory(l, 0);
+  if (l.pipeline == 1) return fullest;
+  // The ends hold the embedding and the output layer; a balanced split may give a middle
+  // stage the most layers (v = 1 there: a stage's layers are its one chunk's).
+  const std::vector<int> split = rank_layout(l).split;
+  const int most = l.virtual_stages == 1
+                       ? (int)(std::max_element(split.begin(), split.end()) - split.begin())
+                       : 0;
+  for (int stage : {l.pipeline - 1, most}) {
+    if (stage == 0) continue;
+    MemoryBreakdown m = stage_memory(l, stage);
+    if (m.total() > fullest.total()) fullest = m;
+  }
+  return fullest;
 }
 
 IterationModel::PipelineRun IterationModel::run_pipeline(const Layout& l, int mb) const {
   const int p = l.pipeline, v = l.virtual_stages;
-  const int per_chunk = l.layers_per_chunk(workload_.model.num_layers);
+  const std::vector<int> split = rank_layout(l).split;
   PipelineRun run;
-  run.middle = chunk_time(l, per_chunk, false);
-  run.last = chunk_time(l, per_chunk, true);
+  // Chunks of equal layers (and ends) take equal times: each kind timed once.
+  std::map<std::pair<int, bool>, ChunkTime> timed;
+  for (int vs = 0; vs < p * v; ++vs) {
+    const std::pair<int, bool> kind{split[vs], vs == p * v - 1};
+    auto it = timed.find(kind);
+    if (it == timed.end()) it = timed.emplace(kind, chunk_time(l, kind.first, kind.second)).first;
+    run.chunks.push_back(it->second);
+  }
   // A zero-bubble schedule runs backward as B and W: W is the weight-gradient products.
   pp::OpTimes ops;
   ops.forward.assign(p, std::vector<double>(v));
@@ -402,6 +421,7 @@ Prediction IterationModel::predict(const Layout& l) {
   const int mb = l.microbatches(workload_.global_batch);
   Prediction out;
   out.layout = l;
+  out.split = rank_layout(l).split;
   const PipelineRun run = run_pipeline(l, mb);
   // The breakdown is the busiest stage's: its work, and its idle time as the bubble.
   TimeBreakdown& time = out.time;

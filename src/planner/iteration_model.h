@@ -45,7 +45,7 @@ struct TimeBreakdown {       // seconds per iteration on the critical (slowest) 
   }
 };
 
-struct MemoryBreakdown {  // bytes on the fullest device (first or last pipeline stage)
+struct MemoryBreakdown {  // bytes on the fullest device (an end stage, or the one with most layers)
   double weights = 0;     // fp32 values and the 16-bit copy
   double gradients = 0;
   double optimizer = 0;  // Adam moments (sharded with the distributed optimizer)
@@ -74,6 +74,7 @@ struct StageParameters {
 
 struct Prediction {
   Layout layout;
+  std::vector<int> split;  // layers per virtual stage, as training splits them by default
   TimeBreakdown time;
   MemoryBreakdown memory;
   double bubble_fraction = 0;      // simulated idle / busy time of the schedule
@@ -127,16 +128,16 @@ class IterationModel {
     }
   };
   ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
-  // Every rank's schedule on the simulated clock, each chunk at its own times: the middle
-  // chunks alike, the last virtual stage with the output layer (the embedding's gather is
-  // too small to count).
+  // Every rank's schedule on the simulated clock, each chunk at its own times: its layers
+  // under the split training runs (engine::default_split), the last virtual stage with the
+  // output layer (the embedding's gather is too small to count).
   struct PipelineRun {
-    ChunkTime middle, last;
+    std::vector<ChunkTime> chunks;  // per virtual stage j * p + s
     double makespan = 0;
     std::vector<double> busy;  // per stage
     int critical = 0;          // the busiest stage
     const ChunkTime& chunk(const Layout& l, int stage, int j) const {
-      return j * l.pipeline + stage == l.pipeline * l.virtual_stages - 1 ? last : middle;
+      return chunks[j * l.pipeline + stage];
     }
   };
   PipelineRun run_pipeline(const Layout& l, int microbatches) const;

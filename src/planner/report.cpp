@@ -159,6 +159,12 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
       m.gradients / gib, m.optimizer / gib, m.activations / gib, m.scratch / gib,
       m.communication / gib, m.runtime / gib);
   os << buf;
+  if (p.layout.pipeline > 1) {
+    os << "  pipeline split (training's without a split flag): layers per "
+       << (p.layout.virtual_stages > 1 ? "virtual " : "") << "stage";
+    for (int n : p.split) os << " " << n;
+    os << "\n";
+  }
 }
 
 std::string plans_json(const std::vector<Prediction>& plans, size_t top) {

@@ -21,6 +21,11 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   l.data = data_parallel_size();
   l.virtual_stages = virtual_stages();
   l.split = layers_per_virtual_stage();
+  l.split_by_cost =
+      pipeline_split == "balanced" ||
+      (pipeline_split.empty() && decoder_first_pipeline_num_layers == 0 &&
+       decoder_last_pipeline_num_layers == 0 && !account_for_embedding_in_pipeline_split &&
+       !account_for_loss_in_pipeline_split);
   l.micro_batch = micro_batch_size;
   l.precision = precision();
   l.dropout = dropout();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/cpu_set.h"
+#include "engine/pipeline_split.h"
 #include "kernels/peak.h"
 #include "pipeline_parallel/schedules.h"
 
@@ -124,6 +125,38 @@ void print_expert_buffers(const engine::RankModel& model, std::ostream& log) {
     }
 }
 
+std::string split_rule(const TrainingConfig& c) {
+  if (c.decoder_first_pipeline_num_layers != 0 || c.decoder_last_pipeline_num_layers != 0)
+    return "--decoder-first/last-pipeline-num-layers";
+  if (c.account_for_embedding_in_pipeline_split || c.account_for_loss_in_pipeline_split)
+    return "--account-for-embedding/loss-in-pipeline-split";
+  if (c.balanced_pipeline_split()) return "balanced by model FLOPs, output layer and loss included";
+  return c.virtual_stages() > 1 ? "even: interleaved chunks" : "even";
+}
+
+// The layers of each (virtual) stage, the rule that chose them and, without virtual stages,
+// each stage's model FLOPs per token (engine/pipeline_split.h) against their mean.
+void print_pipeline_split(const TrainingConfig& c, std::ostream& log) {
+  if (c.pipeline_model_parallel_size < 2) return;
+  const std::vector<int> split = c.layers_per_virtual_stage();
+  log << "pipeline split: layers per " << (c.virtual_stages() > 1 ? "virtual " : "") << "stage";
+  for (int n : split) log << " " << n;
+  log << " (" << split_rule(c) << ")";
+  if (c.virtual_stages() == 1 && c.model.num_layers <= (1 << 16)) {
+    const std::vector<double> cost =
+        engine::stage_costs(engine::model_stage_costs(c.model, c.tensor_model_parallel_size,
+                                                      c.recompute_granularity == "full"),
+                            split);
+    double mean = 0, most = 0;
+    for (double f : cost) mean += f / cost.size(), most = std::max(most, f);
+    log << "; training GFLOP per token per stage";
+    for (double f : cost) log << " " << std::setprecision(3) << f * 1e-9;
+    log << ", the largest " << most / mean << " x their mean";
+    log << std::setprecision(6);
+  }
+  log << "\n";
+}
+
 }  // namespace
 
 void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
@@ -137,6 +170,7 @@ void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, 
       << c.model.parameter_count(c.tensor_model_parallel_size) << " parameters\n";
   print_block(c.model, log);
   print_batch_and_schedule(c, log);
+  print_pipeline_split(c, log);
   if (c.sequence_parallel && c.tensor_model_parallel_size == 1)
     log << "warning: --sequence-parallel has no effect with --tensor-model-parallel-size 1; "
            "it is off (as in Megatron)\n";

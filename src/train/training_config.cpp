@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "engine/pipeline_split.h"
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
 
@@ -16,27 +17,44 @@ int TrainingConfig::data_parallel_size() const {
 
 int TrainingConfig::virtual_stages() const {
   const int p = pipeline_model_parallel_size, n = num_layers_per_virtual_pipeline_stage;
-  if (n <= 0 || p <= 0 || model.num_layers % p || (model.num_layers / p) % n) return 1;
-  return model.num_layers / p / n;
+  // Megatron counts the embedding and the loss in when they take part in the split.
+  const long L = (long)model.num_layers + account_for_embedding_in_pipeline_split +
+                 account_for_loss_in_pipeline_split;
+  if (n <= 0 || p <= 0 || L % p || (L / p) % n) return 1;
+  return (int)(L / p / n);
+}
+
+namespace {
+
+bool split_flag_given(const TrainingConfig& c) {
+  return !c.pipeline_split.empty() || c.decoder_first_pipeline_num_layers != 0 ||
+         c.decoder_last_pipeline_num_layers != 0 || c.account_for_embedding_in_pipeline_split ||
+         c.account_for_loss_in_pipeline_split;
+}
+
+}  // namespace
+
+bool TrainingConfig::balanced_pipeline_split() const {
+  if (split_flag_given(*this)) return pipeline_split == "balanced";
+  // Without a flag: whether engine::default_split balances this layout.
+  return pipeline_model_parallel_size > 1 && virtual_stages() == 1;
 }
 
 std::vector<int> TrainingConfig::layers_per_virtual_stage() const {
   const int p = pipeline_model_parallel_size, v = virtual_stages(), L = model.num_layers;
   const int first = decoder_first_pipeline_num_layers, last = decoder_last_pipeline_num_layers;
+  const bool full_recompute = recompute_granularity == "full";
   if (p <= 0 || L <= 0) return {};
-  if (first == 0 && last == 0) {
-    if (L % (p * v)) return {};
-    return std::vector<int>(p * v, L / (p * v));
-  }
-  if (v != 1 || p < 2 || first < 0 || last < 0) return {};
-  int explicit_stages = (first > 0) + (last > 0), rest = L - first - last;
-  int others = p - explicit_stages;
-  if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && (rest % others || rest == 0)))
-    return {};
-  std::vector<int> split(p, others > 0 ? rest / others : 0);
-  if (first > 0) split.front() = first;
-  if (last > 0) split.back() = last;
-  return split;
+  if (first != 0 || last != 0)
+    return v == 1 ? engine::decoder_split(L, p, first, last) : std::vector<int>{};
+  if (account_for_embedding_in_pipeline_split || account_for_loss_in_pipeline_split)
+    return engine::account_for_split(L, p, v, account_for_embedding_in_pipeline_split,
+                                     account_for_loss_in_pipeline_split);
+  if (L % (p * v)) return {};
+  if (pipeline_split == "even") return engine::RankLayout::even_split(L, p * v);
+  if (pipeline_split == "balanced")  // v = 1 (the rules)
+    return engine::balanced_model_split(model, tensor_model_parallel_size, p, full_recompute);
+  return engine::default_split(model, tensor_model_parallel_size, p, v, full_recompute);
 }
 
 kernels::Precision TrainingConfig::precision() const {

@@ -28,6 +28,13 @@ struct TrainingConfig {
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per pipeline rank
   int decoder_first_pipeline_num_layers = 0;      // 0: an even share (uneven splits, v = 1)
   int decoder_last_pipeline_num_layers = 0;
+  // Megatron's: the embedding / the loss counts as one layer of an even split.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  // --pipeline-split: "balanced" (stages of equal model FLOPs, the output layer and loss
+  // counted; engine/pipeline_split.h) or "even" (Megatron's L / p). "": balanced where it
+  // applies (p > 1, v = 1, no other split flag), else even.
+  std::string pipeline_split;
   std::string pipeline_schedule;  // gpipe | 1f1b | interleaved; "": by v
   bool scatter_gather = true;     // --no-scatter-gather turns it off
   // --sequence-parallel (Korthikanti et al. 2022). At t = 1 it does nothing: Megatron
@@ -216,6 +223,8 @@ struct TrainingConfig {
   int virtual_stages() const;  // v
   // Layers of each virtual stage j * p + s, in order; empty when the split is invalid.
   std::vector<int> layers_per_virtual_stage() const;
+  // The split comes from the cost model (--pipeline-split balanced, or by default).
+  bool balanced_pipeline_split() const;
   // The final global batch (--global-batch-size, or b x d).
   int effective_global_batch() const;
   // Micro-batches per iteration at the final global batch.

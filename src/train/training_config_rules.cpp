@@ -148,14 +148,72 @@ void check_exit_flags(const TrainingConfig& c, std::vector<std::string>& errors)
   require(c.exit_interval >= 0, "--exit-interval must be >= 0 (0: never)");
 }
 
-// How the layers split over the pipeline stages: evenly, into virtual stages, or unevenly
-// (--decoder-first/last-pipeline-num-layers).
+// Megatron's --account-for-embedding/loss-in-pipeline-split: L + e + l divisible by p (and
+// by p x N with --num-layers-per-virtual-pipeline-stage N), not with the uneven-stage flags;
+// trident also leaves no virtual stage without a layer.
+void check_account_for_split(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  const bool embedding = c.account_for_embedding_in_pipeline_split,
+             loss = c.account_for_loss_in_pipeline_split;
+  if (!embedding && !loss) return;
+  const std::string flags = embedding && loss ? "--account-for-embedding-in-pipeline-split and "
+                                                "--account-for-loss-in-pipeline-split"
+                            : embedding       ? "--account-for-embedding-in-pipeline-split"
+                                              : "--account-for-loss-in-pipeline-split";
+  const int p = c.pipeline_model_parallel_size, n = c.num_layers_per_virtual_pipeline_stage;
+  const long counted = (long)c.model.num_layers + embedding + loss;
+  require(c.decoder_first_pipeline_num_layers == 0 && c.decoder_last_pipeline_num_layers == 0,
+          flags +
+              " cannot be combined with --decoder-first/last-pipeline-num-layers (Megatron's "
+              "rule)");
+  if (p < 1 || c.model.num_layers < 1) return;
+  if (counted % p) {
+    errors.push_back(
+        "--num-layers (" + std::to_string(c.model.num_layers) + ") plus " +
+        std::to_string(embedding + loss) + " for " + flags + " (" + std::to_string(counted) +
+        ") must be divisible by --pipeline-model-parallel-size (" + std::to_string(p) + ")");
+    return;
+  }
+  if (n > 0 && (counted / p) % n) {
+    errors.push_back("layers per pipeline rank with " + flags + " (" + std::to_string(counted / p) +
+                     ") must be divisible by --num-layers-per-virtual-pipeline-stage (" +
+                     std::to_string(n) + ")");
+    return;
+  }
+  require(!c.layers_per_virtual_stage().empty(),
+          flags + " leave a pipeline stage without a transformer layer (" +
+              std::to_string(counted) + " counted layers over " +
+              std::to_string(p * c.virtual_stages()) + " stages); trident needs one in each");
+}
+
+// --pipeline-split: balanced or even, alone, and balanced only without virtual stages.
+void check_split_rule(const TrainingConfig& c, std::vector<std::string>& errors) {
+  const auto require = requirer(errors);
+  const std::string& rule = c.pipeline_split;
+  if (rule.empty()) return;
+  require(rule == "balanced" || rule == "even",
+          "--pipeline-split must be balanced or even, got '" + rule + "'");
+  require(c.decoder_first_pipeline_num_layers == 0 && c.decoder_last_pipeline_num_layers == 0 &&
+              !c.account_for_embedding_in_pipeline_split && !c.account_for_loss_in_pipeline_split,
+          "--pipeline-split cannot be combined with --decoder-first/last-pipeline-num-layers or "
+          "--account-for-embedding/loss-in-pipeline-split: each sets the split");
+  require(rule != "balanced" || c.num_layers_per_virtual_pipeline_stage == 0,
+          "--pipeline-split balanced cannot be combined with "
+          "--num-layers-per-virtual-pipeline-stage (interleaved stages split evenly)");
+}
+
+// How the layers split over the pipeline stages: evenly, balanced by cost, into virtual
+// stages, or unevenly (--decoder-first/last-pipeline-num-layers, --account-for-*).
 void check_pipeline_stages(const TrainingConfig& c, std::vector<std::string>& errors) {
   const auto require = requirer(errors);
   const int p = c.pipeline_model_parallel_size, layers = c.model.num_layers;
   const int first = c.decoder_first_pipeline_num_layers, last = c.decoder_last_pipeline_num_layers;
   const bool uneven = first != 0 || last != 0;
-  if (p > 1 && layers > 0) {
+  const bool accounted =
+      c.account_for_embedding_in_pipeline_split || c.account_for_loss_in_pipeline_split;
+  check_split_rule(c, errors);
+  check_account_for_split(c, errors);
+  if (p > 1 && layers > 0 && !accounted) {
     if (!uneven)
       require(layers % p == 0,
               "--num-layers (" + std::to_string(layers) +

@@ -45,6 +45,44 @@ TEST(TrainConfig, AValidConfigParses) {
   EXPECT_EQ(p.code, 0);
 }
 
+// Megatron's rule for --account-for-*-in-pipeline-split: L + e + l divisible by p (and by p x N
+// with virtual stages), not with the uneven-stage flags; --pipeline-split's names and clashes.
+TEST(TrainConfig, PipelineSplitFlagsThatCannotDivideAreRefusedNamingTheFlag) {
+  const std::string base = "mock-data = true\nnum-layers = 12\npipeline-model-parallel-size = 2\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"account-for-loss-in-pipeline-split = true\n",
+       "--num-layers (12) plus 1 for --account-for-loss-in-pipeline-split (13) must be divisible "
+       "by --pipeline-model-parallel-size (2)"},
+      {"account-for-embedding-in-pipeline-split = true\n",
+       "plus 1 for --account-for-embedding-in-pipeline-split (13) must be divisible"},
+      {"account-for-embedding-in-pipeline-split = true\naccount-for-loss-in-pipeline-split = "
+       "true\nnum-layers-per-virtual-pipeline-stage = 4\n",
+       "layers per pipeline rank with --account-for-embedding-in-pipeline-split and "
+       "--account-for-loss-in-pipeline-split (7) must be divisible by "
+       "--num-layers-per-virtual-pipeline-stage (4)"},
+      {"account-for-loss-in-pipeline-split = true\ndecoder-last-pipeline-num-layers = 3\n",
+       "--account-for-loss-in-pipeline-split cannot be combined with "
+       "--decoder-first/last-pipeline-num-layers"},
+      {"pipeline-split = \"lopsided\"\n",
+       "--pipeline-split must be balanced or even, got 'lopsided'"},
+      {"pipeline-split = \"even\"\ndecoder-first-pipeline-num-layers = 8\n",
+       "--pipeline-split cannot be combined with --decoder-first/last-pipeline-num-layers"},
+      {"pipeline-split = \"balanced\"\nnum-layers-per-virtual-pipeline-stage = 3\n",
+       "--pipeline-split balanced cannot be combined with --num-layers-per-virtual-pipeline-stage"},
+  };
+  for (const auto& [toml, message] : cases) {
+    const Parsed p = parse_toml(base + toml);
+    EXPECT_FALSE(p.ok) << toml;
+    EXPECT_EQ(p.code, 2) << toml;
+    EXPECT_NE(p.errors.find(message), std::string::npos) << toml << p.errors;
+  }
+  // Both flags at 12 layers: 14 over 2 divides (6 and 6 layers built).
+  const Parsed both = parse_toml(base +
+                                 "account-for-embedding-in-pipeline-split = true\n"
+                                 "account-for-loss-in-pipeline-split = true\n");
+  EXPECT_EQ(both.errors.find("account-for"), std::string::npos) << both.errors;
+}
+
 TEST(TrainConfig, FuzzedConfigsAreRefusedWithTheirRule) {
   struct Case {
     const char* toml;
