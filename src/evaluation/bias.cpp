@@ -26,7 +26,7 @@ double log_sum_exp(const std::vector<double>& x, size_t begin, size_t end) {
   return top + std::log(sum);
 }
 
-double mean(const std::vector<double>& x) {
+double average(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v;
   return x.empty() ? 0 : s / x.size();
@@ -107,12 +107,12 @@ OccupationResult occupation_bias(const BiasInputs& in,
       r.template_mean[t] += ratio / in.occupations.size();
       r.template_male_share[t] += (ratio < 0 ? 1.0 : 0.0) / in.occupations.size();
     }
-    b.mean = mean(b.log_ratio);
+    b.mean = average(b.log_ratio);
     r.male_share += (b.mean < 0 ? 1.0 : 0.0) / in.occupations.size();
     means.push_back(b.mean);
     r.occupations.push_back(std::move(b));
   }
-  r.average_bias = mean(means);
+  r.average_bias = average(means);
   return r;
 }
 
