@@ -77,9 +77,9 @@ class ProcessGrid {
   std::string tensor_group_across_nodes(const std::vector<std::string>& node_of_rank) const;
 
  private:
-  // i = tp + t * dp: the rank's place in its pipeline stage, which the expert grid regroups
-  // (MoE is refused at c > 1, so the expert grid never sees a cp axis).
-  int stage_position(int rank) const { return rank % (t_ * d_); }
+  // i = tp + t * (cp + c * dp): the rank's place in its pipeline stage, which the expert grid
+  // regroups (MoE is refused at c > 1, where EP = 1 leaves one-rank expert groups).
+  int stage_position(int rank) const { return rank % (t_ * c_ * d_); }
   // The rank at expert coordinates (expert tensor rank, expert rank, expert-data rank) of
   // stage pp.
   int expert_grid_rank(int etp, int ep, int edp, int pp) const {

@@ -5,7 +5,7 @@
     dropout (the masks are keyed by global position, so they must be the one-process run's),
     packed documents (--reset-attention-mask --reset-position-ids: document starts and
     positions are global, found over the whole sample), GPT-2 style (learned positions) and
-    Llama style (RoPE at global positions, grouped-query attention);
+    Llama style (RoPE at global positions, grouped-query attention, q|kv fused or apart);
   * the printed memory plan: activations per rank at c = 2 at most 0.6 x those at c = 1
     (seq 1024);
   * a checkpoint saved at c = 2 resumes at c = 1 (and one saved at c = 1 at c = 2) with the
@@ -68,6 +68,10 @@ def parity(trident):
     check.add_parity(run_parity(trident, TINY + LLAMA, layouts), len(layouts))
     layouts = [("llama packed documents, dropout c=2", C2, 2)]
     check.add_parity(run_parity(trident, TINY + LLAMA + PACKED + DROPOUT, layouts), len(layouts))
+    # With biases q and kv are two products: q's rows, then kv's (another QkvLayout).
+    biased = [a for a in LLAMA if a != "--disable-bias-linear"]
+    layouts = [("llama with biases (q and kv apart) c=2", C2, 2)]
+    check.add_parity(run_parity(trident, TINY + biased, layouts), len(layouts))
 
 
 def activation_floats(log):
