@@ -67,9 +67,13 @@ void check_parallel_layout(const TrainingConfig& c, std::vector<std::string>& er
   if (c.sequence_parallel_active() && t > 0 && cp > 0) {
     // Each rank keeps a contiguous 1/t of the micro-batch's rows (Megatron: the sequence
     // dimension must divide by t); under context parallelism of this cp rank's rows.
+    const std::string seq =
+        cp > 1 ? " x --seq-length / --context-parallel-size (" : " x --seq-length (";
+    const std::string rows = std::to_string(c.micro_batch_size) + " x " +
+                             std::to_string(c.model.seq_length) +
+                             (cp > 1 ? " / " + std::to_string(cp) : std::string());
     require((long)c.micro_batch_size * (c.model.seq_length / cp) % t == 0,
-            "--sequence-parallel needs --micro-batch-size x --seq-length (" +
-                std::to_string(c.micro_batch_size) + " x " + std::to_string(c.model.seq_length) +
+            "--sequence-parallel needs --micro-batch-size" + seq + rows +
                 ") divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
     // bf16 blocks travel as floats holding two values each.
     require(!c.bf16 || c.model.hidden_size % 2 == 0,
