@@ -258,7 +258,8 @@ json manifest_of(const RunRecord& run, engine::RankModel& model, const TrainingS
                    {"layout",
                     {{"tensor", l.tensor},
                      {"pipeline", l.pipeline},
-                     {"data", l.data},
+                     {"data", l.data},  // the weights' replicas: d x c
+                     {"context", l.context},
                      {"virtual_stages", l.virtual_stages},
                      {"distributed_optimizer", l.distributed_optimizer}}},
                    {"files", json::array()}};

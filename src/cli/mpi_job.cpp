@@ -31,7 +31,7 @@ bool parse_quietly_off_rank_0(const comm::MpiRuntime& mpi, const std::function<b
 RankSetup::RankSetup(const comm::MpiRuntime& mpi, int tensor, int pipeline,
                      const LaunchOptions& launch)
     : grid(mpi.world_size(), tensor, pipeline, launch.expert_model_parallel_size,
-           launch.expert_tensor_parallel_size),
+           launch.expert_tensor_parallel_size, launch.context_parallel_size),
       context{mpi.world_rank(), &grid, nullptr, mpi.node_names()} {
   context.node_cores = physical_cores(mpi.node_cpus(context.nodes));
   const std::string across = grid.tensor_group_across_nodes(context.nodes);

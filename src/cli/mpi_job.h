@@ -28,6 +28,7 @@ struct LaunchOptions {
   bool allow_tensor_parallel_across_nodes = false;
   int expert_model_parallel_size = 1;   // EP (MoE): splits each data-parallel group
   int expert_tensor_parallel_size = 0;  // ETP (MoE; 0: t): the expert grid's tensor size
+  int context_parallel_size = 1;        // c: the grid's cp axis (training)
 };
 
 // A layout every rank refuses alike (so rank 0 alone reports it and none aborts).

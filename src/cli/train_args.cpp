@@ -266,6 +266,13 @@ void add_parallelism_flags(CLI::App& app, train::TrainingConfig& c) {
   const ValueFlags opt{app};
   opt("--tensor-model-parallel-size", c.tensor_model_parallel_size, "t", "Parallelism");
   opt("--pipeline-model-parallel-size", c.pipeline_model_parallel_size, "p", "Parallelism");
+  opt("--context-parallel-size", c.context_parallel_size,
+      "c: every sequence split into 2c chunks, cp rank i holding chunks i and 2c-1-i",
+      "Parallelism");
+  opt("--cp-comm-type", c.cp_comm_type,
+      "how attention reaches the other cp ranks' keys and values: p2p (ring), a2a (all-to-all "
+      "to heads) or allgather",
+      "Parallelism");
   opt("--num-layers-per-virtual-pipeline-stage", c.num_layers_per_virtual_pipeline_stage,
       "layers per model chunk: interleaved 1F1B with v = layers / (p * this)", "Parallelism");
   opt("--decoder-first-pipeline-num-layers", c.decoder_first_pipeline_num_layers,

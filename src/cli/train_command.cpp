@@ -43,6 +43,7 @@ int train_main(const std::vector<std::string>& args) {
     launch.expert_model_parallel_size = config.expert_model_parallel_size;
     launch.expert_tensor_parallel_size =
         config.model.moe.enabled() ? config.expert_tensor_parallel() : 0;
+    launch.context_parallel_size = config.context_parallel_size;
     RankSetup setup(mpi, config.tensor_model_parallel_size, config.pipeline_model_parallel_size,
                     launch);
     if (config.threads == 0)

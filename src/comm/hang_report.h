@@ -21,7 +21,9 @@ enum class OpKind : int {
 const char* op_name(OpKind kind);
 
 // Group indices are the order in which groups were registered, the same on every rank.
-constexpr int kMaxGroups = 8;
+// Training registers 9: world, tensor, data, pipeline, context, replicas, model, expert and
+// expert-data (distributed/process_groups.h).
+constexpr int kMaxGroups = 12;
 
 // One operation a rank waits on.
 struct PendingOp {

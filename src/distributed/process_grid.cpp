@@ -4,36 +4,54 @@
 
 namespace trident::distributed {
 
-ProcessGrid::ProcessGrid(int world, int tensor, int pipeline, int expert, int expert_tensor)
+ProcessGrid::ProcessGrid(int world, int tensor, int pipeline, int expert, int expert_tensor,
+                         int context)
     : world_(world),
       t_(tensor),
       p_(pipeline),
-      d_(world / (tensor * pipeline)),
+      c_(context),
+      d_(world / (tensor * context * pipeline)),
       ep_(expert),
       etp_(expert_tensor > 0 ? expert_tensor : tensor) {}
 
 GridCoords ProcessGrid::coords(int rank) const {
-  return {rank % t_, (rank / t_) % d_, rank / (t_ * d_)};
+  const int below_tp = rank / t_;
+  return {rank % t_, below_tp / c_ % d_, below_tp / (c_ * d_), below_tp % c_};
 }
 
 std::vector<int> ProcessGrid::tensor_group(int rank) const {
   GridCoords c = coords(rank);
   std::vector<int> g;
-  for (int i = 0; i < t_; ++i) g.push_back(rank_of({i, c.dp, c.pp}));
+  for (int i = 0; i < t_; ++i) g.push_back(rank_of({i, c.dp, c.pp, c.cp}));
   return g;
 }
 
 std::vector<int> ProcessGrid::data_group(int rank) const {
   GridCoords c = coords(rank);
   std::vector<int> g;
-  for (int i = 0; i < d_; ++i) g.push_back(rank_of({c.tp, i, c.pp}));
+  for (int i = 0; i < d_; ++i) g.push_back(rank_of({c.tp, i, c.pp, c.cp}));
+  return g;
+}
+
+std::vector<int> ProcessGrid::context_group(int rank) const {
+  GridCoords c = coords(rank);
+  std::vector<int> g;
+  for (int i = 0; i < c_; ++i) g.push_back(rank_of({c.tp, c.dp, c.pp, i}));
+  return g;
+}
+
+std::vector<int> ProcessGrid::data_context_group(int rank) const {
+  GridCoords c = coords(rank);
+  std::vector<int> g;
+  for (int dp = 0; dp < d_; ++dp)
+    for (int cp = 0; cp < c_; ++cp) g.push_back(rank_of({c.tp, dp, c.pp, cp}));
   return g;
 }
 
 std::vector<int> ProcessGrid::pipeline_group(int rank) const {
   GridCoords c = coords(rank);
   std::vector<int> g;
-  for (int i = 0; i < p_; ++i) g.push_back(rank_of({c.tp, c.dp, i}));
+  for (int i = 0; i < p_; ++i) g.push_back(rank_of({c.tp, c.dp, i, c.cp}));
   return g;
 }
 
@@ -54,17 +72,27 @@ std::vector<int> ProcessGrid::expert_data_group(int rank) const {
 
 int ProcessGrid::tensor_group_index(int rank) const {
   GridCoords c = coords(rank);
-  return c.dp + d_ * c.pp;
+  return c.cp + c_ * (c.dp + d_ * c.pp);
 }
 
 int ProcessGrid::data_group_index(int rank) const {
   GridCoords c = coords(rank);
-  return c.tp + t_ * c.pp;
+  return c.tp + t_ * (c.cp + c_ * c.pp);
 }
 
 int ProcessGrid::pipeline_group_index(int rank) const {
   GridCoords c = coords(rank);
-  return c.tp + t_ * c.dp;
+  return c.tp + t_ * (c.cp + c_ * c.dp);
+}
+
+int ProcessGrid::context_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.tp + t_ * (c.dp + d_ * c.pp);
+}
+
+int ProcessGrid::data_context_group_index(int rank) const {
+  GridCoords c = coords(rank);
+  return c.tp + t_ * c.pp;
 }
 
 int ProcessGrid::expert_group_index(int rank) const {
@@ -91,22 +119,31 @@ void print_groups(std::ostream& os, const char* kind, int count,
 }  // namespace
 
 void ProcessGrid::print(std::ostream& os, const std::vector<std::string>& node_of_rank) const {
-  os << "process grid: tensor " << t_ << " x data " << d_ << " x pipeline " << p_
-     << " (rank = tp + t * (dp + d * pp))";
+  if (c_ > 1)
+    os << "process grid: tensor " << t_ << " x context " << c_ << " x data " << d_ << " x pipeline "
+       << p_ << " (rank = tp + t * (cp + c * (dp + d * pp)))";
+  else
+    os << "process grid: tensor " << t_ << " x data " << d_ << " x pipeline " << p_
+       << " (rank = tp + t * (dp + d * pp))";
   if (ep_ > 1 && etp_ == t_)
     os << ", expert " << ep_ << " x expert-data " << expert_data_size() << " (dp = ep + EP * edp)";
   else if (ep_ > 1)
     os << ", expert tensor " << etp_ << " x expert " << ep_ << " x expert-data "
        << expert_data_size() << " (tp + t * dp = etp + ETP * (ep + EP * edp))";
   os << "\n";
-  std::vector<std::vector<int>> tensor, data, pipe;
+  std::vector<std::vector<int>> tensor, data, pipe, context, data_context;
   for (int r = 0; r < world_; ++r) {
-    if (coords(r).tp == 0) tensor.push_back(tensor_group(r));
-    if (coords(r).dp == 0) data.push_back(data_group(r));
-    if (coords(r).pp == 0) pipe.push_back(pipeline_group(r));
+    const GridCoords c = coords(r);
+    if (c.tp == 0) tensor.push_back(tensor_group(r));
+    if (c.dp == 0) data.push_back(data_group(r));
+    if (c.pp == 0) pipe.push_back(pipeline_group(r));
+    if (c.cp == 0) context.push_back(context_group(r));
+    if (c.cp == 0 && c.dp == 0) data_context.push_back(data_context_group(r));
   }
   print_groups(os, "tensor", (int)tensor.size(), tensor);
+  if (c_ > 1) print_groups(os, "context", (int)context.size(), context);
   print_groups(os, "data", (int)data.size(), data);
+  if (c_ > 1) print_groups(os, "data x context", (int)data_context.size(), data_context);
   print_groups(os, "pipeline", (int)pipe.size(), pipe);
   if (ep_ > 1) {
     std::vector<std::vector<int>> expert, expert_data;

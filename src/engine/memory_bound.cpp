@@ -15,7 +15,7 @@ MemoryBound memory_lower_bound(const RankLayout& l) {
   // Pigeonhole: some pipeline rank holds at least ceil(L / p) layers, however uneven the split;
   // the first holds the embedding (with p = 1, one rank holds everything).
   const double layers = std::ceil((double)m.num_layers / l.pipeline);
-  const double rows = (double)l.micro_batch * m.seq_length / (l.sequence_parallel ? l.tensor : 1);
+  const double rows = (double)l.micro_batch * l.local_seq() / (l.sequence_parallel ? l.tensor : 1);
   const double activations = layers / l.recompute_group_size() * rows * m.hidden_size * 4;
   const double with_layers = l.pipeline == 1 ? b.parameters : layers * s.per_layer;
   const double embedding = s.word_embedding + s.positions;

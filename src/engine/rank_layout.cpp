@@ -90,6 +90,8 @@ ChunkOptions chunk_options(const RankLayout& layout, int stage, int chunk,
   options.expert_tensor_parallel = layout.expert_tensor_parallel;
   options.packed = layout.packed;
   options.sequence_parallel = layout.sequence_parallel;
+  options.context_parallel.size = layout.context;
+  options.context_parallel.type = layout.cp_comm_type;
   return options;
 }
 
@@ -207,7 +209,7 @@ RankBufferShape rank_buffer_shape(const RankLayout& layout, int stage, int micro
   s.stages = layout.pipeline, s.chunks = layout.virtual_stages, s.stage = stage;
   s.microbatches = microbatches;
   // With sequence parallelism a stage sends only its own 1/t of the rows.
-  s.boundary_floats = (long)layout.micro_batch * m.seq_length * m.hidden_size /
+  s.boundary_floats = (long)layout.micro_batch * layout.local_seq() * m.hidden_size /
                       (layout.sequence_parallel ? layout.tensor : 1);
   // Only a tied output layer shares the word embedding across the pipeline's two ends.
   s.tied_embedding_floats =

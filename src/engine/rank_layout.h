@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/model_config.h"
+#include "context_parallel/context_parallel.h"
 #include "data_parallel/buckets.h"
 #include "engine/rank_buffers.h"
 #include "kernels/dropout.h"
@@ -19,7 +20,14 @@ namespace trident::engine {
 
 struct RankLayout {
   ModelConfig model;
+  // data: the ranks each weight is replicated over (gradients reduced, the distributed
+  // optimizer and ZeRO sharded), d x c under context parallelism (Megatron's data-parallel
+  // group with context parallel); context: c, whose ranks each hold seq / c of every sample.
   int tensor = 1, pipeline = 1, data = 1;
+  int context = 1;
+  context_parallel::CpCommType cp_comm_type = context_parallel::CpCommType::kP2p;
+  // Tokens per sample on this rank (the sequence / c).
+  int local_seq() const { return model.seq_length / context; }
   int virtual_stages = 1;  // v: model chunks per pipeline rank
   // Layers of each virtual stage j * p + s, in order (p * v entries; uneven splits allowed).
   std::vector<int> split;

@@ -120,7 +120,7 @@ RankMemoryPlan plan_of(const RankLayout& layout, int stage, const ScheduleNeeds&
                        bool checkpoint_snapshot) {
   RankMemoryPlan out;
   const TensorParallelRank tp{0, layout.tensor};
-  const int seq = layout.model.seq_length;
+  const int seq = layout.local_seq();  // context parallelism: this rank's tokens
   long gradient_floats = 0, expert_floats = 0, in_flight = 0;
   for (int j = 0; j < layout.virtual_stages; ++j) {
     const ChunkOptions o = chunk_options(layout, stage, j, needs);

@@ -315,12 +315,20 @@ void add_expert_buffer(const RankModelOptions& o, RankModel& m, comm::Communicat
 void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, RankModel& m,
                comm::Communicator& tp, comm::Communicator& pp, comm::Communicator& dp,
                StartupClock* clock, comm::Communicator* expert, comm::Communicator* expert_data,
-               std::vector<std::unique_ptr<data_parallel::ParameterGatherer>>& expert_gatherers) {
+               std::vector<std::unique_ptr<data_parallel::ParameterGatherer>>& expert_gatherers,
+               comm::Communicator* context) {
   const RankLayout& l = o.layout;
-  const ChunkOptions options = chunk_options(l, pp.rank(), j, needs);
+  ChunkOptions options = chunk_options(l, pp.rank(), j, needs);
+  if (l.context > 1) {
+    if (!context || context->size() != l.context)
+      throw std::invalid_argument("context parallelism: the model needs its cp group of " +
+                                  std::to_string(l.context) + " ranks");
+    options.context_parallel.group = context;
+    options.context_parallel.rank = context->rank();
+  }
   if (clock) clock->begin("allocation");
   m.chunks.push_back(
-      std::make_unique<GPTModel>(l.model, tp, l.micro_batch, l.model.seq_length, options, expert));
+      std::make_unique<GPTModel>(l.model, tp, l.micro_batch, l.local_seq(), options, expert));
   Parameters& params = m.chunks.back()->parameters();
   const data_parallel::VocabularyBlocks vocabulary =
       vocabulary_blocks(l, options.placement, (int)params.layout().specs().size());
@@ -361,7 +369,8 @@ void add_chunk(const RankModelOptions& o, const ScheduleNeeds& needs, int j, Ran
 
 RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
                            comm::Communicator& pp, comm::Communicator& dp, StartupClock* clock,
-                           comm::Communicator* expert, comm::Communicator* expert_data) {
+                           comm::Communicator* expert, comm::Communicator* expert_data,
+                           comm::Communicator* context) {
   RankModel m;
   m.schedule = o.schedule;
   m.scaler = o.scaler;
@@ -369,7 +378,7 @@ RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
   // Sharded expert weights: their gatherers follow the chunks' own (rank_model.h).
   std::vector<std::unique_ptr<data_parallel::ParameterGatherer>> expert_gatherers;
   for (int j = 0; j < m.schedule.chunks; ++j)
-    add_chunk(o, needs, j, m, tp, pp, dp, clock, expert, expert_data, expert_gatherers);
+    add_chunk(o, needs, j, m, tp, pp, dp, clock, expert, expert_data, expert_gatherers, context);
   for (auto& g : expert_gatherers) m.gatherers.push_back(std::move(g));
   // The buffers besides the chunks, as the plan sizes them (one source for both).
   m.buffers = planned_rank_memory(o, pp.rank()).buffers;

@@ -90,11 +90,14 @@ struct RankModelOptions {
 // them from the seed or loads load_hf.
 // clock (optional): the phases (allocation, initialisation) are timed, with progress lines.
 // expert, expert_data: the expert group (layout.expert_parallel ranks) and the
-// expert-data-parallel group (d / EP ranks); null at EP = 1.
+// expert-data-parallel group (d / EP ranks); null at EP = 1. dp: the ranks holding the same
+// weights (d x c under context parallelism); context: the cp group (layout.context ranks;
+// may be null at c = 1), whose chunks are planned for seq / c tokens per sample.
 RankModel build_rank_model(const RankModelOptions& o, comm::Communicator& tp,
                            comm::Communicator& pp, comm::Communicator& dp,
                            StartupClock* clock = nullptr, comm::Communicator* expert = nullptr,
-                           comm::Communicator* expert_data = nullptr);
+                           comm::Communicator* expert_data = nullptr,
+                           comm::Communicator* context = nullptr);
 
 // This rank's pipeline stage for generation: one chunk with weights only (no gradients,
 // optimizer or training activations), filled from load_hf when given; a checkpoint is

@@ -81,7 +81,8 @@ bool for_each_dropout_row(int rows, int cols, const DropoutBatch& b, std::uint32
     for (int r = 0; r < rows; ++r) {
       const long row = b.first_row + r;  // in the whole micro-batch
       DropoutStream s{b.config->seed, site, (std::uint32_t)(b.first_sample + row / b.seq), p};
-      dropout_keep_mask(s, (std::uint64_t)(row % b.seq) * width + first_col, cols, keep.data());
+      const long token = b.token_position ? b.token_position[row % b.seq] : row % b.seq;
+      dropout_keep_mask(s, (std::uint64_t)token * width + first_col, cols, keep.data());
       f(r, keep.data(), scale);
     }
   }

@@ -44,11 +44,15 @@ bool dropout_keeps(const DropoutStream& s, std::uint64_t index);
 // first_sample + r / seq. first_sample < 0: evaluation, no dropout. A kernel given only
 // some rows of the micro-batch (sequence parallelism: this rank's contiguous 1/t of them)
 // starts at row first_row, so its local row r draws the bits of row first_row + r.
+// Context parallelism: a rank holds seq of each sample's tokens, not in order;
+// token_position ([seq], or null: row r's token is r % seq) gives each one's index in its
+// whole sample, so that element (token, column) draws the bit the c = 1 run draws.
 struct DropoutBatch {
   const DropoutConfig* config = nullptr;
   long first_sample = -1;
   int seq = 0;
   long first_row = 0;
+  const int* token_position = nullptr;
   bool training() const { return config && first_sample >= 0; }
 };
 

@@ -9,6 +9,7 @@
 
 #include "config/model_config.h"
 #include "config/packed_documents.h"
+#include "context_parallel/context_parallel.h"
 #include "kernels/dropout.h"
 #include "kernels/low_precision.h"
 #include "model/memory_plan.h"
@@ -68,6 +69,12 @@ struct ChunkOptions {
   // output, boundary tensors and their gradients are then that block too. Ignored at t = 1
   // and for inference.
   bool sequence_parallel = false;
+  // Context parallelism (--context-parallel-size c > 1): the chunk is planned, and its
+  // forward_chunk / backward_chunk called, with seq = this rank's tokens per sample (the
+  // sequence / c: chunks i and 2c - 1 - i), while forward_chunk's tokens hold whole samples
+  // ([batch, seq x c + 1]); attention runs over `group` (context_parallel/attention.h).
+  // The group is set by whoever builds the chunk; size 1: off.
+  context_parallel::ContextParallel context_parallel{};
   // MoE layers' router losses (--moe-aux-loss-coeff with aux_loss, --moe-z-loss-coeff),
   // added to the training objective as Megatron does: (1/m) sum over micro-batches of each
   // micro-batch's mean language-model loss plus its layers' router losses.

@@ -88,6 +88,7 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
           options.inference ? GradientMemory::kNone : GradientMemory::kTouched) {
   options_.slots = std::max(1, options.slots);
   sequence_parallel_ = shape_.sequence_parallel;  // t > 1 and training
+  place_context_parallel_tokens();
   check_sequence_split(micro_batch, seq);
   precision_.precision = options.precision;
   params_.set_low_precision(options.precision);  // before any ParamRef is handed out
@@ -97,6 +98,20 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   build_embedding_and_head(config);
   recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
   plan_and_allocate();
+}
+
+void GPTModel::place_context_parallel_tokens() {
+  cp_ = options_.context_parallel;
+  if (!cp_.active()) return;
+  if (!cp_.group || cp_.group->size() != cp_.size || cp_.group->rank() != cp_.rank)
+    throw std::invalid_argument("context parallelism: the chunk needs its cp group of " +
+                                std::to_string(cp_.size) + " ranks");
+  if (seq_ % 2)
+    throw std::invalid_argument("context parallelism: a rank's tokens per sample (" +
+                                std::to_string(seq_) + ") must be two equal chunks");
+  token_position_.resize(seq_);
+  for (int t = 0; t < seq_; ++t)
+    token_position_[t] = context_parallel::global_position(t, seq_ * cp_.size, cp_.rank, cp_.size);
 }
 
 void GPTModel::check_sequence_split(int micro_batch, int seq) const {
@@ -528,10 +543,13 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
                                 std::to_string(tp_.size()) + " equal row blocks");
   a.input_ids.resize((size_t)batch * seq);
   a.target_ids.resize((size_t)batch * seq);
+  // Context parallelism: tokens hold whole samples, of which this rank takes its chunks.
+  const int whole = seq * cp_.size;
   for (int b = 0; b < batch; ++b)
     for (int s = 0; s < seq; ++s) {
-      const int flagged_next = tokens[(long)b * (seq + 1) + s + 1];
-      const int id = token_id(tokens[(long)b * (seq + 1) + s]), next = token_id(flagged_next);
+      const int at = cp_.active() ? token_position_[s] : s;
+      const int flagged_next = tokens[(long)b * (whole + 1) + at + 1];
+      const int id = token_id(tokens[(long)b * (whole + 1) + at]), next = token_id(flagged_next);
       if (id < 0 || id >= config_.vocab_size || next < 0 || next >= config_.vocab_size)
         throw std::invalid_argument("token id out of range [0, " +
                                     std::to_string(config_.vocab_size) + ")");
@@ -539,24 +557,33 @@ void GPTModel::split_tokens(Activations& a, const int* tokens, int batch, int se
       // -1: a target the loss does not count (its loss and gradient are 0).
       a.target_ids[(size_t)b * seq + s] = counted_target(flagged_next) ? next : -1;
     }
-  find_documents(a, batch, seq);
+  find_documents(a, tokens, batch, seq);
 }
 
 // Megatron's get_ltor_masks_and_position_ids: a document ends with its EOD, so the token
-// after an EOD starts the next one, at position 0.
-void GPTModel::find_documents(Activations& a, int batch, int seq) const {
+// after an EOD starts the next one, at position 0. Found over the whole sample (context
+// parallelism: of which this rank keeps its tokens' global document starts and positions;
+// their positions always, which RoPE and learned positions read).
+void GPTModel::find_documents(Activations& a, const int* tokens, int batch, int seq) const {
   const PackedDocuments& p = options_.packed;
   a.doc_start.clear(), a.positions.clear();
-  if (!p.splits_documents()) return;
+  if (!p.splits_documents() && !cp_.active()) return;
   a.doc_start.resize((size_t)batch * seq);
   a.positions.resize((size_t)batch * seq);
+  const int whole = seq * cp_.size;
+  std::vector<int> start_of(whole);
   for (int b = 0; b < batch; ++b) {
     int start = 0;
+    for (int s = 0; s < whole; ++s) {
+      start_of[s] = start;
+      const int id = token_id(tokens[(long)b * (whole + 1) + s]);
+      if (p.splits_documents() && id == p.eod) start = s + 1;
+    }
     for (int s = 0; s < seq; ++s) {
       const size_t i = (size_t)b * seq + s;
-      a.doc_start[i] = p.reset_attention_mask ? start : 0;
-      a.positions[i] = p.reset_position_ids ? s - start : s;
-      if (a.input_ids[i] == p.eod) start = s + 1;
+      const int at = cp_.active() ? token_position_[s] : s;
+      a.doc_start[i] = p.reset_attention_mask ? start_of[at] : 0;
+      a.positions[i] = p.reset_position_ids ? at - start_of[at] : at;
     }
   }
 }
@@ -578,6 +605,11 @@ LayerCall GPTModel::layer_call(const Activations& a, int batch, int seq) const {
                  progress_ ? &progress_ : nullptr};
   if (options_.packed.reset_attention_mask) call.doc_start = a.doc_start.data();
   if (options_.packed.reset_position_ids) call.positions = a.positions.data();
+  if (cp_.active()) {  // every token at its global position (dropout's masks too)
+    call.positions = a.positions.data();
+    call.dropout.token_position = token_position_.data();
+    call.context = &cp_;
+  }
   return call;
 }
 

@@ -26,7 +26,10 @@ namespace trident {
 
 class GPTModel : public pipeline_parallel::PipelineStage {
  public:
-  // micro_batch x seq is the largest batch forward/backward will be called with.
+  // micro_batch x seq is the largest batch forward/backward will be called with. Context
+  // parallelism (options.context_parallel): seq is this rank's tokens per sample (the
+  // sequence / c), here and in every call below, whose tokens hold whole samples ([batch,
+  // seq x c + 1]); the loss returned is that of this rank's tokens.
   // expert: the expert group of the MoE layers (options.expert_parallel ranks; null at
   // EP = 1), which must outlive the model.
   GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_batch, int seq,
@@ -212,7 +215,9 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   // first of them in the micro-batch.
   long local_rows(long tokens) const;
   long first_local_row(long tokens) const;
-  void find_documents(Activations& a, int batch, int seq) const;
+  void find_documents(Activations& a, const int* tokens, int batch, int seq) const;
+  // Context parallelism: cp_ from the options, and each local token's global position.
+  void place_context_parallel_tokens();
   void split_tokens(Activations& a, const int* tokens, int batch, int seq);
   LayerCall layer_call(const Activations& a, int batch, int seq) const;
   const float* layer_input(const Activations& a, int l) const;
@@ -237,6 +242,10 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   int micro_batch_, seq_, padded_vocab_;
   ChunkOptions options_;  // slots normalised to >= 1
   bool sequence_parallel_ = false;
+  // Context parallelism (ChunkOptions::context_parallel): the cp group, and the global
+  // position (in its sample) of each of this rank's seq_ tokens per sample.
+  context_parallel::ContextParallel cp_;
+  std::vector<int> token_position_;
   ChunkShape shape_;  // what the memory plan is computed from
   RecomputeGroups recompute_;
   // One group's activations, shared by every recomputed group of every slot.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "context_parallel/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/head_rmsnorm.h"
 #include "kernels/layernorm.h"
@@ -270,11 +271,33 @@ kernels::AttentionShape TransformerLayer::attention_shape(const LayerCall& call)
   return s;
 }
 
+// Context parallelism: RoPE's table covers the whole sequence, of which seq is this rank's.
+int TransformerLayer::sequence_positions(const LayerCall& call) const {
+  return call.context ? call.seq * call.context->size : call.seq;
+}
+
 void TransformerLayer::attention_core(const LayerActivations& a, const LayerCall& call) const {
-  const auto rope = rope_table(call.seq);
-  kernels::flash_attention_forward(a.qkv, qkv_layout(call.batch * call.seq), a.attn_out, a.attn_lse,
-                                   attention_shape(call), attention_dropout(call),
-                                   attention_precision_, rope.get());
+  const auto rope = rope_table(sequence_positions(call));
+  const kernels::QkvLayout layout = qkv_layout(call.batch * call.seq);
+  if (call.context && call.context->active())
+    return context_parallel::attention_forward(a.qkv, layout, a.attn_out, a.attn_lse,
+                                               attention_shape(call), attention_dropout(call),
+                                               attention_precision_, rope.get(), *call.context);
+  kernels::flash_attention_forward(a.qkv, layout, a.attn_out, a.attn_lse, attention_shape(call),
+                                   attention_dropout(call), attention_precision_, rope.get());
+}
+
+void TransformerLayer::attention_core_backward(const LayerActivations& a, const LayerScratch& w,
+                                               const LayerCall& call) const {
+  const auto rope = rope_table(sequence_positions(call));
+  const kernels::QkvLayout layout = qkv_layout(call.batch * call.seq);
+  if (call.context && call.context->active())
+    return context_parallel::attention_backward(
+        a.qkv, layout, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv, attention_shape(call),
+        attention_dropout(call), attention_precision_, rope.get(), *call.context);
+  kernels::flash_attention_backward(a.qkv, layout, a.attn_out, w.d_attn, a.attn_lse, w.d_qkv,
+                                    attention_shape(call), attention_dropout(call),
+                                    attention_precision_, rope.get());
 }
 
 void TransformerLayer::project_qkv(kernels::GemmOperand in, float* qkv, int rows,
@@ -472,10 +495,7 @@ void TransformerLayer::backward(const float* x, const LayerActivations& a, float
       row_output_grad(d_residual, w, n, call, dropout_site(index_, DropoutKind::kAttentionOut)),
       a.attn_out, w.d_attn, rows, lora_call(call, w));
   donate(nullptr, 0);
-  const auto rope = rope_table(call.seq);
-  kernels::flash_attention_backward(a.qkv, qkv_layout(rows), a.attn_out, w.d_attn, a.attn_lse,
-                                    w.d_qkv, attention_shape(call), attention_dropout(call),
-                                    attention_precision_, rope.get());
+  attention_core_backward(a, w, call);
   if (dims_.qk_norm) qk_norm_backward(a.qkv_pre, a.qk_rstd, w.d_qkv, rows);
   if (call.progress) (*call.progress)();
   // q, k and v are dead after the attention backward: a deferred W finds their projections'

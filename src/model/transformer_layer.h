@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 
+#include "context_parallel/context_parallel.h"
 #include "kernels/attention.h"
 #include "kernels/cached_attention.h"
 #include "kernels/dropout.h"
@@ -104,6 +105,10 @@ struct LayerCall {
   // (--reset-attention-mask) and RoPE / learned positions (--reset-position-ids).
   const int* doc_start = nullptr;
   const int* positions = nullptr;
+  // Context parallelism (null or size 1: off): seq is this rank's tokens per sample, positions
+  // is never null (global positions) and doc_start holds global positions; attention goes
+  // through context_parallel/attention.h.
+  const context_parallel::ContextParallel* context = nullptr;
 };
 
 // Generation: one step's rows (new tokens of several slots), reused by every layer.
@@ -181,6 +186,12 @@ class TransformerLayer {
   long qkv_width() const;  // floats of one row of qkv on this rank
   // RoPE's table for `seq` positions (null without RoPE).
   std::shared_ptr<const kernels::RopeTable> rope_table(int seq) const;
+  // The positions RoPE's table must cover: the whole sequence (seq x c under context
+  // parallelism).
+  int sequence_positions(const LayerCall& call) const;
+  // The attention core's backward: d q, d k, d v into w.d_qkv from w.d_attn.
+  void attention_core_backward(const LayerActivations& a, const LayerScratch& w,
+                               const LayerCall& call) const;
 
   // Backward of the projections: d(LayerNorm output), this rank's partial, in w.d_hidden
   // (all-reduced unless sequence parallel); d_qkv is consumed.

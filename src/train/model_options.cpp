@@ -18,7 +18,13 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   l.model = model;
   l.tensor = tensor_model_parallel_size;
   l.pipeline = pipeline_model_parallel_size;
-  l.data = data_parallel_size();
+  // The weights are replicated over the d x c ranks of Megatron's data-parallel group with
+  // context parallel: gradients, the distributed optimizer and ZeRO work over all of them.
+  l.data = data_parallel_size() * context_parallel_size;
+  l.context = context_parallel_size;
+  l.cp_comm_type = cp_comm_type == "allgather" ? context_parallel::CpCommType::kAllGather
+                   : cp_comm_type == "a2a"     ? context_parallel::CpCommType::kA2a
+                                               : context_parallel::CpCommType::kP2p;
   l.virtual_stages = virtual_stages();
   l.split = layers_per_virtual_stage();
   l.split_by_cost =

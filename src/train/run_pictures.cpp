@@ -42,6 +42,7 @@ void write_run_description(TrainingRun& run) {
                                   {"train_iters", run.train_iters},
                                   {"tensor", c.tensor_model_parallel_size},
                                   {"pipeline", c.pipeline_model_parallel_size},
+                                  {"context", c.context_parallel_size},
                                   {"data", c.data_parallel_size()}};
   run.training_log->metrics().write_json({{"run", shape}, {"memory_plan", plans}});
 }

@@ -160,8 +160,11 @@ void print_pipeline_split(const TrainingConfig& c, std::ostream& log) {
 }  // namespace
 
 void print_run_layout(const TrainingConfig& c, const engine::RankContext& rank, std::ostream& log) {
-  log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size
-      << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
+  log << "trident: world size " << c.world_size << " = tensor " << c.tensor_model_parallel_size;
+  if (c.context_parallel_size > 1)
+    log << " x context " << c.context_parallel_size << " (" << c.cp_comm_type << ", "
+        << c.model.seq_length / c.context_parallel_size << " tokens of each sample per rank)";
+  log << " x pipeline " << c.pipeline_model_parallel_size << " x data " << c.data_parallel_size()
       << "; " << omp_get_max_threads() << " threads per rank\n";
   log << "model: " << c.model.num_layers << " layers, hidden " << c.model.hidden_size << ", "
       << c.model.num_attention_heads << " heads, ffn " << c.model.ffn() << ", seq "

@@ -23,11 +23,12 @@ void enter_iteration(TrainingRun& run, long iteration) {
 
 // Forward and backward of this replica's micro-batches, gradients accumulated at
 // loss_scale / (the global batch's counted targets: every token, or under --sft the
-// assistant's), so that they are of the mean loss over them; returns this replica's loss
-// sum and the global count.
+// assistant's), so that they are of the mean loss over them; returns this rank's loss
+// sum (its cp rank's tokens of the replica's samples) and the global count. Samples are dealt
+// over the data-parallel replicas: the cp ranks of a replica read the same ones.
 double forward_backward(TrainingRun& run, long global_batch, float loss_scale, long* counted) {
   const TrainingConfig& c = run.config;
-  comm::Communicator& dp = *run.rank.groups->data;
+  comm::Communicator& dp = *run.rank.groups->replicas;
   const int micro = c.micro_batch_size, seq = c.model.seq_length;
   const int m = (int)(global_batch / ((long)micro * dp.size()));
   const long consumed = run.progress.consumed_samples;

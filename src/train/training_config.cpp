@@ -10,7 +10,8 @@
 namespace trident::train {
 
 int TrainingConfig::data_parallel_size() const {
-  long model_parallel = (long)tensor_model_parallel_size * pipeline_model_parallel_size;
+  long model_parallel =
+      (long)tensor_model_parallel_size * context_parallel_size * pipeline_model_parallel_size;
   return model_parallel > 0 && world_size % model_parallel == 0 ? (int)(world_size / model_parallel)
                                                                 : 1;
 }

@@ -25,6 +25,10 @@ struct TrainingConfig {
 
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
+  // Context parallelism (context_parallel/context_parallel.h): each sequence split over c
+  // ranks; --cp-comm-type p2p (ring), a2a (heads) or allgather.
+  int context_parallel_size = 1;
+  std::string cp_comm_type = "p2p";
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per pipeline rank
   int decoder_first_pipeline_num_layers = 0;      // 0: an even share (uneven splits, v = 1)
   int decoder_last_pipeline_num_layers = 0;
@@ -219,6 +223,7 @@ struct TrainingConfig {
   // bytes, to be killed) or write-error (the writer of the last (t, p) fails).
   std::string inject_fault_save_point = "before-commit";
 
+  // d = world / (t x c x p): the data-parallel replicas, each reading its own samples.
   int data_parallel_size() const;
   int virtual_stages() const;  // v
   // Layers of each virtual stage j * p + s, in order; empty when the split is invalid.

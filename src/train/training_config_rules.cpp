@@ -13,6 +13,7 @@
 #include "optim/lr_scheduler.h"
 #include "pipeline_parallel/schedules.h"
 #include "train/checkpointing.h"
+#include "train/context_parallel_rules.h"
 #include "train/lora_rules.h"
 #include "train/moe_rules.h"
 #include "train/training_config.h"
@@ -43,25 +44,36 @@ auto requirer(std::vector<std::string>& errors) {
 void check_parallel_layout(const TrainingConfig& c, std::vector<std::string>& errors) {
   const auto require = requirer(errors);
   const int t = c.tensor_model_parallel_size, p = c.pipeline_model_parallel_size;
+  const int cp = c.context_parallel_size;
   require(t > 0, "--tensor-model-parallel-size must be > 0");
   require(p > 0, "--pipeline-model-parallel-size must be > 0");
-  if (t > 0 && p > 0)
+  if (t > 0 && p > 0 && cp == 1)
     require(c.world_size % ((long)t * p) == 0,
             "world size (" + std::to_string(c.world_size) +
                 ") must be divisible by --tensor-model-parallel-size x "
                 "--pipeline-model-parallel-size (" +
                 std::to_string(t) + " x " + std::to_string(p) + ")");
+  if (t > 0 && p > 0 && cp > 1)
+    require(c.world_size % ((long)t * cp * p) == 0,
+            "world size (" + std::to_string(c.world_size) +
+                ") must be divisible by --tensor-model-parallel-size x "
+                "--context-parallel-size x --pipeline-model-parallel-size (" +
+                std::to_string(t) + " x " + std::to_string(cp) + " x " + std::to_string(p) + ")");
   require(c.ddp_bucket_size >= 0, "--ddp-bucket-size must be >= 0");
   require(!c.overlap_param_gather || (c.distributed_optimizer() && c.overlap_grad_reduce),
           "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce "
           "(Megatron's rule: the parameters it gathers are the optimizer's shards)");
   require(c.logits_chunk_rows >= 0, "--logits-chunk-rows must be >= 0 (0: automatic)");
-  if (c.sequence_parallel_active() && t > 0) {
+  if (c.sequence_parallel_active() && t > 0 && cp > 0) {
     // Each rank keeps a contiguous 1/t of the micro-batch's rows (Megatron: the sequence
-    // dimension must divide by t).
-    require((long)c.micro_batch_size * c.model.seq_length % t == 0,
-            "--sequence-parallel needs --micro-batch-size x --seq-length (" +
-                std::to_string(c.micro_batch_size) + " x " + std::to_string(c.model.seq_length) +
+    // dimension must divide by t); under context parallelism of this cp rank's rows.
+    const std::string seq =
+        cp > 1 ? " x --seq-length / --context-parallel-size (" : " x --seq-length (";
+    const std::string rows = std::to_string(c.micro_batch_size) + " x " +
+                             std::to_string(c.model.seq_length) +
+                             (cp > 1 ? " / " + std::to_string(cp) : std::string());
+    require((long)c.micro_batch_size * (c.model.seq_length / cp) % t == 0,
+            "--sequence-parallel needs --micro-batch-size" + seq + rows +
                 ") divisible by --tensor-model-parallel-size (" + std::to_string(t) + ")");
     // bf16 blocks travel as floats holding two values each.
     require(!c.bf16 || c.model.hidden_size % 2 == 0,
@@ -563,6 +575,7 @@ void check_data(const TrainingConfig& c, std::vector<std::string>& errors) {
 std::vector<std::string> validate_training_config(const TrainingConfig& c) {
   std::vector<std::string> errors = validate_model_config(c.model, c.tensor_model_parallel_size);
   check_parallel_layout(c, errors);
+  check_context_parallel(c, errors);
   check_sharding(c, errors);
   check_moe(c, errors);
   check_lora(c, errors);

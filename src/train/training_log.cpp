@@ -7,10 +7,10 @@
 namespace trident::train {
 
 GroupCollectives snapshot_collectives(const distributed::ProcessGroups& g) {
-  return {{g.tensor->name(), g.tensor->counters()},
-          {g.data->name(), g.data->counters()},
-          {g.pipeline->name(), g.pipeline->counters()},
-          {g.expert->name(), g.expert->counters()}};
+  return {
+      {g.tensor->name(), g.tensor->counters()},     {g.data->name(), g.data->counters()},
+      {g.pipeline->name(), g.pipeline->counters()}, {g.expert->name(), g.expert->counters()},
+      {g.context->name(), g.context->counters()},   {g.replicas->name(), g.replicas->counters()}};
 }
 
 namespace {

@@ -20,7 +20,7 @@ struct ProcessGroups;
 
 namespace trident::train {
 
-// The tensor, data and pipeline groups' counters, in that order.
+// The tensor, data, pipeline, expert, context and replicas groups' counters, in that order.
 GroupCollectives snapshot_collectives(const distributed::ProcessGroups& groups);
 
 class TrainingLog {

@@ -22,7 +22,7 @@ TrainingRun::TrainingRun(const TrainingConfig& c, const engine::RankContext& r, 
   StartupClock startup(log);
   model = engine::build_rank_model(c.rank_model_options(), *rank.groups->tensor,
                                    *rank.groups->pipeline, dp, &startup, rank.groups->expert.get(),
-                                   rank.groups->expert_data.get());
+                                   rank.groups->expert_data.get(), rank.groups->context.get());
   startup.begin("memory plan");
   print_rank_model(c, model, dp.size(), log);
   startup.begin("peak measurement");
@@ -51,7 +51,7 @@ void TrainingRun::build_executor() {
   const bool slow = rank.world_rank == c.inject_slow_rank;
   executor = std::make_unique<pipeline_parallel::PipelineExecutor>(
       model.schedule, stages, *rank.groups->pipeline, *rank.groups->tensor, c.micro_batch_size,
-      c.model.seq_length, c.model.hidden_size,
+      c.rank_layout().local_seq(), c.model.hidden_size,
       pipeline_parallel::ExecutorOptions{c.scatter_gather, rank.world_rank,
                                          slow ? c.inject_slow_forward_ms : 0.0,
                                          c.sequence_parallel_active()});

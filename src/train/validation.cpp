@@ -11,11 +11,12 @@ namespace trident::train {
 namespace {
 
 // Mean loss over eval_iters global batches starting at sample `first`; each data-parallel
-// replica evaluates its slice of every batch, as in training.
+// replica evaluates its slice of every batch, as in training (its cp ranks each their tokens
+// of the replica's samples, so the loss sums go over data x context).
 double evaluate(TrainingRun& run, const char* what, const data::SampleSource& source, long first,
                 long* tokens_out) {
   const TrainingConfig& c = run.config;
-  comm::Communicator& dp = *run.rank.groups->data;
+  comm::Communicator& dp = *run.rank.groups->replicas;
   const int b = c.micro_batch_size, s = c.model.seq_length, m = c.num_micro_batches();
   const long global_batch = c.effective_global_batch();
   std::vector<int> tokens;
@@ -32,7 +33,7 @@ double evaluate(TrainingRun& run, const char* what, const data::SampleSource& so
       run.log << format_progress(what, e + 1, c.eval_iters, "batches", elapsed) << "\n"
               << std::flush;
   }
-  dp.all_reduce(&total, 1, comm::ReduceOp::kSum);
+  run.rank.groups->data->all_reduce(&total, 1, comm::ReduceOp::kSum);
   *tokens_out = counted;  // every token, or under --sft those the loss masks keep
   return *tokens_out ? total / *tokens_out : 0.0;
 }
