@@ -33,9 +33,6 @@ void refuse_unbuilt(const TrainingConfig& c, std::vector<std::string>& errors) {
                      "parallelism yet");
   if (c.model.lora.enabled())
     errors.push_back(cp + "LoRA (--lora-rank) is not built with context parallelism yet");
-  if (c.cp_comm_type != "allgather")
-    errors.push_back(cp + "--cp-comm-type " + c.cp_comm_type +
-                     " is not built yet (use --cp-comm-type allgather)");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Context parallelism (--context-parallel-size c, --cp-comm-type allgather) over MPI:
+"""Context parallelism (--context-parallel-size c; --cp-comm-type p2p, the ring, by default, a2a
+and allgather) over MPI:
   * parity with one process (losses, grad norms, final weights; 1e-5): c = 2 and 4, c x t with
     sequence parallelism, c x p, c x d with the distributed optimizer, hidden and attention
     dropout (the masks are keyed by global position, so they must be the one-process run's),
@@ -31,9 +32,10 @@ TINY = ["--mock-data", "--hidden-size", "64", "--num-attention-heads", "4", "--s
 LLAMA = ["--normalization", "RMSNorm", "--position-embedding-type", "rope", "--swiglu",
          "--group-query-attention", "--num-query-groups", "2",
          "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--ffn-hidden-size", "96"]
-ALLGATHER = ["--cp-comm-type", "allgather"]
-C2 = ["--context-parallel-size", "2"] + ALLGATHER
-C4 = ["--context-parallel-size", "4"] + ALLGATHER
+C2 = ["--context-parallel-size", "2"]  # the ring (p2p), the default
+C4 = ["--context-parallel-size", "4"]
+A2A = C2 + ["--cp-comm-type", "a2a"]
+ALLGATHER = C2 + ["--cp-comm-type", "allgather"]
 T2 = ["--tensor-model-parallel-size", "2", "--sequence-parallel"]
 P2 = ["--pipeline-model-parallel-size", "2"]
 # The mock data's end-of-document token is the last id of the vocabulary.
@@ -54,20 +56,34 @@ def run(trident, ranks, args):
 
 
 def parity(trident):
-    layouts = [("c=2", C2, 2),
-               ("c=4 (4-token chunks)", C4, 4),
-               ("c=2 t=2 sequence parallel", C2 + T2, 4),
-               ("c=2 p=2", C2 + P2, 4),
-               ("c=2 d=2 distributed optimizer", C2 + ["--use-distributed-optimizer"], 4)]
+    layouts = [("c=2 ring", C2, 2),
+               ("c=4 ring (4-token chunks)", C4, 4),
+               ("c=2 ring t=2 sequence parallel", C2 + T2, 4),
+               ("c=2 ring p=2", C2 + P2, 4),
+               ("c=2 ring d=2 distributed optimizer", C2 + ["--use-distributed-optimizer"], 4),
+               ("c=2 ring d=2 ZeRO-3", C2 + ["--data-parallel-sharding-strategy",
+                                            "optim_grads_params"], 4),
+               ("c=2 a2a", A2A, 2),
+               ("c=2 allgather", ALLGATHER, 2)]
     check.add_parity(run_parity(trident, TINY, layouts), len(layouts))
-    layouts = [("dropout c=2", C2, 2), ("dropout c=2 t=2 sequence parallel", C2 + T2, 4)]
+    layouts = [("dropout c=2 ring", C2, 2), ("dropout c=2 ring t=2 sequence parallel", C2 + T2, 4),
+               ("dropout c=2 a2a", A2A, 2), ("dropout c=2 allgather", ALLGATHER, 2)]
     check.add_parity(run_parity(trident, TINY + DROPOUT, layouts), len(layouts))
-    layouts = [("packed documents c=2", C2, 2), ("packed documents c=4", C4, 4)]
+    layouts = [("packed documents c=2 ring", C2, 2), ("packed documents c=4 ring", C4, 4),
+               ("packed documents c=2 a2a", A2A, 2)]
     check.add_parity(run_parity(trident, TINY + PACKED, layouts), len(layouts))
-    layouts = [("llama c=2", C2, 2), ("llama c=2 t=2 sequence parallel", C2 + T2, 4)]
+    layouts = [("llama c=2 ring", C2, 2), ("llama c=2 ring t=2 sequence parallel", C2 + T2, 4),
+               ("llama c=2 a2a (grouped-query heads split)", A2A, 2),
+               ("llama c=2 ring, full recompute", C2 + ["--recompute-granularity", "full",
+                                                       "--recompute-method", "uniform", "--recompute-num-layers", "1"], 2)]
     check.add_parity(run_parity(trident, TINY + LLAMA, layouts), len(layouts))
-    layouts = [("llama packed documents, dropout c=2", C2, 2)]
+    layouts = [("llama packed documents, dropout c=2 ring", C2, 2),
+               ("llama packed documents, dropout c=2 a2a", A2A, 2)]
     check.add_parity(run_parity(trident, TINY + LLAMA + PACKED + DROPOUT, layouts), len(layouts))
+    # bf16: the ring merges bf16 tiles' softmax against another running maximum than one
+    # process's tiles do, so the runs agree to bf16's rounding, not bit for bit.
+    layouts = [("bf16 c=2 ring", C2, 2)]
+    check.add_parity(run_parity(trident, TINY + ["--bf16"], layouts, tolerance=5e-3), len(layouts))
     # With biases q and kv are two products: q's rows, then kv's (another QkvLayout).
     biased = [a for a in LLAMA if a != "--disable-bias-linear"]
     layouts = [("llama with biases (q and kv apart) c=2", C2, 2)]
