@@ -160,7 +160,9 @@ void attention_rows(const float* qkv, const QkvLayout& l, int heads, float* out,
 #pragma omp parallel
   {
     std::vector<float> scores(kv.positions + 16);  // the vector form writes whole blocks
-#pragma omp for schedule(dynamic, 4)
+    // One (row, head) at a time: batch-1 decode has only `heads` items, and chunks of several
+    // left one thread with twice the other's heads (12 heads, chunks of 4: 8 against 4).
+#pragma omp for schedule(dynamic, 1)
     for (long w = 0; w < n; ++w) {
       const auto [s, i] = items[w / heads];
       const int h = (int)(w % heads);
