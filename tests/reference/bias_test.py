@@ -19,11 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eval_test import Encoder, encode_pair, torch_loglikelihood  # noqa: E402
-from generation_test import write_model  # noqa: E402
+from eval_test import encode_pair, gpt2_tokenizer, random_model, torch_loglikelihood  # noqa: E402
 from parity import MPI_ENV, Checks  # noqa: E402
 
 OCCUPATIONS = ["nurse", "police officer", "carpenter"]
@@ -181,14 +178,10 @@ def generate_tokens(trident, model, tok, prompt, flags, seed):
 
 def main():
     trident, source = sys.argv[1], sys.argv[2]
-    vocab, merges = (os.path.join(source, "data/gpt2", f) for f in ("encoder.json", "vocab.bpe"))
-    tok = ["--vocab-file", vocab, "--merge-file", merges]
-    enc = Encoder(vocab, merges)
+    tok, enc = gpt2_tokenizer(source)
     check = Checks()
-    torch.set_default_dtype(torch.float64)
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "hf")
-        w = {k: torch.tensor(v, dtype=torch.float64) for k, v in write_model(model).items()}
+        model, w = random_model(tmp)
         reference = torch_lls(w, enc)
         base = ["--load-hf", model, "--bias-samples", str(SAMPLES),
                 "--bias-max-tokens", str(MAX_TOKENS)] + tok

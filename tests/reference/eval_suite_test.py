@@ -17,12 +17,9 @@ import subprocess
 import sys
 import tempfile
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eval_test import (TASKS, Encoder, encode_pair, harness_requests, run_eval,  # noqa: E402
-                       task_files, torch_loglikelihood, write_tasks)
-from generation_test import write_model  # noqa: E402
+from eval_test import (TASKS, encode_pair, gpt2_tokenizer, harness_requests,  # noqa: E402
+                       random_model, run_eval, task_files, torch_loglikelihood, write_tasks)
 from parity import Checks  # noqa: E402
 
 # Rows of the hand-made suite: task, metric, shot counts per column, published numbers.
@@ -184,14 +181,10 @@ SOURCE = None
 def main():
     global SOURCE
     trident, SOURCE = sys.argv[1], sys.argv[2]
-    vocab, merges = (os.path.join(SOURCE, "data/gpt2", f) for f in ("encoder.json", "vocab.bpe"))
-    tok = ["--vocab-file", vocab, "--merge-file", merges]
-    enc = Encoder(vocab, merges)
+    tok, enc = gpt2_tokenizer(SOURCE)
     check = Checks()
-    torch.set_default_dtype(torch.float64)
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "hf")
-        w = {k: torch.tensor(v, dtype=torch.float64) for k, v in write_model(model).items()}
+        model, w = random_model(tmp)
         files = task_files()
         root = os.path.join(tmp, "tasks")
         write_tasks(root, files)

@@ -298,16 +298,26 @@ def run_eval(trident, args, ranks=1):
     return subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV)
 
 
+def gpt2_tokenizer(source):
+    """trident's flags for the repository's GPT-2 vocabulary, and the reference encoder."""
+    vocab, merges = (os.path.join(source, "data/gpt2", f) for f in ("encoder.json", "vocab.bpe"))
+    return ["--vocab-file", vocab, "--merge-file", merges], Encoder(vocab, merges)
+
+
+def random_model(tmp):
+    """generation_test's random GPT-2 as an HF directory under tmp: (its path, its weights as
+    float64 tensors for the PyTorch reference)."""
+    torch.set_default_dtype(torch.float64)
+    model = os.path.join(tmp, "hf")
+    return model, {k: torch.tensor(v, dtype=torch.float64) for k, v in write_model(model).items()}
+
+
 def main():
     trident, source = sys.argv[1], sys.argv[2]
-    vocab, merges = (os.path.join(source, "data/gpt2", f) for f in ("encoder.json", "vocab.bpe"))
-    tok = ["--vocab-file", vocab, "--merge-file", merges]
-    enc = Encoder(vocab, merges)
+    tok, enc = gpt2_tokenizer(source)
     check = Checks()
-    torch.set_default_dtype(torch.float64)
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "hf")
-        w = {k: torch.tensor(v, dtype=torch.float64) for k, v in write_model(model).items()}
+        model, w = random_model(tmp)
         files = task_files()
         root = os.path.join(tmp, "tasks")
         write_tasks(root, files)
