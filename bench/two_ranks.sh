@@ -40,6 +40,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
     eff=$(/usr/bin/python3 -c "print(f'{$one / $ms:.3f}')")
     echo "$eff" >> "$out/$name.eff"
     line="$line | $name $(printf %.0f "$ms") ms ($eff)"
+    echo "  round $i: $name $(printf %.0f "$ms") ms/iter, efficiency $eff (one process $(printf %.0f "$one") ms)"
     # The schedule alone, whatever the load: each stage's idle / compute replayed at its ops'
     # CPU times; busy over makespan averaged over the stages, 1 / (1 + idle) each.
     replay=$(grep "replayed at its ops" "$out/${name}_$i.log" | sed 's/.*): \([0-9. ]*\);.*/\1/' || true)
