@@ -45,6 +45,13 @@ double median(std::vector<double> xs) {
   return xs[xs.size() / 2];
 }
 
+// Every element its own value: constant pages could be merged by the host (KSM) or compress,
+// and a kernel reading them would seem faster than memory.
+void vary(float* x, long n, float scale) {
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) x[i] = scale * (float)((i * 2654435761L) % 1000003) / 1000003.f;
+}
+
 struct AdamWBuffers {
   FirstTouchVector<float> p, g, m, v;
   FirstTouchVector<std::uint16_t> low;
@@ -54,6 +61,8 @@ struct AdamWBuffers {
     assign_parallel(m, n, 0.f);
     assign_parallel(v, n, 0.f);
     assign_parallel(low, n, std::uint16_t{0});
+    vary(p.data(), n, 0.02f), vary(g.data(), n, 0.002f);
+    vary(m.data(), n, 0.001f), vary(v.data(), n, 1e-6f);
   }
 };
 
@@ -69,10 +78,16 @@ struct KvBuffers {
     assign_parallel(v, n, 0.02f);
     assign_parallel(k16, n, kernels::bf16_from_float(0.01f));
     assign_parallel(v16, n, kernels::bf16_from_float(0.02f));
+    vary(k.data(), n, 0.1f), vary(v.data(), n, 0.1f);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i)
+      k16[i] = kernels::bf16_from_float(k[i]), v16[i] = kernels::bf16_from_float(v[i]);
     assign_parallel(qkv, 3L * kHeads * kHeadDim, 0.1f);
     assign_parallel(out, (long)kHeads * kHeadDim, 0.f);
   }
-  long layer_floats() const { return (long)kHeads * positions * kHeadDim; }
+  long layer_floats() const {
+    return (long)kHeads * positions * kHeadDim;
+  }
   void decode(bool bf16) {
     const kernels::CachedSegment last{0, positions - 1, 1, 0};
     for (int l = 0; l < kLayers; ++l) {
