@@ -1,7 +1,9 @@
 #pragma once
 // Read bandwidth: every thread sums its part of a buffer far larger than the caches (static
-// OpenMP split, as the kernels read weights). The denominator of every memory-bound roofline
-// (bench_bandwidth, bench_rooflines).
+// OpenMP split, as the kernels read weights). The denominator of every read-only roofline
+// (bench_bandwidth, bench_rooflines). A kernel that also writes gets another denominator,
+// stream_gb_per_s: on this CPU's fabric reads and writes travel on separate paths, so such a
+// kernel's bytes moved can exceed the read-only figure without any measuring error.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -40,6 +42,29 @@ inline double read_gb_per_s(const float* buffer, long n, double* sink) {
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   *sink += total;
   return (double)n * sizeof(float) / sec / 1e9;
+}
+
+// The simplest loop with a given traffic: Reads arrays of n floats read and the first Writes
+// of them written back (x += 1e-7 x the sum over the arrays), split statically over the
+// threads. GB/s moved (reads + writes): the roofline of a kernel with that mix of traffic
+// (AdamW reads 4 arrays and writes 3 of them).
+template <int Reads, int Writes>
+double stream_gb_per_s(float* const* arrays, long n) {
+  static_assert(Writes <= Reads, "the written arrays are read too");
+  const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel
+  {
+    float* x[Reads];
+    for (int a = 0; a < Reads; ++a) x[a] = arrays[a];
+#pragma omp for simd schedule(static)
+    for (long i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int a = 0; a < Reads; ++a) sum += x[a][i];
+      for (int a = 0; a < Writes; ++a) x[a][i] += 1e-7f * sum;
+    }
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return (double)n * sizeof(float) * (Reads + Writes) / sec / 1e9;
 }
 
 }  // namespace trident::bench
