@@ -22,7 +22,8 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& 
                      {"pid", 0},
                      {"tid", e.rank},
                      {"ts", e.start_us},
-                     {"dur", e.duration_us}});
+                     {"dur", e.duration_us},
+                     {"args", {{"cpu_us", e.cpu_us}}}});
     if (std::find(ranks.begin(), ranks.end(), e.rank) == ranks.end()) ranks.push_back(e.rank);
   }
   for (int r : ranks)
@@ -52,6 +53,7 @@ TraceEvent event_of(const nlohmann::json& e) {
   out.rank = e.at("tid").get<int>();
   out.start_us = e.at("ts").get<double>();
   out.duration_us = e.value("dur", 0.0);
+  if (e.contains("args") && e["args"].is_object()) out.cpu_us = e["args"].value("cpu_us", 0.0);
   int microbatch = -1;
   microbatch_and_chunk(out.name, &microbatch, &out.chunk);
   return out;

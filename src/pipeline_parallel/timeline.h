@@ -18,7 +18,8 @@ struct TraceEvent {
   int chunk = 0;      // the model chunk of a forward, backward or weight op
 };
 
-// Written to path.tmp and renamed.
+// Written to path.tmp and renamed. Each event's args hold its cpu_us (the calling thread's
+// CPU time: below the duration when the rank lost its core, the op's real cost).
 void write_chrome_trace(const std::string& path, const std::vector<TraceEvent>& events);
 
 // The complete ("X") events of a Chrome trace as write_chrome_trace writes it (tid is the

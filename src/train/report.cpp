@@ -110,7 +110,10 @@ void write_timeline(const TrainingConfig& c,
   {
     std::ofstream out(part);
     for (const auto& e : events)
-      out << nlohmann::json({e.name, e.category, e.rank, e.start_us, e.duration_us}).dump() << "\n";
+      out << nlohmann::json(
+                 {e.name, e.category, e.rank, e.start_us, e.duration_us, e.cpu_us, e.chunk})
+                 .dump()
+          << "\n";
   }
   double barrier = 0;
   rank.groups->world->all_reduce(&barrier, 1, comm::ReduceOp::kSum);
@@ -122,7 +125,7 @@ void write_timeline(const TrainingConfig& c,
     std::string line;
     while (std::getline(in, line)) {
       auto j = nlohmann::json::parse(line);
-      all.push_back({j[0], j[1], j[2], j[3], j[4]});
+      all.push_back({j[0], j[1], j[2], j[3], j[4], j[5], j[6]});
     }
     std::remove(name.c_str());
   }

@@ -17,7 +17,7 @@ std::vector<TraceEvent> two_ranks() {
   return {{"F 0.0", "forward", 0, 1000, 2000},  // rank 0: 1-3 ms
           {"send-fwd 0.0 -> 1", "send", 0, 3000, 0},
           {"F 1.1", "forward", 1, 3000, 1000},  // rank 1: 3-4 ms, chunk 1
-          {"B 0.1", "backward", 1, 4000, 2000},
+          {"B 0.1", "backward", 1, 4000, 2000, 1500},  // lost its core for 0.5 ms
           {"optimizer step", "optimizer", 0, 6000, 1000}};  // ends at 7 ms
 }
 
@@ -31,6 +31,7 @@ TEST(Timeline, ChromeTraceReadsBackWithChunks) {
   EXPECT_EQ(back[2].chunk, 1);
   EXPECT_DOUBLE_EQ(back[3].start_us, 4000);
   EXPECT_DOUBLE_EQ(back[3].duration_us, 2000);
+  EXPECT_DOUBLE_EQ(back[3].cpu_us, 1500);
 }
 
 TEST(Timeline, RefusesWhatIsNotATrace) {
