@@ -52,9 +52,104 @@ PackedA pack_a(Trans t, int m, int k, const float* a, int lda, std::uint32_t* ou
   return {1, m};
 }
 
+#if defined(__AVX512BF16__)
+// 16 floats rounded to bf16 as bf16_from_float rounds (to nearest even, NaN made quiet), each
+// in the high half of its lane.
+inline __m512i round_to_bf16_high(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd);
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+  return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+}
+
+// The 8 words (bf16(x[2i]), bf16(x[2i + 1])) of 16 floats: in each 64-bit lane the even
+// float's bf16 moved to the low half of the low dword, the odd one's kept high.
+inline __m256i words_of_pairs(__m512 x) {
+  const __m512i r = round_to_bf16_high(x);
+  return _mm512_cvtepi64_epi32(_mm512_or_si512(_mm512_srli_epi32(r, 16), _mm512_srli_epi64(r, 32)));
+}
+
+// Words (bf16(x[2i]), bf16(x[2i + 1])) of 32 floats, zero past `count`: the pairs of a row.
+inline __m512i pair_words(const float* x, int count) {
+  const __mmask16 m0 = count >= 16 ? 0xffff : (__mmask16)((1u << std::max(count, 0)) - 1);
+  const int rest = count - 16;
+  const __mmask16 m1 = rest >= 16 ? 0xffff : (__mmask16)((1u << std::max(rest, 0)) - 1);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(words_of_pairs(_mm512_maskz_loadu_ps(m0, x))),
+                            words_of_pairs(_mm512_maskz_loadu_ps(m1, x + 16)), 1);
+}
+
+// r[i] lane j <- r[j] lane i, for 16 rows of 16 dwords.
+inline void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4)  // within each 128-bit lane, r[i + c] is column c
+    for (int j = 0; j < 2; ++j) {
+      r[i + 2 * j] = _mm512_unpacklo_epi64(t[i + j], t[i + j + 2]);
+      r[i + 2 * j + 1] = _mm512_unpackhi_epi64(t[i + j], t[i + j + 2]);
+    }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_i32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_i32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+
+// B = b^T (attention's K^T): word (p, j) is the pair p of row j of b, so 16 rows' pairs are
+// rounded 32 floats at a time and transposed 16 x 16 in registers (not one 16-bit store per
+// element at a stride of np words). np is a multiple of 16.
+void pack_b_transposed(int k, int n, int np, const float* b, int ldb, std::uint32_t* out) {
+  const int pairs = (k + 1) / 2;
+  for (int j0 = 0; j0 < np; j0 += 16)
+    for (int p0 = 0; p0 < pairs; p0 += 16) {
+      __m512i r[16];
+      for (int j = 0; j < 16; ++j)
+        r[j] = j0 + j < n ? pair_words(b + (long)(j0 + j) * ldb + 2 * p0, k - 2 * p0)
+                          : _mm512_setzero_si512();
+      // Lane order after the transpose: r[i] is pair p0 + i, lanes j0..j0 + 15.
+      transpose16(r);
+      for (int i = 0; i < 16 && p0 + i < pairs; ++i)
+        _mm512_storeu_si512(out + (long)(p0 + i) * np + j0, r[i]);
+    }
+}
+// B = b (attention's V, dO, Q): word (p, j) pairs rows 2p and 2p + 1 of b at column j, so
+// the two rows are rounded 16 columns at a time and merged into 16 words. Columns past n
+// and a last odd row's partner are 0.
+void pack_b_rows(int k, int n, int np, const float* b, int ldb, std::uint32_t* out) {
+  const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+  for (int p = 0; p < (k + 1) / 2; ++p) {
+    const float* even = b + 2L * p * ldb;
+    const bool has_odd = 2 * p + 1 < k;
+    for (int j = 0; j < np; j += 16) {
+      const int left = n - j;
+      const __mmask16 m = left >= 16 ? 0xffff : (__mmask16)((1u << std::max(left, 0)) - 1);
+      const __m512i lo =
+          _mm512_srli_epi32(round_to_bf16_high(_mm512_maskz_loadu_ps(m, even + j)), 16);
+      const __m512i hi =
+          has_odd
+              ? _mm512_and_si512(round_to_bf16_high(_mm512_maskz_loadu_ps(m, even + ldb + j)), high)
+              : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + (long)p * np + j, _mm512_or_si512(lo, hi));
+    }
+  }
+}
+#endif
+
 // B as [pairs][np] words: pair p, column j = (B(2p, j), B(2p + 1, j)), the layout the
 // dot-product instruction reads; rows past k and columns past n are 0.
 void pack_b(Trans t, int k, int n, int np, const float* b, int ldb, std::uint32_t* out) {
+#if defined(__AVX512BF16__)
+  if (t == Trans::kYes) return pack_b_transposed(k, n, np, b, ldb, out);
+  return pack_b_rows(k, n, np, b, ldb, out);
+#endif
   const int pairs = (k + 1) / 2;
   std::fill(out, out + (long)pairs * np, 0u);
   bf16_t* o = reinterpret_cast<bf16_t*>(out);
