@@ -92,14 +92,21 @@ inline __m512 sum_each(__m512 a[16]) {
                        _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
 }
 
+// One pass (online softmax): each block of 16 keys is followed at once by its 16 values, so
+// a thread reads its keys and values as two concurrent streams. bf16 caches read at 0.91 of
+// the read bandwidth this way against 0.81 with a pass over the keys and then the values
+// (bench_rooflines, gpt2-small, 2048 positions); fp32 at ~0.70 either way.
 template <int C, class T>
 void attend_vector(const float* q_in, const T* keys, const T* values, int visible, float scale,
-                   float* scores, float* out) {
+                   float* out) {
   constexpr int hd = 16 * C;
-  __m512 q[C];
-  for (int c = 0; c < C; ++c)
+  __m512 q[C], acc[C];
+  for (int c = 0; c < C; ++c) {
     q[c] = _mm512_mul_ps(_mm512_loadu_ps(q_in + 16 * c), _mm512_set1_ps(scale));
-  __m512 max = _mm512_set1_ps(-INFINITY);
+    acc[c] = _mm512_setzero_ps();
+  }
+  float max = -INFINITY, sum = 0.f;
+  alignas(64) float p[16];
   for (int j = 0; j < visible; j += 16) {
     const int n = std::min(16, visible - j);
     __m512 dots[16];
@@ -111,19 +118,23 @@ void attend_vector(const float* q_in, const T* keys, const T* values, int visibl
     }
     const __mmask16 valid = (__mmask16)((1u << n) - 1);
     const __m512 block = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, sum_each(dots));
-    _mm512_storeu_ps(scores + j, block);  // scores has room for a whole last block
-    max = _mm512_max_ps(max, block);
-  }
-  const float m = _mm512_reduce_max_ps(max);
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int j = 0; j < visible; ++j) sum += scores[j] = fast_exp(scores[j] - m);
-  __m512 acc[C];
-  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-  for (int j = 0; j < visible; ++j) {
-    const __m512 p = _mm512_set1_ps(scores[j]);
-    for (int c = 0; c < C; ++c)
-      acc[c] = _mm512_fmadd_ps(p, load16(values + (long)j * hd + 16 * c), acc[c]);
+    const float block_max = _mm512_reduce_max_ps(block);
+    if (block_max > max) {  // rescale what the earlier blocks summed
+      const float r = max == -INFINITY ? 0.f : fast_exp(max - block_max);
+      for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(acc[c], _mm512_set1_ps(r));
+      sum *= r;
+      max = block_max;
+    }
+    _mm512_store_ps(p, _mm512_sub_ps(block, _mm512_set1_ps(max)));
+    float block_sum = 0.f;
+#pragma omp simd reduction(+ : block_sum)
+    for (int t = 0; t < 16; ++t) block_sum += p[t] = t < n ? fast_exp(p[t]) : 0.f;
+    sum += block_sum;
+    for (int t = 0; t < n; ++t) {
+      const __m512 w = _mm512_set1_ps(p[t]);
+      for (int c = 0; c < C; ++c)
+        acc[c] = _mm512_fmadd_ps(w, load16(values + (long)(j + t) * hd + 16 * c), acc[c]);
+    }
   }
   const __m512 inv = _mm512_set1_ps(1.f / sum);
   for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(acc[c], inv));
@@ -137,11 +148,11 @@ void attend_row(const float* q, const T* keys, const T* values, int visible, int
 #ifdef __AVX512F__
   switch (hd) {
     case 32:
-      return attend_vector<2>(q, keys, values, visible, scale, scores, out);
+      return attend_vector<2>(q, keys, values, visible, scale, out);
     case 64:
-      return attend_vector<4>(q, keys, values, visible, scale, scores, out);
+      return attend_vector<4>(q, keys, values, visible, scale, out);
     case 128:
-      return attend_vector<8>(q, keys, values, visible, scale, scores, out);
+      return attend_vector<8>(q, keys, values, visible, scale, out);
   }
 #endif
   attend(q, keys, values, visible, hd, scale, scores, out);
@@ -159,7 +170,7 @@ void attention_rows(const float* qkv, const QkvLayout& l, int heads, float* out,
   const long n = (long)items.size() * heads;
 #pragma omp parallel
   {
-    std::vector<float> scores(kv.positions + 16);  // the vector form writes whole blocks
+    std::vector<float> scores(kv.positions);  // the scalar form's
     // One (row, head) at a time: batch-1 decode has only `heads` items, and chunks of several
     // left one thread with twice the other's heads (12 heads, chunks of 4: 8 against 4).
 #pragma omp for schedule(dynamic, 1)
