@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 from gpt2_torch import forward, static_cache  # noqa: E402
 from torch_reference_test import hf_shapes, read_safetensors, write_safetensors  # noqa: E402
 

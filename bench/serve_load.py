@@ -21,7 +21,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 from serve_client import TINY, Server, write_model  # noqa: E402
 
 WORDS = ("the of and to in is was he that it for on with as his they at be by this had not "
