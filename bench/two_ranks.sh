@@ -9,7 +9,8 @@
 # For p = 2 also the schedule's own efficiency, from training's replay of the last step at
 # its ops' CPU times (a stage's busy time over the makespan, averaged over the stages): it
 # leaves out how two threads share one process and what a busy machine steals. Run it on a
-# quiet machine (`uptime`: load < 2.5).
+# quiet machine (`uptime`: load < 2.5), or give it the cores: `chrt -f 50 bash bench/two_ranks.sh`
+# (real-time priority: other work waits while it runs). LAYOUTS="p2_balanced ..." runs a subset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
@@ -21,7 +22,7 @@ ARGS="train --model-preset gpt2-small --seq-length 256 --mock-data --micro-batch
       --global-batch-size $((8 * MICRO)) --train-iters $ITERS --log-interval 1 --eval-iters 0
       --peak-tflops 1"
 P2="--pipeline-model-parallel-size 2"
-NAMES=(t2 d2 p2_even p2_balanced p2_balanced_zbh1)
+read -r -a NAMES <<< "${LAYOUTS:-t2 d2 p2_even p2_balanced p2_balanced_zbh1}"
 declare -A FLAGS=(
   [t2]="--tensor-model-parallel-size 2"
   [d2]="--overlap-grad-reduce"
@@ -53,9 +54,10 @@ print(f'{sum(1/(1+x) for x in b)/len(b):.3f}')" $replay)
   done
   echo "$line"
 done
-grep -h "pipeline split" "$out/p2_even_1.log" "$out/p2_balanced_1.log" | sed 's/^/  /'
+grep -h "pipeline split" "$out"/p2_*_1.log 2>/dev/null | sed 's/^/  /' || true
 echo "p = 2, the schedule's efficiency at the ops' CPU times (load-free), median:"
 for name in p2_even p2_balanced p2_balanced_zbh1; do
+  [[ -f "$out/$name.sched" ]] || continue
   /usr/bin/python3 -c "import statistics,sys; v=[float(x) for x in open(sys.argv[1])]; \
 print(f'  {sys.argv[2]:18s} {statistics.median(v):.3f}')" "$out/$name.sched" "$name"
 done
