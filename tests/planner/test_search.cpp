@@ -332,6 +332,59 @@ TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTimesEveryLayout) {
   EXPECT_EQ(r.timed, r.evaluated);
 }
 
+// GPT-2 small's shape at a long sequence, bf16.
+Workload gpt2_small_at(int seq) {
+  Workload w;
+  w.model.num_layers = 12, w.model.hidden_size = 768, w.model.num_attention_heads = 12;
+  w.model.seq_length = seq, w.model.vocab_size = 50257;
+  w.global_batch = 8;
+  w.precision = kernels::Precision::kBf16;
+  return w;
+}
+
+// The smallest memory of the layouts a search evaluated, with and without c > 1.
+std::pair<double, double> smallest_memory(const SearchResult& r) {
+  double without = 1e300, with = 1e300;
+  for (const auto* list : {&r.fitting, &r.over_memory})
+    for (const Prediction& p : *list)
+      (p.layout.context > 1 ? with : without) =
+          std::min(p.layout.context > 1 ? with : without, p.memory.total());
+  return {without, with};
+}
+
+// A long sequence whose activations fit no layout without context parallelism: on devices
+// with memory between the smallest layout with c = 1 and the smallest with c > 1, the plan
+// recommends c > 1 (every fitting layout has it). Below kContextSearchSeq the search adds
+// c > 1 only then.
+TEST(PlannerSearch, RecommendsContextParallelismWhereNothingElseFits) {
+  for (int seq : {32768, 4096}) {
+    IterationModel big(cluster(1, 8, 1e6), gpt2_small_at(seq));
+    SearchOptions all{8};
+    all.context = 0;
+    auto [without, with] = smallest_memory(search_layouts(big, all));
+    if (seq < kContextSearchSeq) {  // everything fits: c > 1 not searched
+      EXPECT_EQ(with, 1e300);
+      SearchOptions fixed{8};
+      fixed.context = 2;
+      with = smallest_memory(search_layouts(big, fixed)).second;
+    }
+    ASSERT_LT(with, without) << seq;
+    const double gib = (with + without) / 2 / (1L << 30);
+    IterationModel tight(cluster(1, 8, gib), gpt2_small_at(seq));
+    const SearchResult r = search_layouts(tight, all);
+    ASSERT_FALSE(r.fitting.empty()) << seq;
+    for (const Prediction& p : r.fitting) {
+      EXPECT_GT(p.layout.context, 1) << p.layout.describe();
+      EXPECT_EQ(p.layout.devices(), 8);
+      EXPECT_EQ(seq % (2 * p.layout.context), 0);
+      EXPECT_GT(p.time.context_comm, 0) << p.layout.describe();
+    }
+    SearchOptions no_cp{8};
+    no_cp.context = 1;
+    EXPECT_TRUE(search_layouts(tight, no_cp).fitting.empty());
+  }
+}
+
 struct CommandResult {
   int exit_code;
   std::string output;
@@ -453,6 +506,36 @@ TEST(PlanCommand, BadInputExitsNonZeroWithTheReason) {
   EXPECT_NE(one.output.find("fewer devices than it needs: it would fit on 2 devices"),
             std::string::npos)
       << one.output;
+}
+
+// `trident plan --context-parallel-size` fixes c: the best plan and the launch line name it;
+// a c the sequence or the heads do not allow is refused by the rule's words (exit 2).
+TEST(PlanCommand, FixesTheContextParallelSize) {
+  CommandResult r = run(kGpt + " --num-devices 16 --context-parallel-size 2 --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("best plan, t="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" c=2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("context-parallel attention traffic"), std::string::npos) << r.output;
+  CommandResult j = run(kGpt + " --num-devices 16 --context-parallel-size 4 --json --top 1");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const nlohmann::json best = nlohmann::json::parse(j.output)["plans"][0];
+  EXPECT_EQ(best["context"].get<int>(), 4);
+  EXPECT_EQ(best["cp_comm_type"].get<std::string>(), "p2p");
+  EXPECT_EQ(best["tensor"].get<int>() * best["context"].get<int>() * best["pipeline"].get<int>() *
+                best["data"].get<int>(),
+            16);
+  CommandResult bad = run(kGpt + " --num-devices 16 --context-parallel-size 3");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--seq-length (1024) must be divisible by 2 x --context-parallel-size"),
+            std::string::npos)
+      << bad.output;
+  CommandResult heads = run(kGpt +
+                            " --num-devices 16 --context-parallel-size 4 --cp-comm-type a2a "
+                            "--tensor-model-parallel-size 8");
+  EXPECT_EQ(heads.exit_code, 2) << heads.output;
+  EXPECT_NE(heads.output.find("--cp-comm-type a2a needs the attention heads (2)"),
+            std::string::npos)
+      << heads.output;
 }
 
 }  // namespace
