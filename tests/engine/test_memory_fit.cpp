@@ -123,5 +123,53 @@ TEST(MemoryRemedies, TogetherWhenNoneFitsAlone) {
   EXPECT_LT(remedies[0].needed_bytes, smallest_alone);
 }
 
+// A long sequence's activations: each rank of a cp group keeps seq / c tokens' activations,
+// so --context-parallel-size is a remedy (on c times the ranks, the same samples); a run at
+// c = 2 keeps its c in every other remedy (world t x c x p x d, global batch of d replicas).
+TEST(MemoryRemedies, ContextParallelismForALongSequence) {
+  ModelConfig m;
+  m.num_layers = 2, m.hidden_size = 32, m.num_attention_heads = 2, m.seq_length = 4096;
+  m.vocab_size = 64;
+  RankModelOptions o = options(m, 1);
+  o.layout.recompute_granularity = "full";  // kept inputs only: recomputation cannot help
+  const long need = needed_bytes(o);
+  const std::vector<MemoryRemedy> remedies = memory_remedies(o, need * 6 / 10);
+  const MemoryRemedy* cp = nullptr;
+  for (const MemoryRemedy& r : remedies)
+    if (r.flags == "--context-parallel-size 2") cp = &r;
+  ASSERT_NE(cp, nullptr) << listed(remedies);
+  EXPECT_EQ(cp->world_size, 2);
+  // Activations, scratch and the logits of 2048 tokens instead of 4096: a bit over half.
+  EXPECT_GT(cp->needed_bytes, need * 4 / 10);
+  EXPECT_LE(cp->needed_bytes, need * 6 / 10);
+  // Tighter: four ranks of 1024 tokens.
+  bool four = false;
+  for (const MemoryRemedy& r : memory_remedies(o, need * 35 / 100))
+    four |= r.flags == "--context-parallel-size 4" && r.world_size == 4;
+  EXPECT_TRUE(four) << listed(memory_remedies(o, need * 35 / 100));
+
+  // Already at c = 2 (d x c = 2 replicas of the weights, one data-parallel rank).
+  RankModelOptions at2 = o;
+  at2.layout.context = 2, at2.layout.data = 2;
+  const long need2 = needed_bytes(at2);
+  for (const MemoryRemedy& r : memory_remedies(at2, need2 * 6 / 10)) {
+    EXPECT_EQ(r.world_size % 2, 0) << r.flags;  // c = 2 kept
+    if (r.flags.find("--context-parallel-size") != std::string::npos) {
+      EXPECT_EQ(r.flags, "--context-parallel-size 4");
+      EXPECT_EQ(r.world_size, 4);
+    }
+  }
+  // The distributed optimizer over twice the replicas: d = 2 (world 4), global batch 2.
+  const long moments = needed_bytes(at2) - needed_bytes([&] {
+                         RankModelOptions x = at2;
+                         x.layout.distributed_optimizer = x.reduce.distributed_optimizer = true;
+                         return x;
+                       }());
+  bool data = false;
+  for (const MemoryRemedy& r : memory_remedies(at2, need2 - moments / 2 + 64))
+    if (r.flags == "--use-distributed-optimizer --global-batch-size 2") data = r.world_size == 4;
+  EXPECT_TRUE(data) << listed(memory_remedies(at2, need2 - moments / 2 + 64));
+}
+
 }  // namespace
 }  // namespace trident::engine
