@@ -629,8 +629,6 @@ TEST(PlannerMemory, EqualsTrainingForLora) {
   }
 }
 
-}  // namespace plan_vs_training
-
 // The planner's plan of a cp layout is the one training prints (each chunk planned for
 // seq / c tokens, the moments sharded over d x c), for each cp path.
 TEST(PlannerMemory, EqualsTrainingWithContextParallelism) {
@@ -646,6 +644,8 @@ TEST(PlannerMemory, EqualsTrainingWithContextParallelism) {
       expect_same_plans(l, w);
     }
 }
+
+}  // namespace plan_vs_training
 
 }  // namespace
 }  // namespace trident::planner

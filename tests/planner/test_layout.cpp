@@ -4,6 +4,7 @@
 // ZB-H1's deferred weight gradients).
 #include <gtest/gtest.h>
 
+#include "context_parallel/rules.h"
 #include "planner/layout.h"
 #include "train/training_config.h"
 
