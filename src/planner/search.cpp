@@ -106,6 +106,7 @@ void for_each_layout(const IterationModel& model, const SearchOptions& o, bool w
         for_each_replica_layout(o, w, t, c, p, d, visit);
       }
 }
+
 // Device counts above n to try, smallest first: every count up to a node, then whole nodes
 // (one by one up to 4 nodes, then doubling, so the search stays quick on big clusters).
 std::vector<long> larger_device_counts(long n, const Cluster& c) {
@@ -120,16 +121,13 @@ std::vector<long> larger_device_counts(long n, const Cluster& c) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
+// The layouts of `o` (c > 1 only when `with_cp` or given), memory first: only those that fit
+// are simulated and timed.
 void search_into(IterationModel& model, const SearchOptions& o, bool with_cp,
                  SearchResult& result) {
   const double capacity = model.cluster().device.memory_gib * (1L << 30);
   for_each_layout(model, o, with_cp, [&](const Layout& l) {
     ++result.evaluated;
-    // Memory first: only layouts that fit are simulated and timed.
     Prediction p;
     p.layout = l;
     p.memory = model.device_memory(l);
