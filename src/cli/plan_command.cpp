@@ -19,6 +19,7 @@
 #include "cli/parse_args.h"
 #include "cli/tokenizer_args.h"
 #include "cli/train_args.h"
+#include "context_parallel/rules.h"
 #include "core/files.h"
 #include "data_parallel/sharding_strategy.h"
 #include "planner/calibrate.h"
@@ -40,6 +41,7 @@ struct PlanArgs {
   std::string sharding_strategy;  // --data-parallel-sharding-strategy: fixes it when given
   bool sequence_parallel = false, no_sequence_parallel = false;  // else searched
   std::string pipeline_schedule;  // zb-h1 fixes the zero-bubble schedule; 1f1b excludes it
+  std::string cp_comm_type = "p2p";
   bool bf16 = false, fp16 = false;
   double train_tokens = 0;
   bool json = false, launch = false;
@@ -61,6 +63,17 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_option("--micro-batch-size", a.search.micro_batch, "fix b")->group("Layout");
   app.add_option("--expert-model-parallel-size", a.search.expert,
                  "fix EP (MoE; default: searched over the divisors of d that divide the experts)")
+      ->group("Layout");
+  app.add_option("--context-parallel-size", a.search.context,
+                 "fix c, the ranks each sequence is split over (default: searched from seq " +
+                     std::to_string(planner::kContextSearchSeq) +
+                     ", or when nothing fits without it)")
+      ->group("Layout");
+  app.add_option("--cp-comm-type", a.cp_comm_type,
+                 "how attention reaches the other cp ranks' keys and values: p2p (ring), a2a "
+                 "(heads / c), allgather")
+      ->check(CLI::IsMember({"p2p", "a2a", "allgather"}))
+      ->capture_default_str()
       ->group("Layout");
   app.add_option("--num-layers-per-virtual-pipeline-stage", a.search.layers_per_virtual_stage,
                  "fix the layers per model chunk (v = layers / (p x this))")
@@ -227,6 +240,7 @@ int run_plan(PlanArgs& a) {
   if (a.sequence_parallel) a.search.sequence_parallel = true;
   if (a.no_sequence_parallel) a.search.sequence_parallel = false;
   if (!a.pipeline_schedule.empty()) a.search.zero_bubble = a.pipeline_schedule == "zb-h1";
+  a.search.cp_comm_type = *context_parallel::parse_cp_comm_type(a.cp_comm_type);
   a.workload.precision = precision_of(a);
   planner::IterationModel model(cluster, a.workload);
   std::vector<std::string> errors = planner::request_violations(model, a.search);

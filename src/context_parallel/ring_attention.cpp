@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "context_parallel/buffers.h"
+
 namespace trident::context_parallel {
 
 namespace {
@@ -39,14 +41,18 @@ struct Ring {
   const kernels::AttentionShape& local;
   const ContextParallel& cp;
   int heads_per_kv, n_kv;
-  long q_elems, kv_elems;  // floats of q (and out) and of k (and of v), head-major
+  // The sizes of every buffer below (context_parallel/buffers.h, which the memory plan sizes
+  // its row with): q_elems floats of q (and out), kv_elems of k (and of v), head-major.
+  RingBuffers sizes;
+  long q_elems, kv_elems;
   Ring(const kernels::AttentionShape& s, const kernels::QkvLayout& l, const ContextParallel& c)
       : local(s),
         cp(c),
         heads_per_kv(l.heads_per_kv),
         n_kv(kernels::kv_heads_read(l, s.heads)),
-        q_elems((long)s.batch * s.heads * s.seq * s.head_dim),
-        kv_elems((long)s.batch * n_kv * s.seq * s.head_dim) {}
+        sizes(ring_buffers({s.batch, s.seq, s.heads, n_kv, s.head_dim, c.size})),
+        q_elems(sizes.q),
+        kv_elems(sizes.kv) {}
   int next() const { return (cp.rank + 1) % cp.size; }
   int prev() const { return (cp.rank + cp.size - 1) % cp.size; }
   int owner(int step) const { return (cp.rank - step + cp.size) % cp.size; }
@@ -74,7 +80,7 @@ struct Ring {
 std::vector<float> pack_kv(const float* qkv, const kernels::QkvLayout& l,
                            const kernels::AttentionShape& s, const Ring& ring,
                            const kernels::RopeTable* rope) {
-  std::vector<float> kv(2 * ring.kv_elems);
+  std::vector<float> kv(ring.sizes.block());
   const long first = (long)l.first_kv * s.head_dim;
   kernels::gather_heads(qkv + l.k_offset + first, l.kv_stride, s.batch, s.seq, ring.n_kv,
                         s.head_dim, kv.data(), rope, s.positions);
@@ -110,7 +116,7 @@ void ring_attention_forward(const float* qkv, const kernels::QkvLayout& layout, 
   check_ring(local, cp);
   const Ring ring(local, layout, cp);
   const int hd = local.head_dim;
-  const long rows = (long)local.batch * local.heads * local.seq;
+  const long rows = ring.sizes.rows;
   std::vector<float> q(ring.q_elems), o(ring.q_elems), part_o(ring.q_elems), part_lse(rows);
   kernels::gather_heads(qkv, layout.q_stride, local.batch, local.seq, local.heads, hd, q.data(),
                         rope, local.positions);
@@ -146,7 +152,7 @@ QueryGrads query_operands(const float* qkv, const kernels::QkvLayout& l, const f
                           const float* dout, const kernels::AttentionShape& s, const Ring& ring,
                           const kernels::RopeTable* rope) {
   const int hd = s.head_dim;
-  const long stride = (long)s.heads * hd, rows = (long)s.batch * s.heads * s.seq;
+  const long stride = (long)s.heads * hd, rows = ring.sizes.rows;
   QueryGrads x{std::vector<float>(ring.q_elems), std::vector<float>(ring.q_elems),
                std::vector<float>(ring.q_elems), std::vector<float>(rows),
                std::vector<float>(ring.q_elems, 0.f)};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "context_parallel/rules.h"
+
 namespace trident::engine {
 
 MemoryBound memory_lower_bound(const RankLayout& l) {
@@ -35,7 +37,22 @@ RankLayout most_remedied(const RankLayout& layout) {
   l.micro_batch = 1;
   l.recompute_granularity = "full", l.recompute_method = "uniform", l.recompute_num_layers = 1;
   l.split.clear();  // not needed by the bound (an even split would be l.pipeline entries long)
+  if (const std::vector<int> more = more_context_ranks(layout); !more.empty()) {
+    l.data = l.data / l.context * more.back();
+    l.context = more.back();
+  }
   return l;
+}
+
+std::vector<int> more_context_ranks(const RankLayout& l) {
+  std::vector<int> out;
+  for (long c = 2L * l.context; c <= 1024L * l.context && c <= l.model.seq_length; c *= 2) {
+    std::vector<std::string> errors;
+    context_parallel::check_context_parallel(l.model, l.tensor, (int)c, l.cp_comm_type, errors);
+    if (!errors.empty()) break;  // a larger c breaks the same rule
+    out.push_back((int)c);
+  }
+  return out;
 }
 
 }  // namespace trident::engine

@@ -5,6 +5,8 @@
 // that cannot fit with it before the exact plan (engine/rank_memory.h) is even computed,
 // whose cost grows with the layer count; the remedies search skips, with it, layouts that
 // cannot fit.
+#include <vector>
+
 #include "engine/rank_layout.h"
 
 namespace trident::engine {
@@ -29,8 +31,13 @@ MemoryBound memory_lower_bound(const RankLayout& layout);
 
 // `layout` changed as far as memory_remedies goes (engine/memory_fit.h): one layer per model
 // chunk, 1024 times the data-parallel ranks with the distributed optimizer, micro-batch 1,
-// full recomputation of single layers. Its bound is below every remedy's plan: above the
-// memory there is, nothing tried fits.
+// full recomputation of single layers, the largest of more_context_ranks. Its bound is below
+// every remedy's plan: above the memory there is, nothing tried fits.
 RankLayout most_remedied(const RankLayout& layout);
+
+// The context-parallel sizes a remedy may try, ascending: c doubled, up to 1024 c, while
+// the rules of context parallelism allow it (context_parallel/rules.h: the sequence in 2c
+// chunks, a2a's heads, no MoE or LoRA). Empty when none does.
+std::vector<int> more_context_ranks(const RankLayout& layout);
 
 }  // namespace trident::engine

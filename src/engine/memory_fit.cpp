@@ -27,13 +27,14 @@ struct Candidate {
   }
 };
 
-// Samples per step: micro-batch x micro-batches x data-parallel ranks.
+// Samples per step: micro-batch x micro-batches x data-parallel ranks (layout.data counts
+// the d x c ranks holding the weights; the c ranks of a cp group share their samples).
 long global_batch_of(const RankModelOptions& o) {
-  return (long)o.layout.micro_batch * o.schedule.microbatches * o.layout.data;
+  return (long)o.layout.micro_batch * o.schedule.microbatches * (o.layout.data / o.layout.context);
 }
 using Change = std::function<std::optional<Candidate>(const Candidate&)>;
 
-int world_of(const RankLayout& l) {
+int world_of(const RankLayout& l) {  // t x c x p x d (data holds d x c)
   return l.tensor * l.pipeline * l.data;
 }
 
@@ -111,6 +112,19 @@ std::optional<Candidate> with_data(const Candidate& c, int data) {
   return n;
 }
 
+// Each sequence split over `context` ranks (context parallelism): every rank keeps seq / c
+// tokens' activations, with the same samples and the user's t, p and d; the weights are
+// replicated over d x c ranks.
+std::optional<Candidate> with_context(const Candidate& c, int context) {
+  const RankLayout& l = c.o.layout;
+  if (context <= l.context) return std::nullopt;
+  Candidate n = c;
+  n.o.layout.data = l.data / l.context * context;
+  n.o.layout.context = context;
+  n.add_flags("--context-parallel-size " + std::to_string(context));
+  return n;
+}
+
 bool fits(const Candidate& c, long available) {
   // The closed form first: the exact plan costs a plan per pipeline rank.
   if (memory_lower_bound(c.o.layout).total_bytes() > (double)available) return false;
@@ -167,11 +181,15 @@ std::optional<Candidate> fewest_data_ranks(const Candidate& c, long available) {
   return first_fitting(c, available, more_data_ranks(c.o.layout), with_data);
 }
 
+std::optional<Candidate> fewest_context_ranks(const Candidate& c, long available) {
+  return first_fitting(c, available, more_context_ranks(c.o.layout), with_context);
+}
+
 // More ranks of each kind, the fewest that fit: for the layout as it is, and for it with
 // the changes on its ranks when that takes fewer ranks still.
 void add_scaled(const Candidate& base, const std::optional<Candidate>& changed, long available,
                 std::vector<Candidate>& out) {
-  for (auto scale : {fewest_stages, fewest_data_ranks}) {
+  for (auto scale : {fewest_stages, fewest_data_ranks, fewest_context_ranks}) {
     const std::optional<Candidate> plain = scale(base, available);
     const std::optional<Candidate> with_changes =
         changed ? scale(*changed, available) : std::nullopt;

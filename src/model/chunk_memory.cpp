@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "context_parallel/buffers.h"
 #include "model/expert_rows.h"
 #include "tensor_parallel/lm_head_loss.h"
 
@@ -189,6 +190,18 @@ bool ChunkShape::output_held(int l) const {
 bool ChunkShape::output_in_slot(int l) const {
   if (l >= recomputed_layers) return !output_held(l);
   return l + 1 == recomputed_layers || (l + 1) % recompute_group == 0;  // its group's last
+}
+
+std::string context_parallel_row(context_parallel::CpCommType type) {
+  switch (type) {
+    case context_parallel::CpCommType::kP2p:
+      return "context-parallel attention: q, out and key/value blocks (ring, double-buffered)";
+    case context_parallel::CpCommType::kA2a:
+      return "context-parallel attention: all-to-all buffers and head-split sequence";
+    case context_parallel::CpCommType::kAllGather:
+      return "context-parallel attention: the gathered whole sequence";
+  }
+  return "context-parallel attention";
 }
 
 long ChunkBuffer::floats() const {
@@ -436,6 +449,23 @@ void add_scratch(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   }
 }
 
+// Context parallelism: the buffers one attention call allocates while it runs (the ring's
+// key/value blocks, double-buffered, and their gradients; all-to-all's and all-gather's
+// whole-sequence copies), sized by context_parallel/buffers.h as the kernels size them. Taken
+// from the heap during the call, not carved from the arena: planned as communication.
+void add_context_parallel(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
+  const context_parallel::ContextParallel& cp = s.options.context_parallel;
+  if (!cp.active() || s.layers == 0) return;
+  const ModelConfig& m = s.config;
+  const int heads = m.num_attention_heads / s.tensor_parallel_size;
+  const int heads_per_kv = m.num_attention_heads / m.query_groups();
+  const context_parallel::CpAttentionShape shape{
+      s.micro_batch, s.seq, heads, (heads - 1) / heads_per_kv + 1, m.head_dim(), cp.size};
+  Rows(table, "communication")
+      .add(context_parallel_row(cp.type), Home::kOutsideArena, Field::kNone, 1,
+           {context_parallel::attention_buffer_floats(cp.type, shape)});
+}
+
 // The 16-bit weight copy (Parameters' own) and the rounded GEMM operands.
 void add_low_precision(const ChunkShape& s, std::vector<ChunkBuffer>& table) {
   const auto [act, in] = s.operand_sizes();
@@ -493,6 +523,7 @@ std::vector<ChunkBuffer> chunk_buffers(const ChunkShape& s) {
   }
   add_activations(s, table);
   add_scratch(s, table);
+  add_context_parallel(s, table);
   add_low_precision(s, table);
   return table;
 }

@@ -173,6 +173,9 @@ inline constexpr const char* kLoraMomentsRow = "lora adam exp_avg + exp_avg_sq";
 inline constexpr const char* kLoraBranchRow = "LoRA branch u = x A^T + du";
 inline constexpr const char* kLoraInputRow = "LoRA branch input in fp32 (dropout, bf16)";
 inline constexpr const char* kLoraLowRow = "LoRA bf16 s u + s B";
+// Context parallelism (c > 1): the attention call's buffers of this --cp-comm-type, held while
+// it runs (context_parallel/buffers.h), a "communication" row of the chunk's plan.
+std::string context_parallel_row(context_parallel::CpCommType type);
 // The floats of a chunk's LoRA adapter buffer (ParameterLayout::lora_adapters), padded to
 // pad_multiple; 0 without LoRA. Every layer's adapters have the same size (LoRA refuses MoE).
 long lora_adapter_floats(const ModelConfig& config, TensorParallelRank tp,

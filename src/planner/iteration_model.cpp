@@ -12,6 +12,7 @@
 #include "pipeline_parallel/schedules.h"
 #include "pipeline_parallel/simulator.h"
 #include "planner/collectives.h"
+#include "planner/context_comm.h"
 #include "planner/layer_costs.h"
 #include "planner/paper_model.h"
 #include "planner/sharding.h"
@@ -78,7 +79,9 @@ double moe_share(const ModelConfig& m) {
 IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers,
                                                      bool post_process) const {
   const ModelConfig& m = workload_.model;
-  const double t = l.tensor, T = (double)l.micro_batch * m.seq_length, h = m.hidden_size;
+  // This rank's tokens of the micro-batch: seq / c of each sample under context parallelism.
+  const double t = l.tensor, T = (double)l.micro_batch * m.seq_length / l.context;
+  const double h = m.hidden_size;
   const double share = moe_share(m), moe_layers = layers * share;
   const double dense_layers = layers - moe_layers;
   ChunkTime ct;
@@ -89,10 +92,13 @@ IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers
     ct.other_backward += count * lt.backward.other;
     ct.weight += count * lt.weight_gemm;
   };
-  add(layer_times(cluster_, l,
-                  transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel),
-                  workload_.precision),
-      dense_layers);
+  LayerWork dense =
+      transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel, l.context);
+  // --cp-comm-type allgather runs the whole sequence's attention on every cp rank.
+  if (l.cp_comm_type == context_parallel::CpCommType::kAllGather)
+    dense.attention_flops *= l.context;
+  add(layer_times(cluster_, l, dense, workload_.precision), dense_layers);
+  add_context_comm(l, layers, ct);
   if (share > 0) {
     add(layer_times(cluster_, l,
                     moe_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel, l.expert),
@@ -133,7 +139,7 @@ IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers
     // three all-reduces of one number per token, and f's backward all-reduce of d(input)
     // (with sequence parallelism: the final LayerNorm's output all-gathered, d(input)
     // reduce-scattered).
-    const HeadWork head = output_layer_work(m, l.tensor, l.micro_batch);
+    const HeadWork head = output_layer_work(m, l.tensor, l.micro_batch, l.context);
     const PassSeconds head_forward = head_forward_seconds(cluster_, head);
     const PassSeconds head_backward = head_backward_seconds(cluster_, head);
     ct.forward += head_forward.gemm;
@@ -148,10 +154,28 @@ IterationModel::ChunkTime IterationModel::chunk_time(const Layout& l, int layers
     // Scatter/gather: each tensor rank sends 1/t of the boundary tensor, then the tensor
     // group all-gathers it; once per chunk and micro-batch in each direction. With sequence
     // parallelism the 1/t is all a stage needs: no all-gather.
-    const LinkSpec& pp_link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
+    const LinkSpec& pp_link = group_link(cluster_, l.pipeline, (long)l.tensor * l.replicas());
     ct.pipeline = point_to_point_seconds(bytes / t, pp_link) + (l.sequence_parallel ? 0 : gather);
   }
   return ct;
+}
+
+void IterationModel::add_context_comm(const Layout& l, int layers, ChunkTime& ct) const {
+  if (l.context <= 1) return;
+  const ModelConfig& m = workload_.model;
+  const LayerWork work =
+      transformer_layer_work(m, l.tensor, l.micro_batch, l.sequence_parallel, l.context);
+  const double attention = attention_seconds(cluster_, work.attention_flops);
+  // The cp group: c ranks t apart (Megatron's order tp-cp-dp-pp), inside a node when t x c
+  // divides one.
+  const ContextComm cp =
+      context_comm(context_operands(m, l.tensor, l.micro_batch, l.context), l.cp_comm_type,
+                   attention, 2 * attention, group_link(cluster_, l.context, l.tensor));
+  const bool recomputed = l.recompute != Recompute::kNone;  // the core runs again in backward
+  ct.context_forward = layers * cp.forward_exposed;
+  ct.context_backward = layers * (cp.backward_exposed + (recomputed ? cp.forward_exposed : 0));
+  ct.context_bytes =
+      layers * (cp.forward_bytes + cp.backward_bytes + (recomputed ? cp.forward_bytes : 0));
 }
 
 double IterationModel::simulated_bubble(int p, int v, int m, double backward_ratio) {
@@ -194,7 +218,9 @@ const engine::ScheduleNeeds& IterationModel::schedule_needs(const pp::ScheduleCo
 engine::RankLayout IterationModel::rank_layout(const Layout& l) const {
   engine::RankLayout r;
   r.model = workload_.model;
-  r.tensor = l.tensor, r.pipeline = l.pipeline, r.data = l.data;
+  // As TrainingConfig::rank_layout: the weights' replicas are the d x c ranks.
+  r.tensor = l.tensor, r.pipeline = l.pipeline, r.data = l.replicas();
+  r.context = l.context, r.cp_comm_type = l.cp_comm_type;
   r.virtual_stages = l.virtual_stages;
   // The split training runs by default (--launch passes no split flag).
   r.split = engine::default_split(r.model, l.tensor, l.pipeline, l.virtual_stages,
@@ -240,7 +266,7 @@ std::vector<MemoryPlan> IterationModel::stage_plans(const Layout& l, int stage) 
   // --launch turns on the overlapped gradient reduction whenever d > 1.
   engine::RankMemoryPlan plan = engine::planned_rank_memory(
       rank_layout(l), stage, schedule_needs(schedule_of(l, microbatches), stage), microbatches,
-      l.data > 1, [&](const ChunkPlacement& p) { return sizes_of(l.tensor, p, l.expert); });
+      l.replicas() > 1, [&](const ChunkPlacement& p) { return sizes_of(l.tensor, p, l.expert); });
   std::vector<MemoryPlan> plans = std::move(plan.chunks);
   plans.push_back(std::move(plan.buffers));
   return plans;
@@ -253,7 +279,7 @@ VocabularyTraffic vocabulary_traffic(const engine::RankLayout& r, const ChunkOpt
                                      const LayoutSizes& sizes) {
   VocabularyTraffic v;
   v.blocks = engine::vocabulary_blocks(r, o.placement, (int)sizes.tensors.size());
-  const long tokens = (long)r.micro_batch * r.model.seq_length;
+  const long tokens = (long)r.micro_batch * r.local_seq();
   const long rows = logits_chunk_rows(r.model, r.tensor, tokens, o);
   v.logits_chunks = (int)((tokens + rows - 1) / rows);
   v.swapped_floats = (double)r.data * tokens * r.model.hidden_size;
@@ -390,14 +416,16 @@ void IterationModel::add_data_parallel(const Layout& l, int mb, double forward, 
                                        Prediction& out) {
   const StageParameters params = stage_parameters(l, out.memory.stage);
   DataParallelWork work;
-  work.data = l.data, work.microbatches = mb;
+  // Replicated weights are reduced (and sharded) over the d x c ranks of the data-parallel
+  // group with context parallel: c consecutive cp ranks per data-parallel rank, t apart.
+  work.data = l.replicas(), work.microbatches = mb;
   work.parameter_floats = params.floats;
   work.bucket_floats = (double)engine::gradient_bucket_floats(rank_layout(l));
   work.gathers = params.gathers;
   work.held_back_floats = params.held_back_floats;
   work.forward = forward, work.backward = backward;
   const DataParallelTraffic dp =
-      data_parallel_traffic(l.sharding, work, group_link(cluster_, l.data, l.tensor));
+      data_parallel_traffic(l.sharding, work, group_link(cluster_, l.replicas(), l.tensor));
   const DataParallelTraffic edp = expert_data_traffic(cluster_, l, params.expert_floats, mb);
   TimeBreakdown& time = out.time;
   out.data_parallel_bytes = dp.bytes + edp.bytes;
@@ -407,10 +435,10 @@ void IterationModel::add_data_parallel(const Layout& l, int mb, double forward, 
   // next step (4 bytes written per float held).
   const bool sharded = l.distributed_optimizer();
   const double shard =
-      (sharded ? params.floats / l.data : params.floats) +
+      (sharded ? params.floats / l.replicas() : params.floats) +
       (sharded ? params.expert_floats / (l.data / l.expert) : params.expert_floats);
   const double zeroed =
-      (data_parallel::shards_gradients(l.sharding) ? params.floats / l.data : params.floats) +
+      (data_parallel::shards_gradients(l.sharding) ? params.floats / l.replicas() : params.floats) +
       params.expert_floats;
   time.optimizer = shard * cluster_.kernels.optimizer_ns(cluster_.device) * 1e-9 +
                    memory_traffic_seconds(cluster_, zeroed, 4);
@@ -432,6 +460,8 @@ Prediction IterationModel::predict(const Layout& l) {
     time.other_kernels += mb * (c.other_forward + c.other_backward);
     time.tensor_comm += mb * (c.tensor_forward + c.tensor_backward);
     time.expert_comm += mb * (c.expert_forward + c.expert_backward);
+    time.context_comm += mb * (c.context_forward + c.context_backward);
+    out.context_bytes += mb * c.context_bytes;
     time.pipeline_comm += mb * 2 * c.pipeline;
     forward += c.forward_total();
     backward += c.backward_total();
@@ -442,7 +472,7 @@ Prediction IterationModel::predict(const Layout& l) {
   if (l.pipeline > 1 && m.tied_output()) {
     // After the last backward the first and last stage swap their tied word embedding's
     // gradient (V / t x h), before the data-parallel reduction and the step.
-    const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.data);
+    const LinkSpec& link = group_link(cluster_, l.pipeline, (long)l.tensor * l.replicas());
     time.pipeline_comm += point_to_point_seconds(
         (double)m.padded_vocab_size(l.tensor) / l.tensor * m.hidden_size * kCommBytes, link);
   }

@@ -7,6 +7,10 @@
 //   layer is recomputed) on the ring model over the node's links;
 // - expert parallelism (MoE): each MoE layer's dispatch and combine all-to-alls over the
 //   expert group, with the tokens spread evenly over the experts;
+// - context parallelism: each rank computes seq / c tokens of every sample (its 1/c of the
+//   causal attention), and its attention exchanges keys and values over the cp group
+//   (src/planner/context_comm.h: the ring's sends overlapped with the attention tiles);
+//   gradients are reduced, and the distributed optimizer and ZeRO shard, over d x c ranks;
 // - pipeline parallelism: the boundary sends (1/t of the tensor with scatter/gather, then an
 //   all-gather inside the tensor group), and the bubble from simulating trident's own
 //   schedule lists (src/pipeline_parallel), not from a formula;
@@ -33,15 +37,16 @@ struct TimeBreakdown {       // seconds per iteration on the critical (slowest) 
   double compute = 0;        // matrix products
   double other_kernels = 0;  // the attention core and the element-wise kernels
   double tensor_comm = 0;
-  double expert_comm = 0;  // the MoE dispatch and combine all-to-alls (expert parallelism)
+  double expert_comm = 0;   // the MoE dispatch and combine all-to-alls (expert parallelism)
+  double context_comm = 0;  // context parallelism's attention traffic, exposed
   double pipeline_comm = 0;
   double bubble = 0;
   double data_comm = 0;         // exposed
   double data_comm_hidden = 0;  // overlapped with backward / forward (not in total)
   double optimizer = 0;
   double total() const {
-    return compute + other_kernels + tensor_comm + expert_comm + pipeline_comm + bubble +
-           data_comm + optimizer;
+    return compute + other_kernels + tensor_comm + expert_comm + context_comm + pipeline_comm +
+           bubble + data_comm + optimizer;
   }
 };
 
@@ -79,6 +84,7 @@ struct Prediction {
   MemoryBreakdown memory;
   double bubble_fraction = 0;      // simulated idle / busy time of the schedule
   double data_parallel_bytes = 0;  // sent by each rank per iteration in data parallelism
+  double context_bytes = 0;        // sent by each rank per iteration in context parallelism
   double model_flops = 0;          // the paper's FLOPs of one iteration
   double tflops_per_device = 0;
   double peak_fraction = 0;
@@ -117,17 +123,22 @@ class IterationModel {
     double other_forward = 0, other_backward = 0;  // attention core, element-wise kernels,
                                                    // weight-gradient accumulation
     double tensor_forward = 0, tensor_backward = 0;
-    double pipeline = 0;                             // per direction
-    double expert_forward = 0, expert_backward = 0;  // the MoE layers' all-to-alls
+    double pipeline = 0;                               // per direction
+    double expert_forward = 0, expert_backward = 0;    // the MoE layers' all-to-alls
+    double context_forward = 0, context_backward = 0;  // cp attention traffic, exposed
+    double context_bytes = 0;                          // ... sent, both passes
     double weight = 0;  // the layers' weight-gradient products (W of a zero-bubble schedule)
     double forward_total() const {
-      return forward + other_forward + tensor_forward + expert_forward + pipeline;
+      return forward + other_forward + tensor_forward + expert_forward + context_forward + pipeline;
     }
     double backward_total() const {
-      return backward + other_backward + tensor_backward + expert_backward + pipeline;
+      return backward + other_backward + tensor_backward + expert_backward + context_backward +
+             pipeline;
     }
   };
   ChunkTime chunk_time(const Layout& l, int layers, bool post_process) const;
+  // Context parallelism's traffic of `layers` dense layers, into ct.
+  void add_context_comm(const Layout& l, int layers, ChunkTime& ct) const;
   // Every rank's schedule on the simulated clock, each chunk at its own times: its layers
   // under the split training runs (engine::default_split), the last virtual stage with the
   // output layer (the embedding's gather is too small to count).

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "context_parallel/rules.h"
+
 namespace trident::planner {
 
 namespace {
@@ -26,12 +28,17 @@ void add(std::vector<std::string>& argv, const std::string& flag, long value) {
 
 void add_layout_flags(std::vector<std::string>& argv, const Layout& l, const Workload& w) {
   add(argv, "--tensor-model-parallel-size", l.tensor);
+  if (l.context > 1) {
+    add(argv, "--context-parallel-size", l.context);
+    argv.insert(argv.end(),
+                {"--cp-comm-type", context_parallel::cp_comm_type_name(l.cp_comm_type)});
+  }
   add(argv, "--pipeline-model-parallel-size", l.pipeline);
   if (l.virtual_stages > 1)
     add(argv, "--num-layers-per-virtual-pipeline-stage", l.layers_per_chunk(w.model.num_layers));
   add(argv, "--micro-batch-size", l.micro_batch);
   add(argv, "--global-batch-size", w.global_batch);
-  if (l.data > 1) argv.push_back("--overlap-grad-reduce");
+  if (l.replicas() > 1) argv.push_back("--overlap-grad-reduce");
   // ZeRO-1 by Megatron's own flag; ZeRO-2 and 3 by Megatron-FSDP's strategy names.
   if (l.sharding == data_parallel::ShardingStrategy::kOptim)
     argv.push_back("--use-distributed-optimizer");

@@ -10,16 +10,16 @@ namespace trident::planner {
 namespace {
 
 // The attention half of a layer and the LayerNorms and residual adds around both halves.
-LayerWork attention_work(const ModelConfig& m, int tensor, int micro_batch,
-                         bool sequence_parallel) {
-  const double t = tensor, s = m.seq_length, T = micro_batch * s, h = m.hidden_size;
+LayerWork attention_work(const ModelConfig& m, int tensor, int micro_batch, bool sequence_parallel,
+                         int context) {
+  const double t = tensor, s = m.seq_length, T = micro_batch * s / context, h = m.hidden_size;
   const double heads = m.num_attention_heads / t, d = m.head_dim();
   LayerWork w;
   // q, k, v (fewer key/value rows with grouped-query attention) and the projection.
   const double attn = (double)m.attention_width() / t;  // h / t unless --kv-channels
   w.gemms = {{T, (double)m.qkv_projection_local(tensor), h}, {T, h, attn}};
   // Each query against the keys it attends (fewer with a sliding window).
-  w.attention_flops = 2 * (2 * micro_batch * heads * s * m.attention_keys(s) * d);
+  w.attention_flops = 2 * (2 * micro_batch * heads * s * m.attention_keys(s) * d) / context;
   // Element accesses of trident's kernels, forward: LayerNorms read and write h (2 x 2h);
   // the QKV bias is read and written (6h/t); attention reads q, k, v and writes its output
   // (4h/t); the two bias + residual adds read two tensors and write one (2 x 3h).
@@ -37,10 +37,10 @@ void count_weights(LayerWork& w) {
 }  // namespace
 
 LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
-                                 bool sequence_parallel) {
-  const double t = tensor, T = (double)micro_batch * m.seq_length, h = m.hidden_size;
+                                 bool sequence_parallel, int context) {
+  const double t = tensor, T = (double)micro_batch * m.seq_length / context, h = m.hidden_size;
   const double ffn = m.ffn();
-  LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel);
+  LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel, context);
   // fc1 ([gate | up] with SwiGLU) and fc2; bias + GeLU reads the pre-activation and writes
   // it and the activation (3 ffn/t).
   w.gemms.push_back({T, m.fc1_rows() / t, h});
@@ -55,7 +55,7 @@ LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool
   const double t = tensor, T = (double)micro_batch * m.seq_length, h = m.hidden_size;
   const double E = m.moe.num_experts, k = m.moe.router_topk, ep = expert;
   const double f = m.moe_ffn(), fc1 = m.swiglu ? 2 * f : f;
-  LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel);
+  LayerWork w = attention_work(m, tensor, micro_batch, sequence_parallel, 1);
   w.deferred_gemms = (int)w.gemms.size();  // the attention's (model/moe_layer.h: not the MoE MLP's)
   // The router on the micro-batch's tokens (fp32 logits [T, E]); then each of this rank's
   // E / EP experts on its share of the T k rows its expert group routes (balanced: every
@@ -88,8 +88,8 @@ LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool
   return w;
 }
 
-HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch) {
-  const long T = (long)micro_batch * m.seq_length;
+HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch, int context) {
+  const long T = (long)micro_batch * m.seq_length / context;
   const int vocab_local = m.padded_vocab_size(tensor) / tensor;
   const double rows = tensor_parallel::lm_head_chunk_rows(T, vocab_local);
   HeadWork w;

@@ -38,14 +38,17 @@ struct HeadWork {
 };
 
 // sequence_parallel: the LayerNorms, residual adds and bias + dropout of [tokens, h] run on
-// 1/t of the tokens.
+// 1/t of the tokens. context (c > 1, context parallelism): the rank holds seq / c tokens of
+// each sample, and its attention core is 1/c of the whole sequence's (the load-balanced
+// chunks give every cp rank the same share of the causal mask; a2a's heads / c over the whole
+// sequence is the same work).
 LayerWork transformer_layer_work(const ModelConfig& m, int tensor, int micro_batch,
-                                 bool sequence_parallel = false);
+                                 bool sequence_parallel = false, int context = 1);
 // An MoE layer (the MoE MLP instead of the dense one) on a rank of an expert group of
 // `expert` ranks, with the tokens spread evenly over the experts.
 LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool sequence_parallel,
                          int expert);
-HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch);
+HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch, int context = 1);
 
 // Seconds on one device of the cluster.
 double gemm_seconds(const Cluster& c, const Gemm& g);

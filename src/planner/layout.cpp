@@ -1,5 +1,6 @@
 #include "planner/layout.h"
 
+#include "context_parallel/rules.h"
 #include "pipeline_parallel/schedules.h"
 
 namespace trident::planner {
@@ -37,9 +38,14 @@ pipeline_parallel::ScheduleKind Layout::schedule() const {
 }
 
 std::string Layout::describe() const {
-  std::string s = "t=" + std::to_string(tensor) + " p=" + std::to_string(pipeline) +
-                  " d=" + std::to_string(data) + " b=" + std::to_string(micro_batch) +
-                  " v=" + std::to_string(virtual_stages);
+  std::string s = "t=" + std::to_string(tensor);
+  if (context > 1) {
+    s += " c=" + std::to_string(context);
+    if (cp_comm_type != context_parallel::CpCommType::kP2p)
+      s += " cp=" + context_parallel::cp_comm_type_name(cp_comm_type);
+  }
+  s += " p=" + std::to_string(pipeline) + " d=" + std::to_string(data) +
+       " b=" + std::to_string(micro_batch) + " v=" + std::to_string(virtual_stages);
   if (recompute != Recompute::kNone) s += " recompute=" + recompute_name(recompute);
   if (distributed_optimizer()) s += " " + sharding_short_name(sharding);
   if (sequence_parallel) s += " sp";
@@ -103,9 +109,10 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
     return errors;
   }
   const std::string strategy = data_parallel::sharding_strategy_name(l.sharding);
-  if (l.distributed_optimizer() && l.data < 2)
+  // The shards are over the d x c ranks holding the same weights.
+  if (l.distributed_optimizer() && l.replicas() < 2)
     errors.push_back("--data-parallel-sharding-strategy " + strategy +
-                     " needs d >= 2 to shard anything");
+                     " needs d x c >= 2 to shard anything");
   // Training reduce-scatters each micro-batch's gradients as its backward ends; ZB-H1 defers
   // weight gradients past later backwards (src/train's rule, the same words).
   if (data_parallel::shards_gradients(l.sharding) && l.zero_bubble)
@@ -122,6 +129,7 @@ std::vector<std::string> layout_violations(const Layout& l, const Workload& w) {
     errors.push_back("--pipeline-schedule zb-h1 needs p >= 2 (it fills a pipeline's bubble)");
   moe_violations(l, w, errors);
   lora_violations(l, w, errors);
+  context_parallel::check_context_parallel(m, l.tensor, l.context, l.cp_comm_type, errors);
   pipeline_parallel::ScheduleConfig s{l.schedule(), l.pipeline, l.virtual_stages,
                                       l.microbatches(w.global_batch)};
   for (const std::string& e : pipeline_parallel::validate_schedule(s)) errors.push_back(e);

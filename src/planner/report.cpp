@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "context_parallel/rules.h"
 #include "planner/paper_model.h"
 
 namespace trident::planner {
@@ -28,7 +29,7 @@ std::string where_time_goes(const TimeBreakdown& t) {
   std::vector<std::pair<double, const char*>> parts = {
       {t.compute, "gemm"},   {t.other_kernels, "kernels"}, {t.bubble, "bubble"},
       {t.tensor_comm, "tp"}, {t.pipeline_comm, "pp"},      {t.data_comm, "dp"},
-      {t.expert_comm, "ep"}, {t.optimizer, "optimizer"}};
+      {t.expert_comm, "ep"}, {t.context_comm, "cp"},       {t.optimizer, "optimizer"}};
   std::stable_sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::string out;
   for (const auto& [value, name] : parts)
@@ -53,8 +54,8 @@ std::string bytes_text(double bytes) {
 void print_plan_table(std::ostream& os, const std::vector<Prediction>& plans, size_t top) {
   char line[512];
   std::snprintf(line, sizeof line,
-                "%4s  %3s %3s %4s %3s %3s %-9s %-8s %-3s %-3s  %10s %8s %6s %10s %7s  %s\n", "#",
-                "t", "p", "d", "b", "v", "recompute", "sharding", "sp", "zb", "time/iter",
+                "%4s  %3s %3s %3s %4s %3s %3s %-9s %-8s %-3s %-3s  %10s %8s %6s %10s %7s  %s\n",
+                "#", "t", "c", "p", "d", "b", "v", "recompute", "sharding", "sp", "zb", "time/iter",
                 "TFLOP/s", "%peak", "mem/dev", "bubble", "where the time goes");
   os << line;
   for (size_t i = 0; i < std::min(top, plans.size()); ++i) {
@@ -62,8 +63,9 @@ void print_plan_table(std::ostream& os, const std::vector<Prediction>& plans, si
     const Layout& l = p.layout;
     std::snprintf(
         line, sizeof line,
-        "%4zu  %3d %3d %4d %3d %3d %-9s %-8s %-3s %-3s  %10s %8.3g %5.1f%% %6.2f GiB %6.1f%%  %s\n",
-        i + 1, l.tensor, l.pipeline, l.data, l.micro_batch, l.virtual_stages,
+        "%4zu  %3d %3d %3d %4d %3d %3d %-9s %-8s %-3s %-3s  %10s %8.3g %5.1f%% %6.2f GiB %6.1f%%  "
+        "%s\n",
+        i + 1, l.tensor, l.context, l.pipeline, l.data, l.micro_batch, l.virtual_stages,
         recompute_name(l.recompute).c_str(), sharding_column(l.sharding).c_str(),
         l.sequence_parallel ? "yes" : "no", l.zero_bubble ? "yes" : "no",
         seconds_text(p.time.total()).c_str(), p.tflops_per_device, 100 * p.peak_fraction,
@@ -75,8 +77,8 @@ void print_plan_table(std::ostream& os, const std::vector<Prediction>& plans, si
 void print_rank_mapping(std::ostream& os, const Layout& l, const Cluster& c) {
   const long n = l.devices(), node = c.devices_per_node;
   const long nodes = (n + node - 1) / node;
-  os << "rank-to-node mapping (Megatron's order: tensor ranks adjacent, then data, then "
-        "pipeline; "
+  os << "rank-to-node mapping (Megatron's order: tensor ranks adjacent, then context, then data, "
+        "then pipeline; "
      << nodes << " node" << (nodes > 1 ? "s" : "") << " of " << node << "):\n";
   auto range = [](const char* what, long a, long b) {
     std::string s = what;
@@ -88,8 +90,8 @@ void print_rank_mapping(std::ostream& os, const Layout& l, const Cluster& c) {
 
   auto describe = [&](long k) {
     const long first = k * node, last = std::min(n, first + node) - 1;
-    auto stage = [&](long r) { return r / ((long)l.tensor * l.data); };
-    auto replica = [&](long r) { return r / l.tensor % l.data; };
+    auto stage = [&](long r) { return r / ((long)l.tensor * l.replicas()); };
+    auto replica = [&](long r) { return r / ((long)l.tensor * l.context) % l.data; };
     return "  node " + std::to_string(k) + ": ranks " + std::to_string(first) + "-" +
            std::to_string(last) + " = " + range("stage", stage(first), stage(last)) + ", " +
            range("replica", replica(first), replica(last)) + "\n";
@@ -97,15 +99,19 @@ void print_rank_mapping(std::ostream& os, const Layout& l, const Cluster& c) {
   for (long k = 0; k < std::min(nodes, 3L); ++k) os << describe(k);
   if (nodes > 4) os << "  ...\n";
   if (nodes > 3) os << describe(nodes - 1);
-  const long tp_dp = (long)l.tensor * l.data;
+  const long tp_dp = (long)l.tensor * l.replicas();
   const bool dp_inside = tp_dp <= node;
   const char* pp_text = l.pipeline == 1 ? "there is one stage"
                         : n <= node     ? "pipeline neighbours share a node"
                         : tp_dp < node  ? "pipeline neighbours share a node except across node "
                                           "boundaries"
                                         : "pipeline neighbours are on different nodes";
-  os << "  tensor groups of " << l.tensor << " stay inside a node; data-parallel groups of "
-     << l.data << (dp_inside ? " stay inside a node" : " cross nodes") << "; " << pp_text << "\n";
+  os << "  tensor groups of " << l.tensor << " stay inside a node; ";
+  if (l.context > 1)
+    os << "context-parallel groups of " << l.context
+       << ((long)l.tensor * l.context <= node ? " stay inside a node" : " cross nodes") << "; ";
+  os << "data-parallel groups of " << l.data << (dp_inside ? " stay inside a node" : " cross nodes")
+     << "; " << pp_text << "\n";
 }
 
 void print_training_time(std::ostream& os, const Prediction& best, const Workload& w,
@@ -136,9 +142,13 @@ void print_breakdown(std::ostream& os, const Prediction& p) {
   const TimeBreakdown& t = p.time;
   const MemoryBreakdown& m = p.memory;
   const double gib = 1L << 30;
-  const std::string expert =
+  std::string expert =
       t.expert_comm > 0 ? " + expert all-to-alls " + seconds_text(t.expert_comm) : "";
-  char buf[1200];
+  if (p.layout.context > 1)
+    expert += " + exposed context-parallel attention traffic " + seconds_text(t.context_comm) +
+              " (" + context_parallel::cp_comm_type_name(p.layout.cp_comm_type) + ": " +
+              bytes_text(p.context_bytes) + " sent per rank)";
+  char buf[1400];
   std::snprintf(
       buf, sizeof buf,
       "best plan, %s:\n"
@@ -173,6 +183,10 @@ std::string plans_json(const std::vector<Prediction>& plans, size_t top) {
     const Prediction& p = plans[i];
     out["plans"].push_back(
         {{"tensor", p.layout.tensor},
+         {"context", p.layout.context},
+         {"cp_comm_type", context_parallel::cp_comm_type_name(p.layout.cp_comm_type)},
+         {"context_parallel_bytes", p.context_bytes},
+         {"context_parallel_exposed_s", p.time.context_comm},
          {"pipeline", p.layout.pipeline},
          {"data", p.layout.data},
          {"micro_batch", p.layout.micro_batch},

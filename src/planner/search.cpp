@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "context_parallel/rules.h"
+
 namespace trident::planner {
 
 namespace {
@@ -58,30 +60,51 @@ std::vector<int> expert_choices(const SearchOptions& o, const ModelConfig& m, in
   return out;
 }
 
+// Every layout of t x c x p ranks per replica and d replicas.
 template <typename Visit>
-void for_each_layout(const IterationModel& model, const SearchOptions& o, Visit visit) {
+void for_each_replica_layout(const SearchOptions& o, const Workload& w, int t, int c, int p, int d,
+                             Visit visit) {
+  const int layers = w.model.num_layers;
+  if (w.global_batch % d) return;
+  for (int b : choices(o.micro_batch, divisors(w.global_batch / d, o.max_micro_batch)))
+    for (int v : divisors(layers / p, layers)) {
+      if (v > 1 && p == 1) continue;
+      if (o.layers_per_virtual_stage > 0 && layers / p != v * o.layers_per_virtual_stage) continue;
+      for (Recompute r : recompute_choices(o))
+        // The distributed optimizer and ZeRO shard over the d x c replicas.
+        for (data_parallel::ShardingStrategy shard : sharding_choices(o, d * c))
+          for (bool sp : switch_choices(o.sequence_parallel, t > 1))
+            for (bool zb : switch_choices(o.zero_bubble, p > 1 && v == 1))
+              for (int ep : expert_choices(o, w.model, d)) {
+                Layout l{t, p, d, b, v, r, shard, sp, zb, ep, c, o.cp_comm_type};
+                if (layout_violations(l, w).empty()) visit(l);
+              }
+    }
+}
+
+// Context-parallel sizes for t: the given one, else 1 and (when `with_cp`) every divisor of
+// n / t whose split the sequence allows (the other rules are layout_violations').
+std::vector<int> context_choices(const SearchOptions& o, const ModelConfig& m, int t,
+                                 bool with_cp) {
+  if (o.context > 0) return {o.context};
+  std::vector<int> out;
+  for (int c : divisors(o.num_devices / t, o.num_devices / t))
+    if (c == 1 || (with_cp && m.seq_length % (2 * c) == 0)) out.push_back(c);
+  return out;
+}
+
+template <typename Visit>
+void for_each_layout(const IterationModel& model, const SearchOptions& o, bool with_cp,
+                     Visit visit) {
   const Workload& w = model.workload();
   const int layers = w.model.num_layers;
   for (int t : tensor_sizes(model, o))
-    for (int p : choices(o.pipeline, divisors(layers, o.num_devices / t))) {
-      if (o.num_devices % ((long)t * p)) continue;
-      const int d = (int)(o.num_devices / ((long)t * p));
-      if (w.global_batch % d) continue;
-      for (int b : choices(o.micro_batch, divisors(w.global_batch / d, o.max_micro_batch)))
-        for (int v : divisors(layers / p, layers)) {
-          if (v > 1 && p == 1) continue;
-          if (o.layers_per_virtual_stage > 0 && layers / p != v * o.layers_per_virtual_stage)
-            continue;
-          for (Recompute r : recompute_choices(o))
-            for (data_parallel::ShardingStrategy shard : sharding_choices(o, d))
-              for (bool sp : switch_choices(o.sequence_parallel, t > 1))
-                for (bool zb : switch_choices(o.zero_bubble, p > 1 && v == 1))
-                  for (int ep : expert_choices(o, w.model, d)) {
-                    Layout l{t, p, d, b, v, r, shard, sp, zb, ep};
-                    if (layout_violations(l, w).empty()) visit(l);
-                  }
-        }
-    }
+    for (int c : context_choices(o, w.model, t, with_cp))
+      for (int p : choices(o.pipeline, divisors(layers, o.num_devices / ((long)t * c)))) {
+        if (o.num_devices % ((long)t * c * p)) continue;
+        const int d = (int)(o.num_devices / ((long)t * c * p));
+        for_each_replica_layout(o, w, t, c, p, d, visit);
+      }
 }
 
 // Device counts above n to try, smallest first: every count up to a node, then whole nodes
@@ -98,14 +121,13 @@ std::vector<long> larger_device_counts(long n, const Cluster& c) {
   return out;
 }
 
-}  // namespace
-
-SearchResult search_layouts(IterationModel& model, const SearchOptions& o) {
-  SearchResult result;
+// The layouts of `o` (c > 1 only when `with_cp` or given), memory first: only those that fit
+// are simulated and timed.
+void search_into(IterationModel& model, const SearchOptions& o, bool with_cp,
+                 SearchResult& result) {
   const double capacity = model.cluster().device.memory_gib * (1L << 30);
-  for_each_layout(model, o, [&](const Layout& l) {
+  for_each_layout(model, o, with_cp, [&](const Layout& l) {
     ++result.evaluated;
-    // Memory first: only layouts that fit are simulated and timed.
     Prediction p;
     p.layout = l;
     p.memory = model.device_memory(l);
@@ -116,6 +138,19 @@ SearchResult search_layouts(IterationModel& model, const SearchOptions& o) {
     ++result.timed;
     result.fitting.push_back(model.predict(l));
   });
+}
+
+}  // namespace
+
+SearchResult search_layouts(IterationModel& model, const SearchOptions& o) {
+  SearchResult result;
+  // Short sequences: c > 1 only when nothing fits without it (kContextSearchSeq).
+  const bool long_sequence = model.workload().model.seq_length >= kContextSearchSeq;
+  search_into(model, o, long_sequence, result);
+  if (result.fitting.empty() && !long_sequence && o.context == 0) {
+    result = {};
+    search_into(model, o, true, result);
+  }
   std::stable_sort(result.fitting.begin(), result.fitting.end(),
                    [](const auto& a, const auto& b) { return a.time.total() < b.time.total(); });
   std::stable_sort(
@@ -158,6 +193,7 @@ std::vector<std::string> request_violations(const IterationModel& model, const S
   at_least_one(o.layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage");
   at_least_one(o.max_micro_batch, "--max-micro-batch-size", -1);
   at_least_one(o.expert, "--expert-model-parallel-size");
+  at_least_one(o.context, "--context-parallel-size");
   const MoeConfig& moe = model.workload().model.moe;
   if (o.expert > 1 && !moe.enabled())
     errors.push_back("--expert-model-parallel-size needs --num-experts");
@@ -165,10 +201,14 @@ std::vector<std::string> request_violations(const IterationModel& model, const S
     errors.push_back("--num-experts (" + std::to_string(moe.num_experts) +
                      ") must be divisible by --expert-model-parallel-size (" +
                      std::to_string(o.expert) + ")");
-  const long fixed = (long)std::max(o.tensor, 1) * std::max(o.pipeline, 1);
+  // A given c against the model (a2a's heads per tensor rank only when t is given too).
+  if (o.context > 1)
+    context_parallel::check_context_parallel(model.workload().model, o.tensor, o.context,
+                                             o.cp_comm_type, errors);
+  const long fixed = (long)std::max(o.tensor, 1) * std::max(o.context, 1) * std::max(o.pipeline, 1);
   if (o.num_devices >= 1 && o.num_devices % fixed)
     errors.push_back("--num-devices (" + std::to_string(o.num_devices) +
-                     ") must be divisible by t x p (" + std::to_string(fixed) + ")");
+                     ") must be divisible by t x c x p (" + std::to_string(fixed) + ")");
   return errors;
 }
 
@@ -212,7 +252,7 @@ std::string fitting_text(long n, const Prediction& p, const std::string& how) {
   return "; " + how + " it would fit on " + std::to_string(n) + " devices (--num-devices " +
          std::to_string(n) + "): " + p.layout.describe() + ", " + gib_text(p.memory.total()) +
          " per device (one replica takes " +
-         std::to_string((long)p.layout.tensor * p.layout.pipeline) + ")";
+         std::to_string((long)p.layout.tensor * p.layout.context * p.layout.pipeline) + ")";
 }
 
 }  // namespace
@@ -223,12 +263,13 @@ std::string explain_no_fit(IterationModel& model, const SearchOptions& o,
   // A dimension the user fixed may be what rules everything out.
   SearchOptions free = o;
   free.tensor = free.pipeline = free.micro_batch = free.layers_per_virtual_stage = free.expert = 0;
+  free.context = 0;
   free.recompute.reset();
   free.sharding.reset();
-  const bool fixed = free.tensor != o.tensor || free.pipeline != o.pipeline ||
-                     free.micro_batch != o.micro_batch ||
-                     free.layers_per_virtual_stage != o.layers_per_virtual_stage ||
-                     free.expert != o.expert || o.recompute || o.sharding;
+  const bool fixed =
+      free.tensor != o.tensor || free.pipeline != o.pipeline || free.micro_batch != o.micro_batch ||
+      free.layers_per_virtual_stage != o.layers_per_virtual_stage || free.expert != o.expert ||
+      free.context != o.context || o.recompute || o.sharding;
   if (fixed) {
     SearchResult r = search_layouts(model, free);
     if (!r.fitting.empty())

@@ -1,9 +1,10 @@
 #pragma once
-// The layout search: every valid (t, p, d, b, v, recomputation, data-parallel sharding
+// The layout search: every valid (t, c, p, d, b, v, recomputation, data-parallel sharding
 // strategy, sequence parallelism, the zero-bubble schedule, MoE's expert parallelism) for n
 // devices, with t inside a node (Megatron's and MT-NLG's placement), the ones over memory
 // set aside, the rest ranked by predicted time per iteration. A dimension the user gave is
-// fixed.
+// fixed. Context parallelism (c > 1) is searched for sequences of kContextSearchSeq tokens
+// and more, and for shorter ones only when no layout without it fits.
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,11 @@
 #include "planner/iteration_model.h"
 
 namespace trident::planner {
+
+// Below this many tokens per sample attention is a small part of a layer and c > 1 only
+// adds traffic and shrinks every GEMM by c (Megatron-Core's guidance: context parallelism
+// for 8K tokens and more); searching it there would multiply the layouts for nothing.
+constexpr int kContextSearchSeq = 8192;
 
 struct SearchOptions {
   long num_devices = 0;
@@ -25,6 +31,10 @@ struct SearchOptions {
   std::optional<bool> zero_bubble;        // zb-h1: searched over p > 1, v = 1 when not given
   int max_micro_batch = 64;
   int expert = 0;  // --expert-model-parallel-size (MoE): 0 searches the divisors of d
+  // --context-parallel-size: 0 searches the divisors of n / t that the rules allow (c > 1
+  // from kContextSearchSeq tokens, or when nothing fits without it); --cp-comm-type: fixed.
+  int context = 0;
+  context_parallel::CpCommType cp_comm_type = context_parallel::CpCommType::kP2p;
 };
 
 struct SearchResult {

@@ -1,7 +1,7 @@
 #pragma once
-// The rules of context parallelism (--context-parallel-size, --cp-comm-type): the sequence
-// splits into 2c equal chunks, all-to-all needs the heads to split over c, and what trident
-// does not build with c > 1 yet is refused by name.
+// The rules of context parallelism (--context-parallel-size, --cp-comm-type) for training's
+// config: the flag's value, then context_parallel/rules.h (the rules the planner and the memory
+// check's remedies apply too).
 #include <string>
 #include <vector>
 

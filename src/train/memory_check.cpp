@@ -114,7 +114,8 @@ std::string refusal(const TrainingConfig& c, const engine::FullestStage& fullest
   if (remedies.empty())
     m << "; nothing tried fits (--bf16, full recomputation, --micro-batch-size 1, up to one "
          "pipeline stage per layer, 1024 times the data-parallel ranks with "
-         "--use-distributed-optimizer): a smaller model, or nodes with more memory";
+         "--use-distributed-optimizer, up to 1024 times the context-parallel ranks): a smaller "
+         "model, or nodes with more memory";
   else
     m << "; what would fit, sized by the same memory plan:";
   for (const engine::MemoryRemedy& r : remedies) m << "\n  " << r.describe(c.world_size);

@@ -1,5 +1,6 @@
 // TrainingConfig -> the engine's RankLayout and RankModelOptions: the one place training's
 // flags become the layout that training, checkpoints and the planner share.
+#include "context_parallel/rules.h"
 #include "train/training_config.h"
 
 namespace trident::train {
@@ -22,9 +23,8 @@ engine::RankLayout TrainingConfig::rank_layout() const {
   // context parallel: gradients, the distributed optimizer and ZeRO work over all of them.
   l.data = data_parallel_size() * context_parallel_size;
   l.context = context_parallel_size;
-  l.cp_comm_type = cp_comm_type == "allgather" ? context_parallel::CpCommType::kAllGather
-                   : cp_comm_type == "a2a"     ? context_parallel::CpCommType::kA2a
-                                               : context_parallel::CpCommType::kP2p;
+  l.cp_comm_type = context_parallel::parse_cp_comm_type(cp_comm_type)
+                       .value_or(context_parallel::CpCommType::kP2p);
   l.virtual_stages = virtual_stages();
   l.split = layers_per_virtual_stage();
   l.split_by_cost =

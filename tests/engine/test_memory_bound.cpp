@@ -82,13 +82,15 @@ TEST(MemoryBound, NeverAboveTheExactPlan) {
         }
 }
 
-TEST(MemoryBound, MostRemediedHasOneLayerPerStageAndShardedMoments) {
+TEST(MemoryBound, MostRemediedHasOneLayerPerStageShardedMomentsAndTheMostCpRanks) {
   RankLayout l;
   l.model = gpt(12, 64, 4, 32, 1000);
   l.data = 2, l.micro_batch = 4;
   const RankLayout r = most_remedied(l);
   EXPECT_EQ(r.pipeline, 12);
-  EXPECT_EQ(r.data, 2048);
+  // The sequence of 32 split into 2c chunks: c = 16 at most, the weights over d x c.
+  EXPECT_EQ(r.context, 16);
+  EXPECT_EQ(r.data, 2048 * 16);
   EXPECT_TRUE(r.distributed_optimizer);
   EXPECT_EQ(r.micro_batch, 1);
   EXPECT_LT(memory_lower_bound(r).total_bytes(), memory_lower_bound(l).total_bytes());

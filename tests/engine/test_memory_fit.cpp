@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/memory_fit.h"
+#include "engine/rank_memory.h"
 
 namespace trident::engine {
 namespace {
@@ -121,6 +122,59 @@ TEST(MemoryRemedies, TogetherWhenNoneFitsAlone) {
   EXPECT_TRUE(together(remedies[0])) << listed(remedies);
   EXPECT_EQ(remedies[0].world_size, 1);
   EXPECT_LT(remedies[0].needed_bytes, smallest_alone);
+}
+
+// A long sequence's activations: each rank of a cp group keeps seq / c tokens' activations,
+// so --context-parallel-size is a remedy (on c times the ranks, the same samples); a run at
+// c = 2 keeps its c in every other remedy (world t x c x p x d, global batch of d replicas).
+TEST(MemoryRemedies, ContextParallelismForALongSequence) {
+  ModelConfig m;
+  m.num_layers = 4, m.hidden_size = 64, m.num_attention_heads = 2, m.seq_length = 4096;
+  m.vocab_size = 64;
+  RankModelOptions o = options(m, 1);
+  const long need = needed_bytes(o);
+  const long available = need * 6 / 10;
+  const std::vector<MemoryRemedy> remedies = memory_remedies(o, available);
+  const MemoryRemedy* cp = nullptr;
+  const std::string flag = "--context-parallel-size ";
+  for (const MemoryRemedy& r : remedies)
+    if (r.flags.rfind(flag, 0) == 0) cp = &r;
+  ASSERT_NE(cp, nullptr) << listed(remedies);
+  const int c = std::stoi(cp->flags.substr(flag.size()));
+  EXPECT_EQ(cp->world_size, c);  // the same samples on c times the ranks
+  EXPECT_LE(cp->needed_bytes, available);
+  auto at = [&](int context) {
+    RankModelOptions x = o;
+    x.layout.context = context, x.layout.data = context;
+    return x;
+  };
+  EXPECT_EQ(needed_bytes(at(c)), cp->needed_bytes);
+  if (c > 2) EXPECT_GT(needed_bytes(at(c / 2)), available) << "the fewest cp ranks that fit";
+  // Each rank keeps seq / c tokens' activations (Megatron's activations / c).
+  const double activations = (double)fullest_stage(o).plan.group_bytes("activations");
+  EXPECT_NEAR(fullest_stage(at(c)).plan.group_bytes("activations") * c / activations, 1, 1e-3);
+
+  // Already at c = 2 (d x c = 2 replicas of the weights, one data-parallel rank).
+  RankModelOptions at2 = o;
+  at2.layout.context = 2, at2.layout.data = 2;
+  const long need2 = needed_bytes(at2);
+  for (const MemoryRemedy& r : memory_remedies(at2, need2 * 6 / 10)) {
+    EXPECT_EQ(r.world_size % 2, 0) << r.flags;  // c = 2 kept
+    if (r.flags.find("--context-parallel-size") != std::string::npos) {
+      EXPECT_EQ(r.flags, "--context-parallel-size 4");
+      EXPECT_EQ(r.world_size, 4);
+    }
+  }
+  // The distributed optimizer over twice the replicas: d = 2 (world 4), global batch 2.
+  const long moments = needed_bytes(at2) - needed_bytes([&] {
+                         RankModelOptions x = at2;
+                         x.layout.distributed_optimizer = x.reduce.distributed_optimizer = true;
+                         return x;
+                       }());
+  bool data = false;
+  for (const MemoryRemedy& r : memory_remedies(at2, need2 - moments / 2 + 64))
+    if (r.flags == "--use-distributed-optimizer --global-batch-size 2") data = r.world_size == 4;
+  EXPECT_TRUE(data) << listed(memory_remedies(at2, need2 - moments / 2 + 64));
 }
 
 }  // namespace

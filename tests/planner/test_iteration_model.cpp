@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "comm/placed_communicator.h"
+#include "context_parallel/rules.h"
 #include "engine/rank_buffers.h"
 #include "engine/rank_model.h"
 #include "engine/rank_plans.h"
@@ -341,6 +342,58 @@ TEST(PlannerIterationModel, DistributedOptimizerShardsTheMoments) {
   EXPECT_EQ(a.activations, b.activations);
 }
 
+// Context parallelism, against the paper's FLOPs and Megatron's arithmetic: c ranks share
+// each sample's FLOPs (the load-balanced chunks: 1/c of the causal attention each), every
+// activation is of seq / c tokens, and the replicated weights' gradients are all-reduced over
+// the d x c ranks (2 (n - 1) / n of the buffer each).
+TEST(PlannerIterationModel, ContextParallelRanksShareEachSamplesWork) {
+  Cluster c = a100_node(1);
+  c.gemm.table = {{1, 0.5}, {2, 0.5}};  // flat: every GEMM at half of peak
+  c.device.memory_bandwidth_gbs = 0;    // element-wise kernels and the optimizer take no time
+  Workload w = gpt(4, 1024, 16, 8192, 8);
+  w.precision = kernels::Precision::kFp32;
+  IterationModel model(c, w);
+  const double flops = paper_flops_per_iteration({4, 1024, 51200, 8192}, 8, false);
+  const MemoryBreakdown one = model.device_memory(Layout{1, 1, 1, 1, 1, Recompute::kNone});
+  for (int cp : {1, 2, 4, 8}) {
+    Layout l{1, 1, 1, 1, 1, Recompute::kNone};
+    l.context = cp;
+    const Prediction p = model.predict(l);
+    EXPECT_NEAR((p.time.compute + p.time.other_kernels) * 312e12 * 0.5 * cp / flops, 1, 1e-9) << cp;
+    EXPECT_NEAR(p.memory.activations * cp / one.activations, 1, 1e-9) << cp;
+    EXPECT_EQ(p.time.context_comm > 0, cp > 1) << cp;
+    // Per layer and micro-batch forward (c - 1) blocks of seq / c tokens' K and V (h = 1024,
+    // fp32), backward c - 1 blocks and c gradients.
+    const double block = 8192.0 / cp * 2 * 1024 * 4;
+    EXPECT_DOUBLE_EQ(p.context_bytes, 8 * 4 * (3.0 * cp - 2) * block * (cp > 1)) << cp;
+  }
+  // d = 2 x c = 2: the gradients all-reduced over 4 ranks, as at d = 4.
+  Layout l{1, 1, 2, 1, 1, Recompute::kNone};
+  l.context = 2;
+  const StageParameters params = model.stage_parameters(l, 0);
+  EXPECT_NEAR(model.predict(l).data_parallel_bytes / (2 * 3.0 / 4 * params.floats * 4), 1, 1e-9);
+  // The distributed optimizer shards the moments over d x c.
+  Layout sharded{1, 1, 1, 1, 1, Recompute::kNone, data_parallel::ShardingStrategy::kOptim};
+  sharded.context = 4;
+  EXPECT_NEAR(model.device_memory(sharded).optimizer / one.optimizer, 1.0 / 4, 1e-4);
+}
+
+// The ring's overlap: on a link fast enough only the last gradient's trip home is left; on a
+// slow one the exposed time grows with the bytes.
+TEST(PlannerIterationModel, RingTrafficHidesBehindAttentionOnAFastLink) {
+  Workload w = gpt(4, 1024, 16, 16384, 4);
+  Cluster fast = a100_node(1), slow = fast;
+  fast.intra_node = {1e6, 0};
+  slow.intra_node = {1, 0};
+  Layout l{1, 1, 1, 1, 1, Recompute::kNone};
+  l.context = 4;
+  const Prediction hidden = IterationModel(fast, w).predict(l);
+  const Prediction exposed = IterationModel(slow, w).predict(l);
+  const double block = 16384.0 / 4 * 2 * 1024 * 4;                     // one block's bytes
+  EXPECT_NEAR(hidden.time.context_comm, 4 * 4 * block / 1e15, 1e-12);  // m x layers x home trip
+  EXPECT_GT(exposed.time.context_comm, 4 * 4 * 7 * block / 1e9 * 0.5);
+}
+
 TEST(PlannerIterationModel, OneFOneBHoldsPMicroBatchesOnTheFirstStage) {
   Workload w = gpt(8, 256, 4, 64, 8);
   w.model.vocab_size = 1000;  // the layers, not the output layer, dominate
@@ -404,8 +457,10 @@ train::TrainingConfig training_config(const Layout& l, const Workload& w) {
   c.use_distributed_optimizer = l.sharding == data_parallel::ShardingStrategy::kOptim;
   if (data_parallel::shards_gradients(l.sharding))
     c.data_parallel_sharding_strategy = data_parallel::sharding_strategy_name(l.sharding);
-  c.overlap_grad_reduce = l.data > 1;
+  c.overlap_grad_reduce = l.replicas() > 1;
   c.sequence_parallel = l.sequence_parallel;
+  c.context_parallel_size = l.context;
+  c.cp_comm_type = context_parallel::cp_comm_type_name(l.cp_comm_type);
   if (l.recompute != Recompute::kNone) {
     c.recompute_granularity = l.recompute == Recompute::kFull ? "full" : "selective";
     if (l.recompute == Recompute::kFull) c.recompute_method = "uniform", c.recompute_num_layers = 1;
@@ -421,10 +476,11 @@ void expect_same_plans(const Layout& l, const Workload& w) {
   ASSERT_EQ(train::validate_training_config(c), std::vector<std::string>{}) << l.describe();
   IterationModel planner(load_cluster(TRIDENT_SOURCE_DIR "/clusters/this-machine.toml"), w);
   for (int stage = 0; stage < l.pipeline; ++stage) {
-    testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.data);
+    testing::PlacedCommunicator tp(0, l.tensor), pp(stage, l.pipeline), dp(0, l.replicas());
     testing::PlacedCommunicator expert(0, l.expert), expert_data(0, l.data / l.expert);
+    testing::PlacedCommunicator context(0, l.context);
     engine::RankModel rank = engine::build_rank_model(c.rank_model_options(), tp, pp, dp, nullptr,
-                                                      &expert, &expert_data);
+                                                      &expert, &expert_data, &context);
     const std::vector<const MemoryPlan*> printed = testing::printed_plans(rank);
     const std::vector<MemoryPlan> planned = planner.stage_plans(l, stage);
     std::vector<const MemoryPlan*> planned_pointers;
@@ -571,6 +627,22 @@ TEST(PlannerMemory, EqualsTrainingForLora) {
     EXPECT_LT(lora.gradients, full.gradients / 10) << "the base has no gradients";
     EXPECT_LT(lora.optimizer, full.optimizer / 10) << "nor Adam state";
   }
+}
+
+// The planner's plan of a cp layout is the one training prints (each chunk planned for
+// seq / c tokens, the moments sharded over d x c), for each cp path.
+TEST(PlannerMemory, EqualsTrainingWithContextParallelism) {
+  for (bool llama : {false, true})
+    for (auto type : {context_parallel::CpCommType::kP2p, context_parallel::CpCommType::kA2a,
+                      context_parallel::CpCommType::kAllGather}) {
+      Workload w{small_model(llama, !llama), 16, kernels::Precision::kBf16};
+      Layout l;
+      l.context = 2, l.data = 2, l.pipeline = 2, l.micro_batch = 2, l.cp_comm_type = type;
+      l.sharding = data_parallel::ShardingStrategy::kOptim;
+      expect_same_plans(l, w);
+      l.context = 4, l.cp_comm_type = context_parallel::CpCommType::kP2p, l.tensor = 2;
+      expect_same_plans(l, w);
+    }
 }
 
 }  // namespace plan_vs_training

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "cli/train_args.h"
+#include "context_parallel/rules.h"
 #include "planner/launch.h"
 #include "test_util.h"
 
@@ -45,7 +46,10 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
         Layout{1, 2, 4, 1, 1, Recompute::kNone, ShardingStrategy::kOptimGrads},
         Layout{2, 1, 4, 2, 1, Recompute::kFull, ShardingStrategy::kOptimGrads, true},
         Layout{1, 2, 4, 1, 2, Recompute::kSelective, ShardingStrategy::kOptimGradsParams},
-        Layout{1, 1, 8, 1, 1, Recompute::kNone, ShardingStrategy::kNoShard}}) {
+        Layout{1, 1, 8, 1, 1, Recompute::kNone, ShardingStrategy::kNoShard},
+        Layout{2, 2, 1, 1, 1, Recompute::kNone, ShardingStrategy::kOptim, true, false, 1, 2},
+        Layout{1, 1, 2, 2, 1, Recompute::kFull, ShardingStrategy::kNoShard, false, false, 1, 4,
+               context_parallel::CpCommType::kA2a}}) {
     LaunchContext c{"trident", {"--mock-data"}, false, false};
     std::vector<std::string> argv = launch_command(l, w, c);
     std::vector<std::string> args(argv.begin() + 5, argv.end());  // after "trident train"
@@ -56,6 +60,8 @@ TEST(PlannerLaunch, TrainReadsBackTheSameLayout) {
     EXPECT_EQ(config.tensor_model_parallel_size, l.tensor);
     EXPECT_EQ(config.pipeline_model_parallel_size, l.pipeline);
     EXPECT_EQ(config.data_parallel_size(), l.data);
+    EXPECT_EQ(config.context_parallel_size, l.context);
+    EXPECT_EQ(config.cp_comm_type, context_parallel::cp_comm_type_name(l.cp_comm_type));
     EXPECT_EQ(config.virtual_stages(), l.virtual_stages);
     EXPECT_EQ(config.micro_batch_size, l.micro_batch);
     EXPECT_EQ(config.global_batch_size, w.global_batch);

@@ -198,7 +198,8 @@ TEST(PlannerSearch, SequenceParallelFitsWhereTheSameLayoutWithoutDoesNot) {
 
 // Issue 16's keys, plus sequence_parallel and pipeline_schedule (issue 19: the planner
 // searches sequence parallelism and ZB-H1 too), the sharding strategy and the bytes each rank
-// sends for data parallelism (issue 31: ZeRO-2 and 3).
+// sends for data parallelism (issue 31: ZeRO-2 and 3), and context parallelism's c, path,
+// bytes and exposed seconds (issue 37).
 TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   IterationModel model(cluster(1, 4, 80), small_gpt());
   SearchResult r = search_layouts(model, {4});
@@ -207,12 +208,27 @@ TEST(PlannerSearch, JsonHasExactlyTheIssuesKeys) {
   ASSERT_EQ(j["plans"].size(), 3u);
   std::set<std::string> keys;
   for (const auto& [key, value] : j["plans"][0].items()) keys.insert(key);
-  EXPECT_EQ(keys, (std::set<std::string>{
-                      "tensor", "pipeline", "data", "micro_batch", "virtual", "recompute",
-                      "distributed_optimizer", "time_per_iteration_s", "tflops_per_device",
-                      "memory_per_device_gib", "bubble", "sequence_parallel", "pipeline_schedule",
-                      "data_parallel_sharding_strategy", "data_parallel_bytes",
-                      "expert_model_parallel_size", "expert_all_to_all_s"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"tensor",
+                                         "pipeline",
+                                         "data",
+                                         "micro_batch",
+                                         "virtual",
+                                         "recompute",
+                                         "distributed_optimizer",
+                                         "time_per_iteration_s",
+                                         "tflops_per_device",
+                                         "memory_per_device_gib",
+                                         "bubble",
+                                         "sequence_parallel",
+                                         "pipeline_schedule",
+                                         "data_parallel_sharding_strategy",
+                                         "data_parallel_bytes",
+                                         "expert_model_parallel_size",
+                                         "expert_all_to_all_s",
+                                         "context",
+                                         "cp_comm_type",
+                                         "context_parallel_bytes",
+                                         "context_parallel_exposed_s"}));
   EXPECT_DOUBLE_EQ(j["plans"][0]["time_per_iteration_s"], r.fitting[0].time.total());
 }
 
@@ -330,6 +346,90 @@ TEST(PlannerSearch, TheOneTrillionModelOver3072DevicesTimesEveryLayout) {
   SearchResult r = search_layouts(model, {3072});
   EXPECT_GT(r.timed, 1000);
   EXPECT_EQ(r.timed, r.evaluated);
+}
+
+// Llama-3-8B's shape (32 layers, h 4096, 32 heads, 8 key/value groups, SwiGLU 14336,
+// vocabulary 128256) at `seq` tokens, global batch 8, bf16.
+Workload llama_8b_at(int seq) {
+  Workload w;
+  ModelConfig& m = w.model;
+  m.num_layers = 32, m.hidden_size = 4096, m.num_attention_heads = 32, m.seq_length = seq;
+  m.normalization = "RMSNorm", m.position_embedding_type = "rope", m.swiglu = true;
+  m.ffn_hidden_size = 14336, m.group_query_attention = true, m.num_query_groups = 8;
+  m.disable_bias_linear = true, m.untie_embeddings_and_output_weights = true;
+  m.vocab_size = 128256;
+  w.global_batch = 8;
+  w.precision = kernels::Precision::kBf16;
+  return w;
+}
+
+// The smallest memory of the layouts a search evaluated, without and with c > 1.
+std::pair<double, double> smallest_memory(const SearchResult& r) {
+  double without = 1e300, with = 1e300;
+  for (const auto* list : {&r.fitting, &r.over_memory})
+    for (const Prediction& p : *list) {
+      double& smallest = p.layout.context > 1 ? with : without;
+      smallest = std::min(smallest, p.memory.total());
+    }
+  return {without, with};
+}
+
+// A long sequence: on 8 A100s (clusters/dgx-a100.toml) Llama-3-8B at seq 32768 trains fastest
+// with its sequences split over cp ranks.
+TEST(PlannerSearch, RecommendsContextParallelismForALongSequence) {
+  IterationModel model(load_cluster(TRIDENT_SOURCE_DIR "/clusters/dgx-a100.toml"),
+                       llama_8b_at(32768));
+  const SearchResult r = search_layouts(model, {8});
+  ASSERT_FALSE(r.fitting.empty());
+  const Prediction& best = r.fitting.front();
+  EXPECT_GT(best.layout.context, 1) << best.layout.describe();
+  EXPECT_GT(best.time.context_comm, 0);
+  EXPECT_GT(best.context_bytes, 0);
+}
+
+// Where activations fit no layout without context parallelism every fitting plan has c > 1:
+// on two nodes of 8 a tensor group stops at 8 ranks, and pipeline and data-parallel ranks
+// do not shrink a rank's activations (1F1B's first stage keeps p micro-batches of L / p
+// layers), so from 16 devices only c splits them further. Devices get memory between the
+// smallest layout with c = 1 and the smallest with c > 1. Below kContextSearchSeq tokens the
+// search adds c > 1 only then.
+TEST(PlannerSearch, RecommendsContextParallelismWhereNothingElseFits) {
+  for (int seq : {32768, 4096}) {
+    Workload w = llama_8b_at(seq);
+    w.model.num_layers = 8;  // quick: the same per-layer memory
+    // At 4096 tokens Llama's layers weigh more than their activations (and c = 1 may halve
+    // them with p = 2 where c = 2 fills the 16 devices): a narrow model with a small
+    // vocabulary, so that activations decide.
+    if (seq < kContextSearchSeq) {
+      ModelConfig& m = w.model;
+      m.hidden_size = 256, m.num_attention_heads = 8, m.ffn_hidden_size = 896;
+      m.vocab_size = 1000;
+    }
+    w.global_batch = 16;
+    IterationModel big(cluster(2, 8, 1e6), w);
+    SearchOptions all{16};
+    auto [without, with] = smallest_memory(search_layouts(big, all));
+    if (seq < kContextSearchSeq) {  // everything fits: c > 1 not searched
+      EXPECT_EQ(with, 1e300);
+      SearchOptions fixed{16};
+      fixed.context = 2;
+      with = smallest_memory(search_layouts(big, fixed)).second;
+    }
+    ASSERT_LT(with, without) << seq;
+    const double gib = (with + without) / 2 / (1L << 30);
+    IterationModel tight(cluster(2, 8, gib), w);
+    const SearchResult r = search_layouts(tight, all);
+    ASSERT_FALSE(r.fitting.empty()) << seq;
+    for (const Prediction& p : r.fitting) {
+      EXPECT_GT(p.layout.context, 1) << p.layout.describe();
+      EXPECT_EQ(p.layout.devices(), 16);
+      EXPECT_EQ(seq % (2 * p.layout.context), 0);
+      EXPECT_GT(p.time.context_comm, 0) << p.layout.describe();
+    }
+    SearchOptions no_cp{16};
+    no_cp.context = 1;
+    EXPECT_TRUE(search_layouts(tight, no_cp).fitting.empty());
+  }
 }
 
 struct CommandResult {
@@ -453,6 +553,36 @@ TEST(PlanCommand, BadInputExitsNonZeroWithTheReason) {
   EXPECT_NE(one.output.find("fewer devices than it needs: it would fit on 2 devices"),
             std::string::npos)
       << one.output;
+}
+
+// `trident plan --context-parallel-size` fixes c: the best plan and the launch line name it;
+// a c the sequence or the heads do not allow is refused by the rule's words (exit 2).
+TEST(PlanCommand, FixesTheContextParallelSize) {
+  CommandResult r = run(kGpt + " --num-devices 16 --context-parallel-size 2 --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("best plan, t="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" c=2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("context-parallel attention traffic"), std::string::npos) << r.output;
+  CommandResult j = run(kGpt + " --num-devices 16 --context-parallel-size 4 --json --top 1");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const nlohmann::json best = nlohmann::json::parse(j.output)["plans"][0];
+  EXPECT_EQ(best["context"].get<int>(), 4);
+  EXPECT_EQ(best["cp_comm_type"].get<std::string>(), "p2p");
+  EXPECT_EQ(best["tensor"].get<int>() * best["context"].get<int>() * best["pipeline"].get<int>() *
+                best["data"].get<int>(),
+            16);
+  CommandResult bad = run(kGpt + " --num-devices 16 --context-parallel-size 3");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--seq-length (1024) must be divisible by 2 x --context-parallel-size"),
+            std::string::npos)
+      << bad.output;
+  CommandResult heads = run(kGpt +
+                            " --num-devices 16 --context-parallel-size 4 --cp-comm-type a2a "
+                            "--tensor-model-parallel-size 8");
+  EXPECT_EQ(heads.exit_code, 2) << heads.output;
+  EXPECT_NE(heads.output.find("--cp-comm-type a2a needs the attention heads (2)"),
+            std::string::npos)
+      << heads.output;
 }
 
 }  // namespace
