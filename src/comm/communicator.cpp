@@ -31,10 +31,25 @@ void each_entry(CollectiveCounters& a, const CollectiveCounters& b, Op op) {
 }
 }  // namespace
 
+CollectiveCounters::Overlap& CollectiveCounters::Overlap::operator+=(const Overlap& o) {
+  compute_seconds += o.compute_seconds, waited_seconds += o.waited_seconds;
+  overlapped_bytes += o.overlapped_bytes;
+  alone_seconds += o.alone_seconds, alone_bytes += o.alone_bytes;
+  return *this;
+}
+
+CollectiveCounters::Overlap& CollectiveCounters::Overlap::operator-=(const Overlap& o) {
+  compute_seconds -= o.compute_seconds, waited_seconds -= o.waited_seconds;
+  overlapped_bytes -= o.overlapped_bytes;
+  alone_seconds -= o.alone_seconds, alone_bytes -= o.alone_bytes;
+  return *this;
+}
+
 CollectiveCounters& CollectiveCounters::operator+=(const CollectiveCounters& o) {
   each_entry(*this, o, [](Entry& a, const Entry& b) {
     a.calls += b.calls, a.bytes += b.bytes, a.seconds += b.seconds;
   });
+  overlap += o.overlap;
   return *this;
 }
 
@@ -42,6 +57,7 @@ CollectiveCounters& CollectiveCounters::operator-=(const CollectiveCounters& o) 
   each_entry(*this, o, [](Entry& a, const Entry& b) {
     a.calls -= b.calls, a.bytes -= b.bytes, a.seconds -= b.seconds;
   });
+  overlap -= o.overlap;
   return *this;
 }
 

@@ -23,6 +23,20 @@ struct CollectiveCounters {
   };
   // all_to_all: bytes are those sent to the other ranks (a rank's block to itself stays).
   Entry all_reduce, all_gather, reduce_scatter, broadcast, send, recv, all_to_all;
+  // What a caller reports of its own overlap of work with this group's non-blocking sends
+  // and receives (the ring attention's steps, context_parallel/ring_attention.h). The MPI
+  // layer cannot see it: it times only the waits, not the work between post and wait.
+  struct Overlap {
+    double compute_seconds = 0;         // work done while transfers were in flight
+    double waited_seconds = 0;          // then blocked in wait() for those transfers
+    std::int64_t overlapped_bytes = 0;  // sent by those transfers
+    // Transfers waited on with no work to hide them: what a transfer takes alone, per byte.
+    double alone_seconds = 0;
+    std::int64_t alone_bytes = 0;
+    Overlap& operator+=(const Overlap& o);
+    Overlap& operator-=(const Overlap& o);
+  };
+  Overlap overlap;
   std::int64_t total_calls() const;
   std::int64_t total_bytes() const;
   CollectiveCounters& operator+=(const CollectiveCounters& other);
@@ -85,6 +99,7 @@ class Communicator {
   virtual std::unique_ptr<Request> irecv(float* data, long count, int source, int tag) = 0;
   const CollectiveCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }
+  void add_overlap(const CollectiveCounters::Overlap& o) { counters_.overlap += o; }
 
  protected:
   CollectiveCounters counters_;

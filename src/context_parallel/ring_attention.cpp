@@ -1,6 +1,7 @@
 #include "context_parallel/ring_attention.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -107,6 +108,35 @@ struct Exchange {
   }
 };
 
+// The ring's own account of its overlap, added to the cp group's counters at the end of a
+// call (comm::CollectiveCounters::Overlap): a step's attention compute while a transfer is
+// in flight, the wait after it, and the waits with nothing to hide behind.
+class RingClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point now() { return Clock::now(); }
+  static double since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  // One step's compute (from `begin` to `computed`) and its waits for `bytes` sent.
+  void step(Clock::time_point begin, Clock::time_point computed, double waited, long floats) {
+    if (floats == 0) return;  // nothing in flight: the last forward step
+    overlap_.compute_seconds += std::chrono::duration<double>(computed - begin).count();
+    overlap_.waited_seconds += waited;
+    overlap_.overlapped_bytes += floats * (long)sizeof(float);
+  }
+  void alone(double waited, long floats) {
+    overlap_.alone_seconds += waited;
+    overlap_.alone_bytes += floats * (long)sizeof(float);
+  }
+  void report(const ContextParallel& cp) const {
+    if (cp.size > 1) cp.group->add_overlap(overlap_);
+  }
+
+ private:
+  comm::CollectiveCounters::Overlap overlap_;
+};
+
 }  // namespace
 
 void ring_attention_forward(const float* qkv, const kernels::QkvLayout& layout, float* out,
@@ -122,9 +152,11 @@ void ring_attention_forward(const float* qkv, const kernels::QkvLayout& layout, 
                         rope, local.positions);
   std::vector<float> kv = pack_kv(qkv, layout, local, ring, rope), next_kv(kv.size());
   Exchange exchange;
+  RingClock clock;
   for (int step = 0; step < cp.size; ++step) {
-    if (step + 1 < cp.size)
-      exchange.post(ring, kv.data(), next_kv.data(), (long)kv.size(), kRingKvTag);
+    const long in_flight = step + 1 < cp.size ? (long)kv.size() : 0;
+    if (in_flight) exchange.post(ring, kv.data(), next_kv.data(), in_flight, kRingKvTag);
+    const auto begin = RingClock::now();
     const kernels::AttentionBlock block = ring.block(ring.owner(step));
     const float *k = kv.data(), *v = k + ring.kv_elems;
     if (step == 0) {  // the first block's result is the running one (lse: [batch, heads, seq])
@@ -134,9 +166,12 @@ void ring_attention_forward(const float* qkv, const kernels::QkvLayout& layout, 
                                        dropout, precision);
       kernels::attention_merge(o.data(), lse, part_o.data(), part_lse.data(), rows, hd);
     }
+    const auto computed = RingClock::now();
     exchange.wait();
+    clock.step(begin, computed, RingClock::since(computed), in_flight);
     std::swap(kv, next_kv);
   }
+  clock.report(cp);
   kernels::scatter_heads(o.data(), local.batch, local.seq, local.heads, hd, out,
                          (long)local.heads * hd, nullptr, nullptr);
 }
@@ -194,16 +229,21 @@ void ring_attention_backward(const float* qkv, const kernels::QkvLayout& layout,
   // previous rank (grad_in) and the sum passed on (grad_out).
   std::vector<float> part(kv.size()), grad_in(kv.size()), grad_out(kv.size());
   Exchange kv_exchange, grad_exchange;
+  RingClock clock;
   for (int step = 0; step < cp.size; ++step) {
-    if (step + 1 < cp.size)
-      kv_exchange.post(ring, kv.data(), next_kv.data(), (long)kv.size(), kRingKvTag);
+    const long kv_in_flight = step + 1 < cp.size ? (long)kv.size() : 0;
+    const long grad_in_flight = step > 0 ? (long)part.size() : 0;  // posted by the last step
+    if (kv_in_flight) kv_exchange.post(ring, kv.data(), next_kv.data(), kv_in_flight, kRingKvTag);
+    const auto begin = RingClock::now();
     std::fill(part.begin(), part.end(), 0.f);
     const float *k = kv.data(), *v = k + ring.kv_elems;
     kernels::attention_block_backward(x.q.data(), k, v, x.dout.data(), lse, x.delta.data(),
                                       x.dq.data(), part.data(), part.data() + ring.kv_elems,
                                       ring.block(ring.owner(step)), dropout, precision);
+    const auto computed = RingClock::now();
     // The block's sum so far arrived from the previous rank while this step computed.
     grad_exchange.wait();
+    double waited = RingClock::since(computed);
     if (step == 0) {
       std::swap(grad_out, part);
     } else {
@@ -212,10 +252,17 @@ void ring_attention_backward(const float* qkv, const kernels::QkvLayout& layout,
     }
     // At the last step this sends the next rank its own block's finished gradient.
     grad_exchange.post(ring, grad_out.data(), grad_in.data(), (long)grad_out.size(), kRingGradTag);
+    const auto kv_wait = RingClock::now();
     kv_exchange.wait();
+    waited += RingClock::since(kv_wait);
+    clock.step(begin, computed, waited, kv_in_flight + grad_in_flight);
     std::swap(kv, next_kv);
   }
+  // The last gradient's transfer has no work left to hide behind: a transfer alone.
+  const auto last = RingClock::now();
   grad_exchange.wait();
+  clock.alone(RingClock::since(last), (long)grad_in.size());
+  clock.report(cp);
   store_grads(x.dq, grad_in, layout, local, ring, rope, dqkv);
 }
 

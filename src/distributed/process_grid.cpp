@@ -19,6 +19,18 @@ GridCoords ProcessGrid::coords(int rank) const {
   return {rank % t_, below_tp / c_ % d_, below_tp / (c_ * d_), below_tp % c_};
 }
 
+std::string ProcessGrid::rank_label(int rank) const {
+  const GridCoords c = coords(rank);
+  return "rank " + std::to_string(rank) + " (t " + std::to_string(c.tp) + ", c " +
+         std::to_string(c.cp) + ", d " + std::to_string(c.dp) + ", p " + std::to_string(c.pp) + ")";
+}
+
+std::vector<std::string> ProcessGrid::rank_labels() const {
+  std::vector<std::string> labels;
+  for (int r = 0; r < world_; ++r) labels.push_back(rank_label(r));
+  return labels;
+}
+
 std::vector<int> ProcessGrid::tensor_group(int rank) const {
   GridCoords c = coords(rank);
   std::vector<int> g;

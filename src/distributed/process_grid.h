@@ -41,6 +41,10 @@ class ProcessGrid {
   int expert_tensor_size() const { return etp_; }
   int expert_data_size() const { return t_ * c_ * d_ / (etp_ * ep_); }
   GridCoords coords(int rank) const;
+  // "rank 5 (t 1, c 0, d 0, p 1)": how pictures of the run name a rank's row.
+  std::string rank_label(int rank) const;
+  // rank_label of every rank, in rank order.
+  std::vector<std::string> rank_labels() const;
   int rank_of(GridCoords c) const { return c.tp + t_ * (c.cp + c_ * (c.dp + d_ * c.pp)); }
   std::vector<int> tensor_group(int rank) const;
   std::vector<int> data_group(int rank) const;

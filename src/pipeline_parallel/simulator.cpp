@@ -129,7 +129,11 @@ std::string escape_xml(const std::string& text) {
 }
 
 std::string draw_boxes_svg(const BoxDrawing& d) {
-  const double row = 34.0, left = 70.0, top = 30.0;
+  // The row names' column fits the longest (about 6.5 px a character at font size 12):
+  // "rank 12 (t 1, c 1, d 0, p 3)" needs more than "rank 3".
+  size_t longest = 0;
+  for (const std::string& name : d.row_names) longest = std::max(longest, name.size());
+  const double row = 34.0, left = std::max(70.0, 16 + 6.5 * longest), top = 30.0;
   const double width = left + d.span * d.unit + 20, rows = (double)d.row_names.size();
   const double height = top + rows * row + 40;
   std::string svg;

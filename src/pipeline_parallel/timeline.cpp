@@ -101,7 +101,8 @@ std::vector<TraceEvent> aligned_at_first_optimizer_op(std::vector<TraceEvent> ev
 
 }  // namespace
 
-std::string render_timeline_svg(const std::vector<TraceEvent>& measured, double width_px) {
+std::string render_timeline_svg(const std::vector<TraceEvent>& measured, double width_px,
+                                const std::vector<std::string>& rank_names) {
   const std::vector<TraceEvent> events = aligned_at_first_optimizer_op(measured);
   BoxDrawing d;
   std::vector<int> ranks;
@@ -111,7 +112,9 @@ std::string render_timeline_svg(const std::vector<TraceEvent>& measured, double 
     first = std::min(first, e.start_us), last = std::max(last, e.start_us + e.duration_us);
   }
   std::sort(ranks.begin(), ranks.end());
-  for (int r : ranks) d.row_names.push_back("rank " + std::to_string(r));
+  for (int r : ranks)
+    d.row_names.push_back(r >= 0 && r < (int)rank_names.size() ? rank_names[r]
+                                                               : "rank " + std::to_string(r));
   d.span = events.empty() ? 0.0 : (last - first) / 1e3;
   // Thin boxes stay, each still one <rect> (draw_boxes_svg gives them half a pixel).
   d.unit = d.span > 0 ? width_px / d.span : 1.0;

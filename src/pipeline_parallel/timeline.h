@@ -33,7 +33,10 @@ std::vector<TraceEvent> read_chrome_trace(const std::string& path);
 // kind and chunk and numbered by micro-batch, communication grey, the optimizer purple; every event
 // is one box with its name, rank and duration as hover text.
 // width_px: the time axis' length in pixels (the whole run: a scroll, not a page per step).
-std::string render_timeline_svg(const std::vector<TraceEvent>& events, double width_px = 4000);
+// rank_names: each rank's row name, by rank (distributed::ProcessGrid::rank_labels, its grid
+// coordinates); "rank R" for a rank it does not name.
+std::string render_timeline_svg(const std::vector<TraceEvent>& events, double width_px = 4000,
+                                const std::vector<std::string>& rank_names = {});
 
 // The bubble of one step per pipeline stage — idle over compute time, the step being the
 // longest any stage takes from the step's start to its last compute — from this rank's

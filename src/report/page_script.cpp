@@ -176,6 +176,9 @@ function drawSummary(rows) {
                `loss ${format(last.loss)}`, `${format(last.tokens_per_s)} tokens/s`, `MFU ${format(last.mfu)}`);
   }
   if (valid.length) parts.push(`validation loss ${format(valid[valid.length - 1].validation_loss)}`);
+  // The layout as the grid print names it (process_grid.h): t x c x d x p ranks.
+  if (run && run.run.tensor)
+    parts.push(`t ${run.run.tensor} × c ${run.run.context ?? 1} × d ${run.run.data} × p ${run.run.pipeline}`);
   if (document.body.dataset.live === "1") parts.push("live, updated " + new Date().toLocaleTimeString());
   document.getElementById("summary").textContent = parts.join(" · ") || "nothing logged yet";
 }

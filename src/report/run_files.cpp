@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/files.h"
+#include "distributed/process_grid.h"
 #include "pipeline_parallel/timeline.h"
 
 namespace trident::report {
@@ -77,16 +78,32 @@ std::string inline_svg(std::string svg) {
   return svg;
 }
 
+// The ranks' labels (distributed::ProcessGrid::rank_label) from the last "run" row's layout
+// (run_pictures.cpp write_run_description); none when there is no such row yet.
+std::vector<std::string> rank_labels(const std::string& metrics) {
+  const nlohmann::ordered_json rows = read_metrics_rows(metrics);
+  for (auto row = rows.rbegin(); row != rows.rend(); ++row) {
+    if (!row->contains("run")) continue;
+    const auto& run = (*row)["run"];
+    const int t = run.value("tensor", 1), c = run.value("context", 1), d = run.value("data", 1),
+              p = run.value("pipeline", 1);
+    if (t < 1 || c < 1 || d < 1 || p < 1) return {};
+    return distributed::ProcessGrid(t * c * d * p, t, p, 1, 0, c).rank_labels();
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string timeline_figure(const RunFiles& files) {
   namespace pp = pipeline_parallel;
   if (files.timeline.empty() || !std::filesystem::exists(files.timeline)) return "";
   const std::vector<pp::TraceEvent> events = pp::read_chrome_trace(files.timeline);
+  const std::vector<std::string> labels = rank_labels(files.metrics);
   return "<h3>The last iteration</h3><div id=\"timeline-last\">" +
-         inline_svg(pp::render_timeline_svg(last_step(events), 1100)) +
+         inline_svg(pp::render_timeline_svg(last_step(events), 1100, labels)) +
          "</div><h3>The whole run</h3><div id=\"timeline-run\">" +
-         inline_svg(pp::render_timeline_svg(events)) + "</div>";
+         inline_svg(pp::render_timeline_svg(events, 4000, labels)) + "</div>";
 }
 
 }  // namespace trident::report

@@ -32,7 +32,9 @@ nlohmann::ordered_json read_metrics_rows(const std::string& path);
 // The timeline drawn (pipeline_parallel::render_timeline_svg) as markup to put inside an HTML
 // page: the last iteration (div#timeline-last: the run's schedule, at a readable scale) and
 // the whole run (div#timeline-run: every event of the trace); "" when the run has no
-// timeline file, or not yet.
+// timeline file, or not yet. Each rank's row is named by its grid coordinates (t, c, d, p)
+// when the metrics file's "run" row gives the layout (train writes it at start-up), and
+// "rank R" before it has.
 std::string timeline_figure(const RunFiles& files);
 
 }  // namespace trident::report

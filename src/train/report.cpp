@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/process_grid.h"
 #include "model/gather.h"
 #include "pipeline_parallel/simulator.h"
 #include "train/run_pictures.h"
@@ -133,7 +134,7 @@ void write_timeline(const TrainingConfig& c,
     pipeline_parallel::write_chrome_trace(path, all);
     log << "timeline: " << all.size() << " events -> " << path << " (chrome://tracing, Perfetto)\n";
   }
-  write_timeline_svg(c, all, log);
+  write_timeline_svg(c, all, rank.grid->rank_labels(), log);
 }
 
 // Bubble per pipeline rank from the executed timeline (idle over compute), gathered, and the

@@ -49,9 +49,10 @@ void write_run_description(TrainingRun& run) {
 
 void write_timeline_svg(const TrainingConfig& c,
                         const std::vector<pipeline_parallel::TraceEvent>& events,
-                        std::ostream& log) {
+                        const std::vector<std::string>& rank_names, std::ostream& log) {
   if (c.timeline_svg.empty()) return;
-  write_file_atomically(c.timeline_svg, pipeline_parallel::render_timeline_svg(events));
+  write_file_atomically(c.timeline_svg,
+                        pipeline_parallel::render_timeline_svg(events, 4000, rank_names));
   log << "timeline drawn -> " << c.timeline_svg << "\n";
 }
 

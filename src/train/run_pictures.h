@@ -19,9 +19,10 @@ struct TrainingRun;
 void write_run_description(TrainingRun& run);
 
 // Rank 0, with every rank's events merged: --timeline-svg's drawing.
+// Rows named by the ranks' grid coordinates (rank_names: ProcessGrid::rank_labels).
 void write_timeline_svg(const TrainingConfig& c,
                         const std::vector<pipeline_parallel::TraceEvent>& events,
-                        std::ostream& log);
+                        const std::vector<std::string>& rank_names, std::ostream& log);
 
 // Rank 0, --report-dir, at the very end: DIR/report.html from the files just written.
 void write_report_page(TrainingRun& run);

@@ -44,7 +44,22 @@ constexpr const char* kCollectiveKinds[] = {
     "all-reduce", "all-gather", "reduce-scatter", "broadcast", "send", "recv", "all-to-all"};
 constexpr int kKinds = sizeof kCollectiveKinds / sizeof kCollectiveKinds[0];
 // expert: the MoE dispatcher's all-to-all (expert-all-to-all) and its counts.
-constexpr const char* kGroups[] = {"tensor", "data", "pipeline", "expert"};
+// context: the cp group (the ring's send and recv, a2a's all-to-all, the loss's all-reduce).
+constexpr const char* kGroups[] = {"tensor", "data", "pipeline", "expert", "context"};
+constexpr int kContextGroup = 4;
+constexpr int kGroupCount = sizeof kGroups / sizeof kGroups[0];
+// The ring attention's own account (comm::CollectiveCounters::Overlap), after the groups.
+constexpr const char* kRingTimers[] = {"cp-ring-compute", "cp-ring-wait", "cp-ring-transfer"};
+constexpr int kRingTimerCount = 3;
+constexpr int kRingFirst = kTimerCount + kGroupCount * kKinds;  // cp-ring-compute's index
+
+// One step's ring times (ms): compute with a transfer in flight, the wait after it, and the
+// time those transfers would take alone (their bytes at the per-byte time of the step's
+// transfers that had nothing to hide behind). 0 when the step ran no ring.
+void ring_step_ms(const comm::CollectiveCounters::Overlap& o, double ms[kRingTimerCount]) {
+  ms[0] = o.compute_seconds * 1e3, ms[1] = o.waited_seconds * 1e3;
+  ms[2] = o.alone_bytes > 0 ? o.overlapped_bytes * (o.alone_seconds / o.alone_bytes) * 1e3 : 0;
+}
 
 const comm::CollectiveCounters::Entry& entry_of(const comm::CollectiveCounters& k, int kind) {
   const comm::CollectiveCounters::Entry* entries[kKinds] = {
@@ -61,6 +76,7 @@ IntervalTimers::IntervalTimers(int level, double straggler_threshold)
   for (const char* group : kGroups)
     for (const char* kind : kCollectiveKinds)
       names_.push_back(std::string(group) + "-" + kind), levels_.push_back(2);
+  for (const char* ring : kRingTimers) names_.push_back(ring), levels_.push_back(2);
   sums_ms_.assign(names_.size(), 0.0);
 }
 
@@ -69,6 +85,11 @@ void IntervalTimers::add_step(const std::vector<pipeline_parallel::TraceEvent>& 
   for (size_t g = 0; g < std::min(groups.size(), std::size(kGroups)); ++g)
     for (int kind = 0; kind < kKinds; ++kind)
       sums_ms_[kTimerCount + g * kKinds + kind] += entry_of(groups[g].second, kind).seconds * 1e3;
+  if ((int)groups.size() > kContextGroup) {
+    double ring[kRingTimerCount];
+    ring_step_ms(groups[kContextGroup].second.overlap, ring);
+    for (int t = 0; t < kRingTimerCount; ++t) sums_ms_[kRingFirst + t] += ring[t];
+  }
   double begin = -1, end = -1;  // the schedule: from "train step" to the end of the send wait
   double step[kTimerCount] = {};
   for (const auto& e : events) {
@@ -110,6 +131,23 @@ StragglerReport find_straggler(const std::vector<double>& compute, const std::ve
   return worst;
 }
 
+// Each rank's overlap fraction 1 - waited / transfer time, clamped to [0, 1] (a wait can
+// exceed the transfer estimate: it also holds the skew between neighbours); min and max over
+// the ranks that ran the ring.
+template <typename At>
+RingOverlap ring_overlap(int ranks, At at) {
+  RingOverlap o;
+  for (int r = 0; r < ranks; ++r) {
+    const double waited = at(r, 1), transfer = at(r, 2);
+    if (transfer <= 0) continue;
+    const double f = std::clamp(1 - waited / transfer, 0.0, 1.0);
+    o.min = o.found ? std::min(o.min, f) : f;
+    o.max = o.found ? std::max(o.max, f) : f;
+    o.found = true;
+  }
+  return o;
+}
+
 }  // namespace
 
 TimerReport IntervalTimers::reduce(comm::Communicator& world, int pipeline_stage) {
@@ -139,6 +177,8 @@ TimerReport IntervalTimers::reduce(comm::Communicator& world, int pipeline_stage
     stage[r] = (int)at(r, timers);
   }
   report.straggler = find_straggler(compute, stage, threshold_);
+  if (level_ >= 2)  // the ring's timers are level 2's
+    report.ring_overlap = ring_overlap(n, [&](int r, int t) { return at(r, kRingFirst + t); });
   return report;
 }
 
@@ -152,6 +192,12 @@ std::string format_timers(const TimerReport& r, const std::vector<std::string>& 
   for (const TimerRow& row : r.rows) {
     std::snprintf(buf, sizeof buf, "    %-22s: (%.2f, %.2f) max on rank %d\n",
                   (row.name + " ").c_str(), row.min_ms, row.max_ms, row.max_rank);
+    out += buf;
+  }
+  if (r.ring_overlap.found) {
+    std::snprintf(buf, sizeof buf,
+                  "    %-22s: (%.3f, %.3f) = 1 - cp-ring-wait / cp-ring-transfer\n",
+                  "cp-ring-overlap ", r.ring_overlap.min, r.ring_overlap.max);
     out += buf;
   }
   if (r.straggler.found) {

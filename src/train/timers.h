@@ -26,9 +26,24 @@ struct StragglerReport {
   double ms = 0, median_ms = 0;
 };
 
+// The ring attention's overlap fraction (--cp-comm-type p2p at c > 1), min and max over ranks.
+// A rank's fraction is 1 - cp-ring-wait / cp-ring-transfer in [0, 1]:
+// - cp-ring-compute: the ring's attention compute in steps with a transfer in flight;
+// - cp-ring-wait: the time then blocked waiting for those transfers (after the compute);
+// - cp-ring-transfer: what those transfers would take with nothing to overlap: their bytes
+//   times the per-byte time of the backward's last transfer (the finished d k, d v going
+//   home), which the ring waits for with no work left to hide it.
+// 1: every transfer finished behind the compute; 0: waited as long as a transfer alone (as
+// under shared-memory Open MPI, whose copy runs inside the wait).
+struct RingOverlap {
+  bool found = false;
+  double min = 0, max = 0;
+};
+
 struct TimerReport {
   std::vector<TimerRow> rows;
   StragglerReport straggler;
+  RingOverlap ring_overlap;
 };
 
 // What each process group's collectives did during one step (the counters' difference).
@@ -37,12 +52,14 @@ using GroupCollectives = std::vector<std::pair<std::string, comm::CollectiveCoun
 class IntervalTimers {
  public:
   // level: --timing-log-level (0 none, 1 coarse: forward-backward, optimizer, gradient sync;
-  // 2 also compute, send and receive, and each process group's collectives by kind, as
-  // "<group>-<kind>": the time inside MPI, waiting for peers included); threshold: straggler when
+  // 2 also compute, send and receive, each process group's collectives by kind, as
+  // "<group>-<kind>": the time inside MPI, waiting for peers included, and the ring
+  // attention's cp-ring-* timers and overlap, RingOverlap); threshold: straggler when
   // max > (1 + threshold) x median of the ranks' compute.
   IntervalTimers(int level, double straggler_threshold);
   int level() const { return level_; }
-  // groups: the tensor, data and pipeline groups' collectives of the step, in that order.
+  // groups: the tensor, data, pipeline, expert and context groups' collectives of the step,
+  // in that order (training_log.h snapshot_collectives; later groups are not timed).
   void add_step(const std::vector<pipeline_parallel::TraceEvent>& events,
                 const GroupCollectives& groups);
   // Collective over `world` (every rank calls it at the same iteration); resets the interval.

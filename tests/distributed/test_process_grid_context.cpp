@@ -118,5 +118,17 @@ TEST(ProcessGridContext, PrintsTheContextAxis) {
   EXPECT_EQ(without.str().find("context"), std::string::npos) << without.str();
 }
 
+// A rank's label in pictures: its coordinates worked by hand from rank = tp + t * (cp + c *
+// (dp + d * pp)) at t = 2, c = 2, d = 1, p = 2.
+TEST(ProcessGridContext, LabelsRanksByTheirFourCoordinates) {
+  const ProcessGrid grid(8, 2, 2, 1, 0, 2);
+  EXPECT_EQ(grid.rank_label(0), "rank 0 (t 0, c 0, d 0, p 0)");
+  EXPECT_EQ(grid.rank_label(3), "rank 3 (t 1, c 1, d 0, p 0)");  // 3 = 1 + 2 * 1
+  EXPECT_EQ(grid.rank_label(6), "rank 6 (t 0, c 1, d 0, p 1)");  // 6 = 0 + 2 * (1 + 2 * 1)
+  const std::vector<std::string> labels = grid.rank_labels();
+  ASSERT_EQ(labels.size(), 8u);
+  EXPECT_EQ(labels[5], "rank 5 (t 1, c 0, d 0, p 1)");  // 5 = 1 + 2 * (0 + 2 * 1)
+}
+
 }  // namespace
 }  // namespace trident::distributed

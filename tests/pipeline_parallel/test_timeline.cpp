@@ -74,5 +74,16 @@ TEST(Timeline, RanksAlignedAtTheirFirstOptimizerOp) {
       << svg;
 }
 
+TEST(Timeline, RowsTakeTheNamesGiven) {
+  // Rank 1 named (its grid coordinates, say); rank 0 beyond the names given keeps "rank 0".
+  const std::string named =
+      render_timeline_svg(two_ranks(), 4000, {"", "rank 1 (t 0, c 1, d 0, p 0)"});
+  EXPECT_NE(named.find(">rank 1 (t 0, c 1, d 0, p 0)<"), std::string::npos) << named;
+  EXPECT_EQ(named.find(">rank 1<"), std::string::npos);
+  const std::string plain = render_timeline_svg(two_ranks());
+  EXPECT_NE(plain.find(">rank 0<"), std::string::npos);
+  EXPECT_NE(plain.find(">rank 1<"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trident::pipeline_parallel

@@ -4,7 +4,8 @@
 as serve_page_test.py) and checked against the run's files read here independently: the
 embedded JSON equals the metrics file's rows, the loss chart has one point per logged
 iteration (higher loss, higher on the page), the timeline one box per event of the Chrome
-trace (same rank and name), the memory plan a bar per buffer, and the browser requested
+trace (same rank and name) and rows named by each rank's (t, c, d, p), the summary the
+layout, the memory plan a bar per buffer, and the browser requested
 nothing but the file itself. `--serve`, started before the run: the page opened then draws
 the run as it is written, without a reload, asking nothing of anyone but its own server; the
 JSON endpoint follows the file as lines are appended (a line still being written is left
@@ -89,6 +90,13 @@ def check_page(check, browser, page, rows, trace, screenshot):
     events = sorted((str(e["tid"]), e["name"]) for e in trace)
     check(drawn == events and len(events) > 50,
           f"the timeline has a box per trace event ({len(drawn)} of {len(events)}), by rank and name")
+    # Rows and summary name the layout as the grid does: rank = tp + t (cp + c (dp + d pp)).
+    rows_named = browser.evaluate(session, """[...document.querySelectorAll("#timeline-run text")]
+        .map(t => t.textContent)""")
+    summary = browser.evaluate(session, 'document.getElementById("summary").textContent')
+    check("rank 0 (t 0, c 0, d 0, p 0)" in rows_named and "rank 1 (t 0, c 0, d 0, p 1)" in rows_named
+          and "t 1 × c 1 × d 1 × p 2" in summary,
+          f"timeline rows carry each rank's (t, c, d, p) and the summary the layout: {summary}")
     # The last iteration: each rank's events from its last step marker on.
     last = {}
     for e in trace:

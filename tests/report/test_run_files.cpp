@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/files.h"
+#include "pipeline_parallel/timeline.h"
 #include "report/page.h"
 #include "report/run_files.h"
 #include "test_util.h"
@@ -60,6 +61,25 @@ TEST(Page, EmbedsTheRowsSafely) {
   EXPECT_EQ(nlohmann::ordered_json::parse(page.substr(begin, end - begin)), rows);
   EXPECT_EQ(page.find("http://"), std::string::npos);
   EXPECT_NE(page.find("data-live=\"0\""), std::string::npos);
+}
+
+// The timeline's rows carry each rank's (t, c, d, p) from the metrics file's "run" row; before
+// that row is written, plain rank numbers.
+TEST(RunFiles, TimelineRowsNameTheRanksCoordinates) {
+  namespace pp = pipeline_parallel;
+  const std::string dir = testing::empty_temp_dir("report", "coords");
+  pp::write_chrome_trace(dir + "/timeline.json", {{"F 0.0", "forward", 0, 1000, 2000},
+                                                  {"F 0.0", "forward", 1, 1000, 2000},
+                                                  {"step", "step", 1, 0, 1}});
+  std::ofstream(dir + "/metrics.jsonl") << "{\"iteration\": 1}\n";
+  const RunFiles files = find_run_files(dir, "", "");
+  EXPECT_NE(timeline_figure(files).find(">rank 1<"), std::string::npos);
+  std::ofstream(dir + "/metrics.jsonl", std::ios::app)
+      << R"({"run": {"tensor": 1, "pipeline": 1, "context": 2, "data": 1}})"
+      << "\n";
+  const std::string figure = timeline_figure(files);
+  EXPECT_NE(figure.find(">rank 0 (t 0, c 0, d 0, p 0)<"), std::string::npos) << figure;
+  EXPECT_NE(figure.find(">rank 1 (t 0, c 1, d 0, p 0)<"), std::string::npos) << figure;
 }
 
 }  // namespace
