@@ -153,9 +153,10 @@ int main(int argc, char** argv) {
       k.ratios.push_back(gbs / (k.traffic == Traffic::kRead ? read_bw.back() : stream_bw.back()));
     }
   }
-  std::printf("read bandwidth %.1f GB/s, read 4 + write 3 stream %.1f GB/s (medians of %d rounds, "
-              "%d threads; check %.0f)\n",
-              median(read_bw), median(stream_bw), rounds, omp_get_max_threads(), sink);
+  std::printf(
+      "read bandwidth %.1f GB/s, read 4 + write 3 stream %.1f GB/s (medians of %d rounds, "
+      "%d threads; check %.0f)\n",
+      median(read_bw), median(stream_bw), rounds, omp_get_max_threads(), sink);
   for (const Kernel& k : kernels) print_row(k);
   return 0;
 }

@@ -16,8 +16,8 @@ namespace {
 std::vector<TraceEvent> two_ranks() {
   return {{"F 0.0", "forward", 0, 1000, 2000},  // rank 0: 1-3 ms
           {"send-fwd 0.0 -> 1", "send", 0, 3000, 0},
-          {"F 1.1", "forward", 1, 3000, 1000},  // rank 1: 3-4 ms, chunk 1
-          {"B 0.1", "backward", 1, 4000, 2000, 1500},  // lost its core for 0.5 ms
+          {"F 1.1", "forward", 1, 3000, 1000},              // rank 1: 3-4 ms, chunk 1
+          {"B 0.1", "backward", 1, 4000, 2000, 1500},       // lost its core for 0.5 ms
           {"optimizer step", "optimizer", 0, 6000, 1000}};  // ends at 7 ms
 }
 

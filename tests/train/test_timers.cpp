@@ -41,7 +41,8 @@ TEST(IntervalTimers, RingRowsAndOverlapFromTheContextGroup) {
   ASSERT_TRUE(r.ring_overlap.found);
   EXPECT_NEAR(r.ring_overlap.min, 0.8, 1e-6);
   EXPECT_NEAR(r.ring_overlap.max, 0.8, 1e-6);
-  EXPECT_NE(format_timers(r, {}).find("    cp-ring-overlap       : (0.800, 0.800)"), std::string::npos)
+  EXPECT_NE(format_timers(r, {}).find("    cp-ring-overlap       : (0.800, 0.800)"),
+            std::string::npos)
       << format_timers(r, {});
 }
 
