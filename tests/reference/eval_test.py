@@ -485,14 +485,16 @@ def main():
         run_eval(trident, seven + ["--log-samples", other])
         check(strings(other) not in (None, strings(fs_log)), "another seed draws other examples")
 
-        # Separate (unshared) scoring gives the same numbers.
+        # Separate (unshared) scoring gives the same numbers: the continuations then run
+        # through the training kernel's attention instead of the KV cache's, another order
+        # of summation, so to the tolerance the (t, p, d) layouts get below.
         sep = os.path.join(tmp, "sep.json")
         run_eval(trident, fs_args + ["--output", sep, "--no-shared-context"])
-        same = os.path.exists(sep) and all(
-            abs(v - few_results["results"][t][m]) <= 1e-6 * max(1, abs(v))
-            for t, r in json.load(open(sep))["results"].items() for m, v in r.items()
-            if isinstance(v, float))
-        check(same, "--no-shared-context gives the shared-context metrics")
+        gap = max((abs(v - few_results["results"][t][m]) / max(1, abs(v))
+                   for t, r in json.load(open(sep))["results"].items() for m, v in r.items()
+                   if isinstance(v, float)), default=0.0) if os.path.exists(sep) else float("inf")
+        check(gap <= 1e-5, f"--no-shared-context gives the shared-context metrics "
+                           f"(max rel difference {gap:.1e})")
 
         # Layouts: every metric equals one process's.
         for t, p, d in ((2, 1, 1), (1, 2, 1), (1, 1, 2)):
