@@ -10,7 +10,14 @@
 // both moments, writes param and the moments: 28 bytes a parameter, 30 with the bf16 copy the
 // next forward multiplies with); KV-cache attention of one new token against gpt2-small's 12
 // layers x 12 heads x 64 at `kv positions` cached positions (reads every cached key and
-// value: 2 x positions x 768 x 4 bytes a layer in fp32, half that in bf16).
+// value: 2 x positions x 768 x 4 bytes a layer in fp32, half that in bf16); the products of
+// one batch-1 decode step of gpt2-small (12 layers of qkv, projection, fc1, fc2, and the
+// 50257-row output layer: 123.5M weights, each read once) through the kernel generation
+// uses, which is the decode roofline without the rest of the step; and the whole batch-1
+// decode step of gpt2-small (random weights) through generation's InferenceModel, one token
+// appended at position `kDecodePosition` (the same each call: the cache holds that many
+// positions before it), held to the bytes generation.py's roofline counts (every parameter
+// once) plus the cached keys and values it reads.
 #include <omp.h>
 
 #include <algorithm>
@@ -18,12 +25,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/first_touch.h"
+#include "distributed/process_groups.h"
+#include "generation/inference_model.h"
 #include "kernels/adamw.h"
 #include "kernels/cached_attention.h"
+#include "kernels/skinny_linear.h"
+#include "model/gpt_model.h"
 #include "read_bandwidth.h"
 
 namespace {
@@ -108,6 +122,74 @@ struct KvBuffers {
   }
 };
 
+// gpt2-small's decode products at batch 1: each layer's qkv, projection, fc1 and fc2, then
+// the output layer, every weight its own value.
+struct DecodeProducts {
+  struct Shape {
+    int out, in;
+  };
+  std::vector<Shape> shapes;
+  FirstTouchVector<float> w, x, y;
+  FirstTouchVector<kernels::bf16_t> w16, x16;
+  DecodeProducts() {
+    for (int l = 0; l < 12; ++l)
+      shapes.insert(shapes.end(), {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}});
+    shapes.push_back({50257, 768});
+    assign_parallel(w, weights(), 0.f);
+    vary(w.data(), weights(), 0.02f);
+    assign_parallel(w16, weights(), kernels::bf16_t{0});
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < weights(); ++i) w16[i] = kernels::bf16_from_float(w[i]);
+    assign_parallel(x, 3072L, 0.5f);
+    assign_parallel(x16, 3072L, kernels::bf16_from_float(0.5f));
+    assign_parallel(y, 50257L, 0.f);
+  }
+  long weights() const {
+    long n = 0;
+    for (const Shape& s : shapes) n += (long)s.out * s.in;
+    return n;
+  }
+  void step(bool bf16) {
+    long offset = 0;
+    for (const Shape& s : shapes) {
+      if (bf16)
+        kernels::skinny_linear_forward_bf16(x16.data(), w16.data() + offset, y.data(), 1, s.in,
+                                            s.out);
+      else
+        kernels::skinny_linear_forward(x.data(), w.data() + offset, y.data(), 1, s.in, s.out);
+      offset += (long)s.out * s.in;
+    }
+  }
+};
+
+// gpt2-small with random weights, one process; decode steps of one sequence, fp32 or bf16.
+struct DecodeStep {
+  static constexpr int kDecodePosition = 128;
+  ModelConfig config = preset_model("gpt2-small");
+  comm::SingleRankCommunicator tp{"tensor"};
+  GPTModel weights{config, tp, 1, 16};
+  distributed::ProcessGrid grid{1, 1, 1};
+  distributed::ProcessGroups groups = distributed::make_single_rank_groups();
+  engine::RankContext rank{0, &grid, &groups, {"local"}};
+  std::ostringstream log;
+  std::unique_ptr<generation::InferenceModel> model;
+  explicit DecodeStep(bool bf16) {
+    weights.parameters().initialize(1, 0.02f, config.num_layers);
+    generation::InferenceOptions o;
+    o.max_batch = 1, o.max_sequence_length = kDecodePosition + 1, o.bf16 = bf16;
+    o.model = &config, o.weights = &weights.parameters();
+    model = std::make_unique<generation::InferenceModel>(o, rank, log);
+    generation::Segment prompt{0, 0, std::vector<int>(kDecodePosition, 13), 1};
+    model->step({prompt});
+  }
+  void step() { model->step({generation::Segment{0, kDecodePosition, {42}, 1}}); }
+  // Every parameter once (generation.py's roofline), plus the cached keys and values.
+  double bytes(int element) const {
+    const double cached = 2.0 * config.num_layers * (kDecodePosition + 1) * config.hidden_size;
+    return element * ((double)weights.parameters().size() + cached);
+  }
+};
+
 void print_row(const Kernel& k) {
   std::printf("%-34s %8.1f GB/s   roofline %.3f (median)  %.3f (best)\n", k.name.c_str(),
               median(k.gbs), median(k.ratios), *std::max_element(k.ratios.begin(), k.ratios.end()));
@@ -124,6 +206,8 @@ int main(int argc, char** argv) {
   assign_parallel(band, band_floats, 1.f);
   AdamWBuffers a(params);
   KvBuffers kv(positions);
+  DecodeProducts decode;
+  DecodeStep step32(false), step16(true);
   const kernels::AdamWStep step{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.f};
   const double kv_bytes = 2.0 * KvBuffers::kLayers * kv.layer_floats();
   std::vector<Kernel> kernels = {
@@ -138,6 +222,10 @@ int main(int argc, char** argv) {
        }},
       {"kv-cache attention fp32", kv_bytes * 4, Traffic::kRead, [&] { kv.decode(false); }},
       {"kv-cache attention bf16", kv_bytes * 2, Traffic::kRead, [&] { kv.decode(true); }},
+      {"decode products fp32", 4.0 * decode.weights(), Traffic::kRead, [&] { decode.step(false); }},
+      {"decode products bf16", 2.0 * decode.weights(), Traffic::kRead, [&] { decode.step(true); }},
+      {"decode step fp32 (batch 1)", step32.bytes(4), Traffic::kRead, [&] { step32.step(); }},
+      {"decode step bf16 (batch 1)", step16.bytes(2), Traffic::kRead, [&] { step16.step(); }},
   };
   // Written: param, m, grad (v stays as AdamW left it: its square root must stay real).
   float* const adamw_arrays[] = {a.p.data(), a.m.data(), a.g.data(), a.v.data()};
