@@ -109,7 +109,7 @@ const float* LMHeadLoss::logits_rows(kernels::GemmOperand x, int first, int coun
 }
 
 int lm_head_chunk_rows(long tokens, int vocab_local) {
-  const long target = std::max(256L, (32L << 20) / std::max(vocab_local, 1));
+  const long target = std::max(512L, (32L << 20) / std::max(vocab_local, 1));
   const long chunks = (tokens + target - 1) / target;
   const long rows = ((tokens + chunks - 1) / chunks + 63) / 64 * 64;  // balanced, 64-row multiple
   return (int)std::min(tokens, rows);

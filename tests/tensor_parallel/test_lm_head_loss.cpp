@@ -134,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(TensorParallelSizes, LMHeadLossTest,
                                            Case{2, 3, true}, Case{4, 3, true}),
                          name_of);
 
-// Chunks of at most ~128 MiB of fp32 logits but never under 256 rows, the tokens split into
+// Chunks of at most ~128 MiB of fp32 logits but never under 512 rows, the tokens split into
 // equal chunks rounded up to 64 rows, never more rows than tokens.
 TEST(LMHeadLoss, ChunkRowsFollowTheRule) {
   // 2^25 / 50304 = 667 rows a chunk: one chunk of all 100 tokens.
@@ -143,8 +143,10 @@ TEST(LMHeadLoss, ChunkRowsFollowTheRule) {
   EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(4096, 50304), 640);
   // A small vocabulary: one chunk.
   EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(8192, 100), 8192);
-  // A huge vocabulary: 2^25 / 2^20 = 32 rows, raised to 256; 4 chunks of 250 -> 256 rows.
-  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1000, 1 << 20), 256);
+  // A huge vocabulary: 2^25 / 2^20 = 32 rows, raised to 512; 2 chunks of 500 -> 512 rows.
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1000, 1 << 20), 512);
+  // Llama 3's 128256 entries: 2^25 / 128256 = 261 rows, raised to 512; B4 T256 in 2 chunks.
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1024, 128256), 512);
 }
 
 }  // namespace
