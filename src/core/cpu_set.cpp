@@ -1,5 +1,6 @@
 #include "core/cpu_set.h"
 
+#include <omp.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace trident {
 
@@ -16,10 +18,27 @@ constexpr int kBits = 64;
 bool has(const CpuMask& m, int cpu) {
   return (m[cpu / kBits] >> (cpu % kBits)) & 1;
 }
+// Under OMP_PROC_BIND (or OMP_PLACES), libgomp binds the initial thread to its first place
+// as it starts, so this thread's affinity shows that place alone: a run on two cores saw one
+// and trained on one thread. The places are built from the affinity the process started
+// with (an mpirun binding included), so their union is what it may run on.
+bool openmp_places(CpuMask* out) {
+  const int places = omp_get_num_places();
+  if (omp_get_proc_bind() == omp_proc_bind_false || places <= 0) return false;
+  for (int p = 0; p < places; ++p) {
+    std::vector<int> ids(omp_get_place_num_procs(p));
+    omp_get_place_proc_ids(p, ids.data());
+    for (int cpu : ids)
+      if (cpu >= 0 && cpu < (int)out->size() * kBits)
+        (*out)[cpu / kBits] |= std::uint64_t{1} << (cpu % kBits);
+  }
+  return true;
+}
 }  // namespace
 
 CpuMask allowed_cpus() {
   CpuMask out{};
+  if (openmp_places(&out)) return out;
   cpu_set_t mask;
   const bool known = sched_getaffinity(0, sizeof mask, &mask) == 0;
   const int online = (int)std::max(1u, std::thread::hardware_concurrency());

@@ -10,7 +10,8 @@ namespace trident {
 
 using CpuMask = std::array<std::uint64_t, 16>;  // CPUs 0-1023
 
-// This process's affinity (every online CPU when it cannot be read).
+// This process's affinity (every online CPU when it cannot be read); under OpenMP thread
+// binding, the union of OpenMP's places.
 CpuMask allowed_cpus();
 int cpu_count(const CpuMask& cpus);
 // SMT siblings share their core's FMA units: each core is counted once.

@@ -238,6 +238,23 @@ def check_bound_ranks(check, trident):
               f"cores per rank (want {want_share:.2f})")
 
 
+def check_openmp_binding(check, trident):
+    """OMP_PROC_BIND binds OpenMP's initial thread to its first place as the process starts,
+    so the thread's own affinity then shows one core: the run must still take the CPUs the
+    process was given (this test's own affinity, read by Python), threads and MFU peak."""
+    drop = {i + k for i, a in enumerate(ARGS) if a in ("--peak-tflops", "--threads") for k in (0, 1)}
+    args = [a for i, a in enumerate(ARGS) if i not in drop] + ["--train-iters", "1"]
+    cpus = len(os.sched_getaffinity(0))
+    env = dict(os.environ, OMP_PROC_BIND="true", OMP_PLACES="threads")
+    out = subprocess.run([trident, "train"] + args, capture_output=True, text=True, env=env,
+                         timeout=300)
+    text = out.stdout + out.stderr
+    threads = re.search(r"; (\d+) threads per rank", text)
+    check(out.returncode == 0 and threads and int(threads.group(1)) == cpus,
+          f"OMP_PROC_BIND=true: {threads.group(1) if threads else '?'} threads per rank "
+          f"(want the {cpus} CPUs this process may use)")
+
+
 def main():
     trident = os.path.abspath(sys.argv[1])
     os.chdir(sys.argv[2])
@@ -248,6 +265,7 @@ def main():
         check_collective_times(check, trident, work)
     check_timers(check, trident)
     check_bound_ranks(check, trident)
+    check_openmp_binding(check, trident)
     return check.summary()
 
 
