@@ -131,18 +131,19 @@ struct DecodeProducts {
   std::vector<Shape> shapes;
   FirstTouchVector<float> w, x, y;
   FirstTouchVector<kernels::bf16_t> w16, x16;
-  DecodeProducts() {
-    for (int l = 0; l < 12; ++l)
-      shapes.insert(shapes.end(), {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}});
-    shapes.push_back({50257, 768});
+  explicit DecodeProducts(const ModelConfig& c) {
+    const int h = c.hidden_size, f = c.ffn();
+    for (int l = 0; l < c.num_layers; ++l)
+      shapes.insert(shapes.end(), {{3 * h, h}, {h, h}, {f, h}, {h, f}});
+    shapes.push_back({c.vocab_size, h});
     assign_parallel(w, weights(), 0.f);
     vary(w.data(), weights(), 0.02f);
     assign_parallel(w16, weights(), kernels::bf16_t{0});
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < weights(); ++i) w16[i] = kernels::bf16_from_float(w[i]);
-    assign_parallel(x, 3072L, 0.5f);
-    assign_parallel(x16, 3072L, kernels::bf16_from_float(0.5f));
-    assign_parallel(y, 50257L, 0.f);
+    assign_parallel(x, (long)std::max(h, f), 0.5f);
+    assign_parallel(x16, (long)std::max(h, f), kernels::bf16_from_float(0.5f));
+    assign_parallel(y, (long)std::max(c.vocab_size, f), 0.f);
   }
   long weights() const {
     long n = 0;
@@ -206,7 +207,7 @@ int main(int argc, char** argv) {
   assign_parallel(band, band_floats, 1.f);
   AdamWBuffers a(params);
   KvBuffers kv(positions);
-  DecodeProducts decode;
+  DecodeProducts decode(preset_model("gpt2-small"));
   DecodeStep step32(false), step16(true);
   const kernels::AdamWStep step{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.f};
   const double kv_bytes = 2.0 * KvBuffers::kLayers * kv.layer_floats();

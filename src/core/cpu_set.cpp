@@ -18,6 +18,9 @@ constexpr int kBits = 64;
 bool has(const CpuMask& m, int cpu) {
   return (m[cpu / kBits] >> (cpu % kBits)) & 1;
 }
+void add(CpuMask& m, int cpu) {
+  if (cpu >= 0 && cpu < (int)m.size() * kBits) m[cpu / kBits] |= std::uint64_t{1} << (cpu % kBits);
+}
 // Under OMP_PROC_BIND (or OMP_PLACES), libgomp binds the initial thread to its first place
 // as it starts, so this thread's affinity shows that place alone: a run on two cores saw one
 // and trained on one thread. The places are built from the affinity the process started
@@ -28,9 +31,7 @@ bool openmp_places(CpuMask* out) {
   for (int p = 0; p < places; ++p) {
     std::vector<int> ids(omp_get_place_num_procs(p));
     omp_get_place_proc_ids(p, ids.data());
-    for (int cpu : ids)
-      if (cpu >= 0 && cpu < (int)out->size() * kBits)
-        (*out)[cpu / kBits] |= std::uint64_t{1} << (cpu % kBits);
+    for (int cpu : ids) add(*out, cpu);
   }
   return true;
 }
@@ -43,8 +44,7 @@ CpuMask allowed_cpus() {
   const bool known = sched_getaffinity(0, sizeof mask, &mask) == 0;
   const int online = (int)std::max(1u, std::thread::hardware_concurrency());
   for (int cpu = 0; cpu < (int)out.size() * kBits; ++cpu)
-    if (known ? CPU_ISSET(cpu, &mask) : cpu < online)
-      out[cpu / kBits] |= std::uint64_t{1} << (cpu % kBits);
+    if (known ? CPU_ISSET(cpu, &mask) : cpu < online) add(out, cpu);
   return out;
 }
 

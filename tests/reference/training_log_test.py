@@ -216,11 +216,17 @@ def allowed_cpus(ranks):
     return sets
 
 
+def own_threads_args(iters):
+    """ARGS without --threads and --peak-tflops: the run picks its threads and measures its
+    peak itself."""
+    drop = {i + k for i, a in enumerate(ARGS) if a in ("--peak-tflops", "--threads") for k in (0, 1)}
+    return [a for i, a in enumerate(ARGS) if i not in drop] + ["--train-iters", str(iters)]
+
+
 def check_bound_ranks(check, trident):
     """mpirun binds each of 1-2 ranks to one CPU: the rank's threads and its MFU peak follow
     its own affinity and the CPUs its node's ranks share, not the machine's CPU count."""
-    drop = {i + k for i, a in enumerate(ARGS) if a in ("--peak-tflops", "--threads") for k in (0, 1)}
-    args = [a for i, a in enumerate(ARGS) if i not in drop] + ["--train-iters", "2"]
+    args = own_threads_args(2)
     for ranks in (1, 2):
         sets = allowed_cpus(ranks)
         own, union = min(len(c) for c in sets), len(set().union(*sets))
@@ -241,9 +247,8 @@ def check_bound_ranks(check, trident):
 def check_openmp_binding(check, trident):
     """OMP_PROC_BIND binds OpenMP's initial thread to its first place as the process starts,
     so the thread's own affinity then shows one core: the run must still take the CPUs the
-    process was given (this test's own affinity, read by Python), threads and MFU peak."""
-    drop = {i + k for i, a in enumerate(ARGS) if a in ("--peak-tflops", "--threads") for k in (0, 1)}
-    args = [a for i, a in enumerate(ARGS) if i not in drop] + ["--train-iters", "1"]
+    process was given: as many threads as this test's own affinity, read by Python, has CPUs."""
+    args = own_threads_args(1)
     cpus = len(os.sched_getaffinity(0))
     env = dict(os.environ, OMP_PROC_BIND="true", OMP_PLACES="threads")
     out = subprocess.run([trident, "train"] + args, capture_output=True, text=True, env=env,
