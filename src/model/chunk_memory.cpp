@@ -172,8 +172,9 @@ ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int mic
 
 int logits_chunk_rows(const ModelConfig& config, int t, long tokens, const ChunkOptions& options) {
   const int vocab_local = config.padded_vocab_size(t) / t;
-  return options.logits_chunk_rows > 0 ? (int)std::min<long>(options.logits_chunk_rows, tokens)
-                                       : tensor_parallel::lm_head_chunk_rows(tokens, vocab_local);
+  return options.logits_chunk_rows > 0
+             ? (int)std::min<long>(options.logits_chunk_rows, tokens)
+             : tensor_parallel::lm_head_chunk_rows(tokens, vocab_local, config.hidden_size);
 }
 
 ChunkShape chunk_shape(const ModelConfig& config, TensorParallelRank tp, int micro_batch, int seq,

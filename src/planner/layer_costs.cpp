@@ -91,7 +91,7 @@ LayerWork moe_layer_work(const ModelConfig& m, int tensor, int micro_batch, bool
 HeadWork output_layer_work(const ModelConfig& m, int tensor, int micro_batch, int context) {
   const long T = (long)micro_batch * m.seq_length / context;
   const int vocab_local = m.padded_vocab_size(tensor) / tensor;
-  const double rows = tensor_parallel::lm_head_chunk_rows(T, vocab_local);
+  const double rows = tensor_parallel::lm_head_chunk_rows(T, vocab_local, m.hidden_size);
   HeadWork w;
   w.logits = {rows, (double)vocab_local, (double)m.hidden_size};
   w.chunks = T / rows;

@@ -108,9 +108,14 @@ const float* LMHeadLoss::logits_rows(kernels::GemmOperand x, int first, int coun
   return logits;
 }
 
-int lm_head_chunk_rows(long tokens, int vocab_local) {
-  const long target = std::max(512L, (32L << 20) / std::max(vocab_local, 1));
-  const long chunks = (tokens + target - 1) / target;
+int lm_head_chunk_rows(long tokens, int vocab_local, int hidden) {
+  const long vocab = std::max(vocab_local, 1);
+  const long target = std::max(512L, (32L << 20) / vocab);
+  long chunks = (tokens + target - 1) / target;
+  // Chunks of at least `hidden` rows hold the [vocab / t, hidden] fp32 weight gradient, when
+  // such a chunk is at most 2^26 floats (256 MiB): fewer, longer chunks of that height.
+  const long floor_rows = (long)hidden * vocab <= (64L << 20) ? hidden : 0;
+  if ((tokens + chunks - 1) / chunks < floor_rows) chunks = std::max(1L, tokens / floor_rows);
   const long rows = ((tokens + chunks - 1) / chunks + 63) / 64 * 64;  // balanced, 64-row multiple
   return (int)std::min(tokens, rows);
 }

@@ -64,7 +64,11 @@ struct LMHeadLoss {
 // head in 256-row chunks ran its products at 316-368 GFLOP/s against 420-440 for the layers
 // (Zen 4, bf16, 2 threads; the weight gradient re-reads and re-writes 1 GB of fp32 per
 // chunk), and 8 layers of that model trained at MFU 0.75 against 0.81 with 512-row chunks
-// (256 MiB of logits).
-int lm_head_chunk_rows(long tokens, int vocab_local);
+// (256 MiB of logits). Where a chunk of `hidden` rows is at most 256 MiB, chunks are at least
+// that tall: the fp32 logits buffer then holds the output layer's weight gradient, and bf16
+// runs compute it with the inner-product kernel instead of accumulating through matmul
+// (gpt2-small, B4 T256: one 1024-row chunk instead of two of 512; its three products ran at
+// 348, 400 and 371 GFLOP/s in the step with 512 rows, the inner product 400-430 alone).
+int lm_head_chunk_rows(long tokens, int vocab_local, int hidden);
 
 }  // namespace trident::tensor_parallel

@@ -263,10 +263,11 @@ TEST(PlannerIterationModel, EveryMicroBatchAddsItsWeightGradients) {
   many.micro_batch = 1;
   const double h = 1024, V = 51200;  // V is already a multiple of 128
   const double layer_bytes = 12 * h * h * 16;
-  // b = 8: 4096 rows in row chunks of at most max(256, 2^25 / V) = 655 rows: 7 chunks (6 of
-  // 640 rows and one of 256). b = 1: one chunk of 512 rows. Both hold fewer rows than h, so
-  // the output layer's product adds in place (8 bytes per element).
-  const double few_bytes = 4 * layer_bytes + 7 * V * h * 8;
+  // b = 8: 4096 rows; 7 chunks of max(512, 2^25 / V) = 655 rows would hold fewer than h, and
+  // h V = 2^20 x 50 is under 2^26 floats, so 4096 / h = 4 chunks of 1024 rows: each writes its
+  // weight gradient fresh and adds it (16 bytes per element). b = 1: one chunk of 512 rows,
+  // fewer than h: the product adds in place (8 bytes per element).
+  const double few_bytes = 4 * layer_bytes + 4 * V * h * 16;
   const double many_bytes = 8 * (4 * layer_bytes + V * h * 8);
   const double extra =
       model.predict(many).time.other_kernels - model.predict(few).time.other_kernels;

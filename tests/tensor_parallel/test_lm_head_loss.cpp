@@ -135,18 +135,26 @@ INSTANTIATE_TEST_SUITE_P(TensorParallelSizes, LMHeadLossTest,
                          name_of);
 
 // Chunks of at most ~128 MiB of fp32 logits but never under 512 rows, the tokens split into
-// equal chunks rounded up to 64 rows, never more rows than tokens.
+// equal chunks rounded up to 64 rows, never more rows than tokens; and at least `hidden` rows
+// where such a chunk is at most 2^26 floats (it then holds the weight gradient).
 TEST(LMHeadLoss, ChunkRowsFollowTheRule) {
   // 2^25 / 50304 = 667 rows a chunk: one chunk of all 100 tokens.
-  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(100, 50304), 100);
-  // 4096 tokens in ceil(4096 / 667) = 7 chunks of ceil(4096 / 7) = 586 -> 640 rows.
-  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(4096, 50304), 640);
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(100, 50304, 768), 100);
+  // gpt2-small, B4 T256: 2 chunks of 512 would be under 768 rows; 768 x 50304 < 2^26, so
+  // 1024 / 768 = 1 chunk.
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1024, 50304, 768), 1024);
+  // 4096 tokens: ceil(4096 / 667) = 7 chunks of 586 rows, under 768; 4096 / 768 = 5 chunks of
+  // ceil(4096 / 5) = 820 -> 832 rows.
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(4096, 50304, 768), 832);
+  // gpt2-xl's 1600 x 50304 is over 2^26 floats: no floor, 7 chunks of 586 -> 640 rows.
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(4096, 50304, 1600), 640);
   // A small vocabulary: one chunk.
-  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(8192, 100), 8192);
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(8192, 100, 64), 8192);
   // A huge vocabulary: 2^25 / 2^20 = 32 rows, raised to 512; 2 chunks of 500 -> 512 rows.
-  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1000, 1 << 20), 512);
-  // Llama 3's 128256 entries: 2^25 / 128256 = 261 rows, raised to 512; B4 T256 in 2 chunks.
-  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1024, 128256), 512);
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1000, 1 << 20, 768), 512);
+  // Llama 3's 128256 entries: 2^25 / 128256 = 261 rows, raised to 512; B4 T256 in 2 chunks
+  // (2048 x 128256 is over 2^26).
+  EXPECT_EQ(tensor_parallel::lm_head_chunk_rows(1024, 128256, 2048), 512);
 }
 
 }  // namespace
