@@ -1,0 +1,192 @@
+// How close can a bf16 matrix product get to the multiply-add loop's peak on this machine,
+// and is oneDNN the one falling short? A product kernel written here for the question (not
+// used by training): avx512_bf16 dot products on a 14 x 32 register tile of fp32 sums, the
+// weight packed ahead of the timing into 32-column panels of bf16 pairs, the input read in
+// place, each thread its own half of the output columns (no sharing, one join). It prints
+//   1. the tile kernel alone on operands that stay in L1, against the loop's peak per core;
+//   2. gpt2-small's forward products (B4 T256, and the 1024-row output layer) with 1 and 2
+//      threads: this kernel and oneDNN's inner product (what training calls), alternated
+//      in the same loop, each as a fraction of the loop's peak for that many cores.
+// Both must give the same sums; the bench checks that before timing.
+//   bench_gemm_ceiling [rounds]
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "kernels/peak.h"
+
+#if defined(__AVX512BF16__)
+namespace {
+
+using Word = std::uint32_t;  // a pair of bf16 along k
+constexpr int kRows = 14, kCols = 32;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// c[r][0:32] = sum over pairs p of a[r][p] . b[p][0:32] (a: rows of pairs, b: a packed panel).
+template <int R>
+void tile(const Word* a, long a_row, const Word* b, int pairs, float* c, long ldc) {
+  __m512 sum[R][2];
+  for (int r = 0; r < R; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
+  for (int p = 0; p < pairs; ++p) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + p * kCols);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + p * kCols + 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r * a_row + p]);
+      sum[r][0] = _mm512_dpbf16_ps(sum[r][0], x, b0);
+      sum[r][1] = _mm512_dpbf16_ps(sum[r][1], x, b1);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(c + r * ldc, sum[r][0]);
+    _mm512_storeu_ps(c + r * ldc + 16, sum[r][1]);
+  }
+}
+
+// w [n, k] bf16 row-major -> panels [n / 32][k / 2][32] of pairs.
+std::vector<Word> pack_panels(const std::uint16_t* w, int n, int k) {
+  const int pairs = k / 2;
+  std::vector<Word> out((size_t)n * pairs);
+  const Word* words = reinterpret_cast<const Word*>(w);
+  for (int j = 0; j < n; ++j)
+    for (int p = 0; p < pairs; ++p)
+      out[(size_t)(j / kCols) * pairs * kCols + p * kCols + j % kCols] =
+          words[(size_t)j * pairs + p];
+  return out;
+}
+
+// y [m, n] = x [m, k] w^T, w packed; n a multiple of 64 (two halves of whole panels).
+void product(const std::uint16_t* x, const Word* panels, float* y, int m, int n, int k) {
+  const int pairs = k / 2;
+  const Word* a = reinterpret_cast<const Word*>(x);
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    const int per = (n / kCols + threads - 1) / threads * kCols;
+    const int first = t * per, last = std::min(n, first + per);
+    for (int block = first; block < last; block += 320) {  // 320 columns: ~0.5 MB of panels
+      const int end = std::min(last, block + 320);
+      int i = 0;
+      for (; i + kRows <= m; i += kRows)
+        for (int j = block; j < end; j += kCols)
+          tile<kRows>(a + (long)i * pairs, pairs, panels + (long)j * pairs, pairs,
+                      y + (long)i * n + j, n);
+      for (; i < m; ++i)
+        for (int j = block; j < end; j += kCols)
+          tile<1>(a + (long)i * pairs, pairs, panels + (long)j * pairs, pairs, y + (long)i * n + j,
+                  n);
+    }
+  }
+}
+
+double tile_in_l1_gflops() {
+  const int pairs = 384, panels = 8;
+  std::vector<Word> a(kRows * pairs, 0x3f803f80u), b((size_t)pairs * kCols * panels, 0x3f803f80u);
+  std::vector<float> c(kRows * kCols * panels);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    long calls = 0;
+    const double start = now();
+    while (now() - start < 0.3)
+      for (int j = 0; j < panels; ++j, ++calls)
+        tile<kRows>(a.data(), pairs, b.data() + (size_t)j * pairs * kCols, pairs,
+                    c.data() + j * kCols, kCols * panels);
+    best = std::max(best, 2.0 * kRows * kCols * 2 * pairs * calls / (now() - start) / 1e9);
+  }
+  return best;
+}
+
+struct Shape {
+  const char* name;
+  int m, k, n;
+};
+
+void compare(const Shape& s, int rounds, const double peak_per_core[2]) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  std::vector<std::uint16_t> x((size_t)s.m * s.k), w((size_t)s.n * s.k);
+  unsigned state = 1;
+  auto next = [&] { return state = state * 1103515245u + 12345u; };
+  for (auto& v : x) v = 0x3f00 | (next() >> 16 & 0x7f);  // bf16 in [0.5, 1)
+  for (auto& v : w) v = (0x3f00 | (next() >> 16 & 0x7f)) ^ (next() >> 8 & 1 ? 0x8000 : 0);
+  std::vector<float> mine((size_t)s.m * s.n), theirs((size_t)s.m * s.n);
+  const std::vector<Word> panels = pack_panels(w.data(), s.n, s.k);
+  engine eng(engine::kind::cpu, 0);
+  stream strm(eng);
+  memory::desc xd({s.m, s.k}, memory::data_type::bf16, tag::ab),
+      wd({s.n, s.k}, memory::data_type::bf16, tag::ab),
+      yd({s.m, s.n}, memory::data_type::f32, tag::ab);
+  memory X(xd, eng, x.data()), W(wd, eng, w.data()), Y(yd, eng, theirs.data());
+  inner_product_forward ip(inner_product_forward::primitive_desc(
+      inner_product_forward::desc(prop_kind::forward_training, xd, wd, yd), eng));
+  auto run_onednn = [&] {
+    ip.execute(strm, {{DNNL_ARG_SRC, X}, {DNNL_ARG_WEIGHTS, W}, {DNNL_ARG_DST, Y}});
+    strm.wait();
+  };
+  auto run_mine = [&] { product(x.data(), panels.data(), mine.data(), s.m, s.n, s.k); };
+  run_onednn(), run_mine();
+  double worst = 0;
+  for (size_t i = 0; i < mine.size(); ++i)
+    worst = std::max(worst, (double)std::fabs(mine[i] - theirs[i]) / (1 + std::fabs(theirs[i])));
+  if (worst > 1e-5) {
+    std::fprintf(stderr, "%s: the two products differ (%.2e)\n", s.name, worst);
+    std::exit(1);
+  }
+  const double flops = 2.0 * s.m * s.n * s.k;
+  std::printf("%-14s", s.name);
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    std::vector<double> ours, onednn;
+    for (int r = 0; r < rounds; ++r) {
+      double t = now();
+      run_mine();
+      ours.push_back(flops / (now() - t) / 1e9 / (peak_per_core[1] * threads));
+      t = now();
+      run_onednn();
+      onednn.push_back(flops / (now() - t) / 1e9 / (peak_per_core[1] * threads));
+    }
+    std::sort(ours.begin(), ours.end());
+    std::sort(onednn.begin(), onednn.end());
+    std::printf(" | %d thread%s: this kernel %.2f (%.2f-%.2f), oneDNN %.2f (%.2f-%.2f)", threads,
+                threads > 1 ? "s" : "", ours[rounds / 2], ours.front(), ours.back(),
+                onednn[rounds / 2], onednn.front(), onednn.back());
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  const auto peak = trident::kernels::measure_peak_tflops(trident::kernels::Precision::kBf16, 1);
+  const double per_core[2] = {0, peak.per_core_gflops};
+  std::printf(
+      "bf16 loop peak %.1f GFLOP/s per core; the tile kernel in L1 (1 thread): %.2f of it\n",
+      peak.per_core_gflops, tile_in_l1_gflops() / peak.per_core_gflops);
+  std::printf(
+      "forward products, fraction of the loop's peak for the threads used (median, range of %d):\n",
+      rounds);
+  const Shape shapes[] = {{"qkv", 1024, 768, 2304},
+                          {"projection", 1024, 768, 768},
+                          {"fc1", 1024, 768, 3072},
+                          {"fc2", 1024, 3072, 768},
+                          {"output layer", 1024, 768, 50304}};
+  for (const Shape& s : shapes) compare(s, rounds, per_core);
+  return 0;
+}
+#else
+int main() {
+  std::printf("bench_gemm_ceiling needs a CPU with avx512_bf16 (built with -march=native)\n");
+  return 0;
+}
+#endif
