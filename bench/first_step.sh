@@ -4,7 +4,9 @@
 # default (BF16=0: fp32), once with huge pages and once with --no-huge-pages. Prints per run
 # the start-up phases' total, step 1 and the mean of steps 2-3, their ratio, when the
 # iteration-1 line appeared after launch, the minor page faults (the kernel's count, from
-# GNU time) and the system time.
+# GNU time) and the system time. The start-up total counts from the process's start (its
+# first phase, launch, is MPI's start and the process groups). Run it without `chrt`: a
+# real-time trident on every core starves the loop that timestamps its lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d -p "${TMPDIR:-/var/tmp}")

@@ -1,8 +1,14 @@
 #include "core/startup_clock.h"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <iomanip>
 #include <ostream>
+#include <sstream>
+#include <string>
 
 namespace trident {
 
@@ -10,8 +16,29 @@ namespace {
 constexpr double kProgressEvery = 2.0;  // seconds
 }
 
-StartupClock::StartupClock(std::ostream& log)
-    : log_(log), start_(std::chrono::steady_clock::now()) {}
+double process_age_seconds() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text;
+  std::getline(stat, text);
+  const size_t name_end = text.rfind(')');  // the command name may hold spaces
+  if (name_end == std::string::npos) return 0;
+  std::istringstream fields(text.substr(name_end + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field;) ++i;  // fields 3..21 (state .. itrealvalue)
+  unsigned long long start_ticks = 0;
+  timespec boot{};
+  if (!(fields >> start_ticks) || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return 0;
+  const double age = boot.tv_sec + boot.tv_nsec * 1e-9 - (double)start_ticks / sysconf(_SC_CLK_TCK);
+  return std::max(age, 0.0);
+}
+
+StartupClock::StartupClock(std::ostream& log) : log_(log) {
+  const double age = process_age_seconds();
+  start_ = std::chrono::steady_clock::now() -
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(age));
+  if (age > 0) phases_.emplace_back("launch", age);
+}
 
 double StartupClock::since(std::chrono::steady_clock::time_point t) const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

@@ -1,7 +1,9 @@
 #pragma once
-// The phases between launch and step 1 (allocation, initialisation or checkpoint load, data
-// indices, peak measurement), timed and printed before training starts; a phase that runs
-// longer than 2 s prints a progress line every 2 s, so a big model never looks hung.
+// The phases between launch and step 1 (launch itself: the process's start, MPI and the
+// process groups up to the clock's construction; allocation, initialisation or checkpoint
+// load, data indices, peak measurement), timed and printed before training starts, the total
+// counted from the process's start; a phase that runs longer than 2 s prints a progress line
+// every 2 s, so a big model never looks hung.
 #include <chrono>
 #include <iosfwd>
 #include <string>
@@ -10,8 +12,13 @@
 
 namespace trident {
 
+// Seconds since this process started (the kernel's start time against CLOCK_BOOTTIME; 10 ms
+// resolution), 0 where /proc cannot tell.
+double process_age_seconds();
+
 class StartupClock {
  public:
+  // The first phase, "launch", is the process's age now.
   explicit StartupClock(std::ostream& log);
   // Ends the running phase (if any) and starts `phase`.
   void begin(const std::string& phase);

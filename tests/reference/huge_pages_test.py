@@ -5,14 +5,19 @@ model (~530 MB of weights, gradients and Adam moments) takes fewer than half the
 the same run with --no-huge-pages where the machine's THP mode allows huge pages, and the
 two runs' losses, gradient norms and learning rates are bit-identical, in fp32 and bf16
 and with an asynchronous save (whose snapshot buffers come from the same allocator).
-`generate` takes --no-huge-pages too and continues the saved checkpoint alike.
+`generate` takes --no-huge-pages too and continues the saved checkpoint alike. And the
+start-up line's total is the time from the process's start to the line, as this test's own
+clock sees it from the spawn (its first phase, launch, holds MPI's start and the process
+groups).
 Usage: huge_pages_test.py /path/to/trident /path/to/source (for data/kjv's tokenizer)
 """
 import os
+import re
 import resource
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parity import Checks, metrics_by_iteration  # noqa: E402
@@ -35,9 +40,31 @@ def faults_of(cmd):
     return p, resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
 
 
+def check_startup_total(trident, check):
+    """The printed total against the time from spawning the process to reading its line."""
+    spawned = time.monotonic()
+    proc = subprocess.Popen([trident, "train"] + MODEL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    line, seen = "", None
+    for line in proc.stdout:
+        if line.startswith("start-up:"):
+            seen = time.monotonic() - spawned
+            break
+    proc.stdout.read()
+    proc.wait(timeout=300)
+    total = re.search(r"total ([0-9.]+) s before step 1", line)
+    check(seen is not None and total is not None and line.startswith("start-up: launch "),
+          f"the start-up line names launch first: {line.strip()[:120]!r}")
+    if seen is not None and total is not None:
+        printed = float(total.group(1))
+        check(seen - 0.1 <= printed <= seen + 0.02,
+              f"start-up total {printed:.2f} s against {seen:.2f} s from spawn to the line")
+
+
 def main():
     trident = sys.argv[1]
     check = Checks()
+    check_startup_total(trident, check)
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in [("fp32", []), ("bf16", ["--bf16"]),
                             ("async save", ["--save", "SAVE", "--async-save",
