@@ -233,6 +233,12 @@ void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, cons
               Output out) {
   int i = 0;
   float* const c0 = out.c;
+  // Six rows by four 16-lane columns is 24 sums in registers, four B vectors and one
+  // broadcast: 10 loads per 24 dot products, against 8 per 16 with four rows.
+  for (; i + 6 <= m; i += 6) {
+    out.c = c0 + (long)i * out.ldc;
+    row_block<6>(a + i * sa.row, sa, pairs, b, np, out);
+  }
   for (; i + 4 <= m; i += 4) {
     out.c = c0 + (long)i * out.ldc;
     row_block<4>(a + i * sa.row, sa, pairs, b, np, out);

@@ -20,7 +20,7 @@ using kernels_test::rounded_bf16;
 using testing::random_vector;
 
 // The attention tiles' bf16 kernel (written here, on avx512_bf16): odd sizes exercise the
-// padding of k to pairs, of n to 16 lanes and the 4-row blocking's remainder.
+// padding of k to pairs, of n to 16 lanes and the 6- and 4-row blockings' remainders.
 TEST(TileGemm, Bf16MatchesDoubleProductOfRoundedOperands) {
   for (auto [m, n, k] : {std::array<int, 3>{37, 45, 33}, {64, 64, 64}, {5, 16, 1}, {70, 64, 128}})
     for (bool ta : {false, true})
