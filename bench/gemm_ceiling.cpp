@@ -19,15 +19,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <random>
 #include <vector>
 
+#include "kernels/low_precision.h"
 #include "kernels/peak.h"
 
 #if defined(__AVX512BF16__)
 namespace {
 
+using trident::kernels::bf16_t;
 using Word = std::uint32_t;  // a pair of bf16 along k
 constexpr int kRows = 14, kCols = 32;
+constexpr int kBlockColumns = 320;  // a thread's columns per pass: ~0.5 MB of panels at k = 768
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -54,7 +58,7 @@ void tile(const Word* a, long a_row, const Word* b, int pairs, float* c, long ld
 }
 
 // w [n, k] bf16 row-major -> panels [n / 32][k / 2][32] of pairs.
-std::vector<Word> pack_panels(const std::uint16_t* w, int n, int k) {
+std::vector<Word> pack_panels(const bf16_t* w, int n, int k) {
   const int pairs = k / 2;
   std::vector<Word> out((size_t)n * pairs);
   const Word* words = reinterpret_cast<const Word*>(w);
@@ -66,7 +70,7 @@ std::vector<Word> pack_panels(const std::uint16_t* w, int n, int k) {
 }
 
 // y [m, n] = x [m, k] w^T, w packed; n a multiple of 64 (two halves of whole panels).
-void product(const std::uint16_t* x, const Word* panels, float* y, int m, int n, int k) {
+void product(const bf16_t* x, const Word* panels, float* y, int m, int n, int k) {
   const int pairs = k / 2;
   const Word* a = reinterpret_cast<const Word*>(x);
 #pragma omp parallel
@@ -74,8 +78,8 @@ void product(const std::uint16_t* x, const Word* panels, float* y, int m, int n,
     const int t = omp_get_thread_num(), threads = omp_get_num_threads();
     const int per = (n / kCols + threads - 1) / threads * kCols;
     const int first = t * per, last = std::min(n, first + per);
-    for (int block = first; block < last; block += 320) {  // 320 columns: ~0.5 MB of panels
-      const int end = std::min(last, block + 320);
+    for (int block = first; block < last; block += kBlockColumns) {
+      const int end = std::min(last, block + kBlockColumns);
       int i = 0;
       for (; i + kRows <= m; i += kRows)
         for (int j = block; j < end; j += kCols)
@@ -114,11 +118,14 @@ struct Shape {
 void compare(const Shape& s, int rounds, const double peak_per_core[2]) {
   using namespace dnnl;
   using tag = memory::format_tag;
-  std::vector<std::uint16_t> x((size_t)s.m * s.k), w((size_t)s.n * s.k);
-  unsigned state = 1;
-  auto next = [&] { return state = state * 1103515245u + 12345u; };
-  for (auto& v : x) v = 0x3f00 | (next() >> 16 & 0x7f);  // bf16 in [0.5, 1)
-  for (auto& v : w) v = (0x3f00 | (next() >> 16 & 0x7f)) ^ (next() >> 8 & 1 ? 0x8000 : 0);
+  std::vector<bf16_t> x((size_t)s.m * s.k), w((size_t)s.n * s.k);
+  std::mt19937 random(1);
+  std::uniform_real_distribution<float> magnitude(0.5f, 1.f);  // positive inputs, signed weights:
+  std::bernoulli_distribution negative(0.5);  // fp32 sums of the same terms in either order
+  for (auto& v : x) v = trident::kernels::bf16_from_float(magnitude(random));
+  for (auto& v : w)
+    v = trident::kernels::bf16_from_float(negative(random) ? -magnitude(random)
+                                                           : magnitude(random));
   std::vector<float> mine((size_t)s.m * s.n), theirs((size_t)s.m * s.n);
   const std::vector<Word> panels = pack_panels(w.data(), s.n, s.k);
   engine eng(engine::kind::cpu, 0);
