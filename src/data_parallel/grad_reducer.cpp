@@ -97,7 +97,9 @@ void GradientReducer::launch(size_t b) {
   if (on_launch_)
     on_launch_((options_.distributed_optimizer ? "reduce-scatter bucket " : "all-reduce bucket ") +
                std::to_string(b));
-  float* grads = params_.grads() + buckets_[b].offset;
+  // Only the bucket's gradients are final: the layers below have not written theirs.
+  const long begin = buckets_[b].offset;
+  float* grads = params_.grads_for(begin, begin + buckets_[b].floats) + begin;
   if (options_.distributed_optimizer)  // in place: the sums land in the owners' shards
     reductions_[b] = data_.ireduce_scatter_v(grads, owner_counts(b));
   else

@@ -67,6 +67,9 @@ StepOutcome finalize_and_step(RankModel& model, distributed::ProcessGroups& grou
                               const StepOptions& o) {
   comm::Communicator &tp = *groups.tensor, &pp = *groups.pipeline, &dp = *groups.data;
   std::vector<GPTModel*> chunks = model.chunk_pointers();
+  // A gradient whose zeroing waited for a product that never came reads as zeros from here
+  // (the tied-embedding sum below adds through a ParamRef, not through grads()).
+  for (GPTModel* chunk : chunks) chunk->trainable_parameters().grads();
   // The tied-embedding sum across stages is linear, so it may come before or after the
   // data-parallel sum; but after a reduce-scatter only this rank's shard is valid, and the
   // two stages' shards cover different elements (the reducer holds that bucket back).

@@ -27,8 +27,9 @@ void linear_backward_input(const float* dy, const float* w, float* dx, int rows,
   gemm(Trans::kNo, Trans::kNo, rows, in, out, 1.f, dy, out, w, in, accumulate ? 1.f : 0.f, dx, in);
 }
 
-void linear_backward_weight(const float* dy, const float* x, float* dw, int rows, int in, int out) {
-  gemm(Trans::kYes, Trans::kNo, out, in, rows, 1.f, dy, out, x, in, 1.f, dw, in);
+void linear_backward_weight(const float* dy, const float* x, float* dw, int rows, int in, int out,
+                            bool accumulate) {
+  gemm(Trans::kYes, Trans::kNo, out, in, rows, 1.f, dy, out, x, in, accumulate ? 1.f : 0.f, dw, in);
 }
 
 }  // namespace trident::kernels

@@ -15,7 +15,8 @@ void linear_forward(const float* x, const float* w, float* y, int rows, int in, 
 // dx[rows, in] (+)= dy[rows, out] * w[out, in]
 void linear_backward_input(const float* dy, const float* w, float* dx, int rows, int in, int out,
                            bool accumulate);
-// dw[out, in] += dy[rows, out]^T * x[rows, in]
-void linear_backward_weight(const float* dy, const float* x, float* dw, int rows, int in, int out);
+// dw[out, in] (+)= dy[rows, out]^T * x[rows, in] (= when not accumulate)
+void linear_backward_weight(const float* dy, const float* x, float* dw, int rows, int in, int out,
+                            bool accumulate = true);
 
 }  // namespace trident::kernels

@@ -91,17 +91,23 @@ void mixed_linear_forward(const LinearPrecision& p, GemmOperand input, WeightOpe
 
 void mixed_linear_backward_weight(const LinearPrecision& p, GemmOperand dy, GemmOperand input,
                                   float* dw, int rows, int in, int out) {
+  const long weight = (long)out * in;
+  // The step's first product into a gradient left unzeroed writes it: 0 + s is s exactly.
+  const bool first = p.deferred_zero && p.deferred_zero->claim(dw, weight);
+  if (first && rows == 0) return fill(dw, 0.f, weight);
   if (!dy.bf16) {
-    linear_backward_weight(fp32_operand(dy), fp32_operand(input), dw, rows, in, out);
+    linear_backward_weight(fp32_operand(dy), fp32_operand(input), dw, rows, in, out, !first);
     return;
   }
   if (!input.bf16) throw std::logic_error("bf16 weight gradient with an fp32 input");
-  const long weight = (long)out * in;
-  if (weight <= p.scratch.weight_grad32_floats) {
+  if (first && weight <= p.scratch.weight_grad32_floats) {
+    linear_backward_weight_bf16(dy.bf16, input.bf16, dw, rows, in, out);
+  } else if (weight <= p.scratch.weight_grad32_floats) {
     linear_backward_weight_bf16(dy.bf16, input.bf16, p.scratch.weight_grad32, rows, in, out);
     accumulate(dw, p.scratch.weight_grad32, weight);
   } else {
-    gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy.bf16, out, input.bf16, in, 1.f, dw, in);
+    gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy.bf16, out, input.bf16, in,
+              first ? 0.f : 1.f, dw, in);
   }
 }
 

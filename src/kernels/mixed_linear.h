@@ -7,6 +7,7 @@
 // arithmetic. Weight gradients are always accumulated in fp32.
 #include <cstdint>
 
+#include "core/deferred_zero.h"
 #include "kernels/low_precision.h"
 
 namespace trident::kernels {
@@ -36,6 +37,9 @@ struct LinearPrecision {
   // Zero-bubble schedules: while this store records (a micro-batch's B), backward products
   // leave dW to the store's replay (its W).
   WeightGradStore* deferred = nullptr;
+  // Weight gradients whose zeroing waits for their first product (Parameters::defer_zeroing):
+  // that product writes dW instead of adding to it.
+  DeferredZero* deferred_zero = nullptr;
 };
 
 // The fp32 pointer of an operand that must be fp32; throws for a bf16 one.
@@ -72,7 +76,8 @@ void mixed_linear_forward(const LinearPrecision& p, GemmOperand x, WeightOperand
 void mixed_linear_backward(const LinearPrecision& p, GemmOperand dy, GemmOperand x, WeightOperand w,
                            float* dx, float* dw, int rows, int in, int out);
 // dw[out, in] += dy^T * x alone, with dy and x as that product takes them: bf16 (both) in
-// bf16 runs, fp32 (fp16-rounded in fp16 runs) otherwise.
+// bf16 runs, fp32 (fp16-rounded in fp16 runs) otherwise; dw = dy^T * x when dw is a span
+// p.deferred_zero holds pending (the step's first product into it).
 void mixed_linear_backward_weight(const LinearPrecision& p, GemmOperand dy, GemmOperand x,
                                   float* dw, int rows, int in, int out);
 

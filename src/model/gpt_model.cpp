@@ -95,6 +95,12 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   expert_params_.set_low_precision(options.precision);
   if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
   build_layers(config);
+  // The layers' linear weights (and the output layer's, below) take their gradient from
+  // products that each write all of it: the step's first writes it, instead of zero_grads
+  // filling it and the product adding.
+  for (const TransformerLayer& layer : layers_)
+    for (const ParamRef& weight : layer.product_weights()) params_.defer_zeroing(weight);
+  precision_.deferred_zero = params_.deferred_zero();
   build_embedding_and_head(config);
   recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
   plan_and_allocate();
@@ -193,6 +199,8 @@ void GPTModel::build_embedding_and_head(const ModelConfig& config) {
                                                        : "output_layer.weight");
     lm_head_.output_layer = {
         weight, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp_, &precision_};
+    // Its first row chunk's product comes before the tied embedding's backward adds.
+    params_.defer_zeroing(weight);
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp_};

@@ -153,6 +153,17 @@ TransformerLayer::TransformerLayer(const LayerDims& d, Parameters& p, int i, com
   if (adapters && adapters->size() > 0) attach_lora(*adapters);
 }
 
+std::vector<ParamRef> TransformerLayer::product_weights() const {
+  std::vector<ParamRef> weights;
+  // qkv_ set: the fused GEMM (q_ and kv_ then only name its parts); fc1_ and fc2_ unset in
+  // MoE layers, whose experts' products are grouped.
+  const bool fused = qkv_.weight.value != nullptr;
+  for (const ParamRef* w :
+       {&qkv_.weight, &q_.weight, &kv_.weight, &proj_.weight, &fc1_.weight, &fc2_.weight})
+    if (w->value && !(fused && (w == &q_.weight || w == &kv_.weight))) weights.push_back(*w);
+  return weights;
+}
+
 void TransformerLayer::attach_lora(Parameters& p) {
   using tensor_parallel::LoraBranch;
   // module: its place in lora_modules() (its dropout site); in_local: the columns of the

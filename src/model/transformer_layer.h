@@ -144,6 +144,9 @@ class TransformerLayer {
                    const kernels::LinearPrecision* precision, bool sequence_parallel = false,
                    comm::Communicator* expert = nullptr, Parameters* experts = nullptr,
                    Parameters* adapters = nullptr);
+  // The weights of the layer's linear products, as the products take them (q and kv as one
+  // when one GEMM forms both): each one's gradient is written by one product per micro-batch.
+  std::vector<ParamRef> product_weights() const;
   void forward(const float* x, const LayerActivations& a, const LayerScratch& w,
                const LayerCall& call) const;
   // The attention core alone (q, k, v -> attention out + log-sum-exp): selective

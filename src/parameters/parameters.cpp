@@ -113,7 +113,21 @@ void Parameters::refresh_low_precision(long begin, long end) {
 }
 
 void Parameters::zero_grads() {
-  kernels::fill(grads_.data(), 0.f, (long)grads_.size());
+  if (grads_.empty()) return;
+  float* at = grads_.data();  // the gaps between the deferred spans are filled now
+  deferred_zero_.for_each_span([&](float* begin, long floats) {
+    kernels::fill(at, 0.f, (long)(begin - at));
+    at = begin + floats;
+  });
+  kernels::fill(at, 0.f, (long)(grads_.data() + grads_.size() - at));
+  deferred_zero_.mark_pending();
+}
+
+void Parameters::defer_zeroing(const ParamRef& tensor) {
+  if (grads_.empty() || !tensor.grad) return;
+  if (tensor.grad < grads_.data() || tensor.grad + tensor.numel > grads_.data() + grads_.size())
+    throw std::logic_error("Parameters::defer_zeroing: a gradient outside this buffer");
+  deferred_zero_.add_span(tensor.grad, tensor.numel);
 }
 
 void Parameters::release_grads(long begin, long end) {

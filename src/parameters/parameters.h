@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/deferred_zero.h"
 #include "core/first_touch.h"
 #include "kernels/low_precision.h"
 #include "parameters/parameter_layout.h"
@@ -39,6 +40,11 @@ class Parameters {
   explicit Parameters(ParameterLayout layout, long pad_multiple = 16,
                       GradientMemory gradients = GradientMemory::kTouched,
                       ValueMemory values = ValueMemory::kTouched);
+  // ParamRefs and deferred spans point into the buffers: a copy would point into these.
+  Parameters(const Parameters&) = delete;
+  Parameters& operator=(const Parameters&) = delete;
+  Parameters(Parameters&&) = default;
+  Parameters& operator=(Parameters&&) = default;
   const ParameterLayout& layout() const { return layout_; }
   ParamRef get(const std::string& name);
   // Writable access marks the 16-bit copy stale.
@@ -46,12 +52,34 @@ class Parameters {
     low_stale_ = true;
     return values_.data();
   }
-  float* grads() { return grads_.empty() ? nullptr : grads_.data(); }
+  // The gradients as they stand: spans whose zeroing was deferred and that no product has
+  // written since are filled first (see defer_zeroing).
+  float* grads() {
+    deferred_zero_.materialize_all();
+    return grads_.empty() ? nullptr : grads_.data();
+  }
   const float* values() const { return values_.data(); }
-  const float* grads() const { return grads_.empty() ? nullptr : grads_.data(); }
+  const float* grads() const {
+    deferred_zero_.materialize_all();
+    return grads_.empty() ? nullptr : grads_.data();
+  }
+  // The same with only floats [begin, end) made current (a bucket reduced while the
+  // backward goes on: the layers below have not written theirs yet).
+  float* grads_for(long begin, long end) {
+    if (grads_.empty()) return nullptr;
+    deferred_zero_.materialize(grads_.data() + begin, grads_.data() + end);
+    return grads_.data();
+  }
   bool has_gradients() const { return !grads_.empty(); }
   long size() const { return (long)values_.size(); }
+  // Zeroes the gradients; the gradients of defer_zeroing's tensors only read as zeros (their
+  // first product writes them, through deferred_zero()).
   void zero_grads();
+  // The gradient of `tensor` (from get(), or adjacent tensors as one) is written whole by one
+  // product per micro-batch that asks deferred_zero() first (a linear layer's weight through
+  // kernels::mixed_linear): zero_grads leaves it to that product. Before the first zero_grads.
+  void defer_zeroing(const ParamRef& tensor);
+  DeferredZero* deferred_zero() { return grads_.empty() ? nullptr : &deferred_zero_; }
   // Zeroes gradients [begin, end) and gives their whole 2 MiB blocks back to the system
   // (core/first_touch.h release_pages): they read as zero until written again.
   void release_grads(long begin, long end);
@@ -99,6 +127,8 @@ class Parameters {
   ParameterLayout layout_;
   FirstTouchVector<float> values_;
   FirstTouchVector<float> grads_;
+  // Filling a pending span on a const read is still reading zeros: the contents do not change.
+  mutable DeferredZero deferred_zero_;
   ValueMemory value_memory_ = ValueMemory::kTouched;
   kernels::Precision low_precision_ = kernels::Precision::kFp32;
   FirstTouchVector<std::uint16_t> low_;

@@ -78,13 +78,16 @@ void LMHeadLoss::chunk_in_blocks(kernels::GemmOperand x, const int* targets, int
   }
   cross_entropy.forward(logits, targets, count, losses, grad_scale, bf16 ? dlogits16 : nullptr);
   if (grad_scale == 0.f) return;
+  // The step's first chunk writes the gradient's blocks (each once) instead of adding.
+  DeferredZero* deferred = output_layer.precision ? output_layer.precision->deferred_zero : nullptr;
+  const float dw_beta = deferred && deferred->claim(dw, (long)vocab * in) ? 0.f : 1.f;
   for (int v = last; v >= 0; v -= blocks.rows) {
     const int n = std::min(blocks.rows, vocab - v);
     blocks.need(v, n);
     head_product(Trans::kNo, Trans::kNo, count, in, n, dlogits.offset(v), vocab, weight_rows(v), in,
                  v == last ? 0.f : 1.f, dx, in);
     blocks.grad_begin(v, n);
-    head_product(Trans::kYes, Trans::kNo, n, in, count, dlogits.offset(v), vocab, x, in, 1.f,
+    head_product(Trans::kYes, Trans::kNo, n, in, count, dlogits.offset(v), vocab, x, in, dw_beta,
                  dw + (long)v * in, in);
     blocks.grad_done(v, n);
     blocks.progress();

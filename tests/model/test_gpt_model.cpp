@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -264,6 +265,47 @@ TEST(GPTModel, DeferredWeightGradientsEqualThePlainBackward) {
       ASSERT_EQ(a.parameters().grads()[j], b.parameters().grads()[j])
           << "float " << j << " " << describe(k);
     EXPECT_THROW(b.weight_chunk(10), std::logic_error);  // its W ran already
+  }
+}
+
+// zero_grads leaves the layers' linear weight gradients to their first product: whatever the
+// buffer held (NaN here, standing for the last step's gradients), the step's gradients equal
+// bit for bit those accumulated on a buffer filled with zeros, over two micro-batches, in
+// every precision and block (the fused q|kv product included), with W deferred or not; and
+// every deferred span was written by a product, none filled.
+TEST(GPTModel, GradientsLeftUnzeroedEqualAFilledBuffer) {
+  comm::SingleRankCommunicator tp("tensor");
+  for (const DeferCase& k : defer_cases()) {
+    for (bool deferred_w : {false, true}) {
+      const ModelConfig& c = k.config;
+      const int batch = 2, seq = c.seq_length;
+      data::MockGPTDataset data(c.vocab_size, seq, 1);
+      std::vector<int> tokens(2 * batch * (seq + 1));
+      for (int i = 0; i < 2 * batch; ++i) data.sample(i, tokens.data() + i * (seq + 1));
+      const float scale = 1.f / (2 * batch * seq);
+      ChunkOptions options = defer_options(k);
+      options.slots = 2, options.deferred_weight_grads = deferred_w ? 2 : 0;
+      GPTModel lazy(c, tp, batch, seq, options), filled(c, tp, batch, seq, options);
+      for (GPTModel* m : {&lazy, &filled}) m->parameters().initialize(7, 0.1f, c.num_layers);
+      Parameters &p = lazy.parameters(), &q = filled.parameters();
+      std::fill(p.grads(), p.grads() + p.size(), NAN);
+      p.zero_grads();
+      ASSERT_TRUE(p.deferred_zero()->any_pending()) << describe(k);
+      q.zero_grads();
+      q.grads();  // reading fills the deferred spans: the eager zeroing
+      for (GPTModel* m : {&lazy, &filled}) {
+        for (int i = 0; i < 2; ++i)
+          m->forward_chunk(i, tokens.data() + i * batch * (seq + 1), batch, seq, scale);
+        for (int i = 0; i < 2; ++i)
+          deferred_w ? m->backward_input_chunk(i, batch, seq, 10 + i)
+                     : m->backward_chunk(i, batch, seq);
+        if (deferred_w) m->weight_chunk(10), m->weight_chunk(11);
+      }
+      EXPECT_FALSE(p.deferred_zero()->any_pending()) << describe(k);
+      for (long j = 0; j < p.size(); ++j)
+        ASSERT_EQ(std::memcmp(p.grads() + j, q.grads() + j, sizeof(float)), 0)
+            << "float " << j << " " << describe(k) << " deferred W " << deferred_w;
+    }
   }
 }
 
