@@ -22,8 +22,9 @@ struct LinearScratch {
   float* in32 = nullptr;
   float* weight32 = nullptr;  // fp16 path: the weight expanded from its fp16 copy
   // bf16 path: a layer's fresh weight gradient, added to the accumulated one afterwards (the
-  // faster inner-product kernels overwrite). Larger weights (the output layer) accumulate
-  // in place through gemm_bf16.
+  // faster inner-product kernels overwrite); the step's first product into a gradient whose
+  // zeroing was deferred writes it directly. Larger weights (the output layer) accumulate in
+  // place through gemm_bf16.
   float* weight_grad32 = nullptr;
   long weight_grad32_floats = 0;
 };
