@@ -5,11 +5,15 @@
 
 namespace trident {
 
+std::vector<DeferredZero::Span>::iterator DeferredZero::first_from(const float* p) {
+  return std::lower_bound(spans_.begin(), spans_.end(), p,
+                          [](const Span& s, const float* q) { return s.begin < q; });
+}
+
 void DeferredZero::add_span(float* begin, long floats) {
   if (floats <= 0) return;
   if (pending_ > 0) throw std::logic_error("DeferredZero::add_span while spans are pending");
-  auto at = std::lower_bound(spans_.begin(), spans_.end(), begin,
-                             [](const Span& s, const float* p) { return s.begin < p; });
+  auto at = first_from(begin);
   const bool overlaps_next = at != spans_.end() && at->begin < begin + floats;
   const bool overlaps_previous =
       at != spans_.begin() && std::prev(at)->begin + std::prev(at)->floats > begin;
@@ -34,8 +38,7 @@ void DeferredZero::fill(Span& s) {
 
 bool DeferredZero::claim(float* begin, long floats) {
   if (pending_ == 0) return false;
-  auto at = std::lower_bound(spans_.begin(), spans_.end(), begin,
-                             [](const Span& s, const float* p) { return s.begin < p; });
+  auto at = first_from(begin);
   if (at != spans_.end() && at->begin == begin && at->floats == floats && at->pending) {
     at->pending = false;
     --pending_;

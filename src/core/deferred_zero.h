@@ -18,7 +18,6 @@ class DeferredZero {
  public:
   // A span of the buffer, disjoint from the others; added before any mark_pending().
   void add_span(float* begin, long floats);
-  bool empty() const { return spans_.empty(); }
   // Every span reads as zeros from now on (nothing is written yet).
   void mark_pending();
   // A writer will produce [begin, begin + floats) whole: true if that is exactly one pending
@@ -42,6 +41,8 @@ class DeferredZero {
     bool pending;
   };
   void fill(Span& s);
+  // The first span that starts at or after p.
+  std::vector<Span>::iterator first_from(const float* p);
   std::vector<Span> spans_;  // sorted by begin
   int pending_ = 0;
 };

@@ -100,14 +100,14 @@ void mixed_linear_backward_weight(const LinearPrecision& p, GemmOperand dy, Gemm
     return;
   }
   if (!input.bf16) throw std::logic_error("bf16 weight gradient with an fp32 input");
-  if (first && weight <= p.scratch.weight_grad32_floats) {
-    linear_backward_weight_bf16(dy.bf16, input.bf16, dw, rows, in, out);
-  } else if (weight <= p.scratch.weight_grad32_floats) {
-    linear_backward_weight_bf16(dy.bf16, input.bf16, p.scratch.weight_grad32, rows, in, out);
-    accumulate(dw, p.scratch.weight_grad32, weight);
-  } else {
+  if (weight > p.scratch.weight_grad32_floats) {
     gemm_bf16(Trans::kYes, Trans::kNo, out, in, rows, dy.bf16, out, input.bf16, in,
               first ? 0.f : 1.f, dw, in);
+  } else if (first) {
+    linear_backward_weight_bf16(dy.bf16, input.bf16, dw, rows, in, out);
+  } else {
+    linear_backward_weight_bf16(dy.bf16, input.bf16, p.scratch.weight_grad32, rows, in, out);
+    accumulate(dw, p.scratch.weight_grad32, weight);
   }
 }
 

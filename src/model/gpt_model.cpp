@@ -95,13 +95,8 @@ GPTModel::GPTModel(const ModelConfig& config, comm::Communicator& tp, int micro_
   expert_params_.set_low_precision(options.precision);
   if (options.decode_panels) params_.set_decode_panels(linear_weights(config, options.placement));
   build_layers(config);
-  // The layers' linear weights (and the output layer's, below) take their gradient from
-  // products that each write all of it: the step's first writes it, instead of zero_grads
-  // filling it and the product adding.
-  for (const TransformerLayer& layer : layers_)
-    for (const ParamRef& weight : layer.product_weights()) params_.defer_zeroing(weight);
-  precision_.deferred_zero = params_.deferred_zero();
   build_embedding_and_head(config);
+  defer_weight_grad_zeroing();
   recompute_ = {shape_.recomputed_layers, shape_.recompute_group};
   plan_and_allocate();
 }
@@ -199,14 +194,23 @@ void GPTModel::build_embedding_and_head(const ModelConfig& config) {
                                                        : "output_layer.weight");
     lm_head_.output_layer = {
         weight, ParamRef{nullptr, nullptr, 0}, config.hidden_size, vocab_local, &tp_, &precision_};
-    // Its first row chunk's product comes before the tied embedding's backward adds.
-    params_.defer_zeroing(weight);
   }
   int valid = std::clamp(config.vocab_size - vocab_start, 0, vocab_local);
   lm_head_.cross_entropy = {vocab_start, vocab_local, valid, &tp_};
   lm_head_.sequence_parallel = sequence_parallel_;
   lm_head_.chunk_rows = shape_.logits_chunk_rows;
   if (placement.post_process) final_norm_ = make_norm(params_, "final_layernorm", config);
+}
+
+void GPTModel::defer_weight_grad_zeroing() {
+  // The layers' linear weights and the output layer's take their gradient from products that
+  // each write all of it: the step's first writes it, instead of zero_grads filling it and
+  // the product adding. (The output layer's first row chunk comes before the tied
+  // embedding's backward adds to the same gradient.)
+  for (const TransformerLayer& layer : layers_)
+    for (const ParamRef& weight : layer.product_weights()) params_.defer_zeroing(weight);
+  if (options_.placement.post_process) params_.defer_zeroing(lm_head_.output_layer.weight);
+  precision_.deferred_zero = params_.deferred_zero();
 }
 
 void GPTModel::set_vocabulary_hooks(VocabularyHooks hooks) {

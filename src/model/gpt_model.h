@@ -198,6 +198,8 @@ class GPTModel : public pipeline_parallel::PipelineStage {
   void check_sequence_split(int micro_batch, int seq) const;
   void build_layers(const ModelConfig& config);
   void build_embedding_and_head(const ModelConfig& config);
+  // Leaves the zeroing of the product weights' gradients to their first product (deferred_zero).
+  void defer_weight_grad_zeroing();
   void plan_and_allocate();
   // The carve (see plan_and_allocate): the pointers each row of buffers_ sets, copy by copy
   // and part by part.
