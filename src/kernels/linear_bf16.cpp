@@ -4,6 +4,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 
+#include "kernels/bf16_widened.h"
+
 namespace trident::kernels {
 
 namespace {
@@ -74,6 +76,8 @@ constexpr auto kF32 = memory::data_type::f32;
 
 void linear_forward_bf16(const bf16_t* x, const bf16_t* w, float* y, int rows, int in, int out) {
   if (rows == 0) return;
+  if (!onednn_runs_bf16())
+    return gemm_bf16_widened(Trans::kNo, Trans::kYes, rows, out, in, x, in, w, in, 0.f, y, out);
   cache().run(Product::kForward, rows, in, out,
               {{DNNL_ARG_SRC, bind(rows, in, kBf16, x)},
                {DNNL_ARG_WEIGHTS, bind(out, in, kBf16, w)},
@@ -83,6 +87,8 @@ void linear_forward_bf16(const bf16_t* x, const bf16_t* w, float* y, int rows, i
 void linear_backward_input_bf16(const bf16_t* dy, const bf16_t* w, float* dx, int rows, int in,
                                 int out) {
   if (rows == 0) return;
+  if (!onednn_runs_bf16())
+    return gemm_bf16_widened(Trans::kNo, Trans::kNo, rows, in, out, dy, out, w, in, 0.f, dx, in);
   cache().run(Product::kInput, rows, in, out,
               {{DNNL_ARG_DIFF_DST, bind(rows, out, kBf16, dy)},
                {DNNL_ARG_WEIGHTS, bind(out, in, kBf16, w)},
@@ -92,6 +98,8 @@ void linear_backward_input_bf16(const bf16_t* dy, const bf16_t* w, float* dx, in
 void linear_backward_weight_bf16(const bf16_t* dy, const bf16_t* x, float* dw, int rows, int in,
                                  int out) {
   if (rows == 0) return;
+  if (!onednn_runs_bf16())
+    return gemm_bf16_widened(Trans::kYes, Trans::kNo, out, in, rows, dy, out, x, in, 0.f, dw, in);
   cache().run(Product::kWeight, rows, in, out,
               {{DNNL_ARG_SRC, bind(rows, in, kBf16, x)},
                {DNNL_ARG_DIFF_DST, bind(rows, out, kBf16, dy)},

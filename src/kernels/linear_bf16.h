@@ -3,7 +3,8 @@
 // fp32 results). On this CPU their gemm:jit kernels run the layer shapes 10-35% faster than
 // the matmul primitive's brgemm kernels (gpt2-small, 2 threads: forward 820-880 vs 690-755
 // GFLOP/s, input gradient 780-870 vs 640-775, weight gradient 790-840 vs 580-655), so the
-// layers use these and gemm_bf16 serves the other shapes.
+// layers use these and gemm_bf16 serves the other shapes. Without AVX-512 all three widen
+// their operands (kernels/bf16_widened.h).
 #include "kernels/low_precision.h"
 
 namespace trident::kernels {

@@ -5,6 +5,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 
+#include "kernels/bf16_widened.h"
+
 namespace trident::kernels {
 
 const char* precision_name(Precision p) {
@@ -111,6 +113,8 @@ MatmulCache& matmul_cache() {
 void gemm_bf16(Trans trans_a, Trans trans_b, int m, int n, int k, const bf16_t* a, int lda,
                const bf16_t* b, int ldb, float beta, float* c, int ldc) {
   if (m == 0 || n == 0) return;
+  if (!onednn_runs_bf16())
+    return gemm_bf16_widened(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
   MatmulCache& cache = matmul_cache();
   MatmulKey key{trans_a == Trans::kYes, trans_b == Trans::kYes, m, n, k, lda, ldb, ldc, beta != 0};
   dnnl::matmul& mm = cache.get(key);

@@ -1,7 +1,8 @@
 #pragma once
 // 16-bit floating-point formats for mixed-precision training: rounding fp32 to bf16 / fp16
 // (round to nearest even, overflow to inf as the hardware does) and the bf16 matrix product
-// on oneDNN's avx512_bf16 kernels (bf16 x bf16 -> fp32). fp16 has no fast matrix product on
+// on oneDNN's avx512_bf16 kernels (bf16 x bf16 -> fp32), or on widened operands where oneDNN
+// has no bf16 kernels (kernels/bf16_widened.h). fp16 has no fast matrix product on
 // this CPU (no AVX512-FP16), so fp16 values are carried in fp32 storage after rounding.
 #include <cstdint>
 

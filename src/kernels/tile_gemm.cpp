@@ -249,7 +249,6 @@ void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, cons
   }
 }
 #else
-// Without avx512_bf16: the same products of the rounded operands, in scalar code.
 float lo_of(std::uint32_t w) {
   return __builtin_bit_cast(float, w << 16);
 }
@@ -257,6 +256,65 @@ float hi_of(std::uint32_t w) {
   return __builtin_bit_cast(float, w & 0xffff0000u);
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+// Without avx512_bf16 (AVX2 CPUs: Zen 3, Haswell): each B word widened in registers, its low
+// half shifted up and its high half masked, and two fp32 multiply-adds in place of the dot
+// product. 4 rows x 2 vectors of 8 sums, 4 widened B vectors and 2 broadcasts: 14 of the 16
+// registers.
+constexpr int kWide = 8;  // fp32 lanes of a 256-bit register
+
+template <int R>
+void kernel_avx2(const std::uint32_t* a, PackedA sa, int pairs, const std::uint32_t* b, int np,
+                 int j0, const Output& out) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+  for (int p = 0; p < pairs; ++p) {
+    __m256 blo[2], bhi[2];
+    for (int c = 0; c < 2; ++c) {
+      const __m256i w = _mm256_loadu_si256((const __m256i*)(b + (long)p * np + j0 + c * kWide));
+      blo[c] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+      bhi[c] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
+    }
+    for (int r = 0; r < R; ++r) {
+      const std::uint32_t x = a[r * sa.row + p * sa.pair];
+      const __m256 alo = _mm256_set1_ps(lo_of(x)), ahi = _mm256_set1_ps(hi_of(x));
+      for (int c = 0; c < 2; ++c)
+        acc[r][c] = _mm256_fmadd_ps(ahi, bhi[c], _mm256_fmadd_ps(alo, blo[c], acc[r][c]));
+    }
+  }
+  const __m256 alpha = _mm256_set1_ps(out.alpha), beta = _mm256_set1_ps(out.beta);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int c = 0; c < 2; ++c) {
+    const int left = out.n - (j0 + c * kWide);
+    if (left <= 0) break;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
+    for (int r = 0; r < R; ++r) {
+      float* dst = out.c + (long)r * out.ldc + j0 + c * kWide;
+      __m256 v = _mm256_mul_ps(alpha, acc[r][c]);
+      if (out.beta != 0.f) v = _mm256_fmadd_ps(beta, _mm256_maskload_ps(dst, mask), v);
+      _mm256_maskstore_ps(dst, mask, v);
+    }
+  }
+}
+
+void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, const std::uint32_t* b,
+              Output out) {
+  float* const c0 = out.c;
+  int i = 0;
+  for (; i + 4 <= m; i += 4) {  // np is a multiple of 16: every column block is whole
+    out.c = c0 + (long)i * out.ldc;
+    for (int j = 0; j < np; j += 2 * kWide)
+      kernel_avx2<4>(a + i * sa.row, sa, pairs, b, np, j, out);
+  }
+  for (; i < m; ++i) {
+    out.c = c0 + (long)i * out.ldc;
+    for (int j = 0; j < np; j += 2 * kWide)
+      kernel_avx2<1>(a + i * sa.row, sa, pairs, b, np, j, out);
+  }
+}
+#else
+// Neither: the same products of the rounded operands, in scalar code.
 void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, const std::uint32_t* b,
               Output out) {
   for (int i = 0; i < m; ++i)
@@ -270,6 +328,7 @@ void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, cons
       dst = out.alpha * acc + (out.beta != 0.f ? out.beta * dst : 0.f);
     }
 }
+#endif
 #endif
 
 int padded_columns(int n) {

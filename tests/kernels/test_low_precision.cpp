@@ -1,14 +1,17 @@
 // 16-bit formats: bf16 rounding against an independent rule (the nearer of the two
 // neighbouring representable values, ties to even mantissa), fp16 facts from IEEE 754, and
-// oneDNN's bf16 matmul against a double-precision product of the rounded operands.
+// oneDNN's bf16 matmul, and the widened products CPUs without bf16 kernels use, against a
+// double-precision product of the rounded operands.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "kernels/bf16_widened.h"
 #include "kernels/kernels_test_util.h"
 #include "kernels/low_precision.h"
 #include "test_util.h"
@@ -94,6 +97,44 @@ TEST(GemmBf16, EveryTransposeAndAccumulateMatchDoubleProductOfRoundedOperands) {
         // Products of bf16 values are exact in fp32; only the fp32 sums round.
         EXPECT_LT(testing::relative_error(c, expect), 1e-5) << ta << tb << acc;
       }
+}
+
+// Stored with leading dimension cols + pad; the padding holds NaN, which a product that read
+// it would carry into every result it touched.
+std::vector<kernels::bf16_t> padded_bf16(const std::vector<float>& dense, int rows, int cols,
+                                         int pad) {
+  std::vector<kernels::bf16_t> dense16(dense.size());
+  kernels::to_bf16(dense.data(), dense16.data(), (long)dense.size());
+  std::vector<kernels::bf16_t> out((size_t)rows * (cols + pad), 0x7fc0);  // bf16 NaN
+  for (int r = 0; r < rows; ++r)
+    std::copy_n(dense16.begin() + (long)r * cols, cols, out.begin() + (long)r * (cols + pad));
+  return out;
+}
+
+// The path AVX2 CPUs take, run here whatever this CPU is: strided operands, every transpose,
+// written or accumulated, in blocks of 10 rows and columns (37 x 29: remainders in both), and
+// an empty inner dimension (C = beta C).
+TEST(GemmBf16Widened, StridedOperandsMatchDoubleProductOfRoundedOperands) {
+  using kernels::Trans;
+  for (int k : {70, 0})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (bool acc : {false, true}) {
+          const int m = 37, n = 29, pad = 3;
+          auto a = random_vector(m * k, 8), b = random_vector(k * n, 9),
+               c = random_vector(m * n, 10);
+          auto expect = product(ta, tb, m, n, k, rounded_bf16(a), rounded_bf16(b), c, acc);
+          const int a_cols = ta ? m : k, b_cols = tb ? k : n;
+          auto a16 = padded_bf16(a, ta ? k : m, a_cols, pad);
+          auto b16 = padded_bf16(b, tb ? n : k, b_cols, pad);
+          kernels::gemm_bf16_widened(ta ? Trans::kYes : Trans::kNo, tb ? Trans::kYes : Trans::kNo,
+                                     m, n, k, a16.data(), a_cols + pad, b16.data(), b_cols + pad,
+                                     acc ? 1.f : 0.f, c.data(), n, 10 * k);  // blocks of 10
+          if (k == 0)  // nothing summed: C kept or cleared exactly
+            EXPECT_EQ(c, std::vector<float>(expect.begin(), expect.end())) << ta << tb << acc;
+          else
+            EXPECT_LT(testing::relative_error(c, expect), 1e-5) << ta << tb << acc;
+        }
 }
 
 }  // namespace
