@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures OpenBLAS, BLIS and oneDNN sgemm on the GEMM shapes of a gpt2-small layer,
 # interleaved over several rounds (the second core is not always fully ours), and prints
-# each library's GFLOP/s. This is how trident's GEMM backend (oneDNN) was chosen.
+# each library's GFLOP/s. This is how trident's GEMM backends were chosen: oneDNN on AVX-512
+# CPUs, BLIS before them (CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")"
 ROUNDS=${ROUNDS:-3}

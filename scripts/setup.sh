@@ -25,7 +25,7 @@ done
 # and its spm_train / spm_encode tools, which the tests train and check models with.
 # HuggingFace tokenizer.json files: PCRE2 (their Split regexes, with JIT). Chat templates are
 # tested against Jinja itself: python3-jinja2.
-PACKAGES=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
+PACKAGES=(g++ cmake make libdnnl-dev libblis-openmp-dev nlohmann-json3-dev libcli11-dev libicu-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin python3-torch python3-numpy python3-regex
           libxxhash-dev bible-kjv procps clang libclang-rt-14-dev libopenblas0-pthread
           libcpp-httplib-dev chromium libfasttext-dev libcld2-dev libcpptoml-dev

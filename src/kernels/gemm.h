@@ -1,7 +1,8 @@
 #pragma once
 // Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C.
 // Every matrix product in trident goes through here, so the BLAS backend is
-// chosen in one place (oneDNN; see bench/gemm_libraries.cpp for the numbers).
+// chosen in one place: oneDNN on AVX-512 CPUs, BLIS before them (CMakeLists.txt says why;
+// bench/gemm_libraries.sh measures them).
 namespace trident::kernels {
 
 enum class Trans { kNo, kYes };
