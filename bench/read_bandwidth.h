@@ -24,6 +24,19 @@ inline float sum_floats(const float* p, long n) {
     d = _mm512_add_ps(d, _mm512_loadu_ps(p + i + 48));
   }
   total = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
+#elif defined(__AVX2__)
+  // Not the scalar loop below: its chain of dependent adds reads ~4 GB/s a core, so every
+  // roofline on an AVX2 CPU came out 2-3x too high.
+  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+  for (; i + 32 <= n; i += 32) {
+    a = _mm256_add_ps(a, _mm256_loadu_ps(p + i));
+    b = _mm256_add_ps(b, _mm256_loadu_ps(p + i + 8));
+    c = _mm256_add_ps(c, _mm256_loadu_ps(p + i + 16));
+    d = _mm256_add_ps(d, _mm256_loadu_ps(p + i + 24));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+  for (float v : lanes) total += v;
 #endif
   for (; i < n; ++i) total += p[i];
   return total;

@@ -7,6 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/skinny_dispatch.h"
+#include "kernels/skinny_linear_avx2.h"
+
 namespace trident::kernels {
 
 // Outputs per panel block: one zmm of fp32 accumulators.
@@ -150,36 +153,6 @@ void panels_bf16(const bf16_t* x, const bf16_t* panels, float* y, int in, int ou
 }
 #endif
 
-// rows is a run-time value; the accumulators must be a compile-time count to live in
-// registers.
-template <template <int> class Kernel, class T>
-void dispatch(const T* x, const T* w, float* y, int rows, int in, int out) {
-  switch (rows) {
-#define TRIDENT_SKINNY_CASE(R) \
-  case R:                      \
-    return Kernel<R>::run(x, w, y, in, out);
-    TRIDENT_SKINNY_CASE(1)
-    TRIDENT_SKINNY_CASE(2)
-    TRIDENT_SKINNY_CASE(3)
-    TRIDENT_SKINNY_CASE(4)
-    TRIDENT_SKINNY_CASE(5)
-    TRIDENT_SKINNY_CASE(6)
-    TRIDENT_SKINNY_CASE(7)
-    TRIDENT_SKINNY_CASE(8)
-    TRIDENT_SKINNY_CASE(9)
-    TRIDENT_SKINNY_CASE(10)
-    TRIDENT_SKINNY_CASE(11)
-    TRIDENT_SKINNY_CASE(12)
-    TRIDENT_SKINNY_CASE(13)
-    TRIDENT_SKINNY_CASE(14)
-    TRIDENT_SKINNY_CASE(15)
-    TRIDENT_SKINNY_CASE(16)
-#undef TRIDENT_SKINNY_CASE
-    default:
-      throw std::invalid_argument("skinny_linear: rows outside [1, 16]");
-  }
-}
-
 template <int R>
 struct Fp32 {
   static void run(const float* x, const float* w, float* y, int in, int out) {
@@ -217,31 +190,35 @@ struct PanelsBf16 {
 
 bool skinny_linear_available(Precision p, int rows) {
   if (rows < 1 || rows > kSkinnyMaxRows) return false;
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(TRIDENT_SKINNY_AVX2_FP32)
   if (p == Precision::kFp32) return true;
 #endif
-#ifdef __AVX512BF16__
+#if defined(__AVX512BF16__) || defined(TRIDENT_SKINNY_AVX2_BF16)
   if (p == Precision::kBf16) return true;
 #endif
   return false;
 }
 
 void skinny_linear_forward(const float* x, const float* w, float* y, int rows, int in, int out) {
-#ifdef __AVX512F__
-  dispatch<Fp32>(x, w, y, rows, in, out);
+#if defined(__AVX512F__)
+  skinny::dispatch<Fp32>(x, w, y, rows, in, out);
+#elif defined(TRIDENT_SKINNY_AVX2_FP32)
+  avx2::skinny_linear_forward(x, w, y, rows, in, out);
 #else
   (void)x, (void)w, (void)y, (void)rows, (void)in, (void)out;
-  throw std::logic_error("skinny_linear_forward: built without AVX-512");
+  throw std::logic_error("skinny_linear_forward: built without AVX-512 or AVX2");
 #endif
 }
 
 void skinny_linear_forward_bf16(const bf16_t* x, const bf16_t* w, float* y, int rows, int in,
                                 int out) {
-#ifdef __AVX512BF16__
-  dispatch<Bf16>(x, w, y, rows, in, out);
+#if defined(__AVX512BF16__)
+  skinny::dispatch<Bf16>(x, w, y, rows, in, out);
+#elif defined(TRIDENT_SKINNY_AVX2_BF16)
+  avx2::skinny_linear_forward_bf16(x, w, y, rows, in, out);
 #else
   (void)x, (void)w, (void)y, (void)rows, (void)in, (void)out;
-  throw std::logic_error("skinny_linear_forward_bf16: built without AVX512_BF16");
+  throw std::logic_error("skinny_linear_forward_bf16: built without AVX512_BF16 or AVX2");
 #endif
 }
 
@@ -269,21 +246,25 @@ void pack_panels_bf16(const bf16_t* w, int out, int in, bf16_t* panels) {
 
 void panel_linear_forward(const float* x, const float* panels, float* y, int rows, int in,
                           int out) {
-#ifdef __AVX512F__
-  dispatch<PanelsFp32>(x, panels, y, rows, in, out);
+#if defined(__AVX512F__)
+  skinny::dispatch<PanelsFp32>(x, panels, y, rows, in, out);
+#elif defined(TRIDENT_SKINNY_AVX2_FP32)
+  avx2::panel_linear_forward(x, panels, y, rows, in, out);
 #else
   (void)x, (void)panels, (void)y, (void)rows, (void)in, (void)out;
-  throw std::logic_error("panel_linear_forward: built without AVX-512");
+  throw std::logic_error("panel_linear_forward: built without AVX-512 or AVX2");
 #endif
 }
 
 void panel_linear_forward_bf16(const bf16_t* x, const bf16_t* panels, float* y, int rows, int in,
                                int out) {
-#ifdef __AVX512BF16__
-  dispatch<PanelsBf16>(x, panels, y, rows, in, out);
+#if defined(__AVX512BF16__)
+  skinny::dispatch<PanelsBf16>(x, panels, y, rows, in, out);
+#elif defined(TRIDENT_SKINNY_AVX2_BF16)
+  avx2::panel_linear_forward_bf16(x, panels, y, rows, in, out);
 #else
   (void)x, (void)panels, (void)y, (void)rows, (void)in, (void)out;
-  throw std::logic_error("panel_linear_forward_bf16: built without AVX512_BF16");
+  throw std::logic_error("panel_linear_forward_bf16: built without AVX512_BF16 or AVX2");
 #endif
 }
 

@@ -21,8 +21,8 @@ namespace trident::kernels {
 
 constexpr int kSkinnyMaxRows = 16;
 
-// True when this build has the kernel for the precision (AVX-512; bf16 needs AVX512_BF16)
-// and rows <= kSkinnyMaxRows.
+// True when this build has the kernel for the precision (AVX-512, bf16 AVX512_BF16; or
+// AVX2 and FMA, skinny_linear_avx2.h) and rows <= kSkinnyMaxRows.
 bool skinny_linear_available(Precision p, int rows);
 
 void skinny_linear_forward(const float* x, const float* w, float* y, int rows, int in, int out);
