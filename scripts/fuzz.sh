@@ -43,20 +43,20 @@ echo "fuzz: built ${#targets[@]} targets in $(($(date +%s) - start)) s"
 
 root=$(pwd)
 # New inputs go to build-fuzz/corpus/<target> (kept between runs, not committed); findings to
-# build-fuzz/findings/<target>/. Targets run in an empty directory, so a relative file name in
-# an input (a config naming a vocabulary, say) reaches nothing.
+# build-fuzz/findings/<target>/. Each target runs in an empty directory of its own, so a
+# relative file name in an input (a config naming a vocabulary, say) reaches nothing.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-failed=()
-for t in "${targets[@]}"; do
-  corpus=build-fuzz/corpus/$t findings=build-fuzz/findings/$t
-  mkdir -p "$corpus" "$findings"
-  log=build-fuzz/fuzz_$t.log
-  dict=() seeds=()
+
+# Fuzzes target $1 and prints its line; exits 1 if it found anything.
+fuzz_one() {
+  local t=$1 corpus=build-fuzz/corpus/$1 findings=build-fuzz/findings/$1
+  local log=build-fuzz/fuzz_$1.log dict=() seeds=() rc runs cov
+  mkdir -p "$corpus" "$findings" "$scratch/$t"
   [[ -f fuzz/dict/$t.dict ]] && dict=(-dict="$root/fuzz/dict/$t.dict")
   [[ -d fuzz/corpus/$t ]] && seeds=("$root/fuzz/corpus/$t")
   set +e
-  (cd "$scratch" && "$root/build-fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
+  (cd "$scratch/$t" && "$root/build-fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$root/$findings/" "${dict[@]}" \
     "$root/$corpus" "${seeds[@]}") > "$log" 2>&1
   rc=$?
@@ -65,14 +65,31 @@ for t in "${targets[@]}"; do
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 || true)  # none when it failed at once
   if ((rc == 0)); then
     echo "fuzz: $t: ok, ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) + $( ((${#seeds[@]})) && ls "fuzz/corpus/$t" | wc -l || echo 0) seeds"
+    return 0
+  fi
+  echo "fuzz: $t: FAILED (exit $rc); log $log"
+  grep -E 'ERROR:|runtime error:|FUZZ_CHECK|uncaught|deadly signal|timeout|out-of-memory' "$log" |
+    head -n 5 || true
+  for input in $(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log"); do
+    echo "  reproduce: build-fuzz/fuzz_$t ${input#"$root/"}"
+  done
+  return 1
+}
+
+# One target per core at a time (each fuzzer is one process on one core); their lines are
+# printed in the targets' order once all are done.
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
+  (fuzz_one "$t" > "$scratch/$t.report" 2>&1 && touch "$scratch/$t.ok") &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  if [[ -f $scratch/$t.ok ]]; then
+    cat "$scratch/$t.report"
   else
     failed+=("$t")
-    echo "fuzz: $t: FAILED (exit $rc); log $log" >&2
-    grep -E 'ERROR:|runtime error:|FUZZ_CHECK|uncaught|deadly signal|timeout|out-of-memory' "$log" |
-      head -n 5 >&2 || true
-    for input in $(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log"); do
-      echo "  reproduce: build-fuzz/fuzz_$t ${input#"$root/"}" >&2
-    done
+    cat "$scratch/$t.report" >&2
   fi
 done
 echo "fuzz: ${#targets[@]} targets, $((${#targets[@]} - ${#failed[@]})) clean, $(($(date +%s) - start)) s in all"
