@@ -18,7 +18,8 @@ constexpr int kPanelPrefetch = 64;  // inputs ahead in a panel block
 constexpr int kPrefetchRows = 4;    // w rows ahead in the rows form (from 2 rows of x, as there)
 
 // Sixteen ymm registers: a group's accumulators plus the weights and a broadcast must fit.
-constexpr int kRowGroup = 6;        // rows form: two accumulators a row
+constexpr int kRowGroup = 6;        // rows form: two accumulators a row (fp32)
+constexpr int kRowGroupBf16 = 3;    // four a row
 constexpr int kPanelGroupFp32 = 6;  // two a row, two weight vectors, a broadcast
 constexpr int kPanelGroupBf16 = 4;  // two a row, four widened weight vectors, two broadcasts
 
@@ -75,35 +76,39 @@ void row_dots(const float* x, const float* wr, float* y, int in, int out) {
 
 // The same for bf16 w: each load of 16 weights is split in registers into its even inputs
 // (shift) and odd ones (mask), both exact fp32, so x comes widened with each 16 inputs' even
-// ones first (widen_rows_bf16): one load and two integer operations per 16 weights, against
-// two widening loads and two shifts when 8 weights are zero-extended at a time.
+// ones first (widen_rows_bf16). Four accumulators a row, two loads of 16 at a time: with two,
+// one row's 16 weights per multiply-add latency capped the kernel at ~47 GB/s even from
+// cache, about the bandwidth it must reach.
 template <int G>
 void row_dots(const float* x, const bf16_t* wr, float* y, int in, int out) {
-  const int full = in / 16 * 16;
+  const int full = in / 32 * 32;
   const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
-  __m256 acc[G][2];
-  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
-  for (int i = 0; i < full; i += 16) {
-    const __m256i words = _mm256_loadu_si256((const __m256i*)(wr + i));
-    const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
-    const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(words, high));
-    for (int g = 0; g < G; ++g) {
-      const float* xg = x + (long)g * in + i;
-      acc[g][0] = _mm256_fmadd_ps(even, _mm256_loadu_ps(xg), acc[g][0]);
-      acc[g][1] = _mm256_fmadd_ps(odd, _mm256_loadu_ps(xg + 8), acc[g][1]);
+  __m256 acc[G][4];
+  for (int g = 0; g < G; ++g)
+    for (int c = 0; c < 4; ++c) acc[g][c] = _mm256_setzero_ps();
+  for (int i = 0; i < full; i += 32)
+    for (int h = 0; h < 2; ++h) {
+      const __m256i words = _mm256_loadu_si256((const __m256i*)(wr + i + 16 * h));
+      const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
+      const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(words, high));
+      for (int g = 0; g < G; ++g) {
+        const float* xg = x + (long)g * in + i + 16 * h;
+        acc[g][2 * h] = _mm256_fmadd_ps(even, _mm256_loadu_ps(xg), acc[g][2 * h]);
+        acc[g][2 * h + 1] = _mm256_fmadd_ps(odd, _mm256_loadu_ps(xg + 8), acc[g][2 * h + 1]);
+      }
     }
-  }
   for (int g = 0; g < G; ++g) {
-    float s = sum8(_mm256_add_ps(acc[g][0], acc[g][1]));
+    float s = sum8(
+        _mm256_add_ps(_mm256_add_ps(acc[g][0], acc[g][1]), _mm256_add_ps(acc[g][2], acc[g][3])));
     for (int i = full; i < in; ++i) s += widen(wr[i]) * x[(long)g * in + i];
     y[(long)g * out] = s;
   }
 }
 
-// rows x `in` bf16 to fp32 for the bf16 rows form: within each whole 16 inputs the 8 even
-// ones, then the 8 odd ones; the rest (in % 16) in order.
+// rows x `in` bf16 to fp32 for the bf16 rows form: within each whole 32 inputs, each 16's 8
+// even ones, then its 8 odd ones; the rest (in % 32) in order.
 void widen_rows_bf16(const bf16_t* x, float* xf, int rows, int in) {
-  const int full = in / 16 * 16;
+  const int full = in / 32 * 32;
   for (int r = 0; r < rows; ++r) {
     const bf16_t* xr = x + (long)r * in;
     float* out = xf + (long)r * in;
@@ -122,10 +127,14 @@ void rows_form(const float* x, const T* w, float* y, int in, int out) {
 #pragma omp parallel for schedule(static)
   for (int o = 0; o < out; ++o) {
     const T* wr = w + (long)o * in;
-    if constexpr (R >= 2)  // one row keeps the hardware prefetcher ahead by itself
+    // Rows ahead asked for: from 2 rows of x, as in the AVX-512 kernel; and at 1 row in bf16,
+    // whose products (half fp32's bytes) otherwise read a fifth slower than fp32's here
+    // (gpt2-small's decode products on a Zen 3, bench_rooflines: 0.65-0.71 of the read pass
+    // against fp32's 0.86-0.92; with it 0.78-0.88). fp32 at 1 row is no faster with it.
+    if constexpr (R >= 2 || !std::is_same_v<T, float>)
       for (long b = 0; b < row_bytes; b += 64)
         _mm_prefetch((const char*)(wr + (long)kPrefetchRows * in) + b, _MM_HINT_T0);
-    in_groups<R, kRowGroup>([&](auto g, int r0) {
+    in_groups<R, std::is_same_v<T, float> ? kRowGroup : kRowGroupBf16>([&](auto g, int r0) {
       row_dots<decltype(g)::value>(x + (long)r0 * in, wr, y + (long)r0 * out + o, in, out);
     });
   }
