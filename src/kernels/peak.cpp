@@ -101,7 +101,7 @@ double fma_rate_one_thread(kernels::Precision precision, double seconds) {
 
 }  // namespace
 
-PeakMeasurement measure_peak_tflops(kernels::Precision precision, double cores) {
+PeakMeasurement measure_peak_tflops(kernels::Precision precision, double cores, int trials) {
   // fp16 operands are multiplied in fp32 on this CPU: its peak is fp32's.
   const kernels::Precision unit =
       precision == kernels::Precision::kBf16 ? precision : kernels::Precision::kFp32;
@@ -115,7 +115,8 @@ PeakMeasurement measure_peak_tflops(kernels::Precision precision, double cores) 
 #pragma omp parallel num_threads(threads)
   {
     double best = 0;
-    for (int trial = 0; trial < 3; ++trial) best = std::max(best, fma_rate_one_thread(unit, 0.02));
+    for (int trial = 0; trial < trials; ++trial)
+      best = std::max(best, fma_rate_one_thread(unit, 0.02));
     rates[omp_get_thread_num()] = best;
   }
   m.threads = threads;
