@@ -1,8 +1,9 @@
 #pragma once
-// Internal to the skinny kernels (skinny_linear.cpp, skinny_linear_avx2.cpp): rows is a
-// run-time value, but a kernel's accumulators must be a compile-time count to live in
+// Internal to the skinny kernels (skinny_linear.cpp, skinny_linear_avx2.cpp). dispatch: rows
+// is a run-time value, but a kernel's accumulators must be a compile-time count to live in
 // registers, so each row count 1..16 is its own instantiation of Kernel<R>::run.
 #include <stdexcept>
+#include <vector>
 
 namespace trident::kernels::skinny {
 
@@ -32,6 +33,15 @@ void dispatch(const T* x, const T* w, float* y, int rows, int in, int out) {
     default:
       throw std::invalid_argument("skinny_linear: rows outside [1, 16]");
   }
+}
+
+// Per-thread scratch (x rearranged for a kernel), grown once; the caller fills it and passes
+// its pointer into the parallel region.
+template <class T>
+T* scratch(long n) {
+  thread_local std::vector<T> buffer;
+  if ((long)buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 }  // namespace trident::kernels::skinny

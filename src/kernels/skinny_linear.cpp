@@ -92,17 +92,10 @@ inline __mmask16 block_mask(int out, int block) {
 // x transposed to [input][row] (bf16: [input pair][row]) so that one input's R broadcasts
 // come from one cache line instead of R lines `in` apart: gpt2-small's whole decode step of
 // products at 8 rows then takes 1.1x the one-row time, against 1.4x with x as given.
-// Per-thread scratch, grown once; callers pass its pointer into the parallel region.
-template <class T>
-T* transposed_scratch(long n) {
-  thread_local std::vector<T> scratch;
-  if ((long)scratch.size() < n) scratch.resize(n);
-  return scratch.data();
-}
 
 template <int R>
 void panels_fp32(const float* x, const float* panels, float* y, int in, int out) {
-  float* xt = transposed_scratch<float>((long)in * R);
+  float* xt = skinny::scratch<float>((long)in * R);
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < in; ++i) xt[(long)i * R + r] = x[(long)r * in + i];
   const int blocks = (out + kPanel - 1) / kPanel;
@@ -127,7 +120,7 @@ void panels_fp32(const float* x, const float* panels, float* y, int in, int out)
 template <int R>
 void panels_bf16(const bf16_t* x, const bf16_t* panels, float* y, int in, int out) {
   const int pairs = (in + 1) / 2;
-  std::int32_t* xt = transposed_scratch<std::int32_t>((long)pairs * R);
+  std::int32_t* xt = skinny::scratch<std::int32_t>((long)pairs * R);
   for (int r = 0; r < R; ++r)
     for (int k = 0; k < pairs; ++k) {  // an odd input's partner is zero, as in the panel
       const std::uint32_t lo = x[(long)r * in + 2 * k],

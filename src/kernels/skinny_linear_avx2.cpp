@@ -5,7 +5,6 @@
 #include <bit>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/skinny_dispatch.h"
 
@@ -45,17 +44,8 @@ inline void in_groups(const F& f, int first = 0) {
   if constexpr (R > G) in_groups<R - G, Max>(f, first + G);
 }
 
-// Per-thread scratch, grown once; the caller fills it and passes its pointer into the
-// parallel region.
-float* scratch(long n) {
-  thread_local std::vector<float> buffer;
-  if ((long)buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
-
 // Rows form: G rows of x (fp32) against one w row while it is in L1. Two accumulators a
-// row: with one, a single row waits on the multiply-add's latency, 4 cycles for 8 weights,
-// which in bf16 (16 bytes) is about the bandwidth a core gets here.
+// row, so that a single row does not wait on the multiply-add's latency.
 template <int G>
 void row_dots(const float* x, const float* wr, float* y, int in, int out) {
   const int full = in / 16 * 16;
@@ -203,7 +193,7 @@ void panel_rows_bf16(const float* xt, int stride, const bf16_t* pb, float* y, in
 
 template <int R>
 void panels_fp32(const float* x, const float* panels, float* y, int in, int out) {
-  float* xt = scratch((long)in * R);
+  float* xt = skinny::scratch<float>((long)in * R);
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < in; ++i) xt[(long)i * R + r] = x[(long)r * in + i];
   const int blocks = (out + kPanel - 1) / kPanel;
@@ -220,7 +210,7 @@ void panels_fp32(const float* x, const float* panels, float* y, int in, int out)
 template <int R>
 void panels_bf16(const bf16_t* x, const bf16_t* panels, float* y, int in, int out) {
   const int pairs = (in + 1) / 2;
-  float* xt = scratch((long)pairs * R * 2);
+  float* xt = skinny::scratch<float>((long)pairs * R * 2);
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < 2 * pairs; ++i)  // an odd input's partner is zero, as in the panel
       xt[((long)(i / 2) * R + r) * 2 + i % 2] = i < in ? widen(x[(long)r * in + i]) : 0.f;
@@ -245,7 +235,7 @@ struct RowsFp32 {
 template <int R>
 struct RowsBf16 {
   static void run(const bf16_t* x, const bf16_t* w, float* y, int in, int out) {
-    float* xf = scratch((long)R * in);
+    float* xf = skinny::scratch<float>((long)R * in);
     widen_rows_bf16(x, xf, R, in);
     rows_form<R>(xf, w, y, in, out);
   }
