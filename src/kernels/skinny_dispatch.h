@@ -44,4 +44,12 @@ T* scratch(long n) {
   return buffer.data();
 }
 
+// x [rows][in] in scratch as [in][rows] (the fp32 panel forms: one input's rows side by side).
+inline const float* transposed(const float* x, int rows, int in) {
+  float* xt = scratch<float>((long)in * rows);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < in; ++i) xt[(long)i * rows + r] = x[(long)r * in + i];
+  return xt;
+}
+
 }  // namespace trident::kernels::skinny

@@ -95,9 +95,7 @@ inline __mmask16 block_mask(int out, int block) {
 
 template <int R>
 void panels_fp32(const float* x, const float* panels, float* y, int in, int out) {
-  float* xt = skinny::scratch<float>((long)in * R);
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < in; ++i) xt[(long)i * R + r] = x[(long)r * in + i];
+  const float* xt = skinny::transposed(x, R, in);
   const int blocks = (out + kPanel - 1) / kPanel;
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < blocks; ++b) {
