@@ -7,6 +7,9 @@
 
 namespace trident::kernels::skinny {
 
+// Outputs per panel block (pack_panels' layout): one zmm, or two ymm, of fp32 accumulators.
+constexpr int kPanel = 16;
+
 template <template <int> class Kernel, class T>
 void dispatch(const T* x, const T* w, float* y, int rows, int in, int out) {
   switch (rows) {

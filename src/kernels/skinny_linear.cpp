@@ -12,8 +12,7 @@
 
 namespace trident::kernels {
 
-// Outputs per panel block: one zmm of fp32 accumulators.
-constexpr int kPanel = 16;
+using skinny::kPanel;
 
 #ifdef __AVX512F__
 namespace {

@@ -12,12 +12,12 @@
 namespace trident::kernels::avx2 {
 namespace {
 
-constexpr int kPanel = 16;  // outputs per panel block (skinny_linear.cpp's): two ymm of fp32
+using skinny::kPanel;
 constexpr int kPanelPrefetch = 64;  // inputs ahead in a panel block
-constexpr int kPrefetchRows = 4;    // w rows ahead in the rows form (from 2 rows of x, as there)
+constexpr int kPrefetchRows = 4;    // w rows ahead in the rows form (see rows_form)
 
 // Sixteen ymm registers: a group's accumulators plus the weights and a broadcast must fit.
-constexpr int kRowGroup = 6;        // rows form: two accumulators a row (fp32)
+constexpr int kRowGroupFp32 = 6;    // rows form: two accumulators a row
 constexpr int kRowGroupBf16 = 3;    // four a row
 constexpr int kPanelGroupFp32 = 6;  // two a row, two weight vectors, a broadcast
 constexpr int kPanelGroupBf16 = 4;  // two a row, four widened weight vectors, two broadcasts
@@ -124,7 +124,7 @@ void rows_form(const float* x, const T* w, float* y, int in, int out) {
     if constexpr (R >= 2 || !std::is_same_v<T, float>)
       for (long b = 0; b < row_bytes; b += 64)
         _mm_prefetch((const char*)(wr + (long)kPrefetchRows * in) + b, _MM_HINT_T0);
-    in_groups<R, std::is_same_v<T, float> ? kRowGroup : kRowGroupBf16>([&](auto g, int r0) {
+    in_groups<R, std::is_same_v<T, float> ? kRowGroupFp32 : kRowGroupBf16>([&](auto g, int r0) {
       row_dots<decltype(g)::value>(x + (long)r0 * in, wr, y + (long)r0 * out + o, in, out);
     });
   }
