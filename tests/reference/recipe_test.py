@@ -130,7 +130,9 @@ def refusals(trident, tmp, check):
               "not both")]
     for extra, rule in cases:
         out, _ = run(trident, ["--micro-batch-size", "2", "--global-batch-size", "8"] + extra, tmp, "bad")
-        check(out.returncode == 2 and rule in out.stderr, f"{' '.join(extra)}: exit 2, '{rule}'")
+        ok = out.returncode == 2 and rule in out.stderr
+        check(ok, f"{' '.join(extra)}: exit 2, '{rule}'" +
+              ("" if ok else f" (got exit {out.returncode}: {out.stderr[-600:]!r})"))
     out, _ = run(trident, ["--micro-batch-size", "1", "--global-batch-size", "8", "--train-samples", "40",
                            "--num-layers", "4", "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage",
                            "1", "--rampup-batch-size", "2", "3", "8"], tmp, "bad")
