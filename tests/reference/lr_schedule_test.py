@@ -175,8 +175,9 @@ def refusals(trident, tmp, check):
               "--lr-decay-style must be constant, linear, cosine, inverse-square-root or WSD")]
     for extra, rule in cases:
         out, rows = run(trident, base + extra, tmp, "bad")
-        check(out.returncode == 2 and rule in out.stderr and not rows,
-              f"{' '.join(extra)}: exit 2, '{rule}'")
+        ok = out.returncode == 2 and rule in out.stderr and not rows
+        check(ok, f"{' '.join(extra)}: exit 2, '{rule}'" + ("" if ok else
+              f" (got exit {out.returncode}, {len(rows)} rows: {out.stderr[-600:]!r})"))
 
 
 def resume_with_other_annealing(trident, tmp, check):
