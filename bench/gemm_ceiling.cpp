@@ -30,6 +30,26 @@
 #include "kernels/low_precision.h"
 #include "kernels/peak.h"
 
+namespace {
+
+[[maybe_unused]] double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Shape {
+  const char* name;
+  int m, k, n;
+};
+
+// gpt2-small's forward products at B4 T256, and its 1024-row output layer.
+constexpr Shape kShapes[] = {{"qkv", 1024, 768, 2304},
+                             {"projection", 1024, 768, 768},
+                             {"fc1", 1024, 768, 3072},
+                             {"fc2", 1024, 3072, 768},
+                             {"output layer", 1024, 768, 50304}};
+
+}  // namespace
+
 #if defined(__AVX512BF16__)
 namespace {
 
@@ -37,10 +57,6 @@ using trident::kernels::bf16_t;
 using Word = std::uint32_t;  // a pair of bf16 along k
 constexpr int kRows = 14, kCols = 32;
 constexpr int kBlockColumns = 320;  // a thread's columns per pass: ~0.5 MB of panels at k = 768
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // c[r][0:32] = sum over pairs p of a[r][p] . b[p][0:32] (a: rows of pairs, b: a packed panel).
 template <int R>
@@ -115,11 +131,6 @@ double tile_in_l1_gflops() {
   return best;
 }
 
-struct Shape {
-  const char* name;
-  int m, k, n;
-};
-
 void compare(const Shape& s, int rounds, const double peak_per_core[2]) {
   using namespace dnnl;
   using tag = memory::format_tag;
@@ -188,20 +199,11 @@ int main(int argc, char** argv) {
   std::printf(
       "forward products, fraction of the loop's peak for the threads used (median, range of %d):\n",
       rounds);
-  const Shape shapes[] = {{"qkv", 1024, 768, 2304},
-                          {"projection", 1024, 768, 768},
-                          {"fc1", 1024, 768, 3072},
-                          {"fc2", 1024, 3072, 768},
-                          {"output layer", 1024, 768, 50304}};
-  for (const Shape& s : shapes) compare(s, rounds, per_core);
+  for (const Shape& s : kShapes) compare(s, rounds, per_core);
   return 0;
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // c[0:6][0:16] += a[k][0:6] . b[k][0:16] over k (a and b packed, as a product kernel has them).
 __attribute__((noinline)) void tile(const float* a, const float* b, float* c, int k) {
@@ -236,11 +238,6 @@ double tile_in_l1_gflops() {
   return best + (c[0] == -1 ? 1 : 0);
 }
 
-struct Shape {
-  const char* name;
-  int m, k, n;
-};
-
 // Median and range of the product's GFLOP/s over rounds, as fractions of the loop's peak.
 void measure(const Shape& s, int rounds, int threads, double peak) {
   std::vector<float> x((long)s.m * s.k, 1e-3f), w((long)s.n * s.k, 1e-3f), y((long)s.m * s.n);
@@ -270,12 +267,7 @@ int main(int argc, char** argv) {
       "forward products (kernels::gemm), fraction of the loop's peak for the threads used\n"
       "(median, range of %d):\n",
       rounds);
-  const Shape shapes[] = {{"qkv", 1024, 768, 2304},
-                          {"projection", 1024, 768, 768},
-                          {"fc1", 1024, 768, 3072},
-                          {"fc2", 1024, 3072, 768},
-                          {"output layer", 1024, 768, 50304}};
-  for (const Shape& s : shapes)
+  for (const Shape& s : kShapes)
     for (int threads : {1, 2}) measure(s, rounds, threads, threads * peak.per_core_gflops);
   return 0;
 }
