@@ -6,7 +6,7 @@
 # or an unexpected exception, printing the input that reproduces it.
 #   scripts/fuzz.sh [seconds] [target...]     targets: the <name> of each fuzz/fuzz_<name>.cpp
 #   scripts/fuzz.sh --build-only [target...]  build, run nothing (CI builds while tests run)
-# TRIDENT_FUZZ_OPT=0 builds at -O0 instead of -O1: half the build's time, fewer inputs a second
+# TRIDENT_FUZZ_OPT=0 builds at -O0 instead of -O1: ~2/3 of the build's time, fewer inputs a second
 # (CI's short runs, whose time is mostly the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
