@@ -428,7 +428,15 @@ void keep_off_the_network() {
   const bool one_node =
       env_equal("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE") ||
       (env_set("SLURM_STEP_NUM_NODES") && std::string(std::getenv("SLURM_STEP_NUM_NODES")) == "1");
-  if (!launched) setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  if (!launched) {
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    // Every such process is job [0,1], so all of them share one session directory,
+    // /tmp/ompi.<host>.<uid>/jf.0/1/0, which each creates at start and removes at the end:
+    // under load one's removal lands inside another's creation and that MPI_Init aborts
+    // (measured: 1 in ~800 starts with 4 at a time on 2 busy cores). Alone, the process needs
+    // no session directory (no daemon, no peers), so it makes none.
+    setenv("OMPI_MCA_orte_create_session_dirs", "0", 0);
+  }
   if (!launched || one_node) setenv("OMPI_MCA_btl", "self,vader", 0);
 }
 
