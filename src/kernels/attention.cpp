@@ -201,8 +201,9 @@ void forward_key_run(int hd, SampleMask mask, const KeyRun& run, const float* q,
       float* row = scores + i * kBlockK;
       const auto [lo, hi] = visible_keys(mask, qs + i, ks, nk);
       float block_max = kNegInf;
+      // (not std::max: under omp simd its reference arguments keep GCC from vectorising)
 #pragma omp simd reduction(max : block_max)
-      for (int j = lo; j < hi; ++j) block_max = std::max(block_max, row[j]);
+      for (int j = lo; j < hi; ++j) block_max = row[j] > block_max ? row[j] : block_max;
       float new_max = std::max(st.max[i], block_max);
       if (new_max == kNegInf) {  // no key of this row in the block (an earlier document's)
         std::fill(row, row + nk, 0.f);
