@@ -11,6 +11,8 @@ namespace trident::kernels {
 
 namespace {
 
+#if defined(__AVX512BF16__)
+
 constexpr int kLanes = 16;  // fp32 lanes of a 512-bit register
 
 // A in words of bf16 pairs (A(i, 2p) low, A(i, 2p + 1) high; odd k padded with 0), word
@@ -52,7 +54,6 @@ PackedA pack_a(Trans t, int m, int k, const float* a, int lda, std::uint32_t* ou
   return {1, m};
 }
 
-#if defined(__AVX512BF16__)
 // 16 floats rounded to bf16 as bf16_from_float rounds (to nearest even, NaN made quiet), each
 // in the high half of its lane.
 inline __m512i round_to_bf16_high(__m512 x) {
@@ -141,33 +142,12 @@ void pack_b_rows(int k, int n, int np, const float* b, int ldb, std::uint32_t* o
     }
   }
 }
-#endif
 
 // B as [pairs][np] words: pair p, column j = (B(2p, j), B(2p + 1, j)), the layout the
 // dot-product instruction reads; rows past k and columns past n are 0.
-void pack_b(Trans t, int k, int n, int np, const float* b, int ldb, std::uint32_t* out) {
-#if defined(__AVX512BF16__)
+void pack_b(Trans t, int k, int n, int np, const float* b, int ldb, TileWord* out) {
   if (t == Trans::kYes) return pack_b_transposed(k, n, np, b, ldb, out);
-  return pack_b_rows(k, n, np, b, ldb, out);
-#endif
-  const int pairs = (k + 1) / 2;
-  std::fill(out, out + (long)pairs * np, 0u);
-  bf16_t* o = reinterpret_cast<bf16_t*>(out);
-  if (t == Trans::kNo) {
-    for (int kk = 0; kk < k; ++kk) {  // row kk of B fills half of each word of pair kk / 2
-      const float* row = b + (long)kk * ldb;
-      bf16_t* dst = o + (long)(kk / 2) * np * 2 + kk % 2;
-#pragma omp simd
-      for (int j = 0; j < n; ++j) dst[2 * j] = bf16_from_float(row[j]);
-    }
-    return;
-  }
-  for (int j = 0; j < n; ++j) {  // B(kk, j) = b[j][kk]: a row of b is a column of B
-    const float* row = b + (long)j * ldb;
-    bf16_t* dst = o + 2L * j;
-#pragma omp simd
-    for (int kk = 0; kk < k; ++kk) dst[(long)(kk / 2) * np * 2 + kk % 2] = bf16_from_float(row[kk]);
-  }
+  pack_b_rows(k, n, np, b, ldb, out);
 }
 
 // C[m][n] = alpha * A B + beta * C, the product written straight into C (columns past n,
@@ -178,7 +158,6 @@ struct Output {
   float alpha, beta;
 };
 
-#if defined(__AVX512BF16__)
 // Rows [0, R) x column blocks [0, C) of 16, starting at column j0 of the output.
 template <int R, int C>
 void kernel(const std::uint32_t* a, PackedA sa, int pairs, const std::uint32_t* b, int np, int j0,
@@ -248,92 +227,65 @@ void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, cons
     row_block<1>(a + i * sa.row, sa, pairs, b, np, out);
   }
 }
-#else
-float lo_of(std::uint32_t w) {
-  return __builtin_bit_cast(float, w << 16);
-}
-float hi_of(std::uint32_t w) {
-  return __builtin_bit_cast(float, w & 0xffff0000u);
-}
-
-#if defined(__AVX2__) && defined(__FMA__)
-// Without avx512_bf16 (AVX2 CPUs: Zen 3, Haswell): each B word widened in registers, its low
-// half shifted up and its high half masked, and two fp32 multiply-adds in place of the dot
-// product. 4 rows x 2 vectors of 8 sums, 4 widened B vectors and 2 broadcasts: 14 of the 16
-// registers.
-constexpr int kWide = 8;  // fp32 lanes of a 256-bit register
-
-template <int R>
-void kernel_avx2(const std::uint32_t* a, PackedA sa, int pairs, const std::uint32_t* b, int np,
-                 int j0, const Output& out) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
-  for (int p = 0; p < pairs; ++p) {
-    __m256 blo[2], bhi[2];
-    for (int c = 0; c < 2; ++c) {
-      const __m256i w = _mm256_loadu_si256((const __m256i*)(b + (long)p * np + j0 + c * kWide));
-      blo[c] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-      bhi[c] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
-    }
-    for (int r = 0; r < R; ++r) {
-      const std::uint32_t x = a[r * sa.row + p * sa.pair];
-      const __m256 alo = _mm256_set1_ps(lo_of(x)), ahi = _mm256_set1_ps(hi_of(x));
-      for (int c = 0; c < 2; ++c)
-        acc[r][c] = _mm256_fmadd_ps(ahi, bhi[c], _mm256_fmadd_ps(alo, blo[c], acc[r][c]));
-    }
-  }
-  const __m256 alpha = _mm256_set1_ps(out.alpha), beta = _mm256_set1_ps(out.beta);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int c = 0; c < 2; ++c) {
-    const int left = out.n - (j0 + c * kWide);
-    if (left <= 0) break;
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
-    for (int r = 0; r < R; ++r) {
-      float* dst = out.c + (long)r * out.ldc + j0 + c * kWide;
-      __m256 v = _mm256_mul_ps(alpha, acc[r][c]);
-      if (out.beta != 0.f) v = _mm256_fmadd_ps(beta, _mm256_maskload_ps(dst, mask), v);
-      _mm256_maskstore_ps(dst, mask, v);
-    }
-  }
-}
-
-void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, const std::uint32_t* b,
-              Output out) {
-  float* const c0 = out.c;
-  int i = 0;
-  for (; i + 4 <= m; i += 4) {  // np is a multiple of 16: every column block is whole
-    out.c = c0 + (long)i * out.ldc;
-    for (int j = 0; j < np; j += 2 * kWide)
-      kernel_avx2<4>(a + i * sa.row, sa, pairs, b, np, j, out);
-  }
-  for (; i < m; ++i) {
-    out.c = c0 + (long)i * out.ldc;
-    for (int j = 0; j < np; j += 2 * kWide)
-      kernel_avx2<1>(a + i * sa.row, sa, pairs, b, np, j, out);
-  }
-}
-#else
-// Neither: the same products of the rounded operands, in scalar code.
-void multiply(int m, int pairs, int np, const std::uint32_t* a, PackedA sa, const std::uint32_t* b,
-              Output out) {
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < out.n; ++j) {
-      float acc = 0.f;
-      for (int p = 0; p < pairs; ++p) {
-        std::uint32_t x = a[i * sa.row + p * sa.pair], y = b[(long)p * np + j];
-        acc += lo_of(x) * lo_of(y) + hi_of(x) * hi_of(y);
-      }
-      float& dst = out.c[(long)i * out.ldc + j];
-      dst = out.alpha * acc + (out.beta != 0.f ? out.beta * dst : 0.f);
-    }
-}
-#endif
-#endif
 
 int padded_columns(int n) {
   return (n + kLanes - 1) / kLanes * kLanes;
 }
+
+std::size_t packed_b_size(int k, int n) {
+  return (std::size_t)(k + 1) / 2 * padded_columns(n);
+}
+
+void pack_b(Trans t, int k, int n, const float* b, int ldb, TileWord* out) {
+  pack_b(t, k, n, padded_columns(n), b, ldb, out);
+}
+
+void bf16_product(Trans trans_a, Trans /*b's, packed in*/, int m, int n, int k, float alpha,
+                  const float* a, int lda, const TileWord* b, float beta, float* c, int ldc) {
+  const int pairs = (k + 1) / 2;
+  thread_local std::vector<std::uint32_t> packed_a;
+  packed_a.resize((size_t)m * pairs);
+  const PackedA sa = pack_a(trans_a, m, k, a, lda, packed_a.data());
+  multiply(m, pairs, padded_columns(n), packed_a.data(), sa, b, {c, ldc, n, alpha, beta});
+}
+#else
+// Without avx512_bf16 (AVX2 CPUs: Zen 3, Haswell) both operands are rounded to bf16 and kept
+// in fp32, and sgemm multiplies them: a product of two bf16 values is exact in fp32, so this
+// is the bf16 product with fp32 sums, in another order. On a Zen 3, one thread, 64 x 64 x 64
+// tiles: sgemm reached 44-76 GFLOP/s where a register kernel on bf16 words (widened in
+// registers) reached 28-34 with its packing.
+
+// B as stored (k x n, or n x k for Trans::kYes), dense.
+std::size_t packed_b_size(int k, int n) {
+  return (std::size_t)k * n;
+}
+
+// rows x cols of x (leading dimension ld) rounded to bf16 values, dense.
+void round_rows(const float* x, int rows, int cols, int ld, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + (long)r * ld;
+    float* dst = out + (long)r * cols;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c)
+      dst[c] = __builtin_bit_cast(float, (std::uint32_t)bf16_from_float(row[c]) << 16);
+  }
+}
+
+void pack_b(Trans t, int k, int n, const float* b, int ldb, TileWord* out) {
+  if (t == Trans::kNo) return round_rows(b, k, n, ldb, out);
+  round_rows(b, n, k, ldb, out);
+}
+
+void bf16_product(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
+                  int lda, const TileWord* b, float beta, float* c, int ldc) {
+  thread_local std::vector<float> rounded_a;
+  rounded_a.resize((size_t)m * k);
+  const bool a_rows = trans_a == Trans::kNo;
+  round_rows(a, a_rows ? m : k, a_rows ? k : m, lda, rounded_a.data());
+  gemm(trans_a, trans_b, m, n, k, alpha, rounded_a.data(), std::max(a_rows ? k : m, 1), b,
+       std::max(trans_b == Trans::kNo ? n : k, 1), beta, c, ldc);
+}
+#endif
 
 }  // namespace
 
@@ -342,13 +294,13 @@ void TileOperandCache::clear() {
   words_.clear();
 }
 
-const std::uint32_t* TileOperandCache::packed_b(Trans t, int k, int n, const float* b, int ldb) {
+const TileWord* TileOperandCache::packed_b(Trans t, int k, int n, const float* b, int ldb) {
   for (const Entry& e : entries_)
     if (e.b == b && e.t == t && e.k == k && e.n == n && e.ldb == ldb)
       return words_.data() + e.offset;
   const std::size_t offset = words_.size();
-  words_.resize(offset + (std::size_t)(k + 1) / 2 * padded_columns(n));
-  pack_b(t, k, n, padded_columns(n), b, ldb, words_.data() + offset);
+  words_.resize(offset + packed_b_size(k, n));
+  pack_b(t, k, n, b, ldb, words_.data() + offset);
   entries_.push_back({b, t, k, n, ldb, offset});
   return words_.data() + offset;
 }
@@ -361,19 +313,16 @@ void tile_gemm(Precision precision, Trans trans_a, Trans trans_b, int m, int n, 
     return;
   }
   if (m == 0 || n == 0) return;
-  const int pairs = (k + 1) / 2, np = padded_columns(n);
-  thread_local std::vector<std::uint32_t> packed_a, packed_b;
-  packed_a.resize((size_t)m * pairs);
-  const PackedA sa = pack_a(trans_a, m, k, a, lda, packed_a.data());
-  const std::uint32_t* words;
+  thread_local std::vector<TileWord> packed_b;
+  const TileWord* words;
   if (b_cache) {
     words = b_cache->packed_b(trans_b, k, n, b, ldb);
   } else {
-    packed_b.resize((size_t)pairs * np);
-    pack_b(trans_b, k, n, np, b, ldb, packed_b.data());
+    packed_b.resize(packed_b_size(k, n));
+    pack_b(trans_b, k, n, b, ldb, packed_b.data());
     words = packed_b.data();
   }
-  multiply(m, pairs, np, packed_a.data(), sa, words, {c, ldc, n, alpha, beta});
+  bf16_product(trans_a, trans_b, m, n, k, alpha, a, lda, words, beta, c, ldc);
 }
 
 }  // namespace trident::kernels
