@@ -46,15 +46,16 @@ struct Widened {
   int ld;
 };
 
-// Outer indices [first, first + count) of an operand (op(A)'s rows, op(B)'s columns) with inner
-// dimension k, widened. The operand stores them as rows (A as is, B transposed) or as columns.
-Widened widen_block(const bf16_t* x, int ld, bool outer_is_rows, int first, int count, int k,
-                    std::vector<float>& dst) {
+// Outer indices [first, first + count) of an operand (op(A)'s rows, op(B)'s columns) at inner
+// indices [p, p + kc), widened. The operand stores its outer indices as rows (A as is, B
+// transposed) or as columns.
+Widened widen_block(const bf16_t* x, int ld, bool outer_is_rows, int first, int count, int p,
+                    int kc, std::vector<float>& dst) {
   if (outer_is_rows) {
-    widen_rows(x + (long)first * ld, count, k, ld, dst);
-    return {dst.data(), std::max(k, 1)};
+    widen_rows(x + (long)first * ld + p, count, kc, ld, dst);
+    return {dst.data(), kc};
   }
-  widen_rows(x + first, k, count, ld, dst);
+  widen_rows(x + (long)p * ld + first, kc, count, ld, dst);
   return {dst.data(), count};
 }
 
@@ -62,21 +63,27 @@ Widened widen_block(const bf16_t* x, int ld, bool outer_is_rows, int first, int 
 
 void gemm_bf16_widened(Trans trans_a, Trans trans_b, int m, int n, int k, const bf16_t* a, int lda,
                        const bf16_t* b, int ldb, float beta, float* c, int ldc,
-                       long max_widened_floats) {
+                       long max_widened_floats, int k_block) {
   if (m == 0 || n == 0) return;
   if (k == 0) return gemm(trans_a, trans_b, m, n, k, 1.f, nullptr, 1, nullptr, 1, beta, c, ldc);
   thread_local std::vector<float> a32, b32;  // scratch only: rewritten by every call
-  // Blocks of both outer dimensions bound the scratch (the output layer's weight alone would
-  // be 154 MiB widened in gpt2-small). The sums over k are the same in every block.
-  const int block = (int)std::clamp(max_widened_floats / k, 1L, (long)std::max(m, n));
-  for (int i = 0; i < m; i += block) {
-    const int rows = std::min(block, m - i);
-    const Widened wa = widen_block(a, lda, trans_a == Trans::kNo, i, rows, k, a32);
-    for (int j = 0; j < n; j += block) {
-      const int cols = std::min(block, n - j);
-      const Widened wb = widen_block(b, ldb, trans_b == Trans::kYes, j, cols, k, b32);
-      gemm(trans_a, trans_b, rows, cols, k, 1.f, wa.data, wa.ld, wb.data, wb.ld, beta,
-           c + (long)i * ldc + j, ldc);
+  // Blocks of k first: each is widened just before sgemm reads it, so it is still in cache
+  // (a rank-k_block update of C each; beta applies to the first only). Then blocks of both
+  // outer dimensions bound the scratch (the output layer's weight alone would be 154 MiB
+  // widened in gpt2-small).
+  for (int p = 0; p < k; p += k_block) {
+    const int kc = std::min(k_block, k - p);
+    const float beta_p = p == 0 ? beta : 1.f;
+    const int block = (int)std::clamp(max_widened_floats / kc, 1L, (long)std::max(m, n));
+    for (int i = 0; i < m; i += block) {
+      const int rows = std::min(block, m - i);
+      const Widened wa = widen_block(a, lda, trans_a == Trans::kNo, i, rows, p, kc, a32);
+      for (int j = 0; j < n; j += block) {
+        const int cols = std::min(block, n - j);
+        const Widened wb = widen_block(b, ldb, trans_b == Trans::kYes, j, cols, p, kc, b32);
+        gemm(trans_a, trans_b, rows, cols, kc, 1.f, wa.data, wa.ld, wb.data, wb.ld, beta_p,
+             c + (long)i * ldc + j, ldc);
+      }
     }
   }
 }

@@ -112,8 +112,8 @@ std::vector<kernels::bf16_t> padded_bf16(const std::vector<float>& dense, int ro
 }
 
 // The path AVX2 CPUs take, run here whatever this CPU is: strided operands, every transpose,
-// written or accumulated, in blocks of 10 rows and columns (37 x 29: remainders in both), and
-// an empty inner dimension (C = beta C).
+// written or accumulated, in blocks of 16 along k (70: a remainder of 6) and of 10 rows and
+// columns (37 x 29: remainders in both), and an empty inner dimension (C = beta C).
 TEST(GemmBf16Widened, StridedOperandsMatchDoubleProductOfRoundedOperands) {
   using kernels::Trans;
   for (int k : {70, 0})
@@ -129,7 +129,7 @@ TEST(GemmBf16Widened, StridedOperandsMatchDoubleProductOfRoundedOperands) {
           auto b16 = padded_bf16(b, tb ? n : k, b_cols, pad);
           kernels::gemm_bf16_widened(ta ? Trans::kYes : Trans::kNo, tb ? Trans::kYes : Trans::kNo,
                                      m, n, k, a16.data(), a_cols + pad, b16.data(), b_cols + pad,
-                                     acc ? 1.f : 0.f, c.data(), n, 10 * k);  // blocks of 10
+                                     acc ? 1.f : 0.f, c.data(), n, 10 * 16, 16);
           if (k == 0)  // nothing summed: C kept or cleared exactly
             EXPECT_EQ(c, std::vector<float>(expect.begin(), expect.end())) << ta << tb << acc;
           else
