@@ -64,6 +64,8 @@ void attend(const float* q, const T* keys, const T* values, int visible, int hd,
 }
 
 #ifdef __AVX512F__
+constexpr int kVectorLanes = 16;
+
 // Vector form for head_dim = 16 * C (GPT-2's 64 and its kin): keys are taken 16 at a time,
 // their 16 dot products summed into one vector by a transpose-and-add tree (not 16
 // horizontal sums), exp is vectorised, and the output stays in registers over the values.
@@ -141,6 +143,8 @@ void attend_vector(const float* q_in, const T* keys, const T* values, int visibl
   for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(acc[c], inv));
 }
 #elif defined(__AVX2__) && defined(__FMA__)
+constexpr int kVectorLanes = 8;
+
 // The same one pass for AVX2, head_dim = 8 * C, keys 8 at a time. Sixteen registers hold
 // neither q nor the running sum of values for head_dim 64, so both stay in L1 (a fraction of
 // the cache's bytes). On a Zen 3 (gpt2-small's 12 layers x 12 heads, 2048 positions):
@@ -218,23 +222,14 @@ void attend_vector(const float* q_in, const T* keys, const T* values, int visibl
 template <class T>
 void attend_row(const float* q, const T* keys, const T* values, int visible, int hd, float scale,
                 float* scores, float* out) {
-#ifdef __AVX512F__
-  switch (hd) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  switch (hd) {  // attend_vector<C> takes head_dim = C vectors
     case 32:
-      return attend_vector<2>(q, keys, values, visible, scale, out);
+      return attend_vector<32 / kVectorLanes>(q, keys, values, visible, scale, out);
     case 64:
-      return attend_vector<4>(q, keys, values, visible, scale, out);
+      return attend_vector<64 / kVectorLanes>(q, keys, values, visible, scale, out);
     case 128:
-      return attend_vector<8>(q, keys, values, visible, scale, out);
-  }
-#elif defined(__AVX2__) && defined(__FMA__)
-  switch (hd) {
-    case 32:
-      return attend_vector<4>(q, keys, values, visible, scale, out);
-    case 64:
-      return attend_vector<8>(q, keys, values, visible, scale, out);
-    case 128:
-      return attend_vector<16>(q, keys, values, visible, scale, out);
+      return attend_vector<128 / kVectorLanes>(q, keys, values, visible, scale, out);
   }
 #endif
   attend(q, keys, values, visible, hd, scale, scores, out);
