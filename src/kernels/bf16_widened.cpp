@@ -1,7 +1,6 @@
 #include "kernels/bf16_widened.h"
 
 #include <algorithm>
-#include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -35,8 +34,7 @@ void widen_rows(const bf16_t* src, int rows, int cols, int ld, std::vector<float
     float* row = out + (long)r * cols;
 #pragma omp simd
     for (int c = 0; c < cols; ++c) {
-      const std::uint32_t bits = (std::uint32_t)in[c] << 16;
-      std::memcpy(&row[c], &bits, 4);
+      row[c] = bf16_to_float(in[c]);
     }
   }
 }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "kernels/fast_math.h"
@@ -13,13 +12,6 @@
 namespace trident::kernels {
 
 namespace {
-
-inline float widen(bf16_t x) {
-  std::uint32_t u = (std::uint32_t)x << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
 
 inline float dot(const float* q, const float* k, int n) {
   float s = 0.f;
@@ -31,7 +23,7 @@ inline float dot(const float* q, const float* k, int n) {
 inline float dot(const float* q, const bf16_t* k, int n) {
   float s = 0.f;
 #pragma omp simd reduction(+ : s)
-  for (int i = 0; i < n; ++i) s += q[i] * widen(k[i]);
+  for (int i = 0; i < n; ++i) s += q[i] * bf16_to_float(k[i]);
   return s;
 }
 
@@ -42,7 +34,7 @@ inline void axpy(float a, const float* v, float* out, int n) {
 
 inline void axpy(float a, const bf16_t* v, float* out, int n) {
 #pragma omp simd
-  for (int i = 0; i < n; ++i) out[i] += a * widen(v[i]);
+  for (int i = 0; i < n; ++i) out[i] += a * bf16_to_float(v[i]);
 }
 
 // One query row of one head against keys/values [0, visible) of its slot.

@@ -21,16 +21,7 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
-namespace {
-
-inline float bf16_to_float(bf16_t b) {
-  std::uint32_t u = (std::uint32_t)b << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void to_bf16(const float* x, bf16_t* out, long n) {
 #pragma omp parallel for simd schedule(static)

@@ -23,6 +23,10 @@ inline bf16_t bf16_from_float(float x) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (bf16_t)(u >> 16);
 }
+// Exact: a bf16 value is the upper half of an fp32.
+inline float bf16_to_float(bf16_t x) {
+  return __builtin_bit_cast(float, (std::uint32_t)x << 16);
+}
 // Kernels templated on their output type write through these.
 inline void store_as(float* y, float v) {
   *y = v;

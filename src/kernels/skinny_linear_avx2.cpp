@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 
-#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -26,7 +25,7 @@ inline float widen(float v) {
   return v;
 }
 inline float widen(bf16_t v) {
-  return std::bit_cast<float>((std::uint32_t)v << 16);
+  return bf16_to_float(v);
 }
 
 inline float sum8(__m256 v) {

@@ -266,8 +266,7 @@ void round_rows(const float* x, int rows, int cols, int ld, float* out) {
     const float* row = x + (long)r * ld;
     float* dst = out + (long)r * cols;
 #pragma omp simd
-    for (int c = 0; c < cols; ++c)
-      dst[c] = __builtin_bit_cast(float, (std::uint32_t)bf16_from_float(row[c]) << 16);
+    for (int c = 0; c < cols; ++c) dst[c] = bf16_to_float(bf16_from_float(row[c]));
   }
 }
 
