@@ -80,6 +80,54 @@ TEST(Fp16, PortableRoundingMatchesTheCompilers) {
   EXPECT_EQ(kernels::fp16_from_float_portable(-6e-8f), 0x8001);
 }
 
+// binary16 decoded from its fields: sign, 5-bit exponent (bias 15), 10-bit fraction.
+double decode_binary16(kernels::fp16_t h) {
+  const int exponent = (h >> 10) & 31, fraction = h & 1023;
+  const double sign = h & 0x8000 ? -1 : 1;
+  if (exponent == 31) return fraction ? NAN : sign * INFINITY;
+  if (exponent == 0) return sign * std::ldexp(fraction, -24);
+  return sign * std::ldexp(1024 + fraction, exponent - 25);
+}
+
+// The array conversions (8 at a time with F16C, the rest one by one: the lengths are not
+// multiples of 8) against the integer rounding and the decoding above: every 4099th fp32 bit
+// pattern, and all 65536 binary16 ones.
+TEST(Fp16, ArrayConversionsMatchTheFormatsDefinition) {
+  std::vector<float> x;
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 4099)
+    x.push_back(std::bit_cast<float>((std::uint32_t)b));
+  x.push_back(65520.f), x.push_back(-6e-8f), x.push_back(65519.f);
+  ASSERT_NE(x.size() % 8, 0u);
+  const long n = (long)x.size();
+  std::vector<kernels::fp16_t> h(n);
+  kernels::to_fp16(x.data(), h.data(), n);
+  std::vector<float> rounded = x;
+  kernels::round_through_fp16(rounded.data(), rounded.data(), n);  // in place, as allowed
+  long wrong = 0;
+  for (long i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) {
+      wrong += !std::isnan(decode_binary16(h[i])) + !std::isnan(rounded[i]);
+      continue;
+    }
+    const kernels::fp16_t want = kernels::fp16_from_float_portable(x[i]);
+    wrong += h[i] != want;
+    wrong += (double)rounded[i] != decode_binary16(want);
+  }
+  EXPECT_EQ(wrong, 0);
+  std::vector<kernels::fp16_t> every(65536 + 3);
+  for (size_t i = 0; i < every.size(); ++i) every[i] = (kernels::fp16_t)(i * 40503u);
+  std::vector<float> widened(every.size());
+  kernels::from_fp16(every.data(), widened.data(), (long)every.size());
+  for (size_t i = 0; i < every.size(); ++i) {
+    const double want = decode_binary16(every[i]);
+    if (std::isnan(want))
+      wrong += !std::isnan(widened[i]);
+    else
+      wrong += (double)widened[i] != want || std::signbit(widened[i]) != std::signbit(want);
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(GemmBf16, EveryTransposeAndAccumulateMatchDoubleProductOfRoundedOperands) {
   const int m = 37, n = 29, k = 70;
   for (bool ta : {false, true})
