@@ -193,7 +193,7 @@ void print_rank_model(const TrainingConfig& c, const engine::RankModel& model,
 }
 
 double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank,
-                           std::ostream& log) {
+                           std::ostream& log, int trials) {
   if (c.peak_tflops > 0) return c.peak_tflops;
   int local_ranks = 0;
   for (const std::string& n : rank.nodes) local_ranks += n == rank.nodes[rank.world_rank];
@@ -203,7 +203,7 @@ double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& r
   const int cores = rank.node_cores > 0 ? rank.node_cores : own;
   const double share = std::min<double>(
       {(double)omp_get_max_threads(), (double)own, (double)cores / std::max(1, local_ranks)});
-  kernels::PeakMeasurement m = kernels::measure_peak_tflops(c.precision(), share);
+  kernels::PeakMeasurement m = kernels::measure_peak_tflops(c.precision(), share, trials);
   log << "peak for MFU: " << kernels::precision_name(m.precision) << " multiply-add loop "
       << std::fixed << std::setprecision(1) << m.per_core_gflops << " GFLOP/s per core x "
       << std::setprecision(2) << share << " cores per rank (" << cores << " cores, " << local_ranks
@@ -211,6 +211,11 @@ double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& r
       << m.tflops << " TFLOP/s per rank\n";
   log.unsetf(std::ios::fixed);
   return m.tflops;
+}
+
+double recheck_peak_tflops(double peak, double observed, const std::function<double()>& measure) {
+  if (!(observed > peak)) return peak;
+  return std::max(peak, measure());
 }
 
 }  // namespace trident::train

@@ -3,6 +3,7 @@
 // shape, batch, schedule of the learning rate), the process grid, this rank's model (its
 // pipeline schedule, memory plan, buckets and optimizer state), and the arithmetic peak
 // that MFU is measured against.
+#include <functional>
 #include <ostream>
 
 #include "engine/rank_context.h"
@@ -19,8 +20,15 @@ void print_rank_model(const TrainingConfig& c, const engine::RankModel& model,
                       int data_parallel_size, std::ostream& log);
 
 // This rank's share of the machine's arithmetic peak for the run's precision, in TFLOP/s
-// (--peak-tflops overrides it; otherwise measured and printed).
+// (--peak-tflops overrides it; otherwise measured over `trials` windows and printed).
 double peak_tflops_of_rank(const TrainingConfig& c, const engine::RankContext& rank,
-                           std::ostream& log);
+                           std::ostream& log, int trials = 3);
+
+// The peak after a log interval that ran at `observed` TFLOP/s. No product outruns the
+// multiply-add loop, so a rate above the peak proves its measurement low: every trial in a
+// busy window of a shared core (on a Zen 3 VM a bf16 peak came out at half, and the log's MFU
+// at 1.2-1.4). Then `measure` runs and the higher of the two peaks is kept; otherwise `peak`
+// stands and nothing is measured.
+double recheck_peak_tflops(double peak, double observed, const std::function<double()>& measure);
 
 }  // namespace trident::train

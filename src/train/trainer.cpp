@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ostream>
 
 #include "core/progress.h"
@@ -13,6 +14,7 @@
 #include "train/report.h"
 #include "train/run_summary.h"
 #include "train/samples.h"
+#include "train/startup_report.h"
 #include "train/train_step.h"
 #include "train/training_run.h"
 #include "train/validation.h"
@@ -97,6 +99,21 @@ int refuse_untrained(TrainingRun& run, long iterations, long last_saved) {
   return kExitEveryStepSkipped;
 }
 
+// A measured peak that this interval outran is measured again, over more windows (see
+// recheck_peak_tflops), and the line's MFU taken against the higher of the two.
+void recheck_peak(TrainingRun& run, IterationStats& s) {
+  run.peak_tflops = recheck_peak_tflops(run.peak_tflops, s.tflops, [&] {
+    char note[200];
+    std::snprintf(note, sizeof note,
+                  "note: this interval ran at %.3f TFLOP/s, above the measured peak "
+                  "(%.3f): measuring it again\n",
+                  s.tflops, run.peak_tflops);
+    run.log << note;
+    return peak_tflops_of_rank(run.config, run.rank, run.log, 25);
+  });
+  s.mfu = s.tflops / run.peak_tflops;
+}
+
 // --skip-train: the held-out losses of the weights as loaded, logged at the iteration they
 // were saved at (0 for --finetune, --load-hf or an initialisation).
 int evaluate_only(TrainingRun& run) {
@@ -140,6 +157,7 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
     }
     if (it % c.log_interval == 0 || it == run.train_iters) {
       IterationStats s = interval.take(run, it, step);
+      if (c.peak_tflops == 0) recheck_peak(run, s);
       s.elapsed_s = seconds_since(started), s.eta_s = recent.eta_seconds(run.train_iters - it);
       run.training_log->interval(s);
     }
