@@ -191,7 +191,7 @@ void compare(const Shape& s, int rounds, const double peak_per_core[2]) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
-  const auto peak = trident::kernels::measure_peak_tflops(trident::kernels::Precision::kBf16, 1);
+  const auto peak = trident::kernels::measure_peak_tflops(trident::kernels::Precision::kBf16, 1, 25);
   const double per_core[2] = {0, peak.per_core_gflops};
   std::printf(
       "bf16 loop peak %.1f GFLOP/s per core; the tile kernel in L1 (1 thread): %.2f of it\n",
