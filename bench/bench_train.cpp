@@ -97,12 +97,12 @@ struct ModeRun {
     return t3 - t0;
   }
 
-  // The machine's arithmetic peak for this mode's precision, on this process's cores: 25
-  // trials of ~20 ms (the trainer takes 3), as MFU divides by it.
-  static constexpr int kPeakTrials = 25;
+  // The machine's arithmetic peak for this mode's precision, on this process's cores,
+  // measured carefully (kernels/peak.h), as MFU divides by it.
   double fma_peak() const {
     const double cores = std::min<double>(omp_get_max_threads(), physical_cores());
-    return kernels::measure_peak_tflops(options.precision, cores, kPeakTrials).tflops;
+    return kernels::measure_peak_tflops(options.precision, cores, kernels::kCarefulPeakTrials)
+        .tflops;
   }
 
   double gemm_peak() const {

@@ -191,7 +191,8 @@ void compare(const Shape& s, int rounds, const double peak_per_core[2]) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
-  const auto peak = trident::kernels::measure_peak_tflops(trident::kernels::Precision::kBf16, 1, 25);
+  const auto peak = trident::kernels::measure_peak_tflops(trident::kernels::Precision::kBf16, 1,
+                                                          trident::kernels::kCarefulPeakTrials);
   const double per_core[2] = {0, peak.per_core_gflops};
   std::printf(
       "bf16 loop peak %.1f GFLOP/s per core; the tile kernel in L1 (1 thread): %.2f of it\n",
@@ -258,8 +259,8 @@ void measure(const Shape& s, int rounds, int threads, double peak) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
-  const auto peak =
-      trident::kernels::measure_peak_tflops(trident::kernels::Precision::kFp32, 1, 25);
+  const auto peak = trident::kernels::measure_peak_tflops(trident::kernels::Precision::kFp32, 1,
+                                                          trident::kernels::kCarefulPeakTrials);
   std::printf(
       "fp32 loop peak %.1f GFLOP/s per core; the 6 x 16 tile in L1 (1 thread): %.2f of it\n",
       peak.per_core_gflops, tile_in_l1_gflops() / peak.per_core_gflops);

@@ -15,9 +15,11 @@ struct PeakMeasurement {
   double cores = 1;
   double tflops = 0;
 };
-// `trials` runs of ~20 ms per thread, the best taken: the trainer's start-up takes 3; a
-// benchmark that divides by the peak takes more, so that one bad window on a shared VM (a
-// Zen 3's bf16 peak once came out at half) cannot set it.
+// `trials` runs of ~20 ms per thread, the best taken: the trainer's start-up takes 3; what
+// keeps or divides by the peak (a benchmark, a calibrated cluster file, the trainer's
+// recheck) takes kCarefulPeakTrials, so that one bad window on a shared VM (a Zen 3's bf16
+// peak once came out at half) cannot set it.
+constexpr int kCarefulPeakTrials = 25;
 PeakMeasurement measure_peak_tflops(Precision precision, double cores, int trials = 3);
 
 // Measures the GEMM throughput (TFLOP/s) of the given precision (fp32 sgemm, or bf16 x bf16

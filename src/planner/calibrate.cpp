@@ -296,11 +296,11 @@ Cluster calibrate_this_machine(comm::Communicator& world, const CalibrationOptio
   c.devices_per_node = groups.node ? groups.node->size() : world.size();
   // The loop runs on every rank's threads at once, so ranks that share a core (SMT siblings)
   // measure the rate they really get together.
-  // 25 windows of ~20 ms, not the trainer's 3: the cluster file keeps this peak, and on a
-  // shared VM three windows once all fell in a spell that halved the loop's rate.
+  // Careful: the cluster file keeps this peak.
   const int threads = omp_get_max_threads();
   barrier(world);
-  kernels::PeakMeasurement peak = kernels::measure_peak_tflops(o.precision, threads, 25);
+  kernels::PeakMeasurement peak =
+      kernels::measure_peak_tflops(o.precision, threads, kernels::kCarefulPeakTrials);
   c.device.name = std::string("CPU rank (") + kernels::precision_name(o.precision) + ", " +
                   std::to_string(threads) + " thread" + (threads > 1 ? "s)" : ")");
   c.device.peak_tflops = mean_over_ranks(world, peak.tflops);

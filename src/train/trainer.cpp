@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "core/progress.h"
+#include "kernels/peak.h"
 #include "model/flops.h"
 #include "train/checkpointing.h"
 #include "train/early_stop.h"
@@ -100,8 +101,10 @@ int refuse_untrained(TrainingRun& run, long iterations, long last_saved) {
 }
 
 // A measured peak that this interval outran is measured again, over more windows (see
-// recheck_peak_tflops), and the line's MFU taken against the higher of the two.
+// recheck_peak_tflops), and the line's MFU taken against the higher of the two. A peak given
+// by --peak-tflops is the user's and stands.
 void recheck_peak(TrainingRun& run, IterationStats& s) {
+  if (run.config.peak_tflops > 0) return;
   run.peak_tflops = recheck_peak_tflops(run.peak_tflops, s.tflops, [&] {
     char note[200];
     std::snprintf(note, sizeof note,
@@ -109,7 +112,7 @@ void recheck_peak(TrainingRun& run, IterationStats& s) {
                   "(%.3f): measuring it again\n",
                   s.tflops, run.peak_tflops);
     run.log << note;
-    return peak_tflops_of_rank(run.config, run.rank, run.log, 25);
+    return peak_tflops_of_rank(run.config, run.rank, run.log, kernels::kCarefulPeakTrials);
   });
   s.mfu = s.tflops / run.peak_tflops;
 }
@@ -157,7 +160,7 @@ int run_training(const TrainingConfig& c, const engine::RankContext& rank, std::
     }
     if (it % c.log_interval == 0 || it == run.train_iters) {
       IterationStats s = interval.take(run, it, step);
-      if (c.peak_tflops == 0) recheck_peak(run, s);
+      recheck_peak(run, s);
       s.elapsed_s = seconds_since(started), s.eta_s = recent.eta_seconds(run.train_iters - it);
       run.training_log->interval(s);
     }
